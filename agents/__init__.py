@@ -1,0 +1,1 @@
+"""fogsdn: agents."""

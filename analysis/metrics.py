@@ -1,0 +1,147 @@
+"""Measured metrics from a trace, with confidence intervals honest for correlated samples.
+
+Response times of successive requests through one queue are correlated, so the
+naive i.i.d. interval is too narrow; we use non-overlapping batch means in
+arrival order (Law & Kelton), or independent replications when several runs exist.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy import stats
+
+from fogsdn.trace import Outcome, TraceRow
+
+DEFAULT_BATCHES = 20
+
+
+@dataclass(frozen=True)
+class MeanCI:
+    mean: float
+    half_width: float  # 95 %
+    n: int
+
+    def covers(self, x: float) -> bool:
+        return abs(self.mean - x) <= self.half_width
+
+
+def batch_means_ci(values: Sequence[float], batches: int = DEFAULT_BATCHES) -> MeanCI:
+    """Mean and 95 % half-width from `batches` consecutive batch means."""
+    x = np.asarray(values, dtype=float)
+    n = len(x)
+    if n == 0:
+        return MeanCI(math.nan, math.nan, 0)
+    b = min(batches, n // 2)
+    if b < 2:
+        return MeanCI(float(x.mean()), math.inf, n)
+    size = n // b
+    means = x[: b * size].reshape(b, size).mean(axis=1)
+    half = float(stats.t.ppf(0.975, b - 1) * means.std(ddof=1) / math.sqrt(b))
+    return MeanCI(float(x.mean()), half, n)
+
+
+def replications_ci(means: Sequence[float]) -> MeanCI:
+    """95 % interval across independent replications' means."""
+    x = np.asarray([m for m in means if not math.isnan(m)], dtype=float)
+    if len(x) == 0:
+        return MeanCI(math.nan, math.nan, 0)
+    if len(x) < 2:
+        return MeanCI(float(x.mean()), math.inf, len(x))
+    half = float(stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
+    return MeanCI(float(x.mean()), half, len(x))
+
+
+@dataclass(frozen=True)
+class ClassMetrics:
+    count: int  # arrivals after warm-up
+    ok: int
+    blocked: int
+    timeout: int
+    lost: int
+    W: float  # mean node sojourn (node_ms) of answered requests
+    W_ci95: float
+    W_e2e: float  # mean end-to-end response of answered requests
+    W_e2e_ci95: float
+    blocking: float
+    timeout_prob: float
+    lost_prob: float
+    outage: float  # share of ALL arrivals not answered within the deadline (node sojourn)
+    outage_e2e: float  # the same from the client's end-to-end response
+    by_node: dict[str, int]
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def class_metrics(rows: Iterable[TraceRow], deadline_ms: float) -> ClassMetrics:
+    rows = sorted(rows, key=lambda r: r.t_send)
+    n = len(rows)
+    ok = [r for r in rows if r.outcome is Outcome.OK]
+    count = {o: sum(1 for r in rows if r.outcome is o) for o in Outcome}
+    w = batch_means_ci([r.node_ms for r in ok])
+    e2e = batch_means_ci([r.response_ms for r in ok])
+    by_node: dict[str, int] = {}
+    for r in ok:
+        by_node[r.node] = by_node.get(r.node, 0) + 1
+
+    def share(k: int) -> float:
+        return k / n if n else math.nan
+
+    return ClassMetrics(
+        count=n,
+        ok=len(ok),
+        blocked=count[Outcome.BLOCKED],
+        timeout=count[Outcome.TIMEOUT],
+        lost=count[Outcome.LOST],
+        W=w.mean,
+        W_ci95=w.half_width,
+        W_e2e=e2e.mean,
+        W_e2e_ci95=e2e.half_width,
+        blocking=share(count[Outcome.BLOCKED]),
+        timeout_prob=share(count[Outcome.TIMEOUT]),
+        lost_prob=share(count[Outcome.LOST]),
+        outage=share(n - sum(1 for r in ok if r.node_ms <= deadline_ms)),
+        outage_e2e=share(n - sum(1 for r in ok if r.response_ms <= deadline_ms)),
+        by_node=by_node,
+    )
+
+
+@dataclass(frozen=True)
+class NodeService:
+    served: int
+    achieved_service_ms: float
+    nominal_service_ms: float
+
+    @property
+    def ratio(self) -> float:
+        return self.achieved_service_ms / self.nominal_service_ms
+
+
+def node_service(rows: Iterable[TraceRow]) -> dict[str, NodeService]:
+    """Per node, the achieved mean service time beside the nominal one asked of it."""
+    acc: dict[str, list[tuple[float, float]]] = {}
+    for r in rows:
+        if r.outcome is Outcome.OK and not math.isnan(r.service_ms):
+            acc.setdefault(r.node, []).append((r.service_ms, r.nominal_ms))
+    return {
+        node: NodeService(
+            len(v), float(np.mean([a for a, _ in v])), float(np.mean([b for _, b in v]))
+        )
+        for node, v in sorted(acc.items())
+    }
+
+
+def measured_summary(
+    rows: Iterable[TraceRow], warmup_ms: float, deadline_ms: float
+) -> dict[str, object]:
+    """The `measured` block of summary.json: per class, then per node service."""
+    kept = [r for r in rows if r.t_send >= warmup_ms]
+    out: dict[str, object] = {}
+    for cls in ("hp", "lp"):
+        out[cls] = class_metrics([r for r in kept if r.cls == cls], deadline_ms).to_dict()
+    out["nodes"] = {k: asdict(v) | {"ratio": v.ratio} for k, v in node_service(kept).items()}
+    return out

@@ -1,0 +1,82 @@
+"""The policy contract shared by the controller, the simulator and the RL env.
+
+A policy is a pure object. For proactive policies the engines ask for a
+`RouteTable` whenever the cluster view changes and realise it (the controller as
+OpenFlow rules and select groups, the simulator by sampling). Per-request policies
+override `decide`; the default samples the route table.
+"""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from fogsdn.scenario import PolicySpec, Role, TaskClass
+
+# class -> {node name: weight}; weights are non-negative and need not sum to 1.
+RouteTable = Mapping[TaskClass, Mapping[str, float]]
+
+
+class PolicyError(ValueError):
+    """A policy that cannot be built from its spec (unknown name, bad parameter)."""
+
+
+@dataclass(frozen=True)
+class NodeView:
+    name: str
+    role: Role
+    available: bool
+    capacity: int
+    mu: float
+    in_system: int | None = None  # requests held now, where the engine knows it
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    nodes: tuple[NodeView, ...]
+
+    def up(self, role: Role) -> tuple[NodeView, ...]:
+        return tuple(n for n in self.nodes if n.role is role and n.available)
+
+    def node(self, name: str) -> NodeView:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class Request:
+    cls: TaskClass
+    client: str
+    size: float | None = None  # known only to size-aware policies
+
+
+@dataclass
+class Policy(ABC):
+    name: ClassVar[str]
+    proactive: ClassVar[bool] = True
+    spec: PolicySpec = field(default_factory=PolicySpec)
+
+    @abstractmethod
+    def routes(self, view: ClusterView) -> RouteTable:
+        """Where each class goes in this cluster state (weights per node)."""
+
+    def decide(self, view: ClusterView, request: Request, rng: random.Random) -> str:
+        weights = routes_for(self.routes(view), request.cls)
+        names = list(weights)
+        return rng.choices(names, weights=[weights[n] for n in names])[0]
+
+
+def routes_for(table: RouteTable, cls: TaskClass) -> Mapping[str, float]:
+    weights = {n: w for n, w in table.get(cls, {}).items() if w > 0}
+    if not weights:
+        raise PolicyError(f"route table has no node with positive weight for class {cls}")
+    return weights
+
+
+def even(nodes: tuple[NodeView, ...], share: float = 1.0) -> dict[str, float]:
+    return {n.name: share / len(nodes) for n in nodes} if nodes else {}

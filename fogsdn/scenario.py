@@ -1,0 +1,235 @@
+"""Scenario files: YAML validated once, at the edge, into frozen typed objects.
+
+Every engine (emulate, simulate, predict) takes a `Scenario`; nothing downstream
+re-reads YAML or re-validates. Times are in model milliseconds unless a name says
+otherwise; `time_scale` says how many real milliseconds one model millisecond lasts.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be used; the message is one line naming the field."""
+
+
+class TaskClass(StrEnum):
+    HP = "hp"
+    LP = "lp"
+
+
+class Role(StrEnum):
+    FN = "fn"
+    OFN = "ofn"
+    CLOUD = "cloud"
+
+
+class LeaveMode(StrEnum):
+    DRAIN = "drain"
+    HANDOFF = "handoff"
+    DROP = "drop"
+
+
+class Servers(StrEnum):
+    SINGLE = "single"
+    MULTI = "multi"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SizeSpec(_Frozen):
+    """Task size in work units; a node of rate mu serves a task of size s in s/mu model ms."""
+
+    distribution: Literal["exponential", "deterministic", "bounded_pareto"] = "exponential"
+    mean: float = Field(1.0, gt=0)
+    # bounded Pareto only (seed 002b): shape alpha on [low, high]
+    shape: float | None = Field(None, gt=0)
+    low: float | None = Field(None, gt=0)
+    high: float | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _pareto_bounds(self) -> SizeSpec:
+        if self.distribution == "bounded_pareto":
+            if self.shape is None or self.low is None or self.high is None:
+                raise ValueError("bounded_pareto needs shape, low and high")
+            if not self.low < self.high:
+                raise ValueError("bounded_pareto needs low < high")
+        return self
+
+
+class Workload(_Frozen):
+    lambda_hp: float = Field(ge=0, description="HP arrivals per model ms, all clients together")
+    lambda_lp: float = Field(ge=0, description="LP arrivals per model ms, all clients together")
+    clients: int = Field(2, ge=1, le=200, description="IoT client hosts; rates are split evenly")
+    size: SizeSpec = SizeSpec()
+
+    @model_validator(mode="after")
+    def _some_load(self) -> Workload:
+        if self.lambda_hp + self.lambda_lp <= 0:
+            raise ValueError("lambda_hp + lambda_lp must be positive")
+        return self
+
+
+class NodeSpec(_Frozen):
+    name: str = Field(pattern=r"^[a-z][a-z0-9]{0,7}$")
+    role: Role
+    mu: float = Field(gt=0, description="service rate per model ms for a task of size 1")
+    capacity: int = Field(ge=1, le=100_000, description="in service plus waiting")
+    servers: Servers = Servers.SINGLE
+
+
+class Churn(_Frozen):
+    eta: float = Field(ge=0, description="rate at which an OFN leaves (A to U), per model ms")
+    xi: float = Field(ge=0, description="rate at which an OFN returns (U to A), per model ms")
+    leave: LeaveMode = LeaveMode.DRAIN
+    initial: Literal["available", "unavailable", "stationary"] = "stationary"
+
+    @model_validator(mode="after")
+    def _can_return(self) -> Churn:
+        if self.eta > 0 and self.xi == 0:
+            raise ValueError("xi = 0 with eta > 0 means an OFN that leaves never returns")
+        return self
+
+
+class PolicySpec(_Frozen):
+    name: str = "prioritized"
+    alpha: float = Field(0.5, ge=0, le=1, description="NoDiff share to the FN while an OFN is up")
+    params: dict[str, float | int | str | bool] = Field(default_factory=dict)
+
+
+class Sweep(_Frozen):
+    parameter: str = Field(description="dotted path, e.g. workload.lambda_lp")
+    values: tuple[float, ...] = Field(min_length=1)
+    policies: tuple[str, ...] = ()
+    replications: int = Field(1, ge=1)
+    emulate_values: tuple[float, ...] = ()
+
+
+class Scenario(_Frozen):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    seed: int = Field(1, ge=0)
+    duration_ms: float = Field(gt=0, description="model ms of load, warm-up included")
+    warmup_ms: float = Field(0.0, ge=0)
+    time_scale: float = Field(10.0, gt=0, le=10_000, description="real ms per model ms")
+    deadline_ms: float = Field(30.0, gt=0, description="delay constraint for outage")
+    timeout_ms: float = Field(500.0, gt=0, description="client gives up after this, model ms")
+    workload: Workload
+    nodes: tuple[NodeSpec, ...] = Field(min_length=1)
+    churn: Churn = Churn(eta=0.0, xi=0.0)
+    policy: PolicySpec = PolicySpec()
+    sweep: Sweep | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Scenario:
+        if self.warmup_ms >= self.duration_ms:
+            raise ValueError("warmup_ms must be smaller than duration_ms")
+        names = [n.name for n in self.nodes]
+        if len(set(names)) != len(names):
+            raise ValueError(f"node names must be unique, got {names}")
+        if not any(n.role is Role.FN for n in self.nodes):
+            raise ValueError("nodes need at least one node with role fn")
+        return self
+
+    # -- convenience views -------------------------------------------------
+    def nodes_with(self, role: Role) -> tuple[NodeSpec, ...]:
+        return tuple(n for n in self.nodes if n.role is role)
+
+    def node(self, name: str) -> NodeSpec:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return json.loads(self.model_dump_json())
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> Scenario:
+        """A copy with dotted-path fields replaced (`workload.lambda_lp`), re-validated."""
+        data = self.to_dict()
+        for path, value in overrides.items():
+            set_dotted(data, path, value)
+        return parse_scenario(data, source=f"{self.name} with {dict(overrides)}")
+
+
+def set_dotted(data: dict[str, Any], path: str, value: Any) -> None:
+    """Set `a.b.c` (or `nodes.fn.mu`, indexing a node list by name) in nested dicts."""
+    parts = path.split(".")
+    cur: Any = data
+    for i, key in enumerate(parts):
+        last = i == len(parts) - 1
+        if isinstance(cur, list):
+            match = [x for x in cur if isinstance(x, dict) and x.get("name") == key]
+            if not match:
+                raise ScenarioError(f"{path}: no list item named {key!r}")
+            if last:
+                raise ScenarioError(f"{path}: cannot replace a whole list item")
+            cur = match[0]
+            continue
+        if not isinstance(cur, dict) or (key not in cur and not last):
+            raise ScenarioError(f"{path}: no field {key!r}")
+        if last:
+            if key not in cur:
+                raise ScenarioError(f"{path}: no field {key!r}")
+            cur[key] = value
+        else:
+            if cur[key] is None:
+                raise ScenarioError(f"{path}: {key!r} is not set")
+            cur = cur[key]
+
+
+def _one_line(err: ValidationError, source: str) -> str:
+    first = err.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    msg = first["msg"].removeprefix("Value error, ")
+    more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
+    return f"{source}: {loc}: {msg}{more}"
+
+
+def parse_scenario(data: Any, source: str = "scenario") -> Scenario:
+    if not isinstance(data, Mapping):
+        raise ScenarioError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
+    try:
+        return Scenario.model_validate(copy.deepcopy(dict(data)))
+    except ValidationError as err:
+        raise ScenarioError(_one_line(err, source)) from None
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as err:
+        raise ScenarioError(f"{p}: cannot read: {err.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or "invalid YAML"
+        raise ScenarioError(f"{p}:{where}: {problem}") from None
+    return parse_scenario(data, source=str(p))
+
+
+def sweep_points(scenario: Scenario) -> list[tuple[float, Scenario]]:
+    """One scenario per sweep value (the scenario itself when it has no sweep)."""
+    if scenario.sweep is None:
+        return [(float("nan"), scenario)]
+    return [
+        (v, scenario.with_overrides({scenario.sweep.parameter: v}))
+        for v in scenario.sweep.values
+    ]
