@@ -1,0 +1,185 @@
+"""IoT client: Poisson HP and LP tasks to the service address, one TCP flow per task.
+
+The class travels in DSCP (HP 46, LP 0); the controller's rules, not the client,
+decide which worker serves it. Every request ends as exactly one trace row (ok,
+blocked, timeout, lost), streamed to disk so an interrupted run keeps what it has.
+
+    python -m nodes.client --name c1 --scenario RUN/scenario.yaml --service 10.0.0.100:9000 \
+        --epoch MONOTONIC_S --trace RUN/trace-c1.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import random
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+
+from fogsdn.scenario import Scenario, TaskClass, load_scenario
+from fogsdn.trace import Outcome, TraceRow, TraceWriter
+from fogsdn.workload import Arrival, client_seed, poisson_arrivals
+from nodes.protocol import DSCP, ProtocolError, TaskRequest, parse_reply
+
+INTERRUPT_GRACE_S = 2.0
+
+
+class Client:
+    def __init__(self, name: str, scenario: Scenario, service: tuple[str, int], epoch: float,
+                 writer: TraceWriter, progress: Path | None = None, replication: int = 0) -> None:
+        self.name = name
+        self.sc = scenario
+        self.service = service
+        self.epoch = epoch
+        self.writer = writer
+        self.progress = progress
+        self.ms_real = scenario.time_scale / 1000.0
+        wl = scenario.workload
+        rng = random.Random(client_seed(scenario.seed, name, replication))
+        self.schedule: list[Arrival] = poisson_arrivals(
+            {TaskClass.HP: wl.lambda_hp / wl.clients, TaskClass.LP: wl.lambda_lp / wl.clients},
+            scenario.duration_ms, wl.size, rng)
+        self.sent = 0
+        self.done = 0
+        self.interrupted = asyncio.Event()
+        self._open: dict[str, TraceRow] = {}
+
+    def model_now(self) -> float:
+        return (time.monotonic() - self.epoch) / self.ms_real
+
+    def _finish(self, row: TraceRow) -> None:
+        if self._open.pop(row.request_id, None) is None:
+            return  # already recorded (never twice)
+        self.writer.write(row)
+        self.done += 1
+
+    async def _one(self, arrival: Arrival, seq: int) -> None:
+        loop = asyncio.get_running_loop()
+        req = TaskRequest(f"{self.name}-{seq:07d}", arrival.cls, arrival.size, self.name)
+        t_send = self.model_now()
+        row = TraceRow(req.id, self.name, str(arrival.cls), arrival.size, t_send)
+        self._open[req.id] = row
+        timeout_s = self.sc.timeout_ms * self.ms_real
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, DSCP[arrival.cls] << 2)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setblocking(False)
+        try:
+            async with asyncio.timeout(timeout_s):
+                await loop.sock_connect(sock, self.service)
+                await loop.sock_sendall(sock, req.encode())
+                buf = b""
+                while b"\n" not in buf:
+                    chunk = await loop.sock_recv(sock, 4096)
+                    if not chunk:
+                        raise ConnectionResetError("connection closed without a reply")
+                    buf += chunk
+            reply = parse_reply(buf.split(b"\n", 1)[0])
+            row.t_done = self.model_now()
+            row.response_ms = row.t_done - t_send
+            row.node = str(reply.get("node", ""))
+            row.nominal_ms = float(reply.get("nominal_ms", math.nan))  # type: ignore[arg-type]
+            status = reply["status"]
+            if status == "ok":
+                row.outcome = Outcome.OK
+                for k in ("node_ms", "wait_ms", "service_ms"):
+                    setattr(row, k, float(reply[k]))  # type: ignore[arg-type]
+            elif status == "blocked":
+                row.outcome = Outcome.BLOCKED
+            else:
+                row.outcome = Outcome.LOST
+                row.error = f"worker error: {reply.get('error', '?')}"
+        except TimeoutError:
+            row.outcome = Outcome.TIMEOUT
+            row.t_done = self.model_now()
+        except (OSError, ProtocolError, ValueError, KeyError) as err:
+            row.outcome = Outcome.LOST
+            row.t_done = self.model_now()
+            row.error = f"{err.__class__.__name__}: {err}"[:200]
+        except asyncio.CancelledError:
+            row.outcome = Outcome.TIMEOUT
+            row.t_done = self.model_now()
+            row.error = "interrupted"
+            self._finish(row)
+            raise
+        finally:
+            sock.close()
+        self._finish(row)
+
+    async def _report(self) -> None:
+        while True:
+            if self.progress is not None:
+                self.progress.write_text(f"{self.sent} {self.done}\n")
+            self.writer.flush()
+            await asyncio.sleep(1.0)
+
+    async def run(self) -> None:
+        reporter = asyncio.create_task(self._report())
+        tasks: set[asyncio.Task[None]] = set()
+        for seq, arrival in enumerate(self.schedule):
+            due = self.epoch + arrival.t_ms * self.ms_real
+            delay = due - time.monotonic()
+            if delay > 0:
+                try:
+                    await asyncio.wait_for(self.interrupted.wait(), delay)
+                except TimeoutError:
+                    pass
+            if self.interrupted.is_set():
+                break
+            t = asyncio.create_task(self._one(arrival, seq))
+            tasks.add(t)
+            t.add_done_callback(tasks.discard)
+            self.sent += 1
+        if tasks:
+            grace = None if not self.interrupted.is_set() else INTERRUPT_GRACE_S
+            if grace is None:
+                # normal end: every outstanding request is bounded by its own timeout,
+                # but an interrupt may still arrive while we wait
+                waiter = asyncio.ensure_future(asyncio.wait(set(tasks)))
+                stopper = asyncio.ensure_future(self.interrupted.wait())
+                await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+                stopper.cancel()
+                grace = INTERRUPT_GRACE_S
+            if tasks:
+                _, still = await asyncio.wait(set(tasks), timeout=grace)
+                for t in still:
+                    t.cancel()
+                if still:
+                    await asyncio.wait(still)
+        reporter.cancel()
+        if self.progress is not None:
+            self.progress.write_text(f"{self.sent} {self.done}\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--name", required=True)
+    ap.add_argument("--scenario", required=True, help="the run's resolved scenario file")
+    ap.add_argument("--service", required=True, help="service address HOST:PORT")
+    ap.add_argument("--epoch", type=float, required=True, help="time.monotonic() of model t=0")
+    ap.add_argument("--trace", required=True)
+    ap.add_argument("--replication", type=int, default=0)
+    a = ap.parse_args(argv)
+    host, _, port = a.service.rpartition(":")
+    sc = load_scenario(a.scenario)
+    trace = Path(a.trace)
+    with TraceWriter(trace) as writer:
+        client = Client(a.name, sc, (host, int(port)), a.epoch, writer,
+                        trace.with_suffix(".progress"), a.replication)
+
+        async def _main() -> None:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, client.interrupted.set)
+            await client.run()
+
+        asyncio.run(_main())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

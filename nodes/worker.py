@@ -1,0 +1,263 @@
+"""FN/OFN/cloud task server, run inside a Mininet host (its own network namespace).
+
+One `ServiceQueue` (capacity C, FIFO single server or C servers), exponential work
+carried by each request as `size`, served in size/mu model ms stretched by the time
+scale. A full node replies `blocked` at once. Replies leave at the scheduled
+absolute end of service, so timer overshoot never accumulates; each reply carries the
+request's own wait and achieved service time. A Unix control socket (filesystems are
+shared across Mininet hosts, networks are not) answers `stats` and `drop`.
+
+    python -m nodes.worker --name fn --port 9000 --mu 1 --capacity 20 --time-scale 20 \
+        --control /run/fogsdn/RUN/fn.sock --events RUN_DIR/worker-fn.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import itertools
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from fogsdn.scenario import Servers
+from nodes.protocol import MAX_REQUEST_BYTES, ProtocolError, encode_reply, parse_request
+from nodes.service_queue import ServiceQueue
+
+READ_TIMEOUT_S = 5.0
+
+
+@dataclass(order=True)
+class _Pending:
+    end: float
+    seq: int
+    conn: socket.socket
+    rid: str
+    arrival: float
+    start: float
+    nominal_ms: float
+
+
+def _abort(conn: socket.socket) -> None:
+    """Close with RST so the peer learns at once (used for dropped tasks)."""
+    try:
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        conn.close()
+    except OSError:
+        pass
+
+
+class Worker:
+    def __init__(self, name: str, mu: float, capacity: int, servers: Servers,
+                 time_scale: float, events: IO[str] | None = None) -> None:
+        self.name = name
+        self.mu = mu
+        self.ms_real = time_scale / 1000.0  # real seconds per model ms
+        self.queue = ServiceQueue(capacity, servers)
+        self._pending: list[_Pending] = []
+        self._seq = itertools.count()
+        self._cond = threading.Condition()
+        self._stop = threading.Event()
+        self._events = events
+        self._events_lock = threading.Lock()
+        self.counts = {"admitted": 0, "blocked": 0, "completed": 0, "errors": 0, "dropped": 0}
+
+    # -- events -------------------------------------------------------------
+    def _log(self, **rec: object) -> None:
+        if self._events is None:
+            return
+        with self._events_lock:
+            self._events.write(json.dumps(rec) + "\n")
+            self._events.flush()
+
+    # -- request path ---------------------------------------------------------
+    def handle(self, conn: socket.socket) -> None:
+        """Read one request line and admit it, block it, or answer an error."""
+        try:
+            conn.settimeout(READ_TIMEOUT_S)
+            buf = b""
+            while b"\n" not in buf and len(buf) <= MAX_REQUEST_BYTES:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    break
+                buf += chunk
+            arrival = time.monotonic()
+            line = buf.split(b"\n", 1)[0]
+            if b"\n" not in buf and len(buf) <= MAX_REQUEST_BYTES:
+                raise ProtocolError("connection closed before a full request line")
+            req = parse_request(line)
+        except (ProtocolError, OSError) as err:
+            with self._cond:
+                self.counts["errors"] += 1
+            self._reply_now(conn, encode_reply(status="error", node=self.name, error=str(err)))
+            self._log(event="error", error=str(err))
+            return
+        nominal_ms = req.size / self.mu
+        with self._cond:
+            adm = self.queue.admit(arrival, nominal_ms * self.ms_real)
+            if adm is None:
+                self.counts["blocked"] += 1
+            else:
+                self.counts["admitted"] += 1
+                heapq.heappush(self._pending, _Pending(adm.end, next(self._seq), conn, req.id,
+                                                       arrival, adm.start, nominal_ms))
+                self._cond.notify()
+        if adm is None:
+            self._reply_now(conn, encode_reply(id=req.id, status="blocked", node=self.name,
+                                               nominal_ms=nominal_ms))
+
+    @staticmethod
+    def _reply_now(conn: socket.socket, data: bytes) -> None:
+        try:
+            conn.sendall(data)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def serve_completions(self) -> None:
+        """Send each reply at its scheduled end of service."""
+        while not self._stop.is_set():
+            with self._cond:
+                if not self._pending:
+                    self._cond.wait(0.2)
+                    continue
+                wait = self._pending[0].end - time.monotonic()
+                if wait > 0:
+                    self._cond.wait(wait)
+                    continue
+                p = heapq.heappop(self._pending)
+                self.queue.release_until(p.end)
+                self.counts["completed"] += 1
+            done = time.monotonic()
+            s = self.ms_real
+            self._reply_now(p.conn, encode_reply(
+                id=p.rid, status="ok", node=self.name,
+                wait_ms=(p.start - p.arrival) / s, service_ms=(done - p.start) / s,
+                node_ms=(done - p.arrival) / s, nominal_ms=p.nominal_ms))
+
+    # -- control ------------------------------------------------------------
+    def drop_all(self) -> int:
+        """The OFN left with `drop`: everything it holds is lost."""
+        with self._cond:
+            victims, self._pending = self._pending, []
+            self.queue.clear(time.monotonic())
+            self.counts["dropped"] += len(victims)
+        for p in victims:
+            _abort(p.conn)
+            self._log(event="dropped", id=p.rid, t=time.monotonic())
+        return len(victims)
+
+    def stats(self) -> dict[str, object]:
+        with self._cond:
+            return {"node": self.name, "in_system": len(self._pending), **self.counts}
+
+    def control(self, sock: socket.socket) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            with conn:
+                try:
+                    conn.settimeout(2.0)
+                    cmd = json.loads(conn.recv(1024).decode() or "{}").get("cmd")
+                    if cmd == "drop":
+                        out: dict[str, object] = {"dropped": self.drop_all()}
+                    elif cmd == "stats":
+                        out = self.stats()
+                    else:
+                        out = {"error": f"unknown command {cmd!r}"}
+                except (OSError, ValueError, AttributeError) as err:
+                    out = {"error": str(err)}
+                try:
+                    conn.sendall(json.dumps(out).encode() + b"\n")
+                except OSError:
+                    pass
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._cond:
+            self._cond.notify_all()
+
+
+def control_request(path: str | Path, cmd: str, timeout: float = 2.0) -> dict[str, object]:
+    """Send one control command to a worker's Unix socket (used by the runner)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(str(path))
+        s.sendall(json.dumps({"cmd": cmd}).encode())
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    return json.loads(data.decode())
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--name", required=True)
+    ap.add_argument("--host", default="0.0.0.0", help="listen address (inside the host's namespace)")
+    ap.add_argument("--port", type=int, default=9000)
+    ap.add_argument("--mu", type=float, required=True)
+    ap.add_argument("--capacity", type=int, required=True)
+    ap.add_argument("--servers", choices=[s.value for s in Servers], default="single")
+    ap.add_argument("--time-scale", type=float, required=True, help="real ms per model ms")
+    ap.add_argument("--control", required=True, help="Unix socket path for control commands")
+    ap.add_argument("--events", help="JSON-lines file for drops, errors and final counts")
+    a = ap.parse_args(argv)
+    if a.mu <= 0 or a.capacity < 1 or a.time_scale <= 0:
+        print("worker: --mu and --time-scale must be > 0 and --capacity >= 1", file=sys.stderr)
+        return 2
+
+    events = open(a.events, "a") if a.events else None  # noqa: SIM115
+    w = Worker(a.name, a.mu, a.capacity, Servers(a.servers), a.time_scale, events)
+    srv = socket.create_server((a.host, a.port), backlog=512, reuse_port=False)
+    srv.settimeout(0.2)
+    ctl_path = Path(a.control)
+    ctl_path.unlink(missing_ok=True)
+    ctl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    ctl.bind(str(ctl_path))
+    ctl.listen(8)
+    ctl.settimeout(0.2)
+
+    def _term(signum: int, frame: object) -> None:
+        w.stop()
+
+    signal.signal(signal.SIGTERM, _term)
+    signal.signal(signal.SIGINT, _term)
+    threading.Thread(target=w.serve_completions, daemon=True, name="completions").start()
+    threading.Thread(target=w.control, args=(ctl,), daemon=True, name="control").start()
+    print(f"worker {a.name} ready on :{a.port} pid {os.getpid()}", flush=True)
+    try:
+        while not w._stop.is_set():
+            try:
+                conn, _ = srv.accept()
+            except TimeoutError:
+                continue
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            threading.Thread(target=w.handle, args=(conn,), daemon=True).start()
+    finally:
+        srv.close()
+        ctl.close()
+        ctl_path.unlink(missing_ok=True)
+        w._log(event="final", **w.stats())
+        if events:
+            events.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""First-run set-up, standard library only: apt packages, the virtual environment, OVS.
+
+Imported by `scripts/run_testbed.py` and `scripts/run_tests.py` before anything
+else, so that one command works on a fresh Debian machine. Every step checks
+first and says what it does; running it again does nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = ROOT / ".venv"
+VENV_PY = VENV / "bin" / "python"
+STAMP = VENV / ".fogsdn-installed"
+STATE_DIR = Path("/run/fogsdn")
+OVS_RUN = Path("/var/run/openvswitch")
+OVS_DB = Path("/etc/openvswitch/conf.db")
+OVS_SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
+
+# binary -> Debian package that provides it
+APT_NEEDS = {
+    "ovs-vswitchd": "openvswitch-switch",
+    "mnexec": "mininet",
+    "ethtool": "ethtool",
+    "ip": "iproute2",
+    "ping": "iputils-ping",
+}
+
+
+def say(msg: str) -> None:
+    print(f"[setup] {msg}", flush=True)
+
+
+def _run(cmd: list[str], **kw: object) -> None:
+    subprocess.run(cmd, check=True, **kw)  # type: ignore[call-overload]
+
+
+def ensure_apt() -> None:
+    missing = sorted({pkg for exe, pkg in APT_NEEDS.items() if shutil.which(exe) is None})
+    if not missing:
+        return
+    if os.geteuid() != 0:
+        sys.exit(f"[setup] need root to install {' '.join(missing)}: run with sudo")
+    say(f"installing Debian packages: {' '.join(missing)}")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    _run(["apt-get", "update", "-qq"], env=env)
+    _run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing], env=env)
+
+
+def _requirements_digest(extras: str) -> str:
+    text = (ROOT / "pyproject.toml").read_bytes() + extras.encode()
+    return hashlib.sha256(text).hexdigest()
+
+
+def ensure_venv(extras: str = "test") -> None:
+    digest = _requirements_digest(extras)
+    if STAMP.exists() and STAMP.read_text().strip() == digest:
+        return
+    if not VENV_PY.exists():
+        say(f"creating the virtual environment {VENV}")
+        _run([sys.executable, "-m", "venv", str(VENV)])
+    spec = f"{ROOT}[{extras}]" if extras else str(ROOT)
+    say(f"installing Python dependencies into {VENV} (pip install -e '{spec}')")
+    _run([str(VENV_PY), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+          "-e", spec])
+    STAMP.write_text(digest + "\n")
+
+
+def _ovs_ok(what: str) -> bool:
+    probe = {
+        "db": ["ovs-vsctl", "--timeout=2", "show"],
+        "switchd": ["ovs-appctl", "--timeout=2", "-t", "ovs-vswitchd", "version"],
+    }[what]
+    return subprocess.run(probe, capture_output=True).returncode == 0
+
+
+def ensure_ovs() -> None:
+    """Start ovsdb-server and ovs-vswitchd when not running; note which ones we started."""
+    if _ovs_ok("db") and _ovs_ok("switchd"):
+        return
+    if os.geteuid() != 0:
+        sys.exit("[setup] Open vSwitch is not running and starting it needs root: use sudo")
+    OVS_RUN.mkdir(parents=True, exist_ok=True)
+    Path("/var/log/openvswitch").mkdir(parents=True, exist_ok=True)
+    STATE_DIR.mkdir(parents=True, exist_ok=True)
+    if not _ovs_ok("db"):
+        if not OVS_DB.exists():
+            say(f"creating the OVS database {OVS_DB}")
+            OVS_DB.parent.mkdir(parents=True, exist_ok=True)
+            _run(["ovsdb-tool", "create", str(OVS_DB), str(OVS_SCHEMA)])
+        say("starting ovsdb-server")
+        _run(["ovsdb-server", str(OVS_DB), f"--remote=punix:{OVS_RUN}/db.sock",
+              f"--pidfile={OVS_RUN}/ovsdb-server.pid", "--detach", "--log-file"])
+        (STATE_DIR / "started-ovsdb-server").write_text(f"{OVS_RUN}/ovsdb-server.pid\n")
+        _run(["ovs-vsctl", "--no-wait", "init"])
+    if not _ovs_ok("switchd"):
+        say("starting ovs-vswitchd (userspace datapath: this kernel has no OVS module)")
+        _run(["ovs-vswitchd", f"--pidfile={OVS_RUN}/ovs-vswitchd.pid", "--detach",
+              "--log-file"])
+        (STATE_DIR / "started-ovs-vswitchd").write_text(f"{OVS_RUN}/ovs-vswitchd.pid\n")
+    for _ in range(50):
+        if _ovs_ok("db") and _ovs_ok("switchd"):
+            return
+        time.sleep(0.1)
+    sys.exit("[setup] Open vSwitch did not come up; see /var/log/openvswitch/")
+
+
+def stop_ovs_we_started() -> None:
+    """Stop only the OVS daemons this project started (by their pid files)."""
+    for name in ("ovs-vswitchd", "ovsdb-server"):
+        marker = STATE_DIR / f"started-{name}"
+        if not marker.exists():
+            continue
+        pidfile = Path(marker.read_text().strip())
+        try:
+            pid = int(pidfile.read_text().strip())
+            os.kill(pid, 15)
+            say(f"stopped {name} (pid {pid}), which fogsdn had started")
+        except (OSError, ValueError):
+            pass
+        marker.unlink(missing_ok=True)
+
+
+def in_venv() -> bool:
+    return Path(sys.prefix).resolve() == VENV.resolve()
+
+
+def bootstrap(needs_network_stack: bool = True, extras: str = "test") -> None:
+    """Make the machine ready, then re-exec the calling script inside the venv."""
+    if not in_venv():
+        if needs_network_stack:
+            ensure_apt()
+        ensure_venv(extras)
+        if needs_network_stack:
+            ensure_ovs()
+        os.execv(str(VENV_PY), [str(VENV_PY), *sys.argv])
+    elif needs_network_stack:
+        ensure_ovs()
