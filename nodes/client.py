@@ -155,20 +155,39 @@ class Client:
             self.progress.write_text(f"{self.sent} {self.done}\n")
 
 
+def wait_for_epoch(path: Path, name: str, timeout_s: float = 60.0) -> float | None:
+    """Say we are ready, then wait for the shared epoch (None if never given)."""
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    Path(f"{path}.{name}.ready").write_text("ready\n")
+    deadline = time.monotonic() + timeout_s
+    while not stop and time.monotonic() < deadline:
+        try:
+            return float(path.read_text())
+        except (OSError, ValueError):
+            time.sleep(0.01)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--name", required=True)
     ap.add_argument("--scenario", required=True, help="the run's resolved scenario file")
     ap.add_argument("--service", required=True, help="service address HOST:PORT")
-    ap.add_argument("--epoch", type=float, required=True, help="time.monotonic() of model t=0")
+    ap.add_argument("--epoch-file", required=True,
+                    help="file the runner writes time.monotonic() of model t=0 into, once "
+                         "every client is ready (this client writes FILE.<name>.ready)")
     ap.add_argument("--trace", required=True)
     ap.add_argument("--replication", type=int, default=0)
     a = ap.parse_args(argv)
     host, _, port = a.service.rpartition(":")
     sc = load_scenario(a.scenario)
     trace = Path(a.trace)
+    epoch = wait_for_epoch(Path(a.epoch_file), a.name)
+    if epoch is None:
+        return 1
     with TraceWriter(trace) as writer:
-        client = Client(a.name, sc, (host, int(port)), a.epoch, writer,
+        client = Client(a.name, sc, (host, int(port)), epoch, writer,
                         trace.with_suffix(".progress"), a.replication)
 
         async def _main() -> None:

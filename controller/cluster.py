@@ -1,0 +1,35 @@
+"""The controller's view of the cluster: who is up, fed by PortStatus and registrations (pure).
+
+PortStatus arrives 2-3 times per link-down and once per link-up (DESIGN), and a
+registration may repeat what PortStatus said: only transitions change the view.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from controller.policies import ClusterView, NodeView
+from fogsdn.scenario import Role, Scenario
+
+
+@dataclass
+class ClusterState:
+    nodes: dict[str, NodeView] = field(default_factory=dict)
+
+    @classmethod
+    def from_scenario(cls, scenario: Scenario, available: dict[str, bool]) -> ClusterState:
+        return cls({
+            n.name: NodeView(n.name, n.role, available.get(n.name, True), n.capacity, n.mu)
+            for n in scenario.nodes
+        })
+
+    def set_available(self, name: str, up: bool) -> bool:
+        """Record a node's availability; True only when it changed."""
+        node = self.nodes.get(name)
+        if node is None or node.role is Role.FN or node.available == up:
+            return False
+        self.nodes[name] = replace(node, available=up)
+        return True
+
+    def view(self) -> ClusterView:
+        return ClusterView(tuple(self.nodes.values()))

@@ -1,0 +1,50 @@
+"""Controller process: os-ken's app manager running `controller.app`, owned by the runner.
+
+os-ken 4.x has no `osken-manager`; options are set with `cfg.CONF.set_override`
+(echo settings included, or the native hub misses disconnects: DESIGN).
+
+    FOGSDN_CONTROLLER_CONFIG=RUN/controller.json python -m controller.main --port 6653
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--port", type=int, default=6653)
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--app", action="append", default=None,
+                    help="os-ken app module(s) to run (default: controller.app)")
+    a = ap.parse_args(argv)
+
+    from os_ken import cfg
+    from os_ken.base.app_manager import AppManager
+
+    cfg.CONF(args=[], project="os_ken")
+    cfg.CONF.set_override("ofp_listen_host", a.host)
+    cfg.CONF.set_override("ofp_tcp_listen_port", a.port)
+    cfg.CONF.set_override("echo_request_interval", 1.0)
+    cfg.CONF.set_override("maximum_unreplied_echo_requests", 5)
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+
+    def _term(signum: int, frame: object) -> None:
+        # os-ken's native hub threads cannot be killed (run_apps' own cleanup raises
+        # AttributeError on them); nothing is buffered (events are flushed per line)
+        logging.shutdown()
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, _term)
+    apps = a.app or ["controller.app"]
+    AppManager.run_apps(["os_ken.controller.ofp_handler", *apps])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""fogsdn: engines orchestration (emulation runner, cleanup, results)."""

@@ -1,0 +1,136 @@
+"""What a run created, recorded as it goes, so that it (or a later `--clean`) removes
+exactly that and nothing else: bridges by name, processes by PID and start time
+(a recycled PID is never killed), interfaces and sockets by path.
+
+Never `mn -c`: it kills by name machine-wide and deletes every bridge.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+RUNS_DIR = Path("/run/fogsdn/runs")
+
+
+def proc_start_time(pid: int) -> int | None:
+    """The kernel's start time of `pid` (field 22 of /proc/PID/stat), None if gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+@dataclass
+class RunRecord:
+    tag: str
+    out_dir: str
+    pids: dict[str, tuple[int, int]] = field(default_factory=dict)  # label -> (pid, start)
+    bridges: list[str] = field(default_factory=list)
+    interfaces: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    owner: tuple[int, int] | None = None  # the runner process (pid, start time)
+
+    @property
+    def file(self) -> Path:
+        return RUNS_DIR / f"{self.tag}.json"
+
+    def save(self) -> None:
+        RUNS_DIR.mkdir(parents=True, exist_ok=True)
+        tmp = self.file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self)))
+        tmp.replace(self.file)
+
+    def add_pid(self, label: str, pid: int) -> None:
+        start = proc_start_time(pid)
+        if start is not None:
+            self.pids[label] = (pid, start)
+            self.save()
+
+    @classmethod
+    def load(cls, path: Path) -> RunRecord:
+        d = json.loads(path.read_text())
+        d["pids"] = {k: tuple(v) for k, v in d["pids"].items()}
+        d["owner"] = tuple(d["owner"]) if d.get("owner") else None
+        return cls(**d)
+
+
+def ours_alive(pid: int, start: int) -> bool:
+    return proc_start_time(pid) == start
+
+
+def stop_pid(pid: int, start: int, grace_s: float = 3.0) -> bool:
+    """SIGTERM, then SIGKILL after `grace_s`, only if `pid` is still the process we started."""
+    if not ours_alive(pid, start):
+        return False
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return False
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        if not ours_alive(pid, start):
+            return True
+        time.sleep(0.05)
+    if ours_alive(pid, start):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return True
+
+
+def remove_leftovers(rec: RunRecord) -> list[str]:
+    """Remove everything the record names; returns what was actually found and removed."""
+    removed: list[str] = []
+    for label, (pid, start) in rec.pids.items():
+        if stop_pid(pid, start, grace_s=1.0):
+            removed.append(f"process {label} (pid {pid})")
+    for br in rec.bridges:
+        if bridge_exists(br):
+            subprocess.run(["ovs-vsctl", "--timeout=5", "--if-exists", "del-br", br],
+                           capture_output=True)
+            removed.append(f"bridge {br}")
+    for intf in rec.interfaces:
+        if Path(f"/sys/class/net/{intf}").exists():
+            subprocess.run(["ip", "link", "del", intf], capture_output=True)
+            removed.append(f"interface {intf}")
+    for p in rec.paths:
+        path = Path(p)
+        if path.exists() and not path.is_dir():
+            path.unlink(missing_ok=True)  # sockets and markers: expected, not reported
+    rec.file.unlink(missing_ok=True)
+    return removed
+
+
+def bridge_exists(name: str) -> bool:
+    r = subprocess.run(["ovs-vsctl", "--timeout=5", "br-exists", name], capture_output=True)
+    return r.returncode == 0
+
+
+def leftover_records() -> list[RunRecord]:
+    if not RUNS_DIR.exists():
+        return []
+    out = []
+    for f in sorted(RUNS_DIR.glob("*.json")):
+        try:
+            out.append(RunRecord.load(f))
+        except (OSError, ValueError, TypeError, KeyError):
+            f.unlink(missing_ok=True)
+    return out
+
+
+def clean_all() -> list[str]:
+    """Remove the leftovers of every recorded run whose runner is gone (crashed or killed)."""
+    removed: list[str] = []
+    for rec in leftover_records():
+        if rec.owner is not None and ours_alive(*rec.owner):
+            continue  # a run in progress, not a leftover
+        removed += remove_leftovers(rec)
+    return removed

@@ -1,0 +1,459 @@
+"""The emulate engine: one scenario on a live Mininet network under our controller.
+
+scenario -> graph -> controller process -> network (OVS userspace, OpenFlow 1.3) ->
+workers in FN/OFN hosts -> clients in client hosts -> churn replayed on the live
+network -> traces merged -> summary. Whatever happens (normal end, Ctrl-C, SIGTERM,
+an exception), the `finally` removes what the run created and keeps what it collected.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fogsdn.churn import Transition, churn_schedule
+from fogsdn.scenario import LeaveMode, Role, Scenario
+from fogsdn.trace import Outcome, TraceRow, read_trace, write_trace
+from runner.cleanup import RunRecord, proc_start_time, stop_pid
+from runner.results import finish_results
+
+ROOT = Path(__file__).resolve().parent.parent
+STARTUP_TIMEOUT_S = 20.0
+
+
+class EmulationError(RuntimeError):
+    """The emulation could not be set up; the message says which step."""
+
+
+@dataclass
+class Progress:
+    sent: int = 0
+    answered: int = 0
+    ofn_state: dict[str, bool] = field(default_factory=dict)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait(cond: Callable[[], bool], timeout: float, what: str, stop: threading.Event) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        if cond():
+            return
+        time.sleep(0.02)
+    raise EmulationError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def _listening(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def _table_miss_installed(bridge: str) -> bool:
+    r = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", bridge, "table=0"],
+                       capture_output=True, text=True)
+    return any("priority=0" in ln and "CONTROLLER" in ln for ln in r.stdout.splitlines())
+
+
+def _dump(bridge: str, what: str, path: Path) -> None:
+    r = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", what, bridge],
+                       capture_output=True, text=True)
+    path.write_text(r.stdout + r.stderr)
+
+
+class Emulation:
+    def __init__(self, scenario: Scenario, out_dir: Path, stop: threading.Event,
+                 show_progress: bool = True) -> None:
+        self.sc = scenario
+        self.out = out_dir
+        self.stop = stop
+        self.show_progress = show_progress
+        self.tag = "fz" + secrets.token_hex(2)
+        self.rec = RunRecord(self.tag, str(out_dir))
+        self.sock_dir = Path("/run/fogsdn") / self.tag
+        self.py = sys.executable
+        self.net: Any = None
+        self.bridge = ""
+        self.controller: subprocess.Popen[bytes] | None = None
+        self.workers: dict[str, subprocess.Popen[bytes]] = {}
+        self.clients: dict[str, subprocess.Popen[bytes]] = {}
+        self.availability: list[dict[str, Any]] = []
+        self.update_latency_ms: list[float] = []
+        self.progress = Progress()
+        self.epoch = math.nan
+        self.timings: dict[str, float] = {}
+        self.interrupted = False
+        self.churn: list[Transition] = []
+
+    # -- set-up -------------------------------------------------------------
+    def _env(self) -> dict[str, str]:
+        return dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+
+    def _start_controller(self, fabric: dict[str, Any], available: dict[str, bool]) -> int:
+        port = _free_port()
+        conf = {
+            "fabric": fabric,
+            "scenario": str(self.out / "scenario.yaml"),
+            "available": available,
+            "events": str(self.out / "controller-events.jsonl"),
+            "ready": str(self.sock_dir / "controller.ready"),
+            "registration": str(self.sock_dir / "controller.sock"),
+        }
+        (self.out / "controller.json").write_text(json.dumps(conf, indent=1))
+        log = open(self.out / "controller.log", "wb")  # noqa: SIM115
+        env = self._env() | {"FOGSDN_CONTROLLER_CONFIG": str(self.out / "controller.json")}
+        self.controller = subprocess.Popen(
+            [self.py, "-m", "controller.main", "--port", str(port)], cwd=ROOT, env=env,
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        self.rec.add_pid("controller", self.controller.pid)
+        self.rec.paths += [conf["ready"], conf["registration"]]
+        self.rec.save()
+
+        def up() -> bool:
+            if self.controller is not None and self.controller.poll() is not None:
+                raise EmulationError("controller exited at start; see controller.log")
+            return _listening(port)
+
+        _wait(up, STARTUP_TIMEOUT_S, "the controller to listen", self.stop)
+        return port
+
+    def _start_network(self, graph: Any, port: int) -> None:
+        from topologies.mininet_net import build_network, host_pids, switch_interfaces
+
+        self.rec.bridges = [f"{self.tag}s1"]
+        self.rec.save()
+        self.net, bridges = build_network(graph, port, self.tag)
+        self.bridge = bridges["s1"]
+        for name, pid in host_pids(self.net).items():
+            self.rec.add_pid(f"host {name}", pid)
+        self.rec.interfaces = switch_interfaces(self.net)
+        self.rec.save()
+        ready = self.sock_dir / "controller.ready"
+        _wait(lambda: ready.exists() and _table_miss_installed(self.bridge), STARTUP_TIMEOUT_S,
+              "the controller's table-miss rule", self.stop)
+        if ready.read_text().strip() != "ready":
+            raise EmulationError(f"controller: {ready.read_text().strip()}")
+
+    def _start_workers(self) -> None:
+        from nodes.worker import control_request
+
+        for node in self.sc.nodes:
+            host = self.net.get(node.name)
+            ctl = self.sock_dir / f"{node.name}.sock"
+            self.rec.paths.append(str(ctl))
+            log = open(self.out / f"worker-{node.name}.log", "wb")  # noqa: SIM115
+            p = host.popen(
+                [self.py, "-m", "nodes.worker", "--name", node.name, "--port", "9000",
+                 "--mu", repr(node.mu), "--capacity", str(node.capacity),
+                 "--servers", node.servers.value, "--time-scale", repr(self.sc.time_scale),
+                 "--control", str(ctl), "--events", str(self.out / f"worker-{node.name}.jsonl")],
+                cwd=str(ROOT), env=self._env(), stdout=log, stderr=subprocess.STDOUT)
+            log.close()
+            self.workers[node.name] = p
+            self.rec.add_pid(f"worker {node.name}", p.pid)
+
+        def all_up() -> bool:
+            for name, p in self.workers.items():
+                if p.poll() is not None:
+                    raise EmulationError(f"worker {name} exited at start; see worker-{name}.log")
+                try:
+                    control_request(self.sock_dir / f"{name}.sock", "stats", timeout=0.5)
+                except OSError:
+                    return False
+            return True
+
+        _wait(all_up, STARTUP_TIMEOUT_S, "the workers", self.stop)
+
+    def _start_clients(self) -> None:
+        fab_vip = self.graph.graph["vip"]
+        port = self.graph.graph["service_port"]
+        epoch_file = self.out / "epoch"
+        for k in range(1, self.sc.workload.clients + 1):
+            name = f"c{k}"
+            log = open(self.out / f"client-{name}.log", "wb")  # noqa: SIM115
+            p = self.net.get(name).popen(
+                [self.py, "-m", "nodes.client", "--name", name,
+                 "--scenario", str(self.out / "scenario.yaml"),
+                 "--service", f"{fab_vip}:{port}", "--epoch-file", str(epoch_file),
+                 "--trace", str(self.out / f"trace-{name}.csv")],
+                cwd=str(ROOT), env=self._env(), stdout=log, stderr=subprocess.STDOUT)
+            log.close()
+            self.clients[name] = p
+            self.rec.add_pid(f"client {name}", p.pid)
+
+        def all_ready() -> bool:
+            for name, p in self.clients.items():
+                if p.poll() is not None:
+                    raise EmulationError(f"client {name} exited at start; see client-{name}.log")
+            return all(Path(f"{epoch_file}.{n}.ready").exists() for n in self.clients)
+
+        _wait(all_ready, STARTUP_TIMEOUT_S, "the clients", self.stop)
+        self.epoch = time.monotonic() + 0.05
+        tmp = epoch_file.with_suffix(".tmp")
+        tmp.write_text(repr(self.epoch))
+        tmp.replace(epoch_file)
+
+    # -- churn --------------------------------------------------------------
+    def _apply_transition(self, tr: Transition) -> None:
+        from controller.app import register
+        from nodes.worker import control_request
+        from topologies.mininet_net import link_status
+
+        t_model = (time.monotonic() - self.epoch) / (self.sc.time_scale / 1000.0)
+        drop = self.sc.churn.leave is LeaveMode.DROP
+        reply = register(self.sock_dir / "controller.sock", tr.node, tr.available)
+        dropped: int | str = ""
+        if drop and not tr.available:
+            link_status(self.net, tr.node, self.bridge, up=False)
+            dropped = int(control_request(self.sock_dir / f"{tr.node}.sock", "drop")["dropped"])
+        elif drop and tr.available:
+            link_status(self.net, tr.node, self.bridge, up=True)
+        if "latency_ms" in reply:
+            self.update_latency_ms.append(float(reply["latency_ms"]))
+        t_inst = reply.get("t_installed")
+        self.availability.append({
+            "t": tr.t_ms, "node": tr.node,
+            "state": "available" if tr.available else "unavailable",
+            "t_applied": round(t_model, 6),
+            "t_installed": "" if t_inst is None
+            else round((float(t_inst) - self.epoch) / (self.sc.time_scale / 1000.0), 6),
+            "dropped": dropped,
+        })
+        self.progress.ofn_state[tr.node] = tr.available
+
+    # -- main loop ------------------------------------------------------------
+    def _read_progress(self) -> None:
+        sent = answered = 0
+        for name in self.clients:
+            f = self.out / f"trace-{name}.progress"
+            try:
+                s, a = f.read_text().split()
+                sent, answered = sent + int(s), answered + int(a)
+            except (OSError, ValueError):
+                pass
+        self.progress.sent, self.progress.answered = sent, answered
+
+    def _print_progress(self, final: bool = False) -> None:
+        if not self.show_progress:
+            return
+        self._read_progress()
+        ms_real = self.sc.time_scale / 1000.0
+        elapsed = max(0.0, time.monotonic() - self.epoch)
+        total = self.sc.duration_ms * ms_real
+        ofn = " ".join(f"{n}:{'A' if up else 'U'}" for n, up in
+                       sorted(self.progress.ofn_state.items())) or "no OFN"
+        line = (f"[{elapsed:6.1f}/{total:.1f} s real | model {elapsed / ms_real:8.1f} ms] "
+                f"sent {self.progress.sent:6d}  answered {self.progress.answered:6d}  {ofn}")
+        if sys.stdout.isatty():
+            print("\r" + line, end="\n" if final else "", flush=True)
+        else:
+            print(line, flush=True)
+
+    def _drive(self) -> None:
+        pending = [tr for tr in self.churn if tr.t_ms > 0]
+        ms_real = self.sc.time_scale / 1000.0
+        next_print = time.monotonic()
+        print_every = 1.0 if sys.stdout.isatty() else 5.0
+        while not self.stop.is_set():
+            now = time.monotonic()
+            while pending and self.epoch + pending[0].t_ms * ms_real <= now:
+                self._apply_transition(pending.pop(0))
+            if all(p.poll() is not None for p in self.clients.values()):
+                break
+            if now >= next_print:
+                self._print_progress()
+                next_print = now + print_every
+            wake = next_print
+            if pending:
+                wake = min(wake, self.epoch + pending[0].t_ms * ms_real)
+            self.stop.wait(max(0.0, min(0.05, wake - time.monotonic())))
+        if self.stop.is_set():
+            self.interrupted = True
+        self._print_progress(final=True)
+
+    # -- teardown -------------------------------------------------------------
+    def _stop_clients(self) -> None:
+        for p in self.clients.values():
+            if p.poll() is None:
+                p.terminate()  # the client records its outstanding requests and flushes
+        for label, p in self.clients.items():
+            try:
+                p.wait(timeout=8)
+            except subprocess.TimeoutExpired:
+                pid, start = self.rec.pids[f"client {label}"]
+                stop_pid(pid, start, grace_s=0.5)
+
+    def _stop_workers(self) -> dict[str, Any]:
+        from nodes.worker import control_request
+
+        stats: dict[str, Any] = {}
+        for name in self.workers:
+            try:
+                stats[name] = control_request(self.sock_dir / f"{name}.sock", "stats")
+            except (OSError, ValueError):
+                stats[name] = None
+        for name in self.workers:
+            pid, start = self.rec.pids[f"worker {name}"]
+            stop_pid(pid, start)
+        for p in self.workers.values():
+            try:
+                p.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                pass
+        return stats
+
+    def teardown(self) -> dict[str, Any]:
+        stats: dict[str, Any] = {}
+        steps: list[tuple[str, Callable[[], Any]]] = [
+            ("clients", self._stop_clients),
+            ("workers", lambda: stats.update(self._stop_workers())),
+            ("flows", self._dump_tables),
+            ("network", self._stop_network),
+            ("controller", self._stop_controller),
+        ]
+        for what, step in steps:
+            try:
+                step()
+            except Exception as err:  # keep tearing down whatever failed
+                print(f"[teardown] {what}: {err}", file=sys.stderr)
+        from runner.cleanup import remove_leftovers
+
+        leftovers = remove_leftovers(self.rec)
+        if leftovers:
+            print(f"[teardown] removed leftovers: {', '.join(leftovers)}", file=sys.stderr)
+        try:
+            self.sock_dir.rmdir()
+        except OSError:
+            pass
+        return stats
+
+    def _dump_tables(self) -> None:
+        if self.net is not None and self.bridge:
+            _dump(self.bridge, "dump-flows", self.out / "flows.txt")
+            _dump(self.bridge, "dump-groups", self.out / "groups.txt")
+
+    def _stop_network(self) -> None:
+        if self.net is not None:
+            self.net.stop()
+            self.net = None
+
+    def _stop_controller(self) -> None:
+        if self.controller is not None:
+            pid, start = self.rec.pids["controller"]
+            stop_pid(pid, start)
+            try:
+                self.controller.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                pass
+
+    # -- the run ----------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        from topologies.fog_star import fabric_of, fog_star_graph
+
+        sc = self.sc
+        if sc.churn.leave is LeaveMode.HANDOFF:
+            raise EmulationError("churn.leave: handoff is not emulated yet (simulate and "
+                                 "predict support it); use drain or drop")
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "scenario.yaml").write_text(sc.to_yaml())
+        self.sock_dir.mkdir(parents=True, exist_ok=True)
+        start = proc_start_time(os.getpid())
+        self.rec.owner = (os.getpid(), start) if start is not None else None
+        self.rec.save()
+        ofns = [n.name for n in sc.nodes_with(Role.OFN)]
+        self.churn = churn_schedule(sc.churn, ofns, sc.duration_ms, sc.seed)
+        initial = {tr.node: tr.available for tr in self.churn if tr.t_ms == 0}
+        self.graph = fog_star_graph(sc)
+        stats: dict[str, Any] = {}
+        t0 = time.monotonic()
+        try:
+            port = self._start_controller(fabric_of(self.graph).to_dict(), initial)
+            self.timings["controller_s"] = time.monotonic() - t0
+            self._start_network(self.graph, port)
+            self.timings["network_s"] = time.monotonic() - t0
+            self._start_workers()
+            self.timings["workers_s"] = time.monotonic() - t0
+            if sc.churn.leave is LeaveMode.DROP:
+                from topologies.mininet_net import link_status
+                for name, up in initial.items():
+                    if not up:
+                        link_status(self.net, name, self.bridge, up=False)
+            for name, up in initial.items():
+                self.availability.append({"t": 0.0, "node": name,
+                                          "state": "available" if up else "unavailable",
+                                          "t_applied": 0.0, "t_installed": 0.0, "dropped": ""})
+                self.progress.ofn_state[name] = up
+            self._start_clients()
+            self.timings["startup_s"] = time.monotonic() - t0
+            if self.show_progress:
+                print(f"[run] {self.tag}: network up in {self.timings['startup_s']:.2f} s; "
+                      f"{len(self.clients)} clients, results in {self.out}", flush=True)
+            self._drive()
+        except KeyboardInterrupt:
+            self.interrupted = True
+        finally:
+            stats = self.teardown()
+        return finish_results(self.out, sc, self, stats)
+
+
+def merge_traces(out: Path, clients: list[str]) -> list[TraceRow]:
+    """Client traces into one, timeouts of requests a worker dropped reclassified `lost`."""
+    dropped: dict[str, str] = {}
+    for f in out.glob("worker-*.jsonl"):
+        node = f.stem.removeprefix("worker-")
+        for line in f.read_text().splitlines():
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            if ev.get("event") == "dropped":
+                dropped[str(ev["id"])] = node
+    rows: list[TraceRow] = []
+    for name in clients:
+        f = out / f"trace-{name}.csv"
+        if f.exists():
+            rows += read_trace(f)
+    for r in rows:
+        if r.outcome is Outcome.TIMEOUT and r.request_id in dropped:
+            r.outcome = Outcome.LOST
+            r.node = dropped[r.request_id]
+            r.error = "dropped when the OFN left"
+    rows.sort(key=lambda r: r.t_send)
+    write_trace(out / "trace.csv", rows)
+    return rows
+
+
+def write_availability(out: Path, rows: list[dict[str, Any]]) -> None:
+    cols = ["t", "node", "state", "t_applied", "t_installed", "dropped"]
+    with open(out / "availability.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols)
+        w.writeheader()
+        for r in sorted(rows, key=lambda r: (r["t"], r["node"])):
+            w.writerow(r)
+
+
+def run_emulation(scenario: Scenario, out_dir: Path, stop: threading.Event | None = None,
+                  show_progress: bool = True) -> dict[str, Any]:
+    """Run one scenario live; returns summary.json's content."""
+    return Emulation(scenario, out_dir, stop or threading.Event(), show_progress).run()

@@ -1,0 +1,84 @@
+"""A finished (or interrupted) run's results directory: trace, availability, summary.
+
+Shared by the engines that produce per-request traces; the exact prediction is added
+by `analysis.compare` where the scenario is inside a model.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analysis.metrics import measured_summary
+from fogsdn.scenario import Scenario
+
+
+def _pct(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else math.nan
+
+
+def summary_table(summary: dict[str, Any]) -> str:
+    """The per-class table printed at the end of a run."""
+    m = summary["measured"]
+    lines = [
+        f"{'class':5} {'count':>6} {'ok':>6} {'W (node) ms':>20} {'W e2e ms':>20} "
+        f"{'blocked':>8} {'timeout':>8} {'lost':>6} {'outage':>7}",
+    ]
+    for cls in ("hp", "lp"):
+        c = m[cls]
+        w = f"{c['W']:.3f} ± {c['W_ci95']:.3f}"
+        e = f"{c['W_e2e']:.3f} ± {c['W_e2e_ci95']:.3f}"
+        lines.append(
+            f"{cls:5} {c['count']:6d} {c['ok']:6d} {w:>20} {e:>20} {c['blocking']:8.4f} "
+            f"{c['timeout_prob']:8.4f} {c['lost_prob']:6.4f} {c['outage']:7.4f}")
+    for node, s in m.get("nodes", {}).items():
+        lines.append(f"node {node}: served {s['served']}, mean service "
+                     f"{s['achieved_service_ms']:.4f} ms achieved vs {s['nominal_service_ms']:.4f}"
+                     f" nominal (x{s['ratio']:.4f})")
+    return "\n".join(lines)
+
+
+def finish_results(out: Path, sc: Scenario, emu: Any, worker_stats: dict[str, Any]
+                   ) -> dict[str, Any]:
+    from runner.emulate import merge_traces, write_availability
+
+    rows = merge_traces(out, list(emu.clients))
+    write_availability(out, emu.availability)
+    lat = emu.update_latency_ms
+    summary: dict[str, Any] = {
+        "engine": "emulate",
+        "scenario": sc.name,
+        "run": emu.tag,
+        "interrupted": emu.interrupted,
+        "requests": len(rows),
+        "measured": measured_summary(rows, sc.warmup_ms, sc.deadline_ms),
+        "startup_s": emu.timings,
+        "rule_update_ms": {"count": len(lat), "p50": _pct(lat, 50), "p99": _pct(lat, 99),
+                           "max": max(lat) if lat else math.nan},
+        "workers": worker_stats,
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    print(("\n[run] INTERRUPTED: partial results\n" if emu.interrupted else "\n")
+          + summary_table(summary), flush=True)
+    if lat:
+        print(f"rule update after an OFN event: p50 {summary['rule_update_ms']['p50']:.2f} ms, "
+              f"p99 {summary['rule_update_ms']['p99']:.2f} ms over {len(lat)} events")
+    attach_prediction(out)
+    print(f"results: {out}")
+    return json.loads((out / "summary.json").read_text())
+
+
+def attach_prediction(out: Path) -> None:
+    """Add the exact prediction where a model exists; says so where none applies."""
+    try:
+        from analysis.compare import compare_run
+    except ImportError:
+        return
+    try:
+        print(compare_run(out))
+    except Exception as err:  # a comparison failure must not lose the measured results
+        print(f"[compare] could not compare with the model: {err}")

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Run a fogsdn scenario: live on Mininet/OVS/os-ken (default), or simulated.
+
+    sudo python scripts/run_testbed.py [--scenario FILE] [--policy NAME] [--duration MS]
+                                       [--engine emulate|simulate] [--requests N] [--out DIR]
+    sudo python scripts/run_testbed.py --clean     # remove leftovers of crashed runs
+
+The first run sets up what is missing (apt packages, .venv, Open vSwitch).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description="Run a fogsdn scenario.")
+    ap.add_argument("--scenario", default="scenarios/default.yaml")
+    ap.add_argument("--engine", choices=["emulate", "simulate"], default="emulate")
+    ap.add_argument("--policy", help="override policy.name (prioritized, nodiff, basic, ...)")
+    ap.add_argument("--duration", type=float,
+                    help="model ms of load (the same span of scenario time in every engine)")
+    ap.add_argument("--requests", type=int, help="simulate: stop after N requests in total")
+    ap.add_argument("--out", help="results directory (default results/<time>-<scenario>)")
+    ap.add_argument("--clean", action="store_true",
+                    help="remove what crashed runs left behind, then exit")
+    ap.add_argument("--quiet", action="store_true", help="no progress lines")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    import bootstrap
+
+    bootstrap.bootstrap(needs_network_stack=args.engine == "emulate" or args.clean)
+
+    import os
+    import signal
+    import threading
+    import time
+
+    from fogsdn.scenario import ScenarioError, load_scenario
+
+    root = Path(__file__).resolve().parent.parent
+    if args.clean:
+        from runner.cleanup import clean_all
+
+        removed = clean_all()
+        print("removed: " + (", ".join(removed) if removed else "nothing (no leftovers)"))
+        return 0
+    try:
+        sc = load_scenario(args.scenario)
+        overrides: dict[str, object] = {}
+        if args.policy:
+            overrides["policy.name"] = args.policy
+        if args.duration is not None:
+            overrides["duration_ms"] = args.duration
+            if sc.warmup_ms >= args.duration:
+                overrides["warmup_ms"] = 0.0
+        if overrides:
+            sc = sc.with_overrides(overrides)
+        from controller.policies import PolicyError, make_policy
+
+        make_policy(sc.policy)
+    except (ScenarioError, PolicyError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if args.requests is not None and args.requests < 1:
+        print("error: --requests must be >= 1", file=sys.stderr)
+        return 2
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = Path(args.out) if args.out else root / "results" / f"{stamp}-{sc.name}"
+
+    if args.engine == "simulate":
+        from sim.runner import run_simulation
+
+        run_simulation(sc, out, requests=args.requests)
+        return 0
+
+    if os.geteuid() != 0:
+        print("error: the emulate engine needs root (Mininet, Open vSwitch): use sudo",
+              file=sys.stderr)
+        return 2
+    from runner.emulate import EmulationError, run_emulation
+
+    stop = threading.Event()
+
+    def _stop(signum: int, frame: object) -> None:
+        if not stop.is_set():
+            print(f"\n[run] {signal.Signals(signum).name}: stopping, keeping what was collected",
+                  file=sys.stderr, flush=True)
+        stop.set()
+
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        summary = run_emulation(sc, out, stop, show_progress=not args.quiet)
+    except EmulationError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 130 if summary.get("interrupted") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
