@@ -202,7 +202,8 @@ def _one_line(err: ValidationError, source: str) -> str:
 
 def parse_scenario(data: Any, source: str = "scenario") -> Scenario:
     if not isinstance(data, Mapping):
-        raise ScenarioError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
+        got = type(data).__name__
+        raise ScenarioError(f"{source}: expected a mapping at the top level, got {got}")
     try:
         return Scenario.model_validate(copy.deepcopy(dict(data)))
     except ValidationError as err:

@@ -209,7 +209,8 @@ def control_request(path: str | Path, cmd: str, timeout: float = 2.0) -> dict[st
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--name", required=True)
-    ap.add_argument("--host", default="0.0.0.0", help="listen address (inside the host's namespace)")
+    ap.add_argument("--host", default="0.0.0.0",
+                    help="listen address (inside the host's own namespace)")
     ap.add_argument("--port", type=int, default=9000)
     ap.add_argument("--mu", type=float, required=True)
     ap.add_argument("--capacity", type=int, required=True)

@@ -40,7 +40,8 @@ def initial_view(scenario: Scenario, ofn_available: bool = True) -> ClusterView:
 
     return ClusterView(
         tuple(
-            NodeView(n.name, n.role, ofn_available if n.role is Role.OFN else True, n.capacity, n.mu)
+            NodeView(n.name, n.role, ofn_available if n.role is Role.OFN else True,
+                     n.capacity, n.mu)
             for n in scenario.nodes
         )
     )
