@@ -8,7 +8,7 @@ arrival order (Law & Kelton), or independent replications when several runs exis
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -183,6 +183,26 @@ class StreamingBatchMeans:
                 self.means = [(m[i] + m[i + 1]) / 2.0 for i in range(0, len(m), 2)]
                 self.size *= 2
 
+    def add_many(self, values: Sequence[float]) -> None:
+        """`add` for each value in order, summing whole batch slices at C speed."""
+        i, n = 0, len(values)
+        while i < n:
+            take = min(self.size - self._k, n - i)
+            s = math.fsum(values[i : i + take]) if take > 1 else values[i]
+            self.total += s
+            self.n += take
+            self._sum += s
+            self._k += take
+            i += take
+            if self._k == self.size:
+                self.means.append(self._sum / self.size)
+                self._sum = 0.0
+                self._k = 0
+                if len(self.means) == 2 * self.batches:
+                    m = self.means
+                    self.means = [(m[j] + m[j + 1]) / 2.0 for j in range(0, len(m), 2)]
+                    self.size *= 2
+
     def result(self) -> MeanCI:
         if self.n == 0:
             return MeanCI(math.nan, math.nan, 0)
@@ -274,6 +294,39 @@ class MeasuredAccumulator:
             s[0] += 1
             s[1] += service_ms
             s[2] += nominal_ms
+
+    def add_aggregate(
+        self,
+        cls: str,
+        counts: Mapping[str, int],
+        ok_node_ms: Sequence[float],
+        ok_response_ms: Sequence[float],
+        ok_by_node: Mapping[str, int],
+        service: Mapping[str, tuple[int, float, float]] | None = None,
+    ) -> None:
+        """Many rows of one class at once, already past warm-up and tallied by the caller
+        (a fast engine's sink): outcome counts, answered rows' node and end-to-end times
+        in order, answered rows per node, and per node (served, sum achieved service,
+        sum nominal service) for rows with a measured service time."""
+        acc = self.classes.get(cls)
+        if acc is None:
+            return
+        for outcome, k in counts.items():
+            acc.counts[outcome] += k
+        acc.w.add_many(ok_node_ms)
+        acc.e2e.add_many(ok_response_ms)
+        d = self.deadline_ms
+        acc.in_deadline += sum(1 for x in ok_node_ms if x <= d)
+        acc.in_deadline_e2e += sum(1 for x in ok_response_ms if x <= d)
+        for node, k in ok_by_node.items():
+            if k:
+                acc.by_node[node] = acc.by_node.get(node, 0) + k
+        for node, (k, achieved, nominal) in (service or {}).items():
+            if k:
+                s = self._service.setdefault(node, [0.0, 0.0, 0.0])
+                s[0] += k
+                s[1] += achieved
+                s[2] += nominal
 
     def add_row(self, row: TraceRow) -> None:
         self.add(row.cls, str(row.outcome), row.t_send, row.node, row.node_ms,

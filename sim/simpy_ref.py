@@ -1,0 +1,129 @@
+"""The same model written the usual SimPy way, as a yardstick for `sim.engine`.
+
+Only for benchmarks and cross-checks (`scripts/bench_sim.py`, the `bench` extra); the
+engine does not use SimPy. It covers proactive policies, single-server FIFO nodes
+and `drain` churn (the default scenario); it draws from the same streams, so its
+statistics match the engine's, not its exact trace (events are ordered differently).
+It emits the same row tuples to the same sinks, so a benchmark compares like with like.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Generator
+from typing import Any
+
+from controller.policies import ClusterView, NodeView, make_policy, routes_for
+from fogsdn.scenario import LeaveMode, Role, Scenario, Servers
+from sim.engine import BLOCKED, CLASSES, OK, TIMEOUT, Row, RowSink, node_names
+from sim.streams import BLOCK, Stream, numpy_stream, python_stream, replication_seed, size_block
+
+
+def simulate_simpy(
+    scenario: Scenario, sink: RowSink, *, requests: int, replication: int = 0
+) -> float:
+    """Run `requests` arrivals through a SimPy model; returns wall seconds."""
+    import simpy  # the `bench` extra
+
+    if any(n.servers is Servers.MULTI for n in scenario.nodes):
+        raise ValueError("the SimPy yardstick models single-server nodes only")
+    if scenario.churn.eta > 0 and scenario.churn.leave is not LeaveMode.DRAIN:
+        raise ValueError("the SimPy yardstick models drain churn only")
+    wall0 = time.perf_counter()
+    seed = replication_seed(scenario.seed, replication)
+    env = simpy.Environment()
+    names = node_names(scenario)
+    nodes = scenario.nodes
+    res = [simpy.Resource(env, capacity=1) for _ in nodes]
+    avail = [True] * len(nodes)
+    wl = scenario.workload
+    lam = wl.lambda_hp + wl.lambda_lp
+    p_hp = wl.lambda_hp / lam
+    tmo = scenario.timeout_ms
+    policy = make_policy(scenario.policy)
+    route_rng = python_stream(seed, Stream.ROUTING)
+    churn_rng = python_stream(seed, Stream.CHURN)
+    out: list[Row] = []
+    in_flight = [0]
+    cache: dict[tuple[bool, ...], list[tuple[list[int], list[float]]]] = {}
+    index = {n: k for k, n in enumerate(names)}
+
+    def table() -> list[tuple[list[int], list[float]]]:
+        key = tuple(avail)
+        if key not in cache:
+            view = ClusterView(tuple(NodeView(n.name, n.role, avail[k], n.capacity, n.mu)
+                                     for k, n in enumerate(nodes)))
+            rt = policy.routes(view)
+            cache[key] = [
+                ([index[n] for n in routes_for(rt, c)], list(routes_for(rt, c).values()))
+                for c in CLASSES
+            ]
+        return cache[key]
+
+    def serve(
+        k: int, seq: int, c: int, cls: int, size: float, t: float
+    ) -> Generator[Any, Any, None]:
+        with res[k].request() as req:
+            yield req
+            svc = size / nodes[k].mu
+            yield env.timeout(svc)
+        done = env.now
+        in_flight[0] -= 1
+        if done - t > tmo:
+            out.append((t + tmo, TIMEOUT, seq, c, cls, size, t, k, svc, svc, ""))
+        else:
+            out.append((done, OK, seq, c, cls, size, t, k, svc, svc))
+        if len(out) >= 8192:
+            sink(out.copy())
+            out.clear()
+
+    def arrivals() -> Generator[Any, Any, None]:
+        g_ia, g_cls = numpy_stream(seed, Stream.INTERARRIVAL), numpy_stream(seed, Stream.CLASS)
+        g_cl, g_sz = numpy_stream(seed, Stream.CLIENT), numpy_stream(seed, Stream.SIZE)
+        cseq = [0] * wl.clients
+        for n in range(requests):
+            j = n % BLOCK
+            if j == 0:
+                ia = g_ia.exponential(1.0 / lam, BLOCK).tolist()
+                cu = g_cls.random(BLOCK).tolist()
+                cl = g_cl.integers(0, wl.clients, BLOCK).tolist()
+                sz = size_block(wl.size, g_sz, BLOCK)
+            yield env.timeout(ia[j])
+            cls = 0 if cu[j] < p_hp else 1
+            c = cl[j]
+            seq = cseq[c]
+            cseq[c] += 1
+            idx, w = table()[cls]
+            k = route_rng.choices(idx, weights=w)[0]
+            r = res[k]
+            if not avail[k] or r.count + len(r.queue) >= nodes[k].capacity:
+                out.append((env.now, BLOCKED, seq, c, cls, sz[j], env.now, k, math.nan, math.nan))
+            else:
+                in_flight[0] += 1
+                env.process(serve(k, seq, c, cls, sz[j], env.now))
+
+    def churn(k: int) -> Generator[Any, Any, None]:
+        ch = scenario.churn
+        while True:
+            rate = ch.eta if avail[k] else ch.xi
+            if rate <= 0:
+                return
+            yield env.timeout(churn_rng.expovariate(rate))
+            avail[k] = not avail[k]
+
+    for k, n in enumerate(nodes):
+        if n.role is Role.OFN:
+            ch = scenario.churn
+            if ch.initial == "unavailable":
+                avail[k] = False
+            elif ch.initial == "stationary" and ch.eta + ch.xi > 0:
+                avail[k] = churn_rng.random() < ch.xi / (ch.eta + ch.xi)
+            env.process(churn(k))
+    arr = env.process(arrivals())
+    env.run(until=arr)
+    while in_flight[0]:  # let in-flight requests finish
+        env.step()
+    if out:
+        sink(out.copy())
+    return time.perf_counter() - wall0
