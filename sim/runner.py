@@ -1,0 +1,211 @@
+"""One simulated run (or several replications) into a results directory.
+
+A run directory looks like an emulated one (trace.csv, availability.csv,
+scenario.yaml, summary.json), so `analysis` and the comparison treat both engines
+alike. The summary is accumulated while the trace streams to disk: a
+10-million-request run never holds its rows in memory.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from analysis.metrics import MeasuredAccumulator, replications_ci
+from fogsdn.scenario import Scenario
+from sim.engine import simulate
+from sim.output import AvailabilityCsv, TraceCsvSink
+
+SEMANTICS_NOTE = (
+    "simulated: no network, so response_ms = node_ms; a request timed out by the client "
+    "is still served to the end (it does not free capacity early)"
+)
+# per-class numbers that replications average
+REPLICATED_METRICS: tuple[str, ...] = (
+    "W", "W_e2e", "blocking", "lost_prob", "timeout_prob", "outage", "outage_e2e",
+)
+
+
+def _compare(out_dir: Path, verbose: bool) -> dict[str, Any] | None:
+    """Let `analysis.compare` add the prediction to summary.json, if it exists yet."""
+    try:
+        from analysis.compare import compare_run
+    except ImportError:
+        return None
+    try:
+        text = compare_run(out_dir)
+    except Exception as err:  # a comparison failure must not lose the measured results
+        if verbose:
+            print(f"[compare] could not compare with the model: {err}")
+        return None
+    if verbose and text:
+        print(text)
+    return json.loads((out_dir / "summary.json").read_text())
+
+
+def run_simulation(
+    scenario: Scenario,
+    out_dir: Path,
+    *,
+    requests: int | None = None,
+    duration_ms: float | None = None,
+    replication: int = 0,
+    trace: bool = True,
+    compare: bool = True,
+    verbose: bool = False,
+) -> dict[str, Any]:
+    """Simulate `scenario` into `out_dir`; returns summary.json's content.
+
+    Arrivals stop after `requests` in total or at `duration_ms` of scenario time,
+    whichever is given first (the scenario's duration_ms when neither is), then
+    in-flight requests finish. Replication r runs with seed scenario.seed + r; the
+    same (scenario, replication) always gives a byte-identical trace. `trace=False`
+    skips trace.csv (sweeps that only need the summary)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "scenario.yaml").write_text(scenario.to_yaml())
+    acc = MeasuredAccumulator(scenario.warmup_ms, scenario.deadline_ms)
+    with (
+        TraceCsvSink(out_dir / "trace.csv" if trace else None, scenario, acc) as sink,
+        AvailabilityCsv(out_dir / "availability.csv") as avail,
+    ):
+        res = simulate(
+            scenario, sink, requests=requests, duration_ms=duration_ms,
+            replication=replication, availability=avail,
+        )
+    summary: dict[str, Any] = {
+        "engine": "simulate",
+        "scenario": scenario.name,
+        "policy": scenario.policy.name,
+        "seed": scenario.seed,
+        "replication": replication,
+        "effective_seed": res.seed,
+        "stop": {"requests": requests,
+                 "duration_ms": duration_ms if duration_ms is not None
+                 else (scenario.duration_ms if requests is None else None)},
+        "requests": res.requests,
+        "rows": sink.rows,
+        "outcomes": sink.counts,
+        "last_arrival_ms": res.last_arrival_ms,
+        "end_ms": res.end_ms,
+        "ofn_transitions": res.transitions,
+        "per_request_policy": res.per_request,
+        "wall_s": res.wall_s,
+        "requests_per_s": res.requests / res.wall_s if res.wall_s > 0 else math.nan,
+        "measured": acc.summary(),
+        "notes": [SEMANTICS_NOTE],
+    }
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    if verbose:
+        print(summary_text(summary))
+    if compare:
+        summary = _compare(out_dir, verbose) or summary
+    return summary
+
+
+def summary_text(summary: dict[str, Any]) -> str:
+    """The per-class table (the emulated runs' layout), with the simulation's speed."""
+    from runner.results import summary_table
+
+    head = (
+        f"simulated {summary['requests']} requests of {summary['scenario']} "
+        f"(policy {summary['policy']}, seed {summary['effective_seed']}) in "
+        f"{summary['wall_s']:.2f} s: {summary['requests_per_s']:,.0f} requests/s, "
+        f"scenario time {summary['end_ms']:.1f} ms"
+    )
+    return head + "\n" + summary_table(summary)
+
+
+_Job = tuple[Scenario, Path, int, int | None, float | None, bool]
+
+
+def _replication(args: _Job) -> dict[str, Any]:
+    sc, out, r, requests, duration_ms, trace = args
+    return run_simulation(sc, out, requests=requests, duration_ms=duration_ms,
+                          replication=r, trace=trace)
+
+
+def replications_summary(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """95 % intervals across replications for each class's headline numbers."""
+    out: dict[str, Any] = {}
+    for cls in ("hp", "lp"):
+        per: dict[str, Any] = {}
+        for metric in REPLICATED_METRICS:
+            ci = replications_ci([float(s["measured"][cls][metric]) for s in summaries])
+            per[metric] = {"mean": ci.mean, "ci95": ci.half_width, "n": ci.n}
+        per["count"] = sum(int(s["measured"][cls]["count"]) for s in summaries)
+        out[cls] = per
+    return out
+
+
+def replicate(
+    scenario: Scenario,
+    n: int,
+    out_dir: Path,
+    *,
+    requests: int | None = None,
+    duration_ms: float | None = None,
+    processes: int = 1,
+    trace: bool = True,
+    verbose: bool = False,
+) -> dict[str, Any]:
+    """`n` independent replications (seeds seed, seed+1, ...) into out_dir/repNNN, and
+    out_dir/summary.json with `replications_ci` per class across their means."""
+    if n < 1:
+        raise ValueError("replications must be >= 1")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "scenario.yaml").write_text(scenario.to_yaml())
+    jobs = [(scenario, out_dir / f"rep{r:03d}", r, requests, duration_ms, trace) for r in range(n)]
+    wall0 = time.perf_counter()
+    if processes > 1 and n > 1:
+        with ProcessPoolExecutor(max_workers=min(processes, n)) as pool:
+            runs = list(pool.map(_replication, jobs))
+    else:
+        runs = [_replication(j) for j in jobs]
+    summary: dict[str, Any] = {
+        "engine": "simulate",
+        "scenario": scenario.name,
+        "policy": scenario.policy.name,
+        "seed": scenario.seed,
+        "replications": n,
+        "runs": [str(j[1]) for j in jobs],
+        "requests": sum(int(s["requests"]) for s in runs),
+        "wall_s": time.perf_counter() - wall0,
+        "replications_ci": replications_summary(runs),
+        "notes": [SEMANTICS_NOTE,
+                  "replications_ci: mean and 95 % t-interval across replication means"],
+    }
+    for key in ("predicted", "comparison", "model"):
+        if key in runs[0]:
+            summary[key] = runs[0][key]
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    if verbose:
+        print(replications_text(summary))
+    return summary
+
+
+def replications_text(summary: dict[str, Any]) -> str:
+    rc = summary["replications_ci"]
+    lines = [
+        f"{summary['replications']} replications of {summary['scenario']} "
+        f"(policy {summary['policy']}), {summary['requests']} requests, "
+        f"{summary['wall_s']:.2f} s; mean ± 95 % half-width across replications",
+        f"{'class':5} {'W ms':>20} {'blocking':>18} {'lost':>18} {'outage':>18}",
+    ]
+    for cls in ("hp", "lp"):
+        c = rc[cls]
+
+        def f(m: str, c: dict[str, Any] = c) -> str:
+            return f"{c[m]['mean']:.4f} ± {c[m]['ci95']:.4f}"
+
+        lines.append(f"{cls:5} {f('W'):>20} {f('blocking'):>18} {f('lost_prob'):>18} "
+                     f"{f('outage'):>18}")
+    return "\n".join(lines)
+
+
+__all__ = ["replicate", "replications_summary", "run_simulation", "summary_text"]
