@@ -1,0 +1,470 @@
+"""Exact CTMC of seed 000: one static FN and one opportunistic FN (OFN) that comes and goes.
+
+The state is (OFN availability A/U, n_F at the FN, n_O at the OFN); the seed's own
+chain (its eqs. 1-10) counts one node per state and is wrong, see docs/model.md.
+
+Stationary vectors come from GTH-style level reduction (only additions, products and
+divisions of non-negative numbers), so probabilities of 1e-13 keep full relative
+accuracy. Under `drain` and `drop` the joint chain is exactly lumpable onto (a, n_F)
+and onto (a, n_O), so those small chains give every metric at any size; `handoff`
+couples the nodes and needs the joint chain, solved by level reduction when it is
+small and by a sparse LU (nested-dissection order) when it is large. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.linalg import splu
+
+Scheme = Literal["proposed", "nodiff", "basic"]
+Leave = Literal["drain", "handoff", "drop"]
+ServersKind = Literal["single", "multi"]
+Method = Literal["auto", "lumped", "joint", "gth", "sparse"]
+
+SCHEMES: tuple[str, ...] = ("proposed", "nodiff", "basic")
+LEAVES: tuple[str, ...] = ("drain", "handoff", "drop")
+SERVERS: tuple[str, ...] = ("single", "multi")
+CLASSES: tuple[str, ...] = ("hp", "lp")
+A, U = 0, 1  # availability index of the OFN
+
+# Joint chains above this many states are not reduced level by level (O(N p^2) time,
+# O(N p) memory); the sparse LU takes over.
+GTH_MAX_STATES = 40_000
+
+
+class ModelError(ValueError):
+    """Parameters the model cannot take; the message is one line naming the field."""
+
+
+@dataclass(frozen=True)
+class ModelParams:
+    """Everything the chain depends on; rates per model ms, capacities in requests.
+
+    `servers_*`: `single` is one FIFO server (rate mu while non-empty); `multi` is
+    C servers and no waiting room (rate n*mu). With eta = xi = 0 the OFN never
+    changes state and `initial_available` says which state that is.
+    """
+
+    scheme: Scheme
+    lam_hp: float
+    lam_lp: float
+    mu_f: float
+    mu_of: float
+    cap_f: int
+    cap_o: int
+    eta: float
+    xi: float
+    alpha: float = 0.5
+    leave: Leave = "drain"
+    servers_f: ServersKind = "single"
+    servers_o: ServersKind = "single"
+    deadline: float = 30.0
+    initial_available: bool = True
+
+    def __post_init__(self) -> None:
+        validate(self)
+
+    @property
+    def lam(self) -> float:
+        return self.lam_hp + self.lam_lp
+
+    @property
+    def has_ofn(self) -> bool:
+        return self.scheme != "basic"
+
+    def n_states(self) -> int:
+        """Size of the joint chain (recurrent availability states only)."""
+        avail = availability_states(self)
+        nf, no = self.cap_f + 1, (self.cap_o + 1) if self.has_ofn else 1
+        total = 0
+        for a in avail:
+            total += nf * (no if (a == A or self.leave == "drain") else 1)
+        return total
+
+
+def _finite_nonneg(name: str, x: float) -> None:
+    if not isinstance(x, (int, float)) or isinstance(x, bool) or not math.isfinite(x):
+        raise ModelError(f"{name} must be a finite number, got {x!r}")
+    if x < 0:
+        raise ModelError(f"{name} must be >= 0, got {x}")
+
+
+def validate(p: ModelParams) -> None:
+    """Raise ModelError for parameters no chain can have (one line, names the field)."""
+    if p.scheme not in SCHEMES:
+        raise ModelError(f"scheme must be one of {', '.join(SCHEMES)}, got {p.scheme!r}")
+    if p.leave not in LEAVES:
+        raise ModelError(f"leave must be one of {', '.join(LEAVES)}, got {p.leave!r}")
+    for name in ("servers_f", "servers_o"):
+        if getattr(p, name) not in SERVERS:
+            raise ModelError(f"{name} must be single or multi, got {getattr(p, name)!r}")
+    for name in ("lam_hp", "lam_lp", "mu_f", "mu_of", "eta", "xi", "alpha", "deadline"):
+        _finite_nonneg(name, getattr(p, name))
+    if p.lam <= 0:
+        raise ModelError("lam_hp + lam_lp must be positive")
+    if p.mu_f <= 0:
+        raise ModelError(f"mu_f must be > 0, got {p.mu_f}")
+    if not 0.0 <= p.alpha <= 1.0:
+        raise ModelError(f"alpha must be in [0, 1], got {p.alpha}")
+    if p.deadline <= 0:
+        raise ModelError(f"deadline must be > 0, got {p.deadline}")
+    for name in ("cap_f", "cap_o"):
+        v = getattr(p, name)
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+            raise ModelError(f"{name} must be an integer, got {v!r}")
+    if p.cap_f < 1:
+        raise ModelError(f"cap_f must be >= 1, got {p.cap_f}")
+    if p.scheme != "basic":
+        if p.cap_o < 1:
+            raise ModelError(f"cap_o must be >= 1 for scheme {p.scheme}, got {p.cap_o}")
+        if p.mu_of <= 0:
+            raise ModelError(f"mu_of must be > 0 for scheme {p.scheme}, got {p.mu_of}")
+    elif p.cap_o < 0:
+        raise ModelError(f"cap_o must be >= 0, got {p.cap_o}")
+
+
+# -- rates ---------------------------------------------------------------------------
+
+
+def p_available(p: ModelParams) -> float:
+    """Long-run share of time the OFN is in range (A)."""
+    if p.eta == 0 and p.xi == 0:
+        return 1.0 if p.initial_available else 0.0
+    if p.eta == 0:
+        return 1.0
+    if p.xi == 0:
+        return 0.0
+    return p.xi / (p.eta + p.xi)
+
+
+def availability_states(p: ModelParams) -> tuple[int, ...]:
+    """The availability states the chain keeps visiting (the other is transient)."""
+    if not p.has_ofn:
+        return (A,)  # one dummy phase: nothing depends on availability
+    pa = p_available(p)
+    if pa == 1.0:
+        return (A,)
+    if pa == 0.0:
+        return (U,)
+    return (A, U)
+
+
+def routing(p: ModelParams, cls: str) -> tuple[np.ndarray, np.ndarray]:
+    """Probability that a `cls` arrival is sent to the FN / the OFN, per availability."""
+    if cls not in CLASSES:
+        raise ModelError(f"class must be hp or lp, got {cls!r}")
+    if p.scheme == "basic":
+        return np.array([1.0, 1.0]), np.array([0.0, 0.0])
+    if p.scheme == "proposed":
+        if cls == "hp":
+            return np.array([1.0, 1.0]), np.array([0.0, 0.0])
+        return np.array([0.0, 1.0]), np.array([1.0, 0.0])
+    return np.array([p.alpha, 1.0]), np.array([1.0 - p.alpha, 0.0])
+
+
+def arrival_rates(p: ModelParams) -> tuple[np.ndarray, np.ndarray]:
+    """Arrival rate to the FN and to the OFN, per availability (index A, U)."""
+    lf = np.zeros(2)
+    lo = np.zeros(2)
+    for cls, lam in (("hp", p.lam_hp), ("lp", p.lam_lp)):
+        rf, ro = routing(p, cls)
+        lf += lam * rf
+        lo += lam * ro
+    return lf, lo
+
+
+def service_rates(mu: float, cap: int, kind: str) -> np.ndarray:
+    """Completion rate with n requests held, n = 0..cap."""
+    n = np.arange(cap + 1, dtype=float)
+    return mu * n if kind == "multi" else mu * (n >= 1)
+
+
+# -- state space and generator --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A generator in level order: `Q` holds off-diagonal rates only (row = from).
+
+    States are numbered level by level (`starts[l]:starts[l+1]` is level l); level 0
+    starts with the empty state, which every state reaches. Transitions go only to
+    the same level, the next one up or down, or (`hub`) into level 0.
+    """
+
+    Q: sp.csr_matrix
+    a: np.ndarray
+    k: np.ndarray
+    n: np.ndarray
+    starts: np.ndarray
+    hub: bool
+
+
+def build_chain(
+    p: ModelParams, cap_f: int, cap_o: int, levels: Literal["fn", "ofn"]
+) -> Chain:
+    """The chain over (a, n_F <= cap_f, n_O <= cap_o).
+
+    With cap_o = 0 it is the exact lumped FN chain (drain, drop); with cap_f = 0 the
+    lumped OFN chain (any leave mode: a handoff with no room at the FN is a drop).
+    `levels` picks what numbers the levels: n_F (block tridiagonal except handoff)
+    or n_O (jumps caused by a leave land in level 0).
+    """
+    avail = availability_states(p)
+    lf, lo = arrival_rates(p)
+    sf = service_rates(p.mu_f, cap_f, p.servers_f)
+    so = service_rates(p.mu_of, cap_o, p.servers_o) if cap_o > 0 else np.zeros(1)
+    both = len(avail) == 2
+
+    aa, kk, nn = [], [], []
+    for a in avail:
+        n_max = cap_o if (a == A or p.leave == "drain") else 0
+        k_grid, n_grid = np.meshgrid(np.arange(cap_f + 1), np.arange(n_max + 1), indexing="ij")
+        aa.append(np.full(k_grid.size, a))
+        kk.append(k_grid.ravel())
+        nn.append(n_grid.ravel())
+    a_s, k_s, n_s = np.concatenate(aa), np.concatenate(kk), np.concatenate(nn)
+    level = k_s if levels == "fn" else n_s
+    # within a level: availability, then the other count
+    other = n_s if levels == "fn" else k_s
+    order = np.lexsort((other, a_s, level))
+    a_s, k_s, n_s, level = a_s[order], k_s[order], n_s[order], level[order]
+    size = a_s.size
+    index = np.full((2, cap_f + 1, cap_o + 1), -1, dtype=np.int64)
+    index[a_s, k_s, n_s] = np.arange(size)
+
+    rows: list[np.ndarray] = []
+    cols: list[np.ndarray] = []
+    vals: list[np.ndarray] = []
+
+    def add(mask: np.ndarray, a2: np.ndarray, k2: np.ndarray, n2: np.ndarray,
+            rate: np.ndarray) -> None:
+        src = np.nonzero(mask & (rate > 0))[0]
+        if src.size == 0:
+            return
+        dst = index[a2[src], k2[src], n2[src]]
+        assert (dst >= 0).all(), "transition out of the state space"
+        rows.append(src)
+        cols.append(dst)
+        vals.append(rate[src])
+
+    s = np.arange(size)
+    ones = np.ones(size, dtype=bool)
+    add(k_s < cap_f, a_s, k_s + 1, n_s, lf[a_s])  # FN arrival
+    add(k_s >= 1, a_s, k_s - 1, n_s, sf[k_s])  # FN completion
+    if cap_o > 0:
+        add((a_s == A) & (n_s < cap_o), a_s, k_s, n_s + 1, lo[a_s])  # OFN arrival
+        add(n_s >= 1, a_s, k_s, n_s - 1, so[n_s])  # OFN completion (drain: in U too)
+    if both:
+        is_a = a_s == A
+        to_u = np.full(size, U)
+        if p.leave == "drain":
+            add(is_a, to_u, k_s, n_s, np.full(size, p.eta))
+        elif p.leave == "drop":
+            add(is_a, to_u, k_s, np.zeros_like(n_s), np.full(size, p.eta))
+        else:
+            add(is_a, to_u, np.minimum(k_s + n_s, cap_f), np.zeros_like(n_s),
+                np.full(size, p.eta))
+        add(~is_a & ones, np.full(size, A), k_s, n_s, np.full(size, p.xi))
+    del s
+    r = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+    c = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
+    v = np.concatenate(vals) if vals else np.zeros(0)
+    Q = sp.csr_matrix((v, (r, c)), shape=(size, size))
+    Q.sum_duplicates()
+    n_levels = int(level.max()) + 1
+    starts = np.searchsorted(level, np.arange(n_levels + 1))
+    hub = levels == "ofn" and p.leave != "drain" and both
+    return Chain(Q=Q, a=a_s, k=k_s, n=n_s, starts=starts, hub=hub)
+
+
+def generator(chain: Chain) -> sp.csr_matrix:
+    """Full generator (diagonal = minus the row's out-rate)."""
+    out = np.asarray(chain.Q.sum(axis=1)).ravel()
+    return (chain.Q - sp.diags(out)).tocsr()
+
+
+# -- stationary solvers ---------------------------------------------------------------
+
+
+def gth_dense(Q: np.ndarray) -> np.ndarray:
+    """Stationary vector by Grassmann-Taksar-Heyman: no subtractions at all.
+
+    Only off-diagonal rates are read. State 0 must be reachable from every state
+    (states that cannot be reached from it get probability 0).
+    """
+    W = np.array(Q, dtype=float, copy=True)
+    np.fill_diagonal(W, 0.0)
+    m = W.shape[0]
+    s = np.zeros(m)
+    for i in range(m - 1, 0, -1):
+        s[i] = W[i, :i].sum()
+        if s[i] <= 0:
+            raise ArithmeticError(f"GTH: state {i} cannot reach the states below it")
+        W[:i, :i] += np.outer(W[:i, i], W[i, :i] / s[i])
+    pi = np.zeros(m)
+    pi[0] = 1.0
+    for i in range(1, m):
+        pi[i] = pi[:i] @ W[:i, i] / s[i]
+    return pi / pi.sum()
+
+
+def gth_levels(chain: Chain) -> np.ndarray:
+    """GTH state reduction done level by level, keeping only the levels it touches.
+
+    Eliminating the top level l couples level l-1 (and level 0, for jumps into it)
+    only, so the working matrix stays at the size of two or three levels: O(N p^2)
+    time for N states in levels of p phases, and still subtraction-free.
+    """
+    Q, st = chain.Q, chain.starts
+    L = len(st) - 2
+    if L == 0:
+        return gth_dense(Q[: st[1], : st[1]].toarray())
+    p = np.diff(st)
+
+    def blk(r: int, c: int) -> np.ndarray:
+        return Q[st[r] : st[r + 1], st[c] : st[c + 1]].toarray()
+
+    T = blk(L, L)  # censored local block of the top level
+    D = blk(L, L - 1)  # its (censored) block one level down
+    Z = blk(L, 0) if (chain.hub and L >= 2) else None  # censored jumps into level 0
+    records: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for lev in range(L, 0, -1):
+        nb, nc = int(p[lev - 1]), int(p[lev])
+        n0 = int(p[0]) if Z is not None else 0
+        # rows: [level lev-1, level lev]; columns: [level 0 (jumps), lev-1, lev]
+        W = np.zeros((nb + nc, n0 + nb + nc))
+        W[:nb, n0 : n0 + nb] = blk(lev - 1, lev - 1)
+        W[:nb, n0 + nb :] = blk(lev - 1, lev)
+        W[nb:, n0 : n0 + nb] = D
+        W[nb:, n0 + nb :] = T
+        if Z is not None:
+            W[:nb, :n0] = blk(lev - 1, 0)
+            W[nb:, :n0] = Z
+        s = np.zeros(nc)
+        colB = np.zeros((nb, nc))
+        colC = np.zeros((nc, nc))
+        for i in range(nc - 1, -1, -1):
+            rb, cb = nb + i, n0 + nb + i
+            row = W[rb, :cb] / 1.0
+            s[i] = row.sum()
+            if not s[i] > 0:
+                raise ArithmeticError("GTH: a state cannot reach the levels below it")
+            col = W[:rb, cb].copy()
+            colB[:, i] = col[:nb]
+            colC[:i, i] = col[nb:]
+            nz = np.flatnonzero(col)
+            if nz.size:
+                lo = int(nz[0])
+                W[lo:rb, :cb] += np.outer(col[lo:], row / s[i])
+        records.append((colB, colC, s))
+        T = W[:nb, n0 : n0 + nb].copy()
+        np.fill_diagonal(T, 0.0)
+        if Z is not None and lev - 1 >= 2:
+            Z = W[:nb, :n0].copy()
+            D = blk(lev - 1, lev - 2)
+        elif Z is not None:  # lev - 1 == 1: its jumps into level 0 are its down block
+            D = W[:nb, :n0].copy()
+            Z = None
+        elif lev - 1 >= 1:
+            D = blk(lev - 1, lev - 2)
+    parts = [gth_dense(T)]
+    for colB, colC, s in reversed(records):
+        base = parts[-1] @ colB
+        x = np.zeros(len(s))
+        for i in range(len(s)):
+            x[i] = (base[i] + x[:i] @ colC[:i, i]) / s[i]
+        parts.append(x)
+    pi = np.concatenate(parts)
+    return pi / pi.sum()
+
+
+def sparse_stationary(chain: Chain, permc_spec: str = "COLAMD") -> np.ndarray:
+    """Stationary vector by one sparse LU (pins state 0, which every state reaches).
+
+    Fast for large chains, but ordinary Gaussian elimination: absolute accuracy
+    only, so use it for means, not for probabilities far below 1e-12.
+    """
+    G = generator(chain)
+    At = G.T.tocsc()
+    B = At[1:, 1:].tocsc()
+    rhs = -np.asarray(At[1:, 0].toarray()).ravel()
+    lu = splu(B, permc_spec=permc_spec, options={"SymmetricMode": False})
+    x = lu.solve(rhs)
+    pi = np.concatenate([[1.0], np.maximum(x, 0.0)])
+    return pi / pi.sum()
+
+
+@dataclass(frozen=True)
+class Stationary:
+    """Stationary probabilities the metrics need, by availability a (A=0, U=1).
+
+    `p_fn[a, k]` = P(a, n_F = k), `p_ofn[a, n]` = P(a, n_O = n); `joint_a[k, n]` =
+    P(A, n_F = k, n_O = n), kept only where a tagged OFN request's fate depends on
+    the FN (handoff).
+    """
+
+    p_fn: np.ndarray
+    p_ofn: np.ndarray
+    joint_a: np.ndarray | None
+    method: str
+    n_states: int
+
+
+def lumpable(p: ModelParams) -> bool:
+    """True when (a, n_F) and (a, n_O) are Markov chains on their own.
+
+    Only a handoff moves requests between the nodes; without it each node's count
+    changes at rates that depend on that count and on availability alone.
+    """
+    return p.leave != "handoff" or len(availability_states(p)) < 2 or not p.has_ofn
+
+
+def _marginals(chain: Chain, pi: np.ndarray, cap_f: int, cap_o: int
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    pf = np.zeros((2, cap_f + 1))
+    po = np.zeros((2, cap_o + 1))
+    ja = np.zeros((cap_f + 1, cap_o + 1))
+    np.add.at(pf, (chain.a, chain.k), pi)
+    np.add.at(po, (chain.a, chain.n), pi)
+    m = chain.a == A
+    np.add.at(ja, (chain.k[m], chain.n[m]), pi[m])
+    return pf, po, ja
+
+
+def solve_stationary(p: ModelParams, method: Method = "auto") -> Stationary:
+    """Stationary distribution by the cheapest exact route for these parameters.
+
+    `lumped`: the two small per-node chains (not for handoff with churn);
+    `gth`: the joint chain by level reduction; `sparse`: the joint chain by sparse LU;
+    `joint`: gth when small, sparse when large; `auto`: lumped where exact, else joint.
+    """
+    cap_o = p.cap_o if p.has_ofn else 0
+    n_states = p.n_states()
+    if method == "auto":
+        method = "lumped" if lumpable(p) else "joint"
+    if method == "joint":
+        method = "gth" if n_states <= GTH_MAX_STATES else "sparse"
+    if method == "lumped":
+        if not lumpable(p):
+            raise ModelError("handoff with churn couples the nodes: use the joint chain")
+        cf = build_chain(p, p.cap_f, 0, "fn")
+        pf, _, _ = _marginals(cf, gth_levels(cf), p.cap_f, 0)
+        if cap_o > 0:
+            co = build_chain(p, 0, cap_o, "ofn")
+            _, po, _ = _marginals(co, gth_levels(co), 0, cap_o)
+        else:
+            po = pf.sum(axis=1, keepdims=True)
+        return Stationary(pf, po, None, "lumped", n_states)
+    if method not in ("gth", "sparse"):
+        raise ModelError(f"unknown method {method!r}")
+    # levels of fewer phases reduce faster; handoff jumps need levels by n_O
+    by = "ofn" if (not lumpable(p) or p.cap_f < cap_o) else "fn"
+    chain = build_chain(p, p.cap_f, cap_o, by)
+    pi = gth_levels(chain) if method == "gth" else sparse_stationary(chain)
+    pf, po, ja = _marginals(chain, pi, p.cap_f, cap_o)
+    return Stationary(pf, po, None if lumpable(p) else ja, method, n_states)
