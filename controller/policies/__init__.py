@@ -14,9 +14,10 @@ from controller.policies.base import (
 from controller.policies.basic import Basic
 from controller.policies.nodiff import NoDiff
 from controller.policies.prioritized import Prioritized
+from controller.policies.threshold import Threshold
 from fogsdn.scenario import PolicySpec, Scenario
 
-POLICIES: dict[str, type[Policy]] = {p.name: p for p in (Prioritized, NoDiff, Basic)}
+POLICIES: dict[str, type[Policy]] = {p.name: p for p in (Prioritized, NoDiff, Basic, Threshold)}
 
 
 def register_policy(cls: type[Policy]) -> type[Policy]:
