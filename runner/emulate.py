@@ -23,11 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller.registration import register
 from fogsdn.churn import Transition, churn_schedule
 from fogsdn.scenario import LeaveMode, Role, Scenario
 from fogsdn.trace import Outcome, TraceRow, read_trace, write_trace
+from nodes.worker import control_request
 from runner.cleanup import RunRecord, proc_start_time, stop_pid
 from runner.results import finish_results
+from topologies.mininet_net import build_network, host_pids, link_status, switch_interfaces
 
 ROOT = Path(__file__).resolve().parent.parent
 STARTUP_TIMEOUT_S = 20.0
@@ -139,8 +142,6 @@ class Emulation:
         return port
 
     def _start_network(self, graph: Any, port: int) -> None:
-        from topologies.mininet_net import build_network, host_pids, switch_interfaces
-
         self.rec.bridges = [f"{self.tag}s1"]
         self.rec.save()
         self.net, bridges = build_network(graph, port, self.tag)
@@ -156,8 +157,6 @@ class Emulation:
             raise EmulationError(f"controller: {ready.read_text().strip()}")
 
     def _start_workers(self) -> None:
-        from nodes.worker import control_request
-
         for node in self.sc.nodes:
             host = self.net.get(node.name)
             ctl = self.sock_dir / f"{node.name}.sock"
@@ -216,10 +215,6 @@ class Emulation:
 
     # -- churn --------------------------------------------------------------
     def _apply_transition(self, tr: Transition) -> None:
-        from controller.app import register
-        from nodes.worker import control_request
-        from topologies.mininet_net import link_status
-
         t_model = (time.monotonic() - self.epoch) / (self.sc.time_scale / 1000.0)
         drop = self.sc.churn.leave is LeaveMode.DROP
         reply = register(self.sock_dir / "controller.sock", tr.node, tr.available)
@@ -305,8 +300,6 @@ class Emulation:
                 stop_pid(pid, start, grace_s=0.5)
 
     def _stop_workers(self) -> dict[str, Any]:
-        from nodes.worker import control_request
-
         stats: dict[str, Any] = {}
         for name in self.workers:
             try:
@@ -395,7 +388,6 @@ class Emulation:
             self._start_workers()
             self.timings["workers_s"] = time.monotonic() - t0
             if sc.churn.leave is LeaveMode.DROP:
-                from topologies.mininet_net import link_status
                 for name, up in initial.items():
                     if not up:
                         link_status(self.net, name, self.bridge, up=False)

@@ -21,6 +21,11 @@ def _pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else math.nan
 
 
+def _lag_stats(avail: list[dict[str, Any]]) -> dict[str, float]:
+    lag = [float(a["t_applied"]) - float(a["t"]) for a in avail if float(a["t"]) > 0]
+    return {"count": len(lag), "p50": _pct(lag, 50), "p99": _pct(lag, 99)}
+
+
 def summary_table(summary: dict[str, Any]) -> str:
     """The per-class table printed at the end of a run."""
     m = summary["measured"]
@@ -59,6 +64,8 @@ def finish_results(out: Path, sc: Scenario, emu: Any, worker_stats: dict[str, An
         "startup_s": emu.timings,
         "rule_update_ms": {"count": len(lat), "p50": _pct(lat, 50), "p99": _pct(lat, 99),
                            "max": max(lat) if lat else math.nan},
+        # how late the live network followed the drawn churn schedule (model ms)
+        "churn_lag_ms": _lag_stats(emu.availability),
         "workers": worker_stats,
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))

@@ -1,0 +1,213 @@
+"""Live emulation: real Mininet hosts, OVS userspace switch, our os-ken controller.
+
+Each scenario runs once per module (about 10 s each); the tests read its results
+directory: the trace, availability.csv, the flow and group tables dumped at the end.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, scenario_dict
+from scipy.stats import binomtest
+
+from fogsdn.scenario import parse_scenario
+from fogsdn.trace import Outcome, read_trace
+from runner.cleanup import RUNS_DIR
+
+pytestmark = pytest.mark.emulation
+
+SCALE = 20.0  # real ms per model ms, as the default scenario
+
+
+def _footprint() -> dict[str, set[str]]:
+    """What could be left behind: OVS bridges, network namespaces, root-ns interfaces."""
+    bridges = subprocess.run(["ovs-vsctl", "list-br"], capture_output=True, text=True).stdout
+    netns = set()
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                netns.add(os.readlink(p / "ns" / "net"))
+            except OSError:
+                pass
+    return {"bridges": set(bridges.split()), "netns": netns,
+            "links": set(os.listdir("/sys/class/net")),
+            "records": {f.name for f in RUNS_DIR.glob("*.json")} if RUNS_DIR.exists() else set()}
+
+
+def _assert_clean(before: dict[str, set[str]]) -> None:
+    after = _footprint()
+    for key in ("bridges", "links", "records"):
+        assert after[key] - before[key] == set(), f"left behind: {key} {after[key] - before[key]}"
+    # other processes on the machine may create namespaces; ours are gone if none we
+    # could have made survives: every namespace now present existed before or is not ours
+    extra = after["netns"] - before["netns"]
+    assert len(extra) == 0, f"new network namespaces remain: {extra}"
+
+
+def _run(tmp: Path, name: str, **over: Any) -> tuple[Path, dict[str, Any]]:
+    from runner.emulate import run_emulation
+
+    sc = parse_scenario(scenario_dict(name=name, time_scale=SCALE, **over))
+    out = tmp / name
+    summary = run_emulation(sc, out, show_progress=False)
+    return out, summary
+
+
+@pytest.fixture(scope="module")
+def prioritized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, dict]:
+    before = _footprint()
+    out, summary = _run(tmp_path_factory.mktemp("emu"), "prio", duration_ms=400, seed=5)
+    return out, summary, before
+
+
+def _availability(out: Path) -> list[dict[str, str]]:
+    with open(out / "availability.csv") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _state_at(avail: list[dict[str, str]], t: float, margin: float) -> bool | None:
+    """OFN availability in the data plane at model time t; None while a change is under
+    way: from when the runner applied it until its rules were in, plus `margin`."""
+    state = None
+    for row in avail:
+        applied, installed = float(row["t_applied"]), float(row["t_installed"])
+        if applied > 0 and applied - margin <= t <= installed + margin:
+            return None
+        if installed <= t:
+            state = row["state"] == "available"
+    return state
+
+
+def test_hp_only_ever_served_by_the_fn(prioritized: tuple) -> None:
+    out, _, _ = prioritized
+    rows = read_trace(out / "trace.csv")
+    hp = [r for r in rows if r.cls == "hp" and r.outcome is Outcome.OK]
+    assert len(hp) > 50
+    assert {r.node for r in hp} == {"fn"}
+
+
+def test_lp_follows_ofn_availability(prioritized: tuple) -> None:
+    out, summary, _ = prioritized
+    avail = _availability(out)
+    assert len(avail) > 10, "the OFN should have joined and left several times"
+    # a barrier reply means the table changed; new connections may take the old path
+    # up to ~4.5 ms real more (DESIGN): 0.5 model ms = 10 ms real here
+    margin = 0.5
+    served = Counter()
+    for r in read_trace(out / "trace.csv"):
+        if r.cls != "lp" or r.outcome is not Outcome.OK:
+            continue
+        up = _state_at(avail, r.t_send, margin)
+        if up is None:
+            continue
+        served[(up, r.node)] += 1
+        assert r.node == ("ofn1" if up else "fn"), f"{r.request_id} sent at {r.t_send}"
+    assert served[(True, "ofn1")] > 20 and served[(False, "fn")] > 20
+    assert summary["rule_update_ms"]["count"] == len(avail) - 1
+
+
+def test_flow_table_realises_the_policy(prioritized: tuple) -> None:
+    out, _, _ = prioritized
+    flows = (out / "flows.txt").read_text()
+    groups = (out / "groups.txt").read_text()
+    assert "ct_state=+new+trk" in flows and "nw_tos=184" in flows  # DSCP 46 = TOS 184
+    hp_line = next(ln for ln in flows.splitlines() if "nw_tos=184" in ln)
+    assert "group:1" in hp_line
+    g1 = next(ln for ln in groups.splitlines() if "group_id=1," in ln)
+    assert "nat(dst=10.0.0.1)" in g1 and "10.0.0.2" not in g1  # HP: the FN only
+    last = _availability(out)[-1]
+    g2 = next(ln for ln in groups.splitlines() if "group_id=2," in ln)
+    want = "10.0.0.2" if last["state"] == "available" else "10.0.0.1"
+    assert f"nat(dst={want})" in g2 and g2.count("bucket=") == 1
+    # no task needed a packet-in: the controller saw only ARP for the service address
+    events = [json.loads(x) for x in (out / "controller-events.jsonl").read_text().splitlines()]
+    assert not [e for e in events if e["event"] == "of_error"]
+    assert len([e for e in events if e["event"] == "arp_reply"]) <= 2
+
+
+def test_every_request_appears_exactly_once(prioritized: tuple) -> None:
+    out, summary, _ = prioritized
+    rows = read_trace(out / "trace.csv")
+    ids = [r.request_id for r in rows]
+    assert len(ids) == len(set(ids)) == summary["requests"]
+    sent = sum(int((out / f"trace-c{k}.progress").read_text().split()[0]) for k in (1, 2))
+    assert sent == len(rows)
+    assert {r.outcome for r in rows} <= set(Outcome)
+    ok = [r for r in rows if r.outcome is Outcome.OK]
+    assert len(ok) / len(rows) > 0.9
+    for r in ok:
+        assert r.response_ms >= r.node_ms > 0
+
+
+def test_nothing_left_after_a_normal_run(prioritized: tuple) -> None:
+    _, _, before = prioritized
+    _assert_clean(before)
+
+
+def test_nodiff_split_is_consistent_with_alpha(tmp_path: Path) -> None:
+    out, _ = _run(tmp_path, "nodiff", duration_ms=300, policy={"name": "nodiff", "alpha": 0.75},
+                  churn={"eta": 0, "xi": 0}, workload={"lambda_hp": 0.3, "lambda_lp": 0.3,
+                                                       "clients": 2})
+    rows = [r for r in read_trace(out / "trace.csv") if r.outcome is not Outcome.TIMEOUT]
+    ok = [r for r in rows if r.outcome is Outcome.OK or r.outcome is Outcome.BLOCKED]
+    at_fn = sum(1 for r in ok if r.node == "fn")
+    assert len(ok) > 100
+    assert {r.node for r in ok} == {"fn", "ofn1"}
+    test = binomtest(at_fn, len(ok), 0.75)
+    assert test.pvalue > 0.001, (at_fn, len(ok))
+
+
+def test_basic_never_uses_the_ofn(tmp_path: Path) -> None:
+    out, _ = _run(tmp_path, "basic", duration_ms=200, policy={"name": "basic"},
+                  churn={"eta": 0, "xi": 0})
+    rows = read_trace(out / "trace.csv")
+    assert len(rows) > 50
+    assert {r.node for r in rows if r.outcome is Outcome.OK} == {"fn"}
+
+
+def test_drop_loses_what_the_ofn_held_and_accounts_for_it(tmp_path: Path) -> None:
+    out, summary = _run(tmp_path, "drop", duration_ms=300, seed=2, timeout_ms=100,
+                        churn={"eta": 0.2, "xi": 0.2, "leave": "drop"})
+    rows = read_trace(out / "trace.csv")
+    ids = [r.request_id for r in rows]
+    assert len(ids) == len(set(ids))
+    lost = [r for r in rows if r.outcome is Outcome.LOST]
+    dropped = sum(int(a["dropped"] or 0) for a in _availability(out))
+    assert dropped > 0 and len(lost) == dropped
+    assert {r.node for r in lost} == {"ofn1"} and {r.cls for r in lost} == {"lp"}
+
+
+def test_sigterm_mid_run_keeps_results_and_leaves_nothing(tmp_path: Path) -> None:
+    before = _footprint()
+    sc = parse_scenario(scenario_dict(name="term", time_scale=SCALE, duration_ms=2000))
+    f = tmp_path / "term.yaml"
+    f.write_text(sc.to_yaml())
+    out = tmp_path / "out"
+    p = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "run_testbed.py"),
+                          "--scenario", str(f), "--out", str(out), "--quiet"], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(out.glob("trace-c*.progress")):
+        time.sleep(0.1)
+    time.sleep(3)
+    p.send_signal(signal.SIGTERM)
+    text, _ = p.communicate(timeout=60)
+    assert p.returncode == 130, text.decode()[-2000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["interrupted"] is True
+    rows = read_trace(out / "trace.csv")
+    assert 0 < len(rows) == summary["requests"]
+    assert len({r.request_id for r in rows}) == len(rows)
+    assert max(r.t_send for r in rows) < 1500
+    _assert_clean(before)

@@ -1,0 +1,132 @@
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from fogsdn.scenario import Servers, TaskClass
+from nodes.protocol import MAX_REQUEST_BYTES, ProtocolError, TaskRequest, parse_request
+from nodes.service_queue import ServiceQueue
+from nodes.worker import control_request
+
+
+def test_fifo_schedules_against_absolute_deadlines() -> None:
+    q = ServiceQueue(capacity=3)
+    a = q.admit(0.0, 1.0)
+    b = q.admit(0.1, 1.0)
+    c = q.admit(0.2, 0.5)
+    assert a and b and c
+    assert (a.start, a.end, b.start, b.end, c.start, c.end) == (0.0, 1.0, 1.0, 2.0, 2.0, 2.5)
+    assert q.admit(0.3, 1.0) is None  # full: blocked
+    d = q.admit(1.0, 1.0)  # the first left at 1.0: room again, queued behind the third
+    assert d is not None and d.start == 2.5
+    assert q.in_system == 3
+
+
+def test_multi_server_has_no_waiting_and_clear_empties() -> None:
+    q = ServiceQueue(capacity=2, servers=Servers.MULTI)
+    a, b = q.admit(0.0, 5.0), q.admit(0.0, 5.0)
+    assert a and b and a.start == b.start == 0.0
+    assert q.admit(1.0, 1.0) is None
+    assert q.clear(2.0) == 2 and q.in_system == 0
+    e = q.admit(2.0, 1.0)
+    assert e is not None and e.start == 2.0
+
+
+@pytest.mark.parametrize(
+    ("line", "cause"),
+    [
+        (b"not json", "not JSON"),
+        (b"[1,2]", "JSON object"),
+        (b'{"cls":"hp","size":1}', "id:"),
+        (b'{"id":"a","cls":"mid","size":1}', "cls:"),
+        (b'{"id":"a","cls":"hp","size":-1}', "size: must be >= 0"),
+        (b'{"id":"a","cls":"hp","size":"big"}', "size:"),
+        (b'{"id":"a","cls":"hp","size":NaN}', "size:"),
+        (b"\xff\xfe", "not JSON"),
+        (b"x" * (MAX_REQUEST_BYTES + 1), "larger than"),
+    ],
+)
+def test_malformed_requests_are_refused_with_the_cause(line: bytes, cause: str) -> None:
+    with pytest.raises(ProtocolError, match=cause):
+        parse_request(line)
+
+
+def test_request_round_trip() -> None:
+    r = TaskRequest("c1-1", TaskClass.LP, 0.5, "c1")
+    assert parse_request(r.encode().strip()) == r
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def worker(tmp_path: Path) -> Iterator[tuple[int, Path, Path]]:
+    port, ctl, events = _free_port(), tmp_path / "w.sock", tmp_path / "w.jsonl"
+    p = subprocess.Popen(
+        [sys.executable, "-m", "nodes.worker", "--name", "fn", "--host", "127.0.0.1",
+         "--port", str(port), "--mu", "1", "--capacity", "2", "--time-scale", "100",
+         "--control", str(ctl), "--events", str(events)], cwd=ROOT)
+    deadline = time.monotonic() + 10
+    while not ctl.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    try:
+        yield port, ctl, events
+    finally:
+        p.terminate()
+        p.wait(5)
+
+
+def _ask(port: int, data: bytes) -> dict:
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(data)
+        buf = b""
+        while not buf.endswith(b"\n"):
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            buf += chunk
+    return json.loads(buf)
+
+
+def test_worker_survives_malformed_input_and_blocks_when_full(worker: tuple) -> None:
+    port, ctl, events = worker
+    assert _ask(port, b"{nope\n")["status"] == "error"
+    assert "larger than" in _ask(port, b"y" * 5000 + b"\n")["error"]
+    assert _ask(port, b'{"id":"a","cls":"xx","size":1}\n')["error"].startswith("cls:")
+    ok = _ask(port, TaskRequest("r1", TaskClass.HP, 0.2, "c").encode())
+    assert ok["status"] == "ok" and ok["node"] == "fn"
+    assert ok["nominal_ms"] == pytest.approx(0.2)
+    assert ok["node_ms"] == pytest.approx(ok["wait_ms"] + ok["service_ms"])
+    assert 0.2 <= ok["service_ms"] < 0.3  # 20 ms real at time scale 100
+    # fill the node (capacity 2) with long tasks held open, then one more is blocked
+    held = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]
+    for i, s in enumerate(held):
+        s.sendall(TaskRequest(f"long{i}", TaskClass.LP, 50.0, "c").encode())
+    time.sleep(0.2)
+    assert _ask(port, TaskRequest("r2", TaskClass.LP, 1.0, "c").encode())["status"] == "blocked"
+    stats = control_request(ctl, "stats")
+    assert stats["in_system"] == 2 and stats["blocked"] == 1 and stats["errors"] == 3
+    # an OFN leaving with `drop`: held tasks are discarded, their connections reset
+    assert control_request(ctl, "drop") == {"dropped": 2}
+    for s in held:
+        s.settimeout(2)
+        try:
+            assert s.recv(100) == b""
+        except ConnectionResetError:
+            pass
+        s.close()
+    assert _ask(port, TaskRequest("r3", TaskClass.HP, 0.1, "c").encode())["status"] == "ok"
+    dropped = [json.loads(x) for x in events.read_text().splitlines()]
+    assert {e["id"] for e in dropped if e["event"] == "dropped"} == {"long0", "long1"}
+    assert control_request(ctl, "bogus") == {"error": "unknown command 'bogus'"}
