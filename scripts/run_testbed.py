@@ -23,8 +23,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--scenario", default="scenarios/default.yaml")
     ap.add_argument("--engine", choices=["emulate", "simulate"], default="emulate")
     ap.add_argument("--policy", help="override policy.name (prioritized, nodiff, basic, ...)")
-    ap.add_argument("--duration", type=float,
-                    help="model ms of load (the same span of scenario time in every engine)")
+    ap.add_argument("--duration", type=float, metavar="SECONDS",
+                    help="seconds of live load; the scenario time it spans (SECONDS * 1000 / "
+                         "time_scale model ms) is the same in every engine")
     ap.add_argument("--requests", type=int, help="simulate: stop after N requests in total")
     ap.add_argument("--out", help="results directory (default results/<time>-<scenario>)")
     ap.add_argument("--clean", action="store_true",
@@ -59,8 +60,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.policy:
             overrides["policy.name"] = args.policy
         if args.duration is not None:
-            overrides["duration_ms"] = args.duration
-            if sc.warmup_ms >= args.duration:
+            if args.duration <= 0:
+                raise ScenarioError("--duration: must be > 0 seconds")
+            span_ms = args.duration * 1000.0 / sc.time_scale
+            overrides["duration_ms"] = span_ms
+            if sc.warmup_ms >= span_ms:
                 overrides["warmup_ms"] = 0.0
         if overrides:
             sc = sc.with_overrides(overrides)
