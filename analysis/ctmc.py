@@ -21,6 +21,14 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
+from analysis.response_time import (
+    Among,
+    ClassResponse,
+    Component,
+    ErlangMixture,
+    HandoffChain,
+)
+
 Scheme = Literal["proposed", "nodiff", "basic"]
 Leave = Literal["drain", "handoff", "drop"]
 ServersKind = Literal["single", "multi"]
@@ -468,3 +476,157 @@ def solve_stationary(p: ModelParams, method: Method = "auto") -> Stationary:
     pi = gth_levels(chain) if method == "gth" else sparse_stationary(chain)
     pf, po, ja = _marginals(chain, pi, p.cap_f, cap_o)
     return Stationary(pf, po, None if lumpable(p) else ja, method, n_states)
+
+
+# -- per-class metrics ----------------------------------------------------------------
+
+PERCENTILES: tuple[tuple[str, float], ...] = (
+    ("p50", 0.50), ("p90", 0.90), ("p95", 0.95), ("p99", 0.99),
+)
+
+
+def class_response(p: ModelParams, st: Stationary, cls: str) -> ClassResponse:
+    """Where an arrival of `cls` goes (PASTA) and what happens to it there."""
+    rf, ro = routing(p, cls)
+    cf = p.cap_f
+    wf = rf @ st.p_fn  # per k: P(sent to FN and finds k there)
+    comps: list[Component] = []
+    blocking = float(wf[cf])
+    multi_f = p.servers_f == "multi"
+    if wf[:cf].sum() > 0:
+        w = np.array([wf[:cf].sum()]) if multi_f else wf[:cf]
+        comps.append(ErlangMixture(w, p.mu_f))
+    if p.has_ofn and ro[A] > 0:
+        co = p.cap_o
+        wo = ro[A] * st.p_ofn[A]
+        blocking += float(wo[co])
+        multi_o = p.servers_o == "multi"
+        churn = len(availability_states(p)) == 2
+        if wo[:co].sum() > 0:
+            if p.leave == "handoff" and churn:
+                assert st.joint_a is not None
+                comps.append(HandoffChain(
+                    weights=ro[A] * st.joint_a[:, :co],
+                    lam_f=float(arrival_rates(p)[0][A]),
+                    serv_f=service_rates(p.mu_f, cf, p.servers_f),
+                    mu_f=p.mu_f, mu_o=p.mu_of, eta=p.eta,
+                    multi_f=multi_f, multi_o=multi_o,
+                ))
+            else:
+                kill = p.eta if (p.leave == "drop" and churn) else 0.0
+                w = np.array([wo[:co].sum()]) if multi_o else wo[:co]
+                comps.append(ErlangMixture(w, p.mu_of, kill))
+    return ClassResponse(comps, blocking)
+
+
+@dataclass(frozen=True)
+class ClassPrediction:
+    """Exact metrics of one class; the distribution is computed when first asked."""
+
+    cls: str
+    lam: float
+    response: ClassResponse
+    deadline: float
+
+    @property
+    def blocking(self) -> float:
+        return self.response.blocking
+
+    @property
+    def accepted(self) -> float:
+        return self.response.accepted
+
+    @property
+    def throughput(self) -> float:
+        return self.lam * self.accepted
+
+    @property
+    def W(self) -> float:  # noqa: N802 - the queueing letter
+        return self.response.mean_response
+
+    @property
+    def N(self) -> float:  # noqa: N802
+        """Little's law with every accepted request's stay, completed or dropped."""
+        return self.throughput * self.response.mean_sojourn if self.throughput > 0 else 0.0
+
+    @property
+    def drop_prob(self) -> float:
+        acc = self.accepted
+        return self.response.p_drop / acc if acc > 0 else math.nan
+
+    @property
+    def outage(self) -> float:
+        return self.response.outage(self.deadline)
+
+    @property
+    def outage_accepted(self) -> float:
+        return self.response.outage_accepted(self.deadline)
+
+    def percentiles(self) -> dict[str, float]:
+        return {name: self.response.percentile(q) for name, q in PERCENTILES}
+
+    def cdf(self, t: np.ndarray, among: Among = "completed") -> np.ndarray:
+        return self.response.cdf(t, among)
+
+    def means(self) -> dict[str, float]:
+        return {"W": self.W, "blocking": self.blocking, "throughput": self.throughput,
+                "N": self.N, "drop_prob": self.drop_prob}
+
+    def to_dict(self) -> dict[str, object]:
+        return {**self.means(), "outage": self.outage,
+                "outage_accepted": self.outage_accepted,
+                "percentiles": self.percentiles()}
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The model's answer for one parameter set."""
+
+    params: ModelParams
+    stationary: Stationary
+    hp: ClassPrediction
+    lp: ClassPrediction
+
+    @property
+    def p_available(self) -> float:
+        return p_available(self.params)
+
+    @property
+    def mean_fn(self) -> float:
+        pf = self.stationary.p_fn
+        return float(pf.sum(axis=0) @ np.arange(pf.shape[1]))
+
+    @property
+    def mean_ofn(self) -> float:
+        po = self.stationary.p_ofn
+        return float(po.sum(axis=0) @ np.arange(po.shape[1])) if self.params.has_ofn else 0.0
+
+    def cls(self, name: str) -> ClassPrediction:
+        if name not in CLASSES:
+            raise ModelError(f"class must be hp or lp, got {name!r}")
+        return self.hp if name == "hp" else self.lp
+
+    def cdf(self, cls: str, t: np.ndarray | list[float], among: Among = "completed"
+            ) -> np.ndarray:
+        """Exact response-time CDF of `cls` at times t (model ms)."""
+        return self.cls(cls).cdf(np.asarray(t, dtype=float), among)
+
+    def means(self) -> dict[str, object]:
+        """Mean metrics only: no tagged-chain distribution is computed."""
+        return {"hp": self.hp.means(), "lp": self.lp.means(),
+                "p_available": self.p_available, "mean_fn": self.mean_fn,
+                "mean_ofn": self.mean_ofn}
+
+    def to_dict(self) -> dict[str, object]:
+        return {"hp": self.hp.to_dict(), "lp": self.lp.to_dict(),
+                "p_available": self.p_available, "mean_fn": self.mean_fn,
+                "mean_ofn": self.mean_ofn}
+
+
+def predict(params: ModelParams, method: Method = "auto") -> Prediction:
+    """Exact stationary metrics of both classes (distributions computed lazily)."""
+    st = solve_stationary(params, method)
+    lam = {"hp": params.lam_hp, "lp": params.lam_lp}
+    hp, lp = (ClassPrediction(c, lam[c], class_response(params, st, c), params.deadline)
+              for c in CLASSES)
+    return Prediction(params, st, hp, lp)

@@ -1,0 +1,423 @@
+"""Response-time distribution of a tagged request, by phase-type analysis.
+
+A request of a class arrives, sees the stationary state (PASTA) and is followed
+through an absorbing chain whose ends are `done` and `dropped`. Weights carried
+here are per arrival (routing probability times stationary probability), so they
+sum to the probability that an arrival is accepted.
+
+Tail probabilities are computed directly, never as 1 - CDF: closed forms use the
+regularised upper incomplete gamma (relative accuracy in the far tail), the general
+chain is uniformised and its non-negative terms summed. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.linalg import solve_banded
+from scipy.optimize import brentq
+from scipy.special import gammainc, gammaincc
+from scipy.stats import poisson
+
+Among = Literal["completed", "accepted", "all"]
+
+# Poisson mass left beyond the last uniformisation step, relative (see `_steps_for`).
+_POISSON_TAIL = 1e-15
+_MAX_STEPS = 2_000_000
+
+
+class Component(Protocol):
+    """One place a tagged request can start (a node, or the OFN under handoff)."""
+
+    mass: float  # P(accepted into this component), per arrival
+    p_complete: float  # P(completed), per arrival
+    p_drop: float  # P(dropped after acceptance), per arrival
+    t_complete: float  # E[T ; completed], per arrival
+    t_sojourn: float  # E[time until completion or drop], per arrival
+
+    def completed_by(self, t: np.ndarray) -> np.ndarray:
+        """P(completed within t), per arrival."""
+        ...
+
+    def not_completed_by(self, t: np.ndarray) -> np.ndarray:
+        """P(accepted and not completed within t: dropped, or still there), per arrival."""
+        ...
+
+
+@dataclass
+class ErlangMixture:
+    """A FIFO node where the tagged request has p stages of rate `rate` to go.
+
+    `weights[i]` is the probability (per arrival) of starting with i+1 stages. A
+    `kill` rate > 0 drops the request (OFN leaving under `drop`); by competing
+    exponentials each stage then lasts Exp(rate + kill) and is won w.p. q.
+    """
+
+    weights: np.ndarray
+    rate: float
+    kill: float = 0.0
+    mass: float = field(init=False)
+    p_complete: float = field(init=False)
+    p_drop: float = field(init=False)
+    t_complete: float = field(init=False)
+    t_sojourn: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        w = np.asarray(self.weights, dtype=float)
+        self.weights = w
+        self._stages = np.arange(1, w.size + 1, dtype=float)
+        self._nu = self.rate + self.kill
+        log_q = -math.log1p(self.kill / self.rate)
+        self._qp = np.exp(self._stages * log_q)  # P(complete | p stages)
+        self._not_qp = -np.expm1(self._stages * log_q)  # P(dropped | p stages), no 1 - x
+        self.mass = float(w.sum())
+        self.p_complete = float(w @ self._qp)
+        self.p_drop = float(w @ self._not_qp)
+        self.t_complete = float(w @ (self._qp * self._stages / self._nu))
+        if self.kill > 0:
+            soj = self._not_qp / self.kill
+        else:
+            soj = self._stages / self.rate
+        self.t_sojourn = float(w @ soj)
+
+    def _live(self) -> np.ndarray:
+        return np.flatnonzero(self.weights > 0)
+
+    def completed_by(self, t: np.ndarray) -> np.ndarray:
+        t = np.atleast_1d(np.asarray(t, dtype=float))
+        i = self._live()
+        if i.size == 0:
+            return np.zeros_like(t)
+        g = gammainc(self._stages[i][None, :], self._nu * np.maximum(t, 0.0)[:, None])
+        return g @ (self.weights[i] * self._qp[i])
+
+    def not_completed_by(self, t: np.ndarray) -> np.ndarray:
+        t = np.atleast_1d(np.asarray(t, dtype=float))
+        i = self._live()
+        if i.size == 0:
+            return np.zeros_like(t)
+        g = gammaincc(self._stages[i][None, :], self._nu * np.maximum(t, 0.0)[:, None])
+        return g @ (self.weights[i] * self._qp[i]) + self.p_drop
+
+
+@dataclass
+class HandoffChain:
+    """A request accepted by the OFN under `handoff`, followed jointly with the FN.
+
+    Transient states: (j ahead of it at the OFN, k at the FN) while the OFN is up,
+    then its position at the FN after a leave (FIFO: later arrivals never matter).
+    When the OFN leaves, the j requests ahead and then it join the FN's tail; it is
+    dropped if k + j + 1 > C_F. Its response time runs from arrival at the OFN to
+    completion wherever that happens.
+    """
+
+    weights: np.ndarray  # [k, j], per arrival
+    lam_f: float  # arrival rate to the FN while the OFN is up
+    serv_f: np.ndarray  # FN completion rate with k held, k = 0..C_F
+    mu_f: float
+    mu_o: float
+    eta: float
+    multi_f: bool
+    multi_o: bool
+    mass: float = field(init=False)
+    p_complete: float = field(init=False)
+    p_drop: float = field(init=False)
+    t_complete: float = field(init=False)
+    t_sojourn: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        w = np.asarray(self.weights, dtype=float)
+        self.weights = w
+        self._cf = w.shape[0] - 1
+        self._jn = w.shape[1]
+        self.mass = float(w.sum())
+        h_done, h_drop, soj = self._solve_columns(self._absorb_done(), self._absorb_drop(), 1.0)
+        (g,) = self._solve_columns(None, None, None, rhs_ofn=h_done[1], rhs_fn=h_done[0])
+        self.p_complete = float((w * h_done[1]).sum())
+        self.p_drop = float((w * h_drop[1]).sum())
+        self.t_sojourn = float((w * soj[1]).sum())
+        self.t_complete = float((w * g[1]).sum())
+        self._seq: dict[str, list[float]] = {"done": [0.0], "drop": [0.0], "trans": [self.mass]}
+        self._v: np.ndarray | None = None
+
+    # -- structure ------------------------------------------------------------------
+    def _ahead_rate(self, j: int) -> float:
+        if j == 0:
+            return 0.0
+        return j * self.mu_o if self.multi_o else self.mu_o
+
+    def _done_rate(self, j: int) -> float:
+        return self.mu_o if (self.multi_o or j == 0) else 0.0
+
+    def _absorb_done(self) -> tuple[np.ndarray, np.ndarray]:
+        n_fn = 1 if self.multi_f else self._cf
+        fn = np.zeros(n_fn)
+        fn[0] = self.mu_f
+        if self.multi_f:
+            fn[:] = self.mu_f
+        ofn = np.zeros((self._cf + 1, self._jn))
+        for j in range(self._jn):
+            ofn[:, j] = self._done_rate(j)
+        return fn, ofn
+
+    def _absorb_drop(self) -> tuple[np.ndarray, np.ndarray]:
+        n_fn = 1 if self.multi_f else self._cf
+        k = np.arange(self._cf + 1)[:, None]
+        j = np.arange(self._jn)[None, :]
+        return np.zeros(n_fn), self.eta * (k + j + 1 > self._cf).astype(float)
+
+    def _fn_target(self, j: int) -> np.ndarray:
+        """FN state index a leave sends (k, j) to, or -1 when it does not fit."""
+        pos = np.arange(self._cf + 1) + j + 1
+        if self.multi_f:
+            return np.where(pos <= self._cf, 0, -1)
+        return np.where(pos <= self._cf, pos - 1, -1)
+
+    def _solve_columns(
+        self,
+        done: tuple[np.ndarray, np.ndarray] | None,
+        drop: tuple[np.ndarray, np.ndarray] | None,
+        ones: float | None,
+        rhs_ofn: np.ndarray | None = None,
+        rhs_fn: np.ndarray | None = None,
+    ) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+        """Solve (-T) x = b for up to three right-hand sides, block by block.
+
+        The chain only moves to fewer requests ahead or to the FN, so forward
+        substitution over j with one tridiagonal solve per j does it in O(C_F C_O).
+        """
+        n_fn = 1 if self.multi_f else self._cf
+        bs_fn: list[np.ndarray] = []
+        bs_ofn: list[np.ndarray] = []
+        if done is not None and drop is not None and ones is not None:
+            bs_fn = [done[0], drop[0], np.full(n_fn, ones)]
+            bs_ofn = [done[1], drop[1], np.full((self._cf + 1, self._jn), ones)]
+        else:
+            assert rhs_ofn is not None and rhs_fn is not None
+            bs_fn, bs_ofn = [rhs_fn], [rhs_ofn]
+        nr = len(bs_fn)
+        B_fn = np.stack(bs_fn, axis=1)
+        x_fn = np.zeros((n_fn, nr))
+        if self.multi_f:
+            x_fn[0] = B_fn[0] / self.mu_f
+        else:
+            acc = np.zeros(nr)
+            for pidx in range(n_fn):  # position p = pidx + 1 goes to p - 1
+                acc = acc + B_fn[pidx] / self.mu_f
+                x_fn[pidx] = acc
+        kk = np.arange(self._cf + 1)
+        up = self.lam_f * (kk < self._cf)
+        down = self.serv_f
+        x_ofn = np.zeros((self._cf + 1, self._jn, nr))
+        ab = np.zeros((3, self._cf + 1))
+        for j in range(self._jn):
+            out = up + down + self._ahead_rate(j) + self._done_rate(j) + self.eta
+            rhs = np.stack([b[:, j] for b in bs_ofn], axis=1)
+            if j >= 1:
+                rhs = rhs + self._ahead_rate(j) * x_ofn[:, j - 1]
+            tgt = self._fn_target(j)
+            ok = tgt >= 0
+            rhs[ok] += self.eta * x_fn[tgt[ok]]
+            # row k of (-T) x: out_k x_k - up_k x_{k+1} - down_k x_{k-1}
+            ab[0, 1:] = -up[:-1]
+            ab[1] = out
+            ab[2, :-1] = -down[1:]
+            # rounding can leave -1e-18 where the exact value is a tiny positive
+            x_ofn[:, j] = np.maximum(solve_banded((1, 1), ab, rhs), 0.0)
+        return tuple((x_fn[:, r], x_ofn[:, :, r]) for r in range(nr))
+
+    # -- uniformisation -----------------------------------------------------------
+    def _build_uniformised(self) -> None:
+        cf, jn = self._cf, self._jn
+        n_fn = 1 if self.multi_f else cf
+        n_ofn = (cf + 1) * jn
+
+        def sid(k: np.ndarray, j: np.ndarray) -> np.ndarray:
+            return n_fn + j * (cf + 1) + k
+
+        rows, cols, vals = [], [], []
+        out = np.zeros(n_fn + n_ofn)
+        if not self.multi_f and cf > 1:
+            rows.append(np.arange(1, n_fn))
+            cols.append(np.arange(0, n_fn - 1))
+            vals.append(np.full(n_fn - 1, self.mu_f))
+        out[:n_fn] = self.mu_f
+        kk = np.arange(cf + 1)
+        for j in range(jn):
+            src = sid(kk, np.full_like(kk, j))
+            up = self.lam_f * (kk < cf)
+            m = up > 0
+            rows.append(src[m])
+            cols.append(src[m] + 1)
+            vals.append(up[m])
+            dn = self.serv_f
+            m = dn > 0
+            rows.append(src[m])
+            cols.append(src[m] - 1)
+            vals.append(dn[m])
+            a = self._ahead_rate(j)
+            if a > 0:
+                rows.append(src)
+                cols.append(sid(kk, np.full_like(kk, j - 1)))
+                vals.append(np.full(kk.size, a))
+            tgt = self._fn_target(j)
+            ok = tgt >= 0
+            if self.eta > 0 and ok.any():
+                rows.append(src[ok])
+                cols.append(tgt[ok])
+                vals.append(np.full(int(ok.sum()), self.eta))
+            out[src] = up + dn + a + self._done_rate(j) + self.eta
+        lam_u = float(out.max()) if out.size else 1.0
+        r = np.concatenate(rows) if rows else np.zeros(0, dtype=int)
+        c = np.concatenate(cols) if cols else np.zeros(0, dtype=int)
+        v = np.concatenate(vals) / lam_u if vals else np.zeros(0)
+        size = n_fn + n_ofn
+        P = sp.csr_matrix((v, (r, c)), shape=(size, size)) + sp.diags(1.0 - out / lam_u)
+        self._PT = P.T.tocsr()
+        self._done_frac = np.zeros(size)
+        self._done_frac[:n_fn] = (self.mu_f if self.multi_f else 0.0) / lam_u
+        if not self.multi_f:
+            self._done_frac[0] = self.mu_f / lam_u
+        self._drop_frac = np.zeros(size)
+        drop = self._absorb_drop()[1]
+        for j in range(jn):
+            self._done_frac[sid(kk, np.full_like(kk, j))] = self._done_rate(j) / lam_u
+            self._drop_frac[sid(kk, np.full_like(kk, j))] = drop[:, j] / lam_u
+        self._lam_u = lam_u
+        v0 = np.zeros(size)
+        v0[n_fn:] = self.weights.T.ravel()  # j-major, then k
+        self._v = v0
+
+    def _extend(self, steps: int) -> None:
+        if self._v is None:
+            self._build_uniformised()
+        assert self._v is not None
+        done, drop, trans = self._seq["done"], self._seq["drop"], self._seq["trans"]
+        while len(done) <= steps:
+            v = self._v
+            done.append(done[-1] + float(v @ self._done_frac))
+            drop.append(drop[-1] + float(v @ self._drop_frac))
+            self._v = self._PT @ v
+            trans.append(float(self._v.sum()))  # non-negative terms only
+
+    def _steps_for(self, t: float) -> int:
+        mean = self._lam_u * t
+        return int(poisson.isf(_POISSON_TAIL, mean)) + 1 if mean > 0 else 1
+
+    def _weights(self, t: float) -> np.ndarray:
+        if self._v is None:
+            self._build_uniformised()
+        m = min(self._steps_for(t), _MAX_STEPS)
+        self._extend(m)
+        return poisson.pmf(np.arange(m + 1), self._lam_u * t)
+
+    def completed_by(self, t: np.ndarray) -> np.ndarray:
+        t = np.atleast_1d(np.asarray(t, dtype=float))
+        out = np.zeros_like(t)
+        for i, ti in enumerate(t):
+            if ti <= 0:
+                continue
+            pw = self._weights(float(ti))
+            out[i] = pw @ np.asarray(self._seq["done"][: pw.size])
+        return out
+
+    def not_completed_by(self, t: np.ndarray) -> np.ndarray:
+        t = np.atleast_1d(np.asarray(t, dtype=float))
+        out = np.full_like(t, self.mass)
+        for i, ti in enumerate(t):
+            if ti <= 0:
+                continue
+            pw = self._weights(float(ti))
+            trans = np.asarray(self._seq["trans"][: pw.size])
+            dropped = np.asarray(self._seq["drop"][: pw.size])
+            out[i] = pw @ (trans + dropped)
+        return out
+
+
+@dataclass
+class ClassResponse:
+    """All the ways a request of one class can be served, with its blocking."""
+
+    components: list[Component]
+    blocking: float
+
+    @property
+    def accepted(self) -> float:
+        return float(sum(c.mass for c in self.components))
+
+    @property
+    def p_complete(self) -> float:
+        return float(sum(c.p_complete for c in self.components))
+
+    @property
+    def p_drop(self) -> float:
+        return float(sum(c.p_drop for c in self.components))
+
+    @property
+    def mean_response(self) -> float:
+        """E[T | completed]: what a trace's answered requests average to."""
+        pc = self.p_complete
+        return float(sum(c.t_complete for c in self.components) / pc) if pc > 0 else math.nan
+
+    @property
+    def mean_sojourn(self) -> float:
+        """E[time in system | accepted], completed or dropped (Little's law's W)."""
+        acc = self.accepted
+        return float(sum(c.t_sojourn for c in self.components) / acc) if acc > 0 else math.nan
+
+    def completed_by(self, t: np.ndarray) -> np.ndarray:
+        t = np.atleast_1d(np.asarray(t, dtype=float))
+        out = np.zeros_like(t)
+        for c in self.components:
+            out += c.completed_by(t)
+        return out
+
+    def not_completed_by(self, t: np.ndarray) -> np.ndarray:
+        """P(accepted and not answered within t), per arrival, summed without 1 - x."""
+        t = np.atleast_1d(np.asarray(t, dtype=float))
+        out = np.zeros_like(t)
+        for c in self.components:
+            out += c.not_completed_by(t)
+        return out
+
+    def cdf(self, t: np.ndarray, among: Among = "completed") -> np.ndarray:
+        """P(T <= t) among completed requests (default), accepted ones, or all arrivals."""
+        f = self.completed_by(t)
+        if among == "all":
+            return f
+        den = self.p_complete if among == "completed" else self.accepted
+        return f / den if den > 0 else np.full_like(f, math.nan)
+
+    def outage(self, deadline: float) -> float:
+        """P(not answered within the deadline), over all arrivals: blocked counts."""
+        return float(self.blocking + self.not_completed_by(np.array([deadline]))[0])
+
+    def outage_accepted(self, deadline: float) -> float:
+        acc = self.accepted
+        if acc <= 0:
+            return math.nan
+        return float(self.not_completed_by(np.array([deadline]))[0] / acc)
+
+    def percentile(self, q: float) -> float:
+        """Smallest t with P(T <= t | completed) >= q."""
+        if not 0 < q < 1:
+            raise ValueError(f"q must be in (0, 1), got {q}")
+        pc = self.p_complete
+        if pc <= 0:
+            return math.nan
+        target = q * pc
+
+        def f(t: float) -> float:
+            return float(self.completed_by(np.array([t]))[0]) - target
+
+        hi = max(self.mean_response, 1e-9)
+        while f(hi) < 0:
+            hi *= 2.0
+            if hi > 1e12:
+                return math.inf
+
+        return float(brentq(f, 0.0, hi, xtol=1e-10 * hi, rtol=1e-12))
