@@ -1,0 +1,112 @@
+"""Exact CTMC prediction for seed 000's FN + OFN system, from flags or a scenario file.
+
+    python scripts/predict.py --scheme proposed --lam-hp 0.3 --lam-lp 0.5 --mu-f 1 \
+        --mu-of 0.3 --cap-f 20 --cap-o 10 --eta 0.333 --xi 0.333 [--json]
+    python scripts/predict.py --scenario scenarios/default.yaml [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from analysis.ctmc import ModelError, ModelParams, predict  # noqa: E402
+from analysis.model_params import OutsideModel, model_params_from_scenario  # noqa: E402
+from fogsdn.scenario import ScenarioError, load_scenario  # noqa: E402
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, like our own errors
+        print(f"predict.py: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _args(argv: list[str] | None) -> argparse.Namespace:
+    ap = _Parser(description="Exact prediction of the FN/OFN CTMC (seed 000).")
+    ap.add_argument("--scenario", type=Path, help="scenario YAML (instead of the flags)")
+    ap.add_argument("--scheme", choices=["proposed", "nodiff", "basic"])
+    ap.add_argument("--lam-hp", type=float)
+    ap.add_argument("--lam-lp", type=float)
+    ap.add_argument("--mu-f", type=float)
+    ap.add_argument("--mu-of", type=float, default=0.0)
+    ap.add_argument("--cap-f", type=int)
+    ap.add_argument("--cap-o", type=int, default=0)
+    ap.add_argument("--eta", type=float, default=0.0)
+    ap.add_argument("--xi", type=float, default=0.0)
+    ap.add_argument("--alpha", type=float, default=0.5)
+    ap.add_argument("--leave", choices=["drain", "handoff", "drop"], default="drain")
+    ap.add_argument("--servers", choices=["single", "multi"], default="single")
+    ap.add_argument("--deadline", type=float, default=30.0)
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    return ap.parse_args(argv)
+
+
+def _params(ns: argparse.Namespace) -> ModelParams:
+    if ns.scenario is not None:
+        return model_params_from_scenario(load_scenario(ns.scenario))
+    missing = [f"--{n.replace('_', '-')}" for n in ("scheme", "lam_hp", "lam_lp", "mu_f", "cap_f")
+               if getattr(ns, n) is None]
+    if missing:
+        raise ModelError(f"missing {', '.join(missing)} (or give --scenario)")
+    return ModelParams(
+        scheme=ns.scheme, lam_hp=ns.lam_hp, lam_lp=ns.lam_lp, mu_f=ns.mu_f, mu_of=ns.mu_of,
+        cap_f=ns.cap_f, cap_o=ns.cap_o, eta=ns.eta, xi=ns.xi, alpha=ns.alpha, leave=ns.leave,
+        servers_f=ns.servers, servers_o=ns.servers, deadline=ns.deadline,
+    )
+
+
+def _fmt(x: object) -> str:
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "n/a"
+        return f"{x:.6g}"
+    return str(x)
+
+
+def table(d: dict[str, object], p: ModelParams) -> str:
+    """Readable two-column table of a prediction dict."""
+    keys = ["W", "blocking", "throughput", "N", "drop_prob", "outage", "outage_accepted"]
+    lines = [f"scheme={p.scheme} leave={p.leave} servers={p.servers_f}/{p.servers_o} "
+             f"deadline={p.deadline:g} ms", f"{'metric':<18}{'HP':>14}{'LP':>14}"]
+    hp, lp = d["hp"], d["lp"]
+    assert isinstance(hp, dict) and isinstance(lp, dict)
+    for k in keys:
+        lines.append(f"{k:<18}{_fmt(hp[k]):>14}{_fmt(lp[k]):>14}")
+    for k in ("p50", "p90", "p95", "p99"):
+        lines.append(f"{k + ' (ms)':<18}{_fmt(hp['percentiles'][k]):>14}"
+                     f"{_fmt(lp['percentiles'][k]):>14}")
+    for k in ("p_available", "mean_fn", "mean_ofn"):
+        lines.append(f"{k:<18}{_fmt(d[k]):>14}")
+    return "\n".join(lines)
+
+
+def _json_safe(x: object) -> object:
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def main(argv: list[str] | None = None) -> int:
+    ns = _args(argv)
+    try:
+        params = _params(ns)
+        d = predict(params).to_dict()
+    except (ModelError, OutsideModel, ScenarioError) as err:
+        print(f"predict.py: error: {err}", file=sys.stderr)
+        return 2
+    if ns.json:
+        print(json.dumps(_json_safe(d)))
+    else:
+        print(table(d, params))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
