@@ -1,0 +1,1 @@
+"""os-ken apps used only as baselines by `scripts/bench_controller.py`."""
