@@ -1,0 +1,94 @@
+"""Sweeps: a local process pool and a local Ray each run a tiny sweep to the end; a
+failing point is reported with its parameters while the others are kept."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fogsdn.scenario import Scenario, parse_scenario
+from sim.sweep import SweepError, plan, run_sweep
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def swept(policies: list[str] | None = None, replications: int = 1) -> Scenario:
+    return parse_scenario({
+        "name": "sweeptest",
+        "seed": 2,
+        "duration_ms": 400,
+        "warmup_ms": 20,
+        "workload": {"lambda_hp": 0.3, "lambda_lp": 0.5, "clients": 2},
+        "nodes": [
+            {"name": "fn", "role": "fn", "mu": 1.0, "capacity": 10},
+            {"name": "ofn1", "role": "ofn", "mu": 0.3, "capacity": 5},
+        ],
+        "churn": {"eta": 1 / 3, "xi": 1 / 3, "leave": "drain"},
+        "policy": {"name": "prioritized"},
+        "sweep": {"parameter": "workload.lambda_lp", "values": [0.2, 0.6],
+                  "policies": policies or [], "replications": replications},
+    })
+
+
+def read_csv(path: Path) -> list[dict[str, Any]]:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_plan_covers_values_policies_and_replications(tmp_path: Path) -> None:
+    pts = plan(swept(["prioritized", "nodiff"], replications=2), tmp_path)
+    assert len(pts) == 2 * 2 * 2
+    assert {(p.policy, p.value, p.replication) for p in pts} == {
+        (pol, v, r) for pol in ("prioritized", "nodiff") for v in (0.2, 0.6) for r in (0, 1)
+    }
+    assert all(p.scenario.workload.lambda_lp == p.value for p in pts)
+    assert all(p.scenario.policy.name == p.policy for p in pts)
+    with pytest.raises(SweepError):
+        plan(swept().model_copy(update={"sweep": None}), tmp_path)
+
+
+def test_process_pool_sweep_keeps_finished_points_when_one_fails(tmp_path: Path) -> None:
+    res = run_sweep(swept(["prioritized", "no_such_policy"], replications=2), tmp_path,
+                    executor="process", workers=2, log=lambda s: None)
+    assert len(res.failures) == 4  # both values x both replications of the bad policy
+    assert all(f["policy"] == "no_such_policy" and "unknown policy" in f["error"]
+               for f in res.failures)
+    rows = read_csv(tmp_path / "sweep.csv")
+    assert len(rows) == 2 * 2 * 2  # values x replications x classes of the good policy
+    assert {r["policy"] for r in rows} == {"prioritized"}
+    assert len(read_csv(tmp_path / "sweep_failures.csv")) == 4
+    assert (tmp_path / "sweep.png").stat().st_size > 1000
+    assert (tmp_path / "points/prioritized/workload.lambda_lp=0.6/rep001/trace.csv").exists()
+
+
+def test_ray_sweep_on_a_private_local_ray(tmp_path: Path) -> None:
+    pytest.importorskip("ray", reason="ray is not installed (pip install 'fogsdn[sweep]')")
+    import ray
+
+    res = run_sweep(swept(), tmp_path, executor="ray", workers=2, requests=1500, trace=False,
+                    log=lambda s: None)
+    assert not res.failures
+    rows = read_csv(tmp_path / "sweep.csv")
+    assert sorted((float(r["value"]), r["cls"]) for r in rows) == [
+        (0.2, "hp"), (0.2, "lp"), (0.6, "hp"), (0.6, "lp")]
+    assert all(int(r["requests"]) == 1500 for r in rows)
+    assert not ray.is_initialized()  # we started it, so we shut it down
+    assert "RAY_TMPDIR" not in os.environ
+
+
+def test_sweep_script_runs_serially(tmp_path: Path) -> None:
+    scen = tmp_path / "s.yaml"
+    scen.write_text(swept().to_yaml())
+    out = subprocess.run(
+        [sys.executable, "scripts/sweep.py", "--scenario", str(scen), "--engine", "simulate",
+         "--executor", "serial", "--requests", "1000", "--out", str(tmp_path / "o")],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "[sweep 2/2" in out.stderr and (tmp_path / "o/sweep.png").exists()
