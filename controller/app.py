@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import socket
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,7 @@ from os_ken.base import app_manager
 from os_ken.controller import ofp_event
 from os_ken.controller.handler import CONFIG_DISPATCHER, MAIN_DISPATCHER, set_ev_cls
 from os_ken.lib import hub
-from os_ken.lib.packet import arp, ethernet, packet
+from os_ken.lib.packet import arp, ethernet, ipv4, packet, tcp
 from os_ken.ofproto import ofproto_v1_3
 
 from controller.cluster import ClusterState
@@ -40,8 +42,9 @@ from controller.fabric import (
     Fabric,
     bucket_weights,
 )
-from controller.policies import Policy, make_policy, routes_for
+from controller.policies import ClusterView, Policy, Request, make_policy, routes_for
 from fogsdn.scenario import Role, TaskClass, load_scenario
+from nodes.worker import control_request
 
 NX_NAT_F_DST = 1 << 1
 NX_CT_F_COMMIT = 1 << 0
@@ -64,6 +67,8 @@ class FogController(app_manager.OSKenApp):
         self.events_path = Path(conf["events"])
         self.ready_path = Path(conf["ready"])
         self.registration_path = Path(conf["registration"])
+        self.worker_sockets: dict[str, str] = conf.get("workers", {})
+        self._rng = random.Random(scenario.seed)
         self.dp: Any = None
         self._lock = threading.RLock()  # one cluster change and one xid at a time
         self._barriers: dict[int, threading.Event] = {}
@@ -130,10 +135,16 @@ class FogController(app_manager.OSKenApp):
         # table 1: new connections to the service go to the class's group
         new_svc = {"eth_type": ETH_IPV4, "ip_proto": 6, "ipv4_dst": fab.vip,
                    "tcp_dst": fab.service_port, "ct_state": CT_NEW_TRK}
-        self._flow(TABLE_DISPATCH, 300, m(ip_dscp=DSCP_HP, **new_svc),
-                   self._apply([parser.OFPActionGroup(GROUP_ID[TaskClass.HP])]))
-        self._flow(TABLE_DISPATCH, 290, m(**new_svc),
-                   self._apply([parser.OFPActionGroup(GROUP_ID[TaskClass.LP])]))
+        if self.policy.proactive:
+            self._flow(TABLE_DISPATCH, 300, m(ip_dscp=DSCP_HP, **new_svc),
+                       self._apply([parser.OFPActionGroup(GROUP_ID[TaskClass.HP])]))
+            self._flow(TABLE_DISPATCH, 290, m(**new_svc),
+                       self._apply([parser.OFPActionGroup(GROUP_ID[TaskClass.LP])]))
+        else:
+            # a per-request policy sees each new connection's first packet (the SYN)
+            self._flow(TABLE_DISPATCH, 290, m(**new_svc),
+                       self._apply([parser.OFPActionOutput(ofp.OFPP_CONTROLLER,
+                                                           ofp.OFPCML_NO_BUFFER)]))
         self._flow(TABLE_DISPATCH, 1, m(), [parser.OFPInstructionGotoTable(TABLE_FORWARD)])
         # table 2: forwarding; replies leave with the service address's MAC
         for h in fab.hosts:
@@ -153,8 +164,10 @@ class FogController(app_manager.OSKenApp):
     def _install_groups(self, initial: bool) -> dict[str, dict[str, int]]:
         """(Re)write each class's select group from the policy's route table."""
         ofp, parser = self.dp.ofproto, self.dp.ofproto_parser
-        table = self.policy.routes(self.cluster.view())
         changed: dict[str, dict[str, int]] = {}
+        if not self.policy.proactive:
+            return changed
+        table = self.policy.routes(self.cluster.view())
         for cls, gid in GROUP_ID.items():
             buckets = bucket_weights(routes_for(table, cls))
             if not initial and self._installed.get(cls) == buckets:
@@ -226,6 +239,10 @@ class FogController(app_manager.OSKenApp):
     def _on_packet_in(self, ev: Any) -> None:
         msg = ev.msg
         pkt = packet.Packet(msg.data)
+        ip, seg = pkt.get_protocol(ipv4.ipv4), pkt.get_protocol(tcp.tcp)
+        if ip is not None and seg is not None and ip.dst == self.fabric.vip:
+            self._dispatch_connection(msg, ip, seg)
+            return
         req = pkt.get_protocol(arp.arp)
         if req is None or req.opcode != arp.ARP_REQUEST or req.dst_ip != self.fabric.vip:
             return
@@ -243,6 +260,50 @@ class FogController(app_manager.OSKenApp):
                                        actions=[parser.OFPActionOutput(in_port)],
                                        data=reply.data))
         self._event(event="arp_reply", to=req.src_ip)
+
+    # -- per-request policies ---------------------------------------------------------
+    def _live_view(self) -> ClusterView:
+        """The cluster view with each worker's current load, asked over its control socket."""
+        view = self.cluster.view()
+        nodes = []
+        for n in view.nodes:
+            path = self.worker_sockets.get(n.name)
+            load = None
+            if path is not None:
+                try:
+                    load = int(control_request(path, "stats", timeout=0.2)["in_system"])  # type: ignore[arg-type]
+                except (OSError, ValueError, KeyError, TypeError):
+                    load = None
+            nodes.append(replace(n, in_system=load))
+        return ClusterView(tuple(nodes))
+
+    def _dispatch_connection(self, msg: Any, ip: Any, seg: Any) -> None:
+        """Decide one new connection, pin it with a 5-tuple rule, and re-inject its SYN."""
+        dp = msg.datapath
+        ofp, parser = dp.ofproto, dp.ofproto_parser
+        cls = TaskClass.HP if (ip.tos >> 2) == DSCP_HP else TaskClass.LP
+        src = next((h.name for h in self.fabric.hosts if h.ip == ip.src), ip.src)
+        with self._lock:
+            view = self._live_view()
+            node = self.policy.decide(view, Request(cls, src), self._rng)
+        match = parser.OFPMatch(eth_type=ETH_IPV4, ip_proto=6, ipv4_src=ip.src,
+                                tcp_src=seg.src_port, ipv4_dst=self.fabric.vip,
+                                tcp_dst=seg.dst_port, ct_state=CT_NEW_TRK)
+        self._send(parser.OFPFlowMod(dp, table_id=TABLE_DISPATCH, priority=400, match=match,
+                                     idle_timeout=2, hard_timeout=10,
+                                     instructions=self._apply(
+                                         [self._ct_nat_to(self.fabric.host(node).ip)])))
+        # The SYN is committed and NATed by the packet-out itself: re-injecting it into
+        # table 0 would meet the datapath's cached "to controller" megaflow until OVS's
+        # revalidators catch up with the new rule (seen here: 2-8 packet-ins per SYN).
+        # The rule above catches a retransmitted SYN.
+        self._send(parser.OFPPacketOut(dp, buffer_id=ofp.OFP_NO_BUFFER,
+                                       in_port=msg.match["in_port"],
+                                       actions=[self._ct_nat_to(self.fabric.host(node).ip)],
+                                       data=msg.data))
+        self._event(event="decision", cls=str(cls), client=src, port=seg.src_port,
+                    flags=seg.bits, node=node,
+                    load={n.name: n.in_system for n in view.nodes})
 
     # -- registrations (OFN join/leave, from the mobility model) ---------------------
     def start(self) -> Any:

@@ -121,6 +121,7 @@ class Emulation:
             "events": str(self.out / "controller-events.jsonl"),
             "ready": str(self.sock_dir / "controller.ready"),
             "registration": str(self.sock_dir / "controller.sock"),
+            "workers": {n.name: str(self.sock_dir / f"{n.name}.sock") for n in self.sc.nodes},
         }
         (self.out / "controller.json").write_text(json.dumps(conf, indent=1))
         log = open(self.out / "controller.log", "wb")  # noqa: SIM115

@@ -211,3 +211,23 @@ def test_sigterm_mid_run_keeps_results_and_leaves_nothing(tmp_path: Path) -> Non
     assert len({r.request_id for r in rows}) == len(rows)
     assert max(r.t_send for r in rows) < 1500
     _assert_clean(before)
+
+
+def test_per_request_policy_decides_each_connection_once(tmp_path: Path) -> None:
+    """The threshold example policy runs live unchanged: one packet-in per task."""
+    out, summary = _run(tmp_path, "thresh", duration_ms=250, seed=4,
+                        policy={"name": "threshold", "params": {"threshold": 1}},
+                        churn={"eta": 0, "xi": 0})
+    rows = read_trace(out / "trace.csv")
+    events = [json.loads(x) for x in (out / "controller-events.jsonl").read_text().splitlines()]
+    decisions = [e for e in events if e["event"] == "decision"]
+    assert len(decisions) == len(rows) > 50
+    assert len({(e["client"], e["port"]) for e in decisions}) == len(decisions)
+    for e in decisions:
+        if e["cls"] == "hp":
+            assert e["node"] == "fn"
+        else:
+            assert e["node"] == ("ofn1" if e["load"]["fn"] > 1 else "fn"), e
+    served = Counter(r.node for r in rows if r.cls == "lp" and r.outcome is Outcome.OK)
+    assert served["ofn1"] > 0 and served["fn"] > 0
+    assert {r.node for r in rows if r.cls == "hp" and r.outcome is Outcome.OK} == {"fn"}
