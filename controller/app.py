@@ -27,7 +27,12 @@ from typing import Any
 
 from os_ken.base import app_manager
 from os_ken.controller import ofp_event
-from os_ken.controller.handler import CONFIG_DISPATCHER, MAIN_DISPATCHER, set_ev_cls
+from os_ken.controller.handler import (
+    CONFIG_DISPATCHER,
+    DEAD_DISPATCHER,
+    MAIN_DISPATCHER,
+    set_ev_cls,
+)
 from os_ken.lib import hub
 from os_ken.lib.packet import arp, ethernet, ipv4, packet, tcp
 from os_ken.ofproto import ofproto_v1_3
@@ -81,9 +86,10 @@ class FogController(app_manager.OSKenApp):
         self._events.flush()
 
     def _send(self, msg: Any) -> int:
+        dp = msg.datapath  # the switch the message was built for
         with self._lock:
-            xid = self.dp.set_xid(msg)
-            self.dp.send_msg(msg)
+            xid = dp.set_xid(msg)
+            dp.send_msg(msg)
             return xid
 
     def _barrier(self) -> bool:
@@ -211,6 +217,13 @@ class FogController(app_manager.OSKenApp):
         ok = self._barrier()
         self._event(event="ready", barrier_ok=ok, groups=groups)
         self.ready_path.write_text("ready\n" if ok else "barrier timeout\n")
+
+    @set_ev_cls(ofp_event.EventOFPStateChange, DEAD_DISPATCHER)
+    def _on_disconnect(self, ev: Any) -> None:
+        if ev.datapath is self.dp:
+            self.dp = None
+            self.ready_path.unlink(missing_ok=True)
+            self._event(event="switch_disconnected")
 
     @set_ev_cls(ofp_event.EventOFPBarrierReply, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
     def _on_barrier(self, ev: Any) -> None:
