@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Simulator speed: requests per second of sim.engine beside the same model in SimPy.
+
+    python scripts/bench_sim.py [--requests N] [--big] [--big-requests N]
+
+For the default scenario it times, on the same arrival streams:
+  core: the event loop alone (rows go to a sink that drops them), engine vs SimPy;
+  full: rows formatted into trace.csv plus the streaming summary, engine vs SimPy
+        (the same sink for both, so the CSV formatting, common to both, dilutes the ratio);
+  run:  sim.runner.run_simulation end to end (trace, availability, summary.json).
+Then a large scenario (C_F = 1000, C_O = 100, FN load up to 0.95). With --big, a
+10-million-request run_simulation in a child process, reporting its peak resident
+memory (ru_maxrss): the trace streams to disk and the summary is accumulated, so
+memory should not grow with the number of requests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from analysis.metrics import MeasuredAccumulator  # noqa: E402
+from fogsdn.scenario import Scenario, load_scenario  # noqa: E402
+from sim.engine import Row, simulate  # noqa: E402
+from sim.output import TraceCsvSink  # noqa: E402
+from sim.runner import run_simulation  # noqa: E402
+
+
+def _drop(rows: list[Row]) -> None:
+    """A sink that keeps nothing: times the engine alone."""
+
+
+def large_scenario(base: Scenario) -> Scenario:
+    return base.with_overrides({
+        "name": "large",
+        "workload.lambda_hp": 0.45,
+        "workload.lambda_lp": 0.5,
+        "nodes.fn.capacity": 1000,
+        "nodes.ofn1.capacity": 100,
+    })
+
+
+def rate(requests: int, seconds: float) -> str:
+    return f"{requests / seconds:>12,.0f} req/s ({seconds:6.2f} s)"
+
+
+def time_engine(sc: Scenario, n: int, tmp: Path | None) -> float:
+    t0 = time.perf_counter()
+    if tmp is None:
+        simulate(sc, _drop, requests=n)
+    else:
+        with TraceCsvSink(tmp / "engine.csv", sc,
+                          MeasuredAccumulator(sc.warmup_ms, sc.deadline_ms)) as sink:
+            simulate(sc, sink, requests=n)
+    return time.perf_counter() - t0
+
+
+def time_simpy(sc: Scenario, n: int, tmp: Path | None) -> float:
+    from sim.simpy_ref import simulate_simpy
+
+    t0 = time.perf_counter()
+    if tmp is None:
+        simulate_simpy(sc, _drop, requests=n)
+    else:
+        with TraceCsvSink(tmp / "simpy.csv", sc,
+                          MeasuredAccumulator(sc.warmup_ms, sc.deadline_ms)) as sink:
+            simulate_simpy(sc, sink, requests=n)
+    return time.perf_counter() - t0
+
+
+def child(scenario: str, n: int, out: str) -> None:
+    """--_child: one run_simulation, then its figures as JSON on stdout."""
+    sc = load_scenario(scenario)
+    t0 = time.perf_counter()
+    s = run_simulation(sc, Path(out), requests=n, compare=False)
+    wall = time.perf_counter() - t0
+    rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    trace_mb = (Path(out) / "trace.csv").stat().st_size / 1e6
+    print(json.dumps({"requests": s["requests"], "rows": s["rows"], "wall_s": wall,
+                      "engine_wall_s": s["wall_s"], "maxrss_mb": rss_kb / 1024,
+                      "trace_mb": trace_mb}))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scenario", default=str(ROOT / "scenarios/default.yaml"))
+    ap.add_argument("--requests", type=int, default=500_000)
+    ap.add_argument("--simpy-requests", type=int, default=200_000)
+    ap.add_argument("--big", action="store_true", help="also a 10M-request run: peak memory")
+    ap.add_argument("--big-requests", type=int, default=10_000_000)
+    ap.add_argument("--_child", nargs=3, metavar=("SCENARIO", "N", "OUT"), help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a._child:
+        child(a._child[0], int(a._child[1]), a._child[2])
+        return 0
+    sc = load_scenario(a.scenario)
+    n, ns = a.requests, a.simpy_requests
+    tmp = Path(tempfile.mkdtemp(prefix="bench-sim-"))
+    try:
+        print(f"scenario {sc.name} ({sc.policy.name}, churn {sc.churn.leave}); "
+              f"engine {n:,} requests, SimPy {ns:,}")
+        core = time_engine(sc, n, None)
+        full = time_engine(sc, n, tmp)
+        t0 = time.perf_counter()
+        run_simulation(sc, tmp / "run", requests=n, compare=False)
+        run = time.perf_counter() - t0
+        print(f"  engine core         {rate(n, core)}")
+        print(f"  engine + trace      {rate(n, full)}")
+        print(f"  run_simulation      {rate(n, run)}")
+        try:
+            s_core = time_simpy(sc, ns, None)
+            s_full = time_simpy(sc, ns, tmp)
+        except ImportError:
+            print("  SimPy: not installed (pip install 'fogsdn[bench]')")
+        else:
+            print(f"  SimPy core          {rate(ns, s_core)}")
+            print(f"  SimPy + trace       {rate(ns, s_full)}")
+            r_core = (n / core) / (ns / s_core)
+            r_full = (n / full) / (ns / s_full)
+            print(f"  ratio core {r_core:.1f}x, with trace {r_full:.1f}x (target >= 5x)")
+        big = large_scenario(sc)
+        lc = time_engine(big, n, None)
+        lf = time_engine(big, n, tmp)
+        print("large scenario (C_F=1000, C_O=100, lambda_hp=0.45, lambda_lp=0.5)")
+        print(f"  engine core         {rate(n, lc)}")
+        print(f"  engine + trace      {rate(n, lf)}")
+        if a.big:
+            print(f"big run: {a.big_requests:,} requests through run_simulation (child process)")
+            out = subprocess.run(
+                [sys.executable, str(Path(__file__).resolve()), "--_child", a.scenario,
+                 str(a.big_requests), str(tmp / "big")],
+                capture_output=True, text=True, check=True,
+            )
+            b = json.loads(out.stdout.strip().splitlines()[-1])
+            print(f"  {rate(b['requests'], b['wall_s'])}, {b['rows']:,} rows, "
+                  f"trace {b['trace_mb']:,.0f} MB, peak RSS {b['maxrss_mb']:.0f} MB")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
