@@ -83,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.engine == "simulate":
         from sim.runner import run_simulation
 
-        run_simulation(sc, out, requests=args.requests)
+        run_simulation(sc, out, requests=args.requests, verbose=True)
+        print(f"results: {out}")
         return 0
 
     if os.geteuid() != 0:
