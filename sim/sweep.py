@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib
 import math
 import os
 import shutil
@@ -315,24 +316,31 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-Curves = dict[tuple[str, str], list[tuple[float, float]]]
+Curves = dict[tuple[str, str], list[tuple[float, float, float]]]
+
+
+def _model_api() -> tuple[Callable[[Scenario], Any], Callable[[Any], Any]] | None:
+    """(model_params_from_scenario, predict) from analysis, where they exist yet."""
+    try:
+        from analysis.ctmc import predict
+    except ImportError:
+        return None
+    for module in ("analysis.model_params", "analysis.ctmc"):
+        try:
+            mapping = importlib.import_module(module).model_params_from_scenario
+        except (ImportError, AttributeError):
+            continue
+        return mapping, predict
+    return None
 
 
 def exact_curves(scenario: Scenario, points: Sequence[Point]) -> Curves:
-    """(policy, class) -> [(value, exact W)] where the analytic model applies; empty
-    where it does not or is not available. Prefers `analysis.figures.exact_curves`."""
-    try:
-        from analysis import figures  # type: ignore[attr-defined]
-
-        curves = figures.exact_curves(scenario)
-        if isinstance(curves, dict) and curves:
-            return {k: [(float(v), float(w)) for v, w in pts] for k, pts in curves.items()}
-    except Exception:  # noqa: BLE001 - fall back to per-point predictions
-        pass
-    try:
-        from analysis.ctmc import model_params_from_scenario, predict  # type: ignore[attr-defined]
-    except ImportError:
+    """(policy, class) -> [(value, exact W, exact outage)] at the swept values where the
+    analytic model applies (`analysis.ctmc.predict`); nothing for points outside it."""
+    api = _model_api()
+    if api is None:
         return {}
+    model_params_from_scenario, predict = api
     out: Curves = {}
     seen: set[tuple[str, float]] = set()
     for p in points:
@@ -340,20 +348,21 @@ def exact_curves(scenario: Scenario, points: Sequence[Point]) -> Curves:
             continue
         seen.add((p.policy, p.value))
         try:
-            pred = predict(model_params_from_scenario(p.scenario)).means()
+            pred = predict(model_params_from_scenario(p.scenario))
+            exact = {cls: (float(pred.cls(cls).W), float(pred.cls(cls).outage))
+                     for cls in CLASSES}
         except Exception:  # noqa: BLE001 - outside the model: no exact curve here
             continue
-        for cls in CLASSES:
-            w = float(pred[cls]["W"])
+        for cls, (w, outage) in exact.items():
             if math.isfinite(w):
-                out.setdefault((p.policy, cls), []).append((p.value, w))
+                out.setdefault((p.policy, cls), []).append((p.value, w, outage))
     return {k: sorted(v) for k, v in out.items()}
 
 
 def draw(scenario: Scenario, agg: Sequence[dict[str, Any]], path: Path,
          exact: Curves | None = None) -> Path:
-    """Mean W (95 % interval) per policy and class vs the swept value, exact curves dashed;
-    a second panel with the outage probability."""
+    """Mean W (95 % interval) per policy and class vs the swept value, and the outage
+    probability beside it; exact curves (dashed HP, dotted LP) where the model applies."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -376,10 +385,12 @@ def draw(scenario: Scenario, agg: Sequence[dict[str, Any]], path: Path,
             ax_w.errorbar(x, [a["W"] for a in pts], yerr=yerr, fmt=marker + "-", color=col,
                           capsize=3, lw=0.8, label=f"{policy} {cls.upper()} (sim)")
             ax_o.plot(x, [a["outage"] for a in pts], marker + "-", color=col, lw=0.8,
-                      label=f"{policy} {cls.upper()}")
+                      label=f"{policy} {cls.upper()} (sim)")
             if exact and (policy, cls) in exact:
                 ex = exact[(policy, cls)]
-                ax_w.plot([v for v, _ in ex], [w for _, w in ex], line, color=col, lw=1.5,
+                ax_w.plot([e[0] for e in ex], [e[1] for e in ex], line, color=col, lw=1.5,
+                          label=f"{policy} {cls.upper()} (exact)")
+                ax_o.plot([e[0] for e in ex], [e[2] for e in ex], line, color=col, lw=1.5,
                           label=f"{policy} {cls.upper()} (exact)")
     ax_w.set_xlabel(scenario.sweep.parameter)
     ax_w.set_ylabel("mean response W (model ms)")

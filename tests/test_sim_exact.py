@@ -14,6 +14,7 @@ wrong one, say a wrong leave semantics, is off by many).
 
 from __future__ import annotations
 
+import importlib
 import math
 from typing import Any
 
@@ -373,8 +374,12 @@ def _ctmc() -> Any:
 
 
 def _params(ctmc: Any, sc: Scenario) -> Any:
-    if hasattr(ctmc, "model_params_from_scenario"):
-        return ctmc.model_params_from_scenario(sc)
+    for module in ("analysis.model_params", "analysis.ctmc"):
+        try:
+            mapping = importlib.import_module(module).model_params_from_scenario
+        except (ImportError, AttributeError):
+            continue
+        return mapping(sc)
     fn, ofn = sc.nodes  # until the scenario mapping lands, build the parameters here
     scheme = {"prioritized": "proposed"}.get(sc.policy.name, sc.policy.name)
     return ctmc.ModelParams(
