@@ -180,9 +180,14 @@ def simulate(
         for k in range(nn):
             availability(0.0, names[k], avail[k])
 
+    eta, xi = churn.eta, churn.xi
+    crnd = churn_rng.random
+    log = math.log
+
     def sojourn(up: bool) -> float:
-        rate = churn.eta if up else churn.xi
-        return churn_rng.expovariate(rate) if rate > 0 else INF
+        rate = eta if up else xi
+        # random.expovariate's own arithmetic, inlined (this runs once per OFN event)
+        return -log(1.0 - crnd()) / rate if rate > 0 else INF
 
     next_change = [INF] * nn
     for k in ofns:
