@@ -1,0 +1,170 @@
+"""Measured against exact: one run directory in, summary.json updated, a plot, a table.
+
+What is compared is each answered request's node sojourn (`node_ms`: wait plus
+service at the serving node) with the model's response time; the network's share
+is in `W_e2e` on the measured side only. Under `handoff` the model's response time
+runs from arrival at the OFN to completion at the FN.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analysis.ctmc import Prediction, predict
+from analysis.metrics import measured_summary
+from analysis.model_params import OutsideModel, model_params_from_scenario
+from fogsdn.scenario import Scenario, load_scenario
+from fogsdn.trace import Outcome, TraceRow, read_trace
+
+CLASSES = ("hp", "lp")
+
+
+def _num(x: Any) -> float:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return math.nan
+    return v
+
+
+def _clean(x: Any) -> Any:
+    """JSON without NaN/inf (they become null)."""
+    if isinstance(x, dict):
+        return {k: _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def comparison_block(measured: dict[str, Any], predicted: dict[str, Any]) -> dict[str, Any]:
+    """Measured vs predicted for one class: W with its CI, blocking, outage."""
+    w_m, ci = _num(measured.get("W")), _num(measured.get("W_ci95"))
+    w_p = _num(predicted.get("W"))
+    gap = (w_m - w_p) / w_p if (w_p and math.isfinite(w_p) and math.isfinite(w_m)) else math.nan
+    covers = bool(math.isfinite(ci) and math.isfinite(w_m) and abs(w_m - w_p) <= ci)
+    return {
+        "basis": "node_ms",
+        "W": {"measured": w_m, "ci95": ci, "predicted": w_p, "rel_gap": gap,
+              "ci_covers": covers},
+        "blocking": {"measured": _num(measured.get("blocking")),
+                     "predicted": _num(predicted.get("blocking"))},
+        "outage": {"measured": _num(measured.get("outage")),
+                   "predicted": _num(predicted.get("outage"))},
+    }
+
+
+def _answered(rows: list[TraceRow], sc: Scenario, cls: str) -> np.ndarray:
+    x = [r.node_ms for r in rows
+         if r.cls == cls and r.t_send >= sc.warmup_ms and r.outcome is Outcome.OK
+         and not math.isnan(r.node_ms)]
+    return np.sort(np.asarray(x, dtype=float))
+
+
+def plot_comparison(path: Path, rows: list[TraceRow], sc: Scenario, pred: Prediction,
+                    measured: dict[str, Any]) -> None:
+    """Empirical CDF of node_ms per class over the exact CDF; means with CI bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_cdf, ax_w) = plt.subplots(1, 2, figsize=(11, 4.2))
+    colors = {"hp": "tab:red", "lp": "tab:blue"}
+    for cls in CLASSES:
+        x = _answered(rows, sc, cls)
+        hi = pred.cls(cls).percentiles()["p99"] * 1.5
+        if x.size:
+            hi = max(hi, float(x[-1]))
+            ax_cdf.step(x, np.arange(1, x.size + 1) / x.size, where="post",
+                        color=colors[cls], alpha=0.6, label=f"{cls.upper()} measured (n={x.size})")
+        if math.isfinite(hi) and hi > 0:
+            t = np.linspace(0.0, hi, 200)
+            ax_cdf.plot(t, pred.cdf(cls, t), color=colors[cls], ls="--",
+                        label=f"{cls.upper()} exact")
+    ax_cdf.set_xlabel("response time at the node (model ms)")
+    ax_cdf.set_ylabel("P(T <= t | answered)")
+    ax_cdf.set_ylim(0, 1.02)
+    ax_cdf.legend(fontsize=8)
+    ax_cdf.grid(alpha=0.3)
+    for i, cls in enumerate(CLASSES):
+        m = measured.get(cls, {})
+        w, ci = _num(m.get("W")), _num(m.get("W_ci95"))
+        if math.isfinite(w):
+            ax_w.errorbar([i], [w], yerr=[[ci if math.isfinite(ci) else 0.0]] * 2, fmt="o",
+                          color=colors[cls], capsize=6, label=f"{cls.upper()} measured, 95% CI")
+        ax_w.plot([i], [pred.cls(cls).W], marker="x", ms=10, color="black",
+                  ls="none", label="exact" if i == 0 else None)
+    ax_w.set_xticks([0, 1], ["HP", "LP"])
+    ax_w.set_ylabel("mean response time W (model ms)")
+    ax_w.legend(fontsize=8)
+    ax_w.grid(alpha=0.3)
+    fig.suptitle(f"{sc.name}: measured vs exact CTMC")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _f(x: Any, digits: int = 4) -> str:
+    v = _num(x)
+    if not math.isfinite(v):
+        return "n/a"
+    return f"{v:.{digits}g}"
+
+
+def comparison_table(sc: Scenario, comp: dict[str, Any]) -> str:
+    lines = [f"measured vs exact CTMC ({sc.name}; node sojourn, model ms)",
+             f"{'class':<6}{'W meas':>10}{'+-95%':>9}{'W exact':>10}{'gap':>8}{'CI ok':>7}"
+             f"{'block meas':>12}{'block exact':>12}{'outage meas':>13}{'outage exact':>13}"]
+    for cls in CLASSES:
+        c = comp[cls]
+        w = c["W"]
+        gap = _num(w["rel_gap"])
+        lines.append(
+            f"{cls.upper():<6}{_f(w['measured']):>10}{_f(w['ci95'], 2):>9}"
+            f"{_f(w['predicted']):>10}{(f'{gap:+.1%}' if math.isfinite(gap) else 'n/a'):>8}"
+            f"{('yes' if w['ci_covers'] else 'no'):>7}"
+            f"{_f(c['blocking']['measured'], 3):>12}{_f(c['blocking']['predicted'], 3):>12}"
+            f"{_f(c['outage']['measured'], 3):>13}{_f(c['outage']['predicted'], 3):>13}")
+    return "\n".join(lines)
+
+
+def compare_run(run_dir: Path) -> str:
+    """Add the exact prediction to run_dir/summary.json, plot it, return a table.
+
+    Outside the model's domain the summary records `"predicted": null` and the
+    reason, and the text says so instead of giving a number.
+    """
+    run_dir = Path(run_dir)
+    sc = load_scenario(run_dir / "scenario.yaml")
+    rows = read_trace(run_dir / "trace.csv")
+    summary_path = run_dir / "summary.json"
+    summary: dict[str, Any] = (json.loads(summary_path.read_text())
+                               if summary_path.exists() else {})
+    if "measured" not in summary:
+        summary["measured"] = measured_summary(rows, sc.warmup_ms, sc.deadline_ms)
+    measured = summary["measured"]
+    try:
+        params = model_params_from_scenario(sc)
+    except OutsideModel as err:
+        summary["predicted"] = None
+        summary["outside_model"] = str(err)
+        summary.pop("comparison", None)
+        summary_path.write_text(json.dumps(_clean(summary), indent=1, default=str))
+        return f"exact model: outside the model ({err}); no prediction to compare"
+    pred = predict(params)
+    d = pred.to_dict()
+    summary["predicted"] = d
+    summary.pop("outside_model", None)
+    comp = {cls: comparison_block(measured.get(cls, {}), d[cls])  # type: ignore[arg-type]
+            for cls in CLASSES}
+    summary["comparison"] = comp
+    summary_path.write_text(json.dumps(_clean(summary), indent=1, default=str))
+    plot_comparison(run_dir / "comparison.png", rows, sc, pred, measured)
+    return comparison_table(sc, comp) + f"\nplot: {run_dir / 'comparison.png'}"

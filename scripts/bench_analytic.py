@@ -1,0 +1,139 @@
+"""Time and peak memory of the exact model as capacities grow, beside a naive solve.
+
+Each measurement runs in a fresh Python process, so its peak RSS is its own (SuperLU
+allocates outside Python, where tracemalloc cannot see). Cases per size:
+  ours/means    predict(): all mean metrics (auto method: lumped chains for drain,
+                the joint chain for handoff)
+  ours/full     the same plus outage and p50..p99 of both classes (tagged chains)
+  joint/means   drain forced through the joint chain (sparse LU, nested dissection)
+  naive         the joint chain by scipy's spsolve in its default (COLAMD) order,
+                stationary vector only: a lower bound on a naive model's time
+
+    python scripts/bench_analytic.py [--sizes 20x10,100x50,...] [--naive-max 260000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+DEFAULT_SIZES = "20x10,100x50,250x125,500x250,1000x500"
+
+
+def _params(cf: int, co: int, leave: str):  # type: ignore[no-untyped-def]
+    from analysis.ctmc import ModelParams
+
+    return ModelParams("proposed", 0.3, 0.5, 1.0, 0.3, cf, co, 1 / 3, 1 / 3, leave=leave)
+
+
+def _naive(cf: int, co: int, leave: str) -> float:
+    import numpy as np
+    from scipy.sparse.linalg import spsolve
+
+    from analysis.ctmc import build_chain, generator
+
+    p = _params(cf, co, leave)
+    chain = build_chain(p, cf, co, "ofn")
+    At = generator(chain).T.tocsc()
+    x = spsolve(At[1:, 1:].tocsc(), -np.asarray(At[1:, 0].toarray()).ravel())
+    pi = np.concatenate([[1.0], x])
+    pi /= pi.sum()
+    return float(pi @ chain.k)  # mean at the FN, to have used the answer
+
+
+def one(case: str, cf: int, co: int, leave: str) -> dict[str, object]:
+    """Run one measurement in this process and report it."""
+    import numpy as np  # noqa: F401  (imports are not timed)
+    import scipy.sparse  # noqa: F401
+
+    from analysis.ctmc import predict
+
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    p = _params(cf, co, leave)
+    t0 = time.perf_counter()
+    if case == "naive":
+        _naive(cf, co, leave)
+        method = "spsolve/COLAMD"
+    else:
+        pr = predict(p, "sparse" if case == "joint/means" else "auto")
+        pr.means()
+        if case == "ours/full":
+            for c in (pr.hp, pr.lp):
+                _ = c.outage, c.percentiles()
+        method = pr.stationary.method
+    dt = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"case": case, "cf": cf, "co": co, "leave": leave, "states": p.n_states(),
+            "method": method, "seconds": dt, "peak_mb": peak / 1024,
+            "delta_mb": (peak - base) / 1024}
+
+
+def _spawn(case: str, cf: int, co: int, leave: str, timeout: float) -> dict[str, object]:
+    cmd = [sys.executable, __file__, "--one", json.dumps([case, cf, co, leave])]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return {"case": case, "cf": cf, "co": co, "leave": leave, "error": f">{timeout:.0f}s"}
+    if r.returncode != 0:
+        tail = (r.stderr.strip().splitlines() or ["?"])[-1]
+        return {"case": case, "cf": cf, "co": co, "leave": leave, "error": tail}
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", default=DEFAULT_SIZES, help="CFxCO,CFxCO,...")
+    ap.add_argument("--leaves", default="drain,handoff")
+    ap.add_argument("--naive-max", type=int, default=260_000,
+                    help="run the naive solve only up to this many states")
+    ap.add_argument("--timeout", type=float, default=600.0)
+    ap.add_argument("--json", type=Path, help="also write the rows here")
+    ap.add_argument("--one", help=argparse.SUPPRESS)
+    ns = ap.parse_args(argv)
+    if ns.one:
+        case, cf, co, leave = json.loads(ns.one)
+        print(json.dumps(one(case, int(cf), int(co), leave)))
+        return 0
+    rows: list[dict[str, object]] = []
+    hdr = (f"{'leave':<8}{'C_F':>6}{'C_O':>5}{'states':>10}  {'case':<12}{'method':<15}"
+           f"{'seconds':>9}{'peak MB':>9}{'+MB':>8}{'naive/this':>11}")
+    print(hdr)
+    print("-" * len(hdr))
+    for leave in ns.leaves.split(","):
+        for size in ns.sizes.split(","):
+            cf, co = (int(x) for x in size.lower().split("x"))
+            states = _params(cf, co, leave).n_states()
+            cases = ["ours/means", "ours/full"]
+            if leave == "drain":
+                cases.append("joint/means")
+            if states <= ns.naive_max:
+                cases.append("naive")
+            got = {c: _spawn(c, cf, co, leave, ns.timeout) for c in cases}
+            naive = got.get("naive", {})
+            for c in cases:
+                r = got[c]
+                rows.append(r)
+                if "error" in r:
+                    print(f"{leave:<8}{cf:>6}{co:>5}{states:>10}  {c:<12}{r['error']}")
+                    continue
+                ratio = ""
+                if "seconds" in naive and c != "naive":
+                    ratio = f"{float(naive['seconds']) / float(r['seconds']):.1f}x"
+                print(f"{leave:<8}{cf:>6}{co:>5}{states:>10}  {c:<12}{r['method']!s:<15}"
+                      f"{float(r['seconds']):>9.3f}{float(r['peak_mb']):>9.0f}"
+                      f"{float(r['delta_mb']):>8.0f}{ratio:>11}", flush=True)
+    if ns.json:
+        ns.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
