@@ -40,9 +40,9 @@ SERVERS: tuple[str, ...] = ("single", "multi")
 CLASSES: tuple[str, ...] = ("hp", "lp")
 A, U = 0, 1  # availability index of the OFN
 
-# Joint chains above this many states are not reduced level by level (O(N p^2) time,
-# O(N p) memory); the sparse LU takes over.
-GTH_MAX_STATES = 40_000
+# Level reduction costs about N * (2p) * (3p) flops for N states in levels of p phases
+# (5p with jumps into level 0): above this budget the sparse LU takes over.
+GTH_MAX_FLOPS = 2e9
 
 
 class ModelError(ValueError):
@@ -488,6 +488,16 @@ def _marginals(chain: Chain, pi: np.ndarray, cap_f: int, cap_o: int
     return pf, po, ja
 
 
+def gth_flops(p: ModelParams, by: str) -> float:
+    """Rough cost of level reduction of the joint chain with levels numbered `by`."""
+    n = p.n_states()
+    cap_o = p.cap_o if p.has_ofn else 0
+    levels = (p.cap_f if by == "fn" else cap_o) + 1
+    phases = n / levels
+    width = 5 if (by == "ofn" and not lumpable(p)) else 3
+    return n * 2 * phases * width * phases
+
+
 def solve_stationary(p: ModelParams, method: Method = "auto") -> Stationary:
     """Stationary distribution by the cheapest exact route for these parameters.
 
@@ -499,8 +509,9 @@ def solve_stationary(p: ModelParams, method: Method = "auto") -> Stationary:
     n_states = p.n_states()
     if method == "auto":
         method = "lumped" if lumpable(p) else "joint"
+    by = "ofn" if (not lumpable(p) or p.cap_f < cap_o) else "fn"
     if method == "joint":
-        method = "gth" if n_states <= GTH_MAX_STATES else "sparse"
+        method = "gth" if gth_flops(p, by) <= GTH_MAX_FLOPS else "sparse"
     if method == "lumped":
         if not lumpable(p):
             raise ModelError("handoff with churn couples the nodes: use the joint chain")
@@ -515,7 +526,6 @@ def solve_stationary(p: ModelParams, method: Method = "auto") -> Stationary:
     if method not in ("gth", "sparse"):
         raise ModelError(f"unknown method {method!r}")
     # levels of fewer phases reduce faster; handoff jumps need levels by n_O
-    by = "ofn" if (not lumpable(p) or p.cap_f < cap_o) else "fn"
     chain = build_chain(p, p.cap_f, cap_o, by)
     pi = gth_levels(chain) if method == "gth" else sparse_stationary(chain)
     pf, po, ja = _marginals(chain, pi, p.cap_f, cap_o)
