@@ -30,14 +30,60 @@ REPLICATED_METRICS: tuple[str, ...] = (
 )
 
 
-def _compare(out_dir: Path, verbose: bool) -> dict[str, Any] | None:
-    """Let `analysis.compare` add the prediction to summary.json, if it exists yet."""
+# analysis.compare.compare_run loads the whole trace (for its CDF plot); above this
+# many rows, or without a trace, the prediction is added from the streamed summary.
+COMPARE_MAX_ROWS = 1_000_000
+
+
+def _finite_or_none(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {k: _finite_or_none(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_finite_or_none(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def _compare_streamed(scenario: Scenario, out_dir: Path, why: str) -> str:
+    """compare_run's summary.json additions (predicted, comparison, or outside_model),
+    without loading the trace: no comparison plot."""
+    from analysis.compare import comparison_block, comparison_table
+    from analysis.ctmc import predict
+    from analysis.model_params import OutsideModel, model_params_from_scenario
+
+    path = out_dir / "summary.json"
+    summary = json.loads(path.read_text())
+    try:
+        params = model_params_from_scenario(scenario)
+    except OutsideModel as err:
+        summary["predicted"] = None
+        summary["outside_model"] = str(err)
+        path.write_text(json.dumps(_finite_or_none(summary), indent=1, default=str))
+        return f"exact model: outside the model ({err}); no prediction to compare"
+    pred = predict(params).to_dict()
+    summary["predicted"] = pred
+    summary["comparison"] = {cls: comparison_block(summary["measured"][cls], pred[cls])
+                             for cls in ("hp", "lp")}
+    summary["notes"] = [*summary.get("notes", []), f"no comparison plot: {why}"]
+    path.write_text(json.dumps(_finite_or_none(summary), indent=1, default=str))
+    return comparison_table(scenario, summary["comparison"])
+
+
+def _compare(scenario: Scenario, out_dir: Path, rows: int, traced: bool,
+             verbose: bool) -> dict[str, Any] | None:
+    """Let `analysis.compare` add the prediction to summary.json, where it exists yet."""
     try:
         from analysis.compare import compare_run
     except ImportError:
         return None
     try:
-        text = compare_run(out_dir)
+        if traced and rows <= COMPARE_MAX_ROWS:
+            text = compare_run(out_dir)
+        else:
+            why = (f"the trace ({rows} rows) is too large to load" if traced
+                   else "no trace was written")
+            text = _compare_streamed(scenario, out_dir, why)
     except Exception as err:  # a comparison failure must not lose the measured results
         if verbose:
             print(f"[compare] could not compare with the model: {err}")
@@ -99,11 +145,13 @@ def run_simulation(
         "measured": acc.summary(),
         "notes": [SEMANTICS_NOTE],
     }
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    (out_dir / "summary.json").write_text(
+        json.dumps(_finite_or_none(summary), indent=1, default=str)
+    )
     if verbose:
         print(summary_text(summary))
     if compare:
-        summary = _compare(out_dir, verbose) or summary
+        summary = _compare(scenario, out_dir, sink.rows, trace, verbose) or summary
     return summary
 
 
@@ -125,8 +173,9 @@ _Job = tuple[Scenario, Path, int, int | None, float | None, bool]
 
 def _replication(args: _Job) -> dict[str, Any]:
     sc, out, r, requests, duration_ms, trace = args
+    # the prediction is the same for every replication: ask the model once
     return run_simulation(sc, out, requests=requests, duration_ms=duration_ms,
-                          replication=r, trace=trace)
+                          replication=r, trace=trace, compare=r == 0)
 
 
 def replications_summary(summaries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -140,6 +189,22 @@ def replications_summary(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         per["count"] = sum(int(s["measured"][cls]["count"]) for s in summaries)
         out[cls] = per
     return out
+
+
+def _replications_comparison(rc: dict[str, Any], predicted: dict[str, Any]) -> dict[str, Any]:
+    """analysis.compare's per-class block, with the across-replications interval for W."""
+    try:
+        from analysis.compare import comparison_block
+    except ImportError:
+        return {}
+    return {
+        cls: comparison_block(
+            {"W": rc[cls]["W"]["mean"], "W_ci95": rc[cls]["W"]["ci95"],
+             "blocking": rc[cls]["blocking"]["mean"], "outage": rc[cls]["outage"]["mean"]},
+            predicted[cls],
+        )
+        for cls in ("hp", "lp")
+    }
 
 
 def replicate(
@@ -180,10 +245,15 @@ def replicate(
         "notes": [SEMANTICS_NOTE,
                   "replications_ci: mean and 95 % t-interval across replication means"],
     }
-    for key in ("predicted", "comparison", "model"):
+    for key in ("predicted", "outside_model"):
         if key in runs[0]:
             summary[key] = runs[0][key]
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    if summary.get("predicted"):
+        summary["comparison"] = _replications_comparison(summary["replications_ci"],
+                                                         summary["predicted"])
+    (out_dir / "summary.json").write_text(
+        json.dumps(_finite_or_none(summary), indent=1, default=str)
+    )
     if verbose:
         print(replications_text(summary))
     return summary
@@ -191,20 +261,28 @@ def replicate(
 
 def replications_text(summary: dict[str, Any]) -> str:
     rc = summary["replications_ci"]
+    pred = summary.get("predicted")
     lines = [
         f"{summary['replications']} replications of {summary['scenario']} "
         f"(policy {summary['policy']}), {summary['requests']} requests, "
-        f"{summary['wall_s']:.2f} s; mean ± 95 % half-width across replications",
-        f"{'class':5} {'W ms':>20} {'blocking':>18} {'lost':>18} {'outage':>18}",
+        f"{summary['wall_s']:.2f} s; mean ± 95 % half-width across replications"
+        + ("; [exact]" if pred else ""),
+        f"{'class':5} {'W ms':>28} {'blocking':>28} {'lost':>18} {'outage':>28}",
     ]
     for cls in ("hp", "lp"):
-        c = rc[cls]
+        c, p = rc[cls], (pred or {}).get(cls, {})
 
-        def f(m: str, c: dict[str, Any] = c) -> str:
-            return f"{c[m]['mean']:.4f} ± {c[m]['ci95']:.4f}"
+        def f(m: str, exact: str | None = None, c: dict[str, Any] = c,
+              p: dict[str, Any] = p) -> str:
+            txt = f"{c[m]['mean']:.4f} ± {c[m]['ci95']:.4f}"
+            if exact and p.get(exact) is not None:
+                txt += f" [{p[exact]:.4f}]"
+            return txt
 
-        lines.append(f"{cls:5} {f('W'):>20} {f('blocking'):>18} {f('lost_prob'):>18} "
-                     f"{f('outage'):>18}")
+        lines.append(f"{cls:5} {f('W', 'W'):>28} {f('blocking', 'blocking'):>28} "
+                     f"{f('lost_prob'):>18} {f('outage', 'outage'):>28}")
+    if "outside_model" in summary:
+        lines.append(f"exact model: outside the model ({summary['outside_model']})")
     return "\n".join(lines)
 
 

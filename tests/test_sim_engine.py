@@ -258,3 +258,21 @@ def test_replications_and_cli(tmp_path: Path) -> None:
     assert sum(1 for _ in open(tmp_path / "cli/trace.csv")) == 2001
     s = json.loads((tmp_path / "cli/summary.json").read_text())
     assert s["engine"] == "simulate" and s["requests"] == 2000 and "measured" in s
+
+
+def test_prediction_is_attached_with_or_without_a_trace(tmp_path: Path) -> None:
+    pytest.importorskip("analysis.compare", reason="analysis.compare not there yet")
+    sc = scenario()
+    traced = run_simulation(sc, tmp_path / "t", requests=5000)
+    streamed = run_simulation(sc, tmp_path / "n", requests=5000, trace=False)
+    assert not (tmp_path / "n/trace.csv").exists()
+    for s in (traced, streamed):
+        assert s["predicted"]["hp"]["W"] > 0
+        assert set(s["comparison"]) == {"hp", "lp"}
+    assert traced["predicted"] == streamed["predicted"]
+    outside = run_simulation(sc.with_overrides({"policy.name": "threshold"}), tmp_path / "o",
+                             requests=2000, trace=False)
+    assert outside["predicted"] is None and "threshold" in outside["outside_model"]
+    reps = replicate(sc, 2, tmp_path / "r", requests=3000, trace=False)
+    assert reps["comparison"]["lp"]["W"]["predicted"] == pytest.approx(
+        traced["predicted"]["lp"]["W"])
