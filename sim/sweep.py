@@ -423,6 +423,16 @@ def main(argv: list[str] | None = None) -> int:
     except ScenarioError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if a.engine == "emulate":
+        if os.geteuid() != 0:
+            print("error: --engine emulate needs root (Mininet, Open vSwitch): use sudo",
+                  file=sys.stderr)
+            return 2
+        # the same first-run set-up as scripts/run_testbed.py (packages, Open vSwitch)
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+        import bootstrap  # type: ignore[import-not-found]
+
+        bootstrap.bootstrap(needs_network_stack=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(a.out) if a.out else Path("results") / f"{stamp}-{sc.name}-sweep"
     try:
