@@ -334,9 +334,38 @@ def _model_api() -> tuple[Callable[[Scenario], Any], Callable[[Any], Any]] | Non
     return None
 
 
+def _from_figures(fig: dict[str, Any], names: dict[str, tuple[str, str]],
+                  policies: set[str]) -> Curves:
+    """analysis.figures' curves, keyed by (policy, class) for the policies swept."""
+    out: Curves = {}
+    xs = [float(x) for x in fig["x"]]
+    for name, (policy, cls) in names.items():
+        if policy not in policies:
+            continue
+        c = fig["curves"][name]
+        pts = [(x, float(w), float(o)) for x, w, o in zip(xs, c["W"], c["outage"], strict=True)
+               if w is not None and o is not None and math.isfinite(x)]
+        # nodiff and basic treat the classes alike: one curve serves both
+        for k in ((cls,) if policy == "prioritized" else CLASSES):
+            if pts:
+                out[(policy, k)] = pts
+    return out
+
+
 def exact_curves(scenario: Scenario, points: Sequence[Point]) -> Curves:
     """(policy, class) -> [(value, exact W, exact outage)] at the swept values where the
-    analytic model applies (`analysis.ctmc.predict`); nothing for points outside it."""
+    analytic model applies; nothing for points outside it. Uses
+    `analysis.figures.exact_curves` where it exists, else `analysis.ctmc.predict` per
+    point."""
+    policies = {p.policy for p in points}
+    try:
+        from analysis import figures
+
+        got = _from_figures(figures.exact_curves(scenario), figures.CURVES, policies)
+        if got:
+            return got
+    except Exception:  # noqa: BLE001 - not there yet, or another shape: ask per point
+        pass
     api = _model_api()
     if api is None:
         return {}
