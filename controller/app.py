@@ -48,6 +48,7 @@ from controller.fabric import (
     bucket_weights,
 )
 from controller.policies import ClusterView, Policy, Request, make_policy, routes_for
+from fogsdn.local_rpc import recv_line, send_json
 from fogsdn.scenario import Role, TaskClass, load_scenario
 from nodes.worker import control_request
 
@@ -338,13 +339,7 @@ class FogController(app_manager.OSKenApp):
         with conn:
             try:
                 conn.settimeout(5.0)
-                data = b""
-                while not data.endswith(b"\n"):
-                    chunk = conn.recv(4096)
-                    if not chunk:
-                        break
-                    data += chunk
-                msg = json.loads(data.decode())
+                msg = json.loads(recv_line(conn).decode())
                 node, state = str(msg["node"]), str(msg["state"])
                 if state not in ("available", "unavailable"):
                     raise ValueError(f"state: must be available or unavailable, got {state!r}")
@@ -355,6 +350,6 @@ class FogController(app_manager.OSKenApp):
             except (OSError, ValueError, KeyError, TypeError) as err:
                 out = {"error": str(err)}
             try:
-                conn.sendall(json.dumps(out).encode() + b"\n")
+                send_json(conn, out)
             except OSError:
                 pass

@@ -26,8 +26,9 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
+from fogsdn.local_rpc import recv_line, send_json, unix_call
 from fogsdn.scenario import Servers
 from nodes.protocol import MAX_REQUEST_BYTES, ProtocolError, encode_reply, parse_request
 from nodes.service_queue import ServiceQueue
@@ -171,7 +172,7 @@ class Worker:
             with conn:
                 try:
                     conn.settimeout(2.0)
-                    cmd = json.loads(conn.recv(1024).decode() or "{}").get("cmd")
+                    cmd = json.loads(recv_line(conn, 1024).decode() or "{}").get("cmd")
                     if cmd == "drop":
                         out: dict[str, object] = {"dropped": self.drop_all()}
                     elif cmd == "stats":
@@ -181,7 +182,7 @@ class Worker:
                 except (OSError, ValueError, AttributeError) as err:
                     out = {"error": str(err)}
                 try:
-                    conn.sendall(json.dumps(out).encode() + b"\n")
+                    send_json(conn, out)
                 except OSError:
                     pass
 
@@ -191,19 +192,9 @@ class Worker:
             self._cond.notify_all()
 
 
-def control_request(path: str | Path, cmd: str, timeout: float = 2.0) -> dict[str, object]:
+def control_request(path: str | Path, cmd: str, timeout: float = 2.0) -> dict[str, Any]:
     """Send one control command to a worker's Unix socket (used by the runner)."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(timeout)
-        s.connect(str(path))
-        s.sendall(json.dumps({"cmd": cmd}).encode())
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    return json.loads(data.decode())
+    return unix_call(path, {"cmd": cmd}, timeout)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
+from fogsdn.local_rpc import recv_line
 from fogsdn.scenario import Servers, TaskClass
 from nodes.protocol import MAX_REQUEST_BYTES, ProtocolError, TaskRequest, parse_request
 from nodes.service_queue import ServiceQueue
@@ -90,13 +91,7 @@ def worker(tmp_path: Path) -> Iterator[tuple[int, Path, Path]]:
 def _ask(port: int, data: bytes) -> dict:
     with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
         s.sendall(data)
-        buf = b""
-        while not buf.endswith(b"\n"):
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            buf += chunk
-    return json.loads(buf)
+        return json.loads(recv_line(s))
 
 
 def test_worker_survives_malformed_input_and_blocks_when_full(worker: tuple) -> None:
