@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-TEST_EXTRAS = "test,sweep"
+TEST_EXTRAS = "test,sweep,bench"
 
 
 def main() -> int:
