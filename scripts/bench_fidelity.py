@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Fidelity of the live testbed against the exact model, across time scales (needs root).
+
+For each time scale (real ms per model ms) it runs the scenario live over the same span
+of model time and prints, side by side: measured W per class (node sojourn, 95 %
+batch-means CI) against the exact CTMC, the relative gap and whether the CI covers it;
+the emulation's own bias on the run's sample path (each request replayed through an
+ideal node: measured minus ideal sojourn, `analysis.fidelity`); the network's share
+(end-to-end minus node sojourn); achieved against nominal service; churn lag.
+
+    sudo python scripts/bench_fidelity.py [--scenario scenarios/default.yaml]
+                                          [--scales 2 5 10 20] [--model-ms 6000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--scenario", default="scenarios/default.yaml")
+    ap.add_argument("--scales", type=float, nargs="+", default=[2.0, 5.0, 10.0, 20.0])
+    ap.add_argument("--model-ms", type=float, default=6000.0,
+                    help="model ms of load per run (the same statistical precision at "
+                         "every scale)")
+    ap.add_argument("--out", help="keep the runs here (default: a temporary folder)")
+    ap.add_argument("--json", help="write the table as JSON here")
+    a = ap.parse_args(argv)
+
+    import bootstrap
+
+    bootstrap.bootstrap()
+
+    from analysis.ctmc import predict
+    from analysis.fidelity import replay
+    from analysis.model_params import model_params_from_scenario
+    from fogsdn.scenario import load_scenario
+    from fogsdn.trace import Outcome, read_trace
+    from runner.emulate import run_emulation
+
+    base = load_scenario(a.scenario)
+    exact = predict(model_params_from_scenario(base)).means()
+    out_root = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="fidelity-"))
+    print(f"$ {' '.join(sys.argv)}\nscenario {base.name}, {a.model_ms:.0f} model ms per run, "
+          f"exact W_HP {exact['hp']['W']:.4f}, W_LP {exact['lp']['W']:.4f}", flush=True)
+    results = []
+    for scale in a.scales:
+        sc = base.with_overrides({"time_scale": scale, "duration_ms": a.model_ms})
+        t0 = time.monotonic()
+        s = run_emulation(sc, out_root / f"scale{scale:g}", threading.Event(),
+                          show_progress=False)
+        wall = time.monotonic() - t0
+        rows = read_trace(out_root / f"scale{scale:g}" / "trace.csv")
+        fid = replay(sc.nodes, [r for r in rows if r.t_send >= sc.warmup_ms])
+        ok = [r for r in rows if r.outcome is Outcome.OK and r.t_send >= sc.warmup_ms]
+        net = sum(r.response_ms - r.node_ms for r in ok) / max(1, len(ok))
+        rec = {"scale": scale, "wall_s": wall, "network_ms": net,
+               "churn_lag_p99": s["churn_lag_ms"]["p99"],
+               "rule_update_p99_ms": s["rule_update_ms"]["p99"]}
+        for cls in ("hp", "lp"):
+            m, e = s["measured"][cls], exact[cls]["W"]
+            rec[cls] = {"W": m["W"], "ci": m["W_ci95"], "n": m["ok"], "exact": e,
+                        "gap": m["W"] / e - 1, "covers": abs(m["W"] - e) <= m["W_ci95"]}
+        rec["nodes"] = {
+            n: {"bias_ms": f.bias.mean, "bias_ci": f.bias.half_width,
+                "relative_bias": f.relative_bias,
+                "service_ratio": s["measured"]["nodes"].get(n, {}).get("ratio")}
+            for n, f in fid.items()}
+        results.append(rec)
+        print(json.dumps(rec), flush=True)
+
+    print("\nscale  W_HP meas ± ci   gap    cov  W_LP meas ± ci   gap    cov   "
+          "bias FN   bias OFN  svc FN  svc OFN  net ms  wall s")
+    for r in results:
+        fn, ofn = r["nodes"].get("fn", {}), r["nodes"].get("ofn1", {})
+
+        def pct(x: float | None) -> str:
+            return f"{100 * x:+6.2f}%" if x is not None else "    -  "
+
+        print(f"{r['scale']:5g}  {r['hp']['W']:6.3f} ± {r['hp']['ci']:5.3f} "
+              f"{pct(r['hp']['gap'])} {'yes' if r['hp']['covers'] else 'NO ':3}  "
+              f"{r['lp']['W']:6.3f} ± {r['lp']['ci']:5.3f} {pct(r['lp']['gap'])} "
+              f"{'yes' if r['lp']['covers'] else 'NO ':3}  {pct(fn.get('relative_bias'))} "
+              f"{pct(ofn.get('relative_bias'))}  {fn.get('service_ratio') or 0:6.4f}  "
+              f"{ofn.get('service_ratio') or 0:6.4f}  {r['network_ms']:6.3f}  {r['wall_s']:6.1f}")
+    if a.json:
+        Path(a.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

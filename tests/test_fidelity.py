@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from analysis.fidelity import replay_node
+from fogsdn.scenario import NodeSpec, Role
+from fogsdn.trace import Outcome, TraceRow
+from nodes.service_queue import ServiceQueue
+
+
+def _ideal_rows(n: int, overshoot: float, seed: int = 7) -> list[TraceRow]:
+    """Requests through an ideal FIFO node of capacity 3, replies `overshoot` late."""
+    rng = random.Random(seed)
+    q = ServiceQueue(capacity=3)
+    rows, t = [], 0.0
+    for i in range(n):
+        t += rng.expovariate(0.8)
+        size = rng.expovariate(1.0)
+        adm = q.admit(t, size)
+        if adm is None:
+            rows.append(TraceRow(f"r{i}", "c1", "hp", size, t, t, "fn", Outcome.BLOCKED,
+                                 0.01, nominal_ms=size))
+            continue
+        node_ms = adm.end - t + overshoot
+        rows.append(TraceRow(f"r{i}", "c1", "hp", size, t - 0.01, adm.end + overshoot, "fn",
+                             Outcome.OK, node_ms + 0.02, node_ms, adm.start - t,
+                             size + overshoot, size))
+    return rows
+
+
+SPEC = NodeSpec(name="fn", role=Role.FN, mu=1.0, capacity=3)
+
+
+def test_a_perfect_node_has_no_bias() -> None:
+    f = replay_node(SPEC, _ideal_rows(3000, 0.0))
+    assert f.replayed > 2000 and f.blocked_disagree == 0
+    assert f.bias.mean == pytest.approx(0.0, abs=1e-9)
+
+
+def test_late_replies_show_as_bias_of_that_size() -> None:
+    f = replay_node(SPEC, _ideal_rows(3000, 0.05))
+    assert f.bias.mean == pytest.approx(0.05, abs=1e-6)
+    assert f.relative_bias > 0
