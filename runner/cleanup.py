@@ -62,7 +62,14 @@ class RunRecord:
 
 
 def ours_alive(pid: int, start: int) -> bool:
-    return proc_start_time(pid) == start
+    """Still running and still the process we started (an exited child that its parent
+    has not reaped yet, a zombie, counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    fields = stat.rsplit(")", 1)[1].split()
+    return fields[0] != "Z" and int(fields[19]) == start
 
 
 def stop_pid(pid: int, start: int, grace_s: float = 3.0) -> bool:

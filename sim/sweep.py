@@ -118,7 +118,8 @@ def run_point(
     return _rows(point, summary)
 
 
-def emulate_point(point: Point) -> list[dict[str, Any]]:
+def emulate_point(point: Point, duration_ms: float | None = None,
+                  time_scale: float | None = None) -> list[dict[str, Any]]:
     """Run one point live (root, one network at a time), where the testbed provides it."""
     try:
         from runner.emulate import run_emulation
@@ -127,8 +128,17 @@ def emulate_point(point: Point) -> list[dict[str, Any]]:
             f"--engine emulate: not yet wired (runner.emulate.run_emulation: {err})"
         ) from None
     sc = point.scenario
+    over: dict[str, Any] = {}
     if point.replication:
-        sc = sc.with_overrides({"seed": sc.seed + point.replication})
+        over["seed"] = sc.seed + point.replication
+    if duration_ms is not None:
+        over["duration_ms"] = duration_ms
+        if sc.warmup_ms >= duration_ms:
+            over["warmup_ms"] = 0.0
+    if time_scale is not None:
+        over["time_scale"] = time_scale
+    if over:
+        sc = sc.with_overrides(over)
     return _rows(point, run_emulation(sc, point.run_dir, show_progress=False))
 
 
@@ -231,6 +241,7 @@ def run_sweep(
     trace: bool = True,
     figure: bool = True,
     log: Callable[[str], None] | None = None,
+    time_scale: float | None = None,
 ) -> SweepResult:
     """Run every point, writing sweep.csv as they finish, then the figure (sweep.png)."""
     say = log or (lambda s: print(s, file=sys.stderr, flush=True))
@@ -240,7 +251,8 @@ def run_sweep(
     (out_dir / "scenario.yaml").write_text(scenario.to_yaml())
     workers = workers or min(len(points), os.cpu_count() or 1)
     if engine == "emulate":
-        outcomes: Iterator[Outcome] = _serial(points, emulate_point)
+        outcomes: Iterator[Outcome] = _serial(
+            points, lambda p: emulate_point(p, duration_ms, time_scale))
         how = "live, one point at a time"
     elif executor == "ray":
         outcomes = _ray(points, workers, ray_address, requests, duration_ms, trace)
@@ -283,7 +295,8 @@ def run_sweep(
     if figure and result.rows:
         try:
             result.figure = draw(scenario, aggregate(result.rows), out_dir / "sweep.png",
-                                 exact_curves(scenario, points))
+                                 exact_curves(scenario, points),
+                                 "live" if engine == "emulate" else "sim")
             say(f"[sweep] figure: {result.figure}")
         except Exception as err:  # noqa: BLE001 - the numbers are kept even if plotting fails
             say(f"[sweep] could not draw the figure: {_error(err)}")
@@ -389,7 +402,7 @@ def exact_curves(scenario: Scenario, points: Sequence[Point]) -> Curves:
 
 
 def draw(scenario: Scenario, agg: Sequence[dict[str, Any]], path: Path,
-         exact: Curves | None = None) -> Path:
+         exact: Curves | None = None, measured_label: str = "sim") -> Path:
     """Mean W (95 % interval) per policy and class vs the swept value, and the outage
     probability beside it; exact curves (dashed HP, dotted LP) where the model applies."""
     import matplotlib
@@ -412,9 +425,9 @@ def draw(scenario: Scenario, agg: Sequence[dict[str, Any]], path: Path,
             marker, line = style[cls]
             yerr = [a["W_ci95"] if math.isfinite(a["W_ci95"]) else 0.0 for a in pts]
             ax_w.errorbar(x, [a["W"] for a in pts], yerr=yerr, fmt=marker + "-", color=col,
-                          capsize=3, lw=0.8, label=f"{policy} {cls.upper()} (sim)")
+                          capsize=3, lw=0.8, label=f"{policy} {cls.upper()} ({measured_label})")
             ax_o.plot(x, [a["outage"] for a in pts], marker + "-", color=col, lw=0.8,
-                      label=f"{policy} {cls.upper()} (sim)")
+                      label=f"{policy} {cls.upper()} ({measured_label})")
             if exact and (policy, cls) in exact:
                 ex = exact[(policy, cls)]
                 ax_w.plot([e[0] for e in ex], [e[1] for e in ex], line, color=col, lw=1.5,
@@ -443,7 +456,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ray-address", help="join this Ray cluster instead of a local one")
     ap.add_argument("--workers", type=int, help="parallel points (default: CPUs)")
     ap.add_argument("--requests", type=int, help="simulate: requests per point")
-    ap.add_argument("--duration", type=float, help="simulate: model ms of arrivals per point")
+    ap.add_argument("--duration", type=float, help="model ms of arrivals per point")
+    ap.add_argument("--time-scale", type=float,
+                    help="emulate: real ms per model ms for every point (default: the "
+                         "scenario's)")
     ap.add_argument("--no-trace", action="store_true", help="keep summaries, not traces")
     ap.add_argument("--out", help="results directory (default results/<time>-<scenario>-sweep)")
     a = ap.parse_args(argv)
@@ -467,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         res = run_sweep(sc, out, engine=a.engine, executor=a.executor, workers=a.workers,
                         ray_address=a.ray_address, requests=a.requests, duration_ms=a.duration,
-                        trace=not a.no_trace)
+                        trace=not a.no_trace, time_scale=a.time_scale)
     except (SweepError, ScenarioError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
