@@ -86,10 +86,15 @@ class Client:
             status = reply["status"]
             if status == "ok":
                 row.outcome = Outcome.OK
+                if reply.get("handoff_from"):
+                    row.error = f"handed off from {reply['handoff_from']}"
                 for k in ("node_ms", "wait_ms", "service_ms"):
                     setattr(row, k, float(reply[k]))  # type: ignore[arg-type]
             elif status == "blocked":
                 row.outcome = Outcome.BLOCKED
+            elif status == "dropped":  # an OFN that left with `drop` or a failed handoff
+                row.outcome = Outcome.LOST
+                row.error = str(reply.get("error", "dropped"))[:200]
             else:
                 row.outcome = Outcome.LOST
                 row.error = f"worker error: {reply.get('error', '?')}"

@@ -29,8 +29,15 @@ from pathlib import Path
 from typing import IO, Any
 
 from fogsdn.local_rpc import recv_line, send_json, unix_call
-from fogsdn.scenario import Servers
-from nodes.protocol import MAX_REQUEST_BYTES, ProtocolError, encode_reply, parse_request
+from fogsdn.scenario import Servers, TaskClass
+from nodes.protocol import (
+    MAX_REQUEST_BYTES,
+    ProtocolError,
+    TaskRequest,
+    encode_reply,
+    parse_reply,
+    parse_request,
+)
 from nodes.service_queue import ServiceQueue
 
 READ_TIMEOUT_S = 5.0
@@ -45,6 +52,8 @@ class _Pending:
     arrival: float
     start: float
     nominal_ms: float
+    cls: str
+    client: str
 
 
 def _abort(conn: socket.socket) -> None:
@@ -109,7 +118,8 @@ class Worker:
             else:
                 self.counts["admitted"] += 1
                 heapq.heappush(self._pending, _Pending(adm.end, next(self._seq), conn, req.id,
-                                                       arrival, adm.start, nominal_ms))
+                                                       arrival, adm.start, nominal_ms,
+                                                       str(req.cls), req.client))
                 self._cond.notify()
         if adm is None:
             self._reply_now(conn, encode_reply(id=req.id, status="blocked", node=self.name,
@@ -157,6 +167,61 @@ class Worker:
             self._log(event="dropped", id=p.rid, t=time.monotonic())
         return len(victims)
 
+    def handoff_all(self, to: tuple[str, int]) -> int:
+        """The OFN left with `handoff`: what it holds moves, in order, to the FN's queue.
+
+        A task in service carries only its remaining work (exponential sizes are
+        memoryless, so this is the model's fresh service at the FN); a waiting one its
+        whole size. The FN answers this worker, which relays over the client's own
+        connection (the only one the client has), with node_ms counted from the
+        task's arrival here, as the model counts it.
+        """
+        now = time.monotonic()
+        with self._cond:
+            victims, self._pending = sorted(self._pending), []
+            self.queue.clear(now)
+            self.counts["handed_off"] = self.counts.get("handed_off", 0) + len(victims)
+        moves = []
+        for p in victims:
+            left_ms = (p.end - max(now, p.start)) / self.ms_real
+            size = max(0.0, left_ms * self.mu)
+            try:
+                fn = socket.create_connection(to, timeout=2.0)
+                fn.sendall(TaskRequest(p.rid, TaskClass(p.cls), size, p.client).encode())
+            except OSError as err:
+                self._relay_failed(p, f"handoff connect: {err}")
+                continue
+            moves.append((p, fn))
+            self._log(event="handed_off", id=p.rid, t=now)
+        for p, fn in moves:  # in arrival order at the FN; answers come back in parallel
+            threading.Thread(target=self._relay, args=(p, fn), daemon=True).start()
+        return len(victims)
+
+    def _relay_failed(self, p: _Pending, why: str) -> None:
+        self._reply_now(p.conn, encode_reply(id=p.rid, status="dropped", node=self.name,
+                                             nominal_ms=p.nominal_ms, error=why))
+
+    def _relay(self, p: _Pending, fn: socket.socket) -> None:
+        try:
+            with fn:
+                fn.settimeout(None)
+                reply = parse_reply(recv_line(fn).strip())
+        except (OSError, ValueError, ProtocolError) as err:
+            self._relay_failed(p, f"handoff: {err}")
+            return
+        if reply.get("status") != "ok":
+            # the FN was full: the model drops what does not fit
+            self._relay_failed(p, f"handoff: FN answered {reply.get('status')}")
+            return
+        # the sojourn runs from the task's arrival here to its completion at the FN;
+        # service and nominal are the FN's (what it was asked to do and did)
+        node_ms = (time.monotonic() - p.arrival) / self.ms_real
+        service_ms = float(reply["service_ms"])  # type: ignore[arg-type]
+        self._reply_now(p.conn, encode_reply(
+            id=p.rid, status="ok", node=reply.get("node", "?"), handoff_from=self.name,
+            wait_ms=node_ms - service_ms, service_ms=service_ms, node_ms=node_ms,
+            nominal_ms=reply.get("nominal_ms")))
+
     def stats(self) -> dict[str, object]:
         with self._cond:
             return {"node": self.name, "in_system": len(self._pending), **self.counts}
@@ -172,14 +237,18 @@ class Worker:
             with conn:
                 try:
                     conn.settimeout(2.0)
-                    cmd = json.loads(recv_line(conn, 1024).decode() or "{}").get("cmd")
+                    msg = json.loads(recv_line(conn, 1024).decode() or "{}")
+                    cmd = msg.get("cmd")
                     if cmd == "drop":
                         out: dict[str, object] = {"dropped": self.drop_all()}
+                    elif cmd == "handoff":
+                        host, _, port = str(msg["to"]).rpartition(":")
+                        out = {"handed_off": self.handoff_all((host, int(port)))}
                     elif cmd == "stats":
                         out = self.stats()
                     else:
                         out = {"error": f"unknown command {cmd!r}"}
-                except (OSError, ValueError, AttributeError) as err:
+                except (OSError, ValueError, AttributeError, KeyError) as err:
                     out = {"error": str(err)}
                 try:
                     send_json(conn, out)
@@ -192,9 +261,10 @@ class Worker:
             self._cond.notify_all()
 
 
-def control_request(path: str | Path, cmd: str, timeout: float = 2.0) -> dict[str, Any]:
+def control_request(path: str | Path, cmd: str, timeout: float = 2.0,
+                    **args: object) -> dict[str, Any]:
     """Send one control command to a worker's Unix socket (used by the runner)."""
-    return unix_call(path, {"cmd": cmd}, timeout)
+    return unix_call(path, {"cmd": cmd, **args}, timeout)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -220,7 +220,13 @@ class Emulation:
         drop = self.sc.churn.leave is LeaveMode.DROP
         reply = register(self.sock_dir / "controller.sock", tr.node, tr.available)
         dropped: int | str = ""
-        if drop and not tr.available:
+        moved: int | str = ""
+        if self.sc.churn.leave is LeaveMode.HANDOFF and not tr.available:
+            fn = self.sc.nodes_with(Role.FN)[0].name  # the model hands off to the FN
+            to = f"{self.graph.nodes[fn]['ip']}:{self.graph.graph['service_port']}"
+            moved = int(control_request(self.sock_dir / f"{tr.node}.sock", "handoff",
+                                        to=to)["handed_off"])
+        elif drop and not tr.available:
             link_status(self.net, tr.node, self.bridge, up=False)
             dropped = int(control_request(self.sock_dir / f"{tr.node}.sock", "drop")["dropped"])
         elif drop and tr.available:
@@ -235,6 +241,7 @@ class Emulation:
             "t_installed": "" if t_inst is None
             else round((float(t_inst) - self.epoch) / (self.sc.time_scale / 1000.0), 6),
             "dropped": dropped,
+            "handed_off": moved,
         })
         self.progress.ofn_state[tr.node] = tr.available
 
@@ -366,9 +373,6 @@ class Emulation:
         from topologies.fog_star import fabric_of, fog_star_graph
 
         sc = self.sc
-        if sc.churn.leave is LeaveMode.HANDOFF:
-            raise EmulationError("churn.leave: handoff is not emulated yet (simulate and "
-                                 "predict support it); use drain or drop")
         self.out.mkdir(parents=True, exist_ok=True)
         (self.out / "scenario.yaml").write_text(sc.to_yaml())
         self.sock_dir.mkdir(parents=True, exist_ok=True)
@@ -395,7 +399,8 @@ class Emulation:
             for name, up in initial.items():
                 self.availability.append({"t": 0.0, "node": name,
                                           "state": "available" if up else "unavailable",
-                                          "t_applied": 0.0, "t_installed": 0.0, "dropped": ""})
+                                          "t_applied": 0.0, "t_installed": 0.0, "dropped": "",
+                                          "handed_off": ""})
                 self.progress.ofn_state[name] = up
             self._start_clients()
             self.timings["startup_s"] = time.monotonic() - t0
@@ -438,7 +443,7 @@ def merge_traces(out: Path, clients: list[str]) -> list[TraceRow]:
 
 
 def write_availability(out: Path, rows: list[dict[str, Any]]) -> None:
-    cols = ["t", "node", "state", "t_applied", "t_installed", "dropped"]
+    cols = ["t", "node", "state", "t_applied", "t_installed", "dropped", "handed_off"]
     with open(out / "availability.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=cols)
         w.writeheader()

@@ -24,6 +24,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside it)
+
+bootstrap.bootstrap(needs_network_stack=False, extras="")
 
 DEFAULT_SIZES = "20x10,100x50,250x125,500x250,1000x500"
 

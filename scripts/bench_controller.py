@@ -46,16 +46,18 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from controller.fabric import Fabric
-from fogsdn.scenario import Role, load_scenario
-from topologies.fog_star import fabric_of, fog_star_graph
-
-try:  # the registration client is moving out of controller.app (stdlib only, no os-ken)
-    from controller.registration import register
-except ImportError:  # pragma: no cover - older tree
-    from controller.app import register  # type: ignore[attr-defined,no-redef]
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside it)
+
+bootstrap.bootstrap(needs_network_stack=False, extras="")
+
+from controller.fabric import Fabric  # noqa: E402
+from controller.registration import register  # noqa: E402
+from fogsdn.scenario import Role, load_scenario  # noqa: E402
+from topologies.fog_star import fabric_of, fog_star_graph  # noqa: E402
+
 SCENARIO = ROOT / "scenarios" / "default.yaml"
 BASELINE_APP = "scripts.bench_apps.simple_switch_13"
 CONTROLLERS: tuple[tuple[str, str | None], ...] = (("ours", None), ("baseline", BASELINE_APP))

@@ -54,23 +54,34 @@ def ensure_apt() -> None:
     _run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing], env=env)
 
 
-def _requirements_digest(extras: str) -> str:
-    text = (ROOT / "pyproject.toml").read_bytes() + extras.encode()
-    return hashlib.sha256(text).hexdigest()
+def _digest() -> str:
+    return hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+
+
+def _installed_extras() -> set[str] | None:
+    """Extras installed for the current pyproject.toml, None if it changed since."""
+    try:
+        digest, _, extras = STAMP.read_text().strip().partition(" ")
+    except OSError:
+        return None
+    return set(filter(None, extras.split(","))) if digest == _digest() else None
 
 
 def ensure_venv(extras: str = "test") -> None:
-    digest = _requirements_digest(extras)
-    if STAMP.exists() and STAMP.read_text().strip() == digest:
+    """The venv with the project and the extras asked for (plus those already there)."""
+    wanted = set(filter(None, extras.split(",")))
+    have = _installed_extras()
+    if have is not None and wanted <= have:
         return
+    union = sorted(wanted | (have or set()))
     if not VENV_PY.exists():
         say(f"creating the virtual environment {VENV}")
         _run([sys.executable, "-m", "venv", str(VENV)])
-    spec = f"{ROOT}[{extras}]" if extras else str(ROOT)
+    spec = f"{ROOT}[{','.join(union)}]" if union else str(ROOT)
     say(f"installing Python dependencies into {VENV} (pip install -e '{spec}')")
     _run([str(VENV_PY), "-m", "pip", "install", "-q", "--disable-pip-version-check",
           "-e", spec])
-    STAMP.write_text(digest + "\n")
+    STAMP.write_text(f"{_digest()} {','.join(union)}\n")
 
 
 def _ovs_ok(what: str) -> bool:

@@ -14,6 +14,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside it)
+
+bootstrap.bootstrap(needs_network_stack=False, extras="")
 
 from analysis.ctmc import ModelError, ModelParams, predict  # noqa: E402
 from analysis.model_params import OutsideModel, model_params_from_scenario  # noqa: E402

@@ -11,6 +11,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside it)
+
+bootstrap.bootstrap(needs_network_stack=False, extras="sweep")
 
 from sim.sweep import main  # noqa: E402
 

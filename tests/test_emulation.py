@@ -231,3 +231,17 @@ def test_per_request_policy_decides_each_connection_once(tmp_path: Path) -> None
     served = Counter(r.node for r in rows if r.cls == "lp" and r.outcome is Outcome.OK)
     assert served["ofn1"] > 0 and served["fn"] > 0
     assert {r.node for r in rows if r.cls == "hp" and r.outcome is Outcome.OK} == {"fn"}
+
+
+def test_handoff_moves_what_the_ofn_held_to_the_fn(tmp_path: Path) -> None:
+    out, summary = _run(tmp_path, "handoff", duration_ms=300, seed=6,
+                        churn={"eta": 1 / 3, "xi": 1 / 3, "leave": "handoff"})
+    rows = read_trace(out / "trace.csv")
+    assert len({r.request_id for r in rows}) == len(rows) == summary["requests"]
+    moved = sum(int(a["handed_off"] or 0) for a in _availability(out))
+    handed = [r for r in rows if r.error.startswith("handed off from ofn1")]
+    failed = [r for r in rows if r.outcome is Outcome.LOST and "handoff" in r.error]
+    assert moved > 0 and len(handed) + len(failed) == moved
+    assert all(r.node == "fn" and r.outcome is Outcome.OK and r.cls == "lp" for r in handed)
+    # the sojourn runs from arrival at the OFN to completion at the FN
+    assert all(r.node_ms >= r.service_ms > 0 for r in handed)
