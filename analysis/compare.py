@@ -135,18 +135,20 @@ def comparison_table(sc: Scenario, comp: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def compare_run(run_dir: Path) -> str:
+def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
     """Add the exact prediction to run_dir/summary.json, plot it, return a table.
 
     Outside the model's domain the summary records `"predicted": null` and the
-    reason, and the text says so instead of giving a number.
+    reason, and the text says so instead of giving a number. With `plot=False` the
+    trace is not read (a run too large to load, or one that wrote none) and the
+    summary must already hold `measured`.
     """
     run_dir = Path(run_dir)
     sc = load_scenario(run_dir / "scenario.yaml")
-    rows = read_trace(run_dir / "trace.csv")
     summary_path = run_dir / "summary.json"
     summary: dict[str, Any] = (json.loads(summary_path.read_text())
                                if summary_path.exists() else {})
+    rows = read_trace(run_dir / "trace.csv") if plot or "measured" not in summary else []
     if "measured" not in summary:
         summary["measured"] = measured_summary(rows, sc.warmup_ms, sc.deadline_ms)
     measured = summary["measured"]
@@ -165,6 +167,11 @@ def compare_run(run_dir: Path) -> str:
     comp = {cls: comparison_block(measured.get(cls, {}), d[cls])  # type: ignore[arg-type]
             for cls in CLASSES}
     summary["comparison"] = comp
+    if not plot:
+        note = f"no comparison plot: {no_plot_why}" if no_plot_why else "no comparison plot"
+        summary["notes"] = [*summary.get("notes", []), note]
     summary_path.write_text(json.dumps(_clean(summary), indent=1, default=str))
+    if not plot:
+        return comparison_table(sc, comp)
     plot_comparison(run_dir / "comparison.png", rows, sc, pred, measured)
     return comparison_table(sc, comp) + f"\nplot: {run_dir / 'comparison.png'}"

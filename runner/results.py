@@ -79,13 +79,18 @@ def finish_results(out: Path, sc: Scenario, emu: Any, worker_stats: dict[str, An
     return json.loads((out / "summary.json").read_text())
 
 
-def attach_prediction(out: Path) -> None:
-    """Add the exact prediction where a model exists; says so where none applies."""
+def attach_prediction(out: Path, plot: bool = True, no_plot_why: str = "",
+                      verbose: bool = True) -> dict[str, Any] | None:
+    """Add the exact prediction where a model exists (says so where none applies);
+    returns the updated summary, or None when the comparison failed."""
+    from analysis.compare import compare_run
+
     try:
-        from analysis.compare import compare_run
-    except ImportError:
-        return
-    try:
-        print(compare_run(out))
+        text = compare_run(out, plot=plot, no_plot_why=no_plot_why)
     except Exception as err:  # a comparison failure must not lose the measured results
-        print(f"[compare] could not compare with the model: {err}")
+        if verbose:
+            print(f"[compare] could not compare with the model: {err}")
+        return None
+    if verbose and text:
+        print(text)
+    return json.loads((out / "summary.json").read_text())

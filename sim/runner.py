@@ -45,52 +45,14 @@ def _finite_or_none(x: Any) -> Any:
     return x
 
 
-def _compare_streamed(scenario: Scenario, out_dir: Path, why: str) -> str:
-    """compare_run's summary.json additions (predicted, comparison, or outside_model),
-    without loading the trace: no comparison plot."""
-    from analysis.compare import comparison_block, comparison_table
-    from analysis.ctmc import predict
-    from analysis.model_params import OutsideModel, model_params_from_scenario
+def _compare(out_dir: Path, rows: int, traced: bool, verbose: bool) -> dict[str, Any] | None:
+    """The prediction beside the measurement (the plot only where the trace fits in memory)."""
+    from runner.results import attach_prediction
 
-    path = out_dir / "summary.json"
-    summary = json.loads(path.read_text())
-    try:
-        params = model_params_from_scenario(scenario)
-    except OutsideModel as err:
-        summary["predicted"] = None
-        summary["outside_model"] = str(err)
-        path.write_text(json.dumps(_finite_or_none(summary), indent=1, default=str))
-        return f"exact model: outside the model ({err}); no prediction to compare"
-    pred = predict(params).to_dict()
-    summary["predicted"] = pred
-    summary["comparison"] = {cls: comparison_block(summary["measured"][cls], pred[cls])
-                             for cls in ("hp", "lp")}
-    summary["notes"] = [*summary.get("notes", []), f"no comparison plot: {why}"]
-    path.write_text(json.dumps(_finite_or_none(summary), indent=1, default=str))
-    return comparison_table(scenario, summary["comparison"])
-
-
-def _compare(scenario: Scenario, out_dir: Path, rows: int, traced: bool,
-             verbose: bool) -> dict[str, Any] | None:
-    """Let `analysis.compare` add the prediction to summary.json, where it exists yet."""
-    try:
-        from analysis.compare import compare_run
-    except ImportError:
-        return None
-    try:
-        if traced and rows <= COMPARE_MAX_ROWS:
-            text = compare_run(out_dir)
-        else:
-            why = (f"the trace ({rows} rows) is too large to load" if traced
-                   else "no trace was written")
-            text = _compare_streamed(scenario, out_dir, why)
-    except Exception as err:  # a comparison failure must not lose the measured results
-        if verbose:
-            print(f"[compare] could not compare with the model: {err}")
-        return None
-    if verbose and text:
-        print(text)
-    return json.loads((out_dir / "summary.json").read_text())
+    plot = traced and rows <= COMPARE_MAX_ROWS
+    why = "" if plot else (f"the trace ({rows} rows) is too large to load" if traced
+                           else "no trace was written")
+    return attach_prediction(out_dir, plot=plot, no_plot_why=why, verbose=verbose)
 
 
 def run_simulation(
@@ -151,7 +113,7 @@ def run_simulation(
     if verbose:
         print(summary_text(summary))
     if compare:
-        summary = _compare(scenario, out_dir, sink.rows, trace, verbose) or summary
+        summary = _compare(out_dir, sink.rows, trace, verbose) or summary
     return summary
 
 
