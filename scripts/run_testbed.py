@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     import threading
     import time
 
+    from controller.policies import PolicyError, make_policy
     from fogsdn.scenario import ScenarioError, load_scenario
 
     root = Path(__file__).resolve().parent.parent
@@ -68,8 +69,6 @@ def main(argv: list[str] | None = None) -> int:
                 overrides["warmup_ms"] = 0.0
         if overrides:
             sc = sc.with_overrides(overrides)
-        from controller.policies import PolicyError, make_policy
-
         make_policy(sc.policy)
     except (ScenarioError, PolicyError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -1,0 +1,41 @@
+"""The main command's error paths: one clear line, non-zero exit, nothing else run."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import ROOT
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / "run_testbed.py"), *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
+def test_broken_scenario_gets_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((ROOT / "scenarios" / "default.yaml").read_text()
+                   .replace("capacity: 20", "capacity: -3"))
+    r = _run("--engine", "simulate", "--scenario", str(bad), "--out", str(tmp_path / "o"))
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "nodes.0.capacity" in lines[0], r.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_unknown_policy_and_bad_duration(tmp_path: Path) -> None:
+    r = _run("--engine", "simulate", "--policy", "roundrobin", "--out", str(tmp_path / "o"))
+    assert r.returncode == 2 and "unknown policy 'roundrobin'" in r.stderr
+    r = _run("--engine", "simulate", "--duration", "-5", "--out", str(tmp_path / "o"))
+    assert r.returncode == 2 and "--duration" in r.stderr
+
+
+def test_simulate_writes_the_results_directory(tmp_path: Path) -> None:
+    out = tmp_path / "sim"
+    r = _run("--engine", "simulate", "--requests", "2000", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    for name in ("trace.csv", "availability.csv", "summary.json", "scenario.yaml"):
+        assert (out / name).exists(), name
+    assert "measured vs exact" in r.stdout
