@@ -175,13 +175,17 @@ class StreamingBatchMeans:
         self._sum += x
         self._k += 1
         if self._k == self.size:
-            self.means.append(self._sum / self.size)
-            self._sum = 0.0
-            self._k = 0
-            if len(self.means) == 2 * self.batches:
-                m = self.means
-                self.means = [(m[i] + m[i + 1]) / 2.0 for i in range(0, len(m), 2)]
-                self.size *= 2
+            self._close_batch()
+
+    def _close_batch(self) -> None:
+        """Keep the batch's mean; at 2 x `batches` means, merge pairs and double the size."""
+        self.means.append(self._sum / self.size)
+        self._sum = 0.0
+        self._k = 0
+        if len(self.means) == 2 * self.batches:
+            m = self.means
+            self.means = [(m[j] + m[j + 1]) / 2.0 for j in range(0, len(m), 2)]
+            self.size *= 2
 
     def add_many(self, values: Sequence[float]) -> None:
         """`add` for each value in order, summing whole batch slices at C speed."""
@@ -195,13 +199,7 @@ class StreamingBatchMeans:
             self._k += take
             i += take
             if self._k == self.size:
-                self.means.append(self._sum / self.size)
-                self._sum = 0.0
-                self._k = 0
-                if len(self.means) == 2 * self.batches:
-                    m = self.means
-                    self.means = [(m[j] + m[j + 1]) / 2.0 for j in range(0, len(m), 2)]
-                    self.size *= 2
+                self._close_batch()
 
     def result(self) -> MeanCI:
         if self.n == 0:

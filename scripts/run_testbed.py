@@ -45,8 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     import threading
     import time
 
-    from controller.policies import PolicyError, make_policy
+    from controller.policies import PolicyError
     from fogsdn.scenario import ScenarioError, load_scenario
+    from runner.options import resolve_scenario
 
     root = Path(__file__).resolve().parent.parent
     if args.clean:
@@ -56,20 +57,16 @@ def main(argv: list[str] | None = None) -> int:
         print("removed: " + (", ".join(removed) if removed else "nothing (no leftovers)"))
         return 0
     try:
-        sc = load_scenario(args.scenario)
         overrides: dict[str, object] = {}
-        if args.policy:
-            overrides["policy.name"] = args.policy
         if args.duration is not None:
             if args.duration <= 0:
                 raise ScenarioError("--duration: must be > 0 seconds")
-            span_ms = args.duration * 1000.0 / sc.time_scale
+            base = load_scenario(args.scenario)
+            span_ms = args.duration * 1000.0 / base.time_scale
             overrides["duration_ms"] = span_ms
-            if sc.warmup_ms >= span_ms:
+            if base.warmup_ms >= span_ms:  # a short run keeps everything it measures
                 overrides["warmup_ms"] = 0.0
-        if overrides:
-            sc = sc.with_overrides(overrides)
-        make_policy(sc.policy)
+        sc = resolve_scenario(args.scenario, args.policy, overrides)
     except (ScenarioError, PolicyError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

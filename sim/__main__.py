@@ -10,8 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-from controller.policies import PolicyError, make_policy
-from fogsdn.scenario import ScenarioError, load_scenario
+from controller.policies import PolicyError
+from fogsdn.scenario import ScenarioError
+from runner.options import resolve_scenario
 from sim.runner import replicate, run_simulation
 
 
@@ -27,10 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-trace", action="store_true", help="write the summary only")
     a = ap.parse_args(argv)
     try:
-        sc = load_scenario(a.scenario)
-        if a.policy:
-            sc = sc.with_overrides({"policy.name": a.policy})
-        make_policy(sc.policy)
+        sc = resolve_scenario(a.scenario, a.policy)
     except (ScenarioError, PolicyError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
