@@ -102,8 +102,8 @@ def test_lp_follows_ofn_availability(prioritized: tuple) -> None:
     avail = _availability(out)
     assert len(avail) > 10, "the OFN should have joined and left several times"
     # a barrier reply means the table changed; new connections may take the old path
-    # up to ~4.5 ms real more (DESIGN): 0.5 model ms = 10 ms real here
-    margin = 0.5
+    # up to ~4.5 ms real more (DESIGN); a loaded CI machine gets 20 ms real (1 model ms)
+    margin = 1.0
     served = Counter()
     for r in read_trace(out / "trace.csv"):
         if r.cls != "lp" or r.outcome is not Outcome.OK:
@@ -245,3 +245,33 @@ def test_handoff_moves_what_the_ofn_held_to_the_fn(tmp_path: Path) -> None:
     assert all(r.node == "fn" and r.outcome is Outcome.OK and r.cls == "lp" for r in handed)
     # the sojourn runs from arrival at the OFN to completion at the FN
     assert all(r.node_ms >= r.service_ms > 0 for r in handed)
+
+
+def test_clean_removes_what_a_killed_run_left(tmp_path: Path) -> None:
+    """SIGKILL gives the runner no chance to tear down: `--clean` must, from its record."""
+    before = _footprint()
+    sc = parse_scenario(scenario_dict(name="killed", time_scale=SCALE, duration_ms=2000))
+    f = tmp_path / "killed.yaml"
+    f.write_text(sc.to_yaml())
+    out = tmp_path / "out"
+    p = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "run_testbed.py"),
+                          "--scenario", str(f), "--out", str(out), "--quiet"], cwd=ROOT,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(out.glob("trace-c*.progress")):
+        time.sleep(0.1)
+    time.sleep(1)
+    p.kill()
+    p.wait(10)
+    left = _footprint()
+    assert left["bridges"] - before["bridges"], "a killed run should leave its bridge"
+    assert left["records"] - before["records"]
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "run_testbed.py"), "--clean"],
+                       capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 0 and "bridge fz" in r.stdout, r.stdout + r.stderr
+    time.sleep(0.5)
+    _assert_clean(before)
+    # a second clean finds nothing more
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "run_testbed.py"), "--clean"],
+                       capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert "nothing" in r.stdout
