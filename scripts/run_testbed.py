@@ -30,6 +30,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--out", help="results directory (default results/<time>-<scenario>)")
     ap.add_argument("--clean", action="store_true",
                     help="remove what crashed runs left behind, then exit")
+    ap.add_argument("--stop-ovs", action="store_true",
+                    help="with --clean: also stop the Open vSwitch daemons fogsdn started "
+                         "(never ones it found running)")
     ap.add_argument("--quiet", action="store_true", help="no progress lines")
     return ap.parse_args(argv)
 
@@ -55,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
 
         removed = clean_all()
         print("removed: " + (", ".join(removed) if removed else "nothing (no leftovers)"))
+        if args.stop_ovs:
+            bootstrap.stop_ovs_we_started()
         return 0
     try:
         overrides: dict[str, object] = {}
