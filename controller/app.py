@@ -48,9 +48,8 @@ from controller.fabric import (
     bucket_weights,
 )
 from controller.policies import ClusterView, Policy, Request, make_policy, routes_for
-from fogsdn.local_rpc import recv_line, send_json
+from fogsdn.local_rpc import recv_line, send_json, unix_call
 from fogsdn.scenario import Role, TaskClass, load_scenario
-from nodes.worker import control_request
 
 NX_NAT_F_DST = 1 << 1
 NX_CT_F_COMMIT = 1 << 0
@@ -285,7 +284,7 @@ class FogController(app_manager.OSKenApp):
             load = None
             if path is not None:
                 try:
-                    load = int(control_request(path, "stats", timeout=0.2)["in_system"])  # type: ignore[arg-type]
+                    load = int(unix_call(path, {"cmd": "stats"}, timeout=0.2)["in_system"])
                 except (OSError, ValueError, KeyError, TypeError):
                     load = None
             nodes.append(replace(n, in_system=load))

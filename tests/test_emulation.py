@@ -188,10 +188,12 @@ def test_drop_loses_what_the_ofn_held_and_accounts_for_it(tmp_path: Path) -> Non
     assert {r.node for r in lost} == {"ofn1"} and {r.cls for r in lost} == {"lp"}
 
 
-def test_sigterm_mid_run_keeps_results_and_leaves_nothing(tmp_path: Path) -> None:
-    before = _footprint()
-    sc = parse_scenario(scenario_dict(name="term", time_scale=SCALE, duration_ms=2000))
-    f = tmp_path / "term.yaml"
+def _start_runner(tmp_path: Path, name: str, load_s: float
+                  ) -> tuple[subprocess.Popen[bytes], Path]:
+    """`run_testbed.py` on a 40 s scenario, returned once its clients have sent for
+    `load_s` seconds."""
+    sc = parse_scenario(scenario_dict(name=name, time_scale=SCALE, duration_ms=2000))
+    f = tmp_path / f"{name}.yaml"
     f.write_text(sc.to_yaml())
     out = tmp_path / "out"
     p = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "run_testbed.py"),
@@ -200,7 +202,13 @@ def test_sigterm_mid_run_keeps_results_and_leaves_nothing(tmp_path: Path) -> Non
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not list(out.glob("trace-c*.progress")):
         time.sleep(0.1)
-    time.sleep(3)
+    time.sleep(load_s)
+    return p, out
+
+
+def test_sigterm_mid_run_keeps_results_and_leaves_nothing(tmp_path: Path) -> None:
+    before = _footprint()
+    p, out = _start_runner(tmp_path, "term", 3.0)
     p.send_signal(signal.SIGTERM)
     text, _ = p.communicate(timeout=60)
     assert p.returncode == 130, text.decode()[-2000:]
@@ -250,17 +258,7 @@ def test_handoff_moves_what_the_ofn_held_to_the_fn(tmp_path: Path) -> None:
 def test_clean_removes_what_a_killed_run_left(tmp_path: Path) -> None:
     """SIGKILL gives the runner no chance to tear down: `--clean` must, from its record."""
     before = _footprint()
-    sc = parse_scenario(scenario_dict(name="killed", time_scale=SCALE, duration_ms=2000))
-    f = tmp_path / "killed.yaml"
-    f.write_text(sc.to_yaml())
-    out = tmp_path / "out"
-    p = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "run_testbed.py"),
-                          "--scenario", str(f), "--out", str(out), "--quiet"], cwd=ROOT,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not list(out.glob("trace-c*.progress")):
-        time.sleep(0.1)
-    time.sleep(1)
+    p, _ = _start_runner(tmp_path, "killed", 1.0)
     p.kill()
     p.wait(10)
     left = _footprint()
