@@ -8,7 +8,6 @@ an exception), the `finally` removes what the run created and keeps what it coll
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import os
@@ -26,10 +25,10 @@ from typing import Any
 from controller.registration import register
 from fogsdn.churn import Transition, churn_schedule
 from fogsdn.scenario import LeaveMode, Role, Scenario
-from fogsdn.trace import Outcome, TraceRow, read_trace, write_trace
 from nodes.worker import control_request
-from runner.cleanup import RunRecord, proc_start_time, stop_pid
+from runner.cleanup import RunRecord, proc_start_time, remove_leftovers, stop_pid
 from runner.results import finish_results
+from topologies.fog_star import fabric_of, fog_star_graph
 from topologies.mininet_net import build_network, host_pids, link_status, switch_interfaces
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -338,8 +337,6 @@ class Emulation:
                 step()
             except Exception as err:  # keep tearing down whatever failed
                 print(f"[teardown] {what}: {err}", file=sys.stderr)
-        from runner.cleanup import remove_leftovers
-
         leftovers = remove_leftovers(self.rec)
         if leftovers:
             print(f"[teardown] removed leftovers: {', '.join(leftovers)}", file=sys.stderr)
@@ -370,8 +367,6 @@ class Emulation:
 
     # -- the run ----------------------------------------------------------------
     def run(self) -> dict[str, Any]:
-        from topologies.fog_star import fabric_of, fog_star_graph
-
         sc = self.sc
         self.out.mkdir(parents=True, exist_ok=True)
         (self.out / "scenario.yaml").write_text(sc.to_yaml())
@@ -413,42 +408,6 @@ class Emulation:
         finally:
             stats = self.teardown()
         return finish_results(self.out, sc, self, stats)
-
-
-def merge_traces(out: Path, clients: list[str]) -> list[TraceRow]:
-    """Client traces into one, timeouts of requests a worker dropped reclassified `lost`."""
-    dropped: dict[str, str] = {}
-    for f in out.glob("worker-*.jsonl"):
-        node = f.stem.removeprefix("worker-")
-        for line in f.read_text().splitlines():
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue
-            if ev.get("event") == "dropped":
-                dropped[str(ev["id"])] = node
-    rows: list[TraceRow] = []
-    for name in clients:
-        f = out / f"trace-{name}.csv"
-        if f.exists():
-            rows += read_trace(f)
-    for r in rows:
-        if r.outcome is Outcome.TIMEOUT and r.request_id in dropped:
-            r.outcome = Outcome.LOST
-            r.node = dropped[r.request_id]
-            r.error = "dropped when the OFN left"
-    rows.sort(key=lambda r: r.t_send)
-    write_trace(out / "trace.csv", rows)
-    return rows
-
-
-def write_availability(out: Path, rows: list[dict[str, Any]]) -> None:
-    cols = ["t", "node", "state", "t_applied", "t_installed", "dropped", "handed_off"]
-    with open(out / "availability.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=cols)
-        w.writeheader()
-        for r in sorted(rows, key=lambda r: (r["t"], r["node"])):
-            w.writerow(r)
 
 
 def run_emulation(scenario: Scenario, out_dir: Path, stop: threading.Event | None = None,

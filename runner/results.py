@@ -6,6 +6,7 @@ by `analysis.compare` where the scenario is inside a model.
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 from pathlib import Path
@@ -15,10 +16,47 @@ import numpy as np
 
 from analysis.metrics import measured_summary
 from fogsdn.scenario import Scenario
+from fogsdn.trace import Outcome, TraceRow, read_trace, write_trace
 
 
 def _pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else math.nan
+
+
+def merge_traces(out: Path, clients: list[str]) -> list[TraceRow]:
+    """Client traces into one, timeouts of requests a worker dropped reclassified `lost`."""
+    dropped: dict[str, str] = {}
+    for f in out.glob("worker-*.jsonl"):
+        node = f.stem.removeprefix("worker-")
+        for line in f.read_text().splitlines():
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            if ev.get("event") == "dropped":
+                dropped[str(ev["id"])] = node
+    rows: list[TraceRow] = []
+    for name in clients:
+        f = out / f"trace-{name}.csv"
+        if f.exists():
+            rows += read_trace(f)
+    for r in rows:
+        if r.outcome is Outcome.TIMEOUT and r.request_id in dropped:
+            r.outcome = Outcome.LOST
+            r.node = dropped[r.request_id]
+            r.error = "dropped when the OFN left"
+    rows.sort(key=lambda r: r.t_send)
+    write_trace(out / "trace.csv", rows)
+    return rows
+
+
+def write_availability(out: Path, rows: list[dict[str, Any]]) -> None:
+    cols = ["t", "node", "state", "t_applied", "t_installed", "dropped", "handed_off"]
+    with open(out / "availability.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols)
+        w.writeheader()
+        for r in sorted(rows, key=lambda r: (r["t"], r["node"])):
+            w.writerow(r)
 
 
 def _lag_stats(avail: list[dict[str, Any]]) -> dict[str, float]:
@@ -49,8 +87,6 @@ def summary_table(summary: dict[str, Any]) -> str:
 
 def finish_results(out: Path, sc: Scenario, emu: Any, worker_stats: dict[str, Any]
                    ) -> dict[str, Any]:
-    from runner.emulate import merge_traces, write_availability
-
     rows = merge_traces(out, list(emu.clients))
     write_availability(out, emu.availability)
     lat = emu.update_latency_ms
