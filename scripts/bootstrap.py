@@ -151,6 +151,7 @@ def bootstrap(needs_network_stack: bool = True, extras: str = "test") -> None:
         ensure_venv(extras)
         if needs_network_stack:
             ensure_ovs()
-        os.execv(str(VENV_PY), [str(VENV_PY), *sys.argv])
+        # orig_argv keeps `-m module` and interpreter flags, so `python -m sim` works too
+        os.execv(str(VENV_PY), [str(VENV_PY), *sys.orig_argv[1:]])
     elif needs_network_stack:
         ensure_ovs()

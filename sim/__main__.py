@@ -5,15 +5,21 @@ Simulate a scenario without the testbed runner and print a per-class summary.
 
 from __future__ import annotations
 
-import argparse
 import sys
-import time
 from pathlib import Path
 
-from controller.policies import PolicyError
-from fogsdn.scenario import ScenarioError
-from runner.options import resolve_scenario
-from sim.runner import replicate, run_simulation
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside it)
+
+bootstrap.bootstrap(needs_network_stack=False, extras="")
+
+import argparse  # noqa: E402
+import time  # noqa: E402
+
+from controller.policies import PolicyError  # noqa: E402
+from fogsdn.scenario import ScenarioError  # noqa: E402
+from runner.options import resolve_scenario  # noqa: E402
+from sim.runner import replicate, run_simulation  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
