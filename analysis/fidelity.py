@@ -10,15 +10,17 @@ smaller variance than the gap to the model.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from analysis.metrics import MeanCI, batch_means_ci
-from fogsdn.scenario import NodeSpec, Servers
+from controller.policies import ClusterView, Policy, RouteTable
+from fogsdn.scenario import NodeSpec, Servers, TaskClass
 from fogsdn.trace import Outcome, TraceRow
 
 
@@ -79,3 +81,55 @@ def replay_node(spec: NodeSpec, rows: Iterable[TraceRow]) -> NodeFidelity:
 
 def replay(nodes: Iterable[NodeSpec], rows: list[TraceRow]) -> Mapping[str, NodeFidelity]:
     return {n.name: replay_node(n, rows) for n in nodes}
+
+
+@dataclass(frozen=True)
+class RoutingCheck:
+    checked: int  # requests whose serving node is known (answered or blocked)
+    against: int  # sent while the drawn availability gave their node no weight
+    late_ms: tuple[float, float]  # p50, p99 model ms since the latest change, for those
+
+    @property
+    def share(self) -> float:
+        return self.against / self.checked if self.checked else math.nan
+
+
+def routing_against_schedule(
+    rows: Iterable[TraceRow], availability: list[tuple[float, str, bool]],
+    policy: Policy, base: ClusterView,
+) -> RoutingCheck:
+    """How many requests the live data plane sent where the policy, applied to the drawn
+    OFN availability at the instant they were sent, would not have: the network's
+    reaction time (runner, controller, barrier, datapath revalidation) made visible.
+
+    `availability`: (t, node, available) in time order, initial states at t = 0.
+    Only proactive policies decide from availability alone.
+    """
+    changes = sorted(availability)
+    times = [t for t, _, _ in changes]
+    state: dict[str, bool] = {}
+    states: list[dict[str, bool]] = []
+    for _, node, up in changes:
+        state = {**state, node: up}
+        states.append(state)
+    cache: dict[tuple[tuple[str, bool], ...], RouteTable] = {}
+    checked = against = 0
+    late: list[float] = []
+    for r in rows:
+        if not r.node or r.outcome not in (Outcome.OK, Outcome.BLOCKED) or r.error:
+            continue  # unknown node, or handed off (served elsewhere than routed)
+        i = bisect.bisect_right(times, r.t_send) - 1
+        if i < 0:
+            continue
+        key = tuple(sorted(states[i].items()))
+        if key not in cache:
+            view = ClusterView(tuple(replace(n, available=states[i].get(n.name, n.available))
+                                     for n in base.nodes))
+            cache[key] = policy.routes(view)
+        checked += 1
+        if cache[key].get(TaskClass(r.cls), {}).get(r.node, 0.0) <= 0:
+            against += 1
+            late.append(r.t_send - times[i])
+    p = (float(np.percentile(late, 50)), float(np.percentile(late, 99))) if late else (
+        math.nan, math.nan)
+    return RoutingCheck(checked, against, p)

@@ -59,6 +59,21 @@ def write_availability(out: Path, rows: list[dict[str, Any]]) -> None:
             w.writerow(r)
 
 
+def _routing(sc: Scenario, rows: list[TraceRow], avail: list[dict[str, Any]]
+             ) -> dict[str, Any] | None:
+    """Requests the data plane routed against the drawn availability (proactive policies)."""
+    from analysis.fidelity import routing_against_schedule
+    from controller.policies import initial_view, make_policy
+
+    policy = make_policy(sc.policy)
+    if not policy.proactive or not avail:
+        return None
+    changes = [(float(a["t"]), str(a["node"]), a["state"] == "available") for a in avail]
+    rc = routing_against_schedule(rows, changes, policy, initial_view(sc))
+    return {"checked": rc.checked, "against": rc.against, "share": rc.share,
+            "late_p50_ms": rc.late_ms[0], "late_p99_ms": rc.late_ms[1]}
+
+
 def _lag_stats(avail: list[dict[str, Any]]) -> dict[str, float]:
     lag = [float(a["t_applied"]) - float(a["t"]) for a in avail if float(a["t"]) > 0]
     return {"count": len(lag), "p50": _pct(lag, 50), "p99": _pct(lag, 99)}
@@ -102,6 +117,7 @@ def finish_results(out: Path, sc: Scenario, emu: Any, worker_stats: dict[str, An
                            "max": max(lat) if lat else math.nan},
         # how late the live network followed the drawn churn schedule (model ms)
         "churn_lag_ms": _lag_stats(emu.availability),
+        "routing": _routing(sc, rows, emu.availability),
         "workers": worker_stats,
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
@@ -110,6 +126,11 @@ def finish_results(out: Path, sc: Scenario, emu: Any, worker_stats: dict[str, An
     if lat:
         print(f"rule update after an OFN event: p50 {summary['rule_update_ms']['p50']:.2f} ms, "
               f"p99 {summary['rule_update_ms']['p99']:.2f} ms over {len(lat)} events")
+    rt = summary["routing"]
+    if rt and rt["against"]:
+        print(f"routed against the drawn OFN availability: {rt['against']} of {rt['checked']} "
+              f"({100 * rt['share']:.1f} %), sent p50 {rt['late_p50_ms']:.3f} / p99 "
+              f"{rt['late_p99_ms']:.3f} model ms after a change (the network's reaction time)")
     attach_prediction(out)
     print(f"results: {out}")
     return json.loads((out / "summary.json").read_text())

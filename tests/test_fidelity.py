@@ -43,3 +43,29 @@ def test_late_replies_show_as_bias_of_that_size() -> None:
     f = replay_node(SPEC, _ideal_rows(3000, 0.05))
     assert f.bias.mean == pytest.approx(0.05, abs=1e-6)
     assert f.relative_bias > 0
+
+
+def test_routing_against_the_drawn_availability() -> None:
+    from conftest import scenario_dict
+
+    from analysis.fidelity import routing_against_schedule
+    from controller.policies import initial_view, make_policy
+    from fogsdn.scenario import parse_scenario
+
+    sc = parse_scenario(scenario_dict())
+    avail = [(0.0, "ofn1", True), (10.0, "ofn1", False), (20.0, "ofn1", True)]
+
+    def row(t: float, cls: str, node: str) -> TraceRow:
+        return TraceRow(f"r{t}{cls}", "c1", cls, 1.0, t, t + 1, node, Outcome.OK, 1, 1)
+
+    rows = [
+        row(5, "lp", "ofn1"), row(5, "hp", "fn"),  # as drawn
+        row(10.2, "lp", "ofn1"),  # 0.2 after the OFN left: the network had not caught up
+        row(15, "lp", "fn"), row(25, "lp", "ofn1"),  # as drawn
+        row(20.5, "lp", "fn"),  # 0.5 after it came back
+        row(12, "hp", "ofn1"),  # never right for prioritized
+    ]
+    rc = routing_against_schedule(rows, avail, make_policy(sc.policy), initial_view(sc))
+    assert (rc.checked, rc.against) == (7, 3)
+    assert rc.share == pytest.approx(3 / 7)
+    assert rc.late_ms[0] == pytest.approx(0.5)
