@@ -80,6 +80,8 @@ def replay_node(spec: NodeSpec, rows: Iterable[TraceRow]) -> NodeFidelity:
 
 
 def replay(nodes: Iterable[NodeSpec], rows: list[TraceRow]) -> Mapping[str, NodeFidelity]:
+    """Per node; not meaningful under `handoff`, whose moved tasks reach the FN at
+    instants the trace does not record."""
     return {n.name: replay_node(n, rows) for n in nodes}
 
 
