@@ -509,7 +509,7 @@ def solve_stationary(p: ModelParams, method: Method = "auto") -> Stationary:
     n_states = p.n_states()
     if method == "auto":
         method = "lumped" if lumpable(p) else "joint"
-    by = "ofn" if (not lumpable(p) or p.cap_f < cap_o) else "fn"
+    by: Literal["fn", "ofn"] = "ofn" if (not lumpable(p) or p.cap_f < cap_o) else "fn"
     if method == "joint":
         method = "gth" if gth_flops(p, by) <= GTH_MAX_FLOPS else "sparse"
     if method == "lumped":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from fogsdn.scenario import Role, TaskClass
 
@@ -53,9 +54,9 @@ class Fabric:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, object]) -> Fabric:
-        hosts = tuple(HostPort(**h) for h in d["hosts"])  # type: ignore[union-attr]
-        return cls(str(d["vip"]), str(d["vip_mac"]), int(d["service_port"]), hosts)  # type: ignore[arg-type]
+    def from_dict(cls, d: Mapping[str, Any]) -> Fabric:
+        hosts = tuple(HostPort(**h) for h in d["hosts"])
+        return cls(str(d["vip"]), str(d["vip_mac"]), int(d["service_port"]), hosts)
 
 
 def bucket_weights(weights: Mapping[str, float]) -> list[tuple[str, int]]:

@@ -47,7 +47,7 @@ def parse_request(line: bytes) -> TaskRequest:
     if not isinstance(rid, str) or not 0 < len(rid) <= 128:
         raise ProtocolError("id: must be a non-empty string of at most 128 characters")
     try:
-        cls = TaskClass(obj.get("cls"))
+        cls = TaskClass(str(obj.get("cls")))
     except ValueError:
         raise ProtocolError("cls: must be 'hp' or 'lp'") from None
     size = obj.get("size")

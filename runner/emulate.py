@@ -113,7 +113,7 @@ class Emulation:
 
     def _start_controller(self, fabric: dict[str, Any], available: dict[str, bool]) -> int:
         port = _free_port()
-        conf = {
+        conf: dict[str, Any] = {
             "fabric": fabric,
             "scenario": str(self.out / "scenario.yaml"),
             "available": available,
