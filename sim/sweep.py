@@ -16,6 +16,7 @@ import importlib
 import math
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -139,7 +140,11 @@ def emulate_point(point: Point, duration_ms: float | None = None,
         over["time_scale"] = time_scale
     if over:
         sc = sc.with_overrides(over)
-    return _rows(point, run_emulation(sc, point.run_dir, show_progress=False))
+    summary = run_emulation(sc, point.run_dir, show_progress=False)
+    if summary.get("interrupted"):
+        # the live run caught Ctrl-C to tear down cleanly; stop the sweep, keep the rest
+        raise KeyboardInterrupt
+    return _rows(point, summary)
 
 
 # -- executors -------------------------------------------------------------------------
@@ -478,6 +483,11 @@ def main(argv: list[str] | None = None) -> int:
         import bootstrap  # type: ignore[import-not-found]
 
         bootstrap.bootstrap(needs_network_stack=True)
+
+        def _term(signum: int, frame: object) -> None:
+            raise KeyboardInterrupt  # the live run tears down; the sweep keeps its points
+
+        signal.signal(signal.SIGTERM, _term)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(a.out) if a.out else Path("results") / f"{stamp}-{sc.name}-sweep"
     try:
