@@ -277,7 +277,8 @@ class FogController(app_manager.OSKenApp):
     # -- per-request policies ---------------------------------------------------------
     def _live_view(self) -> ClusterView:
         """The cluster view with each worker's current load, asked over its control socket."""
-        view = self.cluster.view()
+        with self._lock:  # a consistent snapshot; the workers are asked outside the lock
+            view = self.cluster.view()
         nodes = []
         for n in view.nodes:
             path = self.worker_sockets.get(n.name)
@@ -296,9 +297,9 @@ class FogController(app_manager.OSKenApp):
         ofp, parser = dp.ofproto, dp.ofproto_parser
         cls = TaskClass.HP if (ip.tos >> 2) == DSCP_HP else TaskClass.LP
         src = next((h.name for h in self.fabric.hosts if h.ip == ip.src), ip.src)
-        with self._lock:
-            view = self._live_view()
-            node = self.policy.decide(view, Request(cls, src), self._rng)
+        view = self._live_view()
+        # packet-ins are handled one at a time (os-ken's event thread): decide needs no lock
+        node = self.policy.decide(view, Request(cls, src), self._rng)
         match = parser.OFPMatch(eth_type=ETH_IPV4, ip_proto=6, ipv4_src=ip.src,
                                 tcp_src=seg.src_port, ipv4_dst=self.fabric.vip,
                                 tcp_dst=seg.dst_port, ct_state=CT_NEW_TRK)
