@@ -112,6 +112,11 @@ def remove_leftovers(rec: RunRecord) -> list[str]:
         path = Path(p)
         if path.exists() and not path.is_dir():
             path.unlink(missing_ok=True)  # sockets and markers: expected, not reported
+    for parent in {Path(p).parent for p in rec.paths}:
+        try:
+            parent.rmdir()  # the run's socket folder, once empty
+        except OSError:
+            pass
     rec.file.unlink(missing_ok=True)
     return removed
 

@@ -42,12 +42,13 @@ def _footprint() -> dict[str, set[str]]:
                 pass
     return {"bridges": set(bridges.split()), "netns": netns,
             "links": set(os.listdir("/sys/class/net")),
-            "records": {f.name for f in RUNS_DIR.glob("*.json")} if RUNS_DIR.exists() else set()}
+            "records": {f.name for f in RUNS_DIR.glob("*.json")} if RUNS_DIR.exists() else set(),
+            "sockdirs": {p.name for p in RUNS_DIR.parent.glob("fz*")}}
 
 
 def _assert_clean(before: dict[str, set[str]]) -> None:
     after = _footprint()
-    for key in ("bridges", "links", "records"):
+    for key in ("bridges", "links", "records", "sockdirs"):
         assert after[key] - before[key] == set(), f"left behind: {key} {after[key] - before[key]}"
     # other processes on the machine may create namespaces; ours are gone if none we
     # could have made survives: every namespace now present existed before or is not ours
