@@ -42,8 +42,17 @@ def _run(cmd: list[str], **kw: object) -> None:
     subprocess.run(cmd, check=True, **kw)  # type: ignore[call-overload]
 
 
+def _has_venv_module() -> bool:
+    """Debian's own python3 needs python3-venv for `python -m venv` (ensurepip)."""
+    import importlib.util
+
+    return importlib.util.find_spec("ensurepip") is not None
+
+
 def ensure_apt() -> None:
     missing = sorted({pkg for exe, pkg in APT_NEEDS.items() if shutil.which(exe) is None})
+    if not VENV_PY.exists() and not _has_venv_module():
+        missing.append("python3-venv")
     if not missing:
         return
     if os.geteuid() != 0:
