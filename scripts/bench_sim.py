@@ -24,7 +24,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -58,28 +60,27 @@ def rate(requests: int, seconds: float) -> str:
     return f"{requests / seconds:>12,.0f} req/s ({seconds:6.2f} s)"
 
 
-def time_engine(sc: Scenario, n: int, tmp: Path | None) -> float:
+def _timed(run: Callable[..., Any], sc: Scenario, n: int, tmp: Path | None,
+           name: str) -> float:
+    """Seconds for `run` over n requests: rows dropped, or through the trace sink."""
     t0 = time.perf_counter()
     if tmp is None:
-        simulate(sc, _drop, requests=n)
+        run(sc, _drop, requests=n)
     else:
-        with TraceCsvSink(tmp / "engine.csv", sc,
+        with TraceCsvSink(tmp / f"{name}.csv", sc,
                           MeasuredAccumulator(sc.warmup_ms, sc.deadline_ms)) as sink:
-            simulate(sc, sink, requests=n)
+            run(sc, sink, requests=n)
     return time.perf_counter() - t0
+
+
+def time_engine(sc: Scenario, n: int, tmp: Path | None) -> float:
+    return _timed(simulate, sc, n, tmp, "engine")
 
 
 def time_simpy(sc: Scenario, n: int, tmp: Path | None) -> float:
     from sim.simpy_ref import simulate_simpy
 
-    t0 = time.perf_counter()
-    if tmp is None:
-        simulate_simpy(sc, _drop, requests=n)
-    else:
-        with TraceCsvSink(tmp / "simpy.csv", sc,
-                          MeasuredAccumulator(sc.warmup_ms, sc.deadline_ms)) as sink:
-            simulate_simpy(sc, sink, requests=n)
-    return time.perf_counter() - t0
+    return _timed(simulate_simpy, sc, n, tmp, "simpy")
 
 
 def child(scenario: str, n: int, out: str) -> None:

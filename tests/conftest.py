@@ -36,8 +36,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason=why))
 
 
+def merged(data: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`data` with `over` applied: mappings merge one level deep, anything else replaces."""
+    out = dict(data)
+    for k, v in over.items():
+        out[k] = {**out[k], **v} if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
 def scenario_dict(**over: Any) -> dict[str, Any]:
-    """A small valid scenario as a dict; keyword arguments replace top-level keys."""
+    """A small valid scenario as a dict; keyword arguments override (mappings merge)."""
     base: dict[str, Any] = {
         "name": "t",
         "seed": 3,
@@ -54,5 +62,4 @@ def scenario_dict(**over: Any) -> dict[str, Any]:
         "churn": {"eta": 1 / 3, "xi": 1 / 3, "leave": "drain"},
         "policy": {"name": "prioritized", "alpha": 0.5},
     }
-    base.update(over)
-    return base
+    return merged(base, over)

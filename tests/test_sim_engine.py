@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import merged, scenario_dict
 
 from analysis.metrics import measured_summary, measured_summary_streaming
 from controller.policies import ClusterView, NodeView, Request, make_policy
@@ -24,28 +25,18 @@ from sim.runner import replicate, run_simulation
 ROOT = Path(__file__).resolve().parent.parent
 
 
+SIM_BASE: dict[str, Any] = {
+    "name": "simtest", "seed": 5, "duration_ms": 1e9, "warmup_ms": 50, "timeout_ms": 1e6,
+    "workload": {"clients": 3},
+    "nodes": [
+        {"name": "fn", "role": "fn", "mu": 1.0, "capacity": 8},
+        {"name": "ofn1", "role": "ofn", "mu": 0.3, "capacity": 5},
+    ],
+}
+
+
 def scenario(**over: Any) -> Scenario:
-    data: dict[str, Any] = {
-        "name": "simtest",
-        "seed": 5,
-        "duration_ms": 1e9,
-        "warmup_ms": 50,
-        "deadline_ms": 30,
-        "timeout_ms": 1e6,
-        "workload": {"lambda_hp": 0.3, "lambda_lp": 0.5, "clients": 3},
-        "nodes": [
-            {"name": "fn", "role": "fn", "mu": 1.0, "capacity": 8},
-            {"name": "ofn1", "role": "ofn", "mu": 0.3, "capacity": 5},
-        ],
-        "churn": {"eta": 1 / 3, "xi": 1 / 3, "leave": "drain"},
-        "policy": {"name": "prioritized", "alpha": 0.5},
-    }
-    for k, v in over.items():
-        if isinstance(v, dict) and isinstance(data.get(k), dict):
-            data[k] = {**data[k], **v}
-        else:
-            data[k] = v
-    return parse_scenario(data)
+    return parse_scenario(merged(scenario_dict(**SIM_BASE), over))
 
 
 def rows_of(sc: Scenario, **kw: Any) -> list[tuple[Any, ...]]:

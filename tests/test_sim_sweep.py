@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import scenario_dict
 
 from fogsdn.scenario import Scenario, parse_scenario
 from sim.sweep import SweepError, plan, run_sweep
@@ -19,21 +20,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def swept(policies: list[str] | None = None, replications: int = 1) -> Scenario:
-    return parse_scenario({
-        "name": "sweeptest",
-        "seed": 2,
-        "duration_ms": 400,
-        "warmup_ms": 20,
-        "workload": {"lambda_hp": 0.3, "lambda_lp": 0.5, "clients": 2},
-        "nodes": [
+    return parse_scenario(scenario_dict(
+        name="sweeptest", seed=2, duration_ms=400, warmup_ms=20, timeout_ms=500,
+        nodes=[
             {"name": "fn", "role": "fn", "mu": 1.0, "capacity": 10},
             {"name": "ofn1", "role": "ofn", "mu": 0.3, "capacity": 5},
         ],
-        "churn": {"eta": 1 / 3, "xi": 1 / 3, "leave": "drain"},
-        "policy": {"name": "prioritized"},
-        "sweep": {"parameter": "workload.lambda_lp", "values": [0.2, 0.6],
-                  "policies": policies or [], "replications": replications},
-    })
+        sweep={"parameter": "workload.lambda_lp", "values": [0.2, 0.6],
+               "policies": policies or [], "replications": replications},
+    ))
 
 
 def read_csv(path: Path) -> list[dict[str, Any]]:
