@@ -152,6 +152,14 @@ def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
     if "measured" not in summary:
         summary["measured"] = measured_summary(rows, sc.warmup_ms, sc.deadline_ms)
     measured = summary["measured"]
+    if summary.get("crashed"):
+        # a crashed run's numbers never appear beside the model as a measurement
+        why = "the run crashed (see incidents in summary.json)"
+        summary["predicted"] = None
+        summary["not_compared"] = why
+        summary.pop("comparison", None)
+        summary_path.write_text(json.dumps(_clean(summary), indent=1, default=str))
+        return f"exact model: not compared: {why}"
     try:
         params = model_params_from_scenario(sc)
     except OutsideModel as err:

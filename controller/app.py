@@ -211,7 +211,13 @@ class FogController(app_manager.OSKenApp):
         hub.spawn(self._initialise)
 
     def _initialise(self) -> None:
+        ofp, parser = self.dp.ofproto, self.dp.ofproto_parser
         with self._lock:
+            # a restarted controller finds the previous one's groups (fail-mode secure keeps
+            # them): clear them so that the ADDs below cannot fail; the flows that pointed
+            # at them go too, and are re-added at once by _install_base
+            self._installed.clear()
+            self._send(parser.OFPGroupMod(self.dp, ofp.OFPGC_DELETE, 0, ofp.OFPG_ALL))
             groups = self._install_groups(initial=True)  # before the flows that use them
             self._install_base()
         ok = self._barrier()

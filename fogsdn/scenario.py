@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
@@ -16,6 +17,9 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+# a run longer than this (about 10 minutes of simulation) is almost surely a typo
+MAX_REQUESTS_PER_RUN = 1e8
 
 
 class ScenarioError(ValueError):
@@ -135,6 +139,11 @@ class Scenario(_Frozen):
     def _consistent(self) -> Scenario:
         if self.warmup_ms >= self.duration_ms:
             raise ValueError("warmup_ms must be smaller than duration_ms")
+        expected = (self.workload.lambda_hp + self.workload.lambda_lp) * self.duration_ms
+        if expected > MAX_REQUESTS_PER_RUN:
+            raise ValueError(
+                f"workload: (lambda_hp + lambda_lp) x duration_ms expects {expected:.3g} "
+                f"requests; at most {MAX_REQUESTS_PER_RUN:.0e} per run")
         names = [n.name for n in self.nodes]
         if len(set(names)) != len(names):
             raise ValueError(f"node names must be unique, got {names}")
@@ -194,10 +203,10 @@ def set_dotted(data: dict[str, Any], path: str, value: Any) -> None:
 
 def _one_line(err: ValidationError, source: str) -> str:
     first = err.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    loc = ".".join(str(p) for p in first["loc"])
     msg = first["msg"].removeprefix("Value error, ")
     more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
-    return f"{source}: {loc}: {msg}{more}"
+    return f"{source}: {loc + ': ' if loc else ''}{msg}{more}"
 
 
 def parse_scenario(data: Any, source: str = "scenario") -> Scenario:
@@ -210,18 +219,68 @@ def parse_scenario(data: Any, source: str = "scenario") -> Scenario:
         raise ScenarioError(_one_line(err, source)) from None
 
 
+class ScenarioLoader(yaml.SafeLoader):
+    """Safe YAML with two fixes for scenario files: a duplicate key is an error (PyYAML
+    keeps the last one silently), and `1e9` is a number, as in YAML 1.2 (YAML 1.1 reads
+    a float without a dot as a string)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first on line {seen[key] + 1})",
+                    key_node.start_mark)
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
+
+
+ScenarioLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
+def _yaml_problem(text: str, err: yaml.YAMLError) -> tuple[int | None, str]:
+    """The 1-based line to blame and the problem. PyYAML reports where it noticed the
+    problem: for a missing ':' that is the line after the fault, so blame the start of
+    the plain value that ran on into it; name the enclosing collection's first line."""
+    mark = getattr(err, "problem_mark", None)
+    problem = str(getattr(err, "problem", None) or "invalid YAML")
+    if mark is None:
+        return None, problem
+    line = int(mark.line)
+    last: Any = None
+    try:
+        for token in yaml.scan(text, Loader=ScenarioLoader):
+            last = token
+    except yaml.YAMLError:
+        pass
+    if (isinstance(last, yaml.ScalarToken) and last.plain
+            and last.start_mark.line < line <= last.end_mark.line):
+        line = int(last.start_mark.line)
+        problem += f" (is a ':' missing after {str(last.value).split()[0]!r}?)"
+    ctx, ctx_mark = getattr(err, "context", None), getattr(err, "context_mark", None)
+    if ctx and ctx_mark is not None and ctx_mark.line != line and "flow" in str(ctx):
+        problem += f" ({ctx} that starts on line {ctx_mark.line + 1})"
+    return line + 1, problem
+
+
 def load_scenario(path: str | Path) -> Scenario:
     p = Path(path)
     try:
         text = p.read_text()
     except OSError as err:
         raise ScenarioError(f"{p}: cannot read: {err.strerror}") from None
+    except UnicodeDecodeError:
+        raise ScenarioError(f"{p}: not a text file (UTF-8)") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=ScenarioLoader)  # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(err, "problem", None) or "invalid YAML"
+        line, problem = _yaml_problem(text, err)
+        where = f" line {line}" if line is not None else ""
         raise ScenarioError(f"{p}:{where}: {problem}") from None
     return parse_scenario(data, source=str(p))
 

@@ -22,6 +22,21 @@ def sample_size(spec: SizeSpec, rng: random.Random) -> float:
     return lo * (1.0 - u * (1.0 - ratio)) ** (-1.0 / a)
 
 
+# an exponential size above this many means has probability e^-50 (about 2e-22)
+EXPONENTIAL_MAX_MEANS = 50.0
+
+
+def max_task_size(spec: SizeSpec) -> float:
+    """The largest size the scenario's distribution can draw in practice; a worker refuses
+    anything larger, so that one absurd request cannot hold a node for the rest of a run."""
+    if spec.distribution == "exponential":
+        return spec.mean * EXPONENTIAL_MAX_MEANS
+    if spec.distribution == "deterministic":
+        return spec.mean
+    assert spec.high is not None
+    return spec.high
+
+
 @dataclass(frozen=True)
 class Arrival:
     t_ms: float  # model ms from the run's epoch
@@ -53,4 +68,4 @@ def client_seed(scenario_seed: int, client: str, replication: int = 0) -> int:
     return h
 
 
-__all__ = ["Arrival", "client_seed", "poisson_arrivals", "sample_size"]
+__all__ = ["Arrival", "client_seed", "max_task_size", "poisson_arrivals", "sample_size"]

@@ -34,7 +34,8 @@ class TaskRequest:
         return json.dumps(body, separators=(",", ":")).encode() + b"\n"
 
 
-def parse_request(line: bytes) -> TaskRequest:
+def parse_request(line: bytes, max_size: float = math.inf) -> TaskRequest:
+    """The request on one line; `max_size` bounds the work one request may ask for."""
     if len(line) > MAX_REQUEST_BYTES:
         raise ProtocolError(f"request larger than {MAX_REQUEST_BYTES} bytes")
     try:
@@ -55,6 +56,9 @@ def parse_request(line: bytes) -> TaskRequest:
         raise ProtocolError("size: must be a finite number")
     if size < 0:
         raise ProtocolError("size: must be >= 0")
+    if size > max_size:
+        raise ProtocolError(f"size: {size:g} is above this node's maximum task size "
+                            f"{max_size:g} (from the scenario's size distribution)")
     client = obj.get("client", "")
     if not isinstance(client, str) or len(client) > 64:
         raise ProtocolError("client: must be a string of at most 64 characters")

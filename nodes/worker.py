@@ -7,6 +7,11 @@ absolute end of service, so timer overshoot never accumulates; each reply carrie
 request's own wait and achieved service time. A Unix control socket (filesystems are
 shared across Mininet hosts, networks are not) answers `stats` and `drop`.
 
+Bounded inputs: a request must arrive whole within READ_TIMEOUT_S (a client that trickles
+bytes is cut off), at most MAX_READING connections are read at once, and a size above
+`--max-size` is refused with an error reply. If an internal thread dies the worker exits
+(status 70) rather than live on broken; the runner reports it.
+
     python -m nodes.worker --name fn --port 9000 --mu 1 --capacity 20 --time-scale 20 \
         --control /run/fogsdn/RUN/fn.sock --events RUN_DIR/worker-fn.jsonl
 """
@@ -40,7 +45,9 @@ from nodes.protocol import (
 )
 from nodes.service_queue import ServiceQueue
 
-READ_TIMEOUT_S = 5.0
+READ_TIMEOUT_S = 5.0  # for the whole request line, not per read
+MAX_READING = 256  # connections whose request line is still being read
+THREAD_DIED = 70  # exit status when an internal thread dies (EX_SOFTWARE)
 SPIN_S = 0.0005  # wake this early and spin to the scheduled end (see serve_completions)
 
 
@@ -68,9 +75,14 @@ def _abort(conn: socket.socket) -> None:
 
 class Worker:
     def __init__(self, name: str, mu: float, capacity: int, servers: Servers,
-                 time_scale: float, events: IO[str] | None = None) -> None:
+                 time_scale: float, events: IO[str] | None = None,
+                 max_size: float = float("inf"), read_timeout_s: float = READ_TIMEOUT_S
+                 ) -> None:
         self.name = name
         self.mu = mu
+        self.max_size = max_size
+        self.read_timeout_s = read_timeout_s
+        self._reading = 0
         self.ms_real = time_scale / 1000.0  # real seconds per model ms
         self.queue = ServiceQueue(capacity, servers)
         self._pending: list[_Pending] = []
@@ -92,25 +104,28 @@ class Worker:
     # -- request path ---------------------------------------------------------
     def handle(self, conn: socket.socket) -> None:
         """Read one request line and admit it, block it, or answer an error."""
+        with self._cond:
+            busy = self._reading >= MAX_READING
+            if not busy:
+                self._reading += 1
+        if busy:
+            with self._cond:
+                self.counts["errors"] += 1
+            self._reply_now(conn, encode_reply(
+                status="error", node=self.name,
+                error=f"busy: {MAX_READING} connections are being read already"))
+            return
         try:
-            conn.settimeout(READ_TIMEOUT_S)
-            buf = b""
-            while b"\n" not in buf and len(buf) <= MAX_REQUEST_BYTES:
-                chunk = conn.recv(4096)
-                if not chunk:
-                    break
-                buf += chunk
-            arrival = time.monotonic()
-            line = buf.split(b"\n", 1)[0]
-            if b"\n" not in buf and len(buf) <= MAX_REQUEST_BYTES:
-                raise ProtocolError("connection closed before a full request line")
-            req = parse_request(line)
+            req, arrival = self._read_request(conn)
         except (ProtocolError, OSError) as err:
             with self._cond:
                 self.counts["errors"] += 1
             self._reply_now(conn, encode_reply(status="error", node=self.name, error=str(err)))
             self._log(event="error", error=str(err))
             return
+        finally:
+            with self._cond:
+                self._reading -= 1
         nominal_ms = req.size / self.mu
         with self._cond:
             adm = self.queue.admit(arrival, nominal_ms * self.ms_real)
@@ -125,6 +140,29 @@ class Worker:
         if adm is None:
             self._reply_now(conn, encode_reply(id=req.id, status="blocked", node=self.name,
                                                nominal_ms=nominal_ms))
+
+    def _read_request(self, conn: socket.socket) -> tuple[TaskRequest, float]:
+        """The request line, which must arrive whole within read_timeout_s."""
+        deadline = time.monotonic() + self.read_timeout_s
+        buf = b""
+        while b"\n" not in buf and len(buf) <= MAX_REQUEST_BYTES:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ProtocolError(f"request line not complete within {self.read_timeout_s:g} s")
+            conn.settimeout(left)
+            try:
+                chunk = conn.recv(4096)
+            except TimeoutError:
+                raise ProtocolError(
+                    f"request line not complete within {self.read_timeout_s:g} s") from None
+            if not chunk:
+                break
+            buf += chunk
+        arrival = time.monotonic()
+        line = buf.split(b"\n", 1)[0]
+        if b"\n" not in buf and len(buf) <= MAX_REQUEST_BYTES:
+            raise ProtocolError("connection closed before a full request line")
+        return parse_request(line, self.max_size), arrival
 
     @staticmethod
     def _reply_now(conn: socket.socket, data: bytes) -> None:
@@ -149,7 +187,7 @@ class Worker:
                     continue
                 wait = self._pending[0].end - time.monotonic()
                 if wait > SPIN_S:
-                    self._cond.wait(wait - SPIN_S)
+                    self._cond.wait(min(wait - SPIN_S, 1.0))
                     continue
                 p = heapq.heappop(self._pending)
                 self.counts["completed"] += 1
@@ -262,6 +300,17 @@ class Worker:
                 except OSError:
                     pass
 
+    def guarded(self, target: Any, *args: Any) -> None:
+        """Run an internal thread; if it dies, log why and end the process (never live on
+        broken: every later request would be blocked or hang)."""
+        try:
+            target(*args)
+        except BaseException as err:  # noqa: BLE001 (any death ends the worker)
+            why = f"{threading.current_thread().name} thread died: {err.__class__.__name__}: {err}"
+            print(f"worker {self.name}: {why}", file=sys.stderr, flush=True)
+            self._log(event="thread_died", error=why)
+            os._exit(THREAD_DIED)
+
     def stop(self) -> None:
         self._stop.set()
         with self._cond:
@@ -286,13 +335,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--time-scale", type=float, required=True, help="real ms per model ms")
     ap.add_argument("--control", required=True, help="Unix socket path for control commands")
     ap.add_argument("--events", help="JSON-lines file for drops, errors and final counts")
+    ap.add_argument("--max-size", type=float, default=float("inf"),
+                    help="refuse requests whose size is above this (work units)")
+    ap.add_argument("--read-timeout", type=float, default=READ_TIMEOUT_S,
+                    help="seconds a client has to send its whole request line")
     a = ap.parse_args(argv)
-    if a.mu <= 0 or a.capacity < 1 or a.time_scale <= 0:
-        print("worker: --mu and --time-scale must be > 0 and --capacity >= 1", file=sys.stderr)
+    if a.mu <= 0 or a.capacity < 1 or a.time_scale <= 0 or a.read_timeout <= 0:
+        print("worker: --mu, --time-scale and --read-timeout must be > 0 and --capacity >= 1",
+              file=sys.stderr)
+        return 2
+    if not a.max_size > 0:
+        print("worker: --max-size must be > 0", file=sys.stderr)
         return 2
 
     events = open(a.events, "a") if a.events else None  # noqa: SIM115
-    w = Worker(a.name, a.mu, a.capacity, Servers(a.servers), a.time_scale, events)
+    w = Worker(a.name, a.mu, a.capacity, Servers(a.servers), a.time_scale, events,
+               max_size=a.max_size, read_timeout_s=a.read_timeout)
     srv = socket.create_server((a.host, a.port), backlog=512, reuse_port=False)
     srv.settimeout(0.2)
     ctl_path = Path(a.control)
@@ -307,8 +365,10 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, _term)
     signal.signal(signal.SIGINT, _term)
-    threading.Thread(target=w.serve_completions, daemon=True, name="completions").start()
-    threading.Thread(target=w.control, args=(ctl,), daemon=True, name="control").start()
+    threading.Thread(target=w.guarded, args=(w.serve_completions,), daemon=True,
+                     name="completions").start()
+    threading.Thread(target=w.guarded, args=(w.control, ctl), daemon=True,
+                     name="control").start()
     print(f"worker {a.name} ready on :{a.port} pid {os.getpid()}", flush=True)
     try:
         while not w._stop.is_set():

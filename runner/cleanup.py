@@ -7,6 +7,7 @@ Never `mn -c`: it kills by name machine-wide and deletes every bridge.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -16,6 +17,29 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 RUNS_DIR = Path("/run/fogsdn/runs")
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """`preexec_fn` for every child: SIGKILL it when the runner dies, however it dies.
+
+    The signal follows the thread that forked the child, so children are started from
+    the runner's main thread; it survives exec (mnexec and python are not set-uid).
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def exit_description(returncode: int | None) -> str:
+    """`killed by SIGKILL`, `exited with status 1`, or `still running`."""
+    if returncode is None:
+        return "still running"
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exited with status {returncode}"
 
 
 def proc_start_time(pid: int) -> int | None:

@@ -4,6 +4,13 @@ scenario -> graph -> controller process -> network (OVS userspace, OpenFlow 1.3)
 workers in FN/OFN hosts -> clients in client hosts -> churn replayed on the live
 network -> traces merged -> summary. Whatever happens (normal end, Ctrl-C, SIGTERM,
 an exception), the `finally` removes what the run created and keeps what it collected.
+
+The runner watches its children for the whole run: a worker or client that dies is an
+incident (said at once in one line, written into summary.json, and the run exits
+non-zero); a controller that dies is restarted with the current cluster state (the
+switch keeps its proactive rules meanwhile) and its outage is measured. Every child
+gets a parent-death signal, so a SIGKILLed runner takes its emulation with it, and a
+new run first removes what dead runs left behind.
 """
 
 from __future__ import annotations
@@ -24,15 +31,28 @@ from typing import Any
 
 from controller.registration import register
 from fogsdn.churn import Transition, churn_schedule
-from fogsdn.scenario import LeaveMode, Role, Scenario
+from fogsdn.scenario import LeaveMode, Role, Scenario, ScenarioError
+from fogsdn.workload import max_task_size
 from nodes.worker import control_request
-from runner.cleanup import RunRecord, proc_start_time, remove_leftovers, stop_pid
+from runner.cleanup import (
+    RunRecord,
+    clean_all,
+    die_with_parent,
+    exit_description,
+    proc_start_time,
+    remove_leftovers,
+    stop_pid,
+)
 from runner.results import finish_results
 from topologies.fog_star import fabric_of, fog_star_graph
 from topologies.mininet_net import build_network, host_pids, link_status, switch_interfaces
 
 ROOT = Path(__file__).resolve().parent.parent
 STARTUP_TIMEOUT_S = 20.0
+MAX_CONTROLLER_RESTARTS = 3
+# one TCP connection per request through Python clients, OVS userspace and Python workers
+# on two cores: well above the default load (160/s), well below what saturates the machine
+MAX_LIVE_REQUESTS_PER_S = 2000.0
 
 
 class EmulationError(RuntimeError):
@@ -106,15 +126,33 @@ class Emulation:
         self.timings: dict[str, float] = {}
         self.interrupted = False
         self.churn: list[Transition] = []
+        self.incidents: list[dict[str, Any]] = []  # children that died during the run
+        self.failure: str | None = None  # an error that ended the run early
+        self.controller_port = 0
+        self._controller_down_since: float | None = None
+        self._fabric: dict[str, Any] = {}
 
     # -- set-up -------------------------------------------------------------
     def _env(self) -> dict[str, str]:
         return dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
 
     def _start_controller(self, fabric: dict[str, Any], available: dict[str, bool]) -> int:
-        port = _free_port()
+        self._fabric = fabric
+        self.controller_port = _free_port()
+        self._launch_controller(available)
+
+        def up() -> bool:
+            if self.controller is not None and self.controller.poll() is not None:
+                raise EmulationError("controller exited at start; see controller.log")
+            return _listening(self.controller_port)
+
+        _wait(up, STARTUP_TIMEOUT_S, "the controller to listen", self.stop)
+        return self.controller_port
+
+    def _launch_controller(self, available: dict[str, bool]) -> None:
+        """Start the controller process (again, after a crash) with this cluster state."""
         conf: dict[str, Any] = {
-            "fabric": fabric,
+            "fabric": self._fabric,
             "scenario": str(self.out / "scenario.yaml"),
             "available": available,
             "events": str(self.out / "controller-events.jsonl"),
@@ -123,23 +161,18 @@ class Emulation:
             "workers": {n.name: str(self.sock_dir / f"{n.name}.sock") for n in self.sc.nodes},
         }
         (self.out / "controller.json").write_text(json.dumps(conf, indent=1))
-        log = open(self.out / "controller.log", "wb")  # noqa: SIM115
+        log = open(self.out / "controller.log", "ab")  # noqa: SIM115
         env = self._env() | {"FOGSDN_CONTROLLER_CONFIG": str(self.out / "controller.json")}
         self.controller = subprocess.Popen(
-            [self.py, "-m", "controller.main", "--port", str(port)], cwd=ROOT, env=env,
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            [self.py, "-m", "controller.main", "--port", str(self.controller_port)], cwd=ROOT,
+            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=die_with_parent)
         log.close()
         self.rec.add_pid("controller", self.controller.pid)
-        self.rec.paths += [conf["ready"], conf["registration"]]
+        for path in (conf["ready"], conf["registration"]):
+            if path not in self.rec.paths:
+                self.rec.paths.append(path)
         self.rec.save()
-
-        def up() -> bool:
-            if self.controller is not None and self.controller.poll() is not None:
-                raise EmulationError("controller exited at start; see controller.log")
-            return _listening(port)
-
-        _wait(up, STARTUP_TIMEOUT_S, "the controller to listen", self.stop)
-        return port
 
     def _start_network(self, graph: Any, port: int) -> None:
         self.rec.bridges = [f"{self.tag}s1"]
@@ -166,8 +199,10 @@ class Emulation:
                 [self.py, "-m", "nodes.worker", "--name", node.name, "--port", "9000",
                  "--mu", repr(node.mu), "--capacity", str(node.capacity),
                  "--servers", node.servers.value, "--time-scale", repr(self.sc.time_scale),
-                 "--control", str(ctl), "--events", str(self.out / f"worker-{node.name}.jsonl")],
-                cwd=str(ROOT), env=self._env(), stdout=log, stderr=subprocess.STDOUT)
+                 "--control", str(ctl), "--events", str(self.out / f"worker-{node.name}.jsonl"),
+                 "--max-size", repr(max_task_size(self.sc.workload.size))],
+                cwd=str(ROOT), env=self._env(), stdout=log, stderr=subprocess.STDOUT,
+                preexec_fn=die_with_parent)
             log.close()
             self.workers[node.name] = p
             self.rec.add_pid(f"worker {node.name}", p.pid)
@@ -196,7 +231,8 @@ class Emulation:
                  "--scenario", str(self.out / "scenario.yaml"),
                  "--service", f"{fab_vip}:{port}", "--epoch-file", str(epoch_file),
                  "--trace", str(self.out / f"trace-{name}.csv")],
-                cwd=str(ROOT), env=self._env(), stdout=log, stderr=subprocess.STDOUT)
+                cwd=str(ROOT), env=self._env(), stdout=log, stderr=subprocess.STDOUT,
+                preexec_fn=die_with_parent)
             log.close()
             self.clients[name] = p
             self.rec.add_pid(f"client {name}", p.pid)
@@ -217,7 +253,11 @@ class Emulation:
     def _apply_transition(self, tr: Transition) -> None:
         t_model = (time.monotonic() - self.epoch) / (self.sc.time_scale / 1000.0)
         drop = self.sc.churn.leave is LeaveMode.DROP
-        reply = register(self.sock_dir / "controller.sock", tr.node, tr.available)
+        try:
+            reply = register(self.sock_dir / "controller.sock", tr.node, tr.available)
+        except (OSError, ValueError) as err:
+            # the controller is down: a restarted one starts from the current state
+            reply = {"error": f"registration failed: {err.__class__.__name__}: {err}"}
         dropped: int | str = ""
         moved: int | str = ""
         if self.sc.churn.leave is LeaveMode.HANDOFF and not tr.available:
@@ -241,8 +281,62 @@ class Emulation:
             else round((float(t_inst) - self.epoch) / (self.sc.time_scale / 1000.0), 6),
             "dropped": dropped,
             "handed_off": moved,
+            "error": str(reply.get("error", "")),
         })
         self.progress.ofn_state[tr.node] = tr.available
+
+    # -- watching the children ----------------------------------------------------
+    def _model_now(self) -> float:
+        if math.isnan(self.epoch):
+            return math.nan
+        return (time.monotonic() - self.epoch) / (self.sc.time_scale / 1000.0)
+
+    def _incident(self, label: str, p: subprocess.Popen[bytes], action: str) -> None:
+        how = exit_description(p.returncode)
+        t = self._model_now()
+        rec = {"process": label, "pid": p.pid, "exit": how, "t_model_ms": round(t, 3),
+               "t_real_s": round(time.monotonic() - self.epoch, 3), "action": action}
+        self.incidents.append(rec)
+        print(f"\n[run] CRASH: {label} (pid {p.pid}) {how} at model t={t:.1f} ms; {action}",
+              file=sys.stderr, flush=True)
+
+    def _watch_children(self) -> None:
+        """Notice every death at once (called from the drive loop every few ms)."""
+        for name, p in self.workers.items():
+            if p.poll() is not None and not any(i["pid"] == p.pid for i in self.incidents):
+                self._incident(f"worker {name}", p,
+                               "its requests are lost; the run goes on and exits non-zero")
+        for name, p in self.clients.items():
+            if p.poll() not in (None, 0) and not any(i["pid"] == p.pid for i in self.incidents):
+                self._incident(f"client {name}", p,
+                               "its trace ends here; the run goes on and exits non-zero")
+        ctl = self.controller
+        if ctl is not None and ctl.poll() is not None:
+            restarts = sum(1 for i in self.incidents if i["process"] == "controller")
+            if restarts >= MAX_CONTROLLER_RESTARTS:
+                if not any(i["pid"] == ctl.pid for i in self.incidents):
+                    self._incident("controller", ctl, "not restarted again "
+                                   f"(already {restarts} times); the run stops")
+                    self.failure = "the controller kept crashing"
+                    self.stop.set()
+                return
+            self._incident("controller", ctl, "restarting it with the current cluster state")
+            self._controller_down_since = time.monotonic()
+            (self.sock_dir / "controller.ready").unlink(missing_ok=True)
+            self._launch_controller(dict(self.progress.ofn_state))
+        if self._controller_down_since is not None:
+            ready = self.sock_dir / "controller.ready"
+            try:
+                is_ready = ready.read_text().strip() == "ready"
+            except OSError:
+                is_ready = False
+            if is_ready and _table_miss_installed(self.bridge):
+                outage = time.monotonic() - self._controller_down_since
+                last = [i for i in self.incidents if i["process"] == "controller"][-1]
+                last["outage_ms"] = round(outage * 1000.0, 1)
+                print(f"[run] controller back after {outage * 1000.0:.0f} ms "
+                      "(switch reconnected, rules re-installed)", file=sys.stderr, flush=True)
+                self._controller_down_since = None
 
     # -- main loop ------------------------------------------------------------
     def _read_progress(self) -> None:
@@ -279,6 +373,7 @@ class Emulation:
         print_every = 1.0 if sys.stdout.isatty() else 5.0
         while not self.stop.is_set():
             now = time.monotonic()
+            self._watch_children()
             while pending and self.epoch + pending[0].t_ms * ms_real <= now:
                 self._apply_transition(pending.pop(0))
             if all(p.poll() is not None for p in self.clients.values()):
@@ -290,7 +385,7 @@ class Emulation:
             if pending:
                 wake = min(wake, self.epoch + pending[0].t_ms * ms_real)
             self.stop.wait(max(0.0, min(0.05, wake - time.monotonic())))
-        if self.stop.is_set():
+        if self.stop.is_set() and self.failure is None:
             self.interrupted = True
         self._print_progress(final=True)
 
@@ -311,8 +406,9 @@ class Emulation:
         for name in self.workers:
             try:
                 stats[name] = control_request(self.sock_dir / f"{name}.sock", "stats")
-            except (OSError, ValueError):
-                stats[name] = None
+            except (OSError, ValueError) as err:
+                how = exit_description(self.workers[name].poll())
+                stats[name] = {"error": f"no stats: {err.__class__.__name__} (worker {how})"}
         for name in self.workers:
             pid, start = self.rec.pids[f"worker {name}"]
             stop_pid(pid, start)
@@ -370,6 +466,10 @@ class Emulation:
         sc = self.sc
         self.out.mkdir(parents=True, exist_ok=True)
         (self.out / "scenario.yaml").write_text(sc.to_yaml())
+        leftovers = clean_all()
+        if leftovers:
+            print(f"[run] removed what dead runs left behind: {', '.join(leftovers)}",
+                  file=sys.stderr, flush=True)
         self.sock_dir.mkdir(parents=True, exist_ok=True)
         start = proc_start_time(os.getpid())
         self.rec.owner = (os.getpid(), start) if start is not None else None
@@ -380,6 +480,7 @@ class Emulation:
         self.graph = fog_star_graph(sc)
         stats: dict[str, Any] = {}
         t0 = time.monotonic()
+        setup_error: EmulationError | None = None
         try:
             port = self._start_controller(fabric_of(self.graph).to_dict(), initial)
             self.timings["controller_s"] = time.monotonic() - t0
@@ -395,7 +496,7 @@ class Emulation:
                 self.availability.append({"t": 0.0, "node": name,
                                           "state": "available" if up else "unavailable",
                                           "t_applied": 0.0, "t_installed": 0.0, "dropped": "",
-                                          "handed_off": ""})
+                                          "handed_off": "", "error": ""})
                 self.progress.ofn_state[name] = up
             self._start_clients()
             self.timings["startup_s"] = time.monotonic() - t0
@@ -405,12 +506,33 @@ class Emulation:
             self._drive()
         except KeyboardInterrupt:
             self.interrupted = True
+        except EmulationError as err:
+            setup_error = err
+        except Exception as err:  # whatever failed, what was collected is merged and kept
+            self.failure = f"{err.__class__.__name__}: {err}"
+            print(f"\n[run] FAILED: {self.failure}; keeping what was collected",
+                  file=sys.stderr, flush=True)
         finally:
             stats = self.teardown()
+        if setup_error is not None and not self.clients:
+            raise setup_error  # nothing was collected: the set-up error is the whole story
+        if setup_error is not None:
+            self.failure = str(setup_error)
         return finish_results(self.out, sc, self, stats)
+
+
+def check_live_limits(sc: Scenario) -> None:
+    """Refuse, before anything starts, a load no live run here can generate."""
+    per_s = (sc.workload.lambda_hp + sc.workload.lambda_lp) * 1000.0 / sc.time_scale
+    if per_s > MAX_LIVE_REQUESTS_PER_S:
+        raise ScenarioError(
+            f"workload: {per_s:.3g} requests per real second at time_scale "
+            f"{sc.time_scale:g} is more than a live run generates (at most "
+            f"{MAX_LIVE_REQUESTS_PER_S:.0f}/s); raise time_scale or lower the rates")
 
 
 def run_emulation(scenario: Scenario, out_dir: Path, stop: threading.Event | None = None,
                   show_progress: bool = True) -> dict[str, Any]:
     """Run one scenario live; returns summary.json's content."""
+    check_live_limits(scenario)
     return Emulation(scenario, out_dir, stop or threading.Event(), show_progress).run()

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from controller.policies import make_policy
+from controller.policies import PolicyError, make_policy
 from fogsdn.scenario import Scenario, load_scenario
 
 
@@ -22,5 +22,8 @@ def resolve_scenario(path: str | Path, policy: str | None = None,
         over["policy.name"] = policy
     if over:
         sc = sc.with_overrides(over)
-    make_policy(sc.policy)
+    try:
+        make_policy(sc.policy)
+    except PolicyError as err:
+        raise PolicyError(f"{path}: {err}") from None
     return sc

@@ -51,9 +51,9 @@ def merge_traces(out: Path, clients: list[str]) -> list[TraceRow]:
 
 
 def write_availability(out: Path, rows: list[dict[str, Any]]) -> None:
-    cols = ["t", "node", "state", "t_applied", "t_installed", "dropped", "handed_off"]
+    cols = ["t", "node", "state", "t_applied", "t_installed", "dropped", "handed_off", "error"]
     with open(out / "availability.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=cols)
+        w = csv.DictWriter(fh, fieldnames=cols, restval="")
         w.writeheader()
         for r in sorted(rows, key=lambda r: (r["t"], r["node"])):
             w.writerow(r)
@@ -100,16 +100,34 @@ def summary_table(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def crash_report(summary: dict[str, Any]) -> str:
+    """What went wrong, one line each; says that the numbers are not compared."""
+    lines = ["[run] CRASHED RUN: these numbers are not a measurement of the scenario"]
+    for i in summary.get("incidents", []):
+        extra = f", back after {i['outage_ms']} ms" if "outage_ms" in i else ""
+        lines.append(f"  {i['process']} (pid {i['pid']}) {i['exit']} at model t="
+                     f"{i['t_model_ms']} ms: {i['action']}{extra}")
+    if summary.get("failure"):
+        lines.append(f"  run failed: {summary['failure']}")
+    return "\n".join(lines)
+
+
 def finish_results(out: Path, sc: Scenario, emu: Any, worker_stats: dict[str, Any]
                    ) -> dict[str, Any]:
     rows = merge_traces(out, list(emu.clients))
     write_availability(out, emu.availability)
     lat = emu.update_latency_ms
+    incidents: list[dict[str, Any]] = list(emu.incidents)
+    failure: str | None = emu.failure
     summary: dict[str, Any] = {
         "engine": "emulate",
         "scenario": sc.name,
         "run": emu.tag,
         "interrupted": emu.interrupted,
+        # a process died or the run failed: its numbers are not a measurement of the model
+        "crashed": bool(incidents) or failure is not None,
+        "incidents": incidents,
+        "failure": failure,
         "requests": len(rows),
         "measured": measured_summary(rows, sc.warmup_ms, sc.deadline_ms),
         "startup_s": emu.timings,
@@ -123,6 +141,8 @@ def finish_results(out: Path, sc: Scenario, emu: Any, worker_stats: dict[str, An
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     print(("\n[run] INTERRUPTED: partial results\n" if emu.interrupted else "\n")
           + summary_table(summary), flush=True)
+    if summary["crashed"]:
+        print(crash_report(summary), flush=True)
     if lat:
         print(f"rule update after an OFN event: p50 {summary['rule_update_ms']['p50']:.2f} ms, "
               f"p99 {summary['rule_update_ms']['p99']:.2f} ms over {len(lat)} events")

@@ -92,7 +92,13 @@ def main(argv: list[str] | None = None) -> int:
         print("error: the emulate engine needs root (Mininet, Open vSwitch): use sudo",
               file=sys.stderr)
         return 2
-    from runner.emulate import EmulationError, run_emulation
+    from runner.emulate import EmulationError, check_live_limits, run_emulation
+
+    try:
+        check_live_limits(sc)
+    except ScenarioError as err:
+        print(f"error: {args.scenario}: {err}", file=sys.stderr)
+        return 2
 
     stop = threading.Event()
 
@@ -109,8 +115,14 @@ def main(argv: list[str] | None = None) -> int:
     except EmulationError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    if summary.get("crashed"):
+        return 3
     return 130 if summary.get("interrupted") else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # before the run's own handler is in: nothing started yet
+        print("\n[run] interrupted during start-up; nothing was running", file=sys.stderr)
+        sys.exit(130)
