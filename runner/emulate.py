@@ -53,6 +53,7 @@ MAX_CONTROLLER_RESTARTS = 3
 # one TCP connection per request through Python clients, OVS userspace and Python workers
 # on two cores: well above the default load (160/s), well below what saturates the machine
 MAX_LIVE_REQUESTS_PER_S = 2000.0
+MAX_LIVE_REQUESTS = 5e6  # about 40 minutes at that rate
 
 
 class EmulationError(RuntimeError):
@@ -524,6 +525,11 @@ class Emulation:
 def check_live_limits(sc: Scenario) -> None:
     """Refuse, before anything starts, a load no live run here can generate."""
     per_s = (sc.workload.lambda_hp + sc.workload.lambda_lp) * 1000.0 / sc.time_scale
+    if sc.expected_requests() > MAX_LIVE_REQUESTS:
+        raise ScenarioError(
+            f"workload: (lambda_hp + lambda_lp) x duration_ms expects "
+            f"{sc.expected_requests():.3g} requests; a live run takes at most "
+            f"{MAX_LIVE_REQUESTS:.0e} (shorten duration_ms or lower the rates)")
     if per_s > MAX_LIVE_REQUESTS_PER_S:
         raise ScenarioError(
             f"workload: {per_s:.3g} requests per real second at time_scale "

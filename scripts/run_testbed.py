@@ -84,7 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.engine == "simulate":
         from sim.runner import run_simulation
 
-        run_simulation(sc, out, requests=args.requests, verbose=True)
+        try:
+            run_simulation(sc, out, requests=args.requests, verbose=True)
+        except ScenarioError as err:
+            print(f"error: {args.scenario}: {err}", file=sys.stderr)
+            return 2
         print(f"results: {out}")
         return 0
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.metrics import MeasuredAccumulator, replications_ci
-from fogsdn.scenario import Scenario
+from fogsdn.scenario import Scenario, ScenarioError
 from sim.engine import simulate
 from sim.output import AvailabilityCsv, TraceCsvSink
 
@@ -33,6 +33,8 @@ REPLICATED_METRICS: tuple[str, ...] = (
 # analysis.compare.compare_run loads the whole trace (for its CDF plot); above this
 # many rows, or without a trace, the prediction is added from the streamed summary.
 COMPARE_MAX_ROWS = 1_000_000
+# a bigger run (over an hour at about 300k requests/s) is almost surely a typo in the rates
+MAX_SIM_REQUESTS = 1e9
 
 
 def _finite_or_none(x: Any) -> Any:
@@ -73,6 +75,11 @@ def run_simulation(
     in-flight requests finish. Replication r runs with seed scenario.seed + r; the
     same (scenario, replication) always gives a byte-identical trace. `trace=False`
     skips trace.csv (sweeps that only need the summary)."""
+    if requests is None and scenario.expected_requests(duration_ms) > MAX_SIM_REQUESTS:
+        raise ScenarioError(
+            f"workload: (lambda_hp + lambda_lp) x duration expects "
+            f"{scenario.expected_requests(duration_ms):.3g} requests; a simulated run takes "
+            f"at most {MAX_SIM_REQUESTS:.0e} (give --requests to bound it)")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "scenario.yaml").write_text(scenario.to_yaml())
