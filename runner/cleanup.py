@@ -21,13 +21,16 @@ PR_SET_PDEATHSIG = 1
 
 
 def die_with_parent() -> None:
-    """`preexec_fn` for every child: SIGKILL it when the runner dies, however it dies.
+    """`preexec_fn` for every child: SIGTERM it when the runner dies, however it dies.
 
-    The signal follows the thread that forked the child, so children are started from
-    the runner's main thread; it survives exec (mnexec and python are not set-uid).
+    SIGTERM, not SIGKILL: a client then records its outstanding requests and flushes its
+    trace, so a killed run's traces still merge; every child ends on SIGTERM within a
+    couple of seconds, and the next run stops by PID whatever still lingers. The signal
+    follows the thread that forked the child, so children are started from the runner's
+    main thread; it survives exec (mnexec and python are not set-uid).
     """
     libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 def exit_description(returncode: int | None) -> str:

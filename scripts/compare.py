@@ -18,12 +18,35 @@ from analysis.compare import compare_run  # noqa: E402
 from fogsdn.scenario import ScenarioError  # noqa: E402
 
 
+def merge_unfinished(run_dir: Path, clients: list[str]) -> None:
+    """A run whose runner died before merging: merge the per-client traces and mark the
+    run crashed, so that its numbers are kept but never set beside the model."""
+    import json
+
+    from analysis.metrics import measured_summary
+    from fogsdn.scenario import load_scenario
+    from runner.results import merge_traces
+
+    sc = load_scenario(run_dir / "scenario.yaml")
+    rows = merge_traces(run_dir, clients)
+    summary = {"engine": "emulate", "scenario": sc.name, "requests": len(rows),
+               "interrupted": True, "crashed": True, "incidents": [],
+               "failure": "the runner died before it merged the results (merged by compare.py)",
+               "measured": measured_summary(rows, sc.warmup_ms, sc.deadline_ms)}
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    print(f"merged {len(rows)} requests from {len(clients)} client traces of an unfinished run")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1 or args[0].startswith("-"):
         print("usage: python scripts/compare.py RESULTS_DIR", file=sys.stderr)
         return 2
     run_dir = Path(args[0])
+    if not (run_dir / "trace.csv").is_file() and (run_dir / "scenario.yaml").is_file():
+        clients = sorted(f.stem.removeprefix("trace-") for f in run_dir.glob("trace-*.csv"))
+        if clients:
+            merge_unfinished(run_dir, clients)
     for need in ("scenario.yaml", "trace.csv"):
         if not (run_dir / need).is_file():
             print(f"compare.py: error: {run_dir / need} not found", file=sys.stderr)

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -63,3 +64,60 @@ def scenario_dict(**over: Any) -> dict[str, Any]:
         "policy": {"name": "prioritized", "alpha": 0.5},
     }
     return merged(base, over)
+
+
+# -- emulation helpers: what a run could leave behind, and a runner in the background --
+
+def footprint() -> dict[str, set[str]]:
+    """What could be left behind: OVS bridges, network namespaces, root-ns interfaces."""
+    bridges = subprocess.run(["ovs-vsctl", "list-br"], capture_output=True, text=True).stdout
+    netns = set()
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                netns.add(os.readlink(p / "ns" / "net"))
+            except OSError:
+                pass
+    runs = _runs_dir()
+    return {"bridges": set(bridges.split()), "netns": netns,
+            "links": set(os.listdir("/sys/class/net")),
+            "records": {f.name for f in runs.glob("*.json")} if runs.exists() else set(),
+            "sockdirs": {p.name for p in runs.parent.glob("fz*")}}
+
+
+def assert_clean(before: dict[str, set[str]]) -> None:
+    after = footprint()
+    for key in ("bridges", "links", "records", "sockdirs"):
+        assert after[key] - before[key] == set(), f"left behind: {key} {after[key] - before[key]}"
+    # other processes on the machine may create namespaces; ours are gone if none we
+    # could have made survives: every namespace now present existed before or is not ours
+    extra = after["netns"] - before["netns"]
+    assert len(extra) == 0, f"new network namespaces remain: {extra}"
+
+
+def start_runner(tmp_path: Path, name: str, load_s: float, *args: str, **over: Any
+                 ) -> tuple[subprocess.Popen[bytes], Path]:
+    """`run_testbed.py` on a 40 s scenario (time scale 20; `over` overrides it), returned
+    once its clients have sent for `load_s` seconds."""
+    from fogsdn.scenario import parse_scenario
+
+    base: dict[str, Any] = {"time_scale": 20.0, "duration_ms": 2000}
+    sc = parse_scenario(scenario_dict(name=name, **(base | over)))
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    f = tmp_path / f"{name}.yaml"
+    f.write_text(sc.to_yaml())
+    out = tmp_path / "out"
+    p = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "run_testbed.py"),
+                          "--scenario", str(f), "--out", str(out), "--quiet", *args], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(out.glob("trace-c*.progress")):
+        time.sleep(0.1)
+    time.sleep(load_s)
+    return p, out
+
+
+def _runs_dir() -> Path:
+    from runner.cleanup import RUNS_DIR
+
+    return RUNS_DIR

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -18,42 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, scenario_dict
+from conftest import ROOT, assert_clean, footprint, scenario_dict, start_runner
 from scipy.stats import binomtest
 
 from fogsdn.scenario import parse_scenario
 from fogsdn.trace import Outcome, read_trace
-from runner.cleanup import RUNS_DIR
 
 pytestmark = pytest.mark.emulation
 
 SCALE = 20.0  # real ms per model ms, as the default scenario
-
-
-def _footprint() -> dict[str, set[str]]:
-    """What could be left behind: OVS bridges, network namespaces, root-ns interfaces."""
-    bridges = subprocess.run(["ovs-vsctl", "list-br"], capture_output=True, text=True).stdout
-    netns = set()
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit():
-            try:
-                netns.add(os.readlink(p / "ns" / "net"))
-            except OSError:
-                pass
-    return {"bridges": set(bridges.split()), "netns": netns,
-            "links": set(os.listdir("/sys/class/net")),
-            "records": {f.name for f in RUNS_DIR.glob("*.json")} if RUNS_DIR.exists() else set(),
-            "sockdirs": {p.name for p in RUNS_DIR.parent.glob("fz*")}}
-
-
-def _assert_clean(before: dict[str, set[str]]) -> None:
-    after = _footprint()
-    for key in ("bridges", "links", "records", "sockdirs"):
-        assert after[key] - before[key] == set(), f"left behind: {key} {after[key] - before[key]}"
-    # other processes on the machine may create namespaces; ours are gone if none we
-    # could have made survives: every namespace now present existed before or is not ours
-    extra = after["netns"] - before["netns"]
-    assert len(extra) == 0, f"new network namespaces remain: {extra}"
 
 
 def _run(tmp: Path, name: str, **over: Any) -> tuple[Path, dict[str, Any]]:
@@ -67,7 +39,7 @@ def _run(tmp: Path, name: str, **over: Any) -> tuple[Path, dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def prioritized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, dict]:
-    before = _footprint()
+    before = footprint()
     out, summary = _run(tmp_path_factory.mktemp("emu"), "prio", duration_ms=400, seed=5)
     return out, summary, before
 
@@ -153,7 +125,7 @@ def test_every_request_appears_exactly_once(prioritized: tuple) -> None:
 
 def test_nothing_left_after_a_normal_run(prioritized: tuple) -> None:
     _, _, before = prioritized
-    _assert_clean(before)
+    assert_clean(before)
 
 
 def test_nodiff_split_is_consistent_with_alpha(tmp_path: Path) -> None:
@@ -189,27 +161,9 @@ def test_drop_loses_what_the_ofn_held_and_accounts_for_it(tmp_path: Path) -> Non
     assert {r.node for r in lost} == {"ofn1"} and {r.cls for r in lost} == {"lp"}
 
 
-def _start_runner(tmp_path: Path, name: str, load_s: float
-                  ) -> tuple[subprocess.Popen[bytes], Path]:
-    """`run_testbed.py` on a 40 s scenario, returned once its clients have sent for
-    `load_s` seconds."""
-    sc = parse_scenario(scenario_dict(name=name, time_scale=SCALE, duration_ms=2000))
-    f = tmp_path / f"{name}.yaml"
-    f.write_text(sc.to_yaml())
-    out = tmp_path / "out"
-    p = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "run_testbed.py"),
-                          "--scenario", str(f), "--out", str(out), "--quiet"], cwd=ROOT,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not list(out.glob("trace-c*.progress")):
-        time.sleep(0.1)
-    time.sleep(load_s)
-    return p, out
-
-
 def test_sigterm_mid_run_keeps_results_and_leaves_nothing(tmp_path: Path) -> None:
-    before = _footprint()
-    p, out = _start_runner(tmp_path, "term", 3.0)
+    before = footprint()
+    p, out = start_runner(tmp_path, "term", 3.0)
     p.send_signal(signal.SIGTERM)
     text, _ = p.communicate(timeout=60)
     assert p.returncode == 130, text.decode()[-2000:]
@@ -219,7 +173,7 @@ def test_sigterm_mid_run_keeps_results_and_leaves_nothing(tmp_path: Path) -> Non
     assert 0 < len(rows) == summary["requests"]
     assert len({r.request_id for r in rows}) == len(rows)
     assert max(r.t_send for r in rows) < 1500
-    _assert_clean(before)
+    assert_clean(before)
 
 
 def test_per_request_policy_decides_each_connection_once(tmp_path: Path) -> None:
@@ -258,18 +212,18 @@ def test_handoff_moves_what_the_ofn_held_to_the_fn(tmp_path: Path) -> None:
 
 def test_clean_removes_what_a_killed_run_left(tmp_path: Path) -> None:
     """SIGKILL gives the runner no chance to tear down: `--clean` must, from its record."""
-    before = _footprint()
-    p, _ = _start_runner(tmp_path, "killed", 1.0)
+    before = footprint()
+    p, _ = start_runner(tmp_path, "killed", 1.0)
     p.kill()
     p.wait(10)
-    left = _footprint()
+    left = footprint()
     assert left["bridges"] - before["bridges"], "a killed run should leave its bridge"
     assert left["records"] - before["records"]
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "run_testbed.py"), "--clean"],
                        capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert r.returncode == 0 and "bridge fz" in r.stdout, r.stdout + r.stderr
     time.sleep(0.5)
-    _assert_clean(before)
+    assert_clean(before)
     # a second clean finds nothing more
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "run_testbed.py"), "--clean"],
                        capture_output=True, text=True, timeout=120, cwd=ROOT)

@@ -1,0 +1,334 @@
+"""Crash drills: what a hostile user did to the testbed, each kept as a test.
+
+Emulation drills (root, Open vSwitch) kill the runner, the controller and workers
+mid-run; process drills send oversized and trickled requests to a real worker process
+on loopback; input drills feed absurd scenario files. docs/reliability.md lists them
+with their measured results.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, assert_clean, footprint, scenario_dict, start_runner
+
+from fogsdn.local_rpc import recv_line
+from fogsdn.scenario import ScenarioError, TaskClass, load_scenario, parse_scenario
+from fogsdn.trace import Outcome, read_trace
+from fogsdn.workload import max_task_size
+from nodes.protocol import TaskRequest
+from runner.cleanup import RUNS_DIR, RunRecord, ours_alive
+
+RUN_TESTBED = str(ROOT / "scripts" / "run_testbed.py")
+emulation = pytest.mark.emulation
+
+
+def _record_of(runner_pid: int, timeout: float = 60.0) -> RunRecord:
+    """The run record written by the runner with this PID, once its clients are up."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for f in RUNS_DIR.glob("*.json"):
+            try:
+                rec = RunRecord.load(f)
+            except (OSError, ValueError, TypeError, KeyError):
+                continue
+            if rec.owner and rec.owner[0] == runner_pid and any(
+                    k.startswith("client") for k in rec.pids):
+                return rec
+        time.sleep(0.05)
+    raise AssertionError(f"no run record with clients for runner {runner_pid}")
+
+
+def _finish(p: subprocess.Popen[bytes], timeout: float = 120) -> str:
+    out, _ = p.communicate(timeout=timeout)
+    return out.decode(errors="replace")
+
+
+def _assert_each_request_once(out: Path, summary: dict[str, Any]) -> list[Any]:
+    rows = read_trace(out / "trace.csv")
+    assert len(rows) == summary["requests"] > 0
+    assert len({r.request_id for r in rows}) == len(rows)
+    return rows
+
+
+# -- the runner ---------------------------------------------------------------------
+
+@emulation
+def test_runner_sigkilled_five_times_leaves_nothing_after_the_next_run(
+        tmp_path: Path) -> None:
+    """Children die with the runner (parent-death signal); the next run removes the
+    bridges and records the dead runs left, and says so; their traces still merge."""
+    before = footprint()
+    killed: list[tuple[RunRecord, Path]] = []
+    for k in range(5):
+        p, out = start_runner(tmp_path / f"k{k}", f"kill{k}", 0.5)
+        rec = _record_of(p.pid)
+        p.kill()
+        text = _finish(p, 10)
+        time.sleep(3.0)  # clients get INTERRUPT_GRACE_S to record what they had in flight
+        alive = [label for label, (pid, start) in rec.pids.items() if ours_alive(pid, start)]
+        assert alive == [], f"run {rec.tag}: still running after the runner died: {alive}"
+        if killed:  # each run first removed the bridge the previous killed run left
+            assert f"bridge {killed[-1][0].tag}s1" in text, text[-2000:]
+        killed.append((rec, out))
+    left = footprint()
+    assert left["bridges"] - before["bridges"] == {f"{killed[-1][0].tag}s1"}
+    # the next normal run removes what the dead runs left, and says so
+    sc = parse_scenario(scenario_dict(name="after", time_scale=20.0, duration_ms=150,
+                                      churn={"eta": 0, "xi": 0}))
+    f = tmp_path / "after.yaml"
+    f.write_text(sc.to_yaml())
+    r = subprocess.run([sys.executable, RUN_TESTBED, "--scenario", str(f), "--out",
+                        str(tmp_path / "after"), "--quiet"], capture_output=True, text=True,
+                       timeout=180, cwd=ROOT)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "removed what dead runs left behind" in r.stderr
+    assert f"bridge {killed[-1][0].tag}s1" in r.stderr
+    assert_clean(before)
+    # a killed run's per-client traces are still merged by compare.py, marked crashed
+    _, out = killed[0]
+    c = subprocess.run([sys.executable, str(ROOT / "scripts" / "compare.py"), str(out)],
+                       capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert c.returncode == 0, c.stdout + c.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["crashed"] is True and summary["predicted"] is None
+    assert "not compared" in c.stdout
+    _assert_each_request_once(out, summary)
+
+
+@emulation
+def test_ctrl_c_during_start_up_prints_no_traceback(tmp_path: Path) -> None:
+    p = subprocess.Popen([sys.executable, RUN_TESTBED, "--out", str(tmp_path / "x"), "--quiet"],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    time.sleep(0.3)
+    p.send_signal(signal.SIGINT)
+    text = _finish(p, 60)
+    assert "Traceback" not in text, text[-3000:]
+    assert p.returncode in (130, 2), text[-3000:]
+
+
+# -- the controller -----------------------------------------------------------------
+
+@emulation
+@pytest.mark.parametrize("churn", [False, True], ids=["no-churn", "churn"])
+def test_controller_sigkilled_is_restarted_and_the_run_says_so(
+        tmp_path: Path, churn: bool) -> None:
+    before = footprint()
+    over: dict[str, Any] = {"duration_ms": 500}
+    if not churn:
+        over["churn"] = {"eta": 0, "xi": 0}
+    p, out = start_runner(tmp_path, f"ctl{int(churn)}", 1.5, **over)
+    rec = _record_of(p.pid)
+    pid, _ = rec.pids["controller"]
+    os.kill(pid, signal.SIGKILL)
+    text = _finish(p)
+    assert p.returncode == 3, text[-3000:]
+    assert "CRASH: controller" in text and "controller back after" in text, text[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["crashed"] is True and summary["predicted"] is None
+    [inc] = [i for i in summary["incidents"] if i["process"] == "controller"]
+    assert inc["exit"] == "killed by SIGKILL" and inc["outage_ms"] > 0
+    assert (out / "availability.csv").exists()
+    rows = _assert_each_request_once(out, summary)
+    # proactive rules stayed in the switch: the data plane kept serving through the outage
+    t_kill, t_back = inc["t_model_ms"], inc["t_model_ms"] + inc["outage_ms"] / 20.0
+    during = [r for r in rows if t_kill < r.t_send < t_back]
+    answered = (Outcome.OK, Outcome.BLOCKED)  # blocked: a full node said so, as modelled
+    assert during and all(r.outcome in answered for r in during)
+    assert sum(r.outcome in answered for r in rows) >= 0.95 * len(rows)
+    assert_clean(before)
+
+
+# -- the workers --------------------------------------------------------------------
+
+@emulation
+@pytest.mark.parametrize("node", ["fn", "ofn1"])
+def test_worker_sigkilled_is_reported_and_the_run_exits_non_zero(
+        tmp_path: Path, node: str) -> None:
+    before = footprint()
+    p, out = start_runner(tmp_path, f"w{node}", 1.0, duration_ms=300,
+                          churn={"eta": 0, "xi": 0, "initial": "available"})
+    rec = _record_of(p.pid)
+    pid, _ = rec.pids[f"worker {node}"]
+    os.kill(pid, signal.SIGKILL)
+    text = _finish(p)
+    assert p.returncode == 3, text[-3000:]
+    assert f"CRASH: worker {node}" in text and "not a measurement" in text
+    assert "measured vs exact" not in text  # never beside the model
+    summary = json.loads((out / "summary.json").read_text())
+    [inc] = summary["incidents"]
+    assert inc["process"] == f"worker {node}" and inc["exit"] == "killed by SIGKILL"
+    assert summary["predicted"] is None and "comparison" not in summary
+    assert "error" in summary["workers"][node]
+    rows = _assert_each_request_once(out, summary)
+    gone = [r for r in rows if r.t_send > inc["t_model_ms"] + 1.0
+            and r.cls == ("hp" if node == "fn" else "lp")]
+    assert gone and all(r.outcome in (Outcome.LOST, Outcome.TIMEOUT) for r in gone)
+    assert_clean(before)
+
+
+# -- absurd input ---------------------------------------------------------------------
+
+@emulation
+def test_absurd_scenario_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    before = footprint()
+    f = tmp_path / "absurd.yaml"
+    f.write_text((ROOT / "scenarios" / "default.yaml").read_text()
+                 .replace("lambda_hp: 0.3", "lambda_hp: 1e9"))
+    r = subprocess.run([sys.executable, RUN_TESTBED, "--scenario", str(f), "--out",
+                        str(tmp_path / "out")], capture_output=True, text=True, timeout=60,
+                       cwd=ROOT)
+    assert r.returncode == 2
+    [line] = r.stderr.strip().splitlines()
+    assert line.startswith(f"error: {f}: workload:") and "requests" in line
+    assert not (tmp_path / "out").exists()
+    assert_clean(before)
+
+
+def test_absurd_scenario_is_refused_by_the_simulator_too(tmp_path: Path) -> None:
+    from sim.runner import run_simulation
+
+    sc = parse_scenario(scenario_dict(workload={"lambda_hp": 1e9}, duration_ms=12000))
+    with pytest.raises(ScenarioError, match="expects 1.2e\\+13 requests"):
+        run_simulation(sc, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("name: a\nname: b\n", "line 2: duplicate key 'name' (first on line 1)"),
+    ("name: x\nworkload:\n  lambda_hp 0.3\n  lambda_lp: 0.5\n",
+     "line 3: mapping values are not allowed here (is a ':' missing after 'lambda_hp'?)"),
+    ("name: x\nworkload: {lambda_hp: 1, lambda_lp: 1\nnodes: []\n",
+     "line 3: expected ',' or '}', but got ':' "
+     "(while parsing a flow mapping that starts on line 2)"),
+    (None, "nodes.0.capacity: Input should be less than or equal to 100000"),
+    ("\xff\xfe", "not a text file"),
+])
+def test_scenario_file_errors_name_the_line_and_field(
+        tmp_path: Path, text: str | None, message: str) -> None:
+    f = tmp_path / "s.yaml"
+    if text is None:  # YAML 1.1 reads 1e9 as a string; ours reads it as the number it is
+        text = (ROOT / "scenarios" / "default.yaml").read_text().replace(
+            "capacity: 20", "capacity: 1e9")
+    f.write_bytes(text.encode("latin-1"))
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(f)
+    assert str(err.value).startswith(str(f)) and message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_yaml_numbers_without_a_dot_are_numbers(tmp_path: Path) -> None:
+    f = tmp_path / "s.yaml"
+    f.write_text((ROOT / "scenarios" / "default.yaml").read_text()
+                 .replace("capacity: 20", "capacity: 2e1"))
+    assert load_scenario(f).node("fn").capacity == 20
+
+
+# -- a real worker process on loopback: oversized, trickled and piled-up requests -------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def worker(tmp_path: Path) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    port, ctl = _free_port(), tmp_path / "w.sock"
+    max_size = max_task_size(parse_scenario(scenario_dict()).workload.size)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "nodes.worker", "--name", "fn", "--host", "127.0.0.1",
+         "--port", str(port), "--mu", "1", "--capacity", "4", "--time-scale", "10",
+         "--control", str(ctl), "--max-size", repr(max_size), "--read-timeout", "1.0"],
+        cwd=ROOT, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 10
+    while not ctl.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    try:
+        yield port, p
+    finally:
+        p.terminate()
+        p.wait(5)
+
+
+def _ask(port: int, data: bytes, timeout: float = 5.0) -> dict[str, Any]:
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(data)
+        return dict(json.loads(recv_line(s)))
+
+
+def _req(rid: str, size: float) -> bytes:
+    return TaskRequest(rid, TaskClass.HP, size, "c").encode()
+
+
+def test_oversized_requests_are_refused_and_the_worker_keeps_serving(worker: tuple) -> None:
+    port, p = worker
+    for size in (1e300, 1e6, 51.0):
+        reply = _ask(port, _req(f"big{size:g}", size))
+        assert reply["status"] == "error" and "maximum task size 50" in str(reply["error"])
+    for k in range(5):
+        assert _ask(port, _req(f"ok{k}", 0.5))["status"] == "ok"
+    assert p.poll() is None
+
+
+def test_a_trickling_client_is_cut_off_for_the_whole_request(worker: tuple) -> None:
+    """The read timeout covers the whole request line, not each read."""
+    port, p = worker
+    t0 = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        reply = b""
+        for byte in _req("slow", 0.1)[:-1]:
+            try:
+                s.sendall(bytes([byte]))
+            except OSError:
+                break
+            s.settimeout(0.3)
+            try:
+                reply = recv_line(s)
+                break
+            except TimeoutError:
+                continue
+    held = time.monotonic() - t0
+    assert b"not complete within 1 s" in reply and held < 2.5, (reply, held)
+    assert _ask(port, _req("after", 0.1))["status"] == "ok"
+
+
+def test_open_connections_are_capped_and_freed(worker: tuple) -> None:
+    from nodes.worker import MAX_READING
+
+    port, p = worker
+    idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(MAX_READING + 20)]
+    try:
+        busy = 0
+        for s in idle[MAX_READING - 10:]:
+            s.settimeout(0.5)
+            try:
+                if b"busy" in recv_line(s):
+                    busy += 1
+            except TimeoutError:
+                pass
+        assert busy >= 20
+    finally:
+        for s in idle:
+            s.close()
+    time.sleep(1.5)  # the read timeout frees the idle ones
+    assert _ask(port, _req("after", 0.1))["status"] == "ok"
+
+
+def test_a_worker_whose_internal_thread_dies_exits() -> None:
+    code = ("import sys; from nodes.worker import Worker; from fogsdn.scenario import Servers;"
+            "w = Worker('fn', 1.0, 2, Servers.SINGLE, 10.0);"
+            "w.guarded(lambda: 1 / 0); sys.exit(0)")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 70 and "thread died: ZeroDivisionError" in r.stderr
