@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Controller crash drill, measured (needs root): how long the network runs without a
+controller when it is SIGKILLed mid-run and the runner restarts it, and what that costs
+a proactive policy (rules stay in the switch) and a per-request one (new connections
+need the controller).
+
+For each policy it runs the scenario live, kills the controller `--kills` times at even
+intervals, and prints per kill the outage (death noticed -> switch reconnected and the
+rules re-installed) and the outcomes of the requests sent during the outage.
+
+    sudo python scripts/bench_reliability.py [--scenario scenarios/default.yaml]
+                                             [--seconds 24] [--kills 3] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+POLICIES = {"prioritized": [], "threshold": ["--policy", "threshold"]}
+
+
+def _record(runner_pid: int, timeout: float = 60.0) -> Any:
+    from runner.cleanup import RUNS_DIR, RunRecord
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for f in RUNS_DIR.glob("*.json"):
+            try:
+                rec = RunRecord.load(f)
+            except (OSError, ValueError, TypeError, KeyError):
+                continue
+            if rec.owner and rec.owner[0] == runner_pid and any(
+                    k.startswith("client") for k in rec.pids):
+                return rec
+        time.sleep(0.05)
+    raise SystemExit("bench_reliability: the run did not start")
+
+
+def drill(scenario: str, extra: list[str], seconds: float, kills: int, out: Path
+          ) -> dict[str, Any]:
+    from fogsdn.trace import read_trace
+    from runner.cleanup import RunRecord
+
+    root = Path(__file__).resolve().parent.parent
+    p = subprocess.Popen([sys.executable, str(root / "scripts" / "run_testbed.py"),
+                          "--scenario", scenario, "--duration", str(seconds), "--out",
+                          str(out), "--quiet", *extra], cwd=root,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    rec = _record(p.pid)
+    t0 = time.monotonic()
+    for k in range(kills):
+        time.sleep(max(0.0, t0 + (k + 1) * seconds / (kills + 1) - time.monotonic()))
+        rec = RunRecord.load(rec.file)
+        pid, _ = rec.pids["controller"]
+        os.kill(pid, signal.SIGKILL)
+    text, _ = p.communicate(timeout=seconds + 120)
+    summary = json.loads((out / "summary.json").read_text())
+    rows = read_trace(out / "trace.csv")
+    from fogsdn.scenario import load_scenario
+
+    scale = load_scenario(out / "scenario.yaml").time_scale
+    kills_out = []
+    for inc in summary["incidents"]:
+        if inc["process"] != "controller" or "outage_ms" not in inc:
+            continue
+        t_a = inc["t_model_ms"]
+        t_b = t_a + inc["outage_ms"] / scale
+        during = Counter(str(r.outcome) for r in rows if t_a < r.t_send < t_b)
+        kills_out.append({"outage_ms": inc["outage_ms"], "sent_during": sum(during.values()),
+                          "outcomes_during": dict(during)})
+    return {"exit": p.returncode, "requests": len(rows),
+            "outcomes": dict(Counter(str(r.outcome) for r in rows)), "kills": kills_out,
+            "tail": text.decode(errors="replace")[-400:] if p.returncode != 3 else ""}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--scenario", default="scenarios/default.yaml")
+    ap.add_argument("--seconds", type=float, default=24.0, help="seconds of live load")
+    ap.add_argument("--kills", type=int, default=3, help="controller kills per run (<= 3)")
+    ap.add_argument("--json", help="also write the figures here")
+    a = ap.parse_args(argv)
+    import bootstrap
+
+    bootstrap.bootstrap(needs_network_stack=True)
+    if os.geteuid() != 0:
+        print("error: needs root (a live run)", file=sys.stderr)
+        return 2
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, extra in POLICIES.items():
+            res = drill(a.scenario, extra, a.seconds, min(a.kills, 3), Path(tmp) / name)
+            results[name] = res
+            print(f"{name}: exit {res['exit']}, {res['requests']} requests {res['outcomes']}")
+            for k, kill in enumerate(res["kills"], 1):
+                print(f"  kill {k}: outage {kill['outage_ms']:.0f} ms; "
+                      f"{kill['sent_during']} sent during it: {kill['outcomes_during']}")
+            if res["tail"]:
+                print(res["tail"])
+    if a.json:
+        Path(a.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
