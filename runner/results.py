@@ -63,15 +63,35 @@ def _routing(sc: Scenario, rows: list[TraceRow], avail: list[dict[str, Any]]
              ) -> dict[str, Any] | None:
     """Requests the data plane routed against the drawn availability (proactive policies)."""
     from analysis.fidelity import routing_against_schedule
-    from controller.policies import initial_view, make_policy
+    from controller.policies import initial_view, is_per_request, make_policy
 
     policy = make_policy(sc.policy)
-    if not policy.proactive or not avail:
+    if is_per_request(policy) or not avail:
         return None
     changes = [(float(a["t"]), str(a["node"]), a["state"] == "available") for a in avail]
-    rc = routing_against_schedule(rows, changes, policy, initial_view(sc))
+    try:
+        rc = routing_against_schedule(rows, changes, policy, initial_view(sc))
+    except Exception:  # the policy failed here too; summary["policy"] reports it
+        return None
     return {"checked": rc.checked, "against": rc.against, "share": rc.share,
             "late_p50_ms": rc.late_ms[0], "late_p99_ms": rc.late_ms[1]}
+
+
+def policy_report(out: Path, sc: Scenario) -> dict[str, Any]:
+    """The policy that ran, and whether it failed (the controller then used the FNs)."""
+    errors: list[str] = []
+    events = out / "controller-events.jsonl"
+    if events.exists():
+        for line in events.read_text().splitlines():
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            if ev.get("event") == "policy_error":
+                errors.append(str(ev.get("error", "")))
+    return {"name": sc.policy.name, "module": sc.policy.module, "errors": len(errors),
+            "first_error": errors[0] if errors else None,
+            "fallback": "HP and LP to the FNs while the policy failed" if errors else None}
 
 
 def _lag_stats(avail: list[dict[str, Any]]) -> dict[str, float]:
@@ -136,6 +156,7 @@ def finish_results(out: Path, sc: Scenario, emu: Any, worker_stats: dict[str, An
         # how late the live network followed the drawn churn schedule (model ms)
         "churn_lag_ms": _lag_stats(emu.availability),
         "routing": _routing(sc, rows, emu.availability),
+        "policy": policy_report(out, sc),
         "workers": worker_stats,
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
@@ -146,6 +167,10 @@ def finish_results(out: Path, sc: Scenario, emu: Any, worker_stats: dict[str, An
     if lat:
         print(f"rule update after an OFN event: p50 {summary['rule_update_ms']['p50']:.2f} ms, "
               f"p99 {summary['rule_update_ms']['p99']:.2f} ms over {len(lat)} events")
+    pol = summary["policy"]
+    if pol["errors"]:
+        print(f"[run] POLICY FAILED {pol['errors']} times; the controller sent those "
+              f"decisions to the FNs. First: {pol['first_error']}")
     rt = summary["routing"]
     if rt and rt["against"]:
         print(f"routed against the drawn OFN availability: {rt['against']} of {rt['checked']} "

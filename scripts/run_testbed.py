@@ -20,9 +20,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description="Run a fogsdn scenario.")
-    ap.add_argument("--scenario", default="scenarios/default.yaml")
+    root = Path(__file__).resolve().parent.parent
+    ap.add_argument("--scenario", default=str(root / "scenarios" / "default.yaml"))
     ap.add_argument("--engine", choices=["emulate", "simulate"], default="emulate")
     ap.add_argument("--policy", help="override policy.name (prioritized, nodiff, basic, ...)")
+    ap.add_argument("--policy-module", metavar="FILE_OR_MODULE",
+                    help="your policy: a .py file or an importable module (overrides "
+                         "policy.module); its one policy runs unless --policy names one")
     ap.add_argument("--duration", type=float, metavar="SECONDS",
                     help="seconds of live load; the scenario time it spans (SECONDS * 1000 / "
                          "time_scale model ms) is the same in every engine")
@@ -71,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
             overrides["duration_ms"] = span_ms
             if base.warmup_ms >= span_ms:  # a short run keeps everything it measures
                 overrides["warmup_ms"] = 0.0
-        sc = resolve_scenario(args.scenario, args.policy, overrides)
+        sc = resolve_scenario(args.scenario, args.policy, overrides, args.policy_module)
     except (ScenarioError, PolicyError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

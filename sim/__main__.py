@@ -24,17 +24,20 @@ from sim.runner import replicate, run_simulation  # noqa: E402
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m sim", description=__doc__.splitlines()[2])
-    ap.add_argument("--scenario", default="scenarios/default.yaml")
+    root = Path(__file__).resolve().parent.parent
+    ap.add_argument("--scenario", default=str(root / "scenarios" / "default.yaml"))
     ap.add_argument("--requests", type=int, help="stop after N requests in total")
     ap.add_argument("--duration", type=float, help="stop arrivals at this many model ms")
     ap.add_argument("--out", help="results directory (default results/<time>-<scenario>-sim)")
     ap.add_argument("--replications", type=int, default=1)
     ap.add_argument("--processes", type=int, default=1, help="replications in parallel")
     ap.add_argument("--policy", help="override policy.name")
+    ap.add_argument("--policy-module", metavar="FILE_OR_MODULE",
+                    help="your policy: a .py file or an importable module")
     ap.add_argument("--no-trace", action="store_true", help="write the summary only")
     a = ap.parse_args(argv)
     try:
-        sc = resolve_scenario(a.scenario, a.policy)
+        sc = resolve_scenario(a.scenario, a.policy, policy_module=a.policy_module)
     except (ScenarioError, PolicyError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from analysis.metrics import replications_ci
-from fogsdn.scenario import Scenario, ScenarioError, load_scenario
+from fogsdn.scenario import Scenario, ScenarioError
 
 Engine = Literal["simulate", "emulate"]
 Executor = Literal["process", "ray", "serial"]
@@ -467,10 +467,16 @@ def main(argv: list[str] | None = None) -> int:
                          "scenario's)")
     ap.add_argument("--no-trace", action="store_true", help="keep summaries, not traces")
     ap.add_argument("--out", help="results directory (default results/<time>-<scenario>-sweep)")
+    ap.add_argument("--policy-module", metavar="FILE_OR_MODULE",
+                    help="your policy: a .py file or an importable module (every worker, "
+                         "Ray ones included, loads it)")
     a = ap.parse_args(argv)
+    from controller.policies import PolicyError
+    from runner.options import resolve_scenario
+
     try:
-        sc = load_scenario(a.scenario)
-    except ScenarioError as err:
+        sc = resolve_scenario(a.scenario, policy_module=a.policy_module)
+    except (ScenarioError, PolicyError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     if a.engine == "emulate":
