@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib
 import math
 import os
 import shutil
@@ -337,19 +336,12 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 Curves = dict[tuple[str, str], list[tuple[float, float, float]]]
 
 
-def _model_api() -> tuple[Callable[[Scenario], Any], Callable[[Any], Any]] | None:
-    """(model_params_from_scenario, predict) from analysis, where they exist yet."""
-    try:
-        from analysis.ctmc import predict
-    except ImportError:
-        return None
-    for module in ("analysis.model_params", "analysis.ctmc"):
-        try:
-            mapping = importlib.import_module(module).model_params_from_scenario
-        except (ImportError, AttributeError):
-            continue
-        return mapping, predict
-    return None
+def _model_api() -> tuple[Callable[[Scenario], Any], Callable[[Any], Any]]:
+    """(model_params_from_scenario, predict): the exact model's entry points."""
+    from analysis.ctmc import predict
+    from analysis.model_params import model_params_from_scenario
+
+    return model_params_from_scenario, predict
 
 
 def _from_figures(fig: dict[str, Any], names: dict[str, tuple[str, str]],
@@ -384,10 +376,7 @@ def exact_curves(scenario: Scenario, points: Sequence[Point]) -> Curves:
             return got
     except Exception:  # noqa: BLE001 - not there yet, or another shape: ask per point
         pass
-    api = _model_api()
-    if api is None:
-        return {}
-    model_params_from_scenario, predict = api
+    model_params_from_scenario, predict = _model_api()
     out: Curves = {}
     seen: set[tuple[str, float]] = set()
     for p in points:
