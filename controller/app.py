@@ -1,6 +1,6 @@
 """os-ken adapter: OpenFlow events in, flow-mods and group-mods out, around pure policies.
 
-Pipeline (OpenFlow 1.3 + OVS conntrack, measured in DESIGN):
+Pipeline (OpenFlow 1.3 + OVS conntrack, measured: docs/architecture.md):
   table 0  IPv6 dropped; ARP for the service address to us (we answer); other ARP
            flooded; all IPv4 through ct(zone, nat) to table 1; table-miss to us.
   table 1  +new TCP to the service address: HP (DSCP 46) to select group 1, anything

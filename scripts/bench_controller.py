@@ -1,6 +1,6 @@
 """cbench-style controller benchmark: our os-ken app beside a minimal learning switch.
 
-Why: every packet-in costs the Python controller about a millisecond (DESIGN), and a
+Why: every packet-in costs the Python controller about a millisecond (docs/architecture.md), and a
 cluster change must reach the switch quickly, so we want both numbers measured here,
 side by side with a yardstick, in one run:
 

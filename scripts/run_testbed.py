@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Run a fogsdn scenario: live on Mininet/OVS/os-ken (default), or simulated.
 
-    sudo python scripts/run_testbed.py [--scenario FILE] [--policy NAME] [--duration MS]
+    sudo python scripts/run_testbed.py [--scenario FILE] [--policy NAME] [--duration SECONDS]
+                                       [--policy-module FILE]
                                        [--engine emulate|simulate] [--requests N] [--out DIR]
     sudo python scripts/run_testbed.py --clean     # remove leftovers of crashed runs
 
