@@ -16,13 +16,11 @@ worker (conntrack), and waits for the barrier reply before acknowledging.
 from __future__ import annotations
 
 import json
-import os
 import random
 import socket
 import threading
 import time
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from os_ken.base import app_manager
@@ -38,13 +36,13 @@ from os_ken.lib.packet import arp, ethernet, ipv4, packet, tcp
 from os_ken.ofproto import ofproto_v1_3
 
 from controller.cluster import ClusterState
+from controller.config import ControllerConfig
 from controller.fabric import (
     CT_ZONE,
     GROUP_ID,
     TABLE_CLASSIFY,
     TABLE_DISPATCH,
     TABLE_FORWARD,
-    Fabric,
     bucket_weights,
 )
 from controller.policies import (
@@ -76,16 +74,16 @@ class FogController(app_manager.OSKenApp):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        conf = json.loads(Path(os.environ["FOGSDN_CONTROLLER_CONFIG"]).read_text())
-        self.fabric = Fabric.from_dict(conf["fabric"])
-        scenario = load_scenario(conf["scenario"])
+        conf = ControllerConfig.from_environment()
+        self.fabric = conf.fabric
+        scenario = load_scenario(conf.scenario)
         self.policy: Policy = make_policy(scenario.policy)
         self._per_request = is_per_request(self.policy)  # as the simulator decides it
-        self.cluster = ClusterState.from_scenario(scenario, conf.get("available", {}))
-        self.events_path = Path(conf["events"])
-        self.ready_path = Path(conf["ready"])
-        self.registration_path = Path(conf["registration"])
-        self.worker_sockets: dict[str, str] = conf.get("workers", {})
+        self.cluster = ClusterState.from_scenario(scenario, dict(conf.available))
+        self.events_path = conf.events
+        self.ready_path = conf.ready
+        self.registration_path = conf.registration
+        self.worker_sockets: dict[str, str] = dict(conf.workers)
         self._rng = random.Random(scenario.seed)
         self.dp: Any = None
         self._lock = threading.RLock()  # one cluster change and one xid at a time

@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from analysis.metrics import measured_summary
+from analysis.compare import attach_prediction
+from analysis.metrics import measured_summary, summary_table
 from fogsdn.scenario import Scenario
 from fogsdn.trace import Outcome, TraceRow, read_trace, write_trace
 
@@ -99,27 +100,6 @@ def _lag_stats(avail: list[dict[str, Any]]) -> dict[str, float]:
     return {"count": len(lag), "p50": _pct(lag, 50), "p99": _pct(lag, 99)}
 
 
-def summary_table(summary: dict[str, Any]) -> str:
-    """The per-class table printed at the end of a run."""
-    m = summary["measured"]
-    lines = [
-        f"{'class':5} {'count':>6} {'ok':>6} {'W (node) ms':>20} {'W e2e ms':>20} "
-        f"{'blocked':>8} {'timeout':>8} {'lost':>6} {'outage':>7}",
-    ]
-    for cls in ("hp", "lp"):
-        c = m[cls]
-        w = f"{c['W']:.3f} ± {c['W_ci95']:.3f}"
-        e = f"{c['W_e2e']:.3f} ± {c['W_e2e_ci95']:.3f}"
-        lines.append(
-            f"{cls:5} {c['count']:6d} {c['ok']:6d} {w:>20} {e:>20} {c['blocking']:8.4f} "
-            f"{c['timeout_prob']:8.4f} {c['lost_prob']:6.4f} {c['outage']:7.4f}")
-    for node, s in m.get("nodes", {}).items():
-        lines.append(f"node {node}: served {s['served']}, mean service "
-                     f"{s['achieved_service_ms']:.4f} ms achieved vs {s['nominal_service_ms']:.4f}"
-                     f" nominal (x{s['ratio']:.4f})")
-    return "\n".join(lines)
-
-
 def crash_report(summary: dict[str, Any]) -> str:
     """What went wrong, one line each; says that the numbers are not compared."""
     lines = ["[run] CRASHED RUN: these numbers are not a measurement of the scenario"]
@@ -178,21 +158,4 @@ def finish_results(out: Path, sc: Scenario, emu: Any, worker_stats: dict[str, An
               f"{rt['late_p99_ms']:.3f} model ms after a change (the network's reaction time)")
     attach_prediction(out)
     print(f"results: {out}")
-    return json.loads((out / "summary.json").read_text())
-
-
-def attach_prediction(out: Path, plot: bool = True, no_plot_why: str = "",
-                      verbose: bool = True) -> dict[str, Any] | None:
-    """Add the exact prediction where a model exists (says so where none applies);
-    returns the updated summary, or None when the comparison failed."""
-    from analysis.compare import compare_run
-
-    try:
-        text = compare_run(out, plot=plot, no_plot_why=no_plot_why)
-    except Exception as err:  # a comparison failure must not lose the measured results
-        if verbose:
-            print(f"[compare] could not compare with the model: {err}")
-        return None
-    if verbose and text:
-        print(text)
     return json.loads((out / "summary.json").read_text())

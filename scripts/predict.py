@@ -56,7 +56,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 def _params(ns: argparse.Namespace) -> ModelParams:
     if ns.scenario is not None:
         if ns.policy_module:
-            from runner.options import resolve_scenario
+            from controller.policies.resolve import resolve_scenario
 
             return model_params_from_scenario(
                 resolve_scenario(ns.scenario, policy_module=ns.policy_module))

@@ -1,26 +1,22 @@
 """python -m sim --scenario FILE [--requests N] [--model-ms MS | --duration SECONDS] [--out DIR]
                  [--replications K] [--policy NAME] [--policy-module FILE]
 
-Simulate a scenario without the testbed runner and print a per-class summary.
+Simulate a scenario without the testbed runner and print a per-class summary. Run it
+inside the project's environment (`.venv/bin/python -m sim`, or `fogsdn-sim` once
+fogsdn is installed); `scripts/run_testbed.py --engine simulate` sets that up first.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
+import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside it)
-
-bootstrap.bootstrap(needs_network_stack=False, extras="")
-
-import argparse  # noqa: E402
-import time  # noqa: E402
-
-from controller.policies import PolicyError  # noqa: E402
-from fogsdn.scenario import ScenarioError  # noqa: E402
-from runner.options import resolve_scenario  # noqa: E402
-from sim.runner import replicate, run_simulation  # noqa: E402
+from controller.policies import PolicyError
+from controller.policies.resolve import resolve_scenario
+from fogsdn.scenario import ScenarioError
+from sim.runner import replicate, run_simulation
 
 
 def main(argv: list[str] | None = None) -> int:

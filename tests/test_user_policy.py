@@ -13,8 +13,8 @@ from user_policies import FAILS_WHEN_OFN_DOWN, HP_AWAY, write_policy, write_scen
 
 from controller.policies import PolicyError, make_policy, safe_routes
 from controller.policies.check import main as check_main
+from controller.policies.resolve import resolve_scenario
 from fogsdn.scenario import TaskClass, load_scenario
-from runner.options import resolve_scenario
 from sim.runner import run_simulation
 
 
@@ -99,7 +99,7 @@ def test_a_policy_failing_in_the_simulator_names_its_file(tmp_path: Path) -> Non
 
 
 def test_sweep_workers_load_the_users_policy(tmp_path: Path) -> None:
-    from sim.sweep import run_sweep
+    from runner.sweep import run_sweep
 
     tmp = _outside(tmp_path)
     write_policy(tmp, HP_AWAY)

@@ -12,8 +12,8 @@ import pytest
 from conftest import ROOT
 from user_policies import FAILS_WHEN_OFN_DOWN, HP_AWAY, write_policy, write_scenario
 
+from controller.policies.resolve import resolve_scenario
 from fogsdn.trace import Outcome, read_trace
-from runner.options import resolve_scenario
 
 pytestmark = pytest.mark.emulation
 

@@ -466,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
                          "Ray ones included, loads it)")
     a = ap.parse_args(argv)
     from controller.policies import PolicyError
-    from runner.options import resolve_scenario
+    from controller.policies.resolve import resolve_scenario
 
     try:
         sc = resolve_scenario(a.scenario, policy_module=a.policy_module)
@@ -478,12 +478,6 @@ def main(argv: list[str] | None = None) -> int:
             print("error: --engine emulate needs root (Mininet, Open vSwitch): use sudo",
                   file=sys.stderr)
             return 2
-        # the same first-run set-up as scripts/run_testbed.py (packages, Open vSwitch)
-        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-        import bootstrap  # type: ignore[import-not-found]
-
-        bootstrap.bootstrap(needs_network_stack=True)
-
         def _term(signum: int, frame: object) -> None:
             raise KeyboardInterrupt  # the live run tears down; the sweep keeps its points
 
