@@ -183,3 +183,18 @@ def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
         return comparison_table(sc, comp)
     plot_comparison(run_dir / "comparison.png", rows, sc, pred, measured)
     return comparison_table(sc, comp) + f"\nplot: {run_dir / 'comparison.png'}"
+
+
+def attach_prediction(out: Path, plot: bool = True, no_plot_why: str = "",
+                      verbose: bool = True) -> dict[str, Any] | None:
+    """Add the exact prediction where a model exists (says so where none applies);
+    returns the updated summary, or None when the comparison failed."""
+    try:
+        text = compare_run(out, plot=plot, no_plot_why=no_plot_why)
+    except Exception as err:  # a comparison failure must not lose the measured results
+        if verbose:
+            print(f"[compare] could not compare with the model: {err}")
+        return None
+    if verbose and text:
+        print(text)
+    return json.loads((out / "summary.json").read_text())

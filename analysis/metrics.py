@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -348,3 +349,24 @@ def measured_summary_streaming(
     for r in rows:
         acc.add_row(r)
     return acc.summary()
+
+
+def summary_table(summary: dict[str, Any]) -> str:
+    """The per-class table printed at the end of a run."""
+    m = summary["measured"]
+    lines = [
+        f"{'class':5} {'count':>6} {'ok':>6} {'W (node) ms':>20} {'W e2e ms':>20} "
+        f"{'blocked':>8} {'timeout':>8} {'lost':>6} {'outage':>7}",
+    ]
+    for cls in ("hp", "lp"):
+        c = m[cls]
+        w = f"{c['W']:.3f} ± {c['W_ci95']:.3f}"
+        e = f"{c['W_e2e']:.3f} ± {c['W_e2e_ci95']:.3f}"
+        lines.append(
+            f"{cls:5} {c['count']:6d} {c['ok']:6d} {w:>20} {e:>20} {c['blocking']:8.4f} "
+            f"{c['timeout_prob']:8.4f} {c['lost_prob']:6.4f} {c['outage']:7.4f}")
+    for node, s in m.get("nodes", {}).items():
+        lines.append(f"node {node}: served {s['served']}, mean service "
+                     f"{s['achieved_service_ms']:.4f} ms achieved vs {s['nominal_service_ms']:.4f}"
+                     f" nominal (x{s['ratio']:.4f})")
+    return "\n".join(lines)

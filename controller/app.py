@@ -1,6 +1,6 @@
 """os-ken adapter: OpenFlow events in, flow-mods and group-mods out, around pure policies.
 
-Pipeline (OpenFlow 1.3 + OVS conntrack, measured in DESIGN):
+Pipeline (OpenFlow 1.3 + OVS conntrack, measured: docs/architecture.md):
   table 0  IPv6 dropped; ARP for the service address to us (we answer); other ARP
            flooded; all IPv4 through ct(zone, nat) to table 1; table-miss to us.
   table 1  +new TCP to the service address: HP (DSCP 46) to select group 1, anything
@@ -16,13 +16,11 @@ worker (conntrack), and waits for the barrier reply before acknowledging.
 from __future__ import annotations
 
 import json
-import os
 import random
 import socket
 import threading
 import time
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from os_ken.base import app_manager
@@ -38,16 +36,28 @@ from os_ken.lib.packet import arp, ethernet, ipv4, packet, tcp
 from os_ken.ofproto import ofproto_v1_3
 
 from controller.cluster import ClusterState
+from controller.config import ControllerConfig
 from controller.fabric import (
     CT_ZONE,
     GROUP_ID,
     TABLE_CLASSIFY,
     TABLE_DISPATCH,
     TABLE_FORWARD,
-    Fabric,
     bucket_weights,
 )
-from controller.policies import ClusterView, Policy, Request, make_policy, routes_for
+from controller.policies import (
+    ClusterView,
+    Policy,
+    PolicyError,
+    Request,
+    RouteTable,
+    is_per_request,
+    make_policy,
+    policy_failure,
+    route_problems,
+    routes_for,
+    safe_routes,
+)
 from fogsdn.local_rpc import recv_line, send_json, unix_call
 from fogsdn.scenario import Role, TaskClass, load_scenario
 
@@ -64,15 +74,16 @@ class FogController(app_manager.OSKenApp):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        conf = json.loads(Path(os.environ["FOGSDN_CONTROLLER_CONFIG"]).read_text())
-        self.fabric = Fabric.from_dict(conf["fabric"])
-        scenario = load_scenario(conf["scenario"])
+        conf = ControllerConfig.from_environment()
+        self.fabric = conf.fabric
+        scenario = load_scenario(conf.scenario)
         self.policy: Policy = make_policy(scenario.policy)
-        self.cluster = ClusterState.from_scenario(scenario, conf.get("available", {}))
-        self.events_path = Path(conf["events"])
-        self.ready_path = Path(conf["ready"])
-        self.registration_path = Path(conf["registration"])
-        self.worker_sockets: dict[str, str] = conf.get("workers", {})
+        self._per_request = is_per_request(self.policy)  # as the simulator decides it
+        self.cluster = ClusterState.from_scenario(scenario, dict(conf.available))
+        self.events_path = conf.events
+        self.ready_path = conf.ready
+        self.registration_path = conf.registration
+        self.worker_sockets: dict[str, str] = dict(conf.workers)
         self._rng = random.Random(scenario.seed)
         self.dp: Any = None
         self._lock = threading.RLock()  # one cluster change and one xid at a time
@@ -122,6 +133,36 @@ class FogController(app_manager.OSKenApp):
             actions=[parser.NXActionNAT(flags=NX_NAT_F_DST, range_ipv4_min=ip,
                                         range_ipv4_max=ip)])
 
+    # -- the policy, guarded: a failing policy never takes the controller down ------
+    def _policy_failed(self, call: str, error: str) -> None:
+        self.logger.error("policy failed, falling back to the FNs: %s", error)
+        self._event(event="policy_error", call=call, error=error)
+
+    def _routes(self, view: ClusterView) -> RouteTable:
+        """The policy's table, or the safe one (HP and LP to the FNs) when it fails."""
+        try:
+            table = self.policy.routes(view)
+        except Exception as err:
+            self._policy_failed("routes", policy_failure(self.policy, "routes", err))
+            return safe_routes(view)
+        problems = route_problems(table, view)
+        if problems:
+            self._policy_failed("routes", f"policy {self.policy.name!r}: routes: {problems[0]}")
+            return safe_routes(view)
+        return table
+
+    def _decide(self, view: ClusterView, request: Request) -> str:
+        """The policy's node for one request, or one of the FNs when it fails."""
+        try:
+            node = self.policy.decide(view, request, self._rng)
+            if node not in self.cluster.nodes:
+                raise PolicyError(f"chose {node!r}, not a node of the cluster")
+            return node
+        except Exception as err:
+            self._policy_failed("decide", policy_failure(self.policy, "decide", err))
+        weights = routes_for(safe_routes(view), request.cls)
+        return self._rng.choices(list(weights), weights=list(weights.values()))[0]
+
     # -- pipeline -------------------------------------------------------------
     def _install_base(self) -> None:
         ofp, parser = self.dp.ofproto, self.dp.ofproto_parser
@@ -141,7 +182,7 @@ class FogController(app_manager.OSKenApp):
         # table 1: new connections to the service go to the class's group
         new_svc = {"eth_type": ETH_IPV4, "ip_proto": 6, "ipv4_dst": fab.vip,
                    "tcp_dst": fab.service_port, "ct_state": CT_NEW_TRK}
-        if self.policy.proactive:
+        if not self._per_request:
             self._flow(TABLE_DISPATCH, 300, m(ip_dscp=DSCP_HP, **new_svc),
                        self._apply([parser.OFPActionGroup(GROUP_ID[TaskClass.HP])]))
             self._flow(TABLE_DISPATCH, 290, m(**new_svc),
@@ -171,9 +212,9 @@ class FogController(app_manager.OSKenApp):
         """(Re)write each class's select group from the policy's route table."""
         ofp, parser = self.dp.ofproto, self.dp.ofproto_parser
         changed: dict[str, dict[str, int]] = {}
-        if not self.policy.proactive:
+        if self._per_request:
             return changed
-        table = self.policy.routes(self.cluster.view())
+        table = self._routes(self.cluster.view())
         for cls, gid in GROUP_ID.items():
             buckets = bucket_weights(routes_for(table, cls))
             if not initial and self._installed.get(cls) == buckets:
@@ -305,7 +346,7 @@ class FogController(app_manager.OSKenApp):
         src = next((h.name for h in self.fabric.hosts if h.ip == ip.src), ip.src)
         view = self._live_view()
         # packet-ins are handled one at a time (os-ken's event thread): decide needs no lock
-        node = self.policy.decide(view, Request(cls, src), self._rng)
+        node = self._decide(view, Request(cls, src))
         match = parser.OFPMatch(eth_type=ETH_IPV4, ip_proto=6, ipv4_src=ip.src,
                                 tcp_src=seg.src_port, ipv4_dst=self.fabric.vip,
                                 tcp_dst=seg.dst_port, ct_state=CT_NEW_TRK)

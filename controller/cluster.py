@@ -1,6 +1,6 @@
 """The controller's view of the cluster: who is up, fed by PortStatus and registrations (pure).
 
-PortStatus arrives 2-3 times per link-down and once per link-up (DESIGN), and a
+PortStatus arrives 2-3 times per link-down and once per link-up (docs/architecture.md), and a
 registration may repeat what PortStatus said: only transitions change the view.
 """
 

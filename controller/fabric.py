@@ -1,62 +1,23 @@
-"""What the controller must know of the data plane: service address, hosts, ports (pure).
+"""The controller's fixed choices for the data plane: tables, groups, bucket weights (pure).
 
-The runner writes it once the topology is built; the controller and the flow-table
-checks in tests read it. No discovery: a fog star is known in advance, so every
-forwarding rule is proactive and a task needs no packet-in.
+What it must know of the data plane itself (service address, hosts, ports) is
+`fogsdn.fabric.Fabric`, which the topology layer produces.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
-from typing import Any
 
-from fogsdn.scenario import Role, TaskClass
+from fogsdn.fabric import Fabric, HostPort
+from fogsdn.scenario import TaskClass
+
+__all__ = ["BUCKET_SCALE", "CT_ZONE", "GROUP_ID", "TABLE_CLASSIFY", "TABLE_DISPATCH",
+           "TABLE_FORWARD", "Fabric", "HostPort", "bucket_weights"]
 
 CT_ZONE = 7
 TABLE_CLASSIFY, TABLE_DISPATCH, TABLE_FORWARD = 0, 1, 2
 GROUP_ID = {TaskClass.HP: 1, TaskClass.LP: 2}
 BUCKET_SCALE = 1000  # select-group weights are integers
-
-
-@dataclass(frozen=True)
-class HostPort:
-    name: str
-    ip: str
-    mac: str
-    port: int  # switch port number
-    role: str  # a Role value, or "client"
-
-
-@dataclass(frozen=True)
-class Fabric:
-    vip: str
-    vip_mac: str
-    service_port: int
-    hosts: tuple[HostPort, ...] = field(default_factory=tuple)
-
-    def host(self, name: str) -> HostPort:
-        for h in self.hosts:
-            if h.name == name:
-                return h
-        raise KeyError(name)
-
-    def by_port(self, port: int) -> HostPort | None:
-        return next((h for h in self.hosts if h.port == port), None)
-
-    def workers(self) -> tuple[HostPort, ...]:
-        return tuple(h for h in self.hosts if h.role in {r.value for r in Role})
-
-    def clients(self) -> tuple[HostPort, ...]:
-        return tuple(h for h in self.hosts if h.role == "client")
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Fabric:
-        hosts = tuple(HostPort(**h) for h in d["hosts"])
-        return cls(str(d["vip"]), str(d["vip_mac"]), int(d["service_port"]), hosts)
 
 
 def bucket_weights(weights: Mapping[str, float]) -> list[tuple[str, int]]:

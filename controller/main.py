@@ -1,7 +1,7 @@
 """Controller process: os-ken's app manager running `controller.app`, owned by the runner.
 
 os-ken 4.x has no `osken-manager`; options are set with `cfg.CONF.set_override`
-(echo settings included, or the native hub misses disconnects: DESIGN).
+(echo settings included, or the native hub misses disconnects: docs/architecture.md).
 
     FOGSDN_CONTROLLER_CONFIG=RUN/controller.json python -m controller.main --port 6653
 """

@@ -107,6 +107,18 @@ class PolicySpec(_Frozen):
     name: str = "prioritized"
     alpha: float = Field(0.5, ge=0, le=1, description="NoDiff share to the FN while an OFN is up")
     params: dict[str, float | int | str | bool] = Field(default_factory=dict)
+    module: str | None = Field(
+        None, min_length=1,
+        description="the user's policy: a .py file (relative to the scenario file) or an "
+                    "importable module name; name then picks one of its policies")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _module_names_the_policy(cls, data: Any) -> Any:
+        # with a module and no name, the module's one policy ("" until it is loaded)
+        if isinstance(data, Mapping) and data.get("module") and "name" not in data:
+            return {**data, "name": ""}
+        return data
 
 
 class Sweep(_Frozen):
@@ -123,7 +135,8 @@ class Scenario(_Frozen):
     seed: int = Field(1, ge=0)
     duration_ms: float = Field(gt=0, description="model ms of load, warm-up included")
     warmup_ms: float = Field(0.0, ge=0)
-    time_scale: float = Field(10.0, gt=0, le=10_000, description="real ms per model ms")
+    # 5: the smallest scale at which live means stay within 3 % of exact (docs/emulation.md)
+    time_scale: float = Field(5.0, gt=0, le=10_000, description="real ms per model ms")
     deadline_ms: float = Field(30.0, gt=0, description="delay constraint for outage")
     timeout_ms: float = Field(500.0, gt=0, description="client gives up after this, model ms")
     workload: Workload
@@ -265,6 +278,33 @@ def _yaml_problem(text: str, err: yaml.YAMLError) -> tuple[int | None, str]:
     return line + 1, problem
 
 
+def is_policy_path(ref: str) -> bool:
+    """A policy module given as a file (`my_policy.py`, `dir/x.py`), not a module name."""
+    return ref.endswith(".py") or "/" in ref
+
+
+def absolute_policy_module(ref: str, base: Path) -> str:
+    """A policy file made absolute against `base`; a module name unchanged.
+
+    Done once, where the scenario is loaded, so that every process that later builds
+    the policy from the spec (controller, workers of a sweep) finds the same file.
+    """
+    if not is_policy_path(ref):
+        return ref
+    p = Path(ref).expanduser()
+    return str(p if p.is_absolute() else (base / p).resolve())
+
+
+def _resolve_paths(data: Any, base: Path) -> Any:
+    if not isinstance(data, Mapping) or not isinstance(data.get("policy"), Mapping):
+        return data
+    policy = dict(data["policy"])
+    if isinstance(policy.get("module"), str) and policy["module"]:
+        policy["module"] = absolute_policy_module(policy["module"], base)
+        return {**data, "policy": policy}
+    return data
+
+
 def load_scenario(path: str | Path) -> Scenario:
     p = Path(path)
     try:
@@ -279,7 +319,7 @@ def load_scenario(path: str | Path) -> Scenario:
         line, problem = _yaml_problem(text, err)
         where = f" line {line}" if line is not None else ""
         raise ScenarioError(f"{p}:{where}: {problem}") from None
-    return parse_scenario(data, source=str(p))
+    return parse_scenario(_resolve_paths(data, p.resolve().parent), source=str(p))
 
 
 def sweep_points(scenario: Scenario) -> list[tuple[float, Scenario]]:

@@ -3,7 +3,7 @@
 A `single` node is one FIFO server: a task starts at max(its arrival, the previous
 departure) and ends `service` later. Computing ends from the schedule rather than
 from when the process actually woke up keeps timer overshoot from accumulating
-(DESIGN: 0.11-0.16 ms per sleep here). A `multi` node has `capacity` servers and no
+(docs/architecture.md: 0.11-0.16 ms per sleep here). A `multi` node has `capacity` servers and no
 waiting. Times are seconds on any monotonic clock.
 """
 

@@ -176,7 +176,7 @@ class Worker:
     def serve_completions(self) -> None:
         """Send each reply at its scheduled end of service.
 
-        A timed wait here wakes 0.1-0.2 ms late (DESIGN); that lateness lands in each
+        A timed wait here wakes 0.1-0.2 ms late (docs/architecture.md); that lateness lands in each
         reply's node_ms (about 1 % of W at 5 real ms per model ms, 3 % at 2). So the
         thread wakes SPIN_S early and spins the rest of the way outside the lock.
         """

@@ -15,7 +15,6 @@ new run first removes what dead runs left behind.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import secrets
@@ -29,8 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller.config import ControllerConfig
+from controller.launch import start_controller
 from controller.registration import register
 from fogsdn.churn import Transition, churn_schedule
+from fogsdn.fabric import Fabric
 from fogsdn.scenario import LeaveMode, Role, Scenario, ScenarioError
 from fogsdn.workload import max_task_size
 from nodes.worker import control_request
@@ -152,25 +154,21 @@ class Emulation:
 
     def _launch_controller(self, available: dict[str, bool]) -> None:
         """Start the controller process (again, after a crash) with this cluster state."""
-        conf: dict[str, Any] = {
-            "fabric": self._fabric,
-            "scenario": str(self.out / "scenario.yaml"),
-            "available": available,
-            "events": str(self.out / "controller-events.jsonl"),
-            "ready": str(self.sock_dir / "controller.ready"),
-            "registration": str(self.sock_dir / "controller.sock"),
-            "workers": {n.name: str(self.sock_dir / f"{n.name}.sock") for n in self.sc.nodes},
-        }
-        (self.out / "controller.json").write_text(json.dumps(conf, indent=1))
-        log = open(self.out / "controller.log", "ab")  # noqa: SIM115
-        env = self._env() | {"FOGSDN_CONTROLLER_CONFIG": str(self.out / "controller.json")}
-        self.controller = subprocess.Popen(
-            [self.py, "-m", "controller.main", "--port", str(self.controller_port)], cwd=ROOT,
-            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        conf = ControllerConfig(
+            fabric=Fabric.from_dict(self._fabric),
+            scenario=self.out / "scenario.yaml",
+            available=available,
+            events=self.out / "controller-events.jsonl",
+            ready=self.sock_dir / "controller.ready",
+            registration=self.sock_dir / "controller.sock",
+            workers={n.name: str(self.sock_dir / f"{n.name}.sock") for n in self.sc.nodes},
+        )
+        self.controller = start_controller(
+            conf, self.out / "controller.json", self.controller_port,
+            self.out / "controller.log", env=self._env(), python=self.py,
             preexec_fn=die_with_parent)
-        log.close()
         self.rec.add_pid("controller", self.controller.pid)
-        for path in (conf["ready"], conf["registration"]):
+        for path in (str(conf.ready), str(conf.registration)):
             if path not in self.rec.paths:
                 self.rec.paths.append(path)
         self.rec.save()

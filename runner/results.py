@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from analysis.metrics import measured_summary
+from analysis.compare import attach_prediction
+from analysis.metrics import measured_summary, summary_table
 from fogsdn.scenario import Scenario
 from fogsdn.trace import Outcome, TraceRow, read_trace, write_trace
 
@@ -63,41 +64,40 @@ def _routing(sc: Scenario, rows: list[TraceRow], avail: list[dict[str, Any]]
              ) -> dict[str, Any] | None:
     """Requests the data plane routed against the drawn availability (proactive policies)."""
     from analysis.fidelity import routing_against_schedule
-    from controller.policies import initial_view, make_policy
+    from controller.policies import initial_view, is_per_request, make_policy
 
     policy = make_policy(sc.policy)
-    if not policy.proactive or not avail:
+    if is_per_request(policy) or not avail:
         return None
     changes = [(float(a["t"]), str(a["node"]), a["state"] == "available") for a in avail]
-    rc = routing_against_schedule(rows, changes, policy, initial_view(sc))
+    try:
+        rc = routing_against_schedule(rows, changes, policy, initial_view(sc))
+    except Exception:  # the policy failed here too; summary["policy"] reports it
+        return None
     return {"checked": rc.checked, "against": rc.against, "share": rc.share,
             "late_p50_ms": rc.late_ms[0], "late_p99_ms": rc.late_ms[1]}
+
+
+def policy_report(out: Path, sc: Scenario) -> dict[str, Any]:
+    """The policy that ran, and whether it failed (the controller then used the FNs)."""
+    errors: list[str] = []
+    events = out / "controller-events.jsonl"
+    if events.exists():
+        for line in events.read_text().splitlines():
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            if ev.get("event") == "policy_error":
+                errors.append(str(ev.get("error", "")))
+    return {"name": sc.policy.name, "module": sc.policy.module, "errors": len(errors),
+            "first_error": errors[0] if errors else None,
+            "fallback": "HP and LP to the FNs while the policy failed" if errors else None}
 
 
 def _lag_stats(avail: list[dict[str, Any]]) -> dict[str, float]:
     lag = [float(a["t_applied"]) - float(a["t"]) for a in avail if float(a["t"]) > 0]
     return {"count": len(lag), "p50": _pct(lag, 50), "p99": _pct(lag, 99)}
-
-
-def summary_table(summary: dict[str, Any]) -> str:
-    """The per-class table printed at the end of a run."""
-    m = summary["measured"]
-    lines = [
-        f"{'class':5} {'count':>6} {'ok':>6} {'W (node) ms':>20} {'W e2e ms':>20} "
-        f"{'blocked':>8} {'timeout':>8} {'lost':>6} {'outage':>7}",
-    ]
-    for cls in ("hp", "lp"):
-        c = m[cls]
-        w = f"{c['W']:.3f} ± {c['W_ci95']:.3f}"
-        e = f"{c['W_e2e']:.3f} ± {c['W_e2e_ci95']:.3f}"
-        lines.append(
-            f"{cls:5} {c['count']:6d} {c['ok']:6d} {w:>20} {e:>20} {c['blocking']:8.4f} "
-            f"{c['timeout_prob']:8.4f} {c['lost_prob']:6.4f} {c['outage']:7.4f}")
-    for node, s in m.get("nodes", {}).items():
-        lines.append(f"node {node}: served {s['served']}, mean service "
-                     f"{s['achieved_service_ms']:.4f} ms achieved vs {s['nominal_service_ms']:.4f}"
-                     f" nominal (x{s['ratio']:.4f})")
-    return "\n".join(lines)
 
 
 def crash_report(summary: dict[str, Any]) -> str:
@@ -136,6 +136,7 @@ def finish_results(out: Path, sc: Scenario, emu: Any, worker_stats: dict[str, An
         # how late the live network followed the drawn churn schedule (model ms)
         "churn_lag_ms": _lag_stats(emu.availability),
         "routing": _routing(sc, rows, emu.availability),
+        "policy": policy_report(out, sc),
         "workers": worker_stats,
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
@@ -146,6 +147,10 @@ def finish_results(out: Path, sc: Scenario, emu: Any, worker_stats: dict[str, An
     if lat:
         print(f"rule update after an OFN event: p50 {summary['rule_update_ms']['p50']:.2f} ms, "
               f"p99 {summary['rule_update_ms']['p99']:.2f} ms over {len(lat)} events")
+    pol = summary["policy"]
+    if pol["errors"]:
+        print(f"[run] POLICY FAILED {pol['errors']} times; the controller sent those "
+              f"decisions to the FNs. First: {pol['first_error']}")
     rt = summary["routing"]
     if rt and rt["against"]:
         print(f"routed against the drawn OFN availability: {rt['against']} of {rt['checked']} "
@@ -153,21 +158,4 @@ def finish_results(out: Path, sc: Scenario, emu: Any, worker_stats: dict[str, An
               f"{rt['late_p99_ms']:.3f} model ms after a change (the network's reaction time)")
     attach_prediction(out)
     print(f"results: {out}")
-    return json.loads((out / "summary.json").read_text())
-
-
-def attach_prediction(out: Path, plot: bool = True, no_plot_why: str = "",
-                      verbose: bool = True) -> dict[str, Any] | None:
-    """Add the exact prediction where a model exists (says so where none applies);
-    returns the updated summary, or None when the comparison failed."""
-    from analysis.compare import compare_run
-
-    try:
-        text = compare_run(out, plot=plot, no_plot_why=no_plot_why)
-    except Exception as err:  # a comparison failure must not lose the measured results
-        if verbose:
-            print(f"[compare] could not compare with the model: {err}")
-        return None
-    if verbose and text:
-        print(text)
     return json.loads((out / "summary.json").read_text())

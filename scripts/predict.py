@@ -47,11 +47,19 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--servers", choices=["single", "multi"], default="single")
     ap.add_argument("--deadline", type=float, default=30.0)
     ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument("--policy-module", metavar="FILE_OR_MODULE",
+                    help="with --scenario: the scenario's policy is yours (outside the "
+                         "model, which says so)")
     return ap.parse_args(argv)
 
 
 def _params(ns: argparse.Namespace) -> ModelParams:
     if ns.scenario is not None:
+        if ns.policy_module:
+            from controller.policies.resolve import resolve_scenario
+
+            return model_params_from_scenario(
+                resolve_scenario(ns.scenario, policy_module=ns.policy_module))
         return model_params_from_scenario(load_scenario(ns.scenario))
     missing = [f"--{n.replace('_', '-')}" for n in ("scheme", "lam_hp", "lam_lp", "mu_f", "cap_f")
                if getattr(ns, n) is None]
@@ -102,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         params = _params(ns)
         d = predict(params).to_dict()
-    except (ModelError, OutsideModel, ScenarioError) as err:
+    except (ModelError, OutsideModel, ScenarioError, ValueError) as err:
         print(f"predict.py: error: {err}", file=sys.stderr)
         return 2
     if ns.json:

@@ -16,7 +16,7 @@ for f in ${figs[@]}; do
       python scripts/sweep.py --scenario "$sc" --engine simulate --requests 200000 --no-trace --out "$out"
     else
       # 3000 model ms per point at 5 real ms per model ms (docs/emulation.md: fidelity)
-      python scripts/sweep.py --scenario "$sc" --engine emulate --duration 3000 --time-scale 5 --out "$out"
+      python scripts/sweep.py --scenario "$sc" --engine emulate --model-ms 3000 --time-scale 5 --out "$out"
     fi
     cp "$out/sweep.png" "docs/figures/seed000_fig$f-$engine.png"
     cp "$out/sweep.csv" "docs/figures/seed000_fig$f-$engine.csv"

@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
-"""Run every point of a scenario's sweep and draw the figure (see sim/sweep.py).
+"""Run every point of a scenario's sweep and draw the figure (see runner/sweep.py).
 
     python scripts/sweep.py --scenario FILE --engine simulate [--executor {process,ray}]
                             [--ray-address ADDR] [--workers N] [--requests N] [--out DIR]
+    sudo python scripts/sweep.py --scenario FILE --engine emulate [--executor ray
+                            --ray-address ADDR] [--duration SECONDS | --model-ms MS]
+
+The first run sets up what is missing (packages, .venv; Open vSwitch for --engine emulate).
 """
 
 from __future__ import annotations
@@ -14,9 +18,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside it)
 
-bootstrap.bootstrap(needs_network_stack=False, extras="sweep")
+_live = any(a in ("emulate", "--engine=emulate") for a in sys.argv[1:])
+bootstrap.bootstrap(needs_network_stack=_live, extras="sweep")
 
-from sim.sweep import main  # noqa: E402
+from runner.sweep import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

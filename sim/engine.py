@@ -47,7 +47,17 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
-from controller.policies import ClusterView, NodeView, Policy, Request, make_policy, routes_for
+from controller.policies import (
+    ClusterView,
+    NodeView,
+    Policy,
+    PolicyError,
+    Request,
+    is_per_request,
+    make_policy,
+    policy_failure,
+    routes_for,
+)
 from fogsdn.scenario import LeaveMode, Role, Scenario, Servers, TaskClass
 from fogsdn.workload import sample_size
 from sim.streams import (
@@ -88,11 +98,6 @@ def client_names(scenario: Scenario) -> tuple[str, ...]:
 
 def node_names(scenario: Scenario) -> tuple[str, ...]:
     return tuple(n.name for n in scenario.nodes)
-
-
-def is_per_request(policy: Policy) -> bool:
-    """Whether the engine must call `decide` per request (it cannot cache a route table)."""
-    return (not policy.proactive) or type(policy).decide is not Policy.decide
 
 
 @dataclass(frozen=True)
@@ -203,7 +208,10 @@ def simulate(
             view = ClusterView(
                 tuple(NodeView(names[k], roles[k], avail[k], caps[k], mus[k]) for k in range(nn))
             )
-            table = policy.routes(view)
+            try:
+                table = policy.routes(view)
+            except Exception as err:  # the user's code: one line naming its file
+                raise PolicyError(policy_failure(policy, "routes", err)) from None
             got = []
             for cls in CLASSES:
                 weights = routes_for(table, cls)
@@ -293,7 +301,10 @@ def simulate(
                 for k in range(nn)
             )
         )
-        name = policy.decide(view, Request(CLASSES[cls], cnames[c], size), route_rng)
+        try:
+            name = policy.decide(view, Request(CLASSES[cls], cnames[c], size), route_rng)
+        except Exception as err:  # the user's code: one line naming its file
+            raise PolicyError(policy_failure(policy, "decide", err)) from None
         try:
             return index[name]
         except KeyError:

@@ -49,7 +49,7 @@ def _finite_or_none(x: Any) -> Any:
 
 def _compare(out_dir: Path, rows: int, traced: bool, verbose: bool) -> dict[str, Any] | None:
     """The prediction beside the measurement (the plot only where the trace fits in memory)."""
-    from runner.results import attach_prediction
+    from analysis.compare import attach_prediction
 
     plot = traced and rows <= COMPARE_MAX_ROWS
     why = "" if plot else (f"the trace ({rows} rows) is too large to load" if traced
@@ -126,7 +126,7 @@ def run_simulation(
 
 def summary_text(summary: dict[str, Any]) -> str:
     """The per-class table (the emulated runs' layout), with the simulation's speed."""
-    from runner.results import summary_table
+    from analysis.metrics import summary_table
 
     head = (
         f"simulated {summary['requests']} requests of {summary['scenario']} "

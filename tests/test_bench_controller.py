@@ -12,6 +12,7 @@ from pathlib import Path
 import bench_controller as bc
 import pytest
 
+import controller.fake_switch as fs
 from controller.fabric import Fabric
 
 PACKET_INS = 50
@@ -54,10 +55,10 @@ def test_packet_out_matching() -> None:
     """A reply is matched by the requester's MAC whichever way the controller answers."""
     me, vip_mac = bytes.fromhex("02000000002a"), bytes.fromhex("0200000000fa")
     ip, vip = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 250])
-    for op, frame in ((2, bc._arp_frame(me, vip_mac, 2, vip_mac, vip, me, ip)),
-                      (1, bc._arp_frame(vip_mac, me, 1, me, ip, bytes(6), vip))):
-        out = bc._msg(bc.T_PACKET_OUT, 7, bytes(16) + frame)  # 16-byte body head, no actions
-        assert bc.requester_of(out) == me, op
-    pi = bc.packet_in(1, 3, bc._arp_frame(vip_mac, me, 1, me, ip, bytes(6), vip))
-    assert pi[bc.PI_FRAME_OFFSET + 6:bc.PI_FRAME_OFFSET + 12] == me
+    for op, frame in ((2, fs.arp_frame(me, vip_mac, 2, vip_mac, vip, me, ip)),
+                      (1, fs.arp_frame(vip_mac, me, 1, me, ip, bytes(6), vip))):
+        out = fs.of_message(fs.T_PACKET_OUT, 7, bytes(16) + frame)  # 16-byte body head, no actions
+        assert fs.requester_of(out) == me, op
+    pi = fs.packet_in(1, 3, fs.arp_frame(vip_mac, me, 1, me, ip, bytes(6), vip))
+    assert pi[fs.PI_FRAME_OFFSET + 6:fs.PI_FRAME_OFFSET + 12] == me
     assert bc.percentile([3.0, 1.0, 2.0], 50) == 2.0

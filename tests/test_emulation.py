@@ -75,7 +75,8 @@ def test_lp_follows_ofn_availability(prioritized: tuple) -> None:
     avail = _availability(out)
     assert len(avail) > 10, "the OFN should have joined and left several times"
     # a barrier reply means the table changed; new connections may take the old path
-    # up to ~4.5 ms real more (DESIGN); a loaded CI machine gets 20 ms real (1 model ms)
+    # up to ~4.5 ms real more (docs/architecture.md); a loaded CI machine gets 20 ms
+    # real (1 model ms)
     margin = 1.0
     served = Counter()
     for r in read_trace(out / "trace.csv"):

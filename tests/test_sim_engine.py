@@ -252,7 +252,6 @@ def test_replications_and_cli(tmp_path: Path) -> None:
 
 
 def test_prediction_is_attached_with_or_without_a_trace(tmp_path: Path) -> None:
-    pytest.importorskip("analysis.compare", reason="analysis.compare not there yet")
     sc = scenario()
     traced = run_simulation(sc, tmp_path / "t", requests=5000)
     streamed = run_simulation(sc, tmp_path / "n", requests=5000, trace=False)

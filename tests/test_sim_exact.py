@@ -14,7 +14,6 @@ wrong one, say a wrong leave semantics, is off by many).
 
 from __future__ import annotations
 
-import importlib
 import math
 from typing import Any
 
@@ -23,7 +22,9 @@ import pytest
 from scipy import stats
 from scipy.special import gammainc, gammaincc
 
+from analysis.ctmc import predict
 from analysis.metrics import MeanCI, batch_means_ci
+from analysis.model_params import model_params_from_scenario
 from fogsdn.scenario import Scenario, parse_scenario
 from sim.engine import BLOCKED, LOST, OK, simulate
 
@@ -363,36 +364,11 @@ def test_leave_options_differ_where_they_should() -> None:
     assert got.mean > 0.05
 
 
-# -- against analysis.ctmc, where it exists ----------------------------------------------
-
-
-def _ctmc() -> Any:
-    ctmc = pytest.importorskip("analysis.ctmc", reason="analysis.ctmc not there yet")
-    if not hasattr(ctmc, "predict"):
-        pytest.skip("analysis.ctmc has no predict yet")
-    return ctmc
-
-
-def _params(ctmc: Any, sc: Scenario) -> Any:
-    for module in ("analysis.model_params", "analysis.ctmc"):
-        try:
-            mapping = importlib.import_module(module).model_params_from_scenario
-        except (ImportError, AttributeError):
-            continue
-        return mapping(sc)
-    fn, ofn = sc.nodes  # until the scenario mapping lands, build the parameters here
-    scheme = {"prioritized": "proposed"}.get(sc.policy.name, sc.policy.name)
-    return ctmc.ModelParams(
-        scheme=scheme, lam_hp=sc.workload.lambda_hp, lam_lp=sc.workload.lambda_lp,
-        mu_f=fn.mu, mu_of=ofn.mu, cap_f=fn.capacity, cap_o=ofn.capacity,
-        eta=sc.churn.eta, xi=sc.churn.xi, alpha=sc.policy.alpha, leave=str(sc.churn.leave),
-        servers_f=str(fn.servers), servers_o=str(ofn.servers), deadline=sc.deadline_ms,
-    )
+# -- against analysis.ctmc ----------------------------------------------
 
 
 def _predicted(sc: Scenario) -> dict[str, dict[str, float | None]]:
-    ctmc = _ctmc()
-    pred = ctmc.predict(_params(ctmc, sc)).to_dict()
+    pred = predict(model_params_from_scenario(sc)).to_dict()
     out: dict[str, dict[str, float | None]] = {}
     for cls in ("hp", "lp"):
         p = pred[cls]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import networkx as nx
 
-from controller.fabric import Fabric, HostPort
+from fogsdn.fabric import Fabric, HostPort
 from fogsdn.scenario import Scenario
 
 SUBNET_PREFIX = "10.0.0."

@@ -1,6 +1,6 @@
 """Mininet glue: a topology graph in, a started network of OVS userspace switches out.
 
-Facts of this machine kind (DESIGN): no kernel OVS module (datapath='user'), TCP needs
+Facts of this machine kind (docs/architecture.md): no kernel OVS module (datapath='user'), TCP needs
 TX checksum offload off (TCULink), RemoteController.checkListening can die on a
 UnicodeDecodeError (we check with a plain connect), and waitConnected polls OVSDB
 every 5 s (the runner waits for the controller's table-miss rule instead).

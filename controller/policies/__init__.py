@@ -1,6 +1,15 @@
-"""Pure dispatch policies. `make_policy` is the one way engines obtain one."""
+"""Pure dispatch policies. `make_policy` is the one way engines obtain one.
+
+A user's policy lives in a file or module the scenario names (`policy.module`); every
+process that calls `make_policy` with that spec loads it, so it runs unchanged in the
+simulator, in sweep and Ray workers, and in the live controller process.
+"""
 
 from __future__ import annotations
+
+import inspect
+import traceback
+from collections.abc import Mapping
 
 from controller.policies.base import (
     ClusterView,
@@ -9,36 +18,132 @@ from controller.policies.base import (
     PolicyError,
     Request,
     RouteTable,
+    is_per_request,
     routes_for,
+    safe_routes,
 )
 from controller.policies.basic import Basic
+from controller.policies.loader import load_policy_module
 from controller.policies.nodiff import NoDiff
 from controller.policies.prioritized import Prioritized
 from controller.policies.threshold import Threshold
-from fogsdn.scenario import PolicySpec, Scenario
+from fogsdn.scenario import PolicySpec, Role, Scenario
 
 POLICIES: dict[str, type[Policy]] = {p.name: p for p in (Prioritized, NoDiff, Basic, Threshold)}
 
 
 def register_policy(cls: type[Policy]) -> type[Policy]:
-    """Class decorator for user policies: `@register_policy class Mine(Policy): ...`."""
+    """Class decorator for policies imported in this process (prefer `policy.module`,
+    which every engine process loads)."""
     POLICIES[cls.name] = cls
     return cls
 
 
-def make_policy(spec: PolicySpec) -> Policy:
+def policy_class(spec: PolicySpec) -> type[Policy]:
+    """The class a spec names: from its module when it has one, else a built-in."""
+    known = ", ".join(sorted(POLICIES))
+    if spec.module:
+        classes = load_policy_module(spec.module)
+        by_name = {c.name: c for c in classes}
+        taken = sorted(set(by_name) & set(POLICIES))
+        if taken:
+            raise PolicyError(f"{spec.module}: policy name {taken[0]!r} is a built-in "
+                              "policy's; give yours another name")
+        if spec.name in by_name:
+            return by_name[spec.name]
+        if not spec.name and len(classes) == 1:
+            return classes[0]
+        if spec.name in POLICIES:  # a sweep comparing the user's policy with a built-in
+            return POLICIES[spec.name]
+        mine = ", ".join(sorted(by_name))
+        if not spec.name:
+            raise PolicyError(f"{spec.module}: defines several policies ({mine}); "
+                              "set policy.name to one of them")
+        raise PolicyError(f"policy.name: {spec.name!r} is neither in {spec.module} ({mine}) "
+                          f"nor built in ({known})")
     try:
-        cls = POLICIES[spec.name]
+        return POLICIES[spec.name]
     except KeyError:
-        known = ", ".join(sorted(POLICIES))
         raise PolicyError(f"policy.name: unknown policy {spec.name!r} (known: {known})") from None
-    return cls(spec=spec)
+
+
+def policy_origin(policy: Policy | type[Policy]) -> str:
+    """Where a policy is written: its file, else its module's name."""
+    cls = policy if isinstance(policy, type) else type(policy)
+    try:
+        return inspect.getsourcefile(cls) or cls.__module__
+    except TypeError:
+        return cls.__module__
+
+
+def policy_failure(policy: Policy | type[Policy], what: str, err: BaseException) -> str:
+    """One line naming the policy's file, the call that failed and the cause."""
+    cls = policy if isinstance(policy, type) else type(policy)
+    origin = policy_origin(cls)
+    line = ""
+    for frame in reversed(traceback.extract_tb(err.__traceback__)):
+        if frame.filename == origin:
+            line = f" (line {frame.lineno})"
+            break
+    return f"{origin}: policy {cls.name!r}: {what} raised {type(err).__name__}: {err}{line}"
+
+
+def make_policy(spec: PolicySpec) -> Policy:
+    cls = policy_class(spec)
+    try:
+        return cls(spec=spec)
+    except PolicyError as err:
+        if spec.module:  # name the user's file
+            raise PolicyError(f"{policy_origin(cls)}: {err}") from None
+        raise
+    except Exception as err:
+        raise PolicyError(policy_failure(cls, "building it", err)) from None
+
+
+def route_problems(table: object, view: ClusterView) -> list[str]:
+    """What is wrong with a route table for this view (empty when it is usable)."""
+    import math
+
+    from fogsdn.scenario import TaskClass
+
+    if not isinstance(table, Mapping):
+        return [f"routes returned {type(table).__name__}, not a mapping class -> weights"]
+    names = {n.name for n in view.nodes}
+    problems = []
+    for cls in TaskClass:
+        weights = table.get(cls)
+        if not isinstance(weights, Mapping):
+            problems.append(f"no weights for class {cls.value}")
+            continue
+        for node, w in weights.items():
+            if node not in names:
+                problems.append(f"class {cls.value}: unknown node {node!r}")
+            elif isinstance(w, bool) or not isinstance(w, int | float) or not math.isfinite(w) \
+                    or w < 0:
+                problems.append(f"class {cls.value}: weight of {node} is {w!r}, "
+                                "not a finite number >= 0")
+        if not any(isinstance(w, int | float) and w > 0 for w in weights.values()):
+            problems.append(f"class {cls.value}: no node with positive weight")
+    return problems
+
+
+def probe_policy(policy: Policy, scenario: Scenario) -> None:
+    """Ask `routes` once with the OFNs up and once down; one line on the first failure."""
+    for ofn_up in (True, False):
+        view = initial_view(scenario, ofn_available=ofn_up)
+        try:
+            table = policy.routes(view)
+        except Exception as err:
+            raise PolicyError(policy_failure(policy, "routes", err)) from None
+        problems = route_problems(table, view)
+        if problems:
+            state = "up" if ofn_up else "down"
+            raise PolicyError(f"{policy_origin(policy)}: policy {policy.name!r}: routes with "
+                              f"the OFNs {state}: {problems[0]}")
 
 
 def initial_view(scenario: Scenario, ofn_available: bool = True) -> ClusterView:
     """The cluster as the scenario declares it, every FN up and OFNs as given."""
-    from fogsdn.scenario import Role
-
     return ClusterView(
         tuple(
             NodeView(n.name, n.role, ofn_available if n.role is Role.OFN else True,
@@ -57,7 +162,14 @@ __all__ = [
     "Request",
     "RouteTable",
     "initial_view",
+    "is_per_request",
     "make_policy",
+    "policy_class",
+    "policy_failure",
+    "policy_origin",
+    "probe_policy",
+    "route_problems",
     "register_policy",
     "routes_for",
+    "safe_routes",
 ]

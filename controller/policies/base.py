@@ -71,11 +71,24 @@ class Policy(ABC):
         return rng.choices(names, weights=[weights[n] for n in names])[0]
 
 
+def is_per_request(policy: Policy) -> bool:
+    """Whether engines must call `decide` per request rather than realise `routes`:
+    `proactive = False`, or a `decide` of its own. Every engine asks this one question."""
+    return (not policy.proactive) or type(policy).decide is not Policy.decide
+
+
 def routes_for(table: RouteTable, cls: TaskClass) -> Mapping[str, float]:
     weights = {n: w for n, w in table.get(cls, {}).items() if w > 0}
     if not weights:
         raise PolicyError(f"route table has no node with positive weight for class {cls}")
     return weights
+
+
+def safe_routes(view: ClusterView) -> RouteTable:
+    """The table engines fall back to when a policy fails: both classes to the FNs that
+    are up (all FNs when none is), which every scenario has and which never leave."""
+    fns = view.up(Role.FN) or tuple(n for n in view.nodes if n.role is Role.FN)
+    return {TaskClass.HP: even(fns), TaskClass.LP: even(fns)}
 
 
 def even(nodes: tuple[NodeView, ...], share: float = 1.0) -> dict[str, float]:

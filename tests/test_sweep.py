@@ -14,7 +14,7 @@ import pytest
 from conftest import scenario_dict
 
 from fogsdn.scenario import Scenario, parse_scenario
-from sim.sweep import SweepError, plan, run_sweep
+from runner.sweep import SweepError, plan, run_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -90,13 +90,10 @@ def test_sweep_script_runs_serially(tmp_path: Path) -> None:
 
 
 def test_exact_curves_where_the_model_applies(tmp_path: Path) -> None:
-    pytest.importorskip("analysis.ctmc", reason="analysis.ctmc not there yet")
-    from sim.sweep import exact_curves
+    from runner.sweep import exact_curves
 
     sc = swept(["prioritized", "threshold"])
     curves = exact_curves(sc, plan(sc, tmp_path))
-    if not curves:
-        pytest.skip("analysis has no model_params_from_scenario/predict yet")
     assert set(curves) == {("prioritized", "hp"), ("prioritized", "lp")}  # threshold: outside
     assert [v for v, _, _ in curves[("prioritized", "lp")]] == [0.2, 0.6]
     w02, w06 = (w for _, w, _ in curves[("prioritized", "lp")])

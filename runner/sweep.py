@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib
 import math
 import os
 import shutil
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from analysis.metrics import replications_ci
-from fogsdn.scenario import Scenario, ScenarioError, load_scenario
+from fogsdn.scenario import Scenario, ScenarioError
 
 Engine = Literal["simulate", "emulate"]
 Executor = Literal["process", "ray", "serial"]
@@ -337,19 +336,12 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 Curves = dict[tuple[str, str], list[tuple[float, float, float]]]
 
 
-def _model_api() -> tuple[Callable[[Scenario], Any], Callable[[Any], Any]] | None:
-    """(model_params_from_scenario, predict) from analysis, where they exist yet."""
-    try:
-        from analysis.ctmc import predict
-    except ImportError:
-        return None
-    for module in ("analysis.model_params", "analysis.ctmc"):
-        try:
-            mapping = importlib.import_module(module).model_params_from_scenario
-        except (ImportError, AttributeError):
-            continue
-        return mapping, predict
-    return None
+def _model_api() -> tuple[Callable[[Scenario], Any], Callable[[Any], Any]]:
+    """(model_params_from_scenario, predict): the exact model's entry points."""
+    from analysis.ctmc import predict
+    from analysis.model_params import model_params_from_scenario
+
+    return model_params_from_scenario, predict
 
 
 def _from_figures(fig: dict[str, Any], names: dict[str, tuple[str, str]],
@@ -384,10 +376,7 @@ def exact_curves(scenario: Scenario, points: Sequence[Point]) -> Curves:
             return got
     except Exception:  # noqa: BLE001 - not there yet, or another shape: ask per point
         pass
-    api = _model_api()
-    if api is None:
-        return {}
-    model_params_from_scenario, predict = api
+    model_params_from_scenario, predict = _model_api()
     out: Curves = {}
     seen: set[tuple[str, float]] = set()
     for p in points:
@@ -461,16 +450,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ray-address", help="join this Ray cluster instead of a local one")
     ap.add_argument("--workers", type=int, help="parallel points (default: CPUs)")
     ap.add_argument("--requests", type=int, help="simulate: requests per point")
-    ap.add_argument("--duration", type=float, help="model ms of arrivals per point")
+    span = ap.add_mutually_exclusive_group()
+    span.add_argument("--model-ms", type=float, metavar="MS",
+                      help="model ms of arrivals per point")
+    span.add_argument("--duration", type=float, metavar="SECONDS",
+                      help="seconds of live load per point (SECONDS * 1000 / time_scale "
+                           "model ms, the same span in every engine)")
     ap.add_argument("--time-scale", type=float,
                     help="emulate: real ms per model ms for every point (default: the "
                          "scenario's)")
     ap.add_argument("--no-trace", action="store_true", help="keep summaries, not traces")
     ap.add_argument("--out", help="results directory (default results/<time>-<scenario>-sweep)")
+    ap.add_argument("--policy-module", metavar="FILE_OR_MODULE",
+                    help="your policy: a .py file or an importable module (every worker, "
+                         "Ray ones included, loads it)")
     a = ap.parse_args(argv)
+    from controller.policies import PolicyError
+    from controller.policies.resolve import resolve_scenario
+
     try:
-        sc = load_scenario(a.scenario)
-    except ScenarioError as err:
+        sc = resolve_scenario(a.scenario, policy_module=a.policy_module)
+    except (ScenarioError, PolicyError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     if a.engine == "emulate":
@@ -478,21 +478,17 @@ def main(argv: list[str] | None = None) -> int:
             print("error: --engine emulate needs root (Mininet, Open vSwitch): use sudo",
                   file=sys.stderr)
             return 2
-        # the same first-run set-up as scripts/run_testbed.py (packages, Open vSwitch)
-        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-        import bootstrap  # type: ignore[import-not-found]
-
-        bootstrap.bootstrap(needs_network_stack=True)
-
         def _term(signum: int, frame: object) -> None:
             raise KeyboardInterrupt  # the live run tears down; the sweep keeps its points
 
         signal.signal(signal.SIGTERM, _term)
+    scale = a.time_scale or sc.time_scale
+    duration_ms = a.model_ms if a.duration is None else a.duration * 1000.0 / scale
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(a.out) if a.out else Path("results") / f"{stamp}-{sc.name}-sweep"
     try:
         res = run_sweep(sc, out, engine=a.engine, executor=a.executor, workers=a.workers,
-                        ray_address=a.ray_address, requests=a.requests, duration_ms=a.duration,
+                        ray_address=a.ray_address, requests=a.requests, duration_ms=duration_ms,
                         trace=not a.no_trace, time_scale=a.time_scale)
     except (SweepError, ScenarioError) as err:
         print(f"error: {err}", file=sys.stderr)

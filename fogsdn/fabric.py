@@ -1,0 +1,54 @@
+"""What the controller must know of the data plane: service address, hosts, ports (pure).
+
+The topology layer produces it once the graph is built; the runner hands it to the
+controller, and flow-table checks in tests read it. No discovery: a fog star is known
+in advance, so every forwarding rule is proactive and a task needs no packet-in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from fogsdn.scenario import Role
+
+
+@dataclass(frozen=True)
+class HostPort:
+    name: str
+    ip: str
+    mac: str
+    port: int  # switch port number
+    role: str  # a Role value, or "client"
+
+
+@dataclass(frozen=True)
+class Fabric:
+    vip: str
+    vip_mac: str
+    service_port: int
+    hosts: tuple[HostPort, ...] = field(default_factory=tuple)
+
+    def host(self, name: str) -> HostPort:
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        raise KeyError(name)
+
+    def by_port(self, port: int) -> HostPort | None:
+        return next((h for h in self.hosts if h.port == port), None)
+
+    def workers(self) -> tuple[HostPort, ...]:
+        return tuple(h for h in self.hosts if h.role in {r.value for r in Role})
+
+    def clients(self) -> tuple[HostPort, ...]:
+        return tuple(h for h in self.hosts if h.role == "client")
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Fabric:
+        hosts = tuple(HostPort(**h) for h in d["hosts"])
+        return cls(str(d["vip"]), str(d["vip_mac"]), int(d["service_port"]), hosts)

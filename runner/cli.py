@@ -1,0 +1,137 @@
+"""The main command: run one scenario live (emulate) or simulated, or clean up.
+
+`scripts/run_testbed.py` sets up what is missing on the first run and then calls
+`main`; an installed fogsdn runs it as `fogsdn-run`. Module-level imports are the
+standard library only, so the set-up can parse the arguments before the environment
+exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description="Run a fogsdn scenario.")
+    root = Path(__file__).resolve().parent.parent  # a checkout; installed: pass --scenario
+    ap.add_argument("--scenario", default=str(root / "scenarios" / "default.yaml"))
+    ap.add_argument("--engine", choices=["emulate", "simulate"], default="emulate")
+    ap.add_argument("--policy", help="override policy.name (prioritized, nodiff, basic, ...)")
+    ap.add_argument("--policy-module", metavar="FILE_OR_MODULE",
+                    help="your policy: a .py file or an importable module (overrides "
+                         "policy.module); its one policy runs unless --policy names one")
+    ap.add_argument("--duration", type=float, metavar="SECONDS",
+                    help="seconds of live load; the scenario time it spans (SECONDS * 1000 / "
+                         "time_scale model ms) is the same in every engine")
+    ap.add_argument("--requests", type=int, help="simulate: stop after N requests in total")
+    ap.add_argument("--out", help="results directory (default results/<time>-<scenario>)")
+    ap.add_argument("--clean", action="store_true",
+                    help="remove what crashed runs left behind, then exit")
+    ap.add_argument("--stop-ovs", action="store_true",
+                    help="with --clean: also stop the Open vSwitch daemons fogsdn started "
+                         "(never ones it found running)")
+    ap.add_argument("--quiet", action="store_true", help="no progress lines")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None,
+         stop_ovs: Callable[[], object] | None = None) -> int:
+    """Run one scenario; `stop_ovs` stops the Open vSwitch daemons fogsdn started (the
+    set-up that started them provides it: scripts/run_testbed.py)."""
+    args = parse_args(argv)
+    import os
+    import signal
+    import threading
+    import time
+
+    from controller.policies import PolicyError
+    from controller.policies.resolve import resolve_scenario
+    from fogsdn.scenario import ScenarioError, load_scenario
+
+    checkout = Path(__file__).resolve().parent.parent
+    root = checkout if (checkout / "scenarios").is_dir() else Path.cwd()
+    if args.clean:
+        from runner.cleanup import clean_all
+
+        removed = clean_all()
+        print("removed: " + (", ".join(removed) if removed else "nothing (no leftovers)"))
+        if args.stop_ovs:
+            if stop_ovs is None:
+                print("error: --stop-ovs: run scripts/run_testbed.py, whose set-up started "
+                      "them", file=sys.stderr)
+                return 2
+            stop_ovs()
+        return 0
+    try:
+        overrides: dict[str, object] = {}
+        if args.duration is not None:
+            if args.duration <= 0:
+                raise ScenarioError("--duration: must be > 0 seconds")
+            base = load_scenario(args.scenario)
+            span_ms = args.duration * 1000.0 / base.time_scale
+            overrides["duration_ms"] = span_ms
+            if base.warmup_ms >= span_ms:  # a short run keeps everything it measures
+                overrides["warmup_ms"] = 0.0
+        sc = resolve_scenario(args.scenario, args.policy, overrides, args.policy_module)
+    except (ScenarioError, PolicyError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if args.requests is not None and args.requests < 1:
+        print("error: --requests must be >= 1", file=sys.stderr)
+        return 2
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = Path(args.out) if args.out else root / "results" / f"{stamp}-{sc.name}"
+
+    if args.engine == "simulate":
+        from sim.runner import run_simulation
+
+        try:
+            run_simulation(sc, out, requests=args.requests, verbose=True)
+        except ScenarioError as err:
+            print(f"error: {args.scenario}: {err}", file=sys.stderr)
+            return 2
+        print(f"results: {out}")
+        return 0
+
+    if os.geteuid() != 0:
+        print("error: the emulate engine needs root (Mininet, Open vSwitch): use sudo",
+              file=sys.stderr)
+        return 2
+    from runner.emulate import EmulationError, check_live_limits, run_emulation
+
+    try:
+        check_live_limits(sc)
+    except ScenarioError as err:
+        print(f"error: {args.scenario}: {err}", file=sys.stderr)
+        return 2
+
+    stop = threading.Event()
+
+    def _stop(signum: int, frame: object) -> None:
+        if not stop.is_set():
+            print(f"\n[run] {signal.Signals(signum).name}: stopping, keeping what was collected",
+                  file=sys.stderr, flush=True)
+        stop.set()
+
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        summary = run_emulation(sc, out, stop, show_progress=not args.quiet)
+    except EmulationError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    if summary.get("crashed"):
+        return 3
+    return 130 if summary.get("interrupted") else 0
+
+
+def entry() -> None:
+    """`fogsdn-run`."""
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # before the run's own handler is in: nothing started yet
+        print("\n[run] interrupted during start-up; nothing was running", file=sys.stderr)
+        sys.exit(130)

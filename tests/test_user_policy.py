@@ -1,0 +1,150 @@
+"""A user's policy file, kept outside the repository, runs in every engine unchanged."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from user_policies import FAILS_WHEN_OFN_DOWN, HP_AWAY, write_policy, write_scenario
+
+from controller.policies import PolicyError, make_policy, safe_routes
+from controller.policies.check import main as check_main
+from controller.policies.resolve import resolve_scenario
+from fogsdn.scenario import TaskClass, load_scenario
+from sim.runner import run_simulation
+
+
+def _outside(tmp_path: Path) -> Path:
+    assert ROOT not in tmp_path.parents, "the test needs a folder outside the repository"
+    return tmp_path
+
+
+def test_scenario_module_is_relative_to_the_scenario_file(tmp_path: Path) -> None:
+    tmp = _outside(tmp_path)
+    (tmp / "pol").mkdir()
+    write_policy(tmp / "pol", HP_AWAY)
+    sc = load_scenario(write_scenario(tmp, "pol/my_policy.py"))
+    assert sc.policy.module == str(tmp / "pol" / "my_policy.py")
+    assert sc.policy.name == ""  # the module's one policy, named once it is loaded
+    resolved = resolve_scenario(tmp / "scenario.yaml")
+    assert resolved.policy.name == "hp_away"
+    assert type(make_policy(resolved.policy)).__name__ == "HpAway"
+
+
+def test_user_policy_runs_in_the_simulator(tmp_path: Path) -> None:
+    tmp = _outside(tmp_path)
+    write_policy(tmp, HP_AWAY)
+    sc = resolve_scenario(write_scenario(tmp, "my_policy.py", duration_ms=400, seed=4))
+    summary = run_simulation(sc, tmp / "out", verbose=False)
+    assert summary["policy"] == "hp_away"
+    with open(tmp / "out" / "trace.csv") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["outcome"] == "ok"]
+    lp = {r["node"] for r in rows if r["cls"] == "lp"}
+    hp = {r["node"] for r in rows if r["cls"] == "hp"}
+    assert lp == {"fn"} and hp == {"fn", "ofn1"}
+
+
+def test_cli_flag_loads_a_policy_relative_to_the_working_directory(tmp_path: Path) -> None:
+    tmp = _outside(tmp_path)
+    write_policy(tmp, HP_AWAY, "away.py")
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "run_testbed.py"),
+                        "--engine", "simulate", "--policy-module", "away.py",
+                        "--requests", "500", "--out", str(tmp / "o")],
+                       capture_output=True, text=True, cwd=tmp, timeout=120)
+    assert r.returncode == 0, r.stderr
+    written = load_scenario(tmp / "o" / "scenario.yaml")
+    assert written.policy.module == str(tmp / "away.py") and written.policy.name == "hp_away"
+
+
+@pytest.mark.parametrize(("text", "cause"), [
+    ("def broken(:\n", "syntax error at line 1"),
+    ("x = 1\n", "defines no Policy subclass"),
+    ("raise RuntimeError('no config')\n", "importing it raised RuntimeError: no config"),
+    (HP_AWAY.replace('"hp_away"', '"prioritized"'), "is a built-in policy's"),
+    (HP_AWAY.replace("fn = view.up(Role.FN)[0].name", "fn = 1 / 0"),
+     "routes raised ZeroDivisionError: division by zero (line 14)"),
+    (HP_AWAY.replace("{fn: 1.0}}", "{'nowhere': 1.0}}"), "unknown node 'nowhere'"),
+    (HP_AWAY.replace("{fn: 1.0}}", "{fn: -1.0}}"), "weight of fn is -1.0"),
+])
+def test_errors_in_the_users_file_are_one_line_naming_it(tmp_path: Path, text: str,
+                                                        cause: str) -> None:
+    tmp = _outside(tmp_path)
+    write_policy(tmp, text, f"p{abs(hash(text)) % 10**8}.py")
+    path = next(tmp.glob("p*.py"))
+    with pytest.raises(PolicyError) as err:
+        resolve_scenario(write_scenario(tmp, path.name))
+    msg = str(err.value)
+    assert "\n" not in msg and str(path) in msg and cause in msg, msg
+
+
+def test_missing_file_and_module(tmp_path: Path) -> None:
+    with pytest.raises(PolicyError, match="no such file"):
+        resolve_scenario(write_scenario(_outside(tmp_path), "absent.py"))
+    with pytest.raises(PolicyError, match="cannot import 'no_such_policy_module'"):
+        resolve_scenario(write_scenario(tmp_path, "no_such_policy_module"))
+
+
+def test_a_policy_failing_in_the_simulator_names_its_file(tmp_path: Path) -> None:
+    tmp = _outside(tmp_path)
+    path = write_policy(tmp, FAILS_WHEN_OFN_DOWN)
+    sc = resolve_scenario(write_scenario(tmp, path.name, duration_ms=400))
+    with pytest.raises(PolicyError) as err:
+        run_simulation(sc, tmp / "out", verbose=False)
+    msg = str(err.value)
+    assert str(path) in msg and "decide raised IndexError" in msg and "(line 22)" in msg
+
+
+def test_sweep_workers_load_the_users_policy(tmp_path: Path) -> None:
+    from runner.sweep import run_sweep
+
+    tmp = _outside(tmp_path)
+    write_policy(tmp, HP_AWAY)
+    sc = resolve_scenario(write_scenario(
+        tmp, "my_policy.py", duration_ms=300,
+        sweep={"parameter": "workload.lambda_lp", "values": [0.2, 0.4],
+               "policies": ["hp_away", "prioritized"]}))
+    res = run_sweep(sc, tmp / "sw", executor="process", workers=2, figure=False,
+                    log=lambda s: None)
+    assert not res.failures
+    with open(tmp / "sw" / "sweep.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {r["policy"] for r in rows} == {"hp_away", "prioritized"}
+    for d in (tmp / "sw" / "points" / "hp_away").glob("*/rep*"):
+        with open(d / "trace.csv") as fh:
+            assert {r["node"] for r in csv.DictReader(fh)
+                    if r["cls"] == "lp" and r["outcome"] == "ok"} == {"fn"}
+
+
+def test_safe_routes_send_both_classes_to_the_fns() -> None:
+    from conftest import scenario_dict
+
+    from controller.policies import initial_view
+    from fogsdn.scenario import parse_scenario
+
+    sc = parse_scenario(scenario_dict(nodes=[
+        {"name": "fn", "role": "fn", "mu": 1.0, "capacity": 20},
+        {"name": "fn2", "role": "fn", "mu": 1.0, "capacity": 20},
+        {"name": "ofn1", "role": "ofn", "mu": 0.3, "capacity": 10}]))
+    table = safe_routes(initial_view(sc, ofn_available=True))
+    assert table == {TaskClass.HP: {"fn": 0.5, "fn2": 0.5}, TaskClass.LP: {"fn": 0.5, "fn2": 0.5}}
+
+
+def test_checker_passes_a_good_policy_and_fails_a_bad_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp = _outside(tmp_path)
+    good = write_policy(tmp, HP_AWAY, "good.py")
+    assert check_main([str(good)]) == 0
+    out = capsys.readouterr().out
+    assert "ok: policy 'hp_away'" in out and "decide: mean" in out
+    bad = write_policy(tmp, FAILS_WHEN_OFN_DOWN, "bad.py")
+    assert check_main([str(bad), "--views", "40"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL: policy 'brittle'" in out and "decide raised IndexError" in out
+    assert check_main([str(tmp / "absent.py")]) == 2
+    r = subprocess.run([sys.executable, "-m", "controller.policies.check", str(good)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 0 and "ok: policy 'hp_away'" in r.stdout, r.stderr

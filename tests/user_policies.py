@@ -1,0 +1,69 @@
+"""Policy files the tests write outside the repository, as a user would keep them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from conftest import scenario_dict
+
+# HP to an OFN while one is up, LP always to the FN: the opposite of seed 000's scheme,
+# so a trace shows at once whose policy ran.
+HP_AWAY = '''
+from dataclasses import dataclass
+from typing import ClassVar
+
+from controller.policies.base import ClusterView, Policy, RouteTable
+from fogsdn.scenario import Role, TaskClass
+
+
+@dataclass
+class HpAway(Policy):
+    name: ClassVar[str] = "hp_away"
+
+    def routes(self, view: ClusterView) -> RouteTable:
+        fn = view.up(Role.FN)[0].name
+        ofns = view.up(Role.OFN)
+        return {TaskClass.HP: {(ofns[0].name if ofns else fn): 1.0}, TaskClass.LP: {fn: 1.0}}
+'''
+
+# a per-request policy that sends LP to the OFN when it knows the loads, and fails
+# (a bug that shows only on a live view) whenever the OFN is down
+FAILS_WHEN_OFN_DOWN = '''
+from dataclasses import dataclass
+from typing import ClassVar
+
+from controller.policies.base import ClusterView, Policy, RouteTable
+from fogsdn.scenario import Role, TaskClass
+
+
+@dataclass
+class Brittle(Policy):
+    name: ClassVar[str] = "brittle"
+    proactive: ClassVar[bool] = False
+
+    def routes(self, view: ClusterView) -> RouteTable:
+        fn = view.up(Role.FN)[0].name
+        return {TaskClass.HP: {fn: 1.0}, TaskClass.LP: {fn: 1.0}}
+
+    def decide(self, view, request, rng) -> str:
+        fn = view.up(Role.FN)[0].name
+        if request.cls is TaskClass.HP:
+            return fn
+        return view.up(Role.OFN)[0].name  # IndexError while the OFN is out of range
+'''
+
+
+def write_policy(tmp: Path, text: str, name: str = "my_policy.py") -> Path:
+    path = tmp / name
+    path.write_text(text)
+    return path
+
+
+def write_scenario(tmp: Path, module: str, **over: object) -> Path:
+    """A scenario file in `tmp` naming `module` (relative to that file, as users write)."""
+    data = scenario_dict(**over)
+    data["policy"] = {"module": module}
+    path = tmp / "scenario.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
