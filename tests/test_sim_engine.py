@@ -260,9 +260,12 @@ def test_prediction_is_attached_with_or_without_a_trace(tmp_path: Path) -> None:
         assert s["predicted"]["hp"]["W"] > 0
         assert set(s["comparison"]) == {"hp", "lp"}
     assert traced["predicted"] == streamed["predicted"]
-    outside = run_simulation(sc.with_overrides({"policy.name": "threshold"}), tmp_path / "o",
-                             requests=2000, trace=False)
-    assert outside["predicted"] is None and "threshold" in outside["outside_model"]
+    threshold = run_simulation(sc.with_overrides({"policy.name": "threshold"}), tmp_path / "p",
+                               requests=2000, trace=False)
+    assert threshold["predicted"]["model"]["chain"] == "policy"  # the chain from the policy
+    outside = run_simulation(sc.with_overrides({"workload.size.distribution": "deterministic"}),
+                             tmp_path / "o", requests=2000, trace=False)
+    assert outside["predicted"] is None and "exponential" in outside["outside_model"]
     reps = replicate(sc, 2, tmp_path / "r", requests=3000, trace=False)
     assert reps["comparison"]["lp"]["W"]["predicted"] == pytest.approx(
         traced["predicted"]["lp"]["W"])
