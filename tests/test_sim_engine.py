@@ -101,6 +101,8 @@ def test_streamed_summary_equals_measured_summary(tmp_path: Path) -> None:
                 assert g[k] == pytest.approx(r[k], rel=1e-5, abs=1e-9), (cls, k)
             # batch sizes differ (streaming doubles them), so only the scale must agree
             assert g["W_ci95"] == pytest.approx(r["W_ci95"], rel=0.5)
+            for k in ("blocking_ci95", "outage_ci95"):
+                assert 0 < g[k] == pytest.approx(r[k], rel=0.5), (cls, k)
         for node, s in ref["nodes"].items():
             assert got["nodes"][node]["served"] == s["served"]
             assert got["nodes"][node]["achieved_service_ms"] == pytest.approx(
