@@ -165,14 +165,27 @@ class PolicyOracle:
         self._view_cls = _poisoned(ClusterView, STATE_VIEW_FIELDS, self.reads, frozenset())
         self._req_cls = _poisoned(Request, frozenset({"cls"}), self.reads, frozenset())
         self._cache: dict[tuple[bool, ...], np.ndarray] = {}
+        # node views are frozen: one object per (node, available, count), shared by views
+        self._node_views: dict[tuple[int, bool, int | None], NodeView] = {}
+        self._rng = _CountingRandom()
         self.calls = 0
 
+    def _node_view(self, k: int, available: bool, count: int | None) -> NodeView:
+        key = (k, available, count)
+        nv = self._node_views.get(key)
+        if nv is None:
+            n = self.nodes[k]
+            nv = self._node_views[key] = self._node_cls(n.name, n.role, available, n.capacity,
+                                                        n.mu, count)
+        return nv
+
     def _view(self, avail: Sequence[bool], counts: Sequence[int] | None) -> ClusterView:
-        nv = self._node_cls
-        return self._view_cls(tuple(
-            nv(n.name, n.role, bool(avail[k]), n.capacity, n.mu,
-               None if counts is None else int(counts[k]))
-            for k, n in enumerate(self.nodes)))
+        nv = self._node_view
+        if counts is None:
+            return self._view_cls(tuple(nv(k, bool(avail[k]), None)
+                                        for k in range(len(self.nodes))))
+        return self._view_cls(tuple(nv(k, bool(avail[k]), int(counts[k]))
+                                    for k in range(len(self.nodes))))
 
     def _where(self, view: ClusterView) -> str:
         return " ".join(
@@ -261,14 +274,15 @@ class PolicyOracle:
                                              f"same view differ (at {self._where(view)})")
                 self._check_reads(view)
                 continue
-            rng = _CountingRandom()
+            rng = self._rng
+            rng.count = 0
             k = self._decide(view, cls, rng, "c1", 1.0)
             self._check_reads(view)
             if rng.count:
                 out[c] = self._sampled_row(view, cls)
                 continue
             other = ("c1", 1.0) if self.trusted else ("c2", 2.0)
-            k2 = self._decide(self._view(avail, counts), cls, _CountingRandom(), *other)
+            k2 = self._decide(self._view(avail, counts), cls, rng, *other)
             if k2 != k:
                 raise PolicyOutsideModel(f"policy {self.policy.name!r}: answers to the same "
                                          f"view differ (at {self._where(view)})")
@@ -355,6 +369,23 @@ class PolicyModel:
 
     def n_states(self) -> int:
         return math.prod(len(self.phases(k)) for k in range(len(self.nodes)))
+
+    def n_tagged(self) -> int:
+        """Unknowns of the largest tagged-request chain (handoff with churn: the joint
+        states times the positions a request can hold at one OFN), else 0."""
+        if not (self.leave is LeaveMode.HANDOFF and self.churns):
+            return 0
+        n = self.n_states()
+        worst = 0
+        for k in self.ofns:
+            ph = self.phases(k)
+            worst = max(worst, n * sum(c for a, c in ph if a) // len(ph))
+        return worst
+
+    def n_lumped(self) -> int:
+        """States of the per-node chains when lumpable."""
+        vecs = len(self.availability_set()) ** len(self.ofns)
+        return sum(vecs * (n.capacity + 1) for n in self.nodes)
 
     def lumpable(self) -> bool:
         """Each node's count with the availability vector is a chain of its own when
@@ -710,8 +741,9 @@ class PolicyPrediction:
     hp: ClassPrediction
     lp: ClassPrediction
     node_means: dict[str, float]
-    n_states: int
+    n_states: int  # of the joint chain
     method: str
+    solved_states: int  # what was solved: the joint chain, or the per-node chains
 
     @property
     def p_available(self) -> float:
@@ -742,7 +774,8 @@ class PolicyPrediction:
         return {"p_available": self.p_available, "mean_fn": self.mean_fn,
                 "mean_ofn": self.mean_ofn, "mean_in_system": dict(self.node_means),
                 "model": {"chain": "policy", "policy": self.model.policy.name,
-                          "states": self.n_states, "method": self.method}}
+                          "states": self.n_states, "method": self.method,
+                          "solved_states": self.solved_states}}
 
     def means(self) -> dict[str, object]:
         return {"hp": self.hp.means(), "lp": self.lp.means(), **self._common()}
@@ -778,6 +811,8 @@ def solve(m: PolicyModel, oracle: PolicyOracle, max_states: int = MAX_STATES
     n_joint = m.n_states()
     handoff_churn = m.leave is LeaveMode.HANDOFF and m.churns
     if m.lumpable():
+        if m.n_lumped() > max_states:
+            raise StateSpaceTooLarge(too_large_message(m.n_lumped(), max_states))
         vecs = _avail_vectors(m)
         routes_by = {vec: _route_avail(m, oracle, vec) for vec in vecs}
         p_vec = np.array([math.prod((m.p_available() if a else 1 - m.p_available())
@@ -803,10 +838,14 @@ def solve(m: PolicyModel, oracle: PolicyOracle, max_states: int = MAX_STATES
                     blocking[c] += r * pk[v, -1]
                 weights[c][k] = w
         hp, lp = _class_responses(m, weights, blocking, [[], []])
-        n_lumped = sum(len(vecs) * (n.capacity + 1) for n in m.nodes)
-        return PolicyPrediction(m, hp, lp, node_means, n_lumped, "lumped")
+        return PolicyPrediction(m, hp, lp, node_means, n_joint, "lumped", m.n_lumped())
     if n_joint > max_states:
         raise StateSpaceTooLarge(too_large_message(n_joint, max_states))
+    if m.n_tagged() > max_states:
+        raise StateSpaceTooLarge(
+            f"{n_joint:,} states, and {m.n_tagged():,} in the chain of a request handed off "
+            f"under handoff: above the {max_states:,} this machine solves in under a minute "
+            "(scripts/bench_analytic.py --policy-chain)")
     jc = build_joint(m, oracle)
     pi, method = joint_stationary(jc.Q)
     N = jc.size
@@ -834,7 +873,7 @@ def solve(m: PolicyModel, oracle: PolicyOracle, max_states: int = MAX_STATES
             weights[c][k] = w
     del N
     hp, lp = _class_responses(m, weights, blocking, extra)
-    return PolicyPrediction(m, hp, lp, node_means, n_joint, method)
+    return PolicyPrediction(m, hp, lp, node_means, n_joint, method, n_joint)
 
 
 def _route_avail(m: PolicyModel, oracle: PolicyOracle, vec: tuple[bool, ...]) -> np.ndarray:

@@ -296,7 +296,7 @@ def test_predict_cli_gives_threshold_exact_figures() -> None:
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["model"] == {"chain": "policy", "policy": "threshold", "states": 462,
-                          "method": "gth"}
+                          "method": "gth", "solved_states": 462}
     from fogsdn.scenario import load_scenario
 
     s = load_scenario(ROOT / "scenarios/threshold.yaml")
