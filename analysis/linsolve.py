@@ -1,38 +1,47 @@
 """Sparse solves of the nonsingular M-matrix systems the chains lead to.
 
 Small systems get one sparse LU in minimum-degree order on A^T + A (on the chains'
-multi-dimensional grids it fills three to five times less than COLAMD); large ones
-an incomplete LU of the same order as GMRES's preconditioner, checked by its
-residual and replaced by the full LU if it does not converge. Pure: no I/O.
+multi-dimensional grids it fills two to three times less than COLAMD). Large ones
+get BiCGSTAB with a Jacobi (diagonal) preconditioner, checked by its residual: on a
+72,000-state chain of four dimensions it took 4 s where the LU took 130 s and 94
+million nonzeros, and SuperLU's incomplete LU did not finish in minutes. If it does
+not converge, the full LU (where it fits) or an error. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import LinearOperator, gmres, spilu, splu
+from scipy.sparse.linalg import LinearOperator, bicgstab, splu
 
-# Above this many unknowns the full LU's fill (and time) grows too fast: ILU + GMRES.
+# Above this many unknowns the full LU's fill (and time) grows too fast: BiCGSTAB.
 DIRECT_MAX = 6_000
+# Where BiCGSTAB fails, the full LU is still tried up to here (beyond: an error).
+FALLBACK_MAX = 60_000
 RTOL = 1e-13
 ORDER = "MMD_AT_PLUS_A"
+
+
+class NoConvergence(ArithmeticError):
+    """The iterative solve did not converge and the system is too large for the LU."""
 
 
 class Solver:
     """A factorisation of A, for as many right-hand sides as needed."""
 
     def __init__(self, A: sp.spmatrix) -> None:
-        self.A = sp.csc_matrix(A)
-        self.direct = self.A.shape[0] <= DIRECT_MAX
+        self.direct = A.shape[0] <= DIRECT_MAX
         if self.direct:
+            self.A = sp.csc_matrix(A)
             self._lu = splu(self.A, permc_spec=ORDER)
         else:
-            ilu = spilu(self.A, drop_tol=1e-4, fill_factor=10, permc_spec=ORDER)
-            self._pre = LinearOperator(self.A.shape, ilu.solve)
+            self.A = sp.csr_matrix(A)
+            inv = 1.0 / self.A.diagonal()
+            self._pre = LinearOperator(self.A.shape, lambda v: inv * v)
 
     @property
     def method(self) -> str:
-        return "sparse LU" if self.direct else "ILU-GMRES"
+        return "sparse LU" if self.direct else "BiCGSTAB"
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         """x with A x = rhs, for one right-hand side (a vector) or several (columns)."""
@@ -46,10 +55,12 @@ class Solver:
             scale = float(np.abs(bj).max())
             if scale == 0.0:
                 continue
-            x, info = gmres(self.A, bj, M=self._pre, rtol=RTOL, atol=0.0, restart=60,
-                            maxiter=400)
+            x, info = bicgstab(self.A, bj, M=self._pre, rtol=RTOL, atol=0.0, maxiter=20_000)
             if info != 0 or float(np.abs(self.A @ x - bj).max()) > 1e-10 * scale:
-                self._lu = splu(self.A, permc_spec=ORDER)  # did not converge: the full LU
+                if self.A.shape[0] > FALLBACK_MAX:
+                    raise NoConvergence(f"BiCGSTAB did not converge on {self.A.shape[0]:,} "
+                                        "unknowns")
+                self._lu = splu(sp.csc_matrix(self.A), permc_spec=ORDER)
                 self.direct = True
                 return self.solve(rhs)
             out[:, j] = x

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 from analysis.ctmc import ModelError, ModelParams, Prediction, predict
+from analysis.linsolve import NoConvergence
 from analysis.policy_chain import (
     MAX_STATES,
     PolicyOutsideModel,
@@ -98,7 +99,7 @@ def exact_prediction(scenario: Scenario, max_states: int = MAX_STATES) -> AnyPre
             pass  # several nodes, a cloud: the policy chain below
     try:
         return predict_policy(scenario, policy, max_states)
-    except (PolicyOutsideModel, StateSpaceTooLarge) as err:
+    except (PolicyOutsideModel, StateSpaceTooLarge, NoConvergence) as err:
         raise OutsideModel(str(err)) from None
     except ModelError as err:
         raise OutsideModel(str(err)) from None

@@ -53,10 +53,13 @@ from controller.policies.base import (
 )
 from fogsdn.scenario import LeaveMode, Role, Scenario, Servers, TaskClass
 
-# Joint chains above this many states are refused: measured on this machine kind
-# (2 cores) by scripts/bench_analytic.py --policy-chain: building (one policy call per
-# state and class) plus solving stays under a minute up to here (docs/model.md).
-MAX_STATES = 600_000
+# Chains above this many states (joint states, plus the unknowns of the tagged chains
+# under handoff) are refused: measured on this machine kind (2 cores, shared) by
+# scripts/bench_analytic.py --policy-chain, 223,608 joint states of a per-request
+# policy took 54 s (44 s asking the policy, 10 s solving) and 67 s for the whole
+# prediction, so the limit sits below that; a handoff chain of
+# 19,844 states with 2 x 189,000 tagged unknowns 88 s (docs/model.md).
+MAX_STATES = 200_000
 # Dense GTH (subtraction-free, O(N^3)) below this many states; sparse LU above.
 GTH_MAX_STATES = 1_500
 # States re-asked at random at the end: a policy whose answers drift (hidden memory)
@@ -371,16 +374,16 @@ class PolicyModel:
         return math.prod(len(self.phases(k)) for k in range(len(self.nodes)))
 
     def n_tagged(self) -> int:
-        """Unknowns of the largest tagged-request chain (handoff with churn: the joint
-        states times the positions a request can hold at one OFN), else 0."""
+        """Unknowns of the tagged-request chains (handoff with churn: per OFN, the joint
+        states times the positions a request can hold there), else 0."""
         if not (self.leave is LeaveMode.HANDOFF and self.churns):
             return 0
         n = self.n_states()
-        worst = 0
+        total = 0
         for k in self.ofns:
             ph = self.phases(k)
-            worst = max(worst, n * sum(c for a, c in ph if a) // len(ph))
-        return worst
+            total += n * sum(c for a, c in ph if a) // len(ph)
+        return total
 
     def n_lumped(self) -> int:
         """States of the per-node chains when lumpable."""
@@ -539,7 +542,7 @@ def joint_stationary(Q: sp.csr_matrix) -> tuple[np.ndarray, str]:
     pi = np.zeros(N)
     pi[0] = 1.0
     pi[1:] = np.maximum(linsolve.solve(B, rhs), 0.0)
-    return pi / pi.sum(), "sparse" if N <= linsolve.DIRECT_MAX else "ilu-gmres"
+    return pi / pi.sum(), "sparse" if N <= linsolve.DIRECT_MAX else "bicgstab"
 
 
 # -- lumped per-node chains -------------------------------------------------------------
@@ -841,11 +844,11 @@ def solve(m: PolicyModel, oracle: PolicyOracle, max_states: int = MAX_STATES
         return PolicyPrediction(m, hp, lp, node_means, n_joint, "lumped", m.n_lumped())
     if n_joint > max_states:
         raise StateSpaceTooLarge(too_large_message(n_joint, max_states))
-    if m.n_tagged() > max_states:
+    if n_joint + m.n_tagged() > max_states:
         raise StateSpaceTooLarge(
-            f"{n_joint:,} states, and {m.n_tagged():,} in the chain of a request handed off "
-            f"under handoff: above the {max_states:,} this machine solves in under a minute "
-            "(scripts/bench_analytic.py --policy-chain)")
+            f"{n_joint:,} states and {m.n_tagged():,} in the chains of a request handed off: "
+            f"{n_joint + m.n_tagged():,} above the {max_states:,} this machine solves in "
+            "under a minute (scripts/bench_analytic.py --policy-chain)")
     jc = build_joint(m, oracle)
     pi, method = joint_stationary(jc.Q)
     N = jc.size
