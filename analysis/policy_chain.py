@@ -796,7 +796,7 @@ def _class_responses(m: PolicyModel, weights: list[list[np.ndarray]],
         comps: list[Component] = list(extra[c])
         for k, node in enumerate(m.nodes):
             w = weights[c][k]
-            if w is None or w.sum() <= 0:
+            if w.size == 0 or w.sum() <= 0:
                 continue
             kill = m.eta if (node.role is Role.OFN and m.leave is LeaveMode.DROP
                              and m.churns) else 0.0
@@ -851,7 +851,6 @@ def solve(m: PolicyModel, oracle: PolicyOracle, max_states: int = MAX_STATES
             "under a minute (scripts/bench_analytic.py --policy-chain)")
     jc = build_joint(m, oracle)
     pi, method = joint_stationary(jc.Q)
-    N = jc.size
     weights = [[np.zeros(0)] * K for _ in CLASSES]
     blocking = [0.0, 0.0]
     extra: list[list[Component]] = [[], []]
@@ -874,7 +873,6 @@ def solve(m: PolicyModel, oracle: PolicyOracle, max_states: int = MAX_STATES
             ok = ~full
             np.add.at(w, jc.count[ok, k], r[ok])
             weights[c][k] = w
-    del N
     hp, lp = _class_responses(m, weights, blocking, extra)
     return PolicyPrediction(m, hp, lp, node_means, n_joint, method, n_joint)
 
