@@ -10,6 +10,7 @@ import random
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -308,3 +309,54 @@ def test_predict_cli_gives_threshold_exact_figures() -> None:
 def test_outside_the_model_says_why() -> None:
     with pytest.raises(OutsideModel, match="exponential"):
         exact_prediction(sc(workload={"size": {"distribution": "deterministic"}}))
+
+
+USER_POLICY = '''
+from dataclasses import dataclass
+from typing import ClassVar
+
+from controller.policies.base import ClusterView, Policy, Request, RouteTable
+from fogsdn.scenario import Role, TaskClass
+
+
+@dataclass
+class BusyOffload(Policy):
+    """LP to the OFN while the FN holds more than 2 (threshold's rule, written anew)."""
+
+    name: ClassVar[str] = "busy_offload"
+    proactive: ClassVar[bool] = False
+
+    def routes(self, view: ClusterView) -> RouteTable:
+        fn = view.up(Role.FN)[0].name
+        return {TaskClass.HP: {fn: 1.0}, TaskClass.LP: {fn: 1.0}}
+
+    def decide(self, view: ClusterView, request: Request, rng: object) -> str:
+        fn = view.up(Role.FN)[0]
+        ofns = view.up(Role.OFN)
+        if request.cls is TaskClass.LP and ofns and (fn.in_system or 0) > 2:
+            return ofns[0].name
+        return fn.name
+'''
+
+
+def test_a_policy_file_outside_the_repository_gets_exact_figures(tmp_path: Path) -> None:
+    from fogsdn.scenario import PolicySpec, load_scenario
+
+    if "module" not in PolicySpec.model_fields:
+        pytest.skip("scenarios cannot name a policy file yet (issue 12's policy.module)")
+    assert not tmp_path.resolve().is_relative_to(ROOT)
+    (tmp_path / "my_policy.py").write_text(USER_POLICY)
+    d = load_scenario(ROOT / "scenarios/threshold.yaml").to_dict()
+    d["policy"] = {"name": "busy_offload", "module": "my_policy.py"}
+    d["sweep"] = None
+    path = tmp_path / "mine.yaml"
+    path.write_text(json.dumps(d))
+    r = subprocess.run([sys.executable, "scripts/predict.py", "--scenario", str(path), "--json"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["model"]["chain"] == "policy" and got["model"]["policy"] == "busy_offload"
+    s = load_scenario(ROOT / "scenarios/threshold.yaml")  # the same rule, built in
+    ref = predict_policy(s, make_policy(s.policy))
+    assert got["lp"]["W"] == pytest.approx(ref.lp.W, rel=1e-9)
+    assert got["hp"]["outage"] == pytest.approx(ref.hp.outage, rel=1e-6)
