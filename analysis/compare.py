@@ -43,8 +43,10 @@ def _clean(x: Any) -> Any:
 
 
 def _interval(measured: float, ci: float, predicted: float) -> dict[str, Any]:
-    covers = bool(math.isfinite(ci) and math.isfinite(measured) and math.isfinite(predicted)
-                  and abs(measured - predicted) <= ci)
+    """One compared figure; `ci_covers` is None where there is no finite interval (too
+    few samples for it, e.g. a p99 from a few hundred requests): nothing to judge."""
+    known = math.isfinite(ci) and math.isfinite(measured) and math.isfinite(predicted)
+    covers = bool(abs(measured - predicted) <= ci) if known else None
     return {"measured": measured, "ci95": ci, "predicted": predicted, "ci_covers": covers}
 
 
@@ -171,7 +173,7 @@ def comparison_table(sc: Scenario, comp: dict[str, Any]) -> str:
              f"{'block meas':>22}{'exact':>10}{'ok':>4}{'outage meas':>22}{'exact':>10}{'ok':>4}"]
 
     def ok(x: dict[str, Any]) -> str:
-        return "yes" if x["ci_covers"] else "no"
+        return "n/a" if x["ci_covers"] is None else ("yes" if x["ci_covers"] else "no")
 
     for cls in CLASSES:
         c = comp[cls]
