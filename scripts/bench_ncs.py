@@ -18,7 +18,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -33,7 +33,7 @@ from nodes.ncs.meridian import MeridianConfig, MeridianError  # noqa: E402
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
+    def error(self, message: str) -> NoReturn:
         print(f"bench_ncs.py: error: {message}", file=sys.stderr)
         raise SystemExit(2)
 
