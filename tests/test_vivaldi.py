@@ -161,3 +161,15 @@ def test_config_rejects_nonsense() -> None:
         VivaldiConfig(dimensions=0)
     with pytest.raises(VivaldiError, match="cc"):
         VivaldiConfig(cc=1.5)
+
+
+def test_coordinate_wire_round_trip_and_bad_fields() -> None:
+    c = Coordinate((1.0, -2.0), error=0.3, height=0.5, adjustment=-0.1)
+    assert Coordinate.from_dict(c.to_dict(), 2) == c
+    bad = [([], "must be an object"), ({"vec": [1.0]}, "coordinate.vec"),
+           ({"vec": [1.0, "x"], "error": 1, "height": 1}, "coordinate.vec"),
+           ({"vec": [1.0, 2.0], "error": math.nan, "height": 1}, "coordinate.error"),
+           ({"vec": [1.0, 2.0], "error": 1, "height": -1}, "must be >= 0")]
+    for obj, why in bad:
+        with pytest.raises(VivaldiError, match=why):
+            Coordinate.from_dict(obj, 2)

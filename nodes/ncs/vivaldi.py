@@ -84,6 +84,32 @@ class Coordinate:
         parts = (*self.vec, self.error, self.height, self.adjustment)
         return all(math.isfinite(x) for x in parts)
 
+    def to_dict(self) -> dict[str, object]:
+        return {"vec": list(self.vec), "error": self.error, "height": self.height,
+                "adjustment": self.adjustment}
+
+    @staticmethod
+    def from_dict(obj: object, dimensions: int) -> Coordinate:
+        """A coordinate received from a peer (say in a probe echo); VivaldiError names
+        the field that is missing, of the wrong type or not finite."""
+        if not isinstance(obj, dict):
+            raise VivaldiError("coordinate: must be an object")
+        vec = obj.get("vec")
+        if not isinstance(vec, list) or len(vec) != dimensions:
+            raise VivaldiError(f"coordinate.vec: must be a list of {dimensions} numbers")
+        values: list[float] = []
+        for name, raw in [*(("vec", x) for x in vec), ("error", obj.get("error")),
+                          ("height", obj.get("height")),
+                          ("adjustment", obj.get("adjustment", 0.0))]:
+            if isinstance(raw, bool) or not isinstance(raw, int | float) \
+                    or not math.isfinite(raw):
+                raise VivaldiError(f"coordinate.{name}: must be a finite number")
+            values.append(float(raw))
+        *v, error, height, adjustment = values
+        if error < 0 or height < 0:
+            raise VivaldiError("coordinate: error and height must be >= 0")
+        return Coordinate(tuple(v), error, height, adjustment)
+
     def raw_distance_to(self, other: Coordinate) -> float:
         """Euclidean distance plus both heights, in ms (what the springs act on)."""
         return _norm(_sub(self.vec, other.vec)) + self.height + other.height
