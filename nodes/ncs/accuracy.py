@@ -72,6 +72,7 @@ def meridian_and_random(rtt_ms: np.ndarray, servers: int, seed: int,
     server_names = [names[i] for i in server_idx]
     overlay = MeridianOverlay(server_names, matrix_measure(names, m), config or MeridianConfig())
     overlay.converge(rng, gossip_rounds)
+    pick_rng = random.Random(seed + 1)  # the random baseline does not depend on Meridian's draws
     mer_hits, mer_extra, rnd_hits, rnd_extra, msgs, probes = 0, [], 0, [], [], []
     for c in range(n):
         if c in server_idx:
@@ -88,7 +89,7 @@ def meridian_and_random(rtt_ms: np.ndarray, servers: int, seed: int,
         if math.isfinite(got):
             mer_hits += got <= optimum
             mer_extra.append(got - optimum)
-        pick = rng.choice(known)[0]
+        pick = pick_rng.choice(known)[0]
         rnd_hits += pick <= optimum
         rnd_extra.append(pick - optimum)
     queries = len(msgs)
