@@ -41,6 +41,7 @@ from typing import Any
 from controller.policies.fog_selection import (
     SELECTORS,
     LoadAware,
+    ProbeAnswer,
     SelectionContext,
     SelectionError,
     Selector,
@@ -287,9 +288,13 @@ class CityStudy:
             meridian = meridian_query
         probe = None
         if kind == "load_aware":
-            def probe_node(n: str) -> tuple[float, int]:
+            def probe_node(n: str) -> ProbeAnswer:
                 self.messages.probe(c.name, n)
-                return static[n] + self._load(n), self.slots[n] - self.load[n]
+                k, here = self.load[n], self._load(n)
+                return ProbeAnswer(static[n] + here, self.slots[n] - k,
+                                   join_cost_ms=k * (self._load(n, 1) - here),
+                                   leave_gain_ms=(k - 1) * (here - self._load(n, -1))
+                                   if k > 0 else 0.0)
             probe = probe_node
         return SelectionContext(self.names, self.slots, c.node, excluded, true, est, free,
                                 meridian, probe)

@@ -11,6 +11,7 @@ from controller.policies.fog_selection import (
     LoadAware,
     MeridianClosest,
     Optimal,
+    ProbeAnswer,
     RandomChoice,
     SelectionContext,
     SelectionError,
@@ -64,35 +65,56 @@ def test_meridian_excludes_full_and_refused_nodes() -> None:
 
 
 class _Probe:
-    def __init__(self, answers: dict[str, tuple[float, int]]) -> None:
-        self.answers, self.calls = answers, []  # type: ignore[var-annotated]
+    def __init__(self, answers: dict[str, ProbeAnswer]) -> None:
+        self.answers = answers
+        self.calls: list[str] = []
 
-    def __call__(self, n: str) -> tuple[float, int]:
+    def __call__(self, n: str) -> ProbeAnswer:
         self.calls.append(n)
         return self.answers[n]
 
 
-def test_load_aware_moves_only_for_a_clearly_faster_free_node() -> None:
-    est = {"a": 3.0, "b": 2.0, "c": 2.5, "d": 9.0}
-    free = {"a": 0, "b": 2, "c": 2, "d": 2}
-    probe = _Probe({"a": (4.0, 0), "b": (3.8, 2), "c": (2.0, 1), "d": (1.0, 3)})
+EST = {"a": 3.0, "b": 2.0, "c": 2.5, "d": 9.0}
+GOSSIP = {"a": 0, "b": 2, "c": 2, "d": 2}
+
+
+def test_load_aware_moves_only_when_the_summed_latency_drops() -> None:
+    probe = _Probe({"a": ProbeAnswer(4.0, 0), "b": ProbeAnswer(3.8, 2),
+                    "c": ProbeAnswer(2.0, 1), "d": ProbeAnswer(1.0, 3)})
     pick = LoadAware(bound_ms=1.0, shortlist=2).select(
-        _ctx(current="a", estimate_ms=est, free_slots=free, probe=probe), RNG)
-    assert pick == "c"  # b and c are shortlisted (d is beyond the bound); c answers fastest
+        _ctx(current="a", estimate_ms=EST, free_slots=GOSSIP, probe=probe), RNG)
+    assert pick == "c"  # b and c are shortlisted (d is beyond the bound); c is cheapest
     assert "d" not in probe.calls
-    slow = _Probe({"a": (4.0, 0), "b": (3.8, 2), "c": (3.7, 1)})
+    slow = _Probe({"a": ProbeAnswer(4.0, 0), "b": ProbeAnswer(3.8, 2),
+                   "c": ProbeAnswer(3.7, 1)})
     pick = LoadAware(bound_ms=1.0, shortlist=2, hysteresis_ms=0.5).select(
-        _ctx(current="a", estimate_ms=est, free_slots=free, probe=slow), RNG)
+        _ctx(current="a", estimate_ms=EST, free_slots=GOSSIP, probe=slow), RNG)
     assert pick == "a"  # 0.3 ms better is within the hysteresis: stay
 
 
+def test_load_aware_counts_what_a_move_costs_the_others() -> None:
+    """c answers fastest, but one more client there would slow its clients by 3 ms in
+    all, while leaving a saves nothing: b is the better move overall."""
+    probe = _Probe({"a": ProbeAnswer(6.0, 0, leave_gain_ms=0.0),
+                    "b": ProbeAnswer(3.0, 2, join_cost_ms=0.2),
+                    "c": ProbeAnswer(2.0, 1, join_cost_ms=3.0)})
+    assert LoadAware(bound_ms=1.0, shortlist=2).select(
+        _ctx(current="a", estimate_ms=EST, free_slots=GOSSIP, probe=probe), RNG) == "b"
+    # leaving a crowded node saves its other clients 4 ms: worth moving to c after all
+    probe.answers["a"] = ProbeAnswer(4.0, 0, leave_gain_ms=4.0)
+    probe.answers["b"] = ProbeAnswer(3.0, 2, join_cost_ms=5.0)
+    assert LoadAware(bound_ms=1.0, shortlist=2).select(
+        _ctx(current="a", estimate_ms=EST, free_slots=GOSSIP, probe=probe), RNG) == "c"
+
+
 def test_load_aware_never_moves_to_a_node_that_answered_full() -> None:
-    est = {"a": 3.0, "b": 2.0, "c": 2.5, "d": 9.0}
-    free = {"a": 0, "b": 1, "c": 1, "d": 0}  # gossip says b and c have room
-    probe = _Probe({"a": (4.0, 0), "b": (1.0, 0), "c": (1.5, 0)})  # but both filled up
-    assert LoadAware().select(_ctx(current="a", estimate_ms=est, free_slots=free,
+    gossip = {"a": 0, "b": 1, "c": 1, "d": 0}  # gossip says b and c have room
+    probe = _Probe({"a": ProbeAnswer(4.0, 0), "b": ProbeAnswer(1.0, 0),
+                    "c": ProbeAnswer(1.5, 0)})  # but both filled up since
+    assert LoadAware().select(_ctx(current="a", estimate_ms=EST, free_slots=gossip,
                                    probe=probe), RNG) == "a"
-    assert LoadAware().select(_ctx(estimate_ms=est, free_slots=free, probe=probe), RNG) is None
+    assert LoadAware().select(_ctx(estimate_ms=EST, free_slots=gossip, probe=probe),
+                              RNG) is None
 
 
 def test_selector_set_names_unknown() -> None:

@@ -8,13 +8,16 @@ Each selector sees only what its strategy can know, passed in a `SelectionContex
 - `vivaldi`: the lowest latency estimated from network coordinates;
 - `meridian`: the answer of a Meridian closest-node query in which full nodes do not
   take part (as in the seed);
-- `load_aware` (ours): coordinates shortlist, probes confirm. Among nodes believed to
-  have a free slot (gossiped counts, possibly stale) whose coordinate estimate is within
-  `bound_ms` of the best such estimate, the `shortlist` closest by estimate (plus the
-  current node) are probed; each answer carries the RTT now, which includes the node's
-  load, and its free slots now. The client keeps its node unless a probed node with a
-  free slot answers at least `hysteresis_ms` faster (a move costs a reconnection), and
-  never moves to a node that answered full.
+- `load_aware` (ours): coordinates shortlist, probes decide, load counts for everyone.
+  Among nodes believed to have a free slot (gossiped counts, possibly a second stale)
+  whose coordinate estimate is within `bound_ms` of the best such estimate, the
+  `shortlist` closest by estimate are probed, and the current node too. Each answer
+  (`ProbeAnswer`) carries the RTT now, the node's free slots now, and what one more
+  client would add to the latency of all its clients together (the node knows its own
+  load term); the current node also says what the client's leaving would save the
+  others. The client moves only to a node that answered with a free slot and only when
+  the move lowers the summed latency (its own plus the others') by more than
+  `hysteresis_ms`; a client without a node takes the cheapest.
 
 Nodes in `excluded` (they refused this client during this discovery step) are never
 returned. A selector returns None when nothing is left to pick.
@@ -33,6 +36,16 @@ class SelectionError(ValueError):
 
 
 @dataclass(frozen=True)
+class ProbeAnswer:
+    """A fog node's answer to a selection probe."""
+
+    rtt_ms: float
+    free_slots: int
+    join_cost_ms: float = 0.0  # one more client: added latency summed over its clients
+    leave_gain_ms: float = 0.0  # one client fewer: latency the others save
+
+
+@dataclass(frozen=True)
 class SelectionContext:
     nodes: Sequence[str]
     slots: Mapping[str, int]
@@ -42,8 +55,8 @@ class SelectionContext:
     estimate_ms: Mapping[str, float] | None = None
     free_slots: Mapping[str, int] | None = None
     meridian: Callable[[Callable[[str], bool]], str | None] | None = None
-    # probe(node) -> (RTT in ms now, free slots now); each call is a counted round trip
-    probe: Callable[[str], tuple[float, int]] | None = None
+    # probe(node) -> its answer now; each call is a counted round trip
+    probe: Callable[[str], ProbeAnswer] | None = None
 
     def allowed(self) -> list[str]:
         return [n for n in self.nodes if n not in self.excluded]
@@ -109,7 +122,7 @@ class LoadAware:
     probes to confirm both."""
 
     bound_ms: float = 2.0
-    shortlist: int = 3
+    shortlist: int = 4
     hysteresis_ms: float = 0.5
     name: ClassVar[str] = "load_aware"
 
@@ -137,14 +150,17 @@ class LoadAware:
         near = sorted((n for n in open_nodes if est[n] <= best + self.bound_ms),
                       key=lambda n: (est[n], n))[: self.shortlist]
         answers = {n: ctx.probe(n) for n in near}
-        movable = {n: rtt for n, (rtt, free_now) in answers.items() if free_now > 0}
+        join = {n: a.rtt_ms + a.join_cost_ms for n, a in answers.items() if a.free_slots > 0}
+        if not join:
+            return ctx.current if ctx.current in allowed else None
+        target = min(join, key=lambda n: (join[n], n))
         if ctx.current is not None and ctx.current in allowed:
-            current_rtt = ctx.probe(ctx.current)[0]
-            if not movable or min(movable.values()) > current_rtt - self.hysteresis_ms:
+            here = ctx.probe(ctx.current)
+            # moving saves `leave_gain` for the others and our own RTT here, and costs
+            # the target's RTT plus what we add to its clients
+            if join[target] + self.hysteresis_ms >= here.rtt_ms + here.leave_gain_ms:
                 return ctx.current
-        if not movable:
-            return None
-        return min(movable, key=lambda n: (movable[n], n))
+        return target
 
 
 SELECTORS: dict[str, Callable[[], Selector]] = {
