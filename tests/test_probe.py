@@ -162,7 +162,7 @@ def test_command_line_on_loopback() -> None:
         s.bind(LOOP)
         port = s.getsockname()[1]
     resp = subprocess.Popen([sys.executable, "-m", "nodes.probe", "respond", "--bind",
-                             f"127.0.0.1:{port}", "--duration", "3"], cwd=ROOT,
+                             f"127.0.0.1:{port}", "--duration", "1.5"], cwd=ROOT,
                             stdout=subprocess.PIPE, text=True)
     try:
         r = subprocess.run([sys.executable, "-m", "nodes.probe", "ping", "--bind", "127.0.0.1",

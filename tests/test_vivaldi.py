@@ -71,7 +71,7 @@ def test_no_drift_and_gravity_recentres() -> None:
     truth = synthetic.split(10, 1.0, 100.0)
     centroids = {}
     for rho in (150_000.0, 500.0):
-        nodes, _, _ = _run(truth, 3000, dimensions=2, gravity_rho_ms=rho, seed=5)
+        nodes, _, _ = _run(truth, 1500, dimensions=2, gravity_rho_ms=rho, seed=5)
         centroids[rho] = _centroid_ms(nodes)
     assert centroids[150_000.0] < 10.0
     assert centroids[500.0] < centroids[150_000.0]
