@@ -122,8 +122,8 @@ class LoadAware:
     probes to confirm both."""
 
     bound_ms: float = 2.0
-    shortlist: int = 4
-    hysteresis_ms: float = 0.5
+    shortlist: int = 8
+    hysteresis_ms: float = 0.25
     name: ClassVar[str] = "load_aware"
 
     def __post_init__(self) -> None:
