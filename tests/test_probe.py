@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -43,6 +44,13 @@ def responder() -> Iterator[EchoResponder]:
     r.sock.close()
 
 
+def _settle(responder: EchoResponder, sent: int) -> None:
+    """The responder's thread counts an echo just after sending it: wait for that."""
+    deadline = time.monotonic() + 5.0
+    while responder.counters.sent < sent and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
 def test_round_trip_on_loopback_counts_every_message(responder: EchoResponder) -> None:
     prober = Prober(LOOP)
     try:
@@ -53,6 +61,7 @@ def test_round_trip_on_loopback_counts_every_message(responder: EchoResponder) -
     assert all(r is not None and 0 < r < 100 for r in rtts), rtts
     assert (prober.counters.sent, prober.counters.received) == (5, 5)
     assert prober.counters.messages == 10
+    _settle(responder, 5)
     assert (responder.counters.received, responder.counters.sent) == (5, 5)
 
 
@@ -88,6 +97,7 @@ def test_responder_ignores_and_counts_malformed(responder: EchoResponder) -> Non
         assert decode(reply).seq == 9
         with pytest.raises(TimeoutError):
             s.recvfrom(1024)
+    _settle(responder, 1)
     c = responder.counters
     assert (c.malformed, c.unmatched, c.received, c.sent) == (3, 1, 1, 1)
 
