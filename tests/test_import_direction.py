@@ -16,7 +16,8 @@ from conftest import ROOT
 PACKAGES = ("fogsdn", "controller", "topologies", "nodes", "analysis", "sim", "runner", "agents")
 PURE = ("fogsdn", "controller.policies", "controller.fabric", "controller.cluster",
         "controller.config", "analysis", "topologies.fog_star", "nodes.protocol",
-        "nodes.service_queue")
+        "nodes.service_queue", "nodes.ncs", "topologies.city_latency",
+        "topologies.city_layout")
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     # engine -> what it must not import
     "sim": ("runner", "nodes.worker", "nodes.client", "controller.app", "topologies.mininet_net"),
