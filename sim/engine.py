@@ -58,16 +58,10 @@ from controller.policies import (
     policy_failure,
     routes_for,
 )
+from fogsdn.churn import Transition, churn_events
 from fogsdn.scenario import LeaveMode, Role, Scenario, Servers, TaskClass
-from fogsdn.workload import sample_size
-from sim.streams import (
-    BLOCK,
-    Stream,
-    numpy_stream,
-    python_stream,
-    replication_seed,
-    size_block,
-)
+from fogsdn.streams import BLOCK, Stream, python_stream, replication_seed
+from fogsdn.workload import arrival_blocks, client_names, hp_share, sample_size
 
 OK, BLOCKED, TIMEOUT, LOST = 0, 1, 2, 3
 OUTCOME_NAMES: tuple[str, ...] = ("ok", "blocked", "timeout", "lost")
@@ -89,11 +83,6 @@ AvailabilitySink = Callable[[float, str, bool], None]
 FLUSH_ROWS = 8192
 NAN = math.nan
 INF = math.inf
-
-
-def client_names(scenario: Scenario) -> tuple[str, ...]:
-    """Client host names, as the testbed's clients name themselves (c1, c2, ...)."""
-    return tuple(f"c{i + 1}" for i in range(scenario.workload.clients))
 
 
 def node_names(scenario: Scenario) -> tuple[str, ...]:
@@ -138,8 +127,7 @@ def simulate(
     policy = policy if policy is not None else make_policy(scenario.policy)
     fast = not (per_request if per_request is not None else is_per_request(policy))
     wl = scenario.workload
-    lam = wl.lambda_hp + wl.lambda_lp
-    p_hp = wl.lambda_hp / lam
+    p_hp = hp_share(wl)
     n_clients = wl.clients
     tmo = scenario.timeout_ms
 
@@ -157,46 +145,26 @@ def simulate(
     last = [0.0] * nn  # single server: when its last accepted request completes
     fn0 = next(k for k in range(nn) if roles[k] is Role.FN)  # handoff target
 
-    gen_ia = numpy_stream(seed, Stream.INTERARRIVAL)
-    gen_cls = numpy_stream(seed, Stream.CLASS)
-    gen_cl = numpy_stream(seed, Stream.CLIENT)
-    gen_sz = numpy_stream(seed, Stream.SIZE)
+    blocks = arrival_blocks(wl, seed)
     route_rng = python_stream(seed, Stream.ROUTING)
-    churn_rng = python_stream(seed, Stream.CHURN)
     restart_rng = python_stream(seed, Stream.RESTART)
     rnd = route_rng.random
 
     out: list[Row] = []
     out_append = out.append
 
-    # -- availability and churn ------------------------------------------------
+    # -- availability and churn (fogsdn.churn: the same events the live run replays) ----
     churn = scenario.churn
     avail = [True] * nn
     ofns = [k for k in range(nn) if roles[k] is Role.OFN]
-    for k in ofns:
-        if churn.initial == "available":
-            avail[k] = True
-        elif churn.initial == "unavailable":
-            avail[k] = False
-        else:
-            total = churn.eta + churn.xi
-            avail[k] = True if total == 0 else churn_rng.random() < churn.xi / total
+    events = churn_events(churn, [names[k] for k in ofns], seed)
+    for _ in ofns:
+        tr = next(events)
+        avail[index[tr.node]] = tr.available
     if availability is not None:
         for k in range(nn):
             availability(0.0, names[k], avail[k])
-
-    eta, xi = churn.eta, churn.xi
-    crnd = churn_rng.random
-    log = math.log
-
-    def sojourn(up: bool) -> float:
-        rate = eta if up else xi
-        # random.expovariate's own arithmetic, inlined (this runs once per OFN event)
-        return -log(1.0 - crnd()) / rate if rate > 0 else INF
-
-    next_change = [INF] * nn
-    for k in ofns:
-        next_change[k] = sojourn(avail[k])
+    pending: Transition | None = next(events, None)
 
     # -- routing ----------------------------------------------------------------
     table_cache: dict[tuple[bool, ...], list[tuple[list[int], list[float], float, int]]] = {}
@@ -257,15 +225,15 @@ def simulate(
     transitions = 0
 
     def change(k: int, t: float) -> None:
-        """OFN k changes availability at time t."""
-        nonlocal transitions
+        """OFN k changes availability at time t (the pending churn event)."""
+        nonlocal transitions, pending
         transitions += 1
         advance(k, t)
         up = not avail[k]
         avail[k] = up
         if availability is not None:
             availability(t, names[k], up)
-        next_change[k] = t + sojourn(up)
+        pending = next(events, None)
         if up or churn.leave is LeaveMode.DRAIN:
             return
         h = held[k]
@@ -289,7 +257,11 @@ def simulate(
                 )
 
     def next_churn() -> float:
-        return min(next_change) if ofns else INF
+        return pending.t_ms if pending is not None else INF
+
+    def pending_node() -> int:
+        assert pending is not None
+        return index[pending.node]
 
     # -- per-request decisions ----------------------------------------------------
     def decide(t: float, cls: int, c: int, size: float) -> int:
@@ -325,16 +297,14 @@ def simulate(
     popleft_of = [None if multi[k] else held[k].popleft for k in range(nn)]
     while n < max_n:
         if j == BLOCK:
-            ia = gen_ia.exponential(1.0 / lam, BLOCK).tolist()
-            cu = gen_cls.random(BLOCK).tolist()
-            cl = gen_cl.integers(0, n_clients, BLOCK).tolist() if n_clients > 1 else [0] * BLOCK
-            sz = size_block(wl.size, gen_sz, BLOCK)
+            block = next(blocks)
+            ia, cu, cl, sz = block.interarrival, block.class_u, block.client, block.size
             j = 0
         t += ia[j]
         if t >= stop_t:
             break
         while t_churn <= t:
-            change(next_change.index(t_churn), t_churn)
+            change(pending_node(), t_churn)
             t_churn = next_churn()
             if fast:
                 table = route_table()
@@ -402,7 +372,7 @@ def simulate(
         if not any(held):
             break
         end = t_churn
-        change(next_change.index(t_churn), t_churn)
+        change(pending_node(), t_churn)
         t_churn = next_churn()
     if out:
         end = max(end, max(r[0] for r in out))
