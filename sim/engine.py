@@ -24,9 +24,9 @@ Semantics (shared with the testbed and the CTMC): an arrival that finds its chos
 node full (or down) is `blocked` at once and never re-routed. When an OFN leaves,
 `drain` lets it finish what it holds, `handoff` moves its requests (the one in
 service first, then the waiting ones in order) to the tail of the first FN, the
-one in service restarting with a fresh size drawn from the scenario's size
-distribution (memoryless for the exponential default, as the CTMC assumes), and
-those that do not fit are `lost`; `drop` loses them all. A request not answered
+one in service with the work it has left (as the live worker does; for exponential
+sizes that is, in distribution, the CTMC's fresh service at the FN), and those that
+do not fit are `lost`; `drop` loses them all. A request not answered
 within `timeout_ms` is recorded `timeout`, but the node still serves it to the end:
 the client gave up, the worker did not, so it does not free capacity early.
 
@@ -61,7 +61,7 @@ from controller.policies import (
 from fogsdn.churn import Transition, churn_events
 from fogsdn.scenario import LeaveMode, Role, Scenario, Servers, TaskClass
 from fogsdn.streams import BLOCK, Stream, python_stream, replication_seed
-from fogsdn.workload import arrival_blocks, client_names, hp_share, sample_size
+from fogsdn.workload import arrival_blocks, client_names, hp_share
 
 OK, BLOCKED, TIMEOUT, LOST = 0, 1, 2, 3
 OUTCOME_NAMES: tuple[str, ...] = ("ok", "blocked", "timeout", "lost")
@@ -147,7 +147,6 @@ def simulate(
 
     blocks = arrival_blocks(wl, seed)
     route_rng = python_stream(seed, Stream.ROUTING)
-    restart_rng = python_stream(seed, Stream.RESTART)
     rnd = route_rng.random
 
     out: list[Row] = []
@@ -247,8 +246,8 @@ def simulate(
         advance(fn0, t)
         note = f"handoff from {names[k]} at {t:.6f}"
         for i, r in enumerate(recs):
-            if i == 0 or multi[k]:  # in service: restart with a fresh size (memoryless)
-                svc = sample_size(wl.size, restart_rng) * inv_mu[fn0]
+            if i == 0 or multi[k]:  # in service: the work it has left moves with it
+                svc = max(0.0, r[0] - t) * mus[k] * inv_mu[fn0]
             else:
                 svc = r[5] * inv_mu[fn0]
             if not accept(fn0, t, r[2:7], svc, note):
