@@ -17,14 +17,13 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from fogsdn.scenario import Churn
 from fogsdn.streams import Stream, python_stream, replication_seed
 
 
-@dataclass(frozen=True)
-class Transition:
+class Transition(NamedTuple):  # a tuple: the simulator makes one per OFN event
     t_ms: float
     node: str
     available: bool
@@ -46,22 +45,48 @@ def sojourn_ms(churn: Churn, up: bool, rng: random.Random) -> float:
     return -math.log(1.0 - rng.random()) / rate if rate > 0 else math.inf
 
 
+def ofn_changes(churn: Churn, n: int, seed: int
+                ) -> tuple[list[bool], Iterator[tuple[float, int, bool]]]:
+    """The n OFNs' initial states, and then their changes (t, OFN index, new state) in
+    time order, for the effective seed (scenario seed + replication). Plain tuples: the
+    simulator takes one per OFN event, often as often as arrivals."""
+    rng = python_stream(seed, Stream.CHURN)
+    up = [initial_available(churn, rng) for _ in range(n)]
+
+    def changes() -> Iterator[tuple[float, int, bool]]:
+        rnd, log, inf = rng.random, math.log, math.inf  # sojourn_ms, inlined
+        eta, xi = churn.eta, churn.xi
+        state = list(up)
+        next_change = [sojourn_ms(churn, s, rng) for s in state]
+        if n == 1:  # the common case, without the search for the next OFN
+            s, t = state[0], next_change[0]
+            while t != inf:
+                s = not s
+                yield t, 0, s
+                rate = eta if s else xi
+                t = t + (-log(1.0 - rnd()) / rate if rate > 0 else inf)
+            return
+        while n:
+            t = min(next_change)
+            if t == inf:
+                return
+            k = next_change.index(t)
+            s = state[k] = not state[k]
+            rate = eta if s else xi
+            next_change[k] = t + (-log(1.0 - rnd()) / rate if rate > 0 else inf)
+            yield t, k, s
+
+    return up, changes()
+
+
 def churn_events(churn: Churn, ofns: list[str], seed: int) -> Iterator[Transition]:
     """Every OFN's state at t = 0, then every change, in time order, for the effective
     seed (scenario seed + replication); ends only if no OFN changes again."""
-    rng = python_stream(seed, Stream.CHURN)
-    up = [initial_available(churn, rng) for _ in ofns]
-    for name, state in zip(ofns, up, strict=True):
+    initial, changes = ofn_changes(churn, len(ofns), seed)
+    for name, state in zip(ofns, initial, strict=True):
         yield Transition(0.0, name, state)
-    next_change = [sojourn_ms(churn, state, rng) for state in up]
-    while ofns:
-        t = min(next_change)
-        if t == math.inf:
-            return
-        k = next_change.index(t)
-        up[k] = not up[k]
-        next_change[k] = t + sojourn_ms(churn, up[k], rng)
-        yield Transition(t, ofns[k], up[k])
+    for t, k, state in changes:
+        yield Transition(t, ofns[k], state)
 
 
 def churn_schedule(churn: Churn, ofns: list[str], until_ms: float, seed: int,

@@ -58,7 +58,7 @@ from controller.policies import (
     policy_failure,
     routes_for,
 )
-from fogsdn.churn import Transition, churn_events
+from fogsdn.churn import ofn_changes
 from fogsdn.scenario import LeaveMode, Role, Scenario, Servers, TaskClass
 from fogsdn.streams import BLOCK, Stream, python_stream, replication_seed
 from fogsdn.workload import arrival_blocks, client_names, hp_share
@@ -156,14 +156,13 @@ def simulate(
     churn = scenario.churn
     avail = [True] * nn
     ofns = [k for k in range(nn) if roles[k] is Role.OFN]
-    events = churn_events(churn, [names[k] for k in ofns], seed)
-    for _ in ofns:
-        tr = next(events)
-        avail[index[tr.node]] = tr.available
+    initial, changes = ofn_changes(churn, len(ofns), seed)
+    for j, k in enumerate(ofns):
+        avail[k] = initial[j]
     if availability is not None:
         for k in range(nn):
             availability(0.0, names[k], avail[k])
-    pending: Transition | None = next(events, None)
+    pending = next(changes, None)  # (t, OFN number, new state) of the next change
 
     # -- routing ----------------------------------------------------------------
     table_cache: dict[tuple[bool, ...], list[tuple[list[int], list[float], float, int]]] = {}
@@ -232,7 +231,7 @@ def simulate(
         avail[k] = up
         if availability is not None:
             availability(t, names[k], up)
-        pending = next(events, None)
+        pending = next(changes, None)
         if up or churn.leave is LeaveMode.DRAIN:
             return
         h = held[k]
@@ -256,11 +255,11 @@ def simulate(
                 )
 
     def next_churn() -> float:
-        return pending.t_ms if pending is not None else INF
+        return pending[0] if pending is not None else INF
 
     def pending_node() -> int:
         assert pending is not None
-        return index[pending.node]
+        return ofns[pending[1]]
 
     # -- per-request decisions ----------------------------------------------------
     def decide(t: float, cls: int, c: int, size: float) -> int:
