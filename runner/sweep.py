@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from analysis.metrics import replications_ci
+from fogsdn.cli_args import add_span_arguments, span_ms
 from fogsdn.scenario import Scenario, ScenarioError
 
 Engine = Literal["simulate", "emulate"]
@@ -429,12 +430,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ray-address", help="join this Ray cluster instead of a local one")
     ap.add_argument("--workers", type=int, help="parallel points (default: CPUs)")
     ap.add_argument("--requests", type=int, help="simulate: requests per point")
-    span = ap.add_mutually_exclusive_group()
-    span.add_argument("--model-ms", type=float, metavar="MS",
-                      help="model ms of arrivals per point")
-    span.add_argument("--duration", type=float, metavar="SECONDS",
-                      help="seconds of live load per point (SECONDS * 1000 / time_scale "
-                           "model ms, the same span in every engine)")
+    add_span_arguments(ap, per=" per point")
     ap.add_argument("--time-scale", type=float,
                     help="emulate: real ms per model ms for every point (default: the "
                          "scenario's)")
@@ -461,8 +457,11 @@ def main(argv: list[str] | None = None) -> int:
             raise KeyboardInterrupt  # the live run tears down; the sweep keeps its points
 
         signal.signal(signal.SIGTERM, _term)
-    scale = a.time_scale or sc.time_scale
-    duration_ms = a.model_ms if a.duration is None else a.duration * 1000.0 / scale
+    try:
+        duration_ms = span_ms(a, a.time_scale or sc.time_scale)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(a.out) if a.out else Path("results") / f"{stamp}-{sc.name}-sweep"
     try:
