@@ -108,13 +108,14 @@ class LivePowerMeter:
     def _read_all(self, first: bool) -> None:
         total = 0.0
         for name, (spec, servers) in self.nodes.items():
+            prev = self._busy.get(name)
             try:
                 t, busy = self.read_busy(name)
             except (OSError, ValueError, KeyError) as err:
+                # a worker that died (or does not answer): the machine is still on and
+                # does no fog work, so it counts as idle from its last figure on
                 self._error(f"{name}: {err.__class__.__name__}: {err}")
-                self._busy.pop(name, None)  # a dead worker: no figure for it from now on
-                continue
-            prev = self._busy.get(name)
+                t, busy = time.monotonic(), (prev[1] if prev is not None else 0.0)
             self._busy[name] = (t, busy)
             if first or prev is None or t <= prev[0]:
                 continue

@@ -128,9 +128,14 @@ def test_container_namespaces_and_cpu_quota(tmp_path: Path) -> None:
         head, cpu = r.stdout.splitlines()
         assert head == "1 box ['fogsdn'] []"  # PID 1, own hostname, private /run and /tmp
         assert (keep / "mark").read_text() == "x"  # the kept folder is the host's
-        # two seconds of spinning under a 0.5-core quota: about one CPU second
-        assert 0.8 < float(cpu) < 1.15, cpu
-        assert 0.8 < cg.cpu_usage_s() < 1.6  # the group's accounting, start-up included
+        # two seconds of spinning under a 0.5-core quota: at most about one CPU second
+        # (less where the shared machine is busy), and the quota was what held it back
+        assert 0.2 < float(cpu) < 1.15, cpu
+        assert float(cpu) - 0.05 < cg.cpu_usage_s() < 1.6  # the group's own accounting
+        if cg.layout.version == 1:
+            stat = dict(line.split() for line in
+                        (cg.cpu_dir / "cpu.stat").read_text().splitlines())
+            assert int(stat["nr_throttled"]) > 0
     finally:
         for d in cg.dirs:
             remove_cgroup(d)

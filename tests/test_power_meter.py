@@ -59,3 +59,22 @@ def test_meter_turns_busy_time_into_samples() -> None:
     assert [s.power_w for s in fn] == [pytest.approx(12.5), pytest.approx(20.0)]
     sw = [s for s in m.samples if s.kind == "switch"]
     assert [s.active_ports for s in sw] == [1, 0]
+
+
+def test_a_dead_worker_counts_as_an_idle_machine() -> None:
+    calls = {"n": 0}
+
+    def busy(name: str) -> tuple[float, float]:
+        calls["n"] += 1
+        if calls["n"] > 1:
+            raise OSError("connection refused")
+        return 0.0, 0.0
+
+    node = NodeSpec(name="fn", role=Role.FN, mu=1, capacity=4,
+                    power=ServerPower(idle_w=10, max_w=20))
+    m = LivePowerMeter({"fn": (node, 1)}, {}, SwitchPower(), busy, epoch=0.0)
+    m._read_all(first=True)
+    m._read_all(first=False)
+    [s] = m.samples
+    assert s.utilization == 0.0 and s.power_w == pytest.approx(10.0)
+    assert m.errors and "connection refused" in m.errors[0]
