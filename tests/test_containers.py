@@ -218,3 +218,26 @@ def test_worker_out_of_memory_is_reported_and_the_run_goes_on(tmp_path: Path) ->
     assert acct["fn"]["cpu_s"] > 0
     assert _fogsdn_cgroups() - groups_before == set()
     assert_clean(before)
+
+
+@pytest.mark.emulation
+def test_a_killed_runs_cgroups_are_removed_by_clean(tmp_path: Path) -> None:
+    """SIGKILL the runner: its workers die with it (parent-death signals through the
+    launcher), its cgroups stay recorded, and `--clean` removes them."""
+    from runner.cleanup import RUNS_DIR, RunRecord
+
+    before, groups_before = footprint(), _fogsdn_cgroups()
+    p, _ = start_runner(tmp_path, "killcg", 0.5)
+    [rec] = [RunRecord.load(f) for f in RUNS_DIR.glob("*.json")
+             if RunRecord.load(f).owner and RunRecord.load(f).owner[0] == p.pid]
+    p.kill()
+    p.communicate(timeout=10)
+    time.sleep(3.0)
+    left = _fogsdn_cgroups() - groups_before
+    assert left and all(rec.tag in g for g in left)  # recorded, still there
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "run_testbed.py"), "--clean"],
+                       capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "cgroup" in r.stdout + r.stderr
+    assert _fogsdn_cgroups() - groups_before == set()
+    assert_clean(before)
