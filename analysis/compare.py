@@ -15,9 +15,17 @@ from typing import Any
 
 import numpy as np
 
+from analysis.ctmc import Prediction
 from analysis.metrics import measured_summary, percentiles_ci
 from analysis.model_params import AnyPrediction, OutsideModel, exact_prediction
-from fogsdn.scenario import Scenario, load_scenario
+from analysis.power import (
+    busy_fraction,
+    predicted_power,
+    server_count,
+    server_power_gap,
+    switch_ports,
+)
+from fogsdn.scenario import Role, Scenario, load_scenario
 from fogsdn.trace import Outcome, TraceRow, read_trace
 
 CLASSES = ("hp", "lp")
@@ -86,8 +94,44 @@ def _answered(rows: list[TraceRow], sc: Scenario, cls: str, order: str = "sorted
     return np.sort(np.asarray([r.node_ms for r in ok], dtype=float))
 
 
+def node_busy(sc: Scenario, pred: AnyPrediction) -> dict[str, float]:
+    """Each node's exact mean share of busy servers: from the closed chain's stationary
+    marginals, or as the policy chain computed it."""
+    if isinstance(pred, Prediction):
+        st = pred.stationary
+        fn = sc.nodes_with(Role.FN)[0]
+        busy = {fn.name: busy_fraction(list(st.p_fn.sum(axis=0)), server_count(fn))}
+        for ofn in sc.nodes_with(Role.OFN):
+            busy[ofn.name] = busy_fraction(list(st.p_ofn.sum(axis=0)), server_count(ofn))
+        return busy
+    return dict(pred.node_busy)
+
+
+def predicted_power_block(sc: Scenario, pred: AnyPrediction) -> dict[str, object]:
+    """Exact mean server power from P(node busy); switches from the expected forwarded
+    requests (accepted and blocked ones alike cross the switch)."""
+    from topologies.fog_star import fog_star_graph
+
+    rate = sc.workload.lambda_hp + sc.workload.lambda_lp
+    return predicted_power(sc, node_busy(sc, pred), switch_ports(fog_star_graph(sc)), rate)
+
+
+def power_comparison(measured: dict[str, Any], predicted: dict[str, Any]) -> dict[str, Any]:
+    """Per node and in total (servers): measured mean W beside the exact one."""
+    nodes = {name: {"measured": _num(measured.get("nodes", {}).get(name)),
+                    "predicted": _num(w)}
+             for name, w in predicted.get("nodes", {}).items()}
+    return {"nodes": nodes,
+            "servers_W": {"measured": _num(measured.get("servers_W")),
+                          "predicted": _num(predicted.get("servers_W")),
+                          "rel_gap": server_power_gap(measured, predicted)},
+            "switches_W": {"measured": _num(sum(measured.get("switches", {}).values())),
+                           "predicted": _num(sum(predicted.get("switches", {}).values()))}}
+
+
 def plot_comparison(path: Path, rows: list[TraceRow], sc: Scenario, pred: AnyPrediction,
-                    measured: dict[str, Any], comp: dict[str, Any] | None = None) -> None:
+                    measured: dict[str, Any], comp: dict[str, Any] | None = None,
+                    power: dict[str, Any] | None = None) -> None:
     """Empirical CDF of node_ms per class over the exact CDF, with the measured
     percentiles' intervals; W, blocking and outage with their 95 % intervals beside
     the exact values."""
@@ -96,7 +140,8 @@ def plot_comparison(path: Path, rows: list[TraceRow], sc: Scenario, pred: AnyPre
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax_cdf, ax_w, ax_p) = plt.subplots(1, 3, figsize=(16, 4.4))
+    fig, axes = plt.subplots(1, 4 if power else 3, figsize=(21 if power else 16, 4.4))
+    ax_cdf, ax_w, ax_p = axes[0], axes[1], axes[2]
     colors = {"hp": "tab:red", "lp": "tab:blue"}
     for cls in CLASSES:
         x = _answered(rows, sc, cls)
@@ -148,6 +193,21 @@ def plot_comparison(path: Path, rows: list[TraceRow], sc: Scenario, pred: AnyPre
     ax_p.set_ylabel("share of arrivals (95 % CI)")
     ax_p.legend(fontsize=8)
     ax_p.grid(alpha=0.3)
+    if power:  # mean power per server, measured beside exact
+        ax_pw = axes[3]
+        names = list(power["nodes"])
+        xs = np.arange(len(names))
+        ax_pw.bar(xs - 0.2, [_num(power["nodes"][n]["measured"]) for n in names], 0.4,
+                  label="measured", color="tab:green")
+        ax_pw.bar(xs + 0.2, [_num(power["nodes"][n]["predicted"]) for n in names], 0.4,
+                  label="exact", color="tab:gray")
+        ax_pw.set_xticks(xs, names)
+        ax_pw.set_ylabel("mean server power (W)")
+        gap = _num(power["servers_W"]["rel_gap"])
+        ax_pw.set_title(f"servers: {gap:+.1%} vs exact" if math.isfinite(gap) else "servers",
+                        fontsize=9)
+        ax_pw.legend(fontsize=8)
+        ax_pw.grid(alpha=0.3, axis="y")
     fig.suptitle(f"{sc.name}: measured vs exact CTMC")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -166,7 +226,8 @@ def _pm(x: dict[str, Any], digits: int = 3) -> str:
     return f"{_f(x['measured'], digits)} ± {_f(x['ci95'], 2)}"
 
 
-def comparison_table(sc: Scenario, comp: dict[str, Any]) -> str:
+def comparison_table(sc: Scenario, comp: dict[str, Any],
+                     power: dict[str, Any] | None = None) -> str:
     lines = [f"measured vs exact CTMC ({sc.name}; node sojourn, model ms; ± 95 % interval, "
              "ok = the interval covers the exact value)",
              f"{'class':<6}{'W meas':>17}{'W exact':>10}{'gap':>8}{'ok':>4}"
@@ -193,6 +254,17 @@ def comparison_table(sc: Scenario, comp: dict[str, Any]) -> str:
                 f"{_pm(pc[n]):>17}{_f(pc[n]['predicted'], 3):>8}{ok(pc[n]):>4}"
                 if n in pc else f"{'n/a':>17}{'':>8}{'':>4}"
                 for n in ("p50", "p90", "p95", "p99")))
+    if power:
+        lines.append(f"{'power (W)':<16}{'measured':>10}{'exact':>10}")
+        for name, v in power["nodes"].items():
+            lines.append(f"{'  ' + name:<16}{_f(v['measured']):>10}{_f(v['predicted']):>10}")
+        sv = power["servers_W"]
+        gap = _num(sv["rel_gap"])
+        lines.append(f"{'  servers':<16}{_f(sv['measured']):>10}{_f(sv['predicted']):>10}"
+                     f"{(f'{gap:+.1%}' if math.isfinite(gap) else 'n/a'):>8}")
+        sw = power["switches_W"]
+        lines.append(f"{'  switches':<16}{_f(sw['measured']):>10}{_f(sw['predicted']):>10}"
+                     "  (estimate)")
     return "\n".join(lines)
 
 
@@ -235,19 +307,24 @@ def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
         summary_path.write_text(json.dumps(_clean(summary), indent=1, default=str))
         return f"exact model: outside the model ({err}); no prediction to compare"
     d = pred.to_dict()
+    d["power"] = predicted_power_block(sc, pred)
     summary["predicted"] = d
     summary.pop("outside_model", None)
     comp = {cls: comparison_block(measured.get(cls, {}), d[cls])  # type: ignore[arg-type]
             for cls in CLASSES}
     summary["comparison"] = comp
+    power = (power_comparison(summary["power"], d["power"])  # type: ignore[arg-type]
+             if summary.get("power") else None)
+    if power is not None:
+        summary["power_comparison"] = power
     if not plot:
         note = f"no comparison plot: {no_plot_why}" if no_plot_why else "no comparison plot"
         summary["notes"] = [*summary.get("notes", []), note]
     summary_path.write_text(json.dumps(_clean(summary), indent=1, default=str))
     if not plot:
-        return comparison_table(sc, comp)
-    plot_comparison(run_dir / "comparison.png", rows, sc, pred, measured, comp)
-    return comparison_table(sc, comp) + f"\nplot: {run_dir / 'comparison.png'}"
+        return comparison_table(sc, comp, power)
+    plot_comparison(run_dir / "comparison.png", rows, sc, pred, measured, comp, power)
+    return comparison_table(sc, comp, power) + f"\nplot: {run_dir / 'comparison.png'}"
 
 
 def attach_prediction(out: Path, plot: bool = True, no_plot_why: str = "",

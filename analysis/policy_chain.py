@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from itertools import product
 from typing import Any
 
@@ -747,6 +747,9 @@ class PolicyPrediction:
     n_states: int  # of the joint chain
     method: str
     solved_states: int  # what was solved: the joint chain, or the per-node chains
+    # per node, the mean share of its servers busy: P(n > 0), or E[n]/C with `multi`
+    # (exact server power, analysis/power.py)
+    node_busy: dict[str, float] = field(default_factory=dict)
 
     @property
     def p_available(self) -> float:
@@ -824,9 +827,12 @@ def solve(m: PolicyModel, oracle: PolicyOracle, max_states: int = MAX_STATES
         weights: list[list[np.ndarray]] = [[np.zeros(0)] * K for _ in CLASSES]
         blocking = [0.0, 0.0]
         node_means: dict[str, float] = {}
+        node_busy: dict[str, float] = {}
         for k, node in enumerate(m.nodes):
             pk = lumped_node(m, k, routes_by)  # [P, C+1]
             node_means[node.name] = float(pk.sum(axis=0) @ np.arange(node.capacity + 1))
+            node_busy[node.name] = (node_means[node.name] / node.capacity if node.multi
+                                    else float(1.0 - pk.sum(axis=0)[0]))
             mine = m.ofns.index(k) if k in m.ofns else -1
             for c in range(len(CLASSES)):
                 w = np.zeros(node.capacity)
@@ -841,7 +847,8 @@ def solve(m: PolicyModel, oracle: PolicyOracle, max_states: int = MAX_STATES
                     blocking[c] += r * pk[v, -1]
                 weights[c][k] = w
         hp, lp = _class_responses(m, weights, blocking, [[], []])
-        return PolicyPrediction(m, hp, lp, node_means, n_joint, "lumped", m.n_lumped())
+        return PolicyPrediction(m, hp, lp, node_means, n_joint, "lumped", m.n_lumped(),
+                                node_busy)
     if n_joint > max_states:
         raise StateSpaceTooLarge(too_large_message(n_joint, max_states))
     if n_joint + m.n_tagged() > max_states:
@@ -855,8 +862,11 @@ def solve(m: PolicyModel, oracle: PolicyOracle, max_states: int = MAX_STATES
     blocking = [0.0, 0.0]
     extra: list[list[Component]] = [[], []]
     node_means = {}
+    node_busy = {}
     for k, node in enumerate(m.nodes):
         node_means[node.name] = float(pi @ jc.count[:, k])
+        node_busy[node.name] = (node_means[node.name] / node.capacity if node.multi
+                                else float(pi @ (jc.count[:, k] > 0)))
         full = (~jc.avail[:, k]) | (jc.count[:, k] >= node.capacity)
         handed = (handoff_components(m, jc, pi, k)
                   if node.role is Role.OFN and handoff_churn else None)
@@ -874,7 +884,7 @@ def solve(m: PolicyModel, oracle: PolicyOracle, max_states: int = MAX_STATES
             np.add.at(w, jc.count[ok, k], r[ok])
             weights[c][k] = w
     hp, lp = _class_responses(m, weights, blocking, extra)
-    return PolicyPrediction(m, hp, lp, node_means, n_joint, method, n_joint)
+    return PolicyPrediction(m, hp, lp, node_means, n_joint, method, n_joint, node_busy)
 
 
 def _route_avail(m: PolicyModel, oracle: PolicyOracle, vec: tuple[bool, ...]) -> np.ndarray:

@@ -74,11 +74,50 @@ class Workload(_Frozen):
     lambda_lp: float = Field(ge=0, description="LP arrivals per model ms, all clients together")
     clients: int = Field(2, ge=1, le=200, description="IoT client hosts; rates are split evenly")
     size: SizeSpec = SizeSpec()
+    # model: service is size/mu against deadlines (what the exact model predicts);
+    # cpu: each task does real CPU work in proportion (live only; docs/containers.md)
+    work: Literal["model", "cpu"] = "model"
 
     @model_validator(mode="after")
     def _some_load(self) -> Workload:
         if self.lambda_hp + self.lambda_lp <= 0:
             raise ValueError("lambda_hp + lambda_lp must be positive")
+        return self
+
+
+class ServerPower(_Frozen):
+    """A server's linear power model, P = idle_w + (max_w - idle_w) * u (docs/power.md).
+
+    Defaults: the Intel Xeon E5645 server of EdgeSimPy's dataset (63.1 W idle, 200 W at
+    full load; SPECpower figures via Zakarya et al., IEEE TSC 2020)."""
+
+    idle_w: float = Field(63.1, ge=0, description="watts at zero utilisation")
+    max_w: float = Field(200.0, gt=0, description="watts at full utilisation")
+
+    @model_validator(mode="after")
+    def _max_above_idle(self) -> ServerPower:
+        if self.max_w < self.idle_w:
+            raise ValueError("power.max_w must be >= power.idle_w")
+        return self
+
+
+class SwitchPower(_Frozen):
+    """Every switch's power: idle + per active port + traffic share (docs/power.md).
+
+    P = idle_w + port_w * active_ports + (peak_w - idle_w - port_w * ports) * min(1,
+    traffic / capacity): idle_w with no traffic, peak_w with every port active at full
+    capacity. Defaults: seed 002a measured about 20 W idle and 30 W at peak."""
+
+    idle_w: float = Field(20.0, ge=0, description="watts with no port carrying traffic")
+    peak_w: float = Field(30.0, gt=0, description="watts with every port active at capacity")
+    port_w: float = Field(0.5, ge=0, description="watts per port that carried traffic")
+    capacity_mbps: float = Field(1000.0, gt=0,
+                                 description="forwarded traffic at which the traffic term is full")
+
+    @model_validator(mode="after")
+    def _peak_above_idle(self) -> SwitchPower:
+        if self.peak_w < self.idle_w:
+            raise ValueError("switch_power.peak_w must be >= switch_power.idle_w")
         return self
 
 
@@ -88,6 +127,10 @@ class NodeSpec(_Frozen):
     mu: float = Field(gt=0, description="service rate per model ms for a task of size 1")
     capacity: int = Field(ge=1, le=100_000, description="in service plus waiting")
     servers: Servers = Servers.SINGLE
+    power: ServerPower = ServerPower()
+    # live only: the node's container (docs/containers.md); None leaves it unlimited
+    cpu: float | None = Field(None, gt=0, le=1024, description="CPU limit in cores (CFS quota)")
+    memory_mb: int | None = Field(None, ge=16, description="memory limit; above it, OOM kill")
 
 
 class Churn(_Frozen):
@@ -144,6 +187,10 @@ class Scenario(_Frozen):
     churn: Churn = Churn(eta=0.0, xi=0.0)
     policy: PolicySpec = PolicySpec()
     sweep: Sweep | None = None
+    switch_power: SwitchPower = SwitchPower()
+    # live: each worker in its own container (namespaces and a cgroup); false: a plain
+    # process in its Mininet host's network namespace, as before
+    containers: bool = True
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
@@ -154,6 +201,9 @@ class Scenario(_Frozen):
             raise ValueError(f"node names must be unique, got {names}")
         if not any(n.role is Role.FN for n in self.nodes):
             raise ValueError("nodes need at least one node with role fn")
+        if self.workload.work == "cpu" and self.churn.leave is LeaveMode.HANDOFF:
+            raise ValueError("workload.work cpu cannot hand off a task in service: "
+                             "use churn.leave drain or drop")
         return self
 
     # -- convenience views -------------------------------------------------

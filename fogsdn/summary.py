@@ -32,6 +32,8 @@ class RunSummary(TypedDict):
     requests: int
     measured: dict[str, Any]  # analysis.metrics.measured_summary: per class and per node
     notes: NotRequired[list[str]]
+    # analysis.power.power_block: mean W per node and switch, total, energy (both engines)
+    power: NotRequired[dict[str, Any]]
     # emulate
     run: NotRequired[str]
     interrupted: NotRequired[bool]
@@ -43,6 +45,8 @@ class RunSummary(TypedDict):
     churn_lag_ms: NotRequired[dict[str, float]]
     routing: NotRequired[dict[str, Any] | None]
     workers: NotRequired[dict[str, Any]]
+    containers: NotRequired[dict[str, Any]]  # limits and cgroup accounting (docs/containers.md)
+    cpu_work: NotRequired[dict[str, Any]]  # work: cpu calibration
     # simulate
     seed: NotRequired[int]
     replication: NotRequired[int]
@@ -59,6 +63,7 @@ class RunSummary(TypedDict):
     # added by analysis.compare where a model applies
     predicted: NotRequired[dict[str, Any]]
     comparison: NotRequired[dict[str, Any]]
+    power_comparison: NotRequired[dict[str, Any]]
 
 
 def policy_report(spec: PolicySpec, errors: list[str] | None = None) -> PolicyReport:

@@ -35,6 +35,7 @@ from typing import IO, Any
 
 from fogsdn.local_rpc import recv_line, send_json, unix_call
 from fogsdn.scenario import Servers, TaskClass
+from nodes.cpu_work import CpuServers, CpuTask
 from nodes.protocol import (
     MAX_REQUEST_BYTES,
     ProtocolError,
@@ -76,8 +77,8 @@ def _abort(conn: socket.socket) -> None:
 class Worker:
     def __init__(self, name: str, mu: float, capacity: int, servers: Servers,
                  time_scale: float, events: IO[str] | None = None,
-                 max_size: float = float("inf"), read_timeout_s: float = READ_TIMEOUT_S
-                 ) -> None:
+                 max_size: float = float("inf"), read_timeout_s: float = READ_TIMEOUT_S,
+                 bytes_per_ms: float | None = None) -> None:
         self.name = name
         self.mu = mu
         self.max_size = max_size
@@ -92,6 +93,14 @@ class Worker:
         self._events = events
         self._events_lock = threading.Lock()
         self.counts = {"admitted": 0, "blocked": 0, "completed": 0, "errors": 0, "dropped": 0}
+        self._ballast: list[bytearray] = []
+        # work: cpu (docs/containers.md): tasks hash bytes_per_ms bytes per nominal real ms
+        self.bytes_per_ms = bytes_per_ms
+        self.cpu: CpuServers | None = None
+        if bytes_per_ms is not None:
+            self.cpu = CpuServers(capacity, capacity if servers is Servers.MULTI else 1,
+                                  self._cpu_done)
+        self._busy_done = 0.0  # server-seconds of service finished or cut short (power)
 
     # -- events -------------------------------------------------------------
     def _log(self, **rec: object) -> None:
@@ -127,6 +136,15 @@ class Worker:
             with self._cond:
                 self._reading -= 1
         nominal_ms = req.size / self.mu
+        if self.cpu is not None and self.bytes_per_ms is not None:
+            work = round(nominal_ms * self.ms_real * 1000.0 * self.bytes_per_ms)
+            admitted = self.cpu.admit(CpuTask(arrival, work, (conn, req.id, nominal_ms)))
+            with self._cond:
+                self.counts["admitted" if admitted else "blocked"] += 1
+            if not admitted:
+                self._reply_now(conn, encode_reply(id=req.id, status="blocked", node=self.name,
+                                                   nominal_ms=nominal_ms))
+            return
         with self._cond:
             adm = self.queue.admit(arrival, nominal_ms * self.ms_real)
             if adm is None:
@@ -191,6 +209,7 @@ class Worker:
                     continue
                 p = heapq.heappop(self._pending)
                 self.counts["completed"] += 1
+                self._busy_done += p.end - p.start
             while time.monotonic() < p.end:
                 pass
             done = time.monotonic()
@@ -200,12 +219,35 @@ class Worker:
                 wait_ms=(p.start - p.arrival) / s, service_ms=(done - p.start) / s,
                 node_ms=(done - p.arrival) / s, nominal_ms=p.nominal_ms))
 
+    def _cpu_done(self, task: CpuTask, start: float, end: float) -> None:
+        """A real-work task finished on a server thread: reply with what it took."""
+        conn, rid, nominal_ms = task.payload
+        with self._cond:
+            self.counts["completed"] += 1
+            self._busy_done += end - start
+        s = self.ms_real
+        self._reply_now(conn, encode_reply(
+            id=rid, status="ok", node=self.name, wait_ms=(start - task.arrival) / s,
+            service_ms=(end - start) / s, node_ms=(end - task.arrival) / s,
+            nominal_ms=nominal_ms))
+
     # -- control ------------------------------------------------------------
     def drop_all(self) -> int:
-        """The OFN left with `drop`: everything it holds is lost."""
+        """The OFN left with `drop`: everything it holds is lost (in `cpu` work, what
+        waits; a task in service runs to its end)."""
+        if self.cpu is not None:
+            waiting = self.cpu.clear()
+            with self._cond:
+                self.counts["dropped"] += len(waiting)
+            for t in waiting:
+                _abort(t.payload[0])
+                self._log(event="dropped", id=t.payload[1], t=time.monotonic())
+            return len(waiting)
         with self._cond:
             victims, self._pending = self._pending, []
-            self.queue.clear(time.monotonic())
+            now = time.monotonic()
+            self._busy_done += self._busy_in(victims, now)
+            self.queue.clear(now)
             self.counts["dropped"] += len(victims)
         for p in victims:
             _abort(p.conn)
@@ -224,6 +266,7 @@ class Worker:
         now = time.monotonic()
         with self._cond:
             victims, self._pending = sorted(self._pending), []
+            self._busy_done += self._busy_in(victims, now)
             self.queue.clear(now)
             self.counts["handed_off"] = self.counts.get("handed_off", 0) + len(victims)
         moves = []
@@ -267,9 +310,35 @@ class Worker:
             wait_ms=node_ms - service_ms, service_ms=service_ms, node_ms=node_ms,
             nominal_ms=reply.get("nominal_ms")))
 
-    def stats(self) -> dict[str, object]:
+    def hold_ballast(self, mb: int) -> int:
+        """Hold `mb` MB more of touched memory (tests of a container's memory limit,
+        docs/containers.md); returns the total held."""
+        if not 0 <= mb <= 1 << 16:
+            raise ValueError(f"mb must be in [0, 65536], got {mb}")
+        chunk = bytearray(mb * 1024 * 1024)
+        for i in range(0, len(chunk), 4096):
+            chunk[i] = 1  # touch every page, so it is charged to the cgroup
+        self._ballast.append(chunk)
+        return sum(len(c) for c in self._ballast) // (1024 * 1024)
+
+    @staticmethod
+    def _busy_in(held: list[_Pending], now: float) -> float:
+        """Server-seconds the held tasks have been in service up to `now`."""
+        return sum(min(now, p.end) - p.start for p in held if p.start < now)
+
+    def busy_s(self, now: float | None = None) -> float:
+        """Server-seconds of service so far, in progress included: the runner polls it
+        once a second and takes the difference as the node's utilisation (power)."""
+        now = time.monotonic() if now is None else now
         with self._cond:
-            return {"node": self.name, "in_system": len(self._pending), **self.counts}
+            return self._busy_done + self._busy_in(self._pending, now)
+
+    def stats(self) -> dict[str, object]:
+        now = time.monotonic()
+        with self._cond:
+            busy = self._busy_done + self._busy_in(self._pending, now)
+            return {"node": self.name, "in_system": len(self._pending), **self.counts,
+                    "busy_s": busy, "t": now}
 
     def control(self, sock: socket.socket) -> None:
         while not self._stop.is_set():
@@ -291,6 +360,8 @@ class Worker:
                         out = {"handed_off": self.handoff_all((host, int(port)))}
                     elif cmd == "stats":
                         out = self.stats()
+                    elif cmd == "ballast":
+                        out = {"ballast_mb": self.hold_ballast(int(msg["mb"]))}
                     else:
                         out = {"error": f"unknown command {cmd!r}"}
                 except (OSError, ValueError, AttributeError, KeyError) as err:
@@ -337,6 +408,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--events", help="JSON-lines file for drops, errors and final counts")
     ap.add_argument("--max-size", type=float, default=float("inf"),
                     help="refuse requests whose size is above this (work units)")
+    ap.add_argument("--bytes-per-ms", type=float,
+                    help="work: cpu: each task hashes this many bytes per nominal real ms "
+                         "(the runner's calibration); without it, model work")
     ap.add_argument("--read-timeout", type=float, default=READ_TIMEOUT_S,
                     help="seconds a client has to send its whole request line")
     a = ap.parse_args(argv)
@@ -344,13 +418,17 @@ def main(argv: list[str] | None = None) -> int:
         print("worker: --mu, --time-scale and --read-timeout must be > 0 and --capacity >= 1",
               file=sys.stderr)
         return 2
+    if a.bytes_per_ms is not None and not a.bytes_per_ms > 0:
+        print("worker: --bytes-per-ms must be > 0", file=sys.stderr)
+        return 2
     if not a.max_size > 0:
         print("worker: --max-size must be > 0", file=sys.stderr)
         return 2
 
     events = open(a.events, "a") if a.events else None  # noqa: SIM115
     w = Worker(a.name, a.mu, a.capacity, Servers(a.servers), a.time_scale, events,
-               max_size=a.max_size, read_timeout_s=a.read_timeout)
+               max_size=a.max_size, read_timeout_s=a.read_timeout,
+               bytes_per_ms=a.bytes_per_ms)
     srv = socket.create_server((a.host, a.port), backlog=512, reuse_port=False)
     srv.settimeout(0.2)
     ctl_path = Path(a.control)
@@ -367,6 +445,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, _term)
     threading.Thread(target=w.guarded, args=(w.serve_completions,), daemon=True,
                      name="completions").start()
+    if w.cpu is not None:
+        w.cpu.start(wrap=w.guarded)
     threading.Thread(target=w.guarded, args=(w.control, ctl), daemon=True,
                      name="control").start()
     print(f"worker {a.name} ready on :{a.port} pid {os.getpid()}", flush=True)
@@ -382,6 +462,8 @@ def main(argv: list[str] | None = None) -> int:
         srv.close()
         ctl.close()
         ctl_path.unlink(missing_ok=True)
+        if w.cpu is not None:
+            w.cpu.stop()
         w._log(event="final", **w.stats())
         if events:
             events.close()

@@ -16,6 +16,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from runner.cgroups import remove_cgroup
+
 RUNS_DIR = Path("/run/fogsdn/runs")
 PR_SET_PDEATHSIG = 1
 
@@ -62,6 +64,7 @@ class RunRecord:
     bridges: list[str] = field(default_factory=list)
     interfaces: list[str] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
+    cgroups: list[str] = field(default_factory=list)  # the nodes' cgroup directories
     owner: tuple[int, int] | None = None  # the runner process (pid, start time)
 
     @property
@@ -135,6 +138,9 @@ def remove_leftovers(rec: RunRecord) -> list[str]:
         if Path(f"/sys/class/net/{intf}").exists():
             subprocess.run(["ip", "link", "del", intf], capture_output=True)
             removed.append(f"interface {intf}")
+    for d in rec.cgroups:
+        if remove_cgroup(d):
+            removed.append(f"cgroup {d}")
     for p in rec.paths:
         path = Path(p)
         if path.exists() and not path.is_dir():

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analysis.power import server_count
 from controller.config import ControllerConfig
 from controller.launch import start_controller
 from controller.registration import register
@@ -35,7 +36,9 @@ from fogsdn.churn import Transition, churn_schedule
 from fogsdn.fabric import Fabric
 from fogsdn.scenario import LeaveMode, Role, Scenario, ScenarioError
 from fogsdn.workload import max_task_size
+from nodes.cpu_work import calibrate
 from nodes.worker import control_request
+from runner.cgroups import CgroupError, Layout, NodeCgroup, remove_cgroup
 from runner.cleanup import (
     RunRecord,
     clean_all,
@@ -45,6 +48,7 @@ from runner.cleanup import (
     remove_leftovers,
     stop_pid,
 )
+from runner.power_meter import LivePowerMeter
 from runner.results import finish_results
 from topologies.fog_star import fabric_of, fog_star_graph
 from topologies.mininet_net import build_network, host_pids, link_status, switch_interfaces
@@ -134,6 +138,12 @@ class Emulation:
         self.controller_port = 0
         self._controller_down_since: float | None = None
         self._fabric: dict[str, Any] = {}
+        self.bridges: dict[str, str] = {}  # graph switch name -> OVS bridge
+        self.power: LivePowerMeter | None = None
+        self.cgroups: dict[str, NodeCgroup] = {}  # node -> its container's cgroup
+        self.notes: list[str] = []
+        self.container_stats: dict[str, dict[str, Any]] = {}
+        self.bytes_per_ms = math.nan  # work: cpu calibration (bytes hashed per CPU-ms)
 
     # -- set-up -------------------------------------------------------------
     def _env(self) -> dict[str, str]:
@@ -178,6 +188,7 @@ class Emulation:
         self.rec.save()
         self.net, bridges = build_network(graph, port, self.tag)
         self.bridge = bridges["s1"]
+        self.bridges = dict(bridges)
         for name, pid in host_pids(self.net).items():
             self.rec.add_pid(f"host {name}", pid)
         self.rec.interfaces = switch_interfaces(self.net)
@@ -188,23 +199,71 @@ class Emulation:
         if ready.read_text().strip() != "ready":
             raise EmulationError(f"controller: {ready.read_text().strip()}")
 
+    def _cgroup_layout(self) -> Layout | None:
+        """The machine's cgroups; None (and a note) where there are none and no node
+        asks for limits; an EmulationError where limits were asked for."""
+        try:
+            return Layout.detect()
+        except (CgroupError, OSError) as err:
+            limited = [n.name for n in self.sc.nodes if n.cpu or n.memory_mb]
+            if limited:
+                raise EmulationError(f"nodes {', '.join(limited)} have cpu/memory_mb limits "
+                                     f"but: {err}") from None
+            self.notes.append(f"containers without cgroups (no accounting): {err}")
+            return None
+
+    def _containerize(self, node: Any, cmd: list[str], layout: Layout | None) -> list[str]:
+        """Wrap a worker command in its container (nodes/container.py), its cgroup
+        created first and recorded for cleanup before it exists."""
+        joins: list[str] = []
+        if layout is not None:
+            cg = NodeCgroup(layout, f"fogsdn-{self.tag}-{node.name}")
+            for d in dict.fromkeys((cg.cpu_dir, cg.acct_dir, cg.mem_dir)):
+                self.rec.cgroups.append(str(d))
+            self.rec.save()
+            try:
+                cg.create(node.cpu, node.memory_mb)
+            except CgroupError as err:
+                raise EmulationError(f"node {node.name}: {err}") from None
+            self.cgroups[node.name] = cg
+            # the host's own /sys hides the cgroups: the runner moves the launcher in
+            joins = ["--await-cgroup", cg.name, "--await-lines", str(len(cg.procs_files()))]
+        return [self.py, "-m", "nodes.container", "--name", node.name, *joins,
+                "--keep", str(self.sock_dir), "--keep", str(self.out.resolve()), "--", *cmd]
+
     def _start_workers(self) -> None:
+        layout = self._cgroup_layout() if self.sc.containers else None
+        work: list[str] = []
+        if self.sc.workload.work == "cpu":
+            t0 = time.monotonic()
+            self.bytes_per_ms = calibrate()
+            self.timings["calibration_s"] = time.monotonic() - t0
+            work = ["--bytes-per-ms", repr(self.bytes_per_ms)]
         for node in self.sc.nodes:
             host = self.net.get(node.name)
             ctl = self.sock_dir / f"{node.name}.sock"
             self.rec.paths.append(str(ctl))
             log = open(self.out / f"worker-{node.name}.log", "wb")  # noqa: SIM115
+            cmd = [self.py, "-m", "nodes.worker", "--name", node.name, "--port", "9000",
+                   "--mu", repr(node.mu), "--capacity", str(node.capacity),
+                   "--servers", node.servers.value, "--time-scale", repr(self.sc.time_scale),
+                   "--control", str(ctl),
+                   "--events", str(self.out.resolve() / f"worker-{node.name}.jsonl"),
+                   "--max-size", repr(max_task_size(self.sc.workload.size)), *work]
+            if self.sc.containers:
+                cmd = self._containerize(node, cmd, layout)
             p = host.popen(
-                [self.py, "-m", "nodes.worker", "--name", node.name, "--port", "9000",
-                 "--mu", repr(node.mu), "--capacity", str(node.capacity),
-                 "--servers", node.servers.value, "--time-scale", repr(self.sc.time_scale),
-                 "--control", str(ctl), "--events", str(self.out / f"worker-{node.name}.jsonl"),
-                 "--max-size", repr(max_task_size(self.sc.workload.size))],
+                cmd,
                 cwd=str(ROOT), env=self._env(), stdout=log, stderr=subprocess.STDOUT,
                 preexec_fn=die_with_parent)
             log.close()
             self.workers[node.name] = p
             self.rec.add_pid(f"worker {node.name}", p.pid)
+            if node.name in self.cgroups:
+                try:
+                    self.cgroups[node.name].add_process(p.pid)
+                except CgroupError as err:
+                    raise EmulationError(f"node {node.name}: {err}") from None
 
         def all_up() -> bool:
             for name, p in self.workers.items():
@@ -247,6 +306,29 @@ class Emulation:
         tmp = epoch_file.with_suffix(".tmp")
         tmp.write_text(repr(self.epoch))
         tmp.replace(epoch_file)
+        self._start_power()
+
+    def _start_power(self) -> None:
+        """Poll busy time and port counters once a second from the start instant on."""
+        def busy(name: str) -> tuple[float, float]:
+            cg = self.cgroups.get(name)
+            if self.sc.workload.work == "cpu" and cg is not None:
+                # real work: what the container's processes used of the CPU
+                return time.monotonic(), cg.cpu_usage_s()
+            st = control_request(self.sock_dir / f"{name}.sock", "stats", timeout=0.5)
+            return float(st["t"]), float(st["busy_s"])
+
+        if self.sc.workload.work == "cpu" and not self.cgroups:
+            self.notes.append("work cpu without cgroups: power from the workers' busy time")
+
+        self.power = LivePowerMeter(
+            {n.name: (n, server_count(n)) for n in self.sc.nodes}, self.bridges,
+            self.sc.switch_power, busy, self.epoch)
+        self.power.start()
+
+    def _stop_power(self) -> None:
+        if self.power is not None:
+            self.power.stop()
 
     # -- churn --------------------------------------------------------------
     def _apply_transition(self, tr: Transition) -> None:
@@ -290,11 +372,23 @@ class Emulation:
             return math.nan
         return (time.monotonic() - self.epoch) / (self.sc.time_scale / 1000.0)
 
-    def _incident(self, label: str, p: subprocess.Popen[bytes], action: str) -> None:
+    def _worker_death_cause(self, name: str) -> str | None:
+        """Why a worker died, where its cgroup knows: the kernel's OOM killer."""
+        cg = self.cgroups.get(name)
+        if cg is not None and cg.oom_kills() > 0:
+            node = self.sc.node(name)
+            return f"out of memory (memory_mb {node.memory_mb})"
+        return None
+
+    def _incident(self, label: str, p: subprocess.Popen[bytes], action: str,
+                  cause: str | None = None) -> None:
         how = exit_description(p.returncode)
         t = self._model_now()
         rec = {"process": label, "pid": p.pid, "exit": how, "t_model_ms": round(t, 3),
                "t_real_s": round(time.monotonic() - self.epoch, 3), "action": action}
+        if cause is not None:
+            rec["cause"] = cause
+            how = f"{how}: {cause}"
         self.incidents.append(rec)
         print(f"\n[run] CRASH: {label} (pid {p.pid}) {how} at model t={t:.1f} ms; {action}",
               file=sys.stderr, flush=True)
@@ -304,7 +398,8 @@ class Emulation:
         for name, p in self.workers.items():
             if p.poll() is not None and not any(i["pid"] == p.pid for i in self.incidents):
                 self._incident(f"worker {name}", p,
-                               "its requests are lost; the run goes on and exits non-zero")
+                               "its requests are lost; the run goes on and exits non-zero",
+                               self._worker_death_cause(name))
         for name, p in self.clients.items():
             if p.poll() not in (None, 0) and not any(i["pid"] == p.pid for i in self.incidents):
                 self._incident(f"client {name}", p,
@@ -360,6 +455,8 @@ class Emulation:
                        sorted(self.progress.ofn_state.items())) or "no OFN"
         line = (f"[{elapsed:6.1f}/{total:.1f} s real | model {elapsed / ms_real:8.1f} ms] "
                 f"sent {self.progress.sent:6d}  answered {self.progress.answered:6d}  {ofn}")
+        if self.power is not None and math.isfinite(self.power.last_total_w):
+            line += f"  power {self.power.last_total_w:6.1f} W"
         if sys.stdout.isatty():
             print("\r" + line, end="\n" if final else "", flush=True)
         else:
@@ -422,7 +519,9 @@ class Emulation:
         stats: dict[str, Any] = {}
         steps: list[tuple[str, Callable[[], Any]]] = [
             ("clients", self._stop_clients),
+            ("power", self._stop_power),
             ("workers", lambda: stats.update(self._stop_workers())),
+            ("cgroups", self._remove_cgroups),
             ("flows", self._dump_tables),
             ("network", self._stop_network),
             ("controller", self._stop_controller),
@@ -440,6 +539,21 @@ class Emulation:
         except OSError:
             pass
         return stats
+
+    def _remove_cgroups(self) -> None:
+        """Keep each node's CPU figures, then remove its groups (what is still in
+        them is killed first)."""
+        for name, cg in self.cgroups.items():
+            try:
+                self.container_stats[name] = {
+                    "cpu_s": cg.cpu_usage_s(), "oom_kills": cg.oom_kills(),
+                    "memory_failcnt": cg.memory_failcnt()}
+            except (OSError, ValueError, CgroupError):
+                pass
+        for d in self.rec.cgroups:
+            remove_cgroup(d)
+        self.rec.cgroups = []
+        self.rec.save()
 
     def _dump_tables(self) -> None:
         if self.net is not None and self.bridge:

@@ -17,6 +17,7 @@ import numpy as np
 
 from analysis.compare import attach_prediction
 from analysis.metrics import measured_summary, summary_table
+from analysis.power import power_block, power_csv_text
 from fogsdn.scenario import Scenario
 from fogsdn.summary import PolicyReport, RunSummary, policy_report
 from fogsdn.trace import Outcome, TraceRow, read_trace, write_trace
@@ -105,7 +106,8 @@ def crash_report(summary: Mapping[str, Any]) -> str:
     lines = ["[run] CRASHED RUN: these numbers are not a measurement of the scenario"]
     for i in summary.get("incidents", []):
         extra = f", back after {i['outage_ms']} ms" if "outage_ms" in i else ""
-        lines.append(f"  {i['process']} (pid {i['pid']}) {i['exit']} at model t="
+        cause = f" ({i['cause']})" if i.get("cause") else ""
+        lines.append(f"  {i['process']} (pid {i['pid']}) {i['exit']}{cause} at model t="
                      f"{i['t_model_ms']} ms: {i['action']}{extra}")
     if summary.get("failure"):
         lines.append(f"  run failed: {summary['failure']}")
@@ -139,6 +141,24 @@ def finish_results(out: Path, sc: Scenario, emu: Any, worker_stats: dict[str, An
         "policy": live_policy_report(out, sc),
         "workers": worker_stats,
     }
+    if getattr(emu, "cgroups", None) is not None:
+        summary["containers"] = {
+            "enabled": bool(sc.containers),
+            "limits": {n.name: {"cpu": n.cpu, "memory_mb": n.memory_mb} for n in sc.nodes},
+            "accounting": getattr(emu, "container_stats", {}),
+        }
+    if sc.workload.work == "cpu":
+        summary["cpu_work"] = {"bytes_per_cpu_ms": getattr(emu, "bytes_per_ms", None),
+                               "kernel": "sha256 (nodes/cpu_work.py)"}
+    if getattr(emu, "notes", None):
+        summary["notes"] = list(emu.notes)
+    meter = getattr(emu, "power", None)
+    if meter is not None and meter.samples:
+        (out / "power.csv").write_text(power_csv_text(meter.samples))
+        answered = sum(1 for r in rows if r.outcome is Outcome.OK)
+        summary["power"] = power_block(meter.samples, answered)
+        if meter.errors:
+            summary["power"]["errors"] = meter.errors
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     print(("\n[run] INTERRUPTED: partial results\n" if emu.interrupted else "\n")
           + summary_table(summary), flush=True)
@@ -147,6 +167,11 @@ def finish_results(out: Path, sc: Scenario, emu: Any, worker_stats: dict[str, An
     if lat:
         print(f"rule update after an OFN event: p50 {summary['rule_update_ms']['p50']:.2f} ms, "
               f"p99 {summary['rule_update_ms']['p99']:.2f} ms over {len(lat)} events")
+    if "power" in summary:
+        pw = summary["power"]
+        print(f"estimated power: {pw['total_W']:.1f} W in total ({pw['servers_W']:.1f} W "
+              f"servers), {pw['energy_J']:.0f} J, {pw['energy_per_request_J']:.3f} J per "
+              "answered request")
     pol = summary["policy"]
     if pol["errors"]:
         print(f"[run] POLICY FAILED {pol['errors']} times; the controller sent those "

@@ -24,6 +24,7 @@ import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside
 
 bootstrap.bootstrap(needs_network_stack=False, extras="")
 
+from analysis.compare import predicted_power_block  # noqa: E402
 from analysis.ctmc import ModelError, ModelParams, predict  # noqa: E402
 from analysis.model_params import OutsideModel, timed_prediction  # noqa: E402
 from fogsdn.scenario import ScenarioError, load_scenario  # noqa: E402
@@ -104,6 +105,14 @@ def table(d: dict[str, object], head: str) -> str:
                      f"{_fmt(lp['percentiles'][k]):>14}")
     for k in ("p_available", "mean_fn", "mean_ofn"):
         lines.append(f"{k:<18}{_fmt(d[k]):>14}")
+    pw = d.get("power")
+    if isinstance(pw, dict):  # a scenario's prediction: exact server power (docs/power.md)
+        busy = pw["utilization"]
+        for name, w in pw["nodes"].items():
+            lines.append(f"{'power ' + name + ' (W)':<18}{_fmt(w):>14}  busy {_fmt(busy[name])}")
+        for name, w in pw["switches"].items():
+            lines.append(f"{'power ' + name + ' (W)':<18}{_fmt(w):>14}  (estimate)")
+        lines.append(f"{'power total (W)':<18}{_fmt(pw['total_W']):>14}")
     return "\n".join(lines)
 
 
@@ -127,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                 sc = load_scenario(ns.scenario)
             pred, seconds = timed_prediction(sc)
             d = pred.to_dict()
+            d["power"] = predicted_power_block(sc, pred)  # exact mean server power
             head = (f"scenario={sc.name} policy={sc.policy.name} leave={sc.churn.leave} "
                     f"deadline={sc.deadline_ms:g} ms\n{chain_line(d, seconds)}")
         else:

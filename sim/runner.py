@@ -17,10 +17,13 @@ from pathlib import Path
 from typing import Any, cast
 
 from analysis.metrics import MeasuredAccumulator, replications_ci
+from analysis.power import power_block, power_csv_text
 from fogsdn.scenario import Scenario, ScenarioError
 from fogsdn.summary import RunSummary, policy_report
 from sim.engine import simulate
 from sim.output import AvailabilityCsv, TraceCsvSink
+from sim.power import PowerAccount, tee
+from topologies.fog_star import fog_star_graph
 
 SEMANTICS_NOTE = (
     "simulated: no network, so response_ms = node_ms; a request timed out by the client "
@@ -86,14 +89,17 @@ def run_simulation(
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "scenario.yaml").write_text(scenario.to_yaml())
     acc = MeasuredAccumulator(scenario.warmup_ms, scenario.deadline_ms)
+    power = PowerAccount(scenario, fog_star_graph(scenario))
     with (
         TraceCsvSink(out_dir / "trace.csv" if trace else None, scenario, acc) as sink,
         AvailabilityCsv(out_dir / "availability.csv") as avail,
     ):
         res = simulate(
-            scenario, sink, requests=requests, duration_ms=duration_ms,
+            scenario, tee(sink, power), requests=requests, duration_ms=duration_ms,
             replication=replication, availability=avail,
         )
+    samples = power.samples()
+    (out_dir / "power.csv").write_text(power_csv_text(samples))
     summary: RunSummary = {
         "engine": "simulate",
         "scenario": scenario.name,
@@ -114,6 +120,7 @@ def run_simulation(
         "wall_s": res.wall_s,
         "requests_per_s": res.requests / res.wall_s if res.wall_s > 0 else math.nan,
         "measured": acc.summary(),
+        "power": power_block(samples, sink.counts["ok"]),
         "notes": [SEMANTICS_NOTE],
     }
     (out_dir / "summary.json").write_text(

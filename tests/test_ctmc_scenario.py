@@ -58,7 +58,7 @@ def test_cli_json_and_errors() -> None:
     r = _run("--scenario", str(DEFAULT), "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
-    assert set(d) == {"hp", "lp", "p_available", "mean_fn", "mean_ofn", "model"}
+    assert set(d) == {"hp", "lp", "p_available", "mean_fn", "mean_ofn", "model", "power"}
     assert d["model"]["chain"] == "closed" and d["model"]["states"] == 462
     assert set(d["hp"]) == {"W", "blocking", "throughput", "N", "drop_prob", "outage",
                             "outage_accepted", "percentiles"}

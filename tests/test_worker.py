@@ -125,3 +125,60 @@ def test_worker_survives_malformed_input_and_blocks_when_full(worker: tuple) -> 
     dropped = [json.loads(x) for x in events.read_text().splitlines()]
     assert {e["id"] for e in dropped if e["event"] == "dropped"} == {"long0", "long1"}
     assert control_request(ctl, "bogus") == {"error": "unknown command 'bogus'"}
+
+
+def test_worker_counts_busy_time_for_power(worker: tuple) -> None:
+    """busy_s grows by each task's service (in progress included) and not while idle."""
+    port, ctl, _ = worker
+    b0 = control_request(ctl, "stats")["busy_s"]
+    for i in range(3):  # 3 x 0.5 model ms at 100 real ms per model ms: 150 ms busy
+        assert _ask(port, TaskRequest(f"b{i}", TaskClass.HP, 0.5, "c").encode())["status"] == "ok"
+    b1 = control_request(ctl, "stats")["busy_s"]
+    assert b1 - b0 == pytest.approx(0.15, abs=0.01)
+    time.sleep(0.1)  # idle: no busy time
+    assert control_request(ctl, "stats")["busy_s"] == pytest.approx(b1, abs=1e-6)
+    held = socket.create_connection(("127.0.0.1", port))
+    held.sendall(TaskRequest("long", TaskClass.LP, 50.0, "c").encode())  # 5 s of service
+    time.sleep(0.3)
+    mid = control_request(ctl, "stats")
+    assert 0.25 < mid["busy_s"] - b1 < 0.4  # the task in service counts as it runs
+    control_request(ctl, "drop")  # cut short: what it served stays counted
+    after = control_request(ctl, "stats")["busy_s"]
+    time.sleep(0.1)
+    assert control_request(ctl, "stats")["busy_s"] == pytest.approx(after, abs=1e-6)
+    held.close()
+
+
+def test_cpu_work_mode_does_real_work_in_proportion_to_size(tmp_path: Path) -> None:
+    """work: cpu: a task hashes size/mu x time_scale x bytes_per_ms bytes; its service
+    is what that took (loose bounds: this is a shared machine, not a benchmark)."""
+    from nodes.cpu_work import calibrate, kernel
+
+    assert kernel(3000) != kernel(3001)
+    rate = calibrate(8 << 20, repeats=2)
+    assert rate > 1e4  # bytes per CPU-ms: a figure, not zero
+    port, ctl = _free_port(), tmp_path / "c.sock"
+    p = subprocess.Popen(
+        [sys.executable, "-m", "nodes.worker", "--name", "fn", "--host", "127.0.0.1",
+         "--port", str(port), "--mu", "1", "--capacity", "1", "--time-scale", "100",
+         "--control", str(ctl), "--bytes-per-ms", repr(rate)], cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 10
+        while not ctl.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        ok = _ask(port, TaskRequest("w1", TaskClass.HP, 0.5, "c").encode())  # 50 ms of CPU
+        assert ok["status"] == "ok" and ok["nominal_ms"] == pytest.approx(0.5)
+        assert 0.3 < ok["service_ms"] < 5.0, ok
+        held = socket.create_connection(("127.0.0.1", port))
+        held.sendall(TaskRequest("w2", TaskClass.LP, 10.0, "c").encode())  # 1 s of CPU
+        time.sleep(0.2)
+        blocked = _ask(port, TaskRequest("w3", TaskClass.HP, 0.1, "c").encode())
+        assert blocked["status"] == "blocked"  # capacity 1, the long task holds it
+        held.settimeout(30)
+        assert json.loads(recv_line(held))["status"] == "ok"
+        held.close()
+        st = control_request(ctl, "stats")
+        assert st["completed"] == 2 and st["blocked"] == 1 and st["busy_s"] > 0.5
+    finally:
+        p.terminate()
+        p.wait(5)

@@ -1,0 +1,164 @@
+"""Live power: the runner polls busy time and switch port counters once a second.
+
+Servers: each worker's `stats` gives its cumulative busy server-seconds (`busy_s`,
+model mode) with the worker's own clock reading; the difference over a poll interval
+is the node's utilisation. Where a node runs in a container with CPU accounting the
+caller may pass a `cpu_seconds` reader instead (cpu mode). Switches: `ovs-ofctl
+dump-ports` on every bridge of the run gives per-port packet and byte counters; a
+port whose counters moved was active, and the bytes received over all ports are the
+traffic the switch forwarded (every packet enters exactly once).
+
+Why the runner and not the controller: the counters are the same OpenFlow port
+statistics either way (ovs-ofctl sends OFPMP_PORT_STATS over its own connection), the
+runner already owns the run's clock and output directory, and a controller restart
+(docs/reliability.md) then never loses the power account. `analysis.power` turns the
+inputs into watts.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from analysis.power import PowerSample, server_power_w, switch_power_w
+from fogsdn.scenario import NodeSpec, SwitchPower
+
+POLL_S = 1.0
+
+_PORT = re.compile(r'port\s+"?([^:"\s]+)"?:\s*rx pkts=(\d+), bytes=(\d+).*?'
+                   r'tx pkts=(\d+), bytes=(\d+)', re.S)
+
+
+@dataclass(frozen=True)
+class PortCounters:
+    rx_packets: int
+    rx_bytes: int
+    tx_packets: int
+    tx_bytes: int
+
+
+def parse_dump_ports(text: str) -> dict[str, PortCounters]:
+    """`ovs-ofctl dump-ports` output -> counters per port (the LOCAL port left out)."""
+    out: dict[str, PortCounters] = {}
+    for m in _PORT.finditer(text):
+        port = m.group(1)
+        if port != "LOCAL":
+            out[port] = PortCounters(*(int(m.group(i)) for i in range(2, 6)))
+    return out
+
+
+def dump_ports(bridge: str) -> dict[str, PortCounters]:
+    r = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "--no-names", "dump-ports", bridge],
+                       capture_output=True, text=True, timeout=5)
+    if r.returncode != 0:
+        raise OSError(f"ovs-ofctl dump-ports {bridge}: {r.stderr.strip()}")
+    return parse_dump_ports(r.stdout)
+
+
+def switch_sample(spec: SwitchPower, name: str, t_s: float, dt_s: float,
+                  before: Mapping[str, PortCounters], after: Mapping[str, PortCounters]
+                  ) -> PowerSample:
+    """One switch's power over the interval between two counter readings."""
+    active = 0
+    rx = 0
+    for port, now in after.items():
+        then = before.get(port, PortCounters(0, 0, 0, 0))
+        if now.rx_packets != then.rx_packets or now.tx_packets != then.tx_packets:
+            active += 1
+        rx += max(0, now.rx_bytes - then.rx_bytes)
+    rate = rx / dt_s
+    return PowerSample(t_s, dt_s, name, "switch",
+                       switch_power_w(spec, active, len(after), rate),
+                       active_ports=active, ports=len(after), bytes_per_s=rate)
+
+
+BusyReader = Callable[[str], tuple[float, float]]  # node -> (clock s, busy server-s)
+
+
+class LivePowerMeter:
+    """A thread that samples every node and switch each POLL_S seconds until stopped."""
+
+    def __init__(self, nodes: Mapping[str, tuple[NodeSpec, int]], bridges: Mapping[str, str],
+                 switch_spec: SwitchPower, read_busy: BusyReader, epoch: float,
+                 read_ports: Callable[[str], dict[str, PortCounters]] = dump_ports,
+                 poll_s: float = POLL_S) -> None:
+        self.nodes = nodes  # name -> (spec, servers)
+        self.bridges = bridges  # graph switch name -> bridge name
+        self.switch_spec = switch_spec
+        self.read_busy = read_busy
+        self.read_ports = read_ports
+        self.epoch = epoch
+        self.poll_s = poll_s
+        self.samples: list[PowerSample] = []
+        self.errors: list[str] = []
+        self.last_total_w = float("nan")
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._busy: dict[str, tuple[float, float]] = {}
+        self._ports: dict[str, tuple[float, dict[str, PortCounters]]] = {}
+
+    def _error(self, what: str) -> None:
+        if len(self.errors) < 20:
+            self.errors.append(what)
+
+    def _read_all(self, first: bool) -> None:
+        total = 0.0
+        for name, (spec, servers) in self.nodes.items():
+            prev = self._busy.get(name)
+            try:
+                t, busy = self.read_busy(name)
+            except (OSError, ValueError, KeyError) as err:
+                # a worker that died (or does not answer): the machine is still on and
+                # does no fog work, so it counts as idle from its last figure on
+                self._error(f"{name}: {err.__class__.__name__}: {err}")
+                t, busy = time.monotonic(), (prev[1] if prev is not None else 0.0)
+            self._busy[name] = (t, busy)
+            if first or prev is None or t <= prev[0]:
+                continue
+            dt = t - prev[0]
+            u = min(1.0, max(0.0, (busy - prev[1]) / (dt * servers)))
+            w = server_power_w(spec.power, u)
+            total += w
+            self.samples.append(PowerSample(prev[0] - self.epoch, dt, name, "server", w,
+                                            utilization=u))
+        for sw, bridge in self.bridges.items():
+            t = time.monotonic()
+            try:
+                ports = self.read_ports(bridge)
+            except (OSError, subprocess.SubprocessError) as err:
+                self._error(f"{sw}: {err}")
+                continue
+            prev_p = self._ports.get(sw)
+            self._ports[sw] = (t, ports)
+            if first or prev_p is None or t <= prev_p[0]:
+                continue
+            s = switch_sample(self.switch_spec, sw, prev_p[0] - self.epoch, t - prev_p[0],
+                              prev_p[1], ports)
+            total += s.power_w
+            self.samples.append(s)
+        if not first:
+            self.last_total_w = total
+
+    def _loop(self) -> None:
+        self._read_all(first=True)
+        while not self._stop.wait(self.poll_s):
+            self._read_all(first=False)
+        self._read_all(first=False)  # the last, partial interval
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="power", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+
+
+__all__ = ["POLL_S", "LivePowerMeter", "PortCounters", "dump_ports", "parse_dump_ports",
+           "switch_sample"]

@@ -1,0 +1,182 @@
+"""The power arithmetic against hand-computed values, and the exact prediction."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from analysis.compare import predicted_power_block
+from analysis.ctmc import predict
+from analysis.model_params import model_params_from_scenario
+from analysis.power import (
+    PowerError,
+    PowerSample,
+    busy_fraction,
+    power_block,
+    power_csv_text,
+    server_power_w,
+    switch_power_w,
+    utilization,
+)
+from fogsdn.scenario import ScenarioError, ServerPower, SwitchPower, parse_scenario
+
+
+def test_server_power_is_linear_in_utilization() -> None:
+    spec = ServerPower()  # 63.1 W idle, 200 W at full load
+    assert server_power_w(spec, 0.0) == pytest.approx(63.1)
+    assert server_power_w(spec, 1.0) == pytest.approx(200.0)
+    assert server_power_w(spec, 0.25) == pytest.approx(63.1 + 136.9 * 0.25)  # 97.325
+    assert server_power_w(ServerPower(idle_w=10, max_w=30), 0.6) == pytest.approx(22.0)
+    assert server_power_w(spec, 1.02) == pytest.approx(200.0)  # poll jitter is clamped
+    with pytest.raises(PowerError, match="utilization"):
+        server_power_w(spec, 1.5)
+    with pytest.raises(PowerError, match="utilization"):
+        server_power_w(spec, math.nan)
+
+
+def test_switch_power_idle_ports_and_traffic() -> None:
+    spec = SwitchPower()  # 20 W idle, 30 W peak, 0.5 W per active port, 1000 Mb/s
+    assert switch_power_w(spec, 0, 4, 0.0) == pytest.approx(20.0)
+    # 3 of 4 ports active, 100 Mb/s: 20 + 1.5 + (30 - 20 - 2) * 0.1 = 22.3
+    assert switch_power_w(spec, 3, 4, 12.5e6) == pytest.approx(22.3)
+    # every port active at capacity (and beyond): the seed's peak
+    assert switch_power_w(spec, 4, 4, 125e6) == pytest.approx(30.0)
+    assert switch_power_w(spec, 4, 4, 1e12) == pytest.approx(30.0)
+    # ports alone above the peak: no traffic term, never negative
+    wide = SwitchPower(port_w=1.0)
+    assert switch_power_w(wide, 12, 12, 125e6) == pytest.approx(32.0)
+    with pytest.raises(PowerError, match="active_ports"):
+        switch_power_w(spec, 5, 4, 0.0)
+    with pytest.raises(PowerError, match="bytes_per_s"):
+        switch_power_w(spec, 1, 4, -1.0)
+
+
+def test_utilization_and_busy_fraction() -> None:
+    assert utilization(0.3, 1.0, 1) == pytest.approx(0.3)
+    assert utilization(0.9, 0.5, 3) == pytest.approx(0.6)
+    assert busy_fraction([0.4, 0.3, 0.3], 1) == pytest.approx(0.6)
+    assert busy_fraction([0.5, 0.25, 0.25], 2) == pytest.approx(0.375)
+    with pytest.raises(PowerError):
+        busy_fraction([0.5, 0.2], 1)
+    with pytest.raises(PowerError):
+        utilization(1.0, 0.0, 1)
+
+
+def test_power_block_is_time_weighted() -> None:
+    samples = [
+        PowerSample(0.0, 1.0, "fn", "server", 100.0, utilization=0.2),
+        PowerSample(1.0, 0.5, "fn", "server", 200.0, utilization=1.0),
+        PowerSample(0.0, 1.0, "s1", "switch", 21.0, active_ports=2, ports=4, bytes_per_s=1e3),
+        PowerSample(1.0, 0.5, "s1", "switch", 24.0, active_ports=4, ports=4, bytes_per_s=2e3),
+    ]
+    b = power_block(samples, answered=50)
+    # fn: (100 * 1 + 200 * 0.5) / 1.5; s1: (21 + 12) / 1.5
+    assert b["nodes"] == {"fn": pytest.approx(200.0 / 1.5)}
+    assert b["switches"] == {"s1": pytest.approx(22.0)}
+    assert b["total_W"] == pytest.approx(200.0 / 1.5 + 22.0)
+    assert b["energy_J"] == pytest.approx(200.0 + 33.0)
+    assert b["energy_per_request_J"] == pytest.approx(233.0 / 50)
+    assert b["utilization"] == {"fn": pytest.approx((0.2 + 0.5) / 1.5)}
+    assert math.isnan(power_block(samples, answered=0)["energy_per_request_J"])  # type: ignore[arg-type]
+    text = power_csv_text(samples).splitlines()
+    assert text[0] == "t_s,dt_s,element,kind,utilization,active_ports,ports,bytes_per_s,power_w"
+    assert text[1] == "0.000,1.000000,fn,server,0.200000,,,,100.000000"
+    assert text[2] == "0.000,1.000000,s1,switch,,2,4,1000.000000,21.000000"
+    assert len(text) == 5
+
+
+def _scenario(**over: object) -> dict[str, object]:
+    data: dict[str, object] = {
+        "name": "p", "duration_ms": 1000, "time_scale": 5,
+        "workload": {"lambda_hp": 0.3, "lambda_lp": 0.2, "clients": 2},
+        "nodes": [{"name": "fn", "role": "fn", "mu": 1.0, "capacity": 4,
+                   "power": {"idle_w": 50, "max_w": 150}}],
+    }
+    data.update(over)
+    return data
+
+
+def test_predicted_server_power_of_mm1k_by_hand() -> None:
+    """One FN, basic scheme: M/M/1/4 with rho = 0.5, P(busy) = 1 - p0."""
+    sc = parse_scenario(_scenario())
+    pred = predict(model_params_from_scenario(sc))
+    rho = 0.5
+    p0 = (1 - rho) / (1 - rho ** 5)  # 16/31
+    block = predicted_power_block(sc, pred)
+    assert block["utilization"] == {"fn": pytest.approx(1 - p0)}
+    assert block["nodes"] == {"fn": pytest.approx(50 + 100 * (1 - p0))}
+    # one switch with 1 + 2 ports, all active; 0.5 req per model ms = 100 req/s at scale 5
+    ports_w = 20 + 0.5 * 3
+    traffic_w = (30 - 20 - 1.5) * (100 * 916 * 8 / 1e9)
+    assert block["switches"] == {"s1": pytest.approx(ports_w + traffic_w)}
+
+
+def test_power_fields_validated_with_one_line_errors() -> None:
+    with pytest.raises(ScenarioError, match="max_w"):
+        parse_scenario(_scenario(nodes=[{"name": "fn", "role": "fn", "mu": 1, "capacity": 2,
+                                         "power": {"idle_w": 90, "max_w": 80}}]))
+    with pytest.raises(ScenarioError, match="peak_w"):
+        parse_scenario(_scenario(switch_power={"idle_w": 40}))
+    sc = parse_scenario(_scenario())
+    assert sc.switch_power == SwitchPower()
+    assert sc.nodes[0].power == ServerPower(idle_w=50, max_w=150)
+
+
+def test_simulator_account_bins_busy_time_and_traffic_by_real_second() -> None:
+    from sim.engine import BLOCKED, OK, TIMEOUT
+    from sim.power import PowerAccount
+    from topologies.fog_star import fog_star_graph
+
+    sc = parse_scenario(_scenario())  # time_scale 5: 200 model ms per real second
+    acc = PowerAccount(sc, fog_star_graph(sc))
+    # answered: served 100..300 model ms = 0.5..1.5 real s; arrived at 50 (bin 0)
+    acc([(300.0, OK, 0, 0, 0, 1.0, 50.0, 0, 200.0, 200.0),
+         # blocked at 250 model ms (bin 1): traffic, no busy time
+         (250.0, BLOCKED, 1, 1, 1, 1.0, 250.0, 0, math.nan, math.nan, ""),
+         # timed out, but the node served it 340..380 model ms (bin 1)
+         (350.0, TIMEOUT, 2, 1, 1, 1.0, 250.0, 0, 40.0, 40.0, "node finished at 380.000000")])
+    s = acc.samples()
+    assert [x.dt_s for x in s if x.kind == "server"] == [1.0, pytest.approx(0.9)]
+    fn = [x for x in s if x.element == "fn"]
+    assert fn[0].utilization == pytest.approx(0.5)
+    assert fn[1].utilization == pytest.approx((0.5 + 0.2) / 0.9)
+    assert fn[0].power_w == pytest.approx(100.0)  # 50 + 100 * 0.5
+    sw = [x for x in s if x.element == "s1"]
+    # bin 0: c1 sends to fn; bin 1: fn answers c1, c2's two requests come and go
+    assert [x.active_ports for x in sw] == [2, 3]
+    assert sw[0].bytes_per_s == pytest.approx(458.0)
+    assert sw[1].bytes_per_s == pytest.approx(5 * 458.0 / 0.9)
+
+
+def test_simulated_run_writes_power_close_to_exact(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from sim.runner import run_simulation
+
+    out = Path(str(tmp_path))
+    sc = parse_scenario(_scenario(duration_ms=20000))
+    summary = run_simulation(sc, out, trace=False)
+    lines = (out / "power.csv").read_text().splitlines()
+    seconds = math.ceil(summary["end_ms"] * 5 / 1000)
+    assert len(lines) == 1 + 2 * seconds  # fn and s1 each second
+    pw, exact = summary["power"], summary["predicted"]["power"]
+    assert pw["energy_J"] == pytest.approx(pw["total_W"] * pw["duration_s"], rel=1e-3)
+    assert abs(pw["servers_W"] - exact["servers_W"]) / exact["servers_W"] < 0.03
+
+
+def test_policy_chain_busy_matches_the_closed_chain() -> None:
+    """The policy chain's P(node busy) equals the closed chain's for a built-in scheme."""
+    from conftest import ROOT
+
+    from analysis.compare import node_busy
+    from analysis.policy_chain import predict_policy
+    from controller.policies import make_policy
+    from fogsdn.scenario import load_scenario
+
+    sc = load_scenario(ROOT / "scenarios" / "default.yaml")
+    closed = node_busy(sc, predict(model_params_from_scenario(sc)))
+    chain = node_busy(sc, predict_policy(sc, make_policy(sc.policy)))
+    assert set(chain) == {"fn", "ofn1"}
+    for name in chain:
+        assert chain[name] == pytest.approx(closed[name], rel=1e-9)
