@@ -172,7 +172,8 @@ def simulate(
         got = table_cache.get(key)
         if got is None:
             view = ClusterView(
-                tuple(NodeView(names[k], roles[k], avail[k], caps[k], mus[k]) for k in range(nn))
+                tuple(NodeView(names[k], roles[k], avail[k], caps[k], mus[k], multi_server=multi[k])
+                      for k in range(nn))
             )
             try:
                 table = policy.routes(view)
@@ -267,7 +268,8 @@ def simulate(
             advance(k, t)
         view = ClusterView(
             tuple(
-                NodeView(names[k], roles[k], avail[k], caps[k], mus[k], len(held[k]))
+                NodeView(names[k], roles[k], avail[k], caps[k], mus[k], len(held[k]),
+                         multi_server=multi[k])
                 for k in range(nn)
             )
         )
