@@ -65,6 +65,7 @@ class Request:
     cls: TaskClass
     client: str
     size: float | None = None  # known only to size-aware policies
+    t_ms: float | None = None  # arrival time (model ms), where the engine gives it
 
 
 @dataclass
