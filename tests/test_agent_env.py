@@ -3,6 +3,7 @@ the seed and the actions, and the weights steer where requests go."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -11,6 +12,7 @@ from conftest import scenario_dict
 from gymnasium.utils.env_checker import check_env
 
 from agents.env import SimRoutingEnv, server_power_w
+from agents.rnn_rl import RnnLearner
 from fogsdn.scenario import parse_scenario
 
 SCENARIO: dict[str, Any] = {
@@ -92,3 +94,20 @@ def test_reset_mid_episode_and_close_end_the_simulation_thread() -> None:
     assert env._thread is None
     with pytest.raises(RuntimeError, match="reset"):
         env.step(np.ones(3, dtype=np.float32))
+
+
+def test_the_seeds_learner_finds_the_best_node_through_the_env() -> None:
+    env = SimRoutingEnv(parse_scenario(scenario_dict(**SCENARIO)), epoch_requests=100,
+                        epochs=300, rt_weight=1.0)
+    learner, picks, truncated = RnnLearner(3, seed=0, explore=0.1), [], False
+    env.reset(seed=0)
+    while not truncated:
+        k = learner.choose()
+        action = np.zeros(3, dtype=np.float32)
+        action[k] = 1.0
+        _, reward, _, truncated, _ = env.step(action)
+        learner.learn(k, reward)
+        picks.append(k)
+    env.close()
+    late = Counter(picks[-100:])
+    assert late.most_common(1)[0][0] == 2 and late[2] > 50  # the cloud: 2 ms, no waiting
