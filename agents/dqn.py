@@ -89,7 +89,7 @@ class DqnAgent:
 
     @classmethod
     def load(cls, path: Path) -> DqnAgent:
-        saved = torch.load(path, weights_only=False)
+        saved = torch.load(path, weights_only=True)  # tensors and plain containers only
         menu = tuple(tuple(w) for w in saved["menu"])
         net = q_network(saved["obs_dim"], len(menu), saved["hidden"])
         net.load_state_dict(saved["state_dict"])
