@@ -32,7 +32,8 @@ from controller.policies.threshold import Threshold
 from fogsdn.scenario import PolicySpec, Role, Scenario
 
 POLICIES: dict[str, type[Policy]] = {p.name: p for p in (Prioritized, NoDiff, Basic, Threshold)}
-# issue 9's baselines
+
+# the greedy baselines of the learning controller (issue 9)
 POLICIES.update({p.name: p for p in (LeastLoaded, LatencyGreedy, PowerGreedy)})
 
 
