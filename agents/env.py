@@ -8,10 +8,11 @@ way: the controller installs them as a select group (no per-flow round trip to t
 agent, so no decision latency on the data path), the simulator samples them; and the
 reward, measured response times and power, is a property of many requests, not one.
 
-Observation (float32), per node in scenario order: requests held / capacity,
-utilisation over the epoch, network time of its path (`NodeView.net_ms`, 0 until the
-engine knows paths) and the share of the epoch's arrivals sent to it; then the epoch's
-mean response time over `rt_ref_ms` and its estimated power over `p_ref_w`.
+Observation (float32), per node in scenario order: whether it is up at the epoch's
+end (1/0), requests held / capacity, utilisation over the epoch, network time of its
+path (`NodeView.net_ms`, 0 until the engine knows paths) and the share of the epoch's
+arrivals sent to it; then the epoch's mean response time over `rt_ref_ms` and its
+estimated power over `p_ref_w`.
 
 Reward: the seed's goal G = a * RT / RT_ref + b * P / P_ref with b = 1 - a, R = 1 / G.
 A request that is not served in time (blocked, lost, timed out) counts with the
@@ -51,7 +52,7 @@ from fogsdn.scenario import Scenario
 from sim.engine import OK, Row, simulate
 
 Obs = npt.NDArray[np.float32]
-FEATURES_PER_NODE = 4
+FEATURES_PER_NODE = 5
 
 # Linear server power, P = idle + (max - idle) * u, with the defaults of issue 8's power
 # model (Xeon E5645: 63.1 W idle, 200 W at full load). The one place to replace with
@@ -248,9 +249,11 @@ class SimRoutingEnv(gym.Env[Obs, npt.NDArray[np.float32]]):
         features: list[float] = []
         for k, name in enumerate(self.nodes):
             node = by_name.get(name)
+            up = 1.0 if node is not None and node.available else 0.0
             held = (node.in_system or 0) / node.capacity if node is not None else 0.0
             net = (node.net_ms or 0.0) if node is not None else 0.0
-            features += [held, util[k], net, epoch.sent[k] / total_sent if epoch.sent else 0.0]
+            share = epoch.sent[k] / total_sent if epoch.sent else 0.0
+            features += [up, held, util[k], net, share]
         features += [rt / self.rt_ref_ms, power / self.p_ref_w]
         obs = np.asarray(features, dtype=np.float32)
         return obs, {"response_ms": rt, "power_w": power, "utilization": util,

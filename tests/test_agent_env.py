@@ -64,7 +64,7 @@ def test_deterministic_for_a_seed() -> None:
 def test_weights_steer_the_requests_and_the_reward() -> None:
     env = make_env(rt_weight=1.0)  # response time only
     obs, rewards_slow, infos_slow = episode(env, 1, [0.0, 1.0, 0.0])  # the slow OFN
-    assert obs[-1][4 + 3] == 1.0  # every arrival of the epoch went to ofn1
+    assert obs[-1][5 + 4] == 1.0 and obs[-1][5] == 1.0  # all went to ofn1, which is up
     _, rewards_fast, infos_fast = episode(env, 1, [0.0, 0.0, 1.0])  # the cloud, no waiting
     env.close()
     slow_rt = np.mean([i["response_ms"] for i in infos_slow])
