@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from controller.policies import ClusterView, NodeView
+from controller.policies import ClusterView, NodeView, node_view
 from fogsdn.scenario import Role, Scenario
 
 
@@ -19,8 +19,7 @@ class ClusterState:
     @classmethod
     def from_scenario(cls, scenario: Scenario, available: dict[str, bool]) -> ClusterState:
         return cls({
-            n.name: NodeView(n.name, n.role, available.get(n.name, True), n.capacity, n.mu)
-            for n in scenario.nodes
+            n.name: node_view(n, available.get(n.name, True)) for n in scenario.nodes
         })
 
     def set_available(self, name: str, up: bool) -> bool:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-TEST_EXTRAS = "test,sweep,bench"
+TEST_EXTRAS = "test,sweep,bench,gym"
 STAGES = {"unit": "not emulation", "emulation": "emulation"}
 
 

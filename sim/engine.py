@@ -110,11 +110,13 @@ def simulate(
     availability: AvailabilitySink | None = None,
     per_request: bool | None = None,
     policy: Policy | None = None,
+    flush_rows: int = FLUSH_ROWS,
 ) -> SimResult:
     """Run one replication; stop arrivals at `duration_ms` or after `requests` (whichever
     comes first; the scenario's duration when neither is given), then let in-flight
     requests finish. `per_request=True` forces `policy.decide` for every request (the
-    trace is the same; it exists to test that)."""
+    trace is the same; it exists to test that). `flush_rows` is how many rows the sink
+    gets at a time (1: each as soon as it is settled, for a caller that learns from them)."""
     wall0 = time.perf_counter()
     if requests is None and duration_ms is None:
         duration_ms = scenario.duration_ms
@@ -122,6 +124,8 @@ def simulate(
     max_n = requests if requests is not None else (1 << 62)
     if requests is not None and requests < 0:
         raise ValueError("requests must be >= 0")
+    if flush_rows < 1:
+        raise ValueError("flush_rows must be >= 1")
 
     seed = replication_seed(scenario.seed, replication)
     policy = policy if policy is not None else make_policy(scenario.policy)
@@ -172,7 +176,8 @@ def simulate(
         got = table_cache.get(key)
         if got is None:
             view = ClusterView(
-                tuple(NodeView(names[k], roles[k], avail[k], caps[k], mus[k]) for k in range(nn))
+                tuple(NodeView(names[k], roles[k], avail[k], caps[k], mus[k], multi_server=multi[k])
+                      for k in range(nn))
             )
             try:
                 table = policy.routes(view)
@@ -267,12 +272,13 @@ def simulate(
             advance(k, t)
         view = ClusterView(
             tuple(
-                NodeView(names[k], roles[k], avail[k], caps[k], mus[k], len(held[k]))
+                NodeView(names[k], roles[k], avail[k], caps[k], mus[k], len(held[k]),
+                         multi_server=multi[k])
                 for k in range(nn)
             )
         )
         try:
-            name = policy.decide(view, Request(CLASSES[cls], cnames[c], size), route_rng)
+            name = policy.decide(view, Request(CLASSES[cls], cnames[c], size, t_ms=t), route_rng)
         except Exception as err:  # the user's code: one line naming its file
             raise PolicyError(policy_failure(policy, "decide", err)) from None
         try:
@@ -353,7 +359,7 @@ def simulate(
                 done = start + svc
                 last[k] = done
                 h.append((done, OK, seq, c, cls, size, t, k, svc, svc))
-        if len(out) >= FLUSH_ROWS:
+        if len(out) >= flush_rows:
             sink(out.copy())
             out.clear()
 

@@ -19,10 +19,12 @@ from controller.policies.base import (
     Request,
     RouteTable,
     is_per_request,
+    node_view,
     routes_for,
     safe_routes,
 )
 from controller.policies.basic import Basic
+from controller.policies.greedy import LatencyGreedy, LeastLoaded, PowerGreedy
 from controller.policies.loader import load_policy_module
 from controller.policies.nodiff import NoDiff
 from controller.policies.prioritized import Prioritized
@@ -30,6 +32,9 @@ from controller.policies.threshold import Threshold
 from fogsdn.scenario import PolicySpec, Role, Scenario
 
 POLICIES: dict[str, type[Policy]] = {p.name: p for p in (Prioritized, NoDiff, Basic, Threshold)}
+
+# the greedy baselines of the learning controller (issue 9)
+POLICIES.update({p.name: p for p in (LeastLoaded, LatencyGreedy, PowerGreedy)})
 
 
 def register_policy(cls: type[Policy]) -> type[Policy]:
@@ -146,9 +151,7 @@ def initial_view(scenario: Scenario, ofn_available: bool = True) -> ClusterView:
     """The cluster as the scenario declares it, every FN up and OFNs as given."""
     return ClusterView(
         tuple(
-            NodeView(n.name, n.role, ofn_available if n.role is Role.OFN else True,
-                     n.capacity, n.mu)
-            for n in scenario.nodes
+            node_view(n, ofn_available if n.role is Role.OFN else True) for n in scenario.nodes
         )
     )
 
@@ -168,6 +171,7 @@ __all__ = [
     "initial_view",
     "is_per_request",
     "make_policy",
+    "node_view",
     "policy_class",
     "policy_failure",
     "policy_origin",

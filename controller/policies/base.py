@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from fogsdn.scenario import PolicySpec, Role, TaskClass
+from fogsdn.scenario import NodeSpec, PolicySpec, Role, Servers, TaskClass
 
 # class -> {node name: weight}; weights are non-negative and need not sum to 1.
 RouteTable = Mapping[TaskClass, Mapping[str, float]]
@@ -32,6 +32,18 @@ class NodeView:
     capacity: int
     mu: float
     in_system: int | None = None  # requests held now, where the engine knows it
+    # the fields below are set where the engine knows them (issue 9's learning policies)
+    multi_server: bool = False  # `servers: multi`: up to `capacity` in service, no waiting
+    power_idle_w: float | None = None  # linear server power model (docs/power.md)
+    power_max_w: float | None = None
+    net_ms: float | None = None  # mean network time a request to it spends on its path
+
+
+def node_view(spec: NodeSpec, available: bool) -> NodeView:
+    """A node as its scenario entry declares it (no load known): the one place that
+    turns a `NodeSpec` into a view entry."""
+    return NodeView(spec.name, spec.role, available, spec.capacity, spec.mu,
+                    multi_server=spec.servers is Servers.MULTI)
 
 
 @dataclass(frozen=True)
@@ -53,6 +65,7 @@ class Request:
     cls: TaskClass
     client: str
     size: float | None = None  # known only to size-aware policies
+    t_ms: float | None = None  # arrival time (model ms), where the engine gives it
 
 
 @dataclass

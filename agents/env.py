@@ -1,0 +1,260 @@
+"""A Gymnasium environment over the simulator: route weights per decision epoch (issue 9).
+
+Action: one weight per node, in [0, 1], held for a decision epoch of `epoch_requests`
+arrivals; each arrival goes to an available node drawn with those weights (all zero, or
+only absent nodes weighted: evenly over the available ones). Per-epoch weights rather
+than a choice per flow because that is what every engine realises cheaply and the same
+way: the controller installs them as a select group (no per-flow round trip to the
+agent, so no decision latency on the data path), the simulator samples them; and the
+reward, measured response times and power, is a property of many requests, not one.
+
+Observation (float32), per node in scenario order: whether it is up at the epoch's
+end (1/0), requests held / capacity, utilisation over the epoch, network time of its
+path (`NodeView.net_ms`, 0 until the engine knows paths) and the share of the epoch's
+arrivals sent to it; then the epoch's mean response time over `rt_ref_ms` and its
+estimated power over `p_ref_w`.
+
+Reward: the seed's goal G = a * RT / RT_ref + b * P / P_ref with b = 1 - a, R = 1 / G.
+A request that is not served in time (blocked, lost, timed out) counts with the
+scenario's `timeout_ms` as its response time.
+
+Stepping: `sim.engine.simulate` runs in a worker thread and the policy it asks per
+request hands control to `step` at each epoch boundary and waits for the next action,
+so exactly one of the two threads runs at any time and an episode is a deterministic
+function of the seed and the actions. The engine itself is unchanged but for sending
+each row as soon as it is settled (`flush_rows=1`) and telling the policy the arrival time.
+"""
+
+from __future__ import annotations
+
+import math
+import queue
+import random
+import threading
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+import numpy.typing as npt
+from gymnasium import spaces
+
+from controller.policies.base import (
+    ClusterView,
+    Policy,
+    Request,
+    RouteTable,
+    node_view,
+    safe_routes,
+)
+from controller.policies.greedy import servers
+from fogsdn.scenario import Scenario
+from sim.engine import OK, Row, simulate
+
+Obs = npt.NDArray[np.float32]
+FEATURES_PER_NODE = 5
+
+# Linear server power, P = idle + (max - idle) * u, with the defaults of issue 8's power
+# model (Xeon E5645: 63.1 W idle, 200 W at full load). The one place to replace with
+# analysis.power.server_power_w and each node's own figures once that module lands.
+IDLE_W = 63.1
+MAX_W = 200.0
+
+
+def server_power_w(utilization: float, idle_w: float = IDLE_W, max_w: float = MAX_W) -> float:
+    return idle_w + (max_w - idle_w) * min(1.0, max(0.0, utilization))
+
+
+class _Stop(Exception):
+    """Raised inside the simulation thread to end an episode early."""
+
+
+@dataclass
+class _Epoch:
+    """What one decision epoch measured."""
+
+    view: ClusterView
+    start_ms: float
+    end_ms: float
+    sent: list[int]
+    rows: list[Row]
+    finished: bool = False
+
+
+@dataclass
+class _EpochPolicy(Policy):
+    """The simulator's policy while an env drives it: samples the current weights and
+    hands over to the env every `epoch_requests` arrivals."""
+
+    name: ClassVar[str] = "rl_env"
+    proactive: ClassVar[bool] = False
+    epoch_requests: int = 100
+    node_names: tuple[str, ...] = ()
+    to_env: queue.Queue[_Epoch] = field(default_factory=queue.Queue)
+    to_sim: queue.Queue[npt.NDArray[np.float64] | None] = field(default_factory=queue.Queue)
+    rows: list[Row] = field(default_factory=list)
+    weights: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
+    _count: int = 0
+    _sent: list[int] = field(default_factory=list)
+    _start_ms: float = 0.0
+
+    def routes(self, view: ClusterView) -> RouteTable:
+        return safe_routes(view)
+
+    def decide(self, view: ClusterView, request: Request, rng: random.Random) -> str:
+        t = request.t_ms or 0.0
+        if self._count % self.epoch_requests == 0:
+            self.handover(view, t)
+        self._count += 1
+        up = [n.available for n in view.nodes]
+        w = [float(wk) if ok else 0.0 for wk, ok in zip(self.weights, up, strict=True)]
+        if sum(w) <= 0:
+            w = [1.0 if ok else 0.0 for ok in up]
+            if sum(w) <= 0:
+                w = [1.0] * len(up)
+        k = rng.choices(range(len(w)), weights=w)[0]
+        self._sent[k] += 1
+        return self.node_names[k]
+
+    def handover(self, view: ClusterView, t: float, finished: bool = False) -> None:
+        """Give the env what this epoch measured; wait for its next weights."""
+        epoch = _Epoch(view, self._start_ms, t, self._sent or [0] * len(self.node_names),
+                       self.rows[:], finished)
+        self.rows.clear()
+        self._sent = [0] * len(self.node_names)
+        self._start_ms = t
+        self.to_env.put(epoch)
+        if finished:
+            return
+        got = self.to_sim.get()
+        if got is None:
+            raise _Stop
+        self.weights = got
+
+
+class SimRoutingEnv(gym.Env[Obs, npt.NDArray[np.float32]]):
+    """Route weights per decision epoch over `sim.engine.simulate` (see the module doc)."""
+
+    metadata = {"render_modes": []}  # noqa: RUF012 (Gymnasium declares it an instance attribute)
+
+    def __init__(self, scenario: Scenario, *, epoch_requests: int = 100, epochs: int = 50,
+                 rt_weight: float = 0.5, rt_ref_ms: float | None = None,
+                 p_ref_w: float | None = None) -> None:
+        if epoch_requests < 1 or epochs < 1:
+            raise ValueError("epoch_requests and epochs must be >= 1")
+        if not 0.0 <= rt_weight <= 1.0:
+            raise ValueError(f"rt_weight: must be in [0, 1], got {rt_weight!r}")
+        self.scenario = scenario
+        self.epoch_requests = epoch_requests
+        self.epochs = epochs
+        self.rt_weight = rt_weight
+        self.nodes = tuple(n.name for n in scenario.nodes)
+        self.servers = tuple(servers(node_view(n, True)) for n in scenario.nodes)
+        self.rt_ref_ms = rt_ref_ms or 1.0 / max(n.mu for n in scenario.nodes)
+        self.p_ref_w = p_ref_w or MAX_W * len(self.nodes)
+        nn = len(self.nodes)
+        self.action_space = spaces.Box(0.0, 1.0, shape=(nn,), dtype=np.float32)
+        self.observation_space = spaces.Box(0.0, np.inf, shape=(nn * FEATURES_PER_NODE + 2,),
+                                            dtype=np.float32)
+        self._policy: _EpochPolicy | None = None
+        self._thread: threading.Thread | None = None
+        self._steps = 0
+        self._error: BaseException | None = None
+
+    # -- the simulation thread ------------------------------------------------------
+    def _run(self, policy: _EpochPolicy, scenario: Scenario) -> None:
+        requests = self.epoch_requests * self.epochs + 1
+        try:
+            simulate(scenario, policy.rows.extend, requests=requests, policy=policy,
+                     flush_rows=1)
+            policy.handover(ClusterView(()), math.inf, finished=True)
+        except _Stop:
+            pass
+        except Exception as err:  # the engine wraps _Stop in a PolicyError: also the end
+            if not isinstance(err.__context__, _Stop):
+                self._error = err
+                policy.to_env.put(_Epoch(ClusterView(()), 0.0, 0.0, [], [], True))
+
+    def _stop_thread(self) -> None:
+        if self._thread is not None and self._policy is not None:
+            if self._thread.is_alive():
+                self._policy.to_sim.put(None)
+                self._thread.join()
+        self._thread = None
+        self._policy = None
+
+    def _next_epoch(self) -> _Epoch:
+        assert self._policy is not None
+        epoch = self._policy.to_env.get()
+        if self._error is not None:
+            err, self._error = self._error, None
+            raise RuntimeError(f"simulation failed: {err}") from err
+        return epoch
+
+    # -- the Gymnasium API ----------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[Obs, dict[str, Any]]:
+        super().reset(seed=seed)
+        self._stop_thread()
+        run_seed = int(self.np_random.integers(0, 2**31 - 1)) if seed is None else seed
+        scenario = self.scenario.model_copy(update={"seed": run_seed})
+        nn = len(self.nodes)
+        policy = _EpochPolicy(epoch_requests=self.epoch_requests, node_names=self.nodes,
+                              weights=np.ones(nn))
+        self._policy = policy
+        self._steps = 0
+        self._thread = threading.Thread(target=self._run, args=(policy, scenario), daemon=True)
+        self._thread.start()
+        epoch = self._next_epoch()  # the first arrival: nothing measured yet
+        obs, _ = self._measure(epoch)
+        return obs, {}
+
+    def step(self, action: npt.NDArray[np.float32]
+             ) -> tuple[Obs, float, bool, bool, dict[str, Any]]:
+        if self._policy is None:
+            raise RuntimeError("call reset() before step()")
+        weights = np.clip(np.asarray(action, dtype=np.float64).reshape(len(self.nodes)),
+                          0.0, 1.0)
+        self._policy.to_sim.put(weights)
+        epoch = self._next_epoch()
+        self._steps += 1
+        obs, info = self._measure(epoch)
+        g = (self.rt_weight * info["response_ms"] / self.rt_ref_ms
+             + (1.0 - self.rt_weight) * info["power_w"] / self.p_ref_w)
+        reward = 1.0 / g if g > 0 else 0.0
+        truncated = self._steps >= self.epochs or epoch.finished
+        return obs, reward, False, truncated, info
+
+    def close(self) -> None:
+        self._stop_thread()
+
+    def _measure(self, epoch: _Epoch) -> tuple[Obs, dict[str, Any]]:
+        nn = len(self.nodes)
+        span = epoch.end_ms - epoch.start_ms
+        span = span if math.isfinite(span) and span > 0 else 0.0
+        busy = [0.0] * nn
+        responses = []
+        for r in epoch.rows:
+            if r[1] == OK:
+                busy[r[7]] += r[8]
+                responses.append(r[0] - r[6])
+            else:
+                responses.append(self.scenario.timeout_ms)
+        util = [min(1.0, b / (span * c)) if span > 0 else 0.0
+                for b, c in zip(busy, self.servers, strict=True)]
+        power = sum(server_power_w(u) for u in util)
+        rt = float(np.mean(responses)) if responses else 0.0
+        total_sent = sum(epoch.sent) or 1
+        by_name = {n.name: n for n in epoch.view.nodes}
+        features: list[float] = []
+        for k, name in enumerate(self.nodes):
+            node = by_name.get(name)
+            up = 1.0 if node is not None and node.available else 0.0
+            held = (node.in_system or 0) / node.capacity if node is not None else 0.0
+            net = (node.net_ms or 0.0) if node is not None else 0.0
+            share = epoch.sent[k] / total_sent if epoch.sent else 0.0
+            features += [up, held, util[k], net, share]
+        features += [rt / self.rt_ref_ms, power / self.p_ref_w]
+        obs = np.asarray(features, dtype=np.float32)
+        return obs, {"response_ms": rt, "power_w": power, "utilization": util,
+                     "completed": len(responses)}

@@ -1,0 +1,113 @@
+"""The Gymnasium env over the simulator: the checker passes, an episode is a function of
+the seed and the actions, and the weights steer where requests go."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import scenario_dict
+from gymnasium.utils.env_checker import check_env
+
+from agents.env import SimRoutingEnv, server_power_w
+from agents.rnn_rl import RnnLearner
+from fogsdn.scenario import parse_scenario
+
+SCENARIO: dict[str, Any] = {
+    "name": "envtest", "seed": 3, "duration_ms": 1e9, "warmup_ms": 0, "timeout_ms": 50,
+    "workload": {"clients": 2, "lambda_hp": 0.6, "lambda_lp": 0.6},
+    "churn": {"eta": 0, "xi": 0},
+    "nodes": [{"name": "fn", "role": "fn", "mu": 1.0, "capacity": 20},
+              {"name": "ofn1", "role": "ofn", "mu": 0.3, "capacity": 10},
+              {"name": "cloud", "role": "cloud", "mu": 0.5, "capacity": 50, "servers": "multi"}],
+}
+
+
+def make_env(**kw: Any) -> SimRoutingEnv:
+    return SimRoutingEnv(parse_scenario(scenario_dict(**SCENARIO)), epoch_requests=100,
+                         epochs=10, **kw)
+
+
+def episode(env: SimRoutingEnv, seed: int, action: list[float]
+            ) -> tuple[list[np.ndarray], list[float], list[dict[str, Any]]]:
+    obs, _ = env.reset(seed=seed)
+    observations, rewards, infos = [obs], [], []
+    truncated = False
+    while not truncated:
+        obs, reward, terminated, truncated, info = env.step(np.array(action, dtype=np.float32))
+        assert not terminated and env.observation_space.contains(obs)
+        observations.append(obs)
+        rewards.append(reward)
+        infos.append(info)
+    return observations, rewards, infos
+
+
+def test_env_checker_passes() -> None:
+    env = make_env()
+    check_env(env, skip_render_check=True)
+    env.close()
+
+
+def test_deterministic_for_a_seed() -> None:
+    env = make_env()
+    a = episode(env, 4, [0.7, 0.2, 0.5])
+    b = episode(env, 4, [0.7, 0.2, 0.5])
+    c = episode(env, 5, [0.7, 0.2, 0.5])
+    env.close()
+    assert all(np.array_equal(x, y) for x, y in zip(a[0], b[0], strict=True))
+    assert a[1] == b[1] and len(a[1]) == 10
+    assert a[1] != c[1]
+
+
+def test_weights_steer_the_requests_and_the_reward() -> None:
+    env = make_env(rt_weight=1.0)  # response time only
+    obs, rewards_slow, infos_slow = episode(env, 1, [0.0, 1.0, 0.0])  # the slow OFN
+    assert obs[-1][5 + 4] == 1.0 and obs[-1][5] == 1.0  # all went to ofn1, which is up
+    _, rewards_fast, infos_fast = episode(env, 1, [0.0, 0.0, 1.0])  # the cloud, no waiting
+    env.close()
+    slow_rt = np.mean([i["response_ms"] for i in infos_slow])
+    fast_rt = np.mean([i["response_ms"] for i in infos_fast])
+    assert fast_rt < 3.0 < 20.0 < slow_rt  # 1/mu = 2 ms at the cloud; ofn1 is overloaded
+    assert sum(rewards_fast) > sum(rewards_slow)
+
+
+def test_spreading_costs_power() -> None:
+    env = make_env(rt_weight=0.0)  # power only
+    _, _, one = episode(env, 2, [1.0, 0.0, 0.0])
+    _, _, spread = episode(env, 2, [1.0, 1.0, 1.0])
+    env.close()
+    # the fn alone is saturated, and the slow OFN turns more busy time into watts
+    assert np.mean([i["power_w"] for i in spread]) > np.mean([i["power_w"] for i in one])
+    assert server_power_w(0.0) == pytest.approx(63.1) and server_power_w(1.0) == 200.0
+
+
+def test_reset_mid_episode_and_close_end_the_simulation_thread() -> None:
+    env = make_env()
+    env.reset(seed=0)
+    env.step(np.ones(3, dtype=np.float32))
+    first = env._thread
+    env.reset(seed=0)
+    assert first is not None and not first.is_alive()
+    env.close()
+    assert env._thread is None
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(np.ones(3, dtype=np.float32))
+
+
+def test_the_seeds_learner_finds_the_best_node_through_the_env() -> None:
+    env = SimRoutingEnv(parse_scenario(scenario_dict(**SCENARIO)), epoch_requests=100,
+                        epochs=300, rt_weight=1.0)
+    learner, picks, truncated = RnnLearner(3, seed=0, explore=0.1), [], False
+    env.reset(seed=0)
+    while not truncated:
+        k = learner.choose()
+        action = np.zeros(3, dtype=np.float32)
+        action[k] = 1.0
+        _, reward, _, truncated, _ = env.step(action)
+        learner.learn(k, reward)
+        picks.append(k)
+    env.close()
+    late = Counter(picks[-100:])
+    assert late.most_common(1)[0][0] == 2 and late[2] > 50  # the cloud: 2 ms, no waiting

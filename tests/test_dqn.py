@@ -1,0 +1,47 @@
+"""The DQN agent's plumbing (needs the `rl` extra, torch; CI's test extras leave it out
+because torch is large, so there this file skips): the weight menu, a short training
+run that logs episodes, and saved weights that load to the same decisions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import scenario_dict
+from test_agent_env import SCENARIO
+
+pytest.importorskip("torch", reason="the rl extra (torch) is not installed")
+
+from agents.dqn import DqnAgent, DqnConfig, EpisodeLog, train_dqn, weight_menu  # noqa: E402
+from agents.env import SimRoutingEnv  # noqa: E402
+from fogsdn.scenario import parse_scenario  # noqa: E402
+
+
+def test_weight_menu() -> None:
+    assert weight_menu(1) == ((1.0,),)
+    assert weight_menu(2) == ((1.0, 0.0), (0.0, 1.0), (1.0, 1.0))
+    menu = weight_menu(3)
+    assert len(menu) == 3 + 3 + 1 and len(set(menu)) == 7
+
+
+def test_trains_logs_and_round_trips(tmp_path: Path) -> None:
+    env = SimRoutingEnv(parse_scenario(scenario_dict(**SCENARIO)), epoch_requests=50,
+                        epochs=20)
+    config = DqnConfig(steps=80, warmup=32, batch=16, target_every=20,
+                       epsilon_decay_steps=60)
+    seen: list[EpisodeLog] = []
+    agent = train_dqn(env, config, progress=seen.append)
+    assert [log.episode for log in seen] == [0, 1, 2, 3] and seen == agent.curve
+    assert all(log.steps == 20 and log.mean_reward > 0 for log in seen)
+    path = tmp_path / "w" / "dqn.pt"
+    agent.save(path, {"scenario": "envtest"})
+    loaded = DqnAgent.load(path)
+    obs, _ = env.reset(seed=9)
+    for _ in range(5):
+        assert np.array_equal(agent.action(obs), loaded.action(obs))
+        obs, *_ = env.step(agent.action(obs))
+    env.close()
+    again = train_dqn(env, config)  # seeded: the same curve
+    assert [c.mean_reward for c in again.curve] == [c.mean_reward for c in agent.curve]
+    env.close()
