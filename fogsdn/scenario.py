@@ -18,6 +18,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from fogsdn.topology import TopologySpec
+
 
 class ScenarioError(ValueError):
     """A scenario that cannot be used; the message is one line naming the field."""
@@ -143,6 +145,7 @@ class Scenario(_Frozen):
     nodes: tuple[NodeSpec, ...] = Field(min_length=1)
     churn: Churn = Churn(eta=0.0, xi=0.0)
     policy: PolicySpec = PolicySpec()
+    topology: TopologySpec = TopologySpec()
     sweep: Sweep | None = None
 
     @model_validator(mode="after")
@@ -154,6 +157,9 @@ class Scenario(_Frozen):
             raise ValueError(f"node names must be unique, got {names}")
         if not any(n.role is Role.FN for n in self.nodes):
             raise ValueError("nodes need at least one node with role fn")
+        from fogsdn.topology import scenario_graph  # the graph needs a whole scenario
+
+        scenario_graph(self)  # raises TopologyError (a ValueError) naming the field
         return self
 
     # -- convenience views -------------------------------------------------

@@ -21,6 +21,7 @@ bootstrap.bootstrap(needs_network_stack=False, extras="")
 
 from analysis.ctmc import ModelError, ModelParams, predict  # noqa: E402
 from analysis.model_params import OutsideModel, model_params_from_scenario  # noqa: E402
+from analysis.network import network_share  # noqa: E402
 from fogsdn.scenario import ScenarioError, load_scenario  # noqa: E402
 
 
@@ -110,13 +111,25 @@ def main(argv: list[str] | None = None) -> int:
     try:
         params = _params(ns)
         d = predict(params).to_dict()
+        share = network_share(load_scenario(ns.scenario)) if ns.scenario is not None else None
     except (ModelError, OutsideModel, ScenarioError, ValueError) as err:
         print(f"predict.py: error: {err}", file=sys.stderr)
         return 2
+    if share is not None:  # the topology's share of the end-to-end response
+        d["network"] = share.to_dict()
+        for cls in ("hp", "lp"):
+            block = d[cls]
+            assert isinstance(block, dict)
+            block["W_e2e"] = share.e2e(float(block["W"]))
     if ns.json:
         print(json.dumps(_json_safe(d)))
     else:
         print(table(d, params))
+        if share is not None:
+            e2e = [d[c]["W_e2e"] for c in ("hp", "lp")]  # type: ignore[index]
+            print(f"{'W_e2e':<18}{_fmt(e2e[0] if e2e[0] is not None else math.nan):>14}"
+                  f"{_fmt(e2e[1] if e2e[1] is not None else math.nan):>14}")
+            print(f"network: {share.why}")
     return 0
 
 

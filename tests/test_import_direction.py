@@ -15,7 +15,7 @@ from conftest import ROOT
 
 PACKAGES = ("fogsdn", "controller", "topologies", "nodes", "analysis", "sim", "runner", "agents")
 PURE = ("fogsdn", "controller.policies", "controller.fabric", "controller.cluster",
-        "controller.config", "analysis", "topologies.fog_star", "nodes.protocol",
+        "controller.config", "controller.pipeline", "analysis", "nodes.protocol",
         "nodes.service_queue")
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     # engine -> what it must not import
