@@ -10,7 +10,11 @@ relay here), so its accuracy and cost are measured, beside a plain veth, in one 
 2. jitter_loss: the spread of round trips under jitter, and the loss rate, against
    what the configuration implies;
 3. throughput: one TCP bulk transfer through a 5 ms link (and through a plain veth), the
-   relay's CPU per Mbit/s from /proc/<pid>/stat, and a run under a bandwidth cap.
+   relay's CPU per Mbit/s from /proc/<pid>/stat, and a run under a bandwidth cap;
+4. reroute: the data-plane re-route time after a link failure, p50 and p99 over 100
+   failures on the multipath campus (scripts/bench_topology.py, docs/topologies.md);
+5. startup: the largest topology this machine holds here (50 switches, 200 hosts) up
+   under our controller, beside a plain Mininet network of the same graph.
 
     flock /tmp/fogsdn-emulation.lock .venv/bin/python scripts/bench_links.py [--json FILE]
 
@@ -41,6 +45,7 @@ import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside
 bootstrap.bootstrap(needs_network_stack=True, extras="")
 
 import numpy as np  # noqa: E402
+from bench_topology import reroute_section, startup_section  # noqa: E402
 
 from topologies.linkem import (  # noqa: E402
     LinkParams,
@@ -243,6 +248,8 @@ SECTIONS: dict[str, Callable[[BenchContext], dict[str, Any]]] = {
     "delay": delay_section,
     "jitter_loss": jitter_loss_section,
     "throughput": throughput_section,
+    "reroute": reroute_section,
+    "startup": startup_section,
 }
 
 
