@@ -52,6 +52,7 @@ from controller.pipeline import (
     connection_actions,
     connection_flow,
     edge_switches,
+    failover_groups,
     forward_flows,
     group_mods,
 )
@@ -104,6 +105,7 @@ class FogController(app_manager.OSKenApp):
         self.ports_down: set[tuple[str, int]] = set()  # (switch, port) reported down
         self.hops = next_hops(graph)
         self._forwarding: dict[int, dict[tuple[Any, ...], Flow]] = {}  # what each dpid holds
+        self._failover: dict[int, dict[int, GroupMod]] = {}  # and its fast-failover groups
         self.edges = edge_switches(self.topo)
         self.dps: dict[int, Any] = {}  # dpid -> datapath
         self.names: dict[int, str] = {}  # dpid -> the topology's switch it is
@@ -235,11 +237,20 @@ class FogController(app_manager.OSKenApp):
                                     actions=[self._action(dp, a) for a in acts])
                    for w, acts in g.buckets]
         cmd = ofp.OFPGC_ADD if g.add else ofp.OFPGC_MODIFY
+        if g.kind == "fast_failover":
+            buckets = [parser.OFPBucket(weight=0, watch_port=port, watch_group=ofp.OFPG_ANY,
+                                        actions=[self._action(dp, a) for a in acts])
+                       for port, (_, acts) in zip(g.watch_ports, g.buckets, strict=True)]
+            return parser.OFPGroupMod(dp, cmd, ofp.OFPGT_FF, g.group_id, buckets)
         return parser.OFPGroupMod(dp, cmd, ofp.OFPGT_SELECT, g.group_id, buckets)
 
     # -- pipeline -------------------------------------------------------------
     def _install_base(self, dpid: int) -> None:
         dp, switch = self.dps[dpid], self.names[dpid]
+        groups = failover_groups(self.topo, switch, self.hops, add=True)
+        for g in groups:
+            self._send(self._group_mod(dp, g))
+        self._failover[dpid] = {g.group_id: replace(g, add=False) for g in groups}
         for f in base_flows(self.topo, switch, self.hops, not self._per_request):
             self._send(self._flow_mod(dp, f))
         self._forwarding[dpid] = {_key(f): f for f in
@@ -293,6 +304,13 @@ class FogController(app_manager.OSKenApp):
             touched = []
             for dpid, dp in self._datapaths():
                 switch = self.names[dpid]
+                groups = self._failover.setdefault(dpid, {})
+                for g in failover_groups(self.topo, switch, self.hops, add=False):
+                    if groups.get(g.group_id) != g:  # new groups are added, others modified
+                        self._send(self._group_mod(dp, replace(g, add=g.group_id not in groups)))
+                        groups[g.group_id] = g
+                        if switch not in touched:
+                            touched.append(switch)
                 held = self._forwarding.setdefault(dpid, {})
                 for f in forward_flows(self.topo, switch, self.hops):
                     if held.get(_key(f)) != f:

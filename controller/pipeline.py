@@ -14,8 +14,9 @@ flow table without root. OpenFlow 1.3 + OVS conntrack (measured in DESIGN):
            each bucket commits the connection with nat(dst=worker) and recirculates to
            table 2. Established and reply traffic follows its conntrack entry.
   table 2  forwarding by destination along the host's shortest-by-delay tree (or a
-           path a policy pinned for a client and node); replies leaving the client's
-           edge carry the service MAC as source.
+           path a policy pinned for a client and node), through a fast-failover group
+           to a loop-free backup port where the switch has one; replies leaving the
+           client's edge carry the service MAC as source.
 
 Conntrack runs only at a client's edge switch: all bridges of the userspace datapath
 share one conntrack table, so a second ct() on the way would see the same entry.
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import networkx as nx
 
@@ -38,6 +39,7 @@ ETH_IPV4, ETH_ARP, ETH_IPV6 = 0x0800, 0x0806, 0x86DD
 CT_NEW_TRK = (0x01 | 0x20, 0x01 | 0x20)  # +new+trk
 DSCP_HP = 46
 PRIO_PINNED = 150
+FAILOVER_GROUP_BASE = 1000  # + the host's index: its fast-failover group on each switch
 
 
 # -- actions and messages, as data -------------------------------------------------------
@@ -99,6 +101,8 @@ class GroupMod:
     group_id: int
     buckets: tuple[tuple[int, tuple[Action, ...]], ...]  # (weight, actions)
     add: bool  # add (first install) or modify
+    kind: Literal["select", "fast_failover"] = "select"
+    watch_ports: tuple[int, ...] = ()  # fast failover: the live port each bucket needs
 
 
 def flow(table: int, priority: int, actions: Sequence[Action] = (), goto: int | None = None,
@@ -167,7 +171,7 @@ def base_flows(topo: Topology, switch: str, hops: NextHops, proactive: bool) -> 
         else:  # a per-request policy sees each new connection's first packet (the SYN)
             out.append(flow(TABLE_DISPATCH, 290, [ToController()], **new_svc))
         out.append(flow(TABLE_DISPATCH, 1, goto=TABLE_FORWARD))
-    out += forward_flows(topo, switch, hops)
+    out += forward_flows(topo, switch, hops)  # its groups: failover_groups, sent first
     out.append(flow(TABLE_CLASSIFY, 0, [ToController()]))
     return out
 
@@ -183,16 +187,36 @@ def arp_flows(topo: Topology, switch: str, hops: NextHops) -> list[Flow]:
     return out
 
 
+def failover_groups(topo: Topology, switch: str, hops: NextHops, add: bool) -> list[GroupMod]:
+    """Where a host has a loop-free backup port at this switch: a fast-failover group,
+    the primary port first, so the switch itself moves traffic the moment the primary
+    port goes down, before the controller has heard of it. Sent before forward_flows."""
+    out = []
+    for i, (h, d) in enumerate(topo.hosts()):
+        port, backup = hops.towards(switch, h), hops.backup_towards(switch, h)
+        if port is None or backup is None:
+            continue
+        out.append(GroupMod(FAILOVER_GROUP_BASE + i, tuple(
+            (0, (SetField("eth_dst", d["mac"]), Output(p))) for p in (port, backup)),
+            add, "fast_failover", (port, backup)))
+    return out
+
+
 def forward_flows(topo: Topology, switch: str, hops: NextHops) -> list[Flow]:
-    """Table 2 (and, on many switches, the ARP rules): rewritten whole on a re-route."""
+    """Table 2 (and, on many switches, the ARP rules): rewritten on a re-route where
+    they change."""
     out: list[Flow] = []
-    for h, d in topo.hosts():
+    for i, (h, d) in enumerate(topo.hosts()):
         port = hops.towards(switch, h)
         if port is None:  # cut off: drop rather than fall to the controller
             out.append(flow(TABLE_FORWARD, 100, eth_type=ETH_IPV4, ipv4_dst=d["ip"]))
             continue
-        out.append(flow(TABLE_FORWARD, 100, [SetField("eth_dst", d["mac"]), Output(port)],
-                        eth_type=ETH_IPV4, ipv4_dst=d["ip"]))
+        if hops.backup_towards(switch, h) is not None:
+            out.append(flow(TABLE_FORWARD, 100, [Group(FAILOVER_GROUP_BASE + i)],
+                            eth_type=ETH_IPV4, ipv4_dst=d["ip"]))
+        else:
+            out.append(flow(TABLE_FORWARD, 100, [SetField("eth_dst", d["mac"]), Output(port)],
+                            eth_type=ETH_IPV4, ipv4_dst=d["ip"]))
         if d["role"] == "client" and d["switch"] == switch:
             out.append(flow(TABLE_FORWARD, 200, [SetField("eth_src", topo.vip_mac),
                                                  SetField("eth_dst", d["mac"]), Output(port)],

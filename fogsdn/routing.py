@@ -7,7 +7,7 @@ model (a path's delay). Ties in delay go to the path with fewer hops.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
@@ -43,12 +43,17 @@ def path_delay_ms(g: nx.Graph, path: Sequence[str]) -> float:
 
 @dataclass(frozen=True)
 class NextHops:
-    """Destination-based forwarding: for each (switch, host), the port towards the host."""
+    """Destination-based forwarding: for each (switch, host), the port towards the host,
+    and where one exists a loop-free backup port (used the moment the first one dies)."""
 
     port: Mapping[tuple[str, str], int]
+    backup: Mapping[tuple[str, str], int] = field(default_factory=dict)
 
     def towards(self, switch: str, host: str) -> int | None:
         return self.port.get((switch, host))
+
+    def backup_towards(self, switch: str, host: str) -> int | None:
+        return self.backup.get((switch, host))
 
 
 def next_hops(g: nx.Graph, failed: Collection[str] = ()) -> NextHops:
@@ -59,7 +64,9 @@ def next_hops(g: nx.Graph, failed: Collection[str] = ()) -> NextHops:
     live = usable(g, failed)
     switches = [n for n, d in g.nodes(data=True) if d["kind"] == "switch"]
     sw_graph = live.subgraph([s for s in switches if s in live])
+    dist = dict(nx.all_pairs_dijkstra_path_length(sw_graph, weight=_cost))
     out: dict[tuple[str, str], int] = {}
+    backup: dict[tuple[str, str], int] = {}
     for h, d in g.nodes(data=True):
         if d["kind"] != "host" or not live.has_edge(h, d["switch"]):
             continue
@@ -69,6 +76,27 @@ def next_hops(g: nx.Graph, failed: Collection[str] = ()) -> NextHops:
             continue
         paths = nx.single_source_dijkstra_path(sw_graph, home, weight=_cost)
         for s, p in paths.items():
-            if s != home:
-                out[(s, h)] = int(g.edges[s, p[-2]]["ports"][s])
-    return NextHops(out)
+            if s == home:
+                continue
+            primary = p[-2]
+            out[(s, h)] = int(g.edges[s, primary]["ports"][s])
+            alt = _loop_free_alternate(sw_graph, dist, s, home, primary)
+            if alt is not None:
+                backup[(s, h)] = int(g.edges[s, alt]["ports"][s])
+    return NextHops(out, backup)
+
+
+def _loop_free_alternate(sw: nx.Graph, dist: Mapping[str, Mapping[str, float]], s: str,
+                         dest: str, primary: str) -> str | None:
+    """A neighbour of s other than the primary next hop whose own shortest path to dest
+    does not come back through s (RFC 5286: d(n, dest) < d(n, s) + d(s, dest)), the
+    cheapest such; None when s has none."""
+    best: tuple[float, str] | None = None
+    for n in sw.neighbors(s):
+        if n == primary or dest not in dist.get(n, {}):
+            continue
+        if dist[n][dest] < dist[n][s] + dist[s][dest] - 1e-12:
+            cost = _cost(s, n, sw.edges[s, n]) + dist[n][dest]
+            if best is None or cost < best[0]:
+                best = (cost, n)
+    return None if best is None else best[1]

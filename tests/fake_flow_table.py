@@ -118,13 +118,25 @@ class FakeNetwork:
                     return ports, True
                 elif isinstance(a, Group):
                     mod = self.groups[switch][a.group_id]
-                    if not mod.buckets:
+                    if mod.kind == "fast_failover":  # the first bucket whose port is live
+                        live = [i for i, p in enumerate(mod.watch_ports)
+                                if self._live(switch, p)]
+                        if not live:
+                            return ports, False
+                        acts = mod.buckets[live[0]][1]
+                    elif not mod.buckets:
                         return ports, False
-                    w, acts = mod.buckets[self.pick([b[0] for b in mod.buckets])]
+                    else:
+                        acts = mod.buckets[self.pick([b[0] for b in mod.buckets])][1]
                     for b in acts:
-                        assert isinstance(b, Conntrack)
-                        self._ct(pkt, b)
-                        nxt = b.recirc_table
+                        if isinstance(b, SetField):
+                            pkt[b.name] = b.value
+                        elif isinstance(b, Output):
+                            ports.append(b.port)
+                        else:
+                            assert isinstance(b, Conntrack)
+                            self._ct(pkt, b)
+                            nxt = b.recirc_table
                 elif isinstance(a, Conntrack):
                     self._ct(pkt, a)
                     nxt = a.recirc_table
@@ -132,6 +144,13 @@ class FakeNetwork:
                 return ports, False
             assert nxt >= table or any(isinstance(a, Conntrack) for a in f.actions), "goto back"
             table = nxt
+
+    def _live(self, switch: str, port: int) -> bool:
+        try:
+            self._peer(switch, port)
+        except LookupError:
+            return False
+        return True
 
     def _peer(self, switch: str, port: int) -> tuple[str, int | None]:
         for n in self.g.neighbors(switch):

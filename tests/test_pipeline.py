@@ -18,6 +18,7 @@ from controller.pipeline import (
     Topology,
     base_flows,
     edge_switches,
+    failover_groups,
     forward_flows,
     group_mods,
 )
@@ -37,7 +38,9 @@ def _net(topology: dict[str, Any], proactive: bool = True,
     flows = {s: base_flows(topo, s, hops, proactive) for s in topo.switches()}
     ips = {n: d["ip"] for n, d in topo.hosts()}
     b = buckets or {TaskClass.HP: [("fn", 1000)], TaskClass.LP: [("ofn1", 1000)]}
-    groups = {s: group_mods(b, ips, add=True) for s in edge_switches(topo)}
+    groups = {s: failover_groups(topo, s, hops, add=True)
+              + (group_mods(b, ips, add=True) if s in edge_switches(topo) else [])
+              for s in topo.switches()}
     return g, topo, FakeNetwork(g, flows, groups)
 
 
@@ -105,9 +108,12 @@ def test_reroute_after_a_link_failure_keeps_the_connection() -> None:
     assert first.switches == ["s1", "s2", "s5"]
     failed = {g.edges["s1", "s2"]["id"]}
     net.down |= failed
-    assert net.send("c1", _request(g, "c1", DSCP_HP)).host is None  # old rules: black hole
+    # before the controller knows: s1's fast-failover group already takes the backup
+    quick = net.send("c1", _request(g, "c1", DSCP_HP))
+    assert quick.host == "fn" and quick.switches == ["s1", "s3", "s4", "s5"]
     hops = next_hops(g, failed)
     for s in topo.switches():
+        net.install_groups(s, failover_groups(topo, s, hops, add=False))
         net.install(s, forward_flows(topo, s, hops))
     moved = net.send("c1", _request(g, "c1", DSCP_HP))
     assert moved.host == "fn" and moved.switches == ["s1", "s3", "s4", "s5"]
@@ -118,14 +124,28 @@ def test_reroute_after_a_link_failure_keeps_the_connection() -> None:
     assert shortest_path(g, "c1", "fn", failed)[1:-1] == ["s1", "s3", "s4", "s5"]
 
 
+def test_backups_are_loop_free_and_only_where_they_exist() -> None:
+    g, topo, net = _net({"kind": "line", "length": 3})
+    assert all(failover_groups(topo, s, next_hops(g), add=True) == [] for s in topo.switches())
+    g, topo, net = _net({"kind": "multipath"})
+    hops = next_hops(g)
+    # every backup port leads to a neighbour whose own route does not come back
+    for (s, h), port in hops.backup.items():
+        n = next(n for n in g.neighbors(s) if g.edges[s, n]["ports"].get(s) == port)
+        assert hops.towards(n, h) != g.edges[s, n]["ports"][n], (s, h)
+    assert hops.backup_towards("s1", "fn") == g.edges["s1", "s3"]["ports"]["s1"]
+    assert hops.backup_towards("s5", "c1") == g.edges["s5", "s4"]["ports"]["s5"]
+
+
 def test_a_pinned_path_overrides_the_shortest() -> None:
     g = scenario_graph(parse_scenario(scenario_dict(topology={"kind": "multipath"})))
     topo = Topology(g, g.graph["vip"], g.graph["vip_mac"], 9000,
                     pinned={("c1", "fn"): ("s1", "s3", "s4", "s5")})
     hops = next_hops(g)
     ips = {n: d["ip"] for n, d in topo.hosts()}
-    net = FakeNetwork(g, {s: base_flows(topo, s, hops, True) for s in topo.switches()},
-                      {"s1": group_mods({TaskClass.HP: [("fn", 1)]}, ips, add=True)})
+    groups = {s: failover_groups(topo, s, hops, add=True) for s in topo.switches()}
+    groups["s1"] += group_mods({TaskClass.HP: [("fn", 1)]}, ips, add=True)
+    net = FakeNetwork(g, {s: base_flows(topo, s, hops, True) for s in topo.switches()}, groups)
     assert net.send("c1", _request(g, "c1", DSCP_HP)).switches == ["s1", "s3", "s4", "s5"]
     assert net.send("fn", _reply(g, "fn", "c1")).switches == ["s5", "s4", "s3", "s1"]
     assert net.send("c2", _request(g, "c2", DSCP_HP)).switches == ["s1", "s2", "s5"]

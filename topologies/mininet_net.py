@@ -14,7 +14,9 @@ rate / time_scale in real time, so a frame's transmission stretches like any tim
 
 from __future__ import annotations
 
+import fcntl
 import socket
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,19 @@ class PlainRemoteController(RemoteController):
             raise RuntimeError(f"no controller listening on {self.ip}:{self.port}") from None
 
 
+_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
+_IFREQ = struct.Struct("16sH22x")
+
+
+def set_interface_up(name: str, up: bool) -> None:
+    """`ip link set NAME up|down` in the root namespace, as one ioctl."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        req = _IFREQ.pack(name.encode(), 0)
+        flags = _IFREQ.unpack(fcntl.ioctl(s.fileno(), _SIOCGIFFLAGS, req))[1]
+        flags = flags | _IFF_UP if up else flags & ~_IFF_UP
+        fcntl.ioctl(s.fileno(), _SIOCSIFFLAGS, _IFREQ.pack(name.encode(), flags))
+
+
 def real_params(link: LinkSpec, time_scale: float) -> LinkParams:
     """A link's model figures as the element's real ones."""
     return LinkParams(delay_ms=link.delay_ms * time_scale, jitter_ms=link.jitter_ms * time_scale,
@@ -59,9 +74,16 @@ class Network:
 
     def set_link(self, link_id: str, up: bool) -> None:
         """Take one link down or up (carrier loss: the switch reports PortStatus)."""
-        u, v = next((a, b) for a, b, d in self.graph.edges(data=True) if d["id"] == link_id)
+        u, v, d = next((a, b, d) for a, b, d in self.graph.edges(data=True)
+                       if d["id"] == link_id)
         if link_id in self.elements and self.shaper is not None:
             self.shaper.set_up(link_id, up)
+            return
+        if all(self.graph.nodes[n]["kind"] == "switch" for n in (u, v)):
+            # both ends are switch ports in the root namespace: flip them at once
+            # (microseconds), so that the failure starts when the caller says it does
+            for n in (u, v):
+                set_interface_up(f"{self.bridges[n]}-eth{d['ports'][n]}", up)
             return
         self.net.configLinkStatus(self._name(u), self._name(v), "up" if up else "down")
 
