@@ -1,0 +1,89 @@
+"""Two network namespaces joined through one link element, or by a plain veth: the rig on
+which the emulation tests and scripts/bench_links.py measure the link element.
+
+    ns A: a0 10.77.0.1 ==veth== <prefix>a [element] <prefix>b ==veth== b0 10.77.0.2: ns B
+
+(the element's two ends are in the root namespace)
+
+Plain (the baseline): a0 ==veth== b0 directly. The hosts' interfaces have TX offload off,
+as Mininet's TCULink sets them in the testbed. Everything is named with a unique prefix
+and removed on exit, also after an error.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+IP_A, IP_B = "10.77.0.1", "10.77.0.2"
+_counter = itertools.count()
+
+
+@dataclass(frozen=True)
+class Rig:
+    ns_a: str
+    ns_b: str
+    intf_a: str | None  # the element's interfaces in the root namespace (None: plain veth)
+    intf_b: str | None
+    ip_a: str = IP_A
+    ip_b: str = IP_B
+
+    def exec_argv(self, side: str, argv: list[str]) -> list[str]:
+        return ["ip", "netns", "exec", self.ns_a if side == "a" else self.ns_b, *argv]
+
+    def python_argv(self, side: str, module: str, *args: str) -> list[str]:
+        """Run one of our modules inside a namespace, with this interpreter."""
+        return self.exec_argv(side, [sys.executable, "-m", module, *args])
+
+
+def _ip(*args: str) -> None:
+    r = subprocess.run(["ip", *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"ip {' '.join(args)}: {r.stderr.strip()}")
+
+
+def unique_prefix() -> str:
+    """Short (interface names have 15 bytes) and unique per process and call."""
+    return f"lk{os.getpid() % 100000}{next(_counter)}"
+
+
+def _host_side(ns: str, intf: str, ip: str) -> None:
+    _ip("-n", ns, "addr", "add", f"{ip}/24", "dev", intf)
+    _ip("-n", ns, "link", "set", "dev", intf, "up")
+    _ip("-n", ns, "link", "set", "dev", "lo", "up")
+    subprocess.run(["ip", "netns", "exec", ns, "ethtool", "-K", intf, "tx", "off"],
+                   capture_output=True)
+    subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw",
+                    "net.ipv6.conf.all.disable_ipv6=1"], capture_output=True)
+
+
+@contextmanager
+def namespace_rig(spliced: bool = True, prefix: str | None = None) -> Iterator[Rig]:
+    """Build the rig; with `spliced`, the two root-namespace ends await a shaper's attach."""
+    prefix = prefix or unique_prefix()
+    ns_a, ns_b = f"fogsdn-{prefix}-a", f"fogsdn-{prefix}-b"
+    root_ends = [f"{prefix}a", f"{prefix}b"] if spliced else []
+    try:
+        _ip("netns", "add", ns_a)
+        _ip("netns", "add", ns_b)
+        if spliced:
+            _ip("link", "add", root_ends[0], "type", "veth", "peer", "name", "a0", "netns", ns_a)
+            _ip("link", "add", root_ends[1], "type", "veth", "peer", "name", "b0", "netns", ns_b)
+        else:
+            _ip("-n", ns_a, "link", "add", "a0", "type", "veth", "peer", "name", "b0",
+                "netns", ns_b)
+        _host_side(ns_a, "a0", IP_A)
+        _host_side(ns_b, "b0", IP_B)
+        yield Rig(ns_a, ns_b, root_ends[0] if spliced else None, root_ends[1] if spliced else None)
+    finally:
+        for ns in (ns_a, ns_b):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        for intf in root_ends:
+            if Path(f"/sys/class/net/{intf}").exists():
+                subprocess.run(["ip", "link", "del", intf], capture_output=True)
