@@ -13,15 +13,19 @@ and removed on exit, also after an error.
 from __future__ import annotations
 
 import itertools
+import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 IP_A, IP_B = "10.77.0.1", "10.77.0.2"
+PROBE = "topologies.linkem_probe"
 _counter = itertools.count()
 
 
@@ -87,3 +91,61 @@ def namespace_rig(spliced: bool = True, prefix: str | None = None) -> Iterator[R
         for intf in root_ends:
             if Path(f"/sys/class/net/{intf}").exists():
                 subprocess.run(["ip", "link", "del", intf], capture_output=True)
+
+
+def ping_rtts(rig: Rig, count: int, interval_s: float, timeout_s: float = 60.0) -> list[float]:
+    """Round trips (ms) of `count` pings from A to B; lost ones are absent."""
+    r = subprocess.run(rig.exec_argv("a", ["ping", "-n", "-c", str(count), "-i", str(interval_s),
+                                           "-W", "2", rig.ip_b]),
+                       capture_output=True, text=True, timeout=timeout_s)
+    return [float(m) for m in re.findall(r"time=([0-9.]+) ms", r.stdout)]
+
+
+def udp_rtts(rig: Rig, count: int, interval_ms: float, port: int = 9999) -> dict[str, Any]:
+    """Our UDP echo (linkem_probe): ns-resolution round trips, with losses counted."""
+    server = subprocess.Popen(rig.python_argv("b", PROBE, "udp-echo", str(port)),
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        server.stdout.readline()  # "ready"
+        r = subprocess.run(rig.python_argv("a", PROBE, "udp-rtt", rig.ip_b, str(port),
+                                           str(count), str(interval_ms)),
+                           capture_output=True, text=True, timeout=60 + count * interval_ms / 1e3)
+        if r.returncode != 0:
+            raise RuntimeError(f"udp-rtt failed: {r.stderr.strip()[-300:]}")
+        out: dict[str, Any] = json.loads(r.stdout)
+        return out
+    finally:
+        server.kill()
+        server.wait()
+
+
+@contextmanager
+def tcp_transfer(rig: Rig, seconds: float, port: int = 5001) -> Iterator[dict[str, Any]]:
+    """A TCP bulk transfer A -> B running while the body runs; afterwards the dict holds
+    the sink's {"bytes", "seconds", "mbps"} and the source's exit status ("source_rc")."""
+    sink = subprocess.Popen(rig.python_argv("b", PROBE, "tcp-sink", str(port)),
+                            stdout=subprocess.PIPE, text=True)
+    result: dict[str, Any] = {}
+    source: subprocess.Popen[str] | None = None
+    try:
+        assert sink.stdout is not None
+        sink.stdout.readline()  # "ready"
+        source = subprocess.Popen(rig.python_argv("a", PROBE, "tcp-source", rig.ip_b, str(port),
+                                                  str(seconds)),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        yield result
+        _, err = source.communicate(timeout=seconds + 30)
+        result["source_rc"] = source.returncode
+        result["source_err"] = err.strip()[-300:]
+        line = sink.stdout.readline()
+        sink.wait(timeout=10)
+        if line:
+            result.update(json.loads(line))
+            result["mbps"] = result["bytes"] * 8 / max(result["seconds"], 1e-9) / 1e6
+    finally:
+        for p in (source, sink):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+

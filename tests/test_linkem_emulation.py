@@ -1,0 +1,159 @@
+"""Link emulation, live: two network namespaces joined through the link element (plain
+`ip netns` and veth, no Mininet), with the mechanism this machine gets (`choose_mechanism`:
+our relay here, netem where the kernel has it). Needs root; run under the emulation lock.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+
+from runner.cleanup import ours_alive
+from topologies.linkem import LinkParams, LinkShaper, choose_mechanism, make_shaper
+from topologies.linkem_testnet import Rig, namespace_rig, ping_rtts, tcp_transfer, udp_rtts
+
+pytestmark = pytest.mark.emulation
+
+LINK = "t"
+
+
+@pytest.fixture
+def rig_and_shaper(tmp_path: Path) -> Iterator[tuple[Rig, LinkShaper]]:
+    with namespace_rig() as rig:
+        shaper = make_shaper(choose_mechanism(), tmp_path, seed=11)
+        try:
+            yield rig, shaper
+        finally:
+            shaper.close()
+
+
+def test_ping_rtt_with_5ms_one_way(rig_and_shaper: tuple[Rig, LinkShaper]) -> None:
+    rig, shaper = rig_and_shaper
+    assert rig.intf_a and rig.intf_b
+    shaper.attach(LINK, rig.intf_a, rig.intf_b, LinkParams(delay_ms=5.0))
+    rtts = ping_rtts(rig, count=100, interval_s=0.01)
+    assert len(rtts) == 100
+    assert min(rtts) >= 10.0  # a frame never leaves early
+    p50 = float(np.percentile(rtts, 50))
+    assert abs(p50 - 10.0) <= max(0.2, 0.02 * 10.0), sorted(rtts)
+
+
+def test_delay_change_at_run_time_keeps_tcp(rig_and_shaper: tuple[Rig, LinkShaper]) -> None:
+    rig, shaper = rig_and_shaper
+    assert rig.intf_a and rig.intf_b
+    shaper.attach(LINK, rig.intf_a, rig.intf_b, LinkParams(delay_ms=2.0))
+    created_before = shaper.created().pids
+    with tcp_transfer(rig, seconds=3.0) as transfer:
+        time.sleep(1.0)
+        shaper.update(LINK, LinkParams(delay_ms=15.0))
+        # the very next frames see the new delay: no restart, nothing to wait for
+        after = udp_rtts(rig, count=20, interval_ms=5)
+    assert transfer["source_rc"] == 0, transfer["source_err"]  # the connection survived
+    assert transfer["bytes"] > 1e6
+    assert len(after["rtt_ms"]) >= 19
+    # while the transfer queues behind the new delay, RTTs are at least the new 30 ms
+    assert min(after["rtt_ms"]) >= 30.0
+    assert shaper.created().pids == created_before  # same relay process (if any)
+    shaper.update(LINK, LinkParams(delay_ms=1.0))
+    rtts = ping_rtts(rig, count=20, interval_s=0.01)
+    assert 2.0 <= float(np.percentile(rtts, 50)) <= 2.5
+
+
+def test_loss_rate_is_binomial(rig_and_shaper: tuple[Rig, LinkShaper]) -> None:
+    rig, shaper = rig_and_shaper
+    assert rig.intf_a and rig.intf_b
+    loss = 0.2
+    shaper.attach(LINK, rig.intf_a, rig.intf_b, LinkParams(delay_ms=0.5, loss=loss))
+    n = 1000
+    out = udp_rtts(rig, count=n, interval_ms=1)
+    # a round trip survives two independent draws
+    assert binomtest(out["lost"], n, 1 - (1 - loss) ** 2).pvalue > 1e-3, out["lost"]
+    stats = shaper.stats(LINK)
+    if shaper.mechanism == "userspace":
+        dropped, seen = stats["ab_dropped_loss"], stats["ab_rx_packets"]
+        assert seen >= n
+        assert binomtest(dropped, seen, loss).pvalue > 1e-3, (dropped, seen)
+
+
+def test_link_down_drops_everything_and_up_restores(
+        rig_and_shaper: tuple[Rig, LinkShaper]) -> None:
+    rig, shaper = rig_and_shaper
+    assert rig.intf_a and rig.intf_b
+    shaper.attach(LINK, rig.intf_a, rig.intf_b, LinkParams(delay_ms=1.0))
+    assert len(ping_rtts(rig, count=5, interval_s=0.01)) == 5
+    carriers = [True] if shaper.mechanism == "netem" else [False, True]
+    for carrier in carriers:
+        shaper.set_up(LINK, False, carrier=carrier)
+        assert ping_rtts(rig, count=10, interval_s=0.01) == []
+        a_side = subprocess.run(rig.exec_argv("a", ["cat", "/sys/class/net/a0/carrier"]),
+                                capture_output=True, text=True).stdout.strip()
+        assert a_side == ("0" if carrier else "1")  # a cable pull is seen by the neighbour
+        shaper.set_up(LINK, True, carrier=carrier)
+        if carrier:
+            # the kernel's linkwatch reactivates the neighbour's queue up to ~1 s after
+            # the carrier returns, as after a real cable is plugged back in
+            deadline = time.monotonic() + 3.0
+            while not ping_rtts(rig, count=1, interval_s=0.01) and time.monotonic() < deadline:
+                pass
+        assert len(ping_rtts(rig, count=10, interval_s=0.01)) == 10
+    if shaper.mechanism == "userspace":
+        assert shaper.stats(LINK)["ab_dropped_down"] >= 10
+
+
+def test_bandwidth_cap_with_tcp(rig_and_shaper: tuple[Rig, LinkShaper]) -> None:
+    rig, shaper = rig_and_shaper
+    assert rig.intf_a and rig.intf_b
+    rate = 40.0
+    shaper.attach(LINK, rig.intf_a, rig.intf_b, LinkParams(delay_ms=2.0, bw_mbps=rate))
+    with tcp_transfer(rig, seconds=3.0) as transfer:
+        pass
+    assert transfer["source_rc"] == 0, transfer["source_err"]
+    # TCP goodput: at most the rate less headers (66 of 1514 bytes), at least 85 % of it
+    assert 0.85 * rate <= transfer["mbps"] <= rate, transfer
+
+
+@pytest.mark.skipif(choose_mechanism() != "userspace", reason="netem starts no process")
+def test_relay_dies_with_its_parent_and_close_removes_it(tmp_path: Path) -> None:
+    with namespace_rig() as rig:
+        assert rig.intf_a and rig.intf_b
+        code = (
+            "import sys, time\n"
+            "from pathlib import Path\n"
+            "from topologies.linkem import LinkParams, make_shaper\n"
+            f"s = make_shaper('userspace', Path({str(tmp_path)!r}))\n"
+            f"s.attach('p', {rig.intf_a!r}, {rig.intf_b!r}, LinkParams(delay_ms=1))\n"
+            "pid, start = s.created().pids['linkem-p']\n"
+            "print(pid, start, flush=True)\n"
+            "time.sleep(60)\n"
+        )
+        parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+        try:
+            assert parent.stdout is not None
+            pid, start = map(int, parent.stdout.readline().split())
+            assert ours_alive(pid, start)
+            os.kill(parent.pid, signal.SIGKILL)
+            parent.wait()
+            deadline = time.monotonic() + 2.0
+            while ours_alive(pid, start) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert not ours_alive(pid, start)
+        finally:
+            if parent.poll() is None:
+                parent.kill()
+                parent.wait()
+        shaper = make_shaper("userspace", tmp_path / "s2")
+        shaper.attach("q", rig.intf_a, rig.intf_b, LinkParams())
+        created = shaper.created()
+        (pid, start), = created.pids.values()
+        shaper.close()
+        assert not ours_alive(pid, start)
+        assert not any(Path(p).exists() for p in created.paths)
