@@ -68,6 +68,35 @@ def test_delay_change_at_run_time_keeps_tcp(rig_and_shaper: tuple[Rig, LinkShape
     assert 2.0 <= float(np.percentile(rtts, 50)) <= 2.5
 
 
+def test_a_change_takes_effect_within_a_millisecond(
+        rig_and_shaper: tuple[Rig, LinkShaper]) -> None:
+    """Probes stream every 0.5 ms while the delay goes from 1 to 20 ms: every probe sent
+    1 ms or more after the update has the new round trip, every one answered before it
+    the old. (netem's `tc qdisc change` costs a process start: a few ms, not tested here.)"""
+    rig, shaper = rig_and_shaper
+    assert rig.intf_a and rig.intf_b
+    if shaper.mechanism != "userspace":
+        pytest.skip("netem changes go through a tc process")
+    shaper.attach(LINK, rig.intf_a, rig.intf_b, LinkParams(delay_ms=1.0))
+    changed_at: list[int] = []
+
+    def change_mid_stream() -> None:
+        deadline = time.monotonic() + 10.0
+        while shaper.stats(LINK)["ab_rx_packets"] < 100 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        shaper.update(LINK, LinkParams(delay_ms=20.0))
+        changed_at.append(time.monotonic_ns())
+
+    out = udp_rtts(rig, count=1000, interval_ms=0.5, during=change_mid_stream)
+    t = changed_at[0]
+    probes = list(zip(out["send_ns"], out["rtt_ms"], strict=True))
+    before = [rtt for sent, rtt in probes if sent + rtt * 1e6 < t]
+    after = [rtt for sent, rtt in probes if sent > t + 1_000_000]
+    assert len(before) >= 50 and len(after) >= 50
+    assert max(before) < 20.0 and float(np.percentile(before, 50)) < 3.0
+    assert min(after) >= 40.0
+
+
 def test_loss_rate_is_binomial(rig_and_shaper: tuple[Rig, LinkShaper]) -> None:
     rig, shaper = rig_and_shaper
     assert rig.intf_a and rig.intf_b

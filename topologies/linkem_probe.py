@@ -6,8 +6,9 @@
     python -m topologies.linkem_probe tcp-source HOST PORT SECONDS
 
 udp-rtt sends COUNT timestamped datagrams, one every INTERVAL_MS without waiting for
-replies, and reports each round trip (CLOCK_MONOTONIC, ns resolution), so that long
-delays do not stretch the run. The servers print "ready" once listening.
+replies, and reports each round trip and its send time (CLOCK_MONOTONIC, which all
+namespaces share; ns resolution), so that long delays do not stretch the run. The
+servers print "ready" once listening.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def udp_rtt(host: str, port: int, count: int, interval_ms: float, timeout_ms: fl
             if n in sent and n not in rtts:
                 rtts[n] = (t - t0) / 1e6
     return {"sent": count, "rtt_ms": [rtts[n] for n in sorted(rtts)],
-            "lost": count - len(rtts)}
+            "send_ns": [sent[n] for n in sorted(rtts)], "lost": count - len(rtts)}
 
 
 def tcp_sink(port: int) -> dict:

@@ -18,7 +18,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,23 +101,31 @@ def ping_rtts(rig: Rig, count: int, interval_s: float, timeout_s: float = 60.0) 
     return [float(m) for m in re.findall(r"time=([0-9.]+) ms", r.stdout)]
 
 
-def udp_rtts(rig: Rig, count: int, interval_ms: float, port: int = 9999) -> dict[str, Any]:
-    """Our UDP echo (linkem_probe): ns-resolution round trips, with losses counted."""
+def udp_rtts(rig: Rig, count: int, interval_ms: float, port: int = 9999,
+             during: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Our UDP echo (linkem_probe): ns-resolution round trips with their send times
+    (CLOCK_MONOTONIC), losses counted. `during` runs while the probes are being sent."""
     server = subprocess.Popen(rig.python_argv("b", PROBE, "udp-echo", str(port)),
                               stdout=subprocess.PIPE, text=True)
+    client: subprocess.Popen[str] | None = None
     try:
         assert server.stdout is not None
         server.stdout.readline()  # "ready"
-        r = subprocess.run(rig.python_argv("a", PROBE, "udp-rtt", rig.ip_b, str(port),
-                                           str(count), str(interval_ms)),
-                           capture_output=True, text=True, timeout=60 + count * interval_ms / 1e3)
-        if r.returncode != 0:
-            raise RuntimeError(f"udp-rtt failed: {r.stderr.strip()[-300:]}")
-        out: dict[str, Any] = json.loads(r.stdout)
+        client = subprocess.Popen(rig.python_argv("a", PROBE, "udp-rtt", rig.ip_b, str(port),
+                                                  str(count), str(interval_ms)),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if during is not None:
+            during()
+        stdout, stderr = client.communicate(timeout=60 + count * interval_ms / 1e3)
+        if client.returncode != 0:
+            raise RuntimeError(f"udp-rtt failed: {stderr.strip()[-300:]}")
+        out: dict[str, Any] = json.loads(stdout)
         return out
     finally:
-        server.kill()
-        server.wait()
+        for p in (client, server):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
 
 
 @contextmanager
