@@ -1,6 +1,7 @@
 """Link emulation, live: two network namespaces joined through the link element (plain
-`ip netns` and veth, no Mininet), with the mechanism this machine gets (`choose_mechanism`:
-our relay here, netem where the kernel has it). Needs root; run under the emulation lock.
+`ip netns` and veth, no Mininet), with every mechanism this machine has: our relay always,
+netem too where the kernel has it (not on this machine kind). Needs root; run under the
+emulation lock.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 from scipy.stats import binomtest
 
 from runner.cleanup import ours_alive
-from topologies.linkem import LinkParams, LinkShaper, choose_mechanism, make_shaper
+from topologies.linkem import LinkParams, LinkShaper, make_shaper, netem_available
 from topologies.linkem_testnet import Rig, namespace_rig, ping_rtts, tcp_transfer, udp_rtts
 
 pytestmark = pytest.mark.emulation
@@ -26,10 +27,15 @@ pytestmark = pytest.mark.emulation
 LINK = "t"
 
 
-@pytest.fixture
-def rig_and_shaper(tmp_path: Path) -> Iterator[tuple[Rig, LinkShaper]]:
+def _mechanisms() -> list[str]:
+    return ["userspace", "netem"] if os.geteuid() == 0 and netem_available() else ["userspace"]
+
+
+@pytest.fixture(params=_mechanisms())
+def rig_and_shaper(request: pytest.FixtureRequest,
+                   tmp_path: Path) -> Iterator[tuple[Rig, LinkShaper]]:
     with namespace_rig() as rig:
-        shaper = make_shaper(choose_mechanism(), tmp_path, seed=11)
+        shaper = make_shaper(request.param, tmp_path, seed=11)
         try:
             yield rig, shaper
         finally:
@@ -150,7 +156,6 @@ def test_bandwidth_cap_with_tcp(rig_and_shaper: tuple[Rig, LinkShaper]) -> None:
     assert 0.85 * rate <= transfer["mbps"] <= rate, transfer
 
 
-@pytest.mark.skipif(choose_mechanism() != "userspace", reason="netem starts no process")
 def test_relay_dies_with_its_parent_and_close_removes_it(tmp_path: Path) -> None:
     with namespace_rig() as rig:
         assert rig.intf_a and rig.intf_b

@@ -37,7 +37,6 @@ import re
 import shutil
 import struct
 import subprocess
-import tempfile
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -502,8 +501,3 @@ def make_shaper(mechanism: str, state_dir: Path, seed: int = 0) -> LinkShaper:
         return NetemShaper(state_dir, seed)
     raise ValueError(f"link mechanism must be 'netem' or 'userspace', got {mechanism!r}")
 
-
-def default_state_dir() -> Path:
-    """Where control blocks live when the caller has no run folder: tmpfs, ours alone."""
-    return Path(tempfile.mkdtemp(prefix="fogsdn-linkem-", dir="/run" if os.access("/run", os.W_OK)
-                                 else None))
