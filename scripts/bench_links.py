@@ -109,6 +109,8 @@ def delay_section(ctx: BenchContext) -> dict[str, Any]:
         shaper = make_shaper(ctx.mechanism, ctx.state_dir)
         try:
             shaper.attach(LINK, rig.intf_a, rig.intf_b, LinkParams())
+            pid = _relay_pid(shaper)
+            cpu0, t0 = (_cpu_seconds(pid) if pid else 0.0), time.monotonic()
             zero = _rtt_figures(rig, ctx)
             print(f"  element, 0 ms   RTT p50 {zero['rtt_ms_p50']:8.3f} ms  p99 "
                   f"{zero['rtt_ms_p99']:8.3f}  (UDP echo p50 {zero['udp_rtt_ms_p50']:.3f})",
@@ -132,9 +134,14 @@ def delay_section(ctx: BenchContext) -> dict[str, Any]:
                       f"configured {rtt:.1f}, error {row['error_ms_p50']:+.3f} ms "
                       f"(target +-{tol:.2f}: {'met' if row['within_target'] else 'MISSED'})",
                       flush=True)
+            # pings every few ms: the cost of waking (and spinning) for sparse frames
+            light = (_cpu_seconds(pid) - cpu0) / (time.monotonic() - t0) if pid else None
         finally:
             shaper.close()
-    return {"delay": rows, "baseline": baseline, "element_zero_delay": zero}
+    if light is not None:
+        print(f"  relay CPU under this light traffic: {light:.3f} cores", flush=True)
+    return {"delay": rows, "baseline": baseline, "element_zero_delay": zero,
+            "relay_cpu_cores_light_traffic": None if light is None else round(light, 4)}
 
 
 def jitter_loss_section(ctx: BenchContext) -> dict[str, Any]:

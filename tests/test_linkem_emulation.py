@@ -6,6 +6,7 @@ emulation lock.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import ROOT
 from scipy.stats import binomtest
 
 from runner.cleanup import ours_alive
@@ -191,3 +193,20 @@ def test_relay_dies_with_its_parent_and_close_removes_it(tmp_path: Path) -> None
         shaper.close()
         assert not ours_alive(pid, start)
         assert not any(Path(p).exists() for p in created.paths)
+
+
+def test_bench_links_prints_and_writes_its_figures(tmp_path: Path) -> None:
+    out = tmp_path / "links.json"
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_links.py"), "--pings", "20",
+                        "--interval-ms", "2", "--seconds", "1", "--json", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "mechanism: " in r.stdout and "TCP through" in r.stdout
+    figures = json.loads(out.read_text())
+    assert figures["mechanism"] in ("netem", "userspace")
+    assert [row["configured_ms"] for row in figures["delay"]] == [1.0, 5.0, 20.0, 50.0]
+    for row in figures["delay"]:
+        assert row["rtt_ms_p50"] >= 2 * row["configured_ms"]
+        assert row["rtt_ms_p99"] >= row["rtt_ms_p50"]
+    assert figures["throughput_mbps"] > 0
+    assert 0 <= figures["loss"]["round_trip_measured"] <= 1
