@@ -105,6 +105,23 @@ def test_a_change_takes_effect_within_a_millisecond(
     assert min(after) >= 40.0
 
 
+def test_jitter_spreads_within_its_bounds(rig_and_shaper: tuple[Rig, LinkShaper]) -> None:
+    """+-2 ms on 5 ms: round trips on [6, 14] ms (plus the tools' cost), really spread;
+    the relay never reorders, even with probes 0.2 ms apart."""
+    rig, shaper = rig_and_shaper
+    assert rig.intf_a and rig.intf_b
+    shaper.attach(LINK, rig.intf_a, rig.intf_b, LinkParams(delay_ms=5.0, jitter_ms=2.0))
+    out = udp_rtts(rig, count=300, interval_ms=5)
+    rtts = out["rtt_ms"]
+    assert len(rtts) >= 295
+    assert min(rtts) >= 6.0
+    assert float(np.percentile(rtts, 90)) <= 14.5
+    assert float(np.percentile(rtts, 90)) - float(np.percentile(rtts, 10)) >= 2.0
+    if shaper.mechanism == "userspace":
+        fast = udp_rtts(rig, count=1000, interval_ms=0.2)
+        assert fast["arrival_order"] == sorted(fast["arrival_order"])
+
+
 def test_loss_rate_is_binomial(rig_and_shaper: tuple[Rig, LinkShaper]) -> None:
     rig, shaper = rig_and_shaper
     assert rig.intf_a and rig.intf_b

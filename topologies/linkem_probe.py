@@ -38,6 +38,7 @@ def udp_rtt(host: str, port: int, count: int, interval_ms: float, timeout_ms: fl
     s.setblocking(False)
     sent: dict[int, int] = {}
     rtts: dict[int, float] = {}
+    order: list[int] = []  # sequence numbers in the order their replies came back
     interval = int(interval_ms * 1e6)
     start = time.monotonic_ns()
     seq = 0
@@ -66,8 +67,10 @@ def udp_rtt(host: str, port: int, count: int, interval_ms: float, timeout_ms: fl
             n, t0 = _PROBE.unpack_from(data)
             if n in sent and n not in rtts:
                 rtts[n] = (t - t0) / 1e6
+                order.append(n)
     return {"sent": count, "rtt_ms": [rtts[n] for n in sorted(rtts)],
-            "send_ns": [sent[n] for n in sorted(rtts)], "lost": count - len(rtts)}
+            "send_ns": [sent[n] for n in sorted(rtts)], "arrival_order": order,
+            "lost": count - len(rtts)}
 
 
 def tcp_sink(port: int) -> dict:
