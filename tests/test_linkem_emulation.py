@@ -20,7 +20,7 @@ import pytest
 from conftest import ROOT
 from scipy.stats import binomtest
 
-from runner.cleanup import ours_alive
+from fogsdn.processes import ours_alive
 from topologies.linkem import LinkParams, LinkShaper, make_shaper, netem_available
 from topologies.linkem_testnet import Rig, namespace_rig, ping_rtts, tcp_transfer, udp_rtts
 

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
-from runner.cleanup import proc_start_time, stop_pid
+from fogsdn.processes import proc_start_time, stop_pid
 
 Mechanism = Literal["netem", "userspace"]
 PREFERENCES = ("auto", "netem", "userspace")
