@@ -80,6 +80,7 @@ class HostAttach(LinkOverride):
 class TopologySpec(_Frozen):
     kind: Literal["star", "line", "tree", "fat_tree", "multipath", "city", "graph"] = "star"
     link: LinkSpec = LinkSpec()
+    access: LinkOverride | None = None  # hosts' links, where they differ from `link`
     # line
     length: int = Field(3, ge=1, le=99, description="line: switches in the chain")
     # tree
@@ -337,9 +338,9 @@ def build_graph(spec: TopologySpec, hosts: Sequence[HostSpec], name: str = "fog"
     n_fog = n_client = 0
     for h in hosts:
         attach = spec.hosts.get(h.name)
-        link = spec.link
+        link = spec.access.over(spec.link) if spec.access is not None else spec.link
         if isinstance(attach, HostAttach):
-            sw, link = attach.switch, attach.over(spec.link)
+            sw, link = attach.switch, attach.over(link)
         else:
             sw = attach if attach is not None else layout.place[h.name]
         if sw in host_names:

@@ -100,6 +100,14 @@ def test_explicit_graph_with_per_link_figures() -> None:
     assert g.nodes["c1"]["pos"] == (0, 0)
 
 
+def test_access_links_can_differ_from_the_others() -> None:
+    g = _graph({"kind": "multipath", "link": {"delay_ms": 1.0}, "access": {"delay_ms": 0.0},
+                "hosts": {"c2": {"switch": "s1", "delay_ms": 4.0}}})
+    assert g.edges["s1", "s2"]["delay_ms"] == 1.0 and g.edges["c1", "s1"]["delay_ms"] == 0.0
+    assert g.edges["c2", "s1"]["delay_ms"] == 4.0
+    assert nx.shortest_path_length(g, "c1", "fn", weight="delay_ms") == pytest.approx(2.0)
+
+
 GRAPH = {"kind": "graph", "switches": ["s1", "s2"], "links": [{"a": "s1", "b": "s2"}],
          "hosts": {"fn": "s2", "ofn1": "s2", "c1": "s1", "c2": "s1"}}
 
