@@ -15,9 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from analysis.ctmc import Prediction, predict
-from analysis.metrics import measured_summary
-from analysis.model_params import OutsideModel, model_params_from_scenario
+from analysis.metrics import measured_summary, percentiles_ci
+from analysis.model_params import AnyPrediction, OutsideModel, exact_prediction
 from fogsdn.scenario import Scenario, load_scenario
 from fogsdn.trace import Outcome, TraceRow, read_trace
 
@@ -43,39 +42,61 @@ def _clean(x: Any) -> Any:
     return x
 
 
+def _interval(measured: float, ci: float, predicted: float) -> dict[str, Any]:
+    """One compared figure; `ci_covers` is None where there is no finite interval (too
+    few samples for it, e.g. a p99 from a few hundred requests): nothing to judge."""
+    known = math.isfinite(ci) and math.isfinite(measured) and math.isfinite(predicted)
+    covers = bool(abs(measured - predicted) <= ci) if known else None
+    return {"measured": measured, "ci95": ci, "predicted": predicted, "ci_covers": covers}
+
+
 def comparison_block(measured: dict[str, Any], predicted: dict[str, Any]) -> dict[str, Any]:
-    """Measured vs predicted for one class: W with its CI, blocking, outage."""
+    """Measured vs predicted for one class: W, blocking, outage and the percentiles, each
+    with its 95 % interval and whether that interval covers the prediction."""
     w_m, ci = _num(measured.get("W")), _num(measured.get("W_ci95"))
     w_p = _num(predicted.get("W"))
     gap = (w_m - w_p) / w_p if (w_p and math.isfinite(w_p) and math.isfinite(w_m)) else math.nan
-    covers = bool(math.isfinite(ci) and math.isfinite(w_m) and abs(w_m - w_p) <= ci)
-    return {
+    out: dict[str, Any] = {
         "basis": "node_ms",
-        "W": {"measured": w_m, "ci95": ci, "predicted": w_p, "rel_gap": gap,
-              "ci_covers": covers},
-        "blocking": {"measured": _num(measured.get("blocking")),
-                     "predicted": _num(predicted.get("blocking"))},
-        "outage": {"measured": _num(measured.get("outage")),
-                   "predicted": _num(predicted.get("outage"))},
+        "W": {**_interval(w_m, ci, w_p), "rel_gap": gap},
+        "blocking": _interval(_num(measured.get("blocking")),
+                              _num(measured.get("blocking_ci95")),
+                              _num(predicted.get("blocking"))),
+        "outage": _interval(_num(measured.get("outage")), _num(measured.get("outage_ci95")),
+                            _num(predicted.get("outage"))),
     }
+    m_pct = measured.get("percentiles") or {}
+    p_pct = predicted.get("percentiles") or {}
+    if m_pct:
+        out["percentiles"] = {
+            name: _interval(_num(v.get("value")), _num(v.get("ci95")), _num(p_pct.get(name)))
+            for name, v in m_pct.items()}
+    return out
 
 
-def _answered(rows: list[TraceRow], sc: Scenario, cls: str) -> np.ndarray:
-    x = [r.node_ms for r in rows
-         if r.cls == cls and r.t_send >= sc.warmup_ms and r.outcome is Outcome.OK
-         and not math.isnan(r.node_ms)]
-    return np.sort(np.asarray(x, dtype=float))
+def _answered(rows: list[TraceRow], sc: Scenario, cls: str, order: str = "sorted"
+              ) -> np.ndarray:
+    """Answered requests' node sojourns after warm-up: sorted, or in arrival order."""
+    ok = [r for r in rows
+          if r.cls == cls and r.t_send >= sc.warmup_ms and r.outcome is Outcome.OK
+          and not math.isnan(r.node_ms)]
+    if order == "arrival":
+        ok.sort(key=lambda r: r.t_send)
+        return np.asarray([r.node_ms for r in ok], dtype=float)
+    return np.sort(np.asarray([r.node_ms for r in ok], dtype=float))
 
 
-def plot_comparison(path: Path, rows: list[TraceRow], sc: Scenario, pred: Prediction,
-                    measured: dict[str, Any]) -> None:
-    """Empirical CDF of node_ms per class over the exact CDF; means with CI bars."""
+def plot_comparison(path: Path, rows: list[TraceRow], sc: Scenario, pred: AnyPrediction,
+                    measured: dict[str, Any], comp: dict[str, Any] | None = None) -> None:
+    """Empirical CDF of node_ms per class over the exact CDF, with the measured
+    percentiles' intervals; W, blocking and outage with their 95 % intervals beside
+    the exact values."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax_cdf, ax_w) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (ax_cdf, ax_w, ax_p) = plt.subplots(1, 3, figsize=(16, 4.4))
     colors = {"hp": "tab:red", "lp": "tab:blue"}
     for cls in CLASSES:
         x = _answered(rows, sc, cls)
@@ -88,8 +109,15 @@ def plot_comparison(path: Path, rows: list[TraceRow], sc: Scenario, pred: Predic
             t = np.linspace(0.0, hi, 200)
             ax_cdf.plot(t, pred.cdf(cls, t), color=colors[cls], ls="--",
                         label=f"{cls.upper()} exact")
+        pct = (comp or {}).get(cls, {}).get("percentiles", {})
+        for name, q in (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99)):
+            v = pct.get(name)
+            if v and math.isfinite(_num(v["measured"])):
+                err = _num(v["ci95"])
+                ax_cdf.errorbar([v["measured"]], [q], xerr=[[err if math.isfinite(err) else 0.0]]
+                                * 2, fmt="|", color=colors[cls], capsize=4, ms=10)
     ax_cdf.set_xlabel("response time at the node (model ms)")
-    ax_cdf.set_ylabel("P(T <= t | answered)")
+    ax_cdf.set_ylabel("P(T <= t | answered); bars: percentiles, 95 % CI")
     ax_cdf.set_ylim(0, 1.02)
     ax_cdf.legend(fontsize=8)
     ax_cdf.grid(alpha=0.3)
@@ -105,6 +133,21 @@ def plot_comparison(path: Path, rows: list[TraceRow], sc: Scenario, pred: Predic
     ax_w.set_ylabel("mean response time W (model ms)")
     ax_w.legend(fontsize=8)
     ax_w.grid(alpha=0.3)
+    ticks: list[str] = []
+    for i, (cls, metric) in enumerate((c, k) for c in CLASSES for k in ("blocking", "outage")):
+        m = measured.get(cls, {})
+        v, ci = _num(m.get(metric)), _num(m.get(f"{metric}_ci95"))
+        ticks.append(f"{cls.upper()} {metric}")
+        if math.isfinite(v):
+            ax_p.errorbar([i], [v], yerr=[[ci if math.isfinite(ci) else 0.0]] * 2, fmt="o",
+                          color=colors[cls], capsize=6)
+        ax_p.plot([i], [getattr(pred.cls(cls), metric)], marker="x", ms=10, color="black",
+                  ls="none", label="exact" if i == 0 else None)
+    ax_p.set_xticks(range(len(ticks)), ticks, fontsize=8)
+    ax_p.set_yscale("symlog", linthresh=1e-4)
+    ax_p.set_ylabel("share of arrivals (95 % CI)")
+    ax_p.legend(fontsize=8)
+    ax_p.grid(alpha=0.3)
     fig.suptitle(f"{sc.name}: measured vs exact CTMC")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -118,20 +161,38 @@ def _f(x: Any, digits: int = 4) -> str:
     return f"{v:.{digits}g}"
 
 
+def _pm(x: dict[str, Any], digits: int = 3) -> str:
+    """'measured ± half-width' of one compared figure."""
+    return f"{_f(x['measured'], digits)} ± {_f(x['ci95'], 2)}"
+
+
 def comparison_table(sc: Scenario, comp: dict[str, Any]) -> str:
-    lines = [f"measured vs exact CTMC ({sc.name}; node sojourn, model ms)",
-             f"{'class':<6}{'W meas':>10}{'+-95%':>9}{'W exact':>10}{'gap':>8}{'CI ok':>7}"
-             f"{'block meas':>12}{'block exact':>12}{'outage meas':>13}{'outage exact':>13}"]
+    lines = [f"measured vs exact CTMC ({sc.name}; node sojourn, model ms; ± 95 % interval, "
+             "ok = the interval covers the exact value)",
+             f"{'class':<6}{'W meas':>17}{'W exact':>10}{'gap':>8}{'ok':>4}"
+             f"{'block meas':>22}{'exact':>10}{'ok':>4}{'outage meas':>22}{'exact':>10}{'ok':>4}"]
+
+    def ok(x: dict[str, Any]) -> str:
+        return "n/a" if x["ci_covers"] is None else ("yes" if x["ci_covers"] else "no")
+
     for cls in CLASSES:
         c = comp[cls]
-        w = c["W"]
+        w, b, o = c["W"], c["blocking"], c["outage"]
         gap = _num(w["rel_gap"])
         lines.append(
-            f"{cls.upper():<6}{_f(w['measured']):>10}{_f(w['ci95'], 2):>9}"
-            f"{_f(w['predicted']):>10}{(f'{gap:+.1%}' if math.isfinite(gap) else 'n/a'):>8}"
-            f"{('yes' if w['ci_covers'] else 'no'):>7}"
-            f"{_f(c['blocking']['measured'], 3):>12}{_f(c['blocking']['predicted'], 3):>12}"
-            f"{_f(c['outage']['measured'], 3):>13}{_f(c['outage']['predicted'], 3):>13}")
+            f"{cls.upper():<6}{_pm(w, 4):>17}{_f(w['predicted']):>10}"
+            f"{(f'{gap:+.1%}' if math.isfinite(gap) else 'n/a'):>8}{ok(w):>4}"
+            f"{_pm(b):>22}{_f(b['predicted'], 3):>10}{ok(b):>4}"
+            f"{_pm(o):>22}{_f(o['predicted'], 3):>10}{ok(o):>4}")
+    if any("percentiles" in comp[cls] for cls in CLASSES):
+        lines.append(f"{'class':<6}" + "".join(f"{n + ' meas':>17}{'exact':>8}{'ok':>4}"
+                                               for n in ("p50", "p90", "p95", "p99")))
+        for cls in CLASSES:
+            pc = comp[cls].get("percentiles", {})
+            lines.append(f"{cls.upper():<6}" + "".join(
+                f"{_pm(pc[n]):>17}{_f(pc[n]['predicted'], 3):>8}{ok(pc[n]):>4}"
+                if n in pc else f"{'n/a':>17}{'':>8}{'':>4}"
+                for n in ("p50", "p90", "p95", "p99")))
     return "\n".join(lines)
 
 
@@ -160,15 +221,19 @@ def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
         summary.pop("comparison", None)
         summary_path.write_text(json.dumps(_clean(summary), indent=1, default=str))
         return f"exact model: not compared: {why}"
+    if rows:  # a streamed summary has no percentiles: take them from the trace read here
+        for cls in CLASSES:
+            m = measured.get(cls)
+            if isinstance(m, dict) and not m.get("percentiles"):
+                m["percentiles"] = percentiles_ci(_answered(rows, sc, cls, order="arrival"))
     try:
-        params = model_params_from_scenario(sc)
+        pred = exact_prediction(sc)
     except OutsideModel as err:
         summary["predicted"] = None
         summary["outside_model"] = str(err)
         summary.pop("comparison", None)
         summary_path.write_text(json.dumps(_clean(summary), indent=1, default=str))
         return f"exact model: outside the model ({err}); no prediction to compare"
-    pred = predict(params)
     d = pred.to_dict()
     summary["predicted"] = d
     summary.pop("outside_model", None)
@@ -181,7 +246,7 @@ def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
     summary_path.write_text(json.dumps(_clean(summary), indent=1, default=str))
     if not plot:
         return comparison_table(sc, comp)
-    plot_comparison(run_dir / "comparison.png", rows, sc, pred, measured)
+    plot_comparison(run_dir / "comparison.png", rows, sc, pred, measured, comp)
     return comparison_table(sc, comp) + f"\nplot: {run_dir / 'comparison.png'}"
 
 

@@ -665,16 +665,19 @@ class Prediction:
         """Exact response-time CDF of `cls` at times t (model ms)."""
         return self.cls(cls).cdf(np.asarray(t, dtype=float), among)
 
+    def _common(self) -> dict[str, object]:
+        return {"p_available": self.p_available, "mean_fn": self.mean_fn,
+                "mean_ofn": self.mean_ofn,
+                "model": {"chain": "closed", "scheme": self.params.scheme,
+                          "states": self.stationary.n_states,
+                          "method": self.stationary.method}}
+
     def means(self) -> dict[str, object]:
         """Mean metrics only: no tagged-chain distribution is computed."""
-        return {"hp": self.hp.means(), "lp": self.lp.means(),
-                "p_available": self.p_available, "mean_fn": self.mean_fn,
-                "mean_ofn": self.mean_ofn}
+        return {"hp": self.hp.means(), "lp": self.lp.means(), **self._common()}
 
     def to_dict(self) -> dict[str, object]:
-        return {"hp": self.hp.to_dict(), "lp": self.lp.to_dict(),
-                "p_available": self.p_available, "mean_fn": self.mean_fn,
-                "mean_ofn": self.mean_ofn}
+        return {"hp": self.hp.to_dict(), "lp": self.lp.to_dict(), **self._common()}
 
 
 def predict(params: ModelParams, method: Method = "auto") -> Prediction:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from analysis.ctmc import predict
-from analysis.model_params import OutsideModel, model_params_from_scenario
+from analysis.model_params import OutsideModel, exact_prediction
 from fogsdn.scenario import Scenario
 
 METRICS: tuple[str, ...] = ("W", "outage", "blocking", "drop_prob")
@@ -47,7 +46,7 @@ def exact_curves(scenario: Scenario) -> dict[str, Any]:
                 try:
                     sc = scenario.with_overrides(over)
                     sc = sc.model_copy(update={"sweep": None})
-                    cache[key] = predict(model_params_from_scenario(sc))
+                    cache[key] = exact_prediction(sc)
                 except OutsideModel as err:
                     cache[key] = None
                     reason = str(err)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -45,6 +45,63 @@ def batch_means_ci(values: Sequence[float], batches: int = DEFAULT_BATCHES) -> M
     return MeanCI(float(x.mean()), half, n)
 
 
+PERCENTILES: tuple[tuple[str, float], ...] = (
+    ("p50", 50.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0),
+)
+
+
+def binomial_half_width(n: int, hits: int) -> float:
+    """The farther end of the exact (Clopper-Pearson) 95 % interval of hits/n.
+
+    Batch means of a 0/1 indicator say nothing when hits are few (no hit in any batch
+    gives a zero-width interval); a share is never known better than this."""
+    if n <= 0:
+        return math.nan
+    p = hits / n
+    lo = float(stats.beta.ppf(0.025, hits, n - hits + 1)) if hits > 0 else 0.0
+    hi = float(stats.beta.ppf(0.975, hits + 1, n - hits)) if hits < n else 1.0
+    return max(p - lo, hi - p)
+
+
+def share_ci(indicators: Sequence[float], batches: int = DEFAULT_BATCHES) -> MeanCI:
+    """A share with its 95 % half-width: batch means, never below the binomial one."""
+    bm = batch_means_ci(indicators, batches)
+    if bm.n == 0:
+        return bm
+    hits = int(round(float(np.sum(indicators))))
+    return MeanCI(bm.mean, max(bm.half_width, binomial_half_width(bm.n, hits)), bm.n)
+
+
+def batch_quantile_ci(values: Sequence[float] | np.ndarray, q: float, batches: int = DEFAULT_BATCHES
+                      ) -> MeanCI:
+    """The q-th percentile of `values` (in arrival order) with a 95 % half-width from
+    the spread of the same percentile over consecutive batches (batch quantiles)."""
+    x = np.asarray(values, dtype=float)
+    n = len(x)
+    if n == 0:
+        return MeanCI(math.nan, math.nan, 0)
+    est = float(np.percentile(x, q))
+    b = min(batches, n // 2)
+    # a batch must be large enough to hold its own tail point
+    while b >= 2 and (n // b) * (1.0 - q / 100.0) < 5.0:
+        b -= 1
+    if b < 2:
+        return MeanCI(est, math.inf, n)
+    size = n // b
+    per = np.percentile(x[: b * size].reshape(b, size), q, axis=1)
+    half = float(stats.t.ppf(0.975, b - 1) * per.std(ddof=1) / math.sqrt(b))
+    return MeanCI(est, half, n)
+
+
+def percentiles_ci(values: Sequence[float] | np.ndarray) -> dict[str, dict[str, float]]:
+    """p50/p90/p95/p99 of answered requests' times, each with its batch interval."""
+    out: dict[str, dict[str, float]] = {}
+    for name, q in PERCENTILES:
+        ci = batch_quantile_ci(values, q)
+        out[name] = {"value": ci.mean, "ci95": ci.half_width}
+    return out
+
+
 def replications_ci(means: Sequence[float]) -> MeanCI:
     """95 % interval across independent replications' means."""
     x = np.asarray([m for m in means if not math.isnan(m)], dtype=float)
@@ -73,6 +130,12 @@ class ClassMetrics:
     outage: float  # share of ALL arrivals not answered within the deadline (node sojourn)
     outage_e2e: float  # the same from the client's end-to-end response
     by_node: dict[str, int]
+    # 95 % half-widths of the shares: batch means of each arrival's 0/1 indicator
+    blocking_ci95: float = math.nan
+    outage_ci95: float = math.nan
+    # node sojourn percentiles of answered requests, {name: {value, ci95}} (batch
+    # quantiles); empty where the rows were not kept (a streamed summary)
+    percentiles: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -85,6 +148,9 @@ def class_metrics(rows: Iterable[TraceRow], deadline_ms: float) -> ClassMetrics:
     count = {o: sum(1 for r in rows if r.outcome is o) for o in Outcome}
     w = batch_means_ci([r.node_ms for r in ok])
     e2e = batch_means_ci([r.response_ms for r in ok])
+    blocked_ci = share_ci([float(r.outcome is Outcome.BLOCKED) for r in rows])
+    late_ci = share_ci([float(not (r.outcome is Outcome.OK and r.node_ms <= deadline_ms))
+                              for r in rows])
     by_node: dict[str, int] = {}
     for r in ok:
         by_node[r.node] = by_node.get(r.node, 0) + 1
@@ -108,6 +174,9 @@ def class_metrics(rows: Iterable[TraceRow], deadline_ms: float) -> ClassMetrics:
         outage=share(n - sum(1 for r in ok if r.node_ms <= deadline_ms)),
         outage_e2e=share(n - sum(1 for r in ok if r.response_ms <= deadline_ms)),
         by_node=by_node,
+        blocking_ci95=blocked_ci.half_width,
+        outage_ci95=late_ci.half_width,
+        percentiles=percentiles_ci([r.node_ms for r in ok]),
     )
 
 
@@ -213,13 +282,74 @@ class StreamingBatchMeans:
         return MeanCI(self.total / self.n, half, self.n)
 
 
+class StreamingShare:
+    """A share (hits over arrivals) with a 95 % batch-means half-width, from chunks.
+
+    Chunks come as (arrivals, hits): one row at a time (closed every `chunk` rows) or a
+    tallied block at a time (an engine's flush). At `2 * max_chunks` chunks neighbours
+    merge, so memory stays bounded; the interval groups the chunks into `batches`
+    consecutive batches of about equal arrivals and takes their ratios' spread."""
+
+    __slots__ = ("batches", "chunk", "max_chunks", "chunks", "_n", "_h")
+
+    def __init__(self, batches: int = DEFAULT_BATCHES, chunk: int = 256,
+                 max_chunks: int = 2048) -> None:
+        self.batches, self.chunk, self.max_chunks = batches, chunk, max_chunks
+        self.chunks: list[tuple[int, int]] = []
+        self._n = 0
+        self._h = 0
+
+    def add(self, hit: bool) -> None:
+        self._n += 1
+        self._h += 1 if hit else 0
+        if self._n >= self.chunk:
+            self._close()
+
+    def add_counts(self, arrivals: int, hits: int) -> None:
+        if arrivals:
+            self._n += arrivals
+            self._h += hits
+            self._close()
+
+    def _close(self) -> None:
+        self.chunks.append((self._n, self._h))
+        self._n = self._h = 0
+        if len(self.chunks) >= 2 * self.max_chunks:
+            c = self.chunks
+            self.chunks = [(c[i][0] + c[i + 1][0], c[i][1] + c[i + 1][1])
+                           for i in range(0, len(c) - 1, 2)] + ([c[-1]] if len(c) % 2 else [])
+
+    def half_width(self) -> float:
+        chunks = self.chunks + ([(self._n, self._h)] if self._n else [])
+        n = np.array([c[0] for c in chunks], dtype=float)
+        h = np.array([c[1] for c in chunks], dtype=float)
+        total = n.sum()
+        if total == 0:
+            return math.nan
+        floor = binomial_half_width(int(total), int(h.sum()))
+        b = min(self.batches, len(chunks))
+        if b < 2:
+            return math.inf
+        # cut the cumulative arrivals into b nearly equal parts, at chunk boundaries
+        cut = np.searchsorted(np.cumsum(n), total * np.arange(1, b) / b, side="left") + 1
+        groups = np.split(np.arange(len(chunks)), cut)
+        ratios = np.array([h[g].sum() / n[g].sum() for g in groups if n[g].sum() > 0])
+        if ratios.size < 2:
+            return math.inf
+        return max(floor, float(stats.t.ppf(0.975, ratios.size - 1) * ratios.std(ddof=1)
+                                / math.sqrt(ratios.size)))
+
+
 class _ClassAccumulator:
-    __slots__ = ("counts", "w", "e2e", "in_deadline", "in_deadline_e2e", "by_node")
+    __slots__ = ("counts", "w", "e2e", "in_deadline", "in_deadline_e2e", "by_node",
+                 "blocked", "late")
 
     def __init__(self) -> None:
         self.counts = {o.value: 0 for o in Outcome}
         self.w = StreamingBatchMeans()
         self.e2e = StreamingBatchMeans()
+        self.blocked = StreamingShare()
+        self.late = StreamingShare()
         self.in_deadline = 0
         self.in_deadline_e2e = 0
         self.by_node: dict[str, int] = {}
@@ -248,6 +378,8 @@ class _ClassAccumulator:
             outage=share(n - self.in_deadline),
             outage_e2e=share(n - self.in_deadline_e2e),
             by_node=dict(self.by_node),
+            blocking_ci95=self.blocked.half_width(),
+            outage_ci95=self.late.half_width(),
         )
 
 
@@ -277,6 +409,8 @@ class MeasuredAccumulator:
         if acc is None:
             return
         acc.counts[outcome] += 1
+        acc.blocked.add(outcome == "blocked")
+        acc.late.add(not (outcome == "ok" and node_ms <= self.deadline_ms))
         if outcome != "ok":
             return
         acc.w.add(node_ms)
@@ -315,7 +449,11 @@ class MeasuredAccumulator:
         acc.w.add_many(ok_node_ms)
         acc.e2e.add_many(ok_response_ms)
         d = self.deadline_ms
-        acc.in_deadline += sum(1 for x in ok_node_ms if x <= d)
+        on_time = sum(1 for x in ok_node_ms if x <= d)
+        arrivals = sum(counts.values())
+        acc.blocked.add_counts(arrivals, int(counts.get("blocked", 0)))
+        acc.late.add_counts(arrivals, arrivals - on_time)
+        acc.in_deadline += on_time
         acc.in_deadline_e2e += sum(1 for x in ok_response_ms if x <= d)
         for node, k in ok_by_node.items():
             if k:

@@ -1,9 +1,30 @@
-"""Map a Scenario onto the exact chain's parameters, or say why it is outside the model."""
+"""Map a Scenario onto an exact chain, or say why it is outside the model.
+
+`exact_prediction` is the one entry point the engines use: today's closed chains
+(`analysis.ctmc`) for the three built-in schemes on one FN and at most one OFN, the
+chain built from the policy object (`analysis.policy_chain`) for everything else a
+state-based policy can run.
+"""
 
 from __future__ import annotations
 
-from analysis.ctmc import ModelError, ModelParams
+import time
+
+from analysis.ctmc import ModelError, ModelParams, Prediction, predict
+from analysis.linsolve import NoConvergence
+from analysis.policy_chain import (
+    MAX_STATES,
+    PolicyOutsideModel,
+    PolicyPrediction,
+    StateSpaceTooLarge,
+    predict_policy,
+)
+from controller.policies import Basic, NoDiff, Prioritized, make_policy
+from controller.policies.base import PolicyError
 from fogsdn.scenario import Role, Scenario
+
+AnyPrediction = Prediction | PolicyPrediction
+CLOSED_SCHEMES: tuple[type, ...] = (Prioritized, NoDiff, Basic)
 
 POLICY_TO_SCHEME: dict[str, str] = {"prioritized": "proposed", "nodiff": "nodiff",
                                     "basic": "basic"}
@@ -57,3 +78,35 @@ def model_params_from_scenario(scenario: Scenario) -> ModelParams:
         )
     except ModelError as err:
         raise OutsideModel(str(err)) from None
+
+
+def exact_prediction(scenario: Scenario, max_states: int = MAX_STATES) -> AnyPrediction:
+    """The exact prediction of `scenario`, or OutsideModel("reason").
+
+    The policy comes from `make_policy(scenario.policy)`, as in every engine; the
+    closed chains answer for the three built-in schemes where they apply (they are
+    identical to the policy chain there, and lumped at any size), the policy chain for
+    the rest.
+    """
+    try:
+        policy = make_policy(scenario.policy)
+    except PolicyError as err:
+        raise OutsideModel(f"policy: {err}") from None
+    if type(policy) in CLOSED_SCHEMES:
+        try:
+            return predict(model_params_from_scenario(scenario))
+        except OutsideModel:
+            pass  # several nodes, a cloud: the policy chain below
+    try:
+        return predict_policy(scenario, policy, max_states)
+    except (PolicyOutsideModel, StateSpaceTooLarge, NoConvergence) as err:
+        raise OutsideModel(str(err)) from None
+    except ModelError as err:
+        raise OutsideModel(str(err)) from None
+
+
+def timed_prediction(scenario: Scenario) -> tuple[AnyPrediction, float]:
+    """`exact_prediction` and its wall time in seconds (the chain's build and solve)."""
+    t0 = time.perf_counter()
+    pred = exact_prediction(scenario)
+    return pred, time.perf_counter() - t0

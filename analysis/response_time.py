@@ -23,6 +23,8 @@ from scipy.optimize import brentq
 from scipy.special import gammainc, gammaincc
 from scipy.stats import poisson
 
+from analysis import linsolve
+
 Among = Literal["completed", "accepted", "all"]
 
 # Poisson mass left beyond the last uniformisation step, relative (see `_steps_for`).
@@ -141,8 +143,7 @@ class HandoffChain:
         self.p_drop = float((w * h_drop[1]).sum())
         self.t_sojourn = float((w * soj[1]).sum())
         self.t_complete = float((w * g[1]).sum())
-        self._seq: dict[str, list[float]] = {"done": [0.0], "drop": [0.0], "trans": [self.mass]}
-        self._v: np.ndarray | None = None
+        self._u: Uniformised | None = None
 
     # -- structure ------------------------------------------------------------------
     def _ahead_rate(self, j: int) -> float:
@@ -230,8 +231,9 @@ class HandoffChain:
             x_ofn[:, j] = np.maximum(solve_banded((1, 1), ab, rhs), 0.0)
         return tuple((x_fn[:, r], x_ofn[:, :, r]) for r in range(nr))
 
-    # -- uniformisation -----------------------------------------------------------
-    def _build_uniformised(self) -> None:
+    # -- distribution -------------------------------------------------------------
+    def _transient(self) -> Uniformised:
+        """The tagged chain's transient rates, for the distribution (uniformised)."""
         cf, jn = self._cf, self._jn
         n_fn = 1 if self.multi_f else cf
         n_ofn = (cf + 1) * jn
@@ -247,6 +249,13 @@ class HandoffChain:
             vals.append(np.full(n_fn - 1, self.mu_f))
         out[:n_fn] = self.mu_f
         kk = np.arange(cf + 1)
+        size = n_fn + n_ofn
+        done = np.zeros(size)
+        done[0] = self.mu_f
+        if self.multi_f:
+            done[:n_fn] = self.mu_f
+        drop = np.zeros(size)
+        drop_rate = self._absorb_drop()[1]
         for j in range(jn):
             src = sid(kk, np.full_like(kk, j))
             up = self.lam_f * (kk < cf)
@@ -271,31 +280,50 @@ class HandoffChain:
                 cols.append(tgt[ok])
                 vals.append(np.full(int(ok.sum()), self.eta))
             out[src] = up + dn + a + self._done_rate(j) + self.eta
-        lam_u = float(out.max()) if out.size else 1.0
+            done[src] = self._done_rate(j)
+            drop[src] = drop_rate[:, j]
         r = np.concatenate(rows) if rows else np.zeros(0, dtype=int)
         c = np.concatenate(cols) if cols else np.zeros(0, dtype=int)
-        v = np.concatenate(vals) / lam_u if vals else np.zeros(0)
-        size = n_fn + n_ofn
-        P = sp.csr_matrix((v, (r, c)), shape=(size, size)) + sp.diags(1.0 - out / lam_u)
-        self._PT = P.T.tocsr()
-        self._done_frac = np.zeros(size)
-        self._done_frac[:n_fn] = (self.mu_f if self.multi_f else 0.0) / lam_u
-        if not self.multi_f:
-            self._done_frac[0] = self.mu_f / lam_u
-        self._drop_frac = np.zeros(size)
-        drop = self._absorb_drop()[1]
-        for j in range(jn):
-            self._done_frac[sid(kk, np.full_like(kk, j))] = self._done_rate(j) / lam_u
-            self._drop_frac[sid(kk, np.full_like(kk, j))] = drop[:, j] / lam_u
-        self._lam_u = lam_u
+        v = np.concatenate(vals) if vals else np.zeros(0)
+        T = sp.csr_matrix((v, (r, c)), shape=(size, size))
         v0 = np.zeros(size)
         v0[n_fn:] = self.weights.T.ravel()  # j-major, then k
-        self._v = v0
+        return Uniformised(T, out, done, drop, v0)
+
+    def completed_by(self, t: np.ndarray) -> np.ndarray:
+        if self._u is None:
+            self._u = self._transient()
+        return self._u.completed_by(t)
+
+    def not_completed_by(self, t: np.ndarray) -> np.ndarray:
+        if self._u is None:
+            self._u = self._transient()
+        return self._u.not_completed_by(t)
+
+
+class Uniformised:
+    """P(done by t) and P(not done by t) of an absorbing chain, by uniformisation.
+
+    `T` holds the transient states' off-diagonal rates (row = from), `out` each state's
+    total out-rate (absorption included), `done`/`drop` the rates into either end, `v0`
+    the initial weights (per arrival). Only non-negative terms are summed: the tail is
+    never 1 - CDF, and the Poisson sum is cut where its remaining mass is below 1e-15.
+    """
+
+    def __init__(self, T: sp.csr_matrix, out: np.ndarray, done: np.ndarray,
+                 drop: np.ndarray, v0: np.ndarray) -> None:
+        lam_u = float(out.max()) if out.size and out.max() > 0 else 1.0
+        P = T / lam_u + sp.diags(1.0 - out / lam_u)
+        self._PT = sp.csr_matrix(P.T)
+        self._done_frac = done / lam_u
+        self._drop_frac = drop / lam_u
+        self._lam_u = lam_u
+        self._v = np.asarray(v0, dtype=float).copy()
+        self.mass = float(self._v.sum())
+        self._seq: dict[str, list[float]] = {"done": [0.0], "drop": [0.0],
+                                             "trans": [self.mass]}
 
     def _extend(self, steps: int) -> None:
-        if self._v is None:
-            self._build_uniformised()
-        assert self._v is not None
         done, drop, trans = self._seq["done"], self._seq["drop"], self._seq["trans"]
         while len(done) <= steps:
             v = self._v
@@ -309,8 +337,6 @@ class HandoffChain:
         return int(poisson.isf(_POISSON_TAIL, mean)) + 1 if mean > 0 else 1
 
     def _weights(self, t: float) -> np.ndarray:
-        if self._v is None:
-            self._build_uniformised()
         m = min(self._steps_for(t), _MAX_STEPS)
         self._extend(m)
         return poisson.pmf(np.arange(m + 1), self._lam_u * t)
@@ -336,6 +362,61 @@ class HandoffChain:
             dropped = np.asarray(self._seq["drop"][: pw.size])
             out[i] = pw @ (trans + dropped)
         return out
+
+
+class TransientChain:
+    """The transient part of an absorbing chain (ends: done, dropped).
+
+    `T`: off-diagonal rates between transient states (row = from); `out_rate`: each
+    state's total out-rate; `done`/`drop`: its rates into the two ends. The hitting
+    probabilities and mean times come from sparse solves done once, whatever the
+    starting weights.
+    """
+
+    def __init__(self, T: sp.csr_matrix, out_rate: np.ndarray, done: np.ndarray,
+                 drop: np.ndarray) -> None:
+        self.T, self.out_rate, self.done, self.drop = T, out_rate, done, drop
+        solver = linsolve.Solver(sp.diags(out_rate) - T)
+        h = np.maximum(solver.solve(np.stack([done, drop, np.ones(done.size)], axis=1)), 0.0)
+        self.h_done, self.h_drop, self.sojourn = h[:, 0], h[:, 1], h[:, 2]
+        # E[time ; done] from each state
+        self.t_done = np.maximum(solver.solve(self.h_done), 0.0)
+
+
+@dataclass
+class AbsorbingChain:
+    """A tagged request that starts in `chain` with `weights` (per arrival): means from
+    the chain's solves, the distribution from `Uniformised`."""
+
+    chain: TransientChain
+    weights: np.ndarray
+    mass: float = field(init=False)
+    p_complete: float = field(init=False)
+    p_drop: float = field(init=False)
+    t_complete: float = field(init=False)
+    t_sojourn: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        w = np.asarray(self.weights, dtype=float)
+        c = self.chain
+        self.mass = float(w.sum())
+        self.p_complete = float(w @ c.h_done)
+        self.p_drop = float(w @ c.h_drop)
+        self.t_sojourn = float(w @ c.sojourn)
+        self.t_complete = float(w @ c.t_done)
+        self._u: Uniformised | None = None
+
+    def _dist(self) -> Uniformised:
+        if self._u is None:
+            c = self.chain
+            self._u = Uniformised(c.T, c.out_rate, c.done, c.drop, self.weights)
+        return self._u
+
+    def completed_by(self, t: np.ndarray) -> np.ndarray:
+        return self._dist().completed_by(t)
+
+    def not_completed_by(self, t: np.ndarray) -> np.ndarray:
+        return self._dist().not_completed_by(t)
 
 
 @dataclass

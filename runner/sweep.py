@@ -336,47 +336,12 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 Curves = dict[tuple[str, str], list[tuple[float, float, float]]]
 
 
-def _model_api() -> tuple[Callable[[Scenario], Any], Callable[[Any], Any]]:
-    """(model_params_from_scenario, predict): the exact model's entry points."""
-    from analysis.ctmc import predict
-    from analysis.model_params import model_params_from_scenario
-
-    return model_params_from_scenario, predict
-
-
-def _from_figures(fig: dict[str, Any], names: dict[str, tuple[str, str]],
-                  policies: set[str]) -> Curves:
-    """analysis.figures' curves, keyed by (policy, class) for the policies swept."""
-    out: Curves = {}
-    xs = [float(x) for x in fig["x"]]
-    for name, (policy, cls) in names.items():
-        if policy not in policies:
-            continue
-        c = fig["curves"][name]
-        pts = [(x, float(w), float(o)) for x, w, o in zip(xs, c["W"], c["outage"], strict=True)
-               if w is not None and o is not None and math.isfinite(x)]
-        # nodiff and basic treat the classes alike: one curve serves both
-        for k in ((cls,) if policy == "prioritized" else CLASSES):
-            if pts:
-                out[(policy, k)] = pts
-    return out
-
-
 def exact_curves(scenario: Scenario, points: Sequence[Point]) -> Curves:
-    """(policy, class) -> [(value, exact W, exact outage)] at the swept values where the
-    analytic model applies; nothing for points outside it. Uses
-    `analysis.figures.exact_curves` where it exists, else `analysis.ctmc.predict` per
-    point."""
-    policies = {p.policy for p in points}
-    try:
-        from analysis import figures
+    """(policy, class) -> [(value, exact W, exact outage)] at the swept values, for every
+    policy the exact chain can take (the built-in schemes, and any state-based policy
+    through the chain built from the policy object); nothing for points outside it."""
+    from analysis.model_params import OutsideModel, exact_prediction
 
-        got = _from_figures(figures.exact_curves(scenario), figures.CURVES, policies)
-        if got:
-            return got
-    except Exception:  # noqa: BLE001 - not there yet, or another shape: ask per point
-        pass
-    model_params_from_scenario, predict = _model_api()
     out: Curves = {}
     seen: set[tuple[str, float]] = set()
     for p in points:
@@ -384,10 +349,10 @@ def exact_curves(scenario: Scenario, points: Sequence[Point]) -> Curves:
             continue
         seen.add((p.policy, p.value))
         try:
-            pred = predict(model_params_from_scenario(p.scenario))
+            pred = exact_prediction(p.scenario)
             exact = {cls: (float(pred.cls(cls).W), float(pred.cls(cls).outage))
                      for cls in CLASSES}
-        except Exception:  # noqa: BLE001 - outside the model: no exact curve here
+        except OutsideModel:
             continue
         for cls, (w, outage) in exact.items():
             if math.isfinite(w):

@@ -10,6 +10,13 @@ allocates outside Python, where tracemalloc cannot see). Cases per size:
                 stationary vector only: a lower bound on a naive model's time
 
     python scripts/bench_analytic.py [--sizes 20x10,100x50,...] [--naive-max 260000]
+
+`--policy-chain` measures instead the chain built from the policy object
+(analysis.policy_chain): the `threshold` policy (asked per state) on one FN and
+several OFNs, each case in its own process, reporting the states, the time to ask
+the policy and build the generator, to solve it, and to add outage and percentiles:
+
+    python scripts/bench_analytic.py --policy-chain [--clusters 20x10x1,20x10x2,...]
 """
 
 from __future__ import annotations
@@ -30,6 +37,8 @@ import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside
 bootstrap.bootstrap(needs_network_stack=False, extras="")
 
 DEFAULT_SIZES = "20x10,100x50,250x125,500x250,1000x500"
+# C_F x C_O x OFNs, for --policy-chain
+DEFAULT_CLUSTERS = "20x10x1,20x10x2,40x20x2,20x10x3"
 
 
 def _params(cf: int, co: int, leave: str):  # type: ignore[no-untyped-def]
@@ -80,6 +89,78 @@ def one(case: str, cf: int, co: int, leave: str) -> dict[str, object]:
             "delta_mb": (peak - base) / 1024}
 
 
+def _cluster(cf: int, co: int, ofns: int, leave: str):  # type: ignore[no-untyped-def]
+    from fogsdn.scenario import load_scenario
+
+    sc = load_scenario(ROOT / "scenarios" / "threshold.yaml")
+    d = sc.to_dict()
+    d["nodes"] = [{"name": "fn", "role": "fn", "mu": 1.0, "capacity": cf}] + [
+        {"name": f"ofn{i + 1}", "role": "ofn", "mu": 0.3, "capacity": co} for i in range(ofns)]
+    d["churn"]["leave"] = leave
+    d["sweep"] = None
+    from fogsdn.scenario import parse_scenario
+
+    return parse_scenario(d)
+
+
+def one_policy_chain(cf: int, co: int, ofns: int, leave: str) -> dict[str, object]:
+    """Build and solve the threshold policy's joint chain in this process."""
+    import numpy as np  # noqa: F401  (imports are not timed)
+
+    from analysis import policy_chain as pc
+    from controller.policies import make_policy
+
+    sc = _cluster(cf, co, ofns, leave)
+    policy = make_policy(sc.policy)
+    m = pc.policy_model(sc, policy)
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    oracle = pc.PolicyOracle(policy, m.nodes, m.per_request)
+    jc = pc.build_joint(m, oracle)
+    t1 = time.perf_counter()
+    pi, method = pc.joint_stationary(jc.Q)
+    t2 = time.perf_counter()
+    pred = pc.predict_policy(sc, policy, max_states=10**9)
+    t3 = time.perf_counter()
+    _ = [(c.outage, c.percentiles()) for c in (pred.hp, pred.lp)]
+    t4 = time.perf_counter()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"cf": cf, "co": co, "ofns": ofns, "leave": leave, "states": jc.size,
+            "method": method, "build_s": t1 - t0, "solve_s": t2 - t1,
+            "predict_s": t3 - t2, "full_s": t4 - t2, "peak_mb": peak / 1024,
+            "delta_mb": (peak - base) / 1024, "W_lp": pred.lp.W, "mean_pi": float(pi.max())}
+
+
+def policy_chain_main(ns: argparse.Namespace) -> int:
+    hdr = (f"{'leave':<8}{'C_F':>5}{'C_O':>5}{'OFNs':>5}{'states':>10}  {'method':<10}"
+           f"{'build s':>9}{'solve s':>9}{'predict s':>10}{'+dist s':>9}{'peak MB':>9}")
+    print(hdr)
+    print("-" * len(hdr))
+    rows = []
+    for leave in ns.leaves.split(","):
+        for spec in ns.clusters.split(","):
+            cf, co, ofns = (int(x) for x in spec.lower().split("x"))
+            cmd = [sys.executable, __file__, "--one-policy", json.dumps([cf, co, ofns, leave])]
+            try:
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=ns.timeout,
+                                   cwd=ROOT)
+            except subprocess.TimeoutExpired:
+                print(f"{leave:<8}{cf:>5}{co:>5}{ofns:>5}  > {ns.timeout:.0f} s", flush=True)
+                continue
+            if r.returncode != 0:
+                tail = (r.stderr.strip().splitlines() or ["?"])[-1]
+                print(f"{leave:<8}{cf:>5}{co:>5}{ofns:>5}  error: {tail}", flush=True)
+                continue
+            g = json.loads(r.stdout.strip().splitlines()[-1])
+            rows.append(g)
+            print(f"{leave:<8}{cf:>5}{co:>5}{ofns:>5}{g['states']:>10}  {g['method']:<10}"
+                  f"{g['build_s']:>9.2f}{g['solve_s']:>9.2f}{g['predict_s']:>10.2f}"
+                  f"{g['full_s'] - g['predict_s']:>9.2f}{g['peak_mb']:>9.0f}", flush=True)
+    if ns.json:
+        ns.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
 def _spawn(case: str, cf: int, co: int, leave: str, timeout: float) -> dict[str, object]:
     cmd = [sys.executable, __file__, "--one", json.dumps([case, cf, co, leave])]
     try:
@@ -101,7 +182,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--json", type=Path, help="also write the rows here")
     ap.add_argument("--one", help=argparse.SUPPRESS)
+    ap.add_argument("--policy-chain", action="store_true",
+                    help="measure the chain built from the policy object instead")
+    ap.add_argument("--clusters", default=DEFAULT_CLUSTERS, help="CFxCOxOFNS,...")
+    ap.add_argument("--one-policy", help=argparse.SUPPRESS)
     ns = ap.parse_args(argv)
+    if ns.one_policy:
+        cf, co, ofns, leave = json.loads(ns.one_policy)
+        print(json.dumps(one_policy_chain(int(cf), int(co), int(ofns), leave)))
+        return 0
+    if ns.policy_chain:
+        return policy_chain_main(ns)
     if ns.one:
         case, cf, co, leave = json.loads(ns.one)
         print(json.dumps(one(case, int(cf), int(co), leave)))

@@ -1,8 +1,13 @@
-"""Exact CTMC prediction for seed 000's FN + OFN system, from flags or a scenario file.
+"""Exact CTMC prediction, from flags (seed 000's FN + OFN) or a scenario file.
 
     python scripts/predict.py --scheme proposed --lam-hp 0.3 --lam-lp 0.5 --mu-f 1 \
         --mu-of 0.3 --cap-f 20 --cap-o 10 --eta 0.333 --xi 0.333 [--json]
     python scripts/predict.py --scenario scenarios/default.yaml [--json]
+
+With --scenario, any state-based policy (threshold, a user's own) on any number of
+FNs and OFNs gets the chain built from the policy object (docs/model.md); the state
+count and the solve time are printed, and a state space above what this machine
+solves in a minute is refused with one line.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside
 bootstrap.bootstrap(needs_network_stack=False, extras="")
 
 from analysis.ctmc import ModelError, ModelParams, predict  # noqa: E402
-from analysis.model_params import OutsideModel, model_params_from_scenario  # noqa: E402
+from analysis.model_params import OutsideModel, timed_prediction  # noqa: E402
 from analysis.network import network_share  # noqa: E402
 from fogsdn.scenario import ScenarioError, load_scenario  # noqa: E402
 
@@ -55,13 +60,6 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _params(ns: argparse.Namespace) -> ModelParams:
-    if ns.scenario is not None:
-        if ns.policy_module:
-            from controller.policies.resolve import resolve_scenario
-
-            return model_params_from_scenario(
-                resolve_scenario(ns.scenario, policy_module=ns.policy_module))
-        return model_params_from_scenario(load_scenario(ns.scenario))
     missing = [f"--{n.replace('_', '-')}" for n in ("scheme", "lam_hp", "lam_lp", "mu_f", "cap_f")
                if getattr(ns, n) is None]
     if missing:
@@ -81,11 +79,23 @@ def _fmt(x: object) -> str:
     return str(x)
 
 
-def table(d: dict[str, object], p: ModelParams) -> str:
+def header(p: ModelParams) -> str:
+    return (f"scheme={p.scheme} leave={p.leave} servers={p.servers_f}/{p.servers_o} "
+            f"deadline={p.deadline:g} ms")
+
+
+def chain_line(d: dict[str, object], seconds: float) -> str:
+    """The chain's size and how long it took (the prediction's `model` block)."""
+    m = d.get("model")
+    assert isinstance(m, dict)
+    return (f"{m['chain']} chain ({m.get('policy') or m.get('scheme')}): {m['states']:,} states, "
+            f"{m['method']}, {seconds:.2f} s")
+
+
+def table(d: dict[str, object], head: str) -> str:
     """Readable two-column table of a prediction dict."""
     keys = ["W", "blocking", "throughput", "N", "drop_prob", "outage", "outage_accepted"]
-    lines = [f"scheme={p.scheme} leave={p.leave} servers={p.servers_f}/{p.servers_o} "
-             f"deadline={p.deadline:g} ms", f"{'metric':<18}{'HP':>14}{'LP':>14}"]
+    lines = [head, f"{'metric':<18}{'HP':>14}{'LP':>14}"]
     hp, lp = d["hp"], d["lp"]
     assert isinstance(hp, dict) and isinstance(lp, dict)
     for k in keys:
@@ -109,9 +119,23 @@ def _json_safe(x: object) -> object:
 def main(argv: list[str] | None = None) -> int:
     ns = _args(argv)
     try:
-        params = _params(ns)
-        d = predict(params).to_dict()
-        share = network_share(load_scenario(ns.scenario)) if ns.scenario is not None else None
+        if ns.scenario is not None:
+            if ns.policy_module:
+                from controller.policies.resolve import resolve_scenario
+
+                sc = resolve_scenario(ns.scenario, policy_module=ns.policy_module)
+            else:
+                sc = load_scenario(ns.scenario)
+            pred, seconds = timed_prediction(sc)
+            d = pred.to_dict()
+            share = network_share(sc)
+            head = (f"scenario={sc.name} policy={sc.policy.name} leave={sc.churn.leave} "
+                    f"deadline={sc.deadline_ms:g} ms\n{chain_line(d, seconds)}")
+        else:
+            params = _params(ns)
+            d = predict(params).to_dict()
+            head = header(params)
+            share = None
     except (ModelError, OutsideModel, ScenarioError, ValueError) as err:
         print(f"predict.py: error: {err}", file=sys.stderr)
         return 2
@@ -124,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     if ns.json:
         print(json.dumps(_json_safe(d)))
     else:
-        print(table(d, params))
+        print(table(d, head))
         if share is not None:
             e2e = [d[c]["W_e2e"] for c in ("hp", "lp")]  # type: ignore[index]
             print(f"{'W_e2e':<18}{_fmt(e2e[0] if e2e[0] is not None else math.nan):>14}"

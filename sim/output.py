@@ -39,6 +39,8 @@ _F = "%.6f"
 # columns: request_id, client, cls, size, t_send, t_done, node, outcome, response_ms,
 # node_ms, wait_ms, service_ms, nominal_ms, error
 HEADER = ",".join(COLUMNS) + _EOL
+# rows tallied into the accumulator at a time (a flush brings FLUSH_ROWS)
+TALLY_ROWS = 1024
 
 
 class TraceCsvSink:
@@ -90,6 +92,11 @@ class TraceCsvSink:
                     ))
 
     def __call__(self, rows: list[Row]) -> None:
+        # tally in slices: the accumulator's share intervals need enough chunks
+        for start in range(0, len(rows), TALLY_ROWS):
+            self._slice(rows[start:start + TALLY_ROWS] if len(rows) > TALLY_ROWS else rows)
+
+    def _slice(self, rows: list[Row]) -> None:
         nn, ncls = len(self.nodes), len(self.classes)
         fmts = self._fmt
         warm = self.warmup_ms

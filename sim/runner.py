@@ -171,7 +171,7 @@ def replications_summary(summaries: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _replications_comparison(rc: dict[str, Any], predicted: dict[str, Any]) -> dict[str, Any]:
-    """analysis.compare's per-class block, with the across-replications interval for W."""
+    """analysis.compare's per-class block, with the across-replications intervals."""
     try:
         from analysis.compare import comparison_block
     except ImportError:
@@ -179,7 +179,9 @@ def _replications_comparison(rc: dict[str, Any], predicted: dict[str, Any]) -> d
     return {
         cls: comparison_block(
             {"W": rc[cls]["W"]["mean"], "W_ci95": rc[cls]["W"]["ci95"],
-             "blocking": rc[cls]["blocking"]["mean"], "outage": rc[cls]["outage"]["mean"]},
+             "blocking": rc[cls]["blocking"]["mean"],
+             "blocking_ci95": rc[cls]["blocking"]["ci95"],
+             "outage": rc[cls]["outage"]["mean"], "outage_ci95": rc[cls]["outage"]["ci95"]},
             predicted[cls],
         )
         for cls in ("hp", "lp")

@@ -195,6 +195,14 @@ def test_per_request_policy_decides_each_connection_once(tmp_path: Path) -> None
     served = Counter(r.node for r in rows if r.cls == "lp" and r.outcome is Outcome.OK)
     assert served["ofn1"] > 0 and served["fn"] > 0
     assert {r.node for r in rows if r.cls == "hp" and r.outcome is Outcome.OK} == {"fn"}
+    # the exact prediction comes from the chain built from the policy object, and every
+    # compared figure carries its interval
+    assert summary["predicted"]["model"]["chain"] == "policy"
+    for cls in ("hp", "lp"):
+        comp = summary["comparison"][cls]
+        for metric in ("W", "blocking", "outage"):
+            assert comp[metric]["ci95"] is not None and comp[metric]["ci95"] >= 0, metric
+        assert set(comp["percentiles"]) == {"p50", "p90", "p95", "p99"}
 
 
 def test_handoff_moves_what_the_ofn_held_to_the_fn(tmp_path: Path) -> None:

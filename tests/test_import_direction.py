@@ -15,8 +15,9 @@ from conftest import ROOT
 
 PACKAGES = ("fogsdn", "controller", "topologies", "nodes", "analysis", "sim", "runner", "agents")
 PURE = ("fogsdn", "controller.policies", "controller.fabric", "controller.cluster",
-        "controller.config", "controller.pipeline", "analysis", "nodes.protocol",
-        "nodes.service_queue")
+        "controller.config", "analysis", "controller.pipeline", "nodes.protocol",
+        "nodes.service_queue", "nodes.ncs", "topologies.city_latency",
+        "topologies.city_layout")
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     # engine -> what it must not import
     "sim": ("runner", "nodes.worker", "nodes.client", "controller.app", "topologies.mininet_net"),

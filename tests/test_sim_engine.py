@@ -101,6 +101,8 @@ def test_streamed_summary_equals_measured_summary(tmp_path: Path) -> None:
                 assert g[k] == pytest.approx(r[k], rel=1e-5, abs=1e-9), (cls, k)
             # batch sizes differ (streaming doubles them), so only the scale must agree
             assert g["W_ci95"] == pytest.approx(r["W_ci95"], rel=0.5)
+            for k in ("blocking_ci95", "outage_ci95"):
+                assert 0 < g[k] == pytest.approx(r[k], rel=0.5), (cls, k)
         for node, s in ref["nodes"].items():
             assert got["nodes"][node]["served"] == s["served"]
             assert got["nodes"][node]["achieved_service_ms"] == pytest.approx(
@@ -260,9 +262,12 @@ def test_prediction_is_attached_with_or_without_a_trace(tmp_path: Path) -> None:
         assert s["predicted"]["hp"]["W"] > 0
         assert set(s["comparison"]) == {"hp", "lp"}
     assert traced["predicted"] == streamed["predicted"]
-    outside = run_simulation(sc.with_overrides({"policy.name": "threshold"}), tmp_path / "o",
-                             requests=2000, trace=False)
-    assert outside["predicted"] is None and "threshold" in outside["outside_model"]
+    threshold = run_simulation(sc.with_overrides({"policy.name": "threshold"}), tmp_path / "p",
+                               requests=2000, trace=False)
+    assert threshold["predicted"]["model"]["chain"] == "policy"  # the chain from the policy
+    outside = run_simulation(sc.with_overrides({"workload.size.distribution": "deterministic"}),
+                             tmp_path / "o", requests=2000, trace=False)
+    assert outside["predicted"] is None and "exponential" in outside["outside_model"]
     reps = replicate(sc, 2, tmp_path / "r", requests=3000, trace=False)
     assert reps["comparison"]["lp"]["W"]["predicted"] == pytest.approx(
         traced["predicted"]["lp"]["W"])

@@ -94,7 +94,9 @@ def test_exact_curves_where_the_model_applies(tmp_path: Path) -> None:
 
     sc = swept(["prioritized", "threshold"])
     curves = exact_curves(sc, plan(sc, tmp_path))
-    assert set(curves) == {("prioritized", "hp"), ("prioritized", "lp")}  # threshold: outside
+    # threshold is state-based: its curves come from the chain built from the policy
+    assert set(curves) == {(p, c) for p in ("prioritized", "threshold") for c in ("hp", "lp")}
+    assert [v for v, _, _ in curves[("threshold", "lp")]] == [0.2, 0.6]
     assert [v for v, _, _ in curves[("prioritized", "lp")]] == [0.2, 0.6]
     w02, w06 = (w for _, w, _ in curves[("prioritized", "lp")])
     assert 0 < w02 < w06

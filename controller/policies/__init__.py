@@ -155,6 +155,10 @@ def initial_view(scenario: Scenario, ofn_available: bool = True) -> ClusterView:
 
 __all__ = [
     "POLICIES",
+    "Basic",
+    "NoDiff",
+    "Prioritized",
+    "Threshold",
     "ClusterView",
     "NodeView",
     "Policy",

@@ -59,6 +59,10 @@ class Request:
 class Policy(ABC):
     name: ClassVar[str]
     proactive: ClassVar[bool] = True
+    # Whether the answer depends only on the OFNs' availability and each node's count
+    # (the exact chain's state). None: the chain finds out by probing the policy;
+    # False: always outside the model; True: trusted, reads of other fields allowed.
+    state_based: ClassVar[bool | None] = None
     spec: PolicySpec = field(default_factory=PolicySpec)
 
     @abstractmethod

@@ -1,0 +1,188 @@
+"""Which fog node should a mobile client use? Seed 003's strategies plus ours (pure).
+
+Each selector sees only what its strategy can know, passed in a `SelectionContext`:
+
+- `optimal`: omniscient; the lowest true latency right now, full or not (the seed's
+  baseline: it ignores capacity, so it loses messages at full nodes);
+- `random`: any node;
+- `vivaldi`: the lowest latency estimated from network coordinates;
+- `meridian`: the answer of a Meridian closest-node query in which full nodes do not
+  take part (as in the seed);
+- `load_aware` (ours): coordinates shortlist, probes decide, load counts for everyone.
+  Among nodes believed to have a free slot (gossiped counts, possibly a second stale)
+  whose coordinate estimate is within `bound_ms` of the best such estimate, the
+  `shortlist` closest by estimate are probed, and the current node too. Each answer
+  (`ProbeAnswer`) carries the RTT now, the node's free slots now, and what one more
+  client would add to the latency of all its clients together (the node knows its own
+  load term); the current node also says what the client's leaving would save the
+  others. The client moves only to a node that answered with a free slot and only when
+  the move lowers the summed latency (its own plus the others') by more than
+  `hysteresis_ms`; a client without a node takes the cheapest.
+
+Nodes in `excluded` (they refused this client during this discovery step) are never
+returned. A selector returns None when nothing is left to pick.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar, Protocol
+
+
+class SelectionError(ValueError):
+    """A selector asked for knowledge its context lacks, or a bad parameter."""
+
+
+@dataclass(frozen=True)
+class ProbeAnswer:
+    """A fog node's answer to a selection probe."""
+
+    rtt_ms: float
+    free_slots: int
+    join_cost_ms: float = 0.0  # one more client: added latency summed over its clients
+    leave_gain_ms: float = 0.0  # one client fewer: latency the others save
+
+
+@dataclass(frozen=True)
+class SelectionContext:
+    nodes: Sequence[str]
+    slots: Mapping[str, int]
+    current: str | None = None
+    excluded: frozenset[str] = frozenset()
+    true_latency_ms: Mapping[str, float] | None = None
+    estimate_ms: Mapping[str, float] | None = None
+    free_slots: Mapping[str, int] | None = None
+    meridian: Callable[[Callable[[str], bool]], str | None] | None = None
+    # probe(node) -> its answer now; each call is a counted round trip
+    probe: Callable[[str], ProbeAnswer] | None = None
+
+    def allowed(self) -> list[str]:
+        return [n for n in self.nodes if n not in self.excluded]
+
+
+class Selector(Protocol):
+    name: ClassVar[str]
+
+    def select(self, ctx: SelectionContext, rng: random.Random) -> str | None: ...
+
+
+def _need(value: object, what: str, name: str) -> None:
+    if value is None:
+        raise SelectionError(f"{name}: the context lacks {what}")
+
+
+@dataclass(frozen=True)
+class Optimal:
+    name: ClassVar[str] = "optimal"
+
+    def select(self, ctx: SelectionContext, rng: random.Random) -> str | None:
+        _need(ctx.true_latency_ms, "true_latency_ms", self.name)
+        assert ctx.true_latency_ms is not None
+        lat = ctx.true_latency_ms
+        return min(ctx.allowed(), key=lambda n: (lat[n], n), default=None)
+
+
+@dataclass(frozen=True)
+class RandomChoice:
+    name: ClassVar[str] = "random"
+
+    def select(self, ctx: SelectionContext, rng: random.Random) -> str | None:
+        allowed = ctx.allowed()
+        return rng.choice(allowed) if allowed else None
+
+
+@dataclass(frozen=True)
+class VivaldiNearest:
+    name: ClassVar[str] = "vivaldi"
+
+    def select(self, ctx: SelectionContext, rng: random.Random) -> str | None:
+        _need(ctx.estimate_ms, "estimate_ms", self.name)
+        assert ctx.estimate_ms is not None
+        est = ctx.estimate_ms
+        return min(ctx.allowed(), key=lambda n: (est[n], n), default=None)
+
+
+@dataclass(frozen=True)
+class MeridianClosest:
+    name: ClassVar[str] = "meridian"
+
+    def select(self, ctx: SelectionContext, rng: random.Random) -> str | None:
+        _need(ctx.meridian, "a meridian query", self.name)
+        _need(ctx.free_slots, "free_slots", self.name)
+        assert ctx.meridian is not None and ctx.free_slots is not None
+        free = ctx.free_slots
+        return ctx.meridian(lambda n: n not in ctx.excluded and free[n] > 0)
+
+
+@dataclass(frozen=True)
+class LoadAware:
+    """Ours: coordinates for a shortlist within a latency bound, free slots for load,
+    probes to confirm both."""
+
+    bound_ms: float = 2.0
+    shortlist: int = 8
+    hysteresis_ms: float = 0.25
+    name: ClassVar[str] = "load_aware"
+
+    def __post_init__(self) -> None:
+        if not self.bound_ms >= 0:
+            raise SelectionError(f"bound_ms: must be >= 0, got {self.bound_ms!r}")
+        if self.shortlist < 1:
+            raise SelectionError(f"shortlist: must be >= 1, got {self.shortlist!r}")
+        if not self.hysteresis_ms >= 0:
+            raise SelectionError(f"hysteresis_ms: must be >= 0, got {self.hysteresis_ms!r}")
+
+    def select(self, ctx: SelectionContext, rng: random.Random) -> str | None:
+        _need(ctx.estimate_ms, "estimate_ms", self.name)
+        _need(ctx.free_slots, "free_slots", self.name)
+        _need(ctx.probe, "a probe", self.name)
+        assert ctx.estimate_ms is not None and ctx.free_slots is not None
+        assert ctx.probe is not None
+        est, free = ctx.estimate_ms, ctx.free_slots
+        allowed = ctx.allowed()
+        open_nodes = [n for n in allowed if free[n] > 0 and n != ctx.current]
+        if not open_nodes:
+            return ctx.current if ctx.current in allowed else \
+                min(allowed, key=lambda n: (est[n], n), default=None)
+        best = min(est[n] for n in open_nodes)
+        near = sorted((n for n in open_nodes if est[n] <= best + self.bound_ms),
+                      key=lambda n: (est[n], n))[: self.shortlist]
+        answers = {n: ctx.probe(n) for n in near}
+        join = {n: a.rtt_ms + a.join_cost_ms for n, a in answers.items() if a.free_slots > 0}
+        if not join:
+            return ctx.current if ctx.current in allowed else None
+        target = min(join, key=lambda n: (join[n], n))
+        if ctx.current is not None and ctx.current in allowed:
+            here = ctx.probe(ctx.current)
+            # moving saves `leave_gain` for the others and our own RTT here, and costs
+            # the target's RTT plus what we add to its clients
+            if join[target] + self.hysteresis_ms >= here.rtt_ms + here.leave_gain_ms:
+                return ctx.current
+        return target
+
+
+SELECTORS: dict[str, Callable[[], Selector]] = {
+    "optimal": Optimal,
+    "random": RandomChoice,
+    "vivaldi": VivaldiNearest,
+    "meridian": MeridianClosest,
+    "load_aware": LoadAware,
+}
+
+
+@dataclass
+class SelectorSet:
+    """Selectors by name, built once (the simulator and, later, the controller)."""
+
+    names: Sequence[str] = field(default_factory=lambda: list(SELECTORS))
+
+    def build(self) -> dict[str, Selector]:
+        out: dict[str, Selector] = {}
+        for n in self.names:
+            if n not in SELECTORS:
+                known = ", ".join(SELECTORS)
+                raise SelectionError(f"selector: unknown {n!r} (known: {known})")
+            out[n] = SELECTORS[n]()
+        return out

@@ -1,0 +1,104 @@
+"""Replay an RTT matrix through Vivaldi and Meridian and score them (pure).
+
+Used by `scripts/bench_ncs.py` and its tests. NaN (or a non-positive value) in the
+matrix means the pair's RTT is unknown: Vivaldi never samples it and it is left out of
+the error; for Meridian a probe over such a pair gets no answer.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from dataclasses import dataclass
+
+import numpy as np
+
+from nodes.ncs.meridian import MeridianConfig, MeridianOverlay, matrix_measure
+from nodes.ncs.vivaldi import VivaldiConfig, VivaldiNode, relative_errors, simulate
+
+
+class MatrixError(ValueError):
+    """An RTT matrix that cannot be replayed; the message says why."""
+
+
+def check_matrix(rtt_ms: np.ndarray) -> np.ndarray:
+    m = np.asarray(rtt_ms, dtype=float)
+    if m.ndim != 2 or m.shape[0] != m.shape[1]:
+        raise MatrixError(f"matrix: must be square 2-D, got shape {m.shape}")
+    if m.shape[0] < 3:
+        raise MatrixError(f"matrix: needs at least 3 hosts, got {m.shape[0]}")
+    m = m.copy()
+    m[~np.isfinite(m) | (m <= 0)] = np.nan
+    np.fill_diagonal(m, np.nan)
+    if np.isnan(m).all():
+        raise MatrixError("matrix: no known RTT at all")
+    return m
+
+
+def vivaldi_median_error(rtt_ms: np.ndarray, dimensions: int, cycles: int, seed: int) -> float:
+    """Median relative error over known pairs after `cycles` rounds of random probing."""
+    m = check_matrix(rtt_ms)
+    truth = m.tolist()
+    config = VivaldiConfig(dimensions=dimensions)
+    nodes = [VivaldiNode(config, random.Random(seed * 7919 + i)) for i in range(len(truth))]
+    simulate(nodes, truth, cycles, random.Random(seed))
+    return statistics.median(relative_errors([n.coord for n in nodes], truth))
+
+
+@dataclass(frozen=True)
+class SelectionScore:
+    hit_rate: float
+    mean_extra_ms: float
+    median_extra_ms: float
+    probes_per_query: float | None
+    messages_per_query: float | None
+    queries: int
+
+
+def meridian_and_random(rtt_ms: np.ndarray, servers: int, seed: int,
+                        config: MeridianConfig | None = None,
+                        gossip_rounds: int = 10) -> tuple[SelectionScore, SelectionScore]:
+    """`servers` random hosts run Meridian, every other host asks it (from a random
+    entry server) for its closest server. Scored against the matrix's truth, beside
+    picking a server at random. Clients that know no RTT to any server are skipped."""
+    m = check_matrix(rtt_ms)
+    n = len(m)
+    if not 2 <= servers < n:
+        raise MatrixError(f"servers: must be in [2, {n - 1}] for {n} hosts, got {servers}")
+    rng = random.Random(seed)
+    names = [f"h{i}" for i in range(n)]
+    server_idx = sorted(rng.sample(range(n), servers))
+    server_names = [names[i] for i in server_idx]
+    overlay = MeridianOverlay(server_names, matrix_measure(names, m), config or MeridianConfig())
+    overlay.converge(rng, gossip_rounds)
+    pick_rng = random.Random(seed + 1)  # the random baseline does not depend on Meridian's draws
+    mer_hits, mer_extra, rnd_hits, rnd_extra, msgs, probes = 0, [], 0, [], [], []
+    for c in range(n):
+        if c in server_idx:
+            continue
+        known = [(m[c, s], s) for s in server_idx if math.isfinite(m[c, s])]
+        if not known:
+            continue
+        optimum = min(known)[0]
+        before_probes = overlay.messages.by_kind["probe"]
+        result = overlay.closest(names[c], rng.choice(server_names))
+        msgs.append(result.messages)
+        probes.append((overlay.messages.by_kind["probe"] - before_probes) / 2)
+        got = result.latency_ms if result.node is not None else math.nan
+        if math.isfinite(got):
+            mer_hits += got <= optimum
+            mer_extra.append(got - optimum)
+        pick = pick_rng.choice(known)[0]
+        rnd_hits += pick <= optimum
+        rnd_extra.append(pick - optimum)
+    queries = len(msgs)
+    if queries == 0:
+        raise MatrixError("matrix: no client knows its RTT to any server")
+    mer = SelectionScore(mer_hits / queries,
+                         statistics.mean(mer_extra) if mer_extra else math.nan,
+                         statistics.median(mer_extra) if mer_extra else math.nan,
+                         statistics.mean(probes), statistics.mean(msgs), queries)
+    rnd = SelectionScore(rnd_hits / queries, statistics.mean(rnd_extra),
+                         statistics.median(rnd_extra), None, None, queries)
+    return mer, rnd

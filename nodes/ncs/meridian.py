@@ -1,0 +1,338 @@
+"""Meridian closest-node discovery (Wong, Slivkins, Sirer 2005), pure and message-counted.
+
+Each Meridian node files the other nodes it knows into concentric, non-overlapping rings
+by measured latency: ring 0 holds latencies up to alpha, ring i (i > 0) those in
+(alpha * s^(i-1), alpha * s^i]; the outermost ring also takes everything beyond. A ring
+keeps k primary members (used for queries) and up to l secondary ones (spares).
+
+Ring management picks the k primaries that spread widest: every member is described by
+its latencies to all members of the ring, and members are dropped one at a time, each
+time the one whose removal shrinks the hypervolume of the polytope spanned by those
+descriptions least (it added the least diversity).
+
+Gossip spreads membership: a node sends a peer one member of each ring; the peer
+measures the ones it does not know and files them.
+
+A closest-node query for a target starts at any node: the node measures its latency d
+to the target and asks its primary members whose latency to it lies in
+[(1 - beta) d, (1 + beta) d] to measure theirs; answers above (2 beta + 1) d cannot
+come from a closer node and are ignored (a live node stops waiting then). When the best
+answer is at most beta * d the query moves there and repeats; otherwise it stops. We
+answer with the closest node measured along the way (the node where it stopped, unless
+an answer seen earlier was closer, which the measurements already paid for). Nodes the
+caller marks ineligible (full fog nodes) route but are never the answer; when that
+leaves no answer at all, the last node asks all its eligible members.
+
+Nothing here touches the network: latencies come from a `measure` callable and every
+message the protocol would send is counted in `Messages`.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# RTT in ms between two named hosts, math.nan when the probe got no answer.
+Measure = Callable[[str, str], float]
+
+
+class MeridianError(ValueError):
+    """Bad configuration or query; the message names the field."""
+
+
+@dataclass(frozen=True)
+class MeridianConfig:
+    alpha_ms: float = 1.0
+    s: float = 1.5
+    rings: int = 8
+    beta: float = 0.5
+
+    def __post_init__(self) -> None:
+        if not self.alpha_ms > 0:
+            raise MeridianError(f"alpha_ms: must be > 0, got {self.alpha_ms!r}")
+        if not self.s > 1:
+            raise MeridianError(f"s: must be > 1, got {self.s!r}")
+        if self.rings < 1:
+            raise MeridianError(f"rings: must be >= 1, got {self.rings!r}")
+        if not 0 <= self.beta < 1:
+            raise MeridianError(f"beta: must be in [0, 1), got {self.beta!r}")
+
+    def ring_of(self, latency_ms: float) -> int:
+        """The ring a latency files into; the outermost ring is unbounded."""
+        if latency_ms <= self.alpha_ms:
+            return 0
+        i = math.ceil(math.log(latency_ms / self.alpha_ms) / math.log(self.s) - 1e-12)
+        return min(max(i, 1), self.rings - 1)
+
+
+def primary_size(n_nodes: int) -> int:
+    """k = floor(log_1.6 N), at least 1."""
+    return max(1, math.floor(math.log(max(n_nodes, 1)) / math.log(1.6) + 1e-9))
+
+
+@dataclass
+class Messages:
+    """Every message the protocol sends, by kind and by sender/receiver."""
+
+    by_kind: Counter[str] = field(default_factory=Counter)
+    sent: Counter[str] = field(default_factory=Counter)
+    received: Counter[str] = field(default_factory=Counter)
+
+    def send(self, kind: str, src: str, dst: str, count: int = 1) -> None:
+        self.by_kind[kind] += count
+        self.sent[src] += count
+        self.received[dst] += count
+
+    def probe(self, src: str, dst: str) -> None:
+        """An RTT measurement: a ping and its echo."""
+        self.send("probe", src, dst)
+        self.send("probe", dst, src)
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_kind.values())
+
+
+def log_hypervolume(points: np.ndarray) -> float:
+    """log of the volume of the simplex spanned by the rows of `points` (-inf if flat)."""
+    if len(points) < 2:
+        return 0.0
+    edges = points[1:] - points[0]
+    sign, logdet = np.linalg.slogdet(edges @ edges.T)
+    if sign <= 0:
+        return -math.inf
+    return 0.5 * float(logdet) - math.lgamma(len(edges) + 1)
+
+
+def most_diverse(members: list[str], distances: np.ndarray, k: int) -> list[str]:
+    """The k members whose latency vectors (rows of `distances`) span the largest volume,
+    by greedily dropping the member whose removal loses least."""
+    keep = list(range(len(members)))
+    while len(keep) > k:
+        best_drop, best_volume = keep[-1], -math.inf
+        for r in keep:
+            rest = [i for i in keep if i != r]
+            vol = log_hypervolume(distances[rest])
+            if vol > best_volume:
+                best_drop, best_volume = r, vol
+        keep.remove(best_drop)
+    return [members[i] for i in keep]
+
+
+@dataclass
+class Ring:
+    primary: dict[str, float] = field(default_factory=dict)
+    secondary: dict[str, float] = field(default_factory=dict)
+
+    def members(self) -> dict[str, float]:
+        return {**self.primary, **self.secondary}
+
+
+@dataclass
+class MeridianNode:
+    name: str
+    config: MeridianConfig
+    k: int
+    l: int  # noqa: E741 (the paper's name)
+    rings: list[Ring] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.rings = [Ring() for _ in range(self.config.rings)]
+
+    def latency_to(self, member: str) -> float | None:
+        for ring in self.rings:
+            for group in (ring.primary, ring.secondary):
+                if member in group:
+                    return group[member]
+        return None
+
+    def knows(self) -> set[str]:
+        return {m for ring in self.rings for m in ring.members()}
+
+    def file(self, member: str, latency_ms: float) -> None:
+        """Insert or move `member` to the ring its (new) latency belongs to."""
+        if member == self.name or not math.isfinite(latency_ms):
+            return
+        self.drop(member)
+        ring = self.rings[self.config.ring_of(latency_ms)]
+        if len(ring.primary) < self.k:
+            ring.primary[member] = latency_ms
+        elif len(ring.secondary) < self.l:
+            ring.secondary[member] = latency_ms
+
+    def drop(self, member: str) -> None:
+        for ring in self.rings:
+            ring.primary.pop(member, None)
+            ring.secondary.pop(member, None)
+
+    def primaries_between(self, lo: float, hi: float) -> list[tuple[str, float]]:
+        return sorted(((m, d) for ring in self.rings for m, d in ring.primary.items()
+                       if lo <= d <= hi), key=lambda x: x[1])
+
+    def manage_rings(self, measure: Measure, messages: Messages) -> None:
+        """Choose each ring's primaries for diversity. The members report their latencies
+        to each other (one request and one report per member, counted); those latencies
+        come from `measure`."""
+        for ring in self.rings:
+            everyone = ring.members()
+            if len(everyone) <= self.k:
+                ring.primary, ring.secondary = everyone, {}
+                continue
+            names = sorted(everyone)
+            n = len(names)
+            dist = np.zeros((n, n))
+            for i, a in enumerate(names):
+                messages.send("ring_manage", self.name, a)
+                messages.send("ring_manage", a, self.name)
+                for j in range(i + 1, n):
+                    d = measure(a, names[j])
+                    dist[i, j] = dist[j, i] = d if math.isfinite(d) else 0.0
+            chosen = set(most_diverse(names, dist, self.k))
+            ring.primary = {m: everyone[m] for m in names if m in chosen}
+            spare = sorted((m for m in names if m not in chosen), key=lambda m: everyone[m])
+            ring.secondary = {m: everyone[m] for m in spare[: self.l]}
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    node: str | None  # None when no eligible node answered
+    latency_ms: float
+    hops: int
+    messages: int
+
+
+@dataclass
+class MeridianOverlay:
+    """A set of Meridian nodes sharing one `measure` and one message counter."""
+
+    names: list[str]
+    measure: Measure
+    config: MeridianConfig = field(default_factory=MeridianConfig)
+    messages: Messages = field(default_factory=Messages)
+    nodes: dict[str, MeridianNode] = field(init=False)
+
+    def __post_init__(self) -> None:
+        if len(set(self.names)) != len(self.names) or not self.names:
+            raise MeridianError("names: must be non-empty and unique")
+        k = primary_size(len(self.names))
+        l = max(len(self.names) - k, 0)  # noqa: E741
+        self.nodes = {n: MeridianNode(n, self.config, k, l) for n in self.names}
+
+    def _probe(self, src: str, dst: str) -> float:
+        self.messages.probe(src, dst)
+        return self.measure(src, dst)
+
+    def bootstrap(self, rng: random.Random, seeds_per_node: int = 2) -> None:
+        """Every node starts knowing a few random others (measured)."""
+        for name, node in self.nodes.items():
+            others = [n for n in self.names if n != name]
+            for peer in rng.sample(others, min(seeds_per_node, len(others))):
+                node.file(peer, self._probe(name, peer))
+
+    def gossip_round(self, rng: random.Random) -> None:
+        """Each node sends one random known peer one member per non-empty ring plus
+        itself; the peer measures and files those it did not know."""
+        for name, node in self.nodes.items():
+            known = sorted(node.knows())
+            if not known:
+                continue
+            peer = rng.choice(known)
+            packet = [name] + [rng.choice(sorted(r.members())) for r in node.rings if r.members()]
+            self.messages.send("gossip", name, peer)
+            receiver = self.nodes[peer]
+            for member in packet:
+                if member != peer and receiver.latency_to(member) is None:
+                    receiver.file(member, self._probe(peer, member))
+
+    def manage_rings(self) -> None:
+        for node in self.nodes.values():
+            node.manage_rings(self.measure, self.messages)
+
+    def converge(self, rng: random.Random, gossip_rounds: int = 10) -> None:
+        self.bootstrap(rng)
+        for _ in range(gossip_rounds):
+            self.gossip_round(rng)
+        self.manage_rings()
+
+    def closest(self, target: str, entry: str,
+                eligible: Callable[[str], bool] | None = None) -> QueryResult:
+        """Recursive closest-node search for `target` (a client or any host) from `entry`.
+
+        Nodes for which `eligible` is false (say, full fog nodes) still route the query
+        but are neither asked to measure nor returned.
+        """
+        if entry not in self.nodes:
+            raise MeridianError(f"entry: unknown Meridian node {entry!r}")
+        ok = eligible or (lambda _n: True)
+        beta = self.config.beta
+        start = self.messages.total
+        self.messages.send("query", target, entry)
+        current = entry
+        d = self._probe(current, target)
+        best: tuple[str | None, float] = (current, d) if ok(current) and math.isfinite(d) \
+            else (None, math.inf)
+        visited = {current}
+        hops = 0
+        while math.isfinite(d):
+            answers: dict[str, float] = {}
+            for member, _lat in self.nodes[current].primaries_between((1 - beta) * d,
+                                                                       (1 + beta) * d):
+                if member in visited or not ok(member):
+                    continue
+                self.messages.send("query", current, member)
+                dm = self._probe(member, target)
+                if math.isfinite(dm) and dm <= (2 * beta + 1) * d:
+                    self.messages.send("answer", member, current)
+                    answers[member] = dm
+            if not answers:
+                break
+            nearest = min(answers, key=lambda m: (answers[m], m))
+            if answers[nearest] < best[1]:
+                best = (nearest, answers[nearest])
+            if answers[nearest] > beta * d:
+                break
+            self.messages.send("query", current, nearest)
+            current, d = nearest, answers[nearest]
+            visited.add(current)
+            hops += 1
+        if best[0] is None:
+            best = self._fallback(current, target, ok)
+        self.messages.send("answer", current, target)
+        return QueryResult(best[0], best[1], hops, self.messages.total - start)
+
+    def _fallback(self, current: str, target: str,
+                  ok: Callable[[str], bool]) -> tuple[str | None, float]:
+        """No eligible node was found in the band (the entry is full, say): the node asks
+        every eligible member it knows, primaries first, and takes the closest."""
+        node = self.nodes[current]
+        for group in ([r.primary for r in node.rings], [r.secondary for r in node.rings]):
+            answers: dict[str, float] = {}
+            for members in group:
+                for member in members:
+                    if not ok(member):
+                        continue
+                    self.messages.send("query", current, member)
+                    dm = self._probe(member, target)
+                    if math.isfinite(dm):
+                        self.messages.send("answer", member, current)
+                        answers[member] = dm
+            if answers:
+                nearest = min(answers, key=lambda m: (answers[m], m))
+                return nearest, answers[nearest]
+        return None, math.inf
+
+
+def matrix_measure(names: Iterable[str], rtt_ms: np.ndarray) -> Measure:
+    """A `measure` backed by a matrix (NaN = no answer); row = prober."""
+    index = {n: i for i, n in enumerate(names)}
+
+    def measure(a: str, b: str) -> float:
+        v = float(rtt_ms[index[a], index[b]])
+        return v if v > 0 else math.nan
+
+    return measure

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Accuracy of our network coordinates on any RTT matrix (NaN = unknown pair).
+
+    python scripts/bench_ncs.py --matrix FILE.npz [--key rtt_ms] [--json]
+        [--cycles 1000] [--servers 20] [--seed 1] [--meridian-alpha 1] [--meridian-s 1.5]
+
+Vivaldi (2-D + height and 8-D + height): every host probes a random known peer per
+cycle; the figure is the median relative error |estimate - RTT| / RTT over known pairs.
+Meridian: `--servers` random hosts form the overlay, every other host asks a random
+entry server for its closest server; hit rate (the true closest), mean and median extra
+ms over the true closest, RTT probes and messages per query; beside picking at random.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, NoReturn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside it)
+
+bootstrap.bootstrap(needs_network_stack=False, extras="")
+
+import numpy as np  # noqa: E402
+
+from nodes.ncs.accuracy import MatrixError, meridian_and_random, vivaldi_median_error  # noqa: E402
+from nodes.ncs.meridian import MeridianConfig, MeridianError  # noqa: E402
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        print(f"bench_ncs.py: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def load_matrix(path: Path, key: str) -> np.ndarray:
+    if not path.is_file():
+        raise MatrixError(f"--matrix: no such file {path}")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            if key not in data.files:
+                have = ", ".join(data.files)
+                raise MatrixError(f"--key: {key!r} not in {path.name} (has {have})")
+            return np.array(data[key], dtype=float)
+    except (OSError, ValueError) as err:
+        if isinstance(err, MatrixError):
+            raise
+        raise MatrixError(f"--matrix: cannot read {path}: {err}") from None
+
+
+def bench(m: np.ndarray, cycles: int, servers: int, seed: int,
+          config: MeridianConfig) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    v2 = vivaldi_median_error(m, 2, cycles, seed)
+    v8 = vivaldi_median_error(m, 8, cycles, seed)
+    mer, rnd = meridian_and_random(m, servers, seed, config)
+    return {
+        "hosts": int(m.shape[0]),
+        "known_pairs": int(np.isfinite(m).sum() - np.isfinite(np.diag(m)).sum()),
+        "vivaldi_2dh": {"median_rel_error": round(v2, 4), "cycles": cycles},
+        "vivaldi_8dh": {"median_rel_error": round(v8, 4), "cycles": cycles},
+        "meridian": {"hit_rate": round(mer.hit_rate, 4),
+                     "mean_extra_ms": round(mer.mean_extra_ms, 3),
+                     "median_extra_ms": round(mer.median_extra_ms, 3),
+                     "probes_per_query": round(mer.probes_per_query or 0.0, 2),
+                     "messages_per_query": round(mer.messages_per_query or 0.0, 2),
+                     "servers": servers, "queries": mer.queries,
+                     "alpha_ms": config.alpha_ms, "s": config.s, "beta": config.beta},
+        "random": {"hit_rate": round(rnd.hit_rate, 4),
+                   "mean_extra_ms": round(rnd.mean_extra_ms, 3),
+                   "median_extra_ms": round(rnd.median_extra_ms, 3)},
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = _Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--matrix", type=Path, required=True)
+    ap.add_argument("--key", default="rtt_ms")
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument("--cycles", type=int, default=1000)
+    ap.add_argument("--servers", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--meridian-alpha", type=float, default=1.0)
+    ap.add_argument("--meridian-s", type=float, default=1.5)
+    args = ap.parse_args(argv)
+    if args.cycles < 1:
+        ap.error("--cycles: must be >= 1")
+    try:
+        config = MeridianConfig(alpha_ms=args.meridian_alpha, s=args.meridian_s)
+        out = bench(load_matrix(args.matrix, args.key), args.cycles, args.servers, args.seed,
+                    config)
+    except (MatrixError, MeridianError) as err:
+        print(f"bench_ncs.py: error: {err}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    print(f"{args.matrix.name}[{args.key}]: {out['hosts']} hosts, {out['known_pairs']} known "
+          f"directed pairs, seed {args.seed}")
+    for key in ("vivaldi_2dh", "vivaldi_8dh"):
+        print(f"  {key}: median relative error {out[key]['median_rel_error']:.1%} "
+              f"after {args.cycles} cycles")
+    mer, rnd = out["meridian"], out["random"]
+    print(f"  meridian ({args.servers} servers, alpha {config.alpha_ms} ms, s {config.s}): "
+          f"hit rate {mer['hit_rate']:.1%}, extra ms mean {mer['mean_extra_ms']:.2f} "
+          f"median {mer['median_extra_ms']:.2f}, {mer['probes_per_query']:.1f} probes and "
+          f"{mer['messages_per_query']:.1f} messages per query")
+    print(f"  random: hit rate {rnd['hit_rate']:.1%}, extra ms mean {rnd['mean_extra_ms']:.2f} "
+          f"median {rnd['median_extra_ms']:.2f}")
+    print(f"  ({out['seconds']} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Seed 003's comparison of fog-node selectors against the client/slot ratio.
+
+    python scripts/reproduce_seed003.py --engine simulate [--ratios 0.1 0.2 ... 1.0]
+        [--selectors optimal random vivaldi meridian load_aware] [--duration 60]
+        [--seed 1] [--workers N] [--trace FILE.csv] [--out docs/figures]
+
+Writes OUT/seed003-simulate.csv (one row per selector and ratio, columns as in
+sim/city_study.py) and the figures OUT/seed003_fig4-simulate.png (per client: total
+messages, lost messages, reconnections), fig5 (per fog node: in, out, total messages),
+fig6 (optimal-selection rate, selection RMSE, unique selections per step) and fig7
+(mean latency, connection error eq. 13). `--engine emulate` needs the delayed links of
+issue 7 and is not available yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, NoReturn
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside it)
+
+bootstrap.bootstrap(needs_network_stack=False, extras="")
+
+from controller.policies.fog_selection import SELECTORS, SelectionError  # noqa: E402
+from sim.city_study import METRIC_COLUMNS, StudyConfig, run_study  # noqa: E402
+from topologies.city_layout import LayoutError, PositionTrace, parse_trace  # noqa: E402
+
+FIGURES: dict[str, list[tuple[str, str]]] = {
+    "fig4": [("client_messages", "total messages per client"),
+             ("client_lost", "lost messages per client"),
+             ("client_reconnections", "reconnections per client")],
+    "fig5": [("node_in", "incoming messages per fog node"),
+             ("node_out", "outgoing messages per fog node"),
+             ("node_total", "total messages per fog node")],
+    "fig6": [("optimal_rate", "optimal selection rate"),
+             ("selection_rmse_ms", "selection RMSE (ms)"),
+             ("unique_per_step", "unique selections per step")],
+    "fig7": [("mean_latency_ms", "mean latency (ms)"),
+             ("connection_error_ms", "connection error eq. 13 (ms)")],
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        print(f"reproduce_seed003.py: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _one(job: tuple[StudyConfig, PositionTrace | None]) -> dict[str, Any]:
+    return run_study(*job)
+
+
+def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
+    cols = ["selector", "ratio", "clients", "slots", "seed", "duration_s", *METRIC_COLUMNS]
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+
+
+def draw(rows: list[dict[str, Any]], out: Path, engine: str) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    selectors = list(dict.fromkeys(r["selector"] for r in rows))
+    paths = []
+    for fig_name, panels in FIGURES.items():
+        fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4))
+        for ax, (col, label) in zip(axes, panels, strict=True):
+            for sel in selectors:
+                pts = sorted((r["ratio"], r[col]) for r in rows if r["selector"] == sel)
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=sel)
+            ax.set_xlabel("client/slot ratio")
+            ax.set_ylabel(label)
+            ax.grid(alpha=0.3)
+        axes[0].legend(fontsize=7)
+        fig.suptitle(f"seed 003 {fig_name} ({engine})", fontsize=9)
+        fig.tight_layout()
+        path = out / f"seed003_{fig_name}-{engine}.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = _Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--engine", choices=["simulate", "emulate"], default="simulate")
+    ap.add_argument("--ratios", type=float, nargs="+",
+                    default=[round(0.1 * i, 1) for i in range(1, 11)])
+    ap.add_argument("--selectors", nargs="+", default=list(SELECTORS))
+    ap.add_argument("--duration", type=float, default=60.0, help="simulated seconds")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--trace", type=Path, default=None, help="position trace CSV")
+    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "figures")
+    args = ap.parse_args(argv)
+    if args.engine == "emulate":
+        ap.error("--engine emulate: needs the delayed links and city topology of issue 7, "
+                 "not merged yet; use --engine simulate")
+    trace = None
+    try:
+        if args.trace is not None:
+            trace = parse_trace(args.trace.read_text().splitlines())
+        jobs = [(StudyConfig(ratio=r, selector=s, seed=args.seed, duration_s=args.duration),
+                 trace) for s in args.selectors for r in args.ratios]
+    except (SelectionError, LayoutError, OSError) as err:
+        ap.error(str(err))
+    args.out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    rows: list[dict[str, Any]] = []
+    if args.workers > 1:
+        with ProcessPoolExecutor(args.workers) as pool:
+            rows = list(pool.map(_one, jobs))
+    else:
+        for job in jobs:
+            rows.append(_one(job))
+            r = rows[-1]
+            print(f"{r['selector']:>10} ratio {r['ratio']:.1f}: {r['clients']} clients, "
+                  f"latency {r['mean_latency_ms']:.2f} ms, lost {r['client_lost']:.2f}, "
+                  f"optimal {r['optimal_rate']:.1%}", flush=True)
+    csv_path = args.out / f"seed003-{args.engine}.csv"
+    write_csv(rows, csv_path)
+    for p in [csv_path, *draw(rows, args.out, args.engine)]:
+        print(f"wrote {p}")
+    print(f"{len(rows)} runs in {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,189 @@
+"""Fog-node selectors on hand-made contexts, and seed 003's study on a small city."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+import pytest
+
+from controller.policies.fog_selection import (
+    LoadAware,
+    MeridianClosest,
+    Optimal,
+    ProbeAnswer,
+    RandomChoice,
+    SelectionContext,
+    SelectionError,
+    SelectorSet,
+    VivaldiNearest,
+)
+from sim.city_study import CityStudy, StudyConfig, run_study
+from topologies.city_layout import parse_trace
+
+NODES = ["a", "b", "c", "d"]
+SLOTS = {"a": 4, "b": 4, "c": 4, "d": 4}
+RNG = random.Random(0)
+
+
+def _ctx(**kw: object) -> SelectionContext:
+    return SelectionContext(NODES, SLOTS, **kw)  # type: ignore[arg-type]
+
+
+def test_optimal_takes_the_lowest_true_latency_even_if_full() -> None:
+    lat = {"a": 5.0, "b": 2.0, "c": 3.0, "d": 9.0}
+    assert Optimal().select(_ctx(true_latency_ms=lat), RNG) == "b"
+    assert Optimal().select(_ctx(true_latency_ms=lat, excluded=frozenset({"b"})), RNG) == "c"
+    with pytest.raises(SelectionError, match="optimal: the context lacks true_latency_ms"):
+        Optimal().select(_ctx(), RNG)
+
+
+def test_random_stays_within_allowed_and_is_seeded() -> None:
+    ctx = _ctx(excluded=frozenset({"a", "b"}))
+    picks = {RandomChoice().select(ctx, random.Random(i)) for i in range(30)}
+    assert picks == {"c", "d"}
+    assert RandomChoice().select(_ctx(excluded=frozenset(NODES)), RNG) is None
+
+
+def test_vivaldi_takes_the_lowest_estimate() -> None:
+    est = {"a": 1.0, "b": 2.0, "c": 0.5, "d": 9.0}
+    assert VivaldiNearest().select(_ctx(estimate_ms=est), RNG) == "c"
+
+
+def test_meridian_excludes_full_and_refused_nodes() -> None:
+    seen: list[list[str]] = []
+
+    def query(eligible: Callable[[str], bool]) -> str | None:
+        ok = [n for n in NODES if eligible(n)]
+        seen.append(ok)
+        return ok[0] if ok else None
+
+    free = {"a": 0, "b": 1, "c": 2, "d": 3}
+    ctx = _ctx(free_slots=free, meridian=query, excluded=frozenset({"b"}))
+    assert MeridianClosest().select(ctx, RNG) == "c"
+    assert seen == [["c", "d"]]
+
+
+class _Probe:
+    def __init__(self, answers: dict[str, ProbeAnswer]) -> None:
+        self.answers = answers
+        self.calls: list[str] = []
+
+    def __call__(self, n: str) -> ProbeAnswer:
+        self.calls.append(n)
+        return self.answers[n]
+
+
+EST = {"a": 3.0, "b": 2.0, "c": 2.5, "d": 9.0}
+GOSSIP = {"a": 0, "b": 2, "c": 2, "d": 2}
+
+
+def test_load_aware_moves_only_when_the_summed_latency_drops() -> None:
+    probe = _Probe({"a": ProbeAnswer(4.0, 0), "b": ProbeAnswer(3.8, 2),
+                    "c": ProbeAnswer(2.0, 1), "d": ProbeAnswer(1.0, 3)})
+    pick = LoadAware(bound_ms=1.0, shortlist=2).select(
+        _ctx(current="a", estimate_ms=EST, free_slots=GOSSIP, probe=probe), RNG)
+    assert pick == "c"  # b and c are shortlisted (d is beyond the bound); c is cheapest
+    assert "d" not in probe.calls
+    slow = _Probe({"a": ProbeAnswer(4.0, 0), "b": ProbeAnswer(3.8, 2),
+                   "c": ProbeAnswer(3.7, 1)})
+    pick = LoadAware(bound_ms=1.0, shortlist=2, hysteresis_ms=0.5).select(
+        _ctx(current="a", estimate_ms=EST, free_slots=GOSSIP, probe=slow), RNG)
+    assert pick == "a"  # 0.3 ms better is within the hysteresis: stay
+
+
+def test_load_aware_counts_what_a_move_costs_the_others() -> None:
+    """c answers fastest, but one more client there would slow its clients by 3 ms in
+    all, while leaving a saves nothing: b is the better move overall."""
+    probe = _Probe({"a": ProbeAnswer(6.0, 0, leave_gain_ms=0.0),
+                    "b": ProbeAnswer(3.0, 2, join_cost_ms=0.2),
+                    "c": ProbeAnswer(2.0, 1, join_cost_ms=3.0)})
+    assert LoadAware(bound_ms=1.0, shortlist=2).select(
+        _ctx(current="a", estimate_ms=EST, free_slots=GOSSIP, probe=probe), RNG) == "b"
+    # leaving a crowded node saves its other clients 4 ms: worth moving to c after all
+    probe.answers["a"] = ProbeAnswer(4.0, 0, leave_gain_ms=4.0)
+    probe.answers["b"] = ProbeAnswer(3.0, 2, join_cost_ms=5.0)
+    assert LoadAware(bound_ms=1.0, shortlist=2).select(
+        _ctx(current="a", estimate_ms=EST, free_slots=GOSSIP, probe=probe), RNG) == "c"
+
+
+def test_load_aware_never_moves_to_a_node_that_answered_full() -> None:
+    gossip = {"a": 0, "b": 1, "c": 1, "d": 0}  # gossip says b and c have room
+    probe = _Probe({"a": ProbeAnswer(4.0, 0), "b": ProbeAnswer(1.0, 0),
+                    "c": ProbeAnswer(1.5, 0)})  # but both filled up since
+    assert LoadAware().select(_ctx(current="a", estimate_ms=EST, free_slots=gossip,
+                                   probe=probe), RNG) == "a"
+    assert LoadAware().select(_ctx(estimate_ms=EST, free_slots=gossip, probe=probe),
+                              RNG) is None
+
+
+def test_selector_set_names_unknown() -> None:
+    assert set(SelectorSet().build()) == {"optimal", "random", "vivaldi", "meridian",
+                                          "load_aware"}
+    with pytest.raises(SelectionError, match="unknown 'nearest'"):
+        SelectorSet(["nearest"]).build()
+    with pytest.raises(SelectionError, match="bound_ms"):
+        LoadAware(bound_ms=-1)
+
+
+def _small(selector: str, ratio: float, **kw: object) -> StudyConfig:
+    return StudyConfig(ratio=ratio, selector=selector, seed=3, duration_s=20.0, fog_nodes=6,
+                       total_slots=30, area_km2=0.5, **kw)  # type: ignore[arg-type]
+
+
+def test_study_is_deterministic_and_accounts_every_message() -> None:
+    a = CityStudy(_small("vivaldi", 0.6))
+    row = a.run()
+    assert row == run_study(_small("vivaldi", 0.6))
+    m = a.messages
+    assert sum(m.sent.values()) == sum(m.received.values()) == m.total
+    assert row["clients"] == 18
+    assert row["delivered"] > 0
+    # every delivered task is a task and a reply; refused tasks are lost ones
+    assert m.by_kind["reply"] == row["delivered"]
+    assert m.by_kind["task"] == row["delivered"] + row["client_lost"] * row["clients"]
+
+
+def test_optimal_is_optimal_at_low_load() -> None:
+    row = run_study(_small("optimal", 0.2))
+    assert row["optimal_rate"] == 1.0 and row["selection_rmse_ms"] == 0.0
+    assert row["client_lost"] == 0
+
+
+@pytest.mark.parametrize("selector", ["optimal", "random", "vivaldi", "meridian", "load_aware"])
+def test_every_selector_runs_at_full_load(selector: str) -> None:
+    row = run_study(_small(selector, 1.0))
+    assert row["clients"] == 30
+    assert 0 <= row["optimal_rate"] <= 1
+    assert row["mean_latency_ms"] > 0 and row["connection_error_ms"] >= 0
+    assert 1 <= row["unique_per_step"] <= 6
+
+
+def test_load_aware_loses_nothing_where_latency_minimisers_do() -> None:
+    """At ratio 1 the nearest-first strategies keep hitting full nodes; ours confirms a
+    free slot by probe before it moves, so it loses no task and is not slower."""
+    rows = {s: run_study(_small(s, 1.0)) for s in ("optimal", "vivaldi", "random",
+                                                   "load_aware")}
+    assert rows["load_aware"]["client_lost"] == 0
+    for other in ("optimal", "vivaldi", "random"):
+        assert rows[other]["client_lost"] > 1
+    assert rows["load_aware"]["mean_latency_ms"] < rows["random"]["mean_latency_ms"]
+
+
+def test_trace_replay_drives_positions() -> None:
+    lines = ["t_s,client,x_m,y_m"] + [f"{t},p{i},{10 + t * 5},{20 + i}" for i in range(6)
+                                      for t in (0, 10, 20)]
+    trace = parse_trace(lines, side_m=800)
+    study = CityStudy(_small("random", 0.2), trace=trace)
+    study.run()
+    assert [c.name for c in study.clients] == ["p0", "p1", "p2", "p3", "p4", "p5"]
+    assert study.clients[0].position[0] > 10  # it moved along the trace
+    with pytest.raises(SelectionError, match="trace: has 6 clients"):
+        CityStudy(_small("random", 1.0), trace=trace)
+
+
+def test_bad_study_config() -> None:
+    with pytest.raises(SelectionError, match="ratio"):
+        StudyConfig(ratio=0, selector="random")
+    with pytest.raises(SelectionError, match="selector"):
+        StudyConfig(ratio=0.5, selector="nope")

@@ -1,0 +1,232 @@
+"""UDP echo probes: loopback (no root), and across two network namespaces joined by a
+veth (emulation; run it under the emulation lock)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from conftest import ROOT
+
+from nodes.ncs.vivaldi import Coordinate, VivaldiConfig, VivaldiNode
+from nodes.probe import (
+    ECHO,
+    PING,
+    EchoResponder,
+    MalformedDatagram,
+    ProbeError,
+    ProbeMessage,
+    Prober,
+    Sample,
+    decode,
+    feed_vivaldi,
+    parse_endpoint,
+)
+
+LOOP = ("127.0.0.1", 0)
+
+
+@pytest.fixture
+def responder() -> Iterator[EchoResponder]:
+    r = EchoResponder(LOOP)
+    t = threading.Thread(target=r.serve, daemon=True)
+    t.start()
+    yield r
+    r.stop()
+    t.join(timeout=2)
+    r.sock.close()
+
+
+def _settle(responder: EchoResponder, sent: int) -> None:
+    """The responder's thread counts an echo just after sending it: wait for that."""
+    deadline = time.monotonic() + 5.0
+    while responder.counters.sent < sent and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
+def test_round_trip_on_loopback_counts_every_message(responder: EchoResponder) -> None:
+    prober = Prober(LOOP)
+    try:
+        samples = prober.measure(responder.address, count=5, interval_s=0.0)
+    finally:
+        prober.close()
+    rtts = [s.rtt_ms for s in samples]
+    assert all(r is not None and 0 < r < 100 for r in rtts), rtts
+    assert (prober.counters.sent, prober.counters.received) == (5, 5)
+    assert prober.counters.messages == 10
+    _settle(responder, 5)
+    assert (responder.counters.received, responder.counters.sent) == (5, 5)
+
+
+@pytest.mark.parametrize("datagram, why", [
+    (b"xx", "short"),
+    (b"NOPE" + bytes(16), "magic"),
+    (ProbeMessage(PING, 1, 2).encode()[:4] + b"\x09" + ProbeMessage(PING, 1, 2).encode()[5:],
+     "version"),
+    (ProbeMessage(7, 1, 2).encode(), "kind"),
+    (ProbeMessage(ECHO, 1, 2, b"abc").encode()[:-1], "payload length"),
+    (ProbeMessage(PING, 1, 2, b"abc").encode(), "ping with payload"),
+    (ProbeMessage(ECHO, 1, 2).encode() + bytes(600), "long"),
+])
+def test_decode_rejects_malformed(datagram: bytes, why: str) -> None:
+    with pytest.raises(MalformedDatagram, match=why):
+        decode(datagram)
+
+
+def test_decode_round_trip() -> None:
+    msg = ProbeMessage(ECHO, 2**32 - 1, 123456789, b'{"a":1}')
+    assert decode(msg.encode()) == msg
+
+
+def test_responder_ignores_and_counts_malformed(responder: EchoResponder) -> None:
+    junk = [b"", b"hello", ProbeMessage(ECHO, 1, 1).encode(), bytes(40)]
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(LOOP)
+        s.settimeout(0.3)
+        for d in junk:
+            s.sendto(d, responder.address)
+        s.sendto(ProbeMessage(PING, 9, 9).encode(), responder.address)
+        reply, _ = s.recvfrom(1024)  # only the valid ping is answered
+        assert decode(reply).seq == 9
+        with pytest.raises(TimeoutError):
+            s.recvfrom(1024)
+    _settle(responder, 1)
+    c = responder.counters
+    assert (c.malformed, c.unmatched, c.received, c.sent) == (3, 1, 1, 1)
+
+
+def test_prober_counts_timeouts_and_unmatched() -> None:
+    """A silent peer times out; a peer echoing the wrong seq is unmatched, not an RTT."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as silent:
+        silent.bind(LOOP)
+        prober = Prober(LOOP)
+        try:
+            sample = prober.ping(silent.getsockname(), timeout_s=0.05)
+            assert sample.rtt_ms is None and prober.counters.timeouts == 1
+            # answer the next ping with a stale seq, from the silent socket
+            def liar() -> None:
+                data, addr = silent.recvfrom(1024)
+                msg = decode(data)
+                silent.sendto(ProbeMessage(ECHO, msg.seq + 1, msg.t_send_ns).encode(), addr)
+                silent.sendto(b"garbage", addr)
+            t = threading.Thread(target=liar)
+            t.start()
+            sample = prober.ping(silent.getsockname(), timeout_s=0.3)
+            t.join()
+        finally:
+            prober.close()
+    assert sample.rtt_ms is None
+    assert (prober.counters.unmatched, prober.counters.malformed) == (1, 1)
+    assert prober.counters.timeouts == 2
+
+
+def test_binds_only_to_given_addresses() -> None:
+    with pytest.raises(ProbeError, match="wildcard"):
+        parse_endpoint("0.0.0.0:7000", need_port=True)
+    with pytest.raises(ProbeError, match="wildcard"):
+        EchoResponder(("0.0.0.0", 0))
+    with pytest.raises(ProbeError, match="needs a port"):
+        parse_endpoint("10.0.0.1", need_port=True)
+    with pytest.raises(ProbeError, match="port"):
+        parse_endpoint("10.0.0.1:70000", need_port=True)
+    with pytest.raises(ProbeError, match="IPv4"):
+        parse_endpoint("host.example:7", need_port=True)
+    assert parse_endpoint("10.0.0.1:7000", need_port=True) == ("10.0.0.1", 7000)
+    assert parse_endpoint("10.0.0.2", need_port=False) == ("10.0.0.2", 0)
+    r = EchoResponder(LOOP)
+    try:
+        assert r.address[0] == "127.0.0.1"
+    finally:
+        r.close()
+
+
+def test_probes_feed_vivaldi(responder: EchoResponder) -> None:
+    """The echo carries the responder's coordinate; each answered probe updates ours."""
+    peer = Coordinate((3.0, 4.0), error=0.2, height=0.1)
+    responder.payload = json.dumps(peer.to_dict()).encode()
+    node = VivaldiNode(VivaldiConfig(dimensions=2))
+    prober = Prober(LOOP)
+    try:
+        applied = [feed_vivaldi(node, "peer", s)
+                   for s in prober.measure(responder.address, count=4, interval_s=0.0)]
+    finally:
+        prober.close()
+    assert applied == [True] * 4
+    assert node.stats.updates == 4
+    assert node.coord.vec != (0.0, 0.0)
+    assert not feed_vivaldi(node, "peer", Sample(1, None))
+    assert not feed_vivaldi(node, "peer", Sample(1, 1.0, b"not json"))
+    assert not feed_vivaldi(node, "peer", Sample(1, 1.0, b'{"vec": [1]}'))
+    assert node.stats.updates == 4
+
+
+def test_command_line_on_loopback() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(LOOP)
+        port = s.getsockname()[1]
+    resp = subprocess.Popen([sys.executable, "-m", "nodes.probe", "respond", "--bind",
+                             f"127.0.0.1:{port}", "--duration", "1.5"], cwd=ROOT,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        r = subprocess.run([sys.executable, "-m", "nodes.probe", "ping", "--bind", "127.0.0.1",
+                            "--target", f"127.0.0.1:{port}", "--count", "3",
+                            "--interval-ms", "100"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=30)
+    finally:
+        out, _ = resp.communicate(timeout=10)
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["count"] == 3
+    assert summary["answered"] >= 2  # the first may race the responder's bind
+    assert json.loads(out)["counters"]["received"] == summary["answered"]
+    bad = subprocess.run([sys.executable, "-m", "nodes.probe", "respond", "--bind", "0.0.0.0:1"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 2 and "wildcard" in bad.stderr
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=10)
+
+
+@pytest.mark.emulation
+def test_probe_across_namespaces() -> None:
+    """Responder and prober in two namespaces joined by a veth; always cleaned up."""
+    tag = f"fgpr{os.getpid() % 100000}"
+    ns_a, ns_b = f"{tag}a", f"{tag}b"
+    try:
+        _ip("netns", "add", ns_a)
+        _ip("netns", "add", ns_b)
+        _ip("link", "add", f"{tag}x", "type", "veth", "peer", "name", f"{tag}y")
+        _ip("link", "set", f"{tag}x", "netns", ns_a)
+        _ip("link", "set", f"{tag}y", "netns", ns_b)
+        for ns, dev, addr in ((ns_a, f"{tag}x", "10.213.0.1/30"),
+                              (ns_b, f"{tag}y", "10.213.0.2/30")):
+            _ip("-n", ns, "addr", "add", addr, "dev", dev)
+            _ip("-n", ns, "link", "set", dev, "up")
+            _ip("-n", ns, "link", "set", "lo", "up")
+        resp = subprocess.Popen(["ip", "netns", "exec", ns_a, sys.executable, "-m",
+                                 "nodes.probe", "respond", "--bind", "10.213.0.1:7000",
+                                 "--duration", "4"], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        try:
+            r = subprocess.run(["ip", "netns", "exec", ns_b, sys.executable, "-m", "nodes.probe",
+                                "ping", "--bind", "10.213.0.2", "--target", "10.213.0.1:7000",
+                                "--count", "20", "--interval-ms", "20"],
+                               cwd=ROOT, capture_output=True, text=True, timeout=30)
+        finally:
+            out, _ = resp.communicate(timeout=15)
+        assert r.returncode == 0, r.stderr
+        summary = json.loads(r.stdout)
+        assert summary["answered"] >= 19, summary
+        assert 0 < summary["rtt_ms_p50"] < 5
+        assert summary["messages"] == summary["count"] + summary["answered"]
+        assert json.loads(out)["counters"]["sent"] == summary["answered"]
+    finally:
+        for ns in (ns_a, ns_b):  # deleting a namespace deletes its end of the veth
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=10)

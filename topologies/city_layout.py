@@ -1,0 +1,193 @@
+"""Seed 003's city: fog nodes with slots, cell towers and mobile clients in a square
+area, random-waypoint mobility and position-trace replay (pure, seeded).
+
+Defaults are the seed's scale: 29 fog nodes holding 318 slots in 2.25 km² (a
+1500 m square). Towers: one per fog node; as in the seed's simulation, about half of
+the fog nodes stand at their tower and the others anywhere in the area. Slots are
+random per node (at least one each) and sum exactly to the total.
+
+Position trace format (CSV with a header line, one row per fix, any order):
+
+    t_s,client,x_m,y_m
+    0.0,c0,120.5,880.0
+    4.0,c0,160.0,870.0
+
+A client's position between two fixes is interpolated linearly; before its first fix
+it stands at the first, after its last at the last. Times in seconds, positions in
+metres inside the area.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+Point = tuple[float, float]
+
+
+class LayoutError(ValueError):
+    """A bad layout parameter or trace line; the message names it."""
+
+
+@dataclass(frozen=True)
+class FogSite:
+    name: str
+    position: Point
+    slots: int
+
+
+@dataclass(frozen=True)
+class CityLayout:
+    side_m: float
+    towers: tuple[Point, ...]
+    fog_nodes: tuple[FogSite, ...]
+
+    @property
+    def total_slots(self) -> int:
+        return sum(n.slots for n in self.fog_nodes)
+
+
+def split_slots(total: int, parts: int, rng: random.Random) -> list[int]:
+    """`parts` random positive integers summing to `total`."""
+    if parts < 1 or total < parts:
+        raise LayoutError(f"slots: need total >= parts >= 1, got {total} over {parts}")
+    cuts = sorted(rng.sample(range(1, total), parts - 1))
+    edges = [0, *cuts, total]
+    return [b - a for a, b in zip(edges, edges[1:], strict=False)]
+
+
+def make_city(rng: random.Random, fog_nodes: int = 29, total_slots: int = 318,
+              area_km2: float = 2.25, at_tower_fraction: float = 0.5) -> CityLayout:
+    if fog_nodes < 1:
+        raise LayoutError(f"fog_nodes: must be >= 1, got {fog_nodes}")
+    if not area_km2 > 0:
+        raise LayoutError(f"area_km2: must be > 0, got {area_km2}")
+    if not 0 <= at_tower_fraction <= 1:
+        raise LayoutError(f"at_tower_fraction: must be in [0, 1], got {at_tower_fraction}")
+    side = math.sqrt(area_km2) * 1000.0
+    towers = tuple((rng.uniform(0, side), rng.uniform(0, side)) for _ in range(fog_nodes))
+    slots = split_slots(total_slots, fog_nodes, rng)
+    sites = []
+    for i, tower in enumerate(towers):
+        pos = tower if rng.random() < at_tower_fraction else (rng.uniform(0, side),
+                                                              rng.uniform(0, side))
+        sites.append(FogSite(f"fog{i}", pos, slots[i]))
+    return CityLayout(side, towers, tuple(sites))
+
+
+def random_positions(n: int, side_m: float, rng: random.Random) -> list[Point]:
+    return [(rng.uniform(0, side_m), rng.uniform(0, side_m)) for _ in range(n)]
+
+
+@dataclass(frozen=True)
+class Waypoint:
+    """A random-waypoint walker: where it is, where it goes, how fast, how long it rests."""
+
+    position: Point
+    target: Point
+    speed_mps: float
+    pause_left_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class WaypointParams:
+    side_m: float
+    speed_mps: tuple[float, float] = (0.5, 15.0)  # pedestrians to city traffic
+    pause_s: tuple[float, float] = (0.0, 10.0)
+
+    def __post_init__(self) -> None:
+        lo, hi = self.speed_mps
+        if not 0 < lo <= hi:
+            raise LayoutError(f"speed_mps: need 0 < min <= max, got {self.speed_mps}")
+        if not 0 <= self.pause_s[0] <= self.pause_s[1]:
+            raise LayoutError(f"pause_s: need 0 <= min <= max, got {self.pause_s}")
+
+
+def start_walker(position: Point, p: WaypointParams, rng: random.Random) -> Waypoint:
+    target = (rng.uniform(0, p.side_m), rng.uniform(0, p.side_m))
+    return Waypoint(position, target, rng.uniform(*p.speed_mps))
+
+
+def advance(w: Waypoint, dt_s: float, p: WaypointParams, rng: random.Random) -> Waypoint:
+    """The walker `dt_s` later: rests out its pause, walks straight to its target, then
+    pauses and draws a new target and speed."""
+    if dt_s < 0:
+        raise LayoutError(f"dt_s: must be >= 0, got {dt_s}")
+    while dt_s > 0:
+        if w.pause_left_s > 0:
+            rest = min(w.pause_left_s, dt_s)
+            w = Waypoint(w.position, w.target, w.speed_mps, w.pause_left_s - rest)
+            dt_s -= rest
+            continue
+        dist = math.dist(w.position, w.target)
+        reach_s = dist / w.speed_mps
+        if reach_s > dt_s:
+            f = dt_s * w.speed_mps / dist
+            pos = (w.position[0] + f * (w.target[0] - w.position[0]),
+                   w.position[1] + f * (w.target[1] - w.position[1]))
+            return Waypoint(pos, w.target, w.speed_mps, 0.0)
+        dt_s -= reach_s
+        w = Waypoint(w.target, (rng.uniform(0, p.side_m), rng.uniform(0, p.side_m)),
+                     rng.uniform(*p.speed_mps), rng.uniform(*p.pause_s))
+    return w
+
+
+@dataclass(frozen=True)
+class PositionTrace:
+    """Fixes per client, sorted by time; `at` interpolates."""
+
+    fixes: dict[str, tuple[tuple[float, Point], ...]]
+
+    def clients(self) -> list[str]:
+        return sorted(self.fixes)
+
+    def at(self, client: str, t_s: float) -> Point:
+        try:
+            fixes = self.fixes[client]
+        except KeyError:
+            raise LayoutError(f"trace: no fixes for client {client!r}") from None
+        times = [f[0] for f in fixes]
+        i = bisect.bisect_right(times, t_s)
+        if i == 0:
+            return fixes[0][1]
+        if i == len(fixes):
+            return fixes[-1][1]
+        (t0, p0), (t1, p1) = fixes[i - 1], fixes[i]
+        f = (t_s - t0) / (t1 - t0)
+        return (p0[0] + f * (p1[0] - p0[0]), p0[1] + f * (p1[1] - p0[1]))
+
+
+def parse_trace(lines: Iterable[str], side_m: float | None = None) -> PositionTrace:
+    """Read the CSV format in the module docstring; one-line errors name the line."""
+    rows: dict[str, dict[float, Point]] = {}
+    it = iter(lines)
+    header = next(it, "").strip()
+    if [h.strip() for h in header.split(",")] != ["t_s", "client", "x_m", "y_m"]:
+        raise LayoutError("trace line 1: header must be 't_s,client,x_m,y_m'")
+    for n, raw in enumerate(it, start=2):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = [x.strip() for x in line.split(",")]
+        if len(parts) != 4:
+            raise LayoutError(f"trace line {n}: expected 4 fields, got {len(parts)}")
+        try:
+            t, x, y = float(parts[0]), float(parts[2]), float(parts[3])
+        except ValueError:
+            raise LayoutError(f"trace line {n}: t_s, x_m and y_m must be numbers") from None
+        if not all(math.isfinite(v) for v in (t, x, y)):
+            raise LayoutError(f"trace line {n}: values must be finite")
+        if not parts[1]:
+            raise LayoutError(f"trace line {n}: empty client")
+        if side_m is not None and not (0 <= x <= side_m and 0 <= y <= side_m):
+            raise LayoutError(f"trace line {n}: position outside the {side_m:.0f} m area")
+        per = rows.setdefault(parts[1], {})
+        if t in per:
+            raise LayoutError(f"trace line {n}: second fix for {parts[1]!r} at t={t}")
+        per[t] = (x, y)
+    if not rows:
+        raise LayoutError("trace: no fixes")
+    return PositionTrace({c: tuple(sorted(f.items())) for c, f in rows.items()})
