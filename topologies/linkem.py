@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
-from fogsdn.processes import proc_start_time, stop_pid
+from fogsdn.processes import proc_start_time
 
 Mechanism = Literal["netem", "userspace"]
 PREFERENCES = ("auto", "netem", "userspace")
@@ -327,13 +327,15 @@ class UserspaceShaper:
         parent_r, link.parent_w = os.pipe()  # the relay exits when this pipe closes
         self._links[link_id] = link
         try:
-            with open(link.log, "wb") as log:
-                link.proc = subprocess.Popen(
-                    [str(self._binary), str(link.ctl.path), intf_a, intf_b, netns_a or "-",
-                     netns_b or "-", str(link_seed(self.seed, link_id)), str(parent_r),
-                     str(self.rt_priority)],
-                    pass_fds=[parent_r], stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-            os.close(parent_r)
+            try:
+                with open(link.log, "wb") as log:
+                    link.proc = subprocess.Popen(
+                        [str(self._binary), str(link.ctl.path), intf_a, intf_b, netns_a or "-",
+                         netns_b or "-", str(link_seed(self.seed, link_id)), str(parent_r),
+                         str(self.rt_priority)],
+                        pass_fds=[parent_r], stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+            finally:
+                os.close(parent_r)  # only the relay keeps the read end
             start = proc_start_time(link.proc.pid)
             if start is not None:
                 link.pid_start = (link.proc.pid, start)
@@ -397,12 +399,15 @@ class UserspaceShaper:
         if link.parent_w is not None:
             os.close(link.parent_w)  # the relay sees the pipe close and exits
         if link.proc is not None:
-            try:
-                link.proc.wait(timeout=2.0)
-            except subprocess.TimeoutExpired:
-                if link.pid_start is not None:
-                    stop_pid(*link.pid_start, grace_s=1.0)
-                link.proc.wait(timeout=2.0)
+            # our unreaped child: its PID cannot have been recycled, so signal it directly
+            for ask in (None, link.proc.terminate, link.proc.kill):
+                if ask is not None:
+                    ask()
+                try:
+                    link.proc.wait(timeout=1.0)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
         if link.ctl is not None:
             link.ctl.close()
         if link.log is not None:

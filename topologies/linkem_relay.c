@@ -6,10 +6,12 @@
  *     see our own transmissions, PACKET_VNET_HDR so that checksum-offload and GSO frames
  *     pass through unchanged, PACKET_QDISC_BYPASS on send);
  *   - per direction one FIFO (a byte ring) of frames stamped with their departure time
- *     (CLOCK_MONOTONIC); a timerfd armed at the earliest head departure (absolute time);
+ *     (CLOCK_MONOTONIC); a timerfd armed at the earliest head departure (absolute time),
+ *     early by the timer's usual lateness, the rest spun, so that frames leave on time;
  *   - parameters and counters in a shared control block (a file the caller mmaps):
  *     new parameters apply to the next frame that arrives, counters are live.
- * Semantics (docs/links.md): a frame arriving at time t in one direction is
+ * Semantics (docs/links.md): a frame arriving at time t (the kernel's receive timestamp)
+ * in one direction is
  *   dropped if the link is down, or with probability `loss` (Bernoulli, seeded);
  *   else, with rate R: start = max(t, link_free); link_free = start + bits/R;
  *   (dropped if the frames waiting for the rate exceed queue_pkts full-size frames)
