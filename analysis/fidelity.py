@@ -11,7 +11,6 @@ smaller variance than the gap to the model.
 from __future__ import annotations
 
 import bisect
-import heapq
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -20,8 +19,9 @@ import numpy as np
 
 from analysis.metrics import MeanCI, batch_means_ci
 from controller.policies import ClusterView, Policy, RouteTable
-from fogsdn.scenario import NodeSpec, Servers, TaskClass
+from fogsdn.scenario import NodeSpec, TaskClass
 from fogsdn.trace import Outcome, TraceRow
+from nodes.service_queue import ServiceQueue
 
 
 @dataclass(frozen=True)
@@ -49,29 +49,23 @@ def replay_node(spec: NodeSpec, rows: Iterable[TraceRow]) -> NodeFidelity:
     got = sorted((r for r in rows if r.node == spec.name and r.outcome in
                   (Outcome.OK, Outcome.BLOCKED) and not math.isnan(r.nominal_ms)),
                  key=_arrival)
-    ends: list[float] = []  # scheduled ends of what the ideal node holds
-    last_end = -math.inf
+    queue = ServiceQueue(spec.capacity, spec.servers)  # the worker's own node model
     diffs: list[float] = []
     ideal: list[float] = []
     measured: list[float] = []
     disagree = 0
     for r in got:
         t = _arrival(r)
-        while ends and ends[0] <= t:
-            heapq.heappop(ends)
-        if len(ends) >= spec.capacity:
+        admitted = queue.admit(t, r.nominal_ms)
+        if admitted is None:
             disagree += r.outcome is Outcome.OK
             continue
-        start = max(t, last_end) if spec.servers is Servers.SINGLE else t
-        end = start + r.nominal_ms
-        last_end = max(last_end, end)
-        heapq.heappush(ends, end)
         if r.outcome is Outcome.BLOCKED:
             disagree += 1
             continue
-        ideal.append(end - t)
+        ideal.append(admitted.end - t)
         measured.append(r.node_ms)
-        diffs.append(r.node_ms - (end - t))
+        diffs.append(r.node_ms - (admitted.end - t))
     return NodeFidelity(
         spec.name, len(diffs),
         float(np.mean(ideal)) if ideal else math.nan,

@@ -489,7 +489,7 @@ def measured_summary_streaming(
     return acc.summary()
 
 
-def summary_table(summary: dict[str, Any]) -> str:
+def summary_table(summary: Mapping[str, Any]) -> str:
     """The per-class table printed at the end of a run."""
     m = summary["measured"]
     lines = [

@@ -1,50 +1,100 @@
-"""OFN availability over time: alternating exponential sojourns drawn from the seed (pure).
+"""OFN availability over time: alternating exponential sojourns (pure, seeded, lazy).
 
-The emulator replays this schedule on the live network; it is drawn up front so
-a run's churn is reproducible and can be logged before it happens.
+One implementation for every engine: the simulator consumes `churn_events` as it
+goes, the emulator replays `churn_schedule` (the same events up to the run's end) on
+the live network, drawn up front so that a run's churn is known before it happens.
+Both draw from the effective seed's CHURN stream, so for one seed and replication the
+live network and the simulator see the same OFN schedule.
+
+Draw order (it fixes the stream's use): each OFN's initial state in scenario order
+(one draw where `initial: stationary` and eta + xi > 0), then each OFN's first sojourn,
+then, at each change in time order (ties: the OFN first in scenario order), the
+changed OFN's next sojourn.
 """
 
 from __future__ import annotations
 
+import math
 import random
-from dataclasses import dataclass
+from collections.abc import Iterator
+from typing import NamedTuple
 
 from fogsdn.scenario import Churn
-from fogsdn.workload import client_seed
+from fogsdn.streams import Stream, python_stream, replication_seed
 
 
-@dataclass(frozen=True)
-class Transition:
+class Transition(NamedTuple):  # a tuple: the simulator makes one per OFN event
     t_ms: float
     node: str
     available: bool
 
 
 def initial_available(churn: Churn, rng: random.Random) -> bool:
-    if churn.eta == 0:
-        return churn.initial != "unavailable"
-    if churn.initial == "stationary":
-        return rng.random() < churn.xi / (churn.eta + churn.xi)
-    return churn.initial == "available"
+    if churn.initial == "available":
+        return True
+    if churn.initial == "unavailable":
+        return False
+    total = churn.eta + churn.xi
+    return True if total == 0 else rng.random() < churn.xi / total
+
+
+def sojourn_ms(churn: Churn, up: bool, rng: random.Random) -> float:
+    """How long an OFN stays in its state (inf where that state's rate is 0)."""
+    rate = churn.eta if up else churn.xi
+    # random.expovariate's own arithmetic, so that it is one draw of `rng`
+    return -math.log(1.0 - rng.random()) / rate if rate > 0 else math.inf
+
+
+def ofn_changes(churn: Churn, n: int, seed: int
+                ) -> tuple[list[bool], Iterator[tuple[float, int, bool]]]:
+    """The n OFNs' initial states, and then their changes (t, OFN index, new state) in
+    time order, for the effective seed (scenario seed + replication). Plain tuples: the
+    simulator takes one per OFN event, often as often as arrivals."""
+    rng = python_stream(seed, Stream.CHURN)
+    up = [initial_available(churn, rng) for _ in range(n)]
+
+    def changes() -> Iterator[tuple[float, int, bool]]:
+        rnd, log, inf = rng.random, math.log, math.inf  # sojourn_ms, inlined
+        eta, xi = churn.eta, churn.xi
+        state = list(up)
+        next_change = [sojourn_ms(churn, s, rng) for s in state]
+        if n == 1:  # the common case, without the search for the next OFN
+            s, t = state[0], next_change[0]
+            while t != inf:
+                s = not s
+                yield t, 0, s
+                rate = eta if s else xi
+                t = t + (-log(1.0 - rnd()) / rate if rate > 0 else inf)
+            return
+        while n:
+            t = min(next_change)
+            if t == inf:
+                return
+            k = next_change.index(t)
+            s = state[k] = not state[k]
+            rate = eta if s else xi
+            next_change[k] = t + (-log(1.0 - rnd()) / rate if rate > 0 else inf)
+            yield t, k, s
+
+    return up, changes()
+
+
+def churn_events(churn: Churn, ofns: list[str], seed: int) -> Iterator[Transition]:
+    """Every OFN's state at t = 0, then every change, in time order, for the effective
+    seed (scenario seed + replication); ends only if no OFN changes again."""
+    initial, changes = ofn_changes(churn, len(ofns), seed)
+    for name, state in zip(ofns, initial, strict=True):
+        yield Transition(0.0, name, state)
+    for t, k, state in changes:
+        yield Transition(t, ofns[k], state)
 
 
 def churn_schedule(churn: Churn, ofns: list[str], until_ms: float, seed: int,
                    replication: int = 0) -> list[Transition]:
     """Every OFN's state at t=0, then each change before `until_ms`, in time order."""
     out: list[Transition] = []
-    for name in ofns:
-        rng = random.Random(client_seed(seed, f"churn/{name}", replication))
-        up = initial_available(churn, rng)
-        out.append(Transition(0.0, name, up))
-        t = 0.0
-        while True:
-            rate = churn.eta if up else churn.xi
-            if rate <= 0:
-                break
-            t += rng.expovariate(rate)
-            if t >= until_ms:
-                break
-            up = not up
-            out.append(Transition(t, name, up))
-    out.sort(key=lambda tr: (tr.t_ms, tr.node))
+    for tr in churn_events(churn, ofns, replication_seed(seed, replication)):
+        if tr.t_ms >= until_ms:
+            break
+        out.append(tr)
     return out

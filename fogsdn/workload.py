@@ -1,11 +1,23 @@
-"""Task sizes and Poisson arrival schedules (pure, seeded), shared by clients and tests."""
+"""Task sizes and the arrival stream (pure, seeded, lazy): one implementation that the
+simulator and the live clients both draw from.
+
+Arrivals of all clients together are one Poisson stream of rate lambda_hp + lambda_lp;
+each arrival's class is a coin with P(HP) = lambda_hp / lambda, its client uniform
+among the clients, its size from the size distribution, each from its own seeded
+stream (`fogsdn.streams`), drawn in blocks. Client k's requests are the arrivals whose
+client is k: a Poisson stream of rate lambda / clients, as the scenario means. The
+stream is lazy: nothing is held beyond one block, whatever the rate or duration.
+"""
 
 from __future__ import annotations
 
+import math
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from fogsdn.scenario import SizeSpec, TaskClass
+from fogsdn.scenario import Scenario, SizeSpec, TaskClass, Workload
+from fogsdn.streams import BLOCK, Stream, numpy_stream, size_block
 
 
 def sample_size(spec: SizeSpec, rng: random.Random) -> float:
@@ -42,30 +54,65 @@ class Arrival:
     t_ms: float  # model ms from the run's epoch
     cls: TaskClass
     size: float
+    client: int = 0  # index of the client that sends it (c1 is 0)
 
 
-def poisson_arrivals(
-    rates: dict[TaskClass, float], until_ms: float, size: SizeSpec, rng: random.Random
-) -> list[Arrival]:
-    """Independent Poisson streams per class, merged in time order."""
-    out: list[Arrival] = []
-    for cls, rate in sorted(rates.items()):
-        if rate <= 0:
-            continue
-        t = rng.expovariate(rate)
-        while t < until_ms:
-            out.append(Arrival(t, cls, sample_size(size, rng)))
-            t += rng.expovariate(rate)
-    out.sort(key=lambda a: a.t_ms)
-    return out
+@dataclass(frozen=True)
+class ArrivalBlock:
+    """BLOCK consecutive draws of each arrival stream (the simulator's inner loop reads
+    these lists directly)."""
+
+    interarrival: list[float]
+    class_u: list[float]  # HP when below P(HP)
+    client: list[int]
+    size: list[float]
 
 
-def client_seed(scenario_seed: int, client: str, replication: int = 0) -> int:
-    """A stable per-client seed (string hashing in Python is salted, so derive it here)."""
-    h = 1469598103934665603
-    for ch in f"{scenario_seed}/{replication}/{client}".encode():
-        h = ((h ^ ch) * 1099511628211) % (1 << 64)
-    return h
+def arrival_blocks(workload: Workload, seed: int) -> Iterator[ArrivalBlock]:
+    """The arrival streams for the effective seed (scenario seed + replication), forever."""
+    lam = workload.lambda_hp + workload.lambda_lp
+    gen_ia = numpy_stream(seed, Stream.INTERARRIVAL)
+    gen_cls = numpy_stream(seed, Stream.CLASS)
+    gen_cl = numpy_stream(seed, Stream.CLIENT)
+    gen_sz = numpy_stream(seed, Stream.SIZE)
+    n = workload.clients
+    while True:
+        yield ArrivalBlock(
+            gen_ia.exponential(1.0 / lam, BLOCK).tolist(),
+            gen_cls.random(BLOCK).tolist(),
+            gen_cl.integers(0, n, BLOCK).tolist() if n > 1 else [0] * BLOCK,
+            size_block(workload.size, gen_sz, BLOCK),
+        )
 
 
-__all__ = ["Arrival", "client_seed", "max_task_size", "poisson_arrivals", "sample_size"]
+def hp_share(workload: Workload) -> float:
+    return workload.lambda_hp / (workload.lambda_hp + workload.lambda_lp)
+
+
+def arrivals(workload: Workload, seed: int, until_ms: float = math.inf) -> Iterator[Arrival]:
+    """Every client's arrivals before `until_ms`, in time order, lazily."""
+    p_hp = hp_share(workload)
+    t = 0.0
+    for block in arrival_blocks(workload, seed):
+        for ia, u, c, size in zip(block.interarrival, block.class_u, block.client, block.size,
+                                  strict=True):
+            t += ia
+            if t >= until_ms:
+                return
+            yield Arrival(t, TaskClass.HP if u < p_hp else TaskClass.LP, size, c)
+
+
+def client_arrivals(workload: Workload, seed: int, client: int,
+                    until_ms: float = math.inf) -> Iterator[Arrival]:
+    """Client `client`'s arrivals: the same requests, with the same ids, as the
+    simulator's client `client` for this seed."""
+    return (a for a in arrivals(workload, seed, until_ms) if a.client == client)
+
+
+def client_names(scenario: Scenario) -> tuple[str, ...]:
+    """Client host names, as the testbed names them (c1, c2, ...): client k is index k-1."""
+    return tuple(f"c{i + 1}" for i in range(scenario.workload.clients))
+
+
+__all__ = ["Arrival", "ArrivalBlock", "arrival_blocks", "arrivals", "client_arrivals",
+           "client_names", "hp_share", "max_task_size", "sample_size"]

@@ -16,16 +16,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
-import random
 import signal
 import socket
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-from fogsdn.scenario import Scenario, TaskClass, load_scenario
+from fogsdn.scenario import Scenario, load_scenario
+from fogsdn.streams import replication_seed
 from fogsdn.trace import Outcome, TraceRow, TraceWriter
-from fogsdn.workload import Arrival, client_seed, poisson_arrivals
+from fogsdn.workload import Arrival, client_arrivals, client_names
 from nodes.protocol import DSCP, ProtocolError, TaskRequest, parse_reply
 
 INTERRUPT_GRACE_S = 2.0
@@ -41,11 +42,11 @@ class Client:
         self.writer = writer
         self.progress = progress
         self.ms_real = scenario.time_scale / 1000.0
-        wl = scenario.workload
-        rng = random.Random(client_seed(scenario.seed, name, replication))
-        self.schedule: list[Arrival] = poisson_arrivals(
-            {TaskClass.HP: wl.lambda_hp / wl.clients, TaskClass.LP: wl.lambda_lp / wl.clients},
-            scenario.duration_ms, wl.size, rng)
+        # the simulator's arrivals for this client and seed, drawn lazily as they are due:
+        # request c1-0000005 here is the simulated client 0's sixth request
+        self.schedule: Iterator[Arrival] = client_arrivals(
+            scenario.workload, replication_seed(scenario.seed, replication),
+            client_names(scenario).index(name), scenario.duration_ms)
         self.sent = 0
         self.done = 0
         self.interrupted = asyncio.Event()

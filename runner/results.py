@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import numpy as np
 from analysis.compare import attach_prediction
 from analysis.metrics import measured_summary, summary_table
 from fogsdn.scenario import Scenario
+from fogsdn.summary import PolicyReport, RunSummary, policy_report
 from fogsdn.trace import Outcome, TraceRow, read_trace, write_trace
 
 
@@ -78,7 +80,7 @@ def _routing(sc: Scenario, rows: list[TraceRow], avail: list[dict[str, Any]]
             "late_p50_ms": rc.late_ms[0], "late_p99_ms": rc.late_ms[1]}
 
 
-def policy_report(out: Path, sc: Scenario) -> dict[str, Any]:
+def live_policy_report(out: Path, sc: Scenario) -> PolicyReport:
     """The policy that ran, and whether it failed (the controller then used the FNs)."""
     errors: list[str] = []
     events = out / "controller-events.jsonl"
@@ -90,9 +92,7 @@ def policy_report(out: Path, sc: Scenario) -> dict[str, Any]:
                 continue
             if ev.get("event") == "policy_error":
                 errors.append(str(ev.get("error", "")))
-    return {"name": sc.policy.name, "module": sc.policy.module, "errors": len(errors),
-            "first_error": errors[0] if errors else None,
-            "fallback": "HP and LP to the FNs while the policy failed" if errors else None}
+    return policy_report(sc.policy, errors)
 
 
 def _lag_stats(avail: list[dict[str, Any]]) -> dict[str, float]:
@@ -100,7 +100,7 @@ def _lag_stats(avail: list[dict[str, Any]]) -> dict[str, float]:
     return {"count": len(lag), "p50": _pct(lag, 50), "p99": _pct(lag, 99)}
 
 
-def crash_report(summary: dict[str, Any]) -> str:
+def crash_report(summary: Mapping[str, Any]) -> str:
     """What went wrong, one line each; says that the numbers are not compared."""
     lines = ["[run] CRASHED RUN: these numbers are not a measurement of the scenario"]
     for i in summary.get("incidents", []):
@@ -119,7 +119,7 @@ def finish_results(out: Path, sc: Scenario, emu: Any, worker_stats: dict[str, An
     lat = emu.update_latency_ms
     incidents: list[dict[str, Any]] = list(emu.incidents)
     failure: str | None = emu.failure
-    summary: dict[str, Any] = {
+    summary: RunSummary = {
         "engine": "emulate",
         "scenario": sc.name,
         "run": emu.tag,
@@ -136,7 +136,7 @@ def finish_results(out: Path, sc: Scenario, emu: Any, worker_stats: dict[str, An
         # how late the live network followed the drawn churn schedule (model ms)
         "churn_lag_ms": _lag_stats(emu.availability),
         "routing": _routing(sc, rows, emu.availability),
-        "policy": policy_report(out, sc),
+        "policy": live_policy_report(out, sc),
         # the link element chosen for this run ("none" when no link is shaped)
         "links": getattr(emu, "links", {"mechanism": "none"}),
         "workers": worker_stats,

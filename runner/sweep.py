@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from analysis.metrics import replications_ci
+from fogsdn.cli_args import add_span_arguments, span_ms
 from fogsdn.scenario import Scenario, ScenarioError
 
 Engine = Literal["simulate", "emulate"]
@@ -120,13 +121,10 @@ def run_point(
 
 def emulate_point(point: Point, duration_ms: float | None = None,
                   time_scale: float | None = None) -> list[dict[str, Any]]:
-    """Run one point live (root, one network at a time), where the testbed provides it."""
-    try:
-        from runner.emulate import run_emulation
-    except ImportError as err:
-        raise SweepError(
-            f"--engine emulate: not yet wired (runner.emulate.run_emulation: {err})"
-        ) from None
+    """Run one point live (root, Open vSwitch; one network at a time per host), here or
+    in a Ray worker on the node that took the emulation resource."""
+    from runner.emulate import run_emulation
+
     sc = point.scenario
     over: dict[str, Any] = {}
     if point.replication:
@@ -179,12 +177,19 @@ def _process(points: Sequence[Point], workers: int, requests: int | None,
 
 
 RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+# A Ray node that can emulate offers one unit of this resource (`ray start --resources
+# '{"fogsdn_emulation": 1}'`, as root, with Open vSwitch); a live point takes the unit,
+# so each node runs one emulation at a time while the nodes run theirs in parallel.
+EMULATION_RESOURCE = "fogsdn_emulation"
 
 
-def _ray(points: Sequence[Point], workers: int, address: str | None, requests: int | None,
-         duration_ms: float | None, trace: bool) -> Iterator[Outcome]:
-    """Ray tasks: on a private local Ray (started and shut down here) or, with an
-    address, on an existing cluster. Never `ray stop`: it kills by name machine-wide."""
+def _ray(points: Sequence[Point], workers: int, address: str | None,
+         job: Callable[..., list[dict[str, Any]]], args: tuple[Any, ...],
+         options: dict[str, Any], local_resources: dict[str, float] | None = None,
+         need: str | None = None) -> Iterator[Outcome]:
+    """Ray tasks `job(point, *args)`: on a private local Ray (started and shut down here)
+    or, with an address, on an existing cluster. Never `ray stop`: it kills by name
+    machine-wide. `need`: a custom resource some node must offer, or a one-line error."""
     try:
         import ray
     except ImportError:
@@ -204,10 +209,14 @@ def _ray(points: Sequence[Point], workers: int, address: str | None, requests: i
             saved_env = {k: os.environ.get(k) for k in env}
             os.environ.update(env)
             ray.init(address="local", num_cpus=workers, include_dashboard=False,
-                     log_to_driver=False)
+                     log_to_driver=False, resources=local_resources or None)
     try:
-        task = ray.remote(num_cpus=1, max_retries=0)(run_point)
-        pending = {task.remote(p, requests, duration_ms, trace): p for p in points}
+        if need is not None and ray.cluster_resources().get(need, 0) < 1:
+            raise SweepError(
+                f"no Ray node offers the {need!r} resource: start each host that can "
+                f"emulate with `ray start --resources='{{\"{need}\": 1}}'` (as root)")
+        task = ray.remote(max_retries=0, **options)(job)
+        pending = {task.remote(p, *args): p for p in points}
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
@@ -254,12 +263,18 @@ def run_sweep(
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "scenario.yaml").write_text(scenario.to_yaml())
     workers = workers or min(len(points), os.cpu_count() or 1)
-    if engine == "emulate":
-        outcomes: Iterator[Outcome] = _serial(
-            points, lambda p: emulate_point(p, duration_ms, time_scale))
+    if engine == "emulate" and executor == "ray":
+        outcomes: Iterator[Outcome] = _ray(
+            points, workers, ray_address, emulate_point, (duration_ms, time_scale),
+            {"num_cpus": 1, "resources": {EMULATION_RESOURCE: 1}},
+            local_resources={EMULATION_RESOURCE: 1}, need=EMULATION_RESOURCE)
+        how = (f"live on Ray ({ray_address or 'local'}), one emulation per node at a time")
+    elif engine == "emulate":
+        outcomes = _serial(points, lambda p: emulate_point(p, duration_ms, time_scale))
         how = "live, one point at a time"
     elif executor == "ray":
-        outcomes = _ray(points, workers, ray_address, requests, duration_ms, trace)
+        outcomes = _ray(points, workers, ray_address, run_point, (requests, duration_ms, trace),
+                        {"num_cpus": 1})
         how = f"Ray ({ray_address or f'local, {workers} CPUs'})"
     elif executor == "serial" or workers == 1:
         outcomes = _serial(points, lambda p: run_point(p, requests, duration_ms, trace))
@@ -415,12 +430,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ray-address", help="join this Ray cluster instead of a local one")
     ap.add_argument("--workers", type=int, help="parallel points (default: CPUs)")
     ap.add_argument("--requests", type=int, help="simulate: requests per point")
-    span = ap.add_mutually_exclusive_group()
-    span.add_argument("--model-ms", type=float, metavar="MS",
-                      help="model ms of arrivals per point")
-    span.add_argument("--duration", type=float, metavar="SECONDS",
-                      help="seconds of live load per point (SECONDS * 1000 / time_scale "
-                           "model ms, the same span in every engine)")
+    add_span_arguments(ap, per=" per point")
     ap.add_argument("--time-scale", type=float,
                     help="emulate: real ms per model ms for every point (default: the "
                          "scenario's)")
@@ -447,8 +457,11 @@ def main(argv: list[str] | None = None) -> int:
             raise KeyboardInterrupt  # the live run tears down; the sweep keeps its points
 
         signal.signal(signal.SIGTERM, _term)
-    scale = a.time_scale or sc.time_scale
-    duration_ms = a.model_ms if a.duration is None else a.duration * 1000.0 / scale
+    try:
+        duration_ms = span_ms(a, a.time_scale or sc.time_scale)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(a.out) if a.out else Path("results") / f"{stamp}-{sc.name}-sweep"
     try:

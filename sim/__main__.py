@@ -15,6 +15,7 @@ from pathlib import Path
 
 from controller.policies import PolicyError
 from controller.policies.resolve import resolve_scenario
+from fogsdn.cli_args import add_span_arguments, span_ms
 from fogsdn.scenario import ScenarioError
 from sim.runner import replicate, run_simulation
 
@@ -24,12 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(__file__).resolve().parent.parent
     ap.add_argument("--scenario", default=str(root / "scenarios" / "default.yaml"))
     ap.add_argument("--requests", type=int, help="stop after N requests in total")
-    span = ap.add_mutually_exclusive_group()
-    span.add_argument("--model-ms", type=float, metavar="MS",
-                      help="stop arrivals at this many model ms")
-    span.add_argument("--duration", type=float, metavar="SECONDS",
-                      help="the span SECONDS of live load would cover (SECONDS * 1000 / "
-                           "time_scale model ms), as run_testbed.py --duration")
+    add_span_arguments(ap)
     ap.add_argument("--out", help="results directory (default results/<time>-<scenario>-sim)")
     ap.add_argument("--replications", type=int, default=1)
     ap.add_argument("--processes", type=int, default=1, help="replications in parallel")
@@ -49,11 +45,11 @@ def main(argv: list[str] | None = None) -> int:
     if a.replications < 1:
         print("error: --replications must be >= 1", file=sys.stderr)
         return 2
-    if (a.duration is not None and a.duration <= 0) or (a.model_ms is not None
-                                                        and a.model_ms <= 0):
-        print("error: --duration and --model-ms must be > 0", file=sys.stderr)
+    try:
+        duration_ms = span_ms(a, sc.time_scale)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
         return 2
-    duration_ms = a.model_ms if a.duration is None else a.duration * 1000.0 / sc.time_scale
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(a.out) if a.out else Path("results") / f"{stamp}-{sc.name}-sim"
     if a.replications == 1:

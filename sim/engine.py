@@ -24,9 +24,9 @@ Semantics (shared with the testbed and the CTMC): an arrival that finds its chos
 node full (or down) is `blocked` at once and never re-routed. When an OFN leaves,
 `drain` lets it finish what it holds, `handoff` moves its requests (the one in
 service first, then the waiting ones in order) to the tail of the first FN, the
-one in service restarting with a fresh size drawn from the scenario's size
-distribution (memoryless for the exponential default, as the CTMC assumes), and
-those that do not fit are `lost`; `drop` loses them all. A request not answered
+one in service with the work it has left (as the live worker does; for exponential
+sizes that is, in distribution, the CTMC's fresh service at the FN), and those that
+do not fit are `lost`; `drop` loses them all. A request not answered
 within `timeout_ms` is recorded `timeout`, but the node still serves it to the end:
 the client gave up, the worker did not, so it does not free capacity early.
 
@@ -58,16 +58,10 @@ from controller.policies import (
     policy_failure,
     routes_for,
 )
+from fogsdn.churn import ofn_changes
 from fogsdn.scenario import LeaveMode, Role, Scenario, Servers, TaskClass
-from fogsdn.workload import sample_size
-from sim.streams import (
-    BLOCK,
-    Stream,
-    numpy_stream,
-    python_stream,
-    replication_seed,
-    size_block,
-)
+from fogsdn.streams import BLOCK, Stream, python_stream, replication_seed
+from fogsdn.workload import arrival_blocks, client_names, hp_share
 
 OK, BLOCKED, TIMEOUT, LOST = 0, 1, 2, 3
 OUTCOME_NAMES: tuple[str, ...] = ("ok", "blocked", "timeout", "lost")
@@ -89,11 +83,6 @@ AvailabilitySink = Callable[[float, str, bool], None]
 FLUSH_ROWS = 8192
 NAN = math.nan
 INF = math.inf
-
-
-def client_names(scenario: Scenario) -> tuple[str, ...]:
-    """Client host names, as the testbed's clients name themselves (c1, c2, ...)."""
-    return tuple(f"c{i + 1}" for i in range(scenario.workload.clients))
 
 
 def node_names(scenario: Scenario) -> tuple[str, ...]:
@@ -138,8 +127,7 @@ def simulate(
     policy = policy if policy is not None else make_policy(scenario.policy)
     fast = not (per_request if per_request is not None else is_per_request(policy))
     wl = scenario.workload
-    lam = wl.lambda_hp + wl.lambda_lp
-    p_hp = wl.lambda_hp / lam
+    p_hp = hp_share(wl)
     n_clients = wl.clients
     tmo = scenario.timeout_ms
 
@@ -157,46 +145,24 @@ def simulate(
     last = [0.0] * nn  # single server: when its last accepted request completes
     fn0 = next(k for k in range(nn) if roles[k] is Role.FN)  # handoff target
 
-    gen_ia = numpy_stream(seed, Stream.INTERARRIVAL)
-    gen_cls = numpy_stream(seed, Stream.CLASS)
-    gen_cl = numpy_stream(seed, Stream.CLIENT)
-    gen_sz = numpy_stream(seed, Stream.SIZE)
+    blocks = arrival_blocks(wl, seed)
     route_rng = python_stream(seed, Stream.ROUTING)
-    churn_rng = python_stream(seed, Stream.CHURN)
-    restart_rng = python_stream(seed, Stream.RESTART)
     rnd = route_rng.random
 
     out: list[Row] = []
     out_append = out.append
 
-    # -- availability and churn ------------------------------------------------
+    # -- availability and churn (fogsdn.churn: the same events the live run replays) ----
     churn = scenario.churn
     avail = [True] * nn
     ofns = [k for k in range(nn) if roles[k] is Role.OFN]
-    for k in ofns:
-        if churn.initial == "available":
-            avail[k] = True
-        elif churn.initial == "unavailable":
-            avail[k] = False
-        else:
-            total = churn.eta + churn.xi
-            avail[k] = True if total == 0 else churn_rng.random() < churn.xi / total
+    initial, changes = ofn_changes(churn, len(ofns), seed)
+    for j, k in enumerate(ofns):
+        avail[k] = initial[j]
     if availability is not None:
         for k in range(nn):
             availability(0.0, names[k], avail[k])
-
-    eta, xi = churn.eta, churn.xi
-    crnd = churn_rng.random
-    log = math.log
-
-    def sojourn(up: bool) -> float:
-        rate = eta if up else xi
-        # random.expovariate's own arithmetic, inlined (this runs once per OFN event)
-        return -log(1.0 - crnd()) / rate if rate > 0 else INF
-
-    next_change = [INF] * nn
-    for k in ofns:
-        next_change[k] = sojourn(avail[k])
+    pending = next(changes, None)  # (t, OFN number, new state) of the next change
 
     # -- routing ----------------------------------------------------------------
     table_cache: dict[tuple[bool, ...], list[tuple[list[int], list[float], float, int]]] = {}
@@ -257,15 +223,15 @@ def simulate(
     transitions = 0
 
     def change(k: int, t: float) -> None:
-        """OFN k changes availability at time t."""
-        nonlocal transitions
+        """OFN k changes availability at time t (the pending churn event)."""
+        nonlocal transitions, pending
         transitions += 1
         advance(k, t)
         up = not avail[k]
         avail[k] = up
         if availability is not None:
             availability(t, names[k], up)
-        next_change[k] = t + sojourn(up)
+        pending = next(changes, None)
         if up or churn.leave is LeaveMode.DRAIN:
             return
         h = held[k]
@@ -279,8 +245,8 @@ def simulate(
         advance(fn0, t)
         note = f"handoff from {names[k]} at {t:.6f}"
         for i, r in enumerate(recs):
-            if i == 0 or multi[k]:  # in service: restart with a fresh size (memoryless)
-                svc = sample_size(wl.size, restart_rng) * inv_mu[fn0]
+            if i == 0 or multi[k]:  # in service: the work it has left moves with it
+                svc = max(0.0, r[0] - t) * mus[k] * inv_mu[fn0]
             else:
                 svc = r[5] * inv_mu[fn0]
             if not accept(fn0, t, r[2:7], svc, note):
@@ -289,7 +255,11 @@ def simulate(
                 )
 
     def next_churn() -> float:
-        return min(next_change) if ofns else INF
+        return pending[0] if pending is not None else INF
+
+    def pending_node() -> int:
+        assert pending is not None
+        return ofns[pending[1]]
 
     # -- per-request decisions ----------------------------------------------------
     def decide(t: float, cls: int, c: int, size: float) -> int:
@@ -325,16 +295,14 @@ def simulate(
     popleft_of = [None if multi[k] else held[k].popleft for k in range(nn)]
     while n < max_n:
         if j == BLOCK:
-            ia = gen_ia.exponential(1.0 / lam, BLOCK).tolist()
-            cu = gen_cls.random(BLOCK).tolist()
-            cl = gen_cl.integers(0, n_clients, BLOCK).tolist() if n_clients > 1 else [0] * BLOCK
-            sz = size_block(wl.size, gen_sz, BLOCK)
+            block = next(blocks)
+            ia, cu, cl, sz = block.interarrival, block.class_u, block.client, block.size
             j = 0
         t += ia[j]
         if t >= stop_t:
             break
         while t_churn <= t:
-            change(next_change.index(t_churn), t_churn)
+            change(pending_node(), t_churn)
             t_churn = next_churn()
             if fast:
                 table = route_table()
@@ -402,7 +370,7 @@ def simulate(
         if not any(held):
             break
         end = t_churn
-        change(next_change.index(t_churn), t_churn)
+        change(pending_node(), t_churn)
         t_churn = next_churn()
     if out:
         end = max(end, max(r[0] for r in out))

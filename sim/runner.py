@@ -11,14 +11,16 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from analysis.metrics import MeasuredAccumulator, replications_ci
 from controller.policies import make_policy
 from fogsdn.latency import request_network
 from fogsdn.scenario import Scenario, ScenarioError
+from fogsdn.summary import RunSummary, policy_report
 from fogsdn.topology import scenario_graph
 from sim.engine import simulate
 from sim.output import AvailabilityCsv, TraceCsvSink
@@ -99,10 +101,10 @@ def run_simulation(
             scenario, sink, requests=requests, duration_ms=duration_ms,
             replication=replication, availability=avail,
         )
-    summary: dict[str, Any] = {
+    summary: RunSummary = {
         "engine": "simulate",
         "scenario": scenario.name,
-        "policy": scenario.policy.name,
+        "policy": policy_report(scenario.policy),
         "seed": scenario.seed,
         "replication": replication,
         "effective_seed": res.seed,
@@ -129,18 +131,19 @@ def run_simulation(
     )
     if verbose:
         print(summary_text(summary))
+    written = cast(dict[str, Any], summary)
     if compare:
-        summary = _compare(out_dir, sink.rows, trace, verbose) or summary
-    return summary
+        written = _compare(out_dir, sink.rows, trace, verbose) or written
+    return written
 
 
-def summary_text(summary: dict[str, Any]) -> str:
+def summary_text(summary: Mapping[str, Any]) -> str:
     """The per-class table (the emulated runs' layout), with the simulation's speed."""
     from analysis.metrics import summary_table
 
     head = (
         f"simulated {summary['requests']} requests of {summary['scenario']} "
-        f"(policy {summary['policy']}, seed {summary['effective_seed']}) in "
+        f"(policy {summary['policy']['name']}, seed {summary['effective_seed']}) in "
         f"{summary['wall_s']:.2f} s: {summary['requests_per_s']:,.0f} requests/s, "
         f"scenario time {summary['end_ms']:.1f} ms"
     )
@@ -216,7 +219,7 @@ def replicate(
     summary: dict[str, Any] = {
         "engine": "simulate",
         "scenario": scenario.name,
-        "policy": scenario.policy.name,
+        "policy": policy_report(scenario.policy),
         "seed": scenario.seed,
         "replications": n,
         "runs": [str(j[1]) for j in jobs],
@@ -245,7 +248,7 @@ def replications_text(summary: dict[str, Any]) -> str:
     pred = summary.get("predicted")
     lines = [
         f"{summary['replications']} replications of {summary['scenario']} "
-        f"(policy {summary['policy']}), {summary['requests']} requests, "
+        f"(policy {summary['policy']['name']}), {summary['requests']} requests, "
         f"{summary['wall_s']:.2f} s; mean ± 95 % half-width across replications"
         + ("; [exact]" if pred else ""),
         f"{'class':5} {'W ms':>28} {'blocking':>28} {'lost':>18} {'outage':>28}",

@@ -15,9 +15,11 @@ from collections.abc import Generator
 from typing import Any
 
 from controller.policies import ClusterView, NodeView, make_policy, routes_for
+from fogsdn.churn import churn_events
 from fogsdn.scenario import LeaveMode, Role, Scenario, Servers
+from fogsdn.streams import BLOCK, Stream, python_stream, replication_seed
+from fogsdn.workload import arrival_blocks, hp_share
 from sim.engine import BLOCKED, CLASSES, OK, TIMEOUT, Row, RowSink, node_names
-from sim.streams import BLOCK, Stream, numpy_stream, python_stream, replication_seed, size_block
 
 
 def simulate_simpy(
@@ -38,12 +40,10 @@ def simulate_simpy(
     res = [simpy.Resource(env, capacity=1) for _ in nodes]
     avail = [True] * len(nodes)
     wl = scenario.workload
-    lam = wl.lambda_hp + wl.lambda_lp
-    p_hp = wl.lambda_hp / lam
+    p_hp = hp_share(wl)
     tmo = scenario.timeout_ms
     policy = make_policy(scenario.policy)
     route_rng = python_stream(seed, Stream.ROUTING)
-    churn_rng = python_stream(seed, Stream.CHURN)
     out: list[Row] = []
     in_flight = [0]
     cache: dict[tuple[bool, ...], list[tuple[list[int], list[float]]]] = {}
@@ -79,16 +79,13 @@ def simulate_simpy(
             out.clear()
 
     def arrivals() -> Generator[Any, Any, None]:
-        g_ia, g_cls = numpy_stream(seed, Stream.INTERARRIVAL), numpy_stream(seed, Stream.CLASS)
-        g_cl, g_sz = numpy_stream(seed, Stream.CLIENT), numpy_stream(seed, Stream.SIZE)
+        blocks = arrival_blocks(wl, seed)
         cseq = [0] * wl.clients
         for n in range(requests):
             j = n % BLOCK
             if j == 0:
-                ia = g_ia.exponential(1.0 / lam, BLOCK).tolist()
-                cu = g_cls.random(BLOCK).tolist()
-                cl = g_cl.integers(0, wl.clients, BLOCK).tolist()
-                sz = size_block(wl.size, g_sz, BLOCK)
+                b = next(blocks)
+                ia, cu, cl, sz = b.interarrival, b.class_u, b.client, b.size
             yield env.timeout(ia[j])
             cls = 0 if cu[j] < p_hp else 1
             c = cl[j]
@@ -103,23 +100,14 @@ def simulate_simpy(
                 in_flight[0] += 1
                 env.process(serve(k, seq, c, cls, sz[j], env.now))
 
-    def churn(k: int) -> Generator[Any, Any, None]:
-        ch = scenario.churn
-        while True:
-            rate = ch.eta if avail[k] else ch.xi
-            if rate <= 0:
-                return
-            yield env.timeout(churn_rng.expovariate(rate))
-            avail[k] = not avail[k]
+    def churn() -> Generator[Any, Any, None]:
+        events = churn_events(scenario.churn, [n.name for n in nodes if n.role is Role.OFN], seed)
+        for tr in events:
+            if tr.t_ms > env.now:
+                yield env.timeout(tr.t_ms - env.now)
+            avail[index[tr.node]] = tr.available
 
-    for k, n in enumerate(nodes):
-        if n.role is Role.OFN:
-            ch = scenario.churn
-            if ch.initial == "unavailable":
-                avail[k] = False
-            elif ch.initial == "stationary" and ch.eta + ch.xi > 0:
-                avail[k] = churn_rng.random() < ch.xi / (ch.eta + ch.xi)
-            env.process(churn(k))
+    env.process(churn())
     arr = env.process(arrivals())
     env.run(until=arr)
     while in_flight[0]:  # let in-flight requests finish

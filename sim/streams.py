@@ -1,67 +1,15 @@
-"""Seeded random streams for the simulator.
+"""Kept for callers of the old place: the seeded streams live in `fogsdn.streams`, where
+every engine (the simulator, the live clients and the churn schedule) draws from them."""
 
-Each source of randomness (arrival times, classes, clients, sizes, routing, churn,
-handoff restarts) gets its own stream derived from one seed, so changing how one is
-consumed (say, a policy that draws more) leaves the others untouched: runs that
-differ only in policy see the same arrivals (common random numbers).
-"""
+from fogsdn.streams import (
+    BLOCK,
+    Stream,
+    mean_size,
+    numpy_stream,
+    python_stream,
+    replication_seed,
+    size_block,
+)
 
-from __future__ import annotations
-
-import random
-from enum import IntEnum
-
-import numpy as np
-
-from fogsdn.scenario import SizeSpec
-
-BLOCK = 16_384  # draws per refill of a block stream; fixed, so traces do not depend on it
-
-
-class Stream(IntEnum):
-    INTERARRIVAL = 0
-    CLASS = 1
-    CLIENT = 2
-    SIZE = 3
-    ROUTING = 4
-    CHURN = 5
-    RESTART = 6
-
-
-def replication_seed(seed: int, replication: int) -> int:
-    """Replication r of a scenario with seed s runs as seed s + r (so it can be rerun alone)."""
-    return seed + replication
-
-
-def numpy_stream(seed: int, stream: Stream) -> np.random.Generator:
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(stream,))))
-
-
-def python_stream(seed: int, stream: Stream) -> random.Random:
-    """A `random.Random` (what policies take) seeded from the same seed sequence."""
-    state = np.random.SeedSequence(seed, spawn_key=(stream,)).generate_state(4, dtype=np.uint32)
-    return random.Random(int.from_bytes(state.tobytes(), "little"))
-
-
-def size_block(spec: SizeSpec, gen: np.random.Generator, n: int) -> list[float]:
-    """`n` task sizes; the same inverse-CDF as `fogsdn.workload.sample_size`, vectorised."""
-    if spec.distribution == "exponential":
-        return gen.exponential(spec.mean, n).tolist()
-    if spec.distribution == "deterministic":
-        return [spec.mean] * n
-    a, lo, hi = spec.shape, spec.low, spec.high
-    assert a is not None and lo is not None and hi is not None
-    u = gen.random(n)
-    return (lo * (1.0 - u * (1.0 - (lo / hi) ** a)) ** (-1.0 / a)).tolist()
-
-
-def mean_size(spec: SizeSpec) -> float:
-    """The mean task size the distribution actually has (bounded Pareto ignores `mean`)."""
-    if spec.distribution != "bounded_pareto":
-        return spec.mean
-    a, lo, hi = spec.shape, spec.low, spec.high
-    assert a is not None and lo is not None and hi is not None
-    norm = 1.0 - (lo / hi) ** a
-    if abs(a - 1.0) < 1e-12:
-        return lo * np.log(hi / lo) / norm
-    return float(lo**a * a / (a - 1.0) * (lo ** (1.0 - a) - hi ** (1.0 - a)) / norm)
+__all__ = ["BLOCK", "Stream", "mean_size", "numpy_stream", "python_stream", "replication_seed",
+           "size_block"]

@@ -39,3 +39,18 @@ def test_simulate_writes_the_results_directory(tmp_path: Path) -> None:
     for name in ("trace.csv", "availability.csv", "summary.json", "scenario.yaml"):
         assert (out / name).exists(), name
     assert "measured vs exact" in r.stdout
+
+
+def test_duration_is_seconds_of_live_load_in_every_cli(tmp_path: Path) -> None:
+    """`--duration 1` at the default time scale (5 real ms per model ms) is 200 model ms,
+    in `python -m sim` as in run_testbed.py; `--model-ms` states model time directly."""
+    import json
+
+    for flag, value, want in (("--duration", "1", 200.0), ("--model-ms", "150", 150.0)):
+        out = tmp_path / flag.strip("-")
+        r = subprocess.run([sys.executable, "-m", "sim", flag, value, "--no-trace",
+                            "--out", str(out)], capture_output=True, text=True, cwd=ROOT,
+                           timeout=120)
+        assert r.returncode == 0, r.stderr
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["stop"]["duration_ms"] == want

@@ -40,7 +40,8 @@ def _exactly_once(client: Client, rows: list) -> None:
 
 def test_ok_and_blocked_against_a_worker(tmp_path: Path, worker) -> None:  # noqa: F811
     port, _, _ = worker  # capacity 2 at time scale 100: heavy load blocks some
-    client, rows = _run_client(tmp_path, port, time_scale=2, duration_ms=300,
+    # a generous timeout (10 s real): on a loaded machine a 0.8 s one made this flaky
+    client, rows = _run_client(tmp_path, port, time_scale=2, duration_ms=300, timeout_ms=5000,
                                workload={"lambda_hp": 1.0, "lambda_lp": 1.0, "clients": 1})
     _exactly_once(client, rows)
     outcomes = Counter(r.outcome for r in rows)

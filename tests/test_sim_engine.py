@@ -271,3 +271,21 @@ def test_prediction_is_attached_with_or_without_a_trace(tmp_path: Path) -> None:
     reps = replicate(sc, 2, tmp_path / "r", requests=3000, trace=False)
     assert reps["comparison"]["lp"]["W"]["predicted"] == pytest.approx(
         traced["predicted"]["lp"]["W"])
+
+
+def test_handoff_moves_the_work_left_of_the_task_in_service() -> None:
+    """Handoff means the same in both engines: the task in service moves with the work
+    it has left (the live worker's semantics), the waiting ones with their whole size.
+    With deterministic sizes every moved task's FN service is at most size / mu_FN,
+    and the ones caught in service take strictly less."""
+    sc = parse_scenario(scenario_dict(
+        duration_ms=4000, churn={"eta": 0.2, "xi": 0.2, "leave": "handoff"},
+        workload={"size": {"distribution": "deterministic", "mean": 1.0}}))
+    rows: list[tuple] = []
+    simulate(sc, rows.extend)
+    full = 1.0 / 1.0  # size / mu of the FN
+    moved = [r for r in rows if r[1] == OK and len(r) > 10 and "handoff" in r[10]]
+    assert len(moved) > 50
+    assert all(r[8] <= full + 1e-9 for r in moved)
+    partial = [r for r in moved if r[8] < full - 1e-6]
+    assert 0 < len(partial) < len(moved)

@@ -100,3 +100,25 @@ def test_exact_curves_where_the_model_applies(tmp_path: Path) -> None:
     assert [v for v, _, _ in curves[("prioritized", "lp")]] == [0.2, 0.6]
     w02, w06 = (w for _, w, _ in curves[("prioritized", "lp")])
     assert 0 < w02 < w06
+
+
+@pytest.mark.emulation
+def test_live_sweep_on_ray_runs_one_emulation_per_node_at_a_time(tmp_path: Path) -> None:
+    """`--engine emulate --executor ray` on a local Ray (one node, one unit of the
+    emulation resource, two CPUs): both points run live in Ray workers, never together."""
+    pytest.importorskip("ray", reason="the sweep extra (ray) is not installed")
+    sc = swept().with_overrides({"time_scale": 20.0, "duration_ms": 150.0, "warmup_ms": 0.0})
+    res = run_sweep(sc, tmp_path / "live", engine="emulate", executor="ray", workers=2,
+                    figure=False, log=lambda s: None)
+    assert not res.failures, res.failures
+    rows = read_csv(tmp_path / "live" / "sweep.csv")
+    assert sorted({float(r["value"]) for r in rows}) == [0.2, 0.6]
+    spans = []
+    for run in sorted((tmp_path / "live" / "points").rglob("rep000")):
+        summary = run / "summary.json"
+        assert summary.exists() and (run / "trace.csv").exists()
+        spans.append(((run / "scenario.yaml").stat().st_mtime, summary.stat().st_mtime))
+    assert len(spans) == 2
+    (s1, e1), (s2, e2) = sorted(spans)
+    assert e1 <= s2, f"two emulations overlapped on one node: {spans}"
+

@@ -40,7 +40,7 @@ def test_user_policy_runs_in_the_simulator(tmp_path: Path) -> None:
     write_policy(tmp, HP_AWAY)
     sc = resolve_scenario(write_scenario(tmp, "my_policy.py", duration_ms=400, seed=4))
     summary = run_simulation(sc, tmp / "out", verbose=False)
-    assert summary["policy"] == "hp_away"
+    assert summary["policy"]["name"] == "hp_away" and summary["policy"]["errors"] == 0
     with open(tmp / "out" / "trace.csv") as fh:
         rows = [r for r in csv.DictReader(fh) if r["outcome"] == "ok"]
     lp = {r["node"] for r in rows if r["cls"] == "lp"}

@@ -45,9 +45,11 @@ def test_a_policy_that_raises_live_falls_back_to_the_fns(tmp_path: Path) -> None
     assert pol["name"] == "brittle" and pol["errors"] > 0
     assert str(path) in pol["first_error"] and "IndexError" in pol["first_error"]
     rows = read_trace(tmp_path / "live" / "trace.csv")
-    # the controller stayed up: every request was answered, LP by the OFN or the FNs
-    assert len(rows) > 50 and all(x.outcome is Outcome.OK for x in rows)
-    lp_nodes = [x.node for x in rows if x.cls == "lp"]
+    # the controller stayed up: every request was answered (served, or blocked by a full
+    # OFN, which the policy chose), none timed out or was lost
+    assert len(rows) > 50 and {x.outcome for x in rows} <= {Outcome.OK, Outcome.BLOCKED}
+    assert {x.node for x in rows if x.outcome is Outcome.BLOCKED} <= {"ofn1"}
+    lp_nodes = [x.node for x in rows if x.cls == "lp" and x.outcome is Outcome.OK]
     assert lp_nodes.count("ofn1") > 0  # the user's decide ran while it could
     assert lp_nodes.count("fn") == pol["errors"]  # this policy sends LP to the FN only
     events = [json.loads(x) for x in (tmp_path / "live" / "controller-events.jsonl")

@@ -1,0 +1,27 @@
+"""Command-line arguments every CLI shares, so that they mean the same everywhere."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_span_arguments(ap: argparse.ArgumentParser, per: str = "") -> None:
+    """`--duration SECONDS` (of live load, as in every CLI) or `--model-ms MS`."""
+    span = ap.add_mutually_exclusive_group()
+    span.add_argument("--model-ms", type=float, metavar="MS",
+                      help=f"model ms of arrivals{per}")
+    span.add_argument("--duration", type=float, metavar="SECONDS",
+                      help=f"seconds of live load{per}: SECONDS * 1000 / time_scale model ms, "
+                           "the same span in every engine")
+
+
+def span_ms(args: argparse.Namespace, time_scale: float) -> float | None:
+    """The model-time span the arguments ask for (None: the scenario's); ValueError when
+    it is not positive."""
+    if args.duration is not None:
+        if args.duration <= 0:
+            raise ValueError("--duration: must be > 0 seconds")
+        return float(args.duration) * 1000.0 / time_scale
+    if args.model_ms is not None and args.model_ms <= 0:
+        raise ValueError("--model-ms: must be > 0")
+    return None if args.model_ms is None else float(args.model_ms)

@@ -1,0 +1,70 @@
+"""summary.json, typed: one shape that every engine writes and every reader expects.
+
+Both engines (`runner.results` for emulate, `sim.runner` for simulate) build a
+`RunSummary`; the keys every run has are required, the engine's own are optional, and
+`analysis.compare` adds `predicted`/`comparison`. mypy checks each builder against it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+from fogsdn.scenario import PolicySpec
+
+FALLBACK = "HP and LP to the FNs while the policy failed"
+
+
+class PolicyReport(TypedDict):
+    """The policy that ran, and how often it failed (a live controller then used the
+    safe table; a simulation stops at the first failure, so it reports none)."""
+
+    name: str
+    module: str | None
+    errors: int
+    first_error: str | None
+    fallback: str | None
+
+
+class RunSummary(TypedDict):
+    engine: Literal["emulate", "simulate"]
+    scenario: str
+    policy: PolicyReport
+    requests: int
+    measured: dict[str, Any]  # analysis.metrics.measured_summary: per class and per node
+    notes: NotRequired[list[str]]
+    # emulate
+    run: NotRequired[str]
+    interrupted: NotRequired[bool]
+    crashed: NotRequired[bool]
+    incidents: NotRequired[list[dict[str, Any]]]
+    failure: NotRequired[str | None]
+    startup_s: NotRequired[dict[str, float]]
+    rule_update_ms: NotRequired[dict[str, float]]
+    churn_lag_ms: NotRequired[dict[str, float]]
+    routing: NotRequired[dict[str, Any] | None]
+    workers: NotRequired[dict[str, Any]]
+    links: NotRequired[dict[str, Any]]  # the link element: {"mechanism", "shaped"}
+    # simulate
+    seed: NotRequired[int]
+    replication: NotRequired[int]
+    effective_seed: NotRequired[int]
+    stop: NotRequired[dict[str, Any]]
+    rows: NotRequired[int]
+    outcomes: NotRequired[dict[str, int]]
+    last_arrival_ms: NotRequired[float]
+    end_ms: NotRequired[float]
+    ofn_transitions: NotRequired[int]
+    per_request_policy: NotRequired[bool]
+    wall_s: NotRequired[float]
+    requests_per_s: NotRequired[float]
+    network: NotRequired[dict[str, Any]]  # each (client, node) path's fixed network time
+    # added by analysis.compare where a model applies
+    predicted: NotRequired[dict[str, Any]]
+    comparison: NotRequired[dict[str, Any]]
+
+
+def policy_report(spec: PolicySpec, errors: list[str] | None = None) -> PolicyReport:
+    errors = errors or []
+    return PolicyReport(name=spec.name, module=spec.module, errors=len(errors),
+                        first_error=errors[0] if errors else None,
+                        fallback=FALLBACK if errors else None)
