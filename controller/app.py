@@ -1,16 +1,13 @@
-"""os-ken adapter: OpenFlow events in, flow-mods and group-mods out, around pure policies.
+"""os-ken adapter: OpenFlow events in, the pure pipeline's messages out, around pure policies.
 
-Pipeline (OpenFlow 1.3 + OVS conntrack, measured: docs/architecture.md):
-  table 0  IPv6 dropped; ARP for the service address to us (we answer); other ARP
-           flooded; all IPv4 through ct(zone, nat) to table 1; table-miss to us.
-  table 1  +new TCP to the service address: HP (DSCP 46) to select group 1, anything
-           else (LP, and any other DSCP) to group 2; each bucket commits the
-           connection with nat(dst=worker) and recirculates to table 2. Established
-           and reply traffic follows its conntrack entry to table 2.
-  table 2  forwarding by destination; replies (un-NATed to the service address) get
-           the service MAC as source.
-A cluster change rewrites only the two groups, so established connections keep their
-worker (conntrack), and waits for the barrier reply before acknowledging.
+`controller.pipeline` says what each switch holds (tables 0-2, conntrack-NAT dispatch
+at the clients' edge switches, forwarding along shortest-by-delay paths); this app
+translates those messages into os-ken objects, sends them to every switch of the
+topology, and turns OpenFlow events into cluster and link changes. A cluster change
+rewrites only the select groups, so established connections keep their worker
+(conntrack); a link failure (PortStatus on a switch-to-switch port) rewrites only the
+forwarding table along new paths. Each change waits for the barrier replies before it
+is acknowledged.
 """
 
 from __future__ import annotations
@@ -37,13 +34,27 @@ from os_ken.ofproto import ofproto_v1_3
 
 from controller.cluster import ClusterState
 from controller.config import ControllerConfig
-from controller.fabric import (
-    CT_ZONE,
-    GROUP_ID,
-    TABLE_CLASSIFY,
-    TABLE_DISPATCH,
-    TABLE_FORWARD,
-    bucket_weights,
+from controller.fabric import GROUP_ID, bucket_weights
+from controller.pipeline import (
+    DSCP_HP,
+    ETH_ARP,
+    Action,
+    Conntrack,
+    Flood,
+    Flow,
+    Group,
+    GroupMod,
+    Output,
+    SetField,
+    ToController,
+    Topology,
+    base_flows,
+    connection_actions,
+    connection_flow,
+    edge_switches,
+    failover_groups,
+    forward_flows,
+    group_mods,
 )
 from controller.policies import (
     ClusterView,
@@ -59,14 +70,17 @@ from controller.policies import (
     safe_routes,
 )
 from fogsdn.local_rpc import recv_line, send_json, unix_call
+from fogsdn.routing import next_hops
 from fogsdn.scenario import Role, TaskClass, load_scenario
 
 NX_NAT_F_DST = 1 << 1
 NX_CT_F_COMMIT = 1 << 0
-ETH_IPV4, ETH_ARP, ETH_IPV6 = 0x0800, 0x0806, 0x86DD
-CT_NEW_TRK = (0x01 | 0x20, 0x01 | 0x20)  # +new+trk
-DSCP_HP = 46
 BARRIER_TIMEOUT_S = 2.0
+
+
+def _key(f: Flow) -> tuple[Any, ...]:
+    """What makes two flow entries the same entry to the switch."""
+    return (f.table, f.priority, f.match)
 
 
 class FogController(app_manager.OSKenApp):
@@ -85,11 +99,34 @@ class FogController(app_manager.OSKenApp):
         self.registration_path = conf.registration
         self.worker_sockets: dict[str, str] = dict(conf.workers)
         self._rng = random.Random(scenario.seed)
-        self.dp: Any = None
+        graph = self.fabric.topology()
+        self.topo = replace(Topology.of(graph), pinned=self._pinned_paths(graph))
+        self.failed: set[str] = set()  # link ids with an end reported down
+        self.ports_down: set[tuple[str, int]] = set()  # (switch, port) reported down
+        self.hops = next_hops(graph)
+        self._forwarding: dict[int, dict[tuple[Any, ...], Flow]] = {}  # what each dpid holds
+        self._failover: dict[int, dict[int, GroupMod]] = {}  # and its fast-failover groups
+        self.edges = edge_switches(self.topo)
+        self.dps: dict[int, Any] = {}  # dpid -> datapath
+        self.names: dict[int, str] = {}  # dpid -> the topology's switch it is
+        self.ready: set[str] = set()
         self._lock = threading.RLock()  # one cluster change and one xid at a time
-        self._barriers: dict[int, threading.Event] = {}
+        self._barriers: dict[tuple[int, int], threading.Event] = {}
         self._installed: dict[TaskClass, list[tuple[str, int]]] = {}
         self._events = open(self.events_path, "a")  # noqa: SIM115
+
+    def _switch_name(self, dpid: int) -> str | None:
+        """The topology's switch a datapath is; on a one-switch topology any datapath is
+        that switch (several may connect, as the controller benchmark's fake switches do)."""
+        name = self.topo.switch_of_dpid(dpid)
+        if name is None and self.topo.single():
+            return self.topo.switches()[0]
+        return name
+
+    def _datapaths(self, switches: list[str] | None = None) -> list[tuple[int, Any]]:
+        """Connected datapaths (dpid, dp) of `switches` (all by default)."""
+        return [(i, dp) for i, dp in list(self.dps.items())
+                if switches is None or self.names.get(i) in switches]
 
     # -- helpers --------------------------------------------------------------
     def _event(self, **rec: object) -> None:
@@ -103,35 +140,24 @@ class FogController(app_manager.OSKenApp):
             dp.send_msg(msg)
             return xid
 
-    def _barrier(self) -> bool:
-        """Send a barrier and wait for its reply: the switch has applied what came before."""
-        parser = self.dp.ofproto_parser
-        msg = parser.OFPBarrierRequest(self.dp)
-        ev = threading.Event()
+    def _barrier(self, switches: list[str] | None = None) -> bool:
+        """Barriers to `switches` (all connected ones by default), waiting for every reply:
+        each switch has applied what came before."""
+        waits = []
         with self._lock:
-            xid = self.dp.set_xid(msg)
-            self._barriers[xid] = ev
-            self.dp.send_msg(msg)
-        ok = ev.wait(BARRIER_TIMEOUT_S)
-        self._barriers.pop(xid, None)
+            for _, dp in self._datapaths(switches):
+                msg = dp.ofproto_parser.OFPBarrierRequest(dp)
+                ev = threading.Event()
+                xid = dp.set_xid(msg)
+                self._barriers[(dp.id, xid)] = ev
+                dp.send_msg(msg)
+                waits.append(((dp.id, xid), ev))
+        deadline = time.monotonic() + BARRIER_TIMEOUT_S
+        ok = True
+        for key, ev in waits:
+            ok = ev.wait(max(0.0, deadline - time.monotonic())) and ok
+            self._barriers.pop(key, None)
         return ok
-
-    def _flow(self, table: int, priority: int, match: Any, inst: list[Any]) -> None:
-        parser = self.dp.ofproto_parser
-        self._send(parser.OFPFlowMod(self.dp, table_id=table, priority=priority, match=match,
-                                     instructions=inst))
-
-    def _apply(self, actions: list[Any]) -> list[Any]:
-        ofp, parser = self.dp.ofproto, self.dp.ofproto_parser
-        return [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]
-
-    def _ct_nat_to(self, ip: str) -> Any:
-        parser = self.dp.ofproto_parser
-        return parser.NXActionCT(
-            flags=NX_CT_F_COMMIT, zone_src="", zone_ofs_nbits=CT_ZONE,
-            recirc_table=TABLE_FORWARD, alg=0,
-            actions=[parser.NXActionNAT(flags=NX_NAT_F_DST, range_ipv4_min=ip,
-                                        range_ipv4_max=ip)])
 
     # -- the policy, guarded: a failing policy never takes the controller down ------
     def _policy_failed(self, call: str, error: str) -> None:
@@ -163,71 +189,95 @@ class FogController(app_manager.OSKenApp):
         weights = routes_for(safe_routes(view), request.cls)
         return self._rng.choices(list(weights), weights=list(weights.values()))[0]
 
-    # -- pipeline -------------------------------------------------------------
-    def _install_base(self) -> None:
-        ofp, parser = self.dp.ofproto, self.dp.ofproto_parser
-        fab = self.fabric
-        m = parser.OFPMatch
-        # table 0
-        self._flow(TABLE_CLASSIFY, 1000, m(eth_type=ETH_IPV6), [])
-        self._flow(TABLE_CLASSIFY, 900, m(eth_type=ETH_ARP, arp_op=1, arp_tpa=fab.vip),
-                   self._apply([parser.OFPActionOutput(ofp.OFPP_CONTROLLER,
-                                                       ofp.OFPCML_NO_BUFFER)]))
-        self._flow(TABLE_CLASSIFY, 800, m(eth_type=ETH_ARP),
-                   self._apply([parser.OFPActionOutput(ofp.OFPP_FLOOD)]))
-        untrack = parser.NXActionCT(flags=0, zone_src="", zone_ofs_nbits=CT_ZONE,
-                                    recirc_table=TABLE_DISPATCH, alg=0,
-                                    actions=[parser.NXActionNAT(flags=0)])
-        self._flow(TABLE_CLASSIFY, 500, m(eth_type=ETH_IPV4), self._apply([untrack]))
-        # table 1: new connections to the service go to the class's group
-        new_svc = {"eth_type": ETH_IPV4, "ip_proto": 6, "ipv4_dst": fab.vip,
-                   "tcp_dst": fab.service_port, "ct_state": CT_NEW_TRK}
-        if not self._per_request:
-            self._flow(TABLE_DISPATCH, 300, m(ip_dscp=DSCP_HP, **new_svc),
-                       self._apply([parser.OFPActionGroup(GROUP_ID[TaskClass.HP])]))
-            self._flow(TABLE_DISPATCH, 290, m(**new_svc),
-                       self._apply([parser.OFPActionGroup(GROUP_ID[TaskClass.LP])]))
-        else:
-            # a per-request policy sees each new connection's first packet (the SYN)
-            self._flow(TABLE_DISPATCH, 290, m(**new_svc),
-                       self._apply([parser.OFPActionOutput(ofp.OFPP_CONTROLLER,
-                                                           ofp.OFPCML_NO_BUFFER)]))
-        self._flow(TABLE_DISPATCH, 1, m(), [parser.OFPInstructionGotoTable(TABLE_FORWARD)])
-        # table 2: forwarding; replies leave with the service address's MAC
-        for h in fab.hosts:
-            out = parser.OFPActionOutput(h.port)
-            self._flow(TABLE_FORWARD, 100, m(eth_type=ETH_IPV4, ipv4_dst=h.ip),
-                       self._apply([parser.OFPActionSetField(eth_dst=h.mac), out]))
-            if h.role == "client":
-                self._flow(TABLE_FORWARD, 200, m(eth_type=ETH_IPV4, ipv4_src=fab.vip,
-                                                 ipv4_dst=h.ip),
-                           self._apply([parser.OFPActionSetField(eth_src=fab.vip_mac),
-                                        parser.OFPActionSetField(eth_dst=h.mac), out]))
-        # table-miss last: its presence tells the runner the pipeline is in
-        self._flow(TABLE_CLASSIFY, 0, m(),
-                   self._apply([parser.OFPActionOutput(ofp.OFPP_CONTROLLER,
-                                                       ofp.OFPCML_NO_BUFFER)]))
+    def _pinned_paths(self, graph: Any) -> dict[tuple[str, str], tuple[str, ...]]:
+        """The policy's own paths, or none (shortest by delay) when asking it fails."""
+        try:
+            return {k: tuple(v) for k, v in self.policy.paths(graph).items()}
+        except Exception as err:
+            self._policy_failed("paths", policy_failure(self.policy, "paths", err))
+            return {}
 
-    def _install_groups(self, initial: bool) -> dict[str, dict[str, int]]:
-        """(Re)write each class's select group from the policy's route table."""
-        ofp, parser = self.dp.ofproto, self.dp.ofproto_parser
+    # -- pipeline messages to os-ken objects -------------------------------------
+    def _action(self, dp: Any, a: Action) -> Any:
+        ofp, parser = dp.ofproto, dp.ofproto_parser
+        if isinstance(a, Output):
+            return parser.OFPActionOutput(a.port)
+        if isinstance(a, Flood):
+            return parser.OFPActionOutput(ofp.OFPP_FLOOD)
+        if isinstance(a, ToController):
+            return parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)
+        if isinstance(a, SetField):
+            return parser.OFPActionSetField(**{a.name: a.value})
+        if isinstance(a, Group):
+            return parser.OFPActionGroup(a.group_id)
+        if isinstance(a, Conntrack):
+            nat = (parser.NXActionNAT(flags=NX_NAT_F_DST, range_ipv4_min=a.nat_dst,
+                                      range_ipv4_max=a.nat_dst)
+                   if a.nat_dst is not None else parser.NXActionNAT(flags=0))
+            return parser.NXActionCT(flags=NX_CT_F_COMMIT if a.commit else 0, zone_src="",
+                                     zone_ofs_nbits=a.zone, recirc_table=a.recirc_table,
+                                     alg=0, actions=[nat])
+        raise TypeError(f"unknown pipeline action {a!r}")
+
+    def _flow_mod(self, dp: Any, f: Flow) -> Any:
+        ofp, parser = dp.ofproto, dp.ofproto_parser
+        inst: list[Any] = []
+        if f.actions:
+            inst.append(parser.OFPInstructionActions(
+                ofp.OFPIT_APPLY_ACTIONS, [self._action(dp, a) for a in f.actions]))
+        if f.goto is not None:
+            inst.append(parser.OFPInstructionGotoTable(f.goto))
+        return parser.OFPFlowMod(dp, table_id=f.table, priority=f.priority,
+                                 match=parser.OFPMatch(**f.match_dict()), instructions=inst,
+                                 idle_timeout=f.idle_timeout, hard_timeout=f.hard_timeout)
+
+    def _group_mod(self, dp: Any, g: GroupMod) -> Any:
+        ofp, parser = dp.ofproto, dp.ofproto_parser
+        buckets = [parser.OFPBucket(weight=w, watch_port=ofp.OFPP_ANY, watch_group=ofp.OFPG_ANY,
+                                    actions=[self._action(dp, a) for a in acts])
+                   for w, acts in g.buckets]
+        cmd = ofp.OFPGC_ADD if g.add else ofp.OFPGC_MODIFY
+        if g.kind == "fast_failover":
+            buckets = [parser.OFPBucket(weight=0, watch_port=port, watch_group=ofp.OFPG_ANY,
+                                        actions=[self._action(dp, a) for a in acts])
+                       for port, (_, acts) in zip(g.watch_ports, g.buckets, strict=True)]
+            return parser.OFPGroupMod(dp, cmd, ofp.OFPGT_FF, g.group_id, buckets)
+        return parser.OFPGroupMod(dp, cmd, ofp.OFPGT_SELECT, g.group_id, buckets)
+
+    # -- pipeline -------------------------------------------------------------
+    def _install_base(self, dpid: int) -> None:
+        dp, switch = self.dps[dpid], self.names[dpid]
+        groups = failover_groups(self.topo, switch, self.hops, add=True)
+        for g in groups:
+            self._send(self._group_mod(dp, g))
+        self._failover[dpid] = {g.group_id: replace(g, add=False) for g in groups}
+        for f in base_flows(self.topo, switch, self.hops, not self._per_request):
+            self._send(self._flow_mod(dp, f))
+        self._forwarding[dpid] = {_key(f): f for f in
+                                  forward_flows(self.topo, switch, self.hops)}
+
+    def _group_table(self) -> dict[TaskClass, list[tuple[str, int]]]:
+        table = self._routes(self.cluster.view())
+        return {cls: bucket_weights(routes_for(table, cls)) for cls in GROUP_ID}
+
+    def _install_groups(self, initial: bool, only: int | None = None) -> dict[str, dict[str, int]]:
+        """(Re)write each class's select group, at every edge switch, from the route table."""
         changed: dict[str, dict[str, int]] = {}
         if self._per_request:
             return changed
-        table = self._routes(self.cluster.view())
-        for cls, gid in GROUP_ID.items():
-            buckets = bucket_weights(routes_for(table, cls))
-            if not initial and self._installed.get(cls) == buckets:
-                continue
-            self._installed[cls] = buckets
-            changed[str(cls)] = dict(buckets)
-            of_buckets = [
-                parser.OFPBucket(weight=w, watch_port=ofp.OFPP_ANY, watch_group=ofp.OFPG_ANY,
-                                 actions=[self._ct_nat_to(self.fabric.host(node).ip)])
-                for node, w in buckets
-            ]
-            cmd = ofp.OFPGC_ADD if initial else ofp.OFPGC_MODIFY
-            self._send(parser.OFPGroupMod(self.dp, cmd, ofp.OFPGT_SELECT, gid, of_buckets))
+        wanted = self._group_table()
+        send = {cls: b for cls, b in wanted.items()
+                if initial or self._installed.get(cls) != b}
+        self._installed.update(send)
+        changed = {str(cls): dict(b) for cls, b in send.items()}
+        if not send:
+            return changed
+        ips = {h.name: h.ip for h in self.fabric.hosts}
+        targets = ([(only, self.dps[only])] if only is not None
+                   else self._datapaths(self.edges))
+        for _, dp in targets:
+            for g in group_mods(send, ips, add=initial):
+                self._send(self._group_mod(dp, g))
         return changed
 
     def _reconcile(self, node: str, up: bool, source: str, t_event: float) -> dict[str, Any]:
@@ -235,46 +285,91 @@ class FogController(app_manager.OSKenApp):
         with self._lock:
             if not self.cluster.set_available(node, up):
                 return {"changed": False}
-            if self.dp is None:
+            if not self.dps:
                 return {"changed": True, "installed": False}
             groups = self._install_groups(initial=False)
-        ok = self._barrier()
+        ok = self._barrier(self.edges)
         t_done = time.monotonic()
         self._event(event="availability", node=node, available=up, source=source,
                     t_event=t_event, t_installed=t_done, barrier_ok=ok, groups=groups)
         return {"changed": True, "installed": ok, "t_installed": t_done,
                 "latency_ms": (t_done - t_event) * 1000.0}
 
+    def _reroute(self, link: str, up: bool, t_event: float) -> None:
+        """A switch-to-switch link went down or up: forwarding along the new paths. Only
+        the rules that change are rewritten (same match and priority: replaced in place),
+        and only the switches that got one are asked for a barrier."""
+        with self._lock:
+            self.hops = next_hops(self.topo.graph, self.failed)
+            touched = []
+            for dpid, dp in self._datapaths():
+                switch = self.names[dpid]
+                groups = self._failover.setdefault(dpid, {})
+                for g in failover_groups(self.topo, switch, self.hops, add=False):
+                    if groups.get(g.group_id) != g:  # new groups are added, others modified
+                        self._send(self._group_mod(dp, replace(g, add=g.group_id not in groups)))
+                        groups[g.group_id] = g
+                        if switch not in touched:
+                            touched.append(switch)
+                held = self._forwarding.setdefault(dpid, {})
+                for f in forward_flows(self.topo, switch, self.hops):
+                    if held.get(_key(f)) != f:
+                        self._send(self._flow_mod(dp, f))
+                        held[_key(f)] = f
+                        if switch not in touched:
+                            touched.append(switch)
+        ok = self._barrier(touched)
+        t_done = time.monotonic()
+        self._event(event="reroute", link=link, up=up, t_event=t_event, t_installed=t_done,
+                    barrier_ok=ok, failed=sorted(self.failed), switches=touched)
+
     # -- OpenFlow events ---------------------------------------------------------
     @set_ev_cls(ofp_event.EventOFPSwitchFeatures, CONFIG_DISPATCHER)
     def _on_features(self, ev: Any) -> None:
-        self.dp = ev.msg.datapath
-        hub.spawn(self._initialise)
+        dp = ev.msg.datapath
+        dpid = int(dp.id)
+        switch = self._switch_name(dpid)
+        if switch is None:
+            self._event(event="unknown_switch", dpid=dpid)
+            return
+        self.dps[dpid], self.names[dpid] = dp, switch
+        hub.spawn(self._initialise, dpid)
 
-    def _initialise(self) -> None:
-        ofp, parser = self.dp.ofproto, self.dp.ofproto_parser
+    def _initialise(self, dpid: int) -> None:
+        dp, switch = self.dps[dpid], self.names[dpid]
+        ofp, parser = dp.ofproto, dp.ofproto_parser
         with self._lock:
+            groups: dict[str, dict[str, int]] = {}
             # a restarted controller finds the previous one's groups (fail-mode secure keeps
             # them): clear them so that the ADDs below cannot fail; the flows that pointed
             # at them go too, and are re-added at once by _install_base
-            self._installed.clear()
-            self._send(parser.OFPGroupMod(self.dp, ofp.OFPGC_DELETE, 0, ofp.OFPG_ALL))
-            groups = self._install_groups(initial=True)  # before the flows that use them
-            self._install_base()
-        ok = self._barrier()
-        self._event(event="ready", barrier_ok=ok, groups=groups)
-        self.ready_path.write_text("ready\n" if ok else "barrier timeout\n")
+            self._send(parser.OFPGroupMod(dp, ofp.OFPGC_DELETE, 0, ofp.OFPG_ALL))
+            if switch in self.edges:  # groups before the flows that use them
+                groups = self._install_groups(initial=True, only=dpid)
+            self._install_base(dpid)
+        ok = self._barrier([switch])
+        if ok:
+            self.ready.add(switch)
+        self._event(event="ready", switch=switch, barrier_ok=ok, groups=groups)
+        if not ok:
+            self.ready_path.write_text("barrier timeout\n")
+        elif self.ready >= set(self.topo.switches()):
+            self.ready_path.write_text("ready\n")
 
     @set_ev_cls(ofp_event.EventOFPStateChange, DEAD_DISPATCHER)
     def _on_disconnect(self, ev: Any) -> None:
-        if ev.datapath is self.dp:
-            self.dp = None
-            self.ready_path.unlink(missing_ok=True)
-            self._event(event="switch_disconnected")
+        for dpid, dp in list(self.dps.items()):
+            if dp is ev.datapath:
+                del self.dps[dpid]
+                name = self.names.pop(dpid)
+                if name not in self.names.values():
+                    self.ready.discard(name)
+                    self.ready_path.unlink(missing_ok=True)
+                self._event(event="switch_disconnected", switch=name, dpid=dpid)
 
     @set_ev_cls(ofp_event.EventOFPBarrierReply, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
     def _on_barrier(self, ev: Any) -> None:
-        waiter = self._barriers.get(ev.msg.xid)
+        waiter = self._barriers.get((ev.msg.datapath.id, ev.msg.xid))
         if waiter is not None:
             waiter.set()
 
@@ -286,14 +381,34 @@ class FogController(app_manager.OSKenApp):
 
     @set_ev_cls(ofp_event.EventOFPPortStatus, MAIN_DISPATCHER)
     def _on_port_status(self, ev: Any) -> None:
+        t = time.monotonic()
         desc = ev.msg.desc
         ofp = ev.msg.datapath.ofproto
-        host = self.fabric.by_port(desc.port_no)
-        if host is None or host.role != Role.OFN.value:
+        switch = self.names.get(int(ev.msg.datapath.id))
+        if switch is None:
             return
         down = bool(desc.state & ofp.OFPPS_LINK_DOWN) or bool(desc.config & ofp.OFPPC_PORT_DOWN)
-        t = time.monotonic()
-        hub.spawn(self._reconcile, host.name, not down, "port_status", t)
+        g = self.topo.graph
+        peer = next((n for n in g.neighbors(switch)
+                     if g.edges[switch, n]["ports"].get(switch) == desc.port_no), None)
+        if peer is None:
+            return
+        if g.nodes[peer]["kind"] == "switch":
+            # a link has failed while either of its ends is down; the state is updated
+            # here, in event order, and each transition re-routes once
+            end = (switch, int(desc.port_no))
+            if down:
+                self.ports_down.add(end)
+            else:
+                self.ports_down.discard(end)
+            ports = g.edges[switch, peer]["ports"]
+            link = str(g.edges[switch, peer]["id"])
+            failed = any((s, int(p)) in self.ports_down for s, p in ports.items())
+            if failed != (link in self.failed):
+                (self.failed.add if failed else self.failed.discard)(link)
+                hub.spawn(self._reroute, link, not failed, t)
+        elif g.nodes[peer]["role"] == Role.OFN.value:
+            hub.spawn(self._reconcile, peer, not down, "port_status", t)
 
     @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)
     def _on_packet_in(self, ev: Any) -> None:
@@ -347,20 +462,17 @@ class FogController(app_manager.OSKenApp):
         view = self._live_view()
         # packet-ins are handled one at a time (os-ken's event thread): decide needs no lock
         node = self._decide(view, Request(cls, src))
-        match = parser.OFPMatch(eth_type=ETH_IPV4, ip_proto=6, ipv4_src=ip.src,
-                                tcp_src=seg.src_port, ipv4_dst=self.fabric.vip,
-                                tcp_dst=seg.dst_port, ct_state=CT_NEW_TRK)
-        self._send(parser.OFPFlowMod(dp, table_id=TABLE_DISPATCH, priority=400, match=match,
-                                     idle_timeout=2, hard_timeout=10,
-                                     instructions=self._apply(
-                                         [self._ct_nat_to(self.fabric.host(node).ip)])))
+        worker_ip = self.fabric.host(node).ip
+        self._send(self._flow_mod(dp, connection_flow(ip.src, seg.src_port, self.fabric.vip,
+                                                      seg.dst_port, worker_ip)))
         # The SYN is committed and NATed by the packet-out itself: re-injecting it into
         # table 0 would meet the datapath's cached "to controller" megaflow until OVS's
         # revalidators catch up with the new rule (seen here: 2-8 packet-ins per SYN).
         # The rule above catches a retransmitted SYN.
         self._send(parser.OFPPacketOut(dp, buffer_id=ofp.OFP_NO_BUFFER,
                                        in_port=msg.match["in_port"],
-                                       actions=[self._ct_nat_to(self.fabric.host(node).ip)],
+                                       actions=[self._action(dp, a)
+                                                for a in connection_actions(worker_ip)],
                                        data=msg.data))
         self._event(event="decision", cls=str(cls), client=src, port=seg.src_port,
                     flags=seg.bits, node=node,

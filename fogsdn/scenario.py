@@ -18,6 +18,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from fogsdn.topology import TopologySpec
+
 
 class ScenarioError(ValueError):
     """A scenario that cannot be used; the message is one line naming the field."""
@@ -186,6 +188,7 @@ class Scenario(_Frozen):
     nodes: tuple[NodeSpec, ...] = Field(min_length=1)
     churn: Churn = Churn(eta=0.0, xi=0.0)
     policy: PolicySpec = PolicySpec()
+    topology: TopologySpec = TopologySpec()
     sweep: Sweep | None = None
     switch_power: SwitchPower = SwitchPower()
     # live: each worker in its own container (namespaces and a cgroup); false: a plain
@@ -204,6 +207,9 @@ class Scenario(_Frozen):
         if self.workload.work == "cpu" and self.churn.leave is LeaveMode.HANDOFF:
             raise ValueError("workload.work cpu cannot hand off a task in service: "
                              "use churn.leave drain or drop")
+        from fogsdn.topology import scenario_graph  # the graph needs a whole scenario
+
+        scenario_graph(self)  # raises TopologyError (a ValueError) naming the field
         return self
 
     # -- convenience views -------------------------------------------------

@@ -47,6 +47,7 @@ class RunSummary(TypedDict):
     workers: NotRequired[dict[str, Any]]
     containers: NotRequired[dict[str, Any]]  # limits and cgroup accounting (docs/containers.md)
     cpu_work: NotRequired[dict[str, Any]]  # work: cpu calibration
+    links: NotRequired[dict[str, Any]]  # the link element: {"mechanism", "shaped"}
     # simulate
     seed: NotRequired[int]
     replication: NotRequired[int]
@@ -60,6 +61,7 @@ class RunSummary(TypedDict):
     per_request_policy: NotRequired[bool]
     wall_s: NotRequired[float]
     requests_per_s: NotRequired[float]
+    network: NotRequired[dict[str, Any]]  # each (client, node) path's fixed network time
     # added by analysis.compare where a model applies
     predicted: NotRequired[dict[str, Any]]
     comparison: NotRequired[dict[str, Any]]

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import ctypes
 import json
-import os
 import signal
 import subprocess
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from fogsdn.processes import ours_alive, proc_start_time, stop_pid
 from runner.cgroups import remove_cgroup
 
 RUNS_DIR = Path("/run/fogsdn/runs")
@@ -45,15 +44,6 @@ def exit_description(returncode: int | None) -> str:
         except ValueError:
             return f"killed by signal {-returncode}"
     return f"exited with status {returncode}"
-
-
-def proc_start_time(pid: int) -> int | None:
-    """The kernel's start time of `pid` (field 22 of /proc/PID/stat), None if gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat.rsplit(")", 1)[1].split()[19])
 
 
 @dataclass
@@ -89,38 +79,6 @@ class RunRecord:
         d["pids"] = {k: tuple(v) for k, v in d["pids"].items()}
         d["owner"] = tuple(d["owner"]) if d.get("owner") else None
         return cls(**d)
-
-
-def ours_alive(pid: int, start: int) -> bool:
-    """Still running and still the process we started (an exited child that its parent
-    has not reaped yet, a zombie, counts as gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    fields = stat.rsplit(")", 1)[1].split()
-    return fields[0] != "Z" and int(fields[19]) == start
-
-
-def stop_pid(pid: int, start: int, grace_s: float = 3.0) -> bool:
-    """SIGTERM, then SIGKILL after `grace_s`, only if `pid` is still the process we started."""
-    if not ours_alive(pid, start):
-        return False
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return False
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        if not ours_alive(pid, start):
-            return True
-        time.sleep(0.05)
-    if ours_alive(pid, start):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    return True
 
 
 def remove_leftovers(rec: RunRecord) -> list[str]:

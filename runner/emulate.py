@@ -23,7 +23,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from controller.registration import register
 from fogsdn.churn import Transition, churn_schedule
 from fogsdn.fabric import Fabric
 from fogsdn.scenario import LeaveMode, Role, Scenario, ScenarioError
+from fogsdn.topology import fabric_of, scenario_graph
 from fogsdn.workload import max_task_size
 from nodes.cpu_work import calibrate
 from nodes.worker import control_request
@@ -50,8 +52,8 @@ from runner.cleanup import (
 )
 from runner.power_meter import LivePowerMeter
 from runner.results import finish_results
-from topologies.fog_star import fabric_of, fog_star_graph
-from topologies.mininet_net import build_network, host_pids, link_status, switch_interfaces
+from topologies.linkem import choose_mechanism
+from topologies.mininet_net import Network, build_network, shaped_links
 
 ROOT = Path(__file__).resolve().parent.parent
 STARTUP_TIMEOUT_S = 20.0
@@ -104,10 +106,15 @@ def _table_miss_installed(bridge: str) -> bool:
     return any("priority=0" in ln and "CONTROLLER" in ln for ln in r.stdout.splitlines())
 
 
-def _dump(bridge: str, what: str, path: Path) -> None:
-    r = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", what, bridge],
-                       capture_output=True, text=True)
-    path.write_text(r.stdout + r.stderr)
+def _dump(bridges: list[str], what: str, path: Path) -> None:
+    """One bridge's table as ovs-ofctl prints it; several under a `## bridge` line each."""
+    parts = []
+    for bridge in bridges:
+        r = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", what, bridge],
+                           capture_output=True, text=True)
+        head = f"## {bridge}\n" if len(bridges) > 1 else ""
+        parts.append(head + r.stdout + r.stderr)
+    path.write_text("".join(parts))
 
 
 class Emulation:
@@ -122,7 +129,9 @@ class Emulation:
         self.sock_dir = Path("/run/fogsdn") / self.tag
         self.py = sys.executable
         self.net: Any = None
-        self.bridge = ""
+        self.network: Network | None = None
+        self.bridges: dict[str, str] = {}  # graph switch name -> OVS bridge
+        self.links: dict[str, Any] = {"mechanism": "none", "shaped": 0}
         self.controller: subprocess.Popen[bytes] | None = None
         self.workers: dict[str, subprocess.Popen[bytes]] = {}
         self.clients: dict[str, subprocess.Popen[bytes]] = {}
@@ -138,7 +147,6 @@ class Emulation:
         self.controller_port = 0
         self._controller_down_since: float | None = None
         self._fabric: dict[str, Any] = {}
-        self.bridges: dict[str, str] = {}  # graph switch name -> OVS bridge
         self.power: LivePowerMeter | None = None
         self.cgroups: dict[str, NodeCgroup] = {}  # node -> its container's cgroup
         self.notes: list[str] = []
@@ -183,19 +191,41 @@ class Emulation:
                 self.rec.paths.append(path)
         self.rec.save()
 
+    def _choose_links(self, graph: Any) -> str | None:
+        """The link element for this run (once), printed and kept for summary.json."""
+        shaped = shaped_links(graph)
+        if not shaped:
+            return None
+        mechanism = choose_mechanism(os.environ.get("FOGSDN_LINKS", "auto"))
+        self.links = {"mechanism": mechanism, "shaped": len(shaped)}
+        if self.show_progress:
+            why = "kernel netem" if mechanism == "netem" else "our relay (no netem here)"
+            print(f"[run] links: {len(shaped)} shaped by {mechanism} ({why})", flush=True)
+        return mechanism
+
     def _start_network(self, graph: Any, port: int) -> None:
-        self.rec.bridges = [f"{self.tag}s1"]
+        self.rec.bridges = [f"{self.tag}{n}" for n, d in graph.nodes(data=True)
+                            if d["kind"] == "switch"]
         self.rec.save()
-        self.net, bridges = build_network(graph, port, self.tag)
-        self.bridge = bridges["s1"]
-        self.bridges = dict(bridges)
-        for name, pid in host_pids(self.net).items():
+        mechanism = self._choose_links(graph)
+        self.network = build_network(graph, port, self.tag, self.sc.time_scale, mechanism,
+                                     self.sock_dir, self.sc.seed)
+        self.net, self.bridges = self.network.net, self.network.bridges
+        for name, pid in self.network.host_pids().items():
             self.rec.add_pid(f"host {name}", pid)
-        self.rec.interfaces = switch_interfaces(self.net)
+        for name, pid in self.network.element_pids().items():
+            self.rec.add_pid(f"element {name}", pid)
+        if self.network.shaper is not None:
+            made = self.network.shaper.created()
+            for label, (pid, start) in made.pids.items():
+                self.rec.pids[label] = (pid, start)
+            self.rec.paths += made.paths
+        self.rec.interfaces = self.network.root_interfaces()
         self.rec.save()
         ready = self.sock_dir / "controller.ready"
-        _wait(lambda: ready.exists() and _table_miss_installed(self.bridge), STARTUP_TIMEOUT_S,
-              "the controller's table-miss rule", self.stop)
+        _wait(lambda: ready.exists() and all(_table_miss_installed(b)
+                                             for b in self.bridges.values()),
+              STARTUP_TIMEOUT_S, "the controller's table-miss rules", self.stop)
         if ready.read_text().strip() != "ready":
             raise EmulationError(f"controller: {ready.read_text().strip()}")
 
@@ -230,6 +260,10 @@ class Emulation:
             joins = ["--await-cgroup", cg.name, "--await-lines", str(len(cg.procs_files()))]
         return [self.py, "-m", "nodes.container", "--name", node.name, *joins,
                 "--keep", str(self.sock_dir), "--keep", str(self.out.resolve()), "--", *cmd]
+
+    def set_host_link(self, host: str, up: bool) -> None:
+        assert self.network is not None
+        self.network.set_link(self.network.host_link(host), up)
 
     def _start_workers(self) -> None:
         layout = self._cgroup_layout() if self.sc.containers else None
@@ -347,10 +381,10 @@ class Emulation:
             moved = int(control_request(self.sock_dir / f"{tr.node}.sock", "handoff",
                                         to=to)["handed_off"])
         elif drop and not tr.available:
-            link_status(self.net, tr.node, self.bridge, up=False)
+            self.set_host_link(tr.node, up=False)
             dropped = int(control_request(self.sock_dir / f"{tr.node}.sock", "drop")["dropped"])
         elif drop and tr.available:
-            link_status(self.net, tr.node, self.bridge, up=True)
+            self.set_host_link(tr.node, up=True)
         if "latency_ms" in reply:
             self.update_latency_ms.append(float(reply["latency_ms"]))
         t_inst = reply.get("t_installed")
@@ -424,7 +458,7 @@ class Emulation:
                 is_ready = ready.read_text().strip() == "ready"
             except OSError:
                 is_ready = False
-            if is_ready and _table_miss_installed(self.bridge):
+            if is_ready and all(_table_miss_installed(b) for b in self.bridges.values()):
                 outage = time.monotonic() - self._controller_down_since
                 last = [i for i in self.incidents if i["process"] == "controller"][-1]
                 last["outage_ms"] = round(outage * 1000.0, 1)
@@ -556,13 +590,14 @@ class Emulation:
         self.rec.save()
 
     def _dump_tables(self) -> None:
-        if self.net is not None and self.bridge:
-            _dump(self.bridge, "dump-flows", self.out / "flows.txt")
-            _dump(self.bridge, "dump-groups", self.out / "groups.txt")
+        if self.net is not None and self.bridges:
+            for what, name in (("dump-flows", "flows.txt"), ("dump-groups", "groups.txt")):
+                _dump(list(self.bridges.values()), what, self.out / name)
 
     def _stop_network(self) -> None:
-        if self.net is not None:
-            self.net.stop()
+        if self.network is not None:
+            self.network.stop()
+            self.network = None
             self.net = None
 
     def _stop_controller(self) -> None:
@@ -575,7 +610,9 @@ class Emulation:
                 pass
 
     # -- the run ----------------------------------------------------------------
-    def run(self) -> dict[str, Any]:
+    def _prepare(self) -> dict[str, bool]:
+        """Results folder, resolved scenario, run record, churn draws, graph; the OFNs'
+        initial availability."""
         sc = self.sc
         self.out.mkdir(parents=True, exist_ok=True)
         (self.out / "scenario.yaml").write_text(sc.to_yaml())
@@ -589,22 +626,30 @@ class Emulation:
         self.rec.save()
         ofns = [n.name for n in sc.nodes_with(Role.OFN)]
         self.churn = churn_schedule(sc.churn, ofns, sc.duration_ms, sc.seed)
-        initial = {tr.node: tr.available for tr in self.churn if tr.t_ms == 0}
-        self.graph = fog_star_graph(sc)
+        self.graph = scenario_graph(sc)
+        return {tr.node: tr.available for tr in self.churn if tr.t_ms == 0}
+
+    def _start_fabric(self, initial: dict[str, bool], t0: float) -> None:
+        """The controller, then the network under it, ready to forward."""
+        port = self._start_controller(fabric_of(self.graph).to_dict(), initial)
+        self.timings["controller_s"] = time.monotonic() - t0
+        self._start_network(self.graph, port)
+        self.timings["network_s"] = time.monotonic() - t0
+
+    def run(self) -> dict[str, Any]:
+        sc = self.sc
+        initial = self._prepare()
         stats: dict[str, Any] = {}
         t0 = time.monotonic()
         setup_error: EmulationError | None = None
         try:
-            port = self._start_controller(fabric_of(self.graph).to_dict(), initial)
-            self.timings["controller_s"] = time.monotonic() - t0
-            self._start_network(self.graph, port)
-            self.timings["network_s"] = time.monotonic() - t0
+            self._start_fabric(initial, t0)
             self._start_workers()
             self.timings["workers_s"] = time.monotonic() - t0
             if sc.churn.leave is LeaveMode.DROP:
                 for name, up in initial.items():
                     if not up:
-                        link_status(self.net, name, self.bridge, up=False)
+                        self.set_host_link(name, up=False)
             for name, up in initial.items():
                 self.availability.append({"t": 0.0, "node": name,
                                           "state": "available" if up else "unavailable",
@@ -654,3 +699,18 @@ def run_emulation(scenario: Scenario, out_dir: Path, stop: threading.Event | Non
     """Run one scenario live; returns summary.json's content."""
     check_live_limits(scenario)
     return Emulation(scenario, out_dir, stop or threading.Event(), show_progress).run()
+
+
+@contextmanager
+def live_network(scenario: Scenario, out_dir: Path) -> Iterator[Emulation]:
+    """The scenario's network and controller, up and forwarding, without workers or
+    clients (OFNs all available): for tests and benchmarks that probe the network
+    itself. Everything it created is removed on exit."""
+    emu = Emulation(scenario, out_dir, threading.Event(), show_progress=False)
+    emu._prepare()
+    try:
+        emu._start_fabric({n.name: True for n in scenario.nodes_with(Role.OFN)},
+                          time.monotonic())
+        yield emu
+    finally:
+        emu.teardown()

@@ -139,6 +139,8 @@ def finish_results(out: Path, sc: Scenario, emu: Any, worker_stats: dict[str, An
         "churn_lag_ms": _lag_stats(emu.availability),
         "routing": _routing(sc, rows, emu.availability),
         "policy": live_policy_report(out, sc),
+        # the link element chosen for this run ("none" when no link is shaped)
+        "links": getattr(emu, "links", {"mechanism": "none"}),
         "workers": worker_stats,
     }
     if getattr(emu, "cgroups", None) is not None:

@@ -64,7 +64,7 @@ from controller.launch import start_controller  # noqa: E402
 from controller.registration import register  # noqa: E402
 from fogsdn.fabric import Fabric  # noqa: E402
 from fogsdn.scenario import Role, load_scenario  # noqa: E402
-from topologies.fog_star import fabric_of, fog_star_graph  # noqa: E402
+from fogsdn.topology import fabric_of, scenario_graph  # noqa: E402
 
 SCENARIO = ROOT / "scenarios" / "default.yaml"
 BASELINE_APP = "scripts.bench_apps.simple_switch_13"
@@ -337,7 +337,7 @@ def bench_fabric() -> tuple[Fabric, str]:
     """The default scenario's fog star (ports 1..n) and the OFN that leaves and joins."""
     sc = load_scenario(SCENARIO)
     ofn = next(n.name for n in sc.nodes if n.role is Role.OFN)
-    return fabric_of(fog_star_graph(sc)), ofn
+    return fabric_of(scenario_graph(sc)), ofn
 
 
 def _free_port() -> int:

@@ -31,6 +31,7 @@ APT_NEEDS = {
     "ethtool": "ethtool",
     "ip": "iproute2",
     "ping": "iputils-ping",
+    "gcc": "gcc",  # builds the link relay (topologies/linkem_relay.c) where there is no netem
 }
 
 

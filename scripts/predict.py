@@ -27,6 +27,7 @@ bootstrap.bootstrap(needs_network_stack=False, extras="")
 from analysis.compare import predicted_power_block  # noqa: E402
 from analysis.ctmc import ModelError, ModelParams, predict  # noqa: E402
 from analysis.model_params import OutsideModel, timed_prediction  # noqa: E402
+from analysis.network import network_share  # noqa: E402
 from fogsdn.scenario import ScenarioError, load_scenario  # noqa: E402
 
 
@@ -137,19 +138,32 @@ def main(argv: list[str] | None = None) -> int:
             pred, seconds = timed_prediction(sc)
             d = pred.to_dict()
             d["power"] = predicted_power_block(sc, pred)  # exact mean server power
+            share = network_share(sc)
             head = (f"scenario={sc.name} policy={sc.policy.name} leave={sc.churn.leave} "
                     f"deadline={sc.deadline_ms:g} ms\n{chain_line(d, seconds)}")
         else:
             params = _params(ns)
             d = predict(params).to_dict()
             head = header(params)
+            share = None
     except (ModelError, OutsideModel, ScenarioError, ValueError) as err:
         print(f"predict.py: error: {err}", file=sys.stderr)
         return 2
+    if share is not None:  # the topology's share of the end-to-end response
+        d["network"] = share.to_dict()
+        for cls in ("hp", "lp"):
+            block = d[cls]
+            assert isinstance(block, dict)
+            block["W_e2e"] = share.e2e(float(block["W"]))
     if ns.json:
         print(json.dumps(_json_safe(d)))
     else:
         print(table(d, head))
+        if share is not None:
+            e2e = [d[c]["W_e2e"] for c in ("hp", "lp")]  # type: ignore[index]
+            print(f"{'W_e2e':<18}{_fmt(e2e[0] if e2e[0] is not None else math.nan):>14}"
+                  f"{_fmt(e2e[1] if e2e[1] is not None else math.nan):>14}")
+            print(f"network: {share.why}")
     return 0
 
 

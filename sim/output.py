@@ -4,7 +4,10 @@
 the same rows (same columns, `%.6f` floats, empty NaN, CRLF line ends), but formats a
 whole row with one `%` per outcome instead of a dataclass and the csv module per
 row: at millions of rows that is most of the difference between a fast and a slow
-simulator. Simulation has no network, so response_ms = node_ms.
+simulator. The network's share of a request (`fogsdn.latency`: two round trips
+over the client's path, jitter, transmission, retransmissions after loss) is added
+here to the node's sojourn to give response_ms; without a network, response_ms =
+node_ms. A request whose response exceeds the timeout becomes a `timeout` row.
 """
 
 from __future__ import annotations
@@ -13,7 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+import numpy as np
+
 from analysis.metrics import MeasuredAccumulator
+from fogsdn.latency import RequestNetwork
 from fogsdn.scenario import Scenario
 from fogsdn.trace import COLUMNS
 from sim.engine import (
@@ -27,6 +33,7 @@ from sim.engine import (
     node_names,
 )
 
+NETWORK_STREAM = 100  # spawn key of the network's draws (sim.streams uses 0-6)
 _EOL = "\r\n"  # csv.writer's default, which TraceWriter uses
 _F = "%.6f"
 # columns: request_id, client, cls, size, t_send, t_done, node, outcome, response_ms,
@@ -46,6 +53,8 @@ class TraceCsvSink:
         path: Path | str | None,
         scenario: Scenario,
         accumulator: MeasuredAccumulator | None = None,
+        network: RequestNetwork | None = None,
+        seed: int = 0,
     ) -> None:
         self._fh: IO[str] | None = open(path, "w", newline="") if path is not None else None  # noqa: SIM115
         if self._fh is not None:
@@ -57,6 +66,17 @@ class TraceCsvSink:
         self.warmup_ms = accumulator.warmup_ms if accumulator is not None else 0.0
         self.counts = dict.fromkeys(OUTCOME_NAMES, 0)
         self.rows = 0
+        self.timeout_ms = scenario.timeout_ms
+        # the network's share per (client, node), indexed like the formats below
+        net = network if network is not None and not network.zero else None
+        self._net_fixed = [net.fixed_ms(c, n) if net else 0.0
+                           for c in self.clients for n in self.nodes]
+        self._net_paths = [net.paths[(c, n)] for c in self.clients
+                           for n in self.nodes] if net and net.random else []
+        self._net_scale = scenario.time_scale
+        # its own stream: the network's draws never shift the engine's
+        self._net_rng = np.random.Generator(np.random.PCG64(
+            np.random.SeedSequence(seed, spawn_key=(NETWORK_STREAM,))))
         # one format per (client, class, node) and outcome, constant fields baked in
         self._fmt: list[tuple[str, str, str, str, str]] = []
         for client in self.clients:
@@ -84,6 +104,9 @@ class TraceCsvSink:
         counts = [0] * (ncls * 4)  # after warm-up, by class and outcome
         all_counts = [0, 0, 0, 0]
         ok_ms: list[list[float]] = [[] for _ in range(ncls)]
+        e2e_ms: list[list[float]] = [[] for _ in range(ncls)]
+        fixed, paths, rng, scale = self._net_fixed, self._net_paths, self._net_rng, self._net_scale
+        tmo = self.timeout_ms
         by_node = [0] * (ncls * nn)
         svc_n, svc_s, nom_s = [0] * nn, [0.0] * nn, [0.0] * nn
         lines: list[str] = []
@@ -95,14 +118,26 @@ class TraceCsvSink:
             all_counts[outcome] += 1
             if outcome == OK:
                 node_ms = t_done - t_send
+                i = c * nn + k
+                resp = node_ms + (paths[i].sample_ms(rng, scale) if paths else fixed[i])
+                if resp > tmo:  # the client gave up (the node still served it)
+                    all_counts[OK] -= 1
+                    all_counts[TIMEOUT] += 1
+                    push(f[2] % (seq, size, t_send, t_send + tmo, r[9],
+                                 f"network: response {resp:.6f}"))
+                    if tally and t_send >= warm:
+                        counts[cls * 4 + TIMEOUT] += 1
+                    continue
                 svc = r[8]
                 wait = node_ms - svc
                 if wait < 0.0:
                     wait = 0.0
-                push(f[0] % (seq, size, t_send, t_done, node_ms, node_ms, wait, svc, r[9], note))
+                push(f[0] % (seq, size, t_send, t_send + resp, resp, node_ms, wait, svc, r[9],
+                             note))
                 if tally and t_send >= warm:
                     counts[cls * 4] += 1
                     ok_ms[cls].append(node_ms)
+                    e2e_ms[cls].append(resp)
                     by_node[cls * nn + k] += 1
                     svc_n[k] += 1
                     svc_s[k] += svc
@@ -125,12 +160,11 @@ class TraceCsvSink:
         self.rows += len(rows)
         if self.accumulator is not None:
             for ci, cname in enumerate(self.classes):
-                # simulation has no network: end-to-end response = node sojourn
                 self.accumulator.add_aggregate(
                     cname,
                     {o: counts[ci * 4 + i] for i, o in enumerate(OUTCOME_NAMES)},
                     ok_ms[ci],
-                    ok_ms[ci],
+                    e2e_ms[ci],
                     {self.nodes[k]: by_node[ci * nn + k] for k in range(nn)},
                     {self.nodes[k]: (svc_n[k], svc_s[k], nom_s[k]) for k in range(nn)}
                     if ci == 0 else None,

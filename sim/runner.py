@@ -18,12 +18,15 @@ from typing import Any, cast
 
 from analysis.metrics import MeasuredAccumulator, replications_ci
 from analysis.power import power_block, power_csv_text
+from controller.policies import make_policy
+from fogsdn.latency import request_network
 from fogsdn.scenario import Scenario, ScenarioError
 from fogsdn.summary import RunSummary, policy_report
+from fogsdn.topology import scenario_graph
 from sim.engine import simulate
 from sim.output import AvailabilityCsv, TraceCsvSink
 from sim.power import PowerAccount, tee
-from topologies.fog_star import fog_star_graph
+from sim.streams import replication_seed
 
 SEMANTICS_NOTE = (
     "simulated: no network, so response_ms = node_ms; a request timed out by the client "
@@ -89,9 +92,12 @@ def run_simulation(
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "scenario.yaml").write_text(scenario.to_yaml())
     acc = MeasuredAccumulator(scenario.warmup_ms, scenario.deadline_ms)
-    power = PowerAccount(scenario, fog_star_graph(scenario))
+    power = PowerAccount(scenario, scenario_graph(scenario))
+    network = request_network(scenario, make_policy(scenario.policy).paths(
+        scenario_graph(scenario)))
     with (
-        TraceCsvSink(out_dir / "trace.csv" if trace else None, scenario, acc) as sink,
+        TraceCsvSink(out_dir / "trace.csv" if trace else None, scenario, acc, network,
+                     replication_seed(scenario.seed, replication)) as sink,
         AvailabilityCsv(out_dir / "availability.csv") as avail,
     ):
         res = simulate(
@@ -121,6 +127,9 @@ def run_simulation(
         "requests_per_s": res.requests / res.wall_s if res.wall_s > 0 else math.nan,
         "measured": acc.summary(),
         "power": power_block(samples, sink.counts["ok"]),
+        # the network's share of a request, by (client, node) path (fogsdn.latency)
+        "network": {"paths": {f"{c}-{n}": p.fixed_ms() for (c, n), p in network.paths.items()},
+                    "random": network.random},
         "notes": [SEMANTICS_NOTE],
     }
     (out_dir / "summary.json").write_text(

@@ -58,9 +58,10 @@ def test_cli_json_and_errors() -> None:
     r = _run("--scenario", str(DEFAULT), "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
-    assert set(d) == {"hp", "lp", "p_available", "mean_fn", "mean_ofn", "model", "power"}
+    assert set(d) == {"hp", "lp", "p_available", "mean_fn", "mean_ofn", "model", "power",
+                      "network"}
     assert d["model"]["chain"] == "closed" and d["model"]["states"] == 462
-    assert set(d["hp"]) == {"W", "blocking", "throughput", "N", "drop_prob", "outage",
+    assert set(d["hp"]) == {"W", "W_e2e", "blocking", "throughput", "N", "drop_prob", "outage",
                             "outage_accepted", "percentiles"}
     assert set(d["lp"]["percentiles"]) == {"p50", "p90", "p95", "p99"}
     flags = ["--scheme", "nodiff", "--lam-hp", "0.3", "--lam-lp", "0.5", "--mu-f", "1",

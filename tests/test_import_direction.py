@@ -15,7 +15,7 @@ from conftest import ROOT
 
 PACKAGES = ("fogsdn", "controller", "topologies", "nodes", "analysis", "sim", "runner", "agents")
 PURE = ("fogsdn", "controller.policies", "controller.fabric", "controller.cluster",
-        "controller.config", "analysis", "topologies.fog_star", "nodes.protocol",
+        "controller.config", "analysis", "controller.pipeline", "nodes.protocol",
         "nodes.service_queue", "nodes.ncs", "topologies.city_latency",
         "topologies.city_layout")
 FORBIDDEN: dict[str, tuple[str, ...]] = {

@@ -124,12 +124,12 @@ def test_power_fields_validated_with_one_line_errors() -> None:
 
 
 def test_simulator_account_bins_busy_time_and_traffic_by_real_second() -> None:
+    from fogsdn.topology import scenario_graph
     from sim.engine import BLOCKED, OK, TIMEOUT
     from sim.power import PowerAccount
-    from topologies.fog_star import fog_star_graph
 
     sc = parse_scenario(_scenario())  # time_scale 5: 200 model ms per real second
-    acc = PowerAccount(sc, fog_star_graph(sc))
+    acc = PowerAccount(sc, scenario_graph(sc))
     # answered: served 100..300 model ms = 0.5..1.5 real s; arrived at 50 (bin 0)
     acc([(300.0, OK, 0, 0, 0, 1.0, 50.0, 0, 200.0, 200.0),
          # blocked at 250 model ms (bin 1): traffic, no busy time

@@ -12,7 +12,7 @@ import random
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from fogsdn.scenario import NodeSpec, PolicySpec, Role, Servers, TaskClass
 
@@ -86,6 +86,11 @@ class Policy(ABC):
         weights = routes_for(self.routes(view), request.cls)
         names = list(weights)
         return rng.choices(names, weights=[weights[n] for n in names])[0]
+
+    def paths(self, graph: Any) -> Mapping[tuple[str, str], tuple[str, ...]]:
+        """Switch paths the policy pins for (client, node) pairs on a topology graph
+        (networkx); pairs it leaves out take the shortest path by delay."""
+        return {}
 
 
 def is_per_request(policy: Policy) -> bool:

@@ -1,0 +1,57 @@
+"""The network's share of the end-to-end response, where the model can state it (pure).
+
+The queueing models predict the node sojourn W. On a topology whose links only delay
+(propagation, jitter within the delay, transmission on links far from saturation), a
+request's end-to-end response is W plus a fixed path time (two round trips and four
+frames' transmission, `fogsdn.latency`), the same for every request of a class as
+long as every serving node is equally far from the clients on average (clients share
+the load evenly). Where that does not hold (loss: TCP retransmission timeouts; a link
+close to saturation: queueing in the network; nodes at different distances: the
+class's mix of nodes would matter) there is no number for W_e2e, and the reason says why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from statistics import fmean
+
+from fogsdn.latency import CONGESTED_UTILISATION, busiest_link, request_network
+from fogsdn.scenario import Scenario
+from fogsdn.topology import scenario_graph
+
+
+@dataclass(frozen=True)
+class NetworkShare:
+    fixed_ms: float | None  # to add to W for W_e2e; None: no number
+    why: str  # what was added, or why nothing could be
+
+    def to_dict(self) -> dict[str, object]:
+        return {"fixed_ms": self.fixed_ms, "why": self.why}
+
+    def e2e(self, w: float) -> float | None:
+        return None if self.fixed_ms is None else w + self.fixed_ms
+
+
+def network_share(scenario: Scenario) -> NetworkShare:
+    g = scenario_graph(scenario)
+    net = request_network(scenario)
+    if net.zero:
+        return NetworkShare(0.0, "no link delay: W_e2e = W")
+    lossy = sorted({str(d["id"]) for _, _, d in g.edges(data=True) if d["loss"] > 0})
+    if lossy:
+        return NetworkShare(None, f"loss on {', '.join(lossy[:3])}: TCP retransmissions are "
+                                  "outside the model")
+    lam = scenario.workload.lambda_hp + scenario.workload.lambda_lp
+    worst = busiest_link(g, net, lam)
+    if worst is not None and worst[1] > CONGESTED_UTILISATION:
+        return NetworkShare(None, f"link {worst[0]} up to {worst[1]:.0%} busy: queueing in the "
+                                  "network is outside the model")
+    clients = sorted({c for c, _ in net.paths})
+    by_node = {n.name: fmean(net.mean_ms(c, n.name) for c in clients) for n in scenario.nodes}
+    values = sorted(set(round(v, 9) for v in by_node.values()))
+    if len(values) > 1:
+        far = ", ".join(f"{n} {v:.4g}" for n, v in by_node.items())
+        return NetworkShare(None, f"nodes at different network distances ({far} model ms): "
+                                  "the class's mix of nodes would matter")
+    return NetworkShare(values[0], f"two round trips over the path plus transmission: "
+                                   f"{values[0]:.6g} model ms")

@@ -1,0 +1,167 @@
+"""What the network adds to a request's response time, per (client, serving node) (pure).
+
+A request is one TCP connection (nodes/client.py): connect (SYN out, SYN-ACK back),
+then the request out and the reply back: `ROUND_TRIPS` = 2 round trips over the
+client's path to the node, on top of the node's sojourn. Per traversal of the path,
+each link adds its propagation delay, a uniform +-jitter draw (clamped at 0, as the
+link element does) and the frame's transmission time at the link's rate. A frame lost
+on the way costs a TCP retransmission timeout (Linux: 1 s for SYN and SYN-ACK, about
+200 ms plus a round trip for data, doubling per retry), an approximation stated as
+such. Times are model ms; the real-time TCP timeouts are divided by the time scale.
+
+The simulator samples this per request; `predict` adds `fixed_ms` where it is the whole
+story (no loss, links far from saturation) and gives no number otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import networkx as nx
+import numpy as np
+
+from fogsdn.routing import path_links, shortest_path
+from fogsdn.topology import scenario_graph, scenario_hosts
+
+if TYPE_CHECKING:
+    from fogsdn.scenario import Scenario
+
+ROUND_TRIPS = 2  # TCP connect, then request and reply
+# approximate Ethernet frame sizes of the four traversals: SYN, SYN-ACK, request, reply
+FRAME_BYTES: tuple[int, int, int, int] = (74, 74, 200, 300)
+SYN_RTO_REAL_MS = 1000.0  # Linux TCP_TIMEOUT_INIT
+DATA_RTO_MIN_REAL_MS = 200.0  # Linux TCP_RTO_MIN
+CONGESTED_UTILISATION = 0.1  # above this, queueing at a link is no longer negligible
+MAX_RETRIES = 6
+
+
+@dataclass(frozen=True)
+class PathTiming:
+    """One (client, node) path's links: delay, jitter, loss, rate (model units)."""
+
+    delay_ms: tuple[float, ...]
+    jitter_ms: tuple[float, ...]
+    loss: tuple[float, ...]
+    bw_mbps: tuple[float | None, ...]
+
+    @classmethod
+    def of(cls, g: nx.Graph, path: Sequence[str]) -> PathTiming:
+        links = path_links(g, path)
+        return cls(tuple(float(d["delay_ms"]) for d in links),
+                   tuple(float(d["jitter_ms"]) for d in links),
+                   tuple(float(d["loss"]) for d in links),
+                   tuple(d["bw_mbps"] for d in links))
+
+    def one_way_ms(self) -> float:
+        return sum(self.delay_ms)
+
+    def transmission_ms(self, frame_bytes: int) -> float:
+        """Serialisation of one frame over every rated link (Mbit/s = 1000 bit per ms)."""
+        return sum(frame_bytes * 8 / (bw * 1000.0) for bw in self.bw_mbps if bw is not None)
+
+    def fixed_ms(self) -> float:
+        """The network's share of a request without jitter or loss: 2 round trips plus
+        the four frames' transmission."""
+        return (2 * ROUND_TRIPS * self.one_way_ms()
+                + sum(self.transmission_ms(b) for b in FRAME_BYTES))
+
+    def traversal_loss(self) -> float:
+        keep = 1.0
+        for p in self.loss:
+            keep *= 1.0 - p
+        return 1.0 - keep
+
+    @property
+    def random(self) -> bool:
+        return any(j > 0 for j in self.jitter_ms) or any(p > 0 for p in self.loss)
+
+    def mean_jitter_shift_ms(self) -> float:
+        """Mean extra delay from clamping delay +- jitter at 0 (zero when jitter <= delay)."""
+        out = 0.0
+        for d, j in zip(self.delay_ms, self.jitter_ms, strict=True):
+            if j > d:  # E[max(0, U(d-j, d+j))] - d = (j - d)^2 / (4 j)
+                out += (j - d) ** 2 / (4 * j)
+        return out
+
+    def sample_ms(self, rng: np.random.Generator, time_scale: float) -> float:
+        """One request's network time: four traversals with jitter draws, and for each
+        lost frame a retransmission timeout before it is sent again."""
+        total = 0.0
+        p_lost = self.traversal_loss()
+        rtt = 2 * self.one_way_ms()
+        for i, frame in enumerate(FRAME_BYTES):
+            rto = (SYN_RTO_REAL_MS / time_scale if i < 2
+                   else DATA_RTO_MIN_REAL_MS / time_scale + rtt)
+            tries = 0
+            while p_lost > 0 and tries < MAX_RETRIES and rng.random() < p_lost:
+                total += rto
+                rto *= 2
+                tries += 1
+            total += self.transmission_ms(frame)
+            for d, j in zip(self.delay_ms, self.jitter_ms, strict=True):
+                total += max(0.0, d + rng.uniform(-j, j)) if j > 0 else d
+        return total
+
+
+@dataclass(frozen=True)
+class RequestNetwork:
+    """Every (client, node) path of a scenario's topology, as the routing chooses it."""
+
+    paths: Mapping[tuple[str, str], PathTiming]
+    time_scale: float
+
+    @classmethod
+    def of(cls, g: nx.Graph, clients: Sequence[str], nodes: Sequence[str], time_scale: float,
+           pinned: Mapping[tuple[str, str], Sequence[str]] | None = None) -> RequestNetwork:
+        paths = {}
+        for c in clients:
+            for n in nodes:
+                via = (pinned or {}).get((c, n))
+                path = [c, *via, n] if via is not None else shortest_path(g, c, n)
+                paths[(c, n)] = PathTiming.of(g, path)
+        return cls(paths, time_scale)
+
+    @property
+    def zero(self) -> bool:
+        return all(p.fixed_ms() == 0 and not p.random for p in self.paths.values())
+
+    @property
+    def random(self) -> bool:
+        return any(p.random for p in self.paths.values())
+
+    def fixed_ms(self, client: str, node: str) -> float:
+        return self.paths[(client, node)].fixed_ms()
+
+    def mean_ms(self, client: str, node: str) -> float:
+        """Mean network time without loss: the fixed part plus jitter's clamping shift."""
+        p = self.paths[(client, node)]
+        return p.fixed_ms() + 2 * ROUND_TRIPS * p.mean_jitter_shift_ms()
+
+    def sample_ms(self, client: str, node: str, rng: np.random.Generator) -> float:
+        return self.paths[(client, node)].sample_ms(rng, self.time_scale)
+
+
+def busiest_link(g: nx.Graph, network: RequestNetwork, requests_per_ms: float
+                 ) -> tuple[str, float] | None:
+    """The rated link with the highest utilisation bound (every request's four frames
+    over it), or None when no link has a rate."""
+    bits = 8 * sum(FRAME_BYTES)
+    worst: tuple[str, float] | None = None
+    for _, _, d in g.edges(data=True):
+        if d["bw_mbps"] is None:
+            continue
+        rho = requests_per_ms * bits / (float(d["bw_mbps"]) * 1000.0)
+        if worst is None or rho > worst[1]:
+            worst = (str(d["id"]), rho)
+    return worst
+
+
+def request_network(scenario: Scenario, pinned: Mapping[tuple[str, str], Sequence[str]]
+                    | None = None) -> RequestNetwork:
+    """Each (client, node) path's timing on the scenario's topology (model ms)."""
+    g = scenario_graph(scenario)
+    clients = [h.name for h in scenario_hosts(scenario) if h.role == "client"]
+    return RequestNetwork.of(g, clients, [n.name for n in scenario.nodes], scenario.time_scale,
+                             pinned)

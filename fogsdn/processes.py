@@ -1,0 +1,55 @@
+"""Our own processes, by PID and start time, so that a recycled PID is never signalled.
+
+Shared by the runner's cleanup and the link elements (topologies.linkem), which start
+processes of their own.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+__all__ = ["ours_alive", "proc_start_time", "stop_pid"]
+
+
+def proc_start_time(pid: int) -> int | None:
+    """The kernel's start time of `pid` (field 22 of /proc/PID/stat), None if gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def ours_alive(pid: int, start: int) -> bool:
+    """Still running and still the process we started (an exited child that its parent
+    has not reaped yet, a zombie, counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    fields = stat.rsplit(")", 1)[1].split()
+    return fields[0] != "Z" and int(fields[19]) == start
+
+
+def stop_pid(pid: int, start: int, grace_s: float = 3.0) -> bool:
+    """SIGTERM, then SIGKILL after `grace_s`, only if `pid` is still the process we started."""
+    if not ours_alive(pid, start):
+        return False
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return False
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        if not ours_alive(pid, start):
+            return True
+        time.sleep(0.05)
+    if ours_alive(pid, start):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return True

@@ -1,0 +1,93 @@
+"""Measurements on a live network (`runner.emulate.live_network`): ping round trips and
+data-plane re-route times after link failures. Used by the emulation tests and
+scripts/bench_links.py; needs root, Open vSwitch and the emulation lock."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from topologies.reroute_probe import reroute_times
+
+ROOT = Path(__file__).resolve().parent.parent
+_TIME = re.compile(r"time=([0-9.]+) ms")
+
+
+def ping_rtts_ms(emu: Any, src: str, dst: str, count: int = 50, interval_s: float = 0.02
+                 ) -> list[float]:
+    """Round trips of `count` pings from host `src` to host `dst` (real ms), after one
+    warm-up ping (ARP)."""
+    host = emu.net.get(src)
+    ip = emu.graph.nodes[dst]["ip"]
+    host.cmd(f"ping -c 1 -W 2 {ip}")
+    out = host.cmd(f"ping -c {count} -i {interval_s} -W 2 {ip}")
+    return [float(m) for m in _TIME.findall(out)]
+
+
+def _popen(emu: Any, host: str, label: str, *args: str) -> subprocess.Popen[str]:
+    p = emu.net.get(host).popen([sys.executable, "-m", "topologies.reroute_probe", *args],
+                                cwd=str(ROOT), stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+    emu.rec.add_pid(f"probe {label}", p.pid)
+    return p
+
+
+def _ready(p: subprocess.Popen[str]) -> None:
+    assert p.stdout is not None
+    line = p.stdout.readline().strip()
+    if line != "ready":
+        raise RuntimeError(f"probe did not start: {line!r}")
+
+
+def measure_reroutes(emu: Any, src: str, dst: str, link_id: str, failures: int,
+                     down_s: float = 0.2, up_s: float = 0.2, interval_ms: float = 0.5
+                     ) -> list[float | None]:
+    """Fail `link_id` `failures` times while `src` streams datagrams to `dst`; for each
+    failure, ms until the first datagram on the new path arrived (reroute_times)."""
+    out = emu.out / f"reroute-{link_id}.json"
+    sink = _popen(emu, dst, "sink", "sink", "7100", str(out))
+    _ready(sink)
+    src_ip = emu.graph.nodes[dst]["ip"]
+    stream = _popen(emu, src, "stream", "stream", src_ip, "7100", str(interval_ms))
+    windows: list[tuple[int, int]] = []
+    try:
+        time.sleep(0.5)  # ARP and the first datagrams
+        for _ in range(failures):
+            t_fail = time.monotonic_ns()
+            emu.network.set_link(link_id, False)
+            time.sleep(down_s)
+            t_restore = time.monotonic_ns()
+            emu.network.set_link(link_id, True)
+            windows.append((t_fail, t_restore))
+            time.sleep(up_s)
+    finally:
+        stream.terminate()
+        stream.wait(timeout=5)
+        sink.send_signal(signal.SIGTERM)
+        sink.wait(timeout=5)
+    arrivals = [tuple(a) for a in json.loads(out.read_text())]
+    return reroute_times(arrivals, windows)  # type: ignore[arg-type]
+
+
+def tcp_echo_session(emu: Any, client: str, server: str, seconds: float,
+                     port: int = 7200) -> tuple[subprocess.Popen[str], subprocess.Popen[str]]:
+    """An echo server on `server` and one long TCP connection from `client` pinging
+    through it for `seconds`; read the client's JSON line when it ends."""
+    srv = _popen(emu, server, f"echo {server}", "tcp-echo", str(port))
+    _ready(srv)
+    cli = _popen(emu, client, f"ping {client}", "tcp-ping", emu.graph.nodes[server]["ip"],
+                 str(port), str(seconds), "10")
+    return srv, cli
+
+
+def session_result(srv: subprocess.Popen[str], cli: subprocess.Popen[str]) -> dict[str, Any]:
+    out, _ = cli.communicate(timeout=60)
+    srv.terminate()
+    srv.wait(timeout=5)
+    return dict(json.loads(out.strip().splitlines()[-1]))

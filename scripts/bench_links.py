@@ -1,0 +1,291 @@
+"""Link benchmark: how exactly the link element delays, jitters and drops, and how fast it is.
+
+Why: every multi-switch run leans on the link element (netem where the kernel has it, our
+relay here), so its accuracy and cost are measured, beside a plain veth, in one run:
+
+1. delay: configured vs measured round trip for one-way delays of 1, 5, 20 and 50 ms
+   (time scale 1), p50 and p99, by our UDP echo (ns resolution) and by ICMP ping;
+   the same tools over a plain veth (no element) and over the element at 0 ms are the
+   baseline, so that the tools' own cost can be told from the element's;
+2. jitter_loss: the spread of round trips under jitter, and the loss rate, against
+   what the configuration implies;
+3. throughput: one TCP bulk transfer through a 5 ms link (and through a plain veth), the
+   relay's CPU per Mbit/s from /proc/<pid>/stat, and a run under a bandwidth cap;
+4. reroute: the data-plane re-route time after a link failure, p50 and p99 over 100
+   failures on the multipath campus (scripts/bench_topology.py, docs/topologies.md);
+5. startup: the largest topology this machine holds here (50 switches, 200 hosts) up
+   under our controller, beside a plain Mininet network of the same graph.
+
+    flock /tmp/fogsdn-emulation.lock .venv/bin/python scripts/bench_links.py [--json FILE]
+
+Needs root. Each section is a function `(BenchContext) -> dict` listed in SECTIONS;
+its dict is merged into the JSON, so more sections (re-route, start-up) plug in there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shlex
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside it)
+
+bootstrap.bootstrap(needs_network_stack=True, extras="")
+
+import numpy as np  # noqa: E402
+from bench_topology import reroute_section, startup_section  # noqa: E402
+
+from topologies.linkem import (  # noqa: E402
+    LinkParams,
+    LinkShaper,
+    choose_mechanism,
+    make_shaper,
+)
+from topologies.linkem_testnet import (  # noqa: E402
+    Rig,
+    namespace_rig,
+    ping_rtts,
+    tcp_transfer,
+    udp_rtts,
+)
+
+DELAYS_MS = (1.0, 5.0, 20.0, 50.0)
+LINK = "bench"
+
+
+@dataclass
+class BenchContext:
+    mechanism: str
+    state_dir: Path
+    pings: int
+    interval_ms: float
+    seconds: float
+
+
+def _pcts(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {"p50": math.nan, "p99": math.nan}
+    return {"p50": round(float(np.percentile(values, 50)), 4),
+            "p99": round(float(np.percentile(values, 99)), 4)}
+
+
+def _rtt_figures(rig: Rig, ctx: BenchContext) -> dict[str, float]:
+    """ping (the headline: the kernel answers, ping prints 3 significant digits) and our
+    UDP echo (ns resolution, but a Python responder); both tools run SCHED_FIFO."""
+    icmp = ping_rtts(rig, ctx.pings, ctx.interval_ms / 1e3, realtime=True)
+    udp = udp_rtts(rig, ctx.pings, ctx.interval_ms, realtime=True)["rtt_ms"]
+    i, u = _pcts(icmp), _pcts(udp)
+    return {"rtt_ms_p50": i["p50"], "rtt_ms_p99": i["p99"], "replies": len(icmp),
+            "udp_rtt_ms_p50": u["p50"], "udp_rtt_ms_p99": u["p99"], "udp_replies": len(udp)}
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _relay_pid(shaper: LinkShaper) -> int | None:
+    pids = shaper.created().pids
+    return next(iter(pids.values()))[0] if pids else None
+
+
+def delay_section(ctx: BenchContext) -> dict[str, Any]:
+    """Configured vs measured RTT; baseline: a plain veth, and the element at 0 ms."""
+    with namespace_rig(spliced=False) as rig:
+        baseline = _rtt_figures(rig, ctx)
+    print(f"  plain veth      RTT p50 {baseline['rtt_ms_p50']:8.3f} ms  p99 "
+          f"{baseline['rtt_ms_p99']:8.3f}  (UDP echo p50 {baseline['udp_rtt_ms_p50']:.3f})",
+          flush=True)
+    rows: list[dict[str, Any]] = []
+    with namespace_rig() as rig:
+        assert rig.intf_a and rig.intf_b
+        shaper = make_shaper(ctx.mechanism, ctx.state_dir)
+        try:
+            shaper.attach(LINK, rig.intf_a, rig.intf_b, LinkParams())
+            pid = _relay_pid(shaper)
+            cpu0, t0 = (_cpu_seconds(pid) if pid else 0.0), time.monotonic()
+            zero = _rtt_figures(rig, ctx)
+            print(f"  element, 0 ms   RTT p50 {zero['rtt_ms_p50']:8.3f} ms  p99 "
+                  f"{zero['rtt_ms_p99']:8.3f}  (UDP echo p50 {zero['udp_rtt_ms_p50']:.3f})",
+                  flush=True)
+            for d in DELAYS_MS:
+                shaper.update(LINK, LinkParams(delay_ms=d))
+                f = _rtt_figures(rig, ctx)
+                rtt = 2 * d
+                tol = max(0.2, 0.02 * rtt)
+                row = {"configured_ms": d, "configured_rtt_ms": rtt, **f,
+                       "error_ms_p50": round(f["rtt_ms_p50"] - rtt, 4),
+                       "udp_error_ms_p50": round(f["udp_rtt_ms_p50"] - rtt, 4),
+                       "udp_excess_over_baseline_ms_p50":
+                           round(f["udp_rtt_ms_p50"] - rtt - baseline["udp_rtt_ms_p50"], 4),
+                       "ratio_p50": round(f["rtt_ms_p50"] / rtt, 5),
+                       "tolerance_ms": tol,
+                       "within_target": abs(f["rtt_ms_p50"] - rtt) <= tol}
+                rows.append(row)
+                print(f"  one-way {d:5.1f} ms RTT p50 {f['rtt_ms_p50']:8.3f} ms  p99 "
+                      f"{f['rtt_ms_p99']:8.3f}  (UDP echo p50 {f['udp_rtt_ms_p50']:.3f})  "
+                      f"configured {rtt:.1f}, error {row['error_ms_p50']:+.3f} ms "
+                      f"(target +-{tol:.2f}: {'met' if row['within_target'] else 'MISSED'})",
+                      flush=True)
+            # pings every few ms: the cost of waking (and spinning) for sparse frames
+            light = (_cpu_seconds(pid) - cpu0) / (time.monotonic() - t0) if pid else None
+        finally:
+            shaper.close()
+    if light is not None:
+        print(f"  relay CPU under this light traffic: {light:.3f} cores", flush=True)
+    return {"delay": rows, "baseline": baseline, "element_zero_delay": zero,
+            "relay_cpu_cores_light_traffic": None if light is None else round(light, 4)}
+
+
+def jitter_loss_section(ctx: BenchContext) -> dict[str, Any]:
+    """RTT spread under +-1 ms jitter at 5 ms, and loss at 5 % per direction."""
+    delay, jitter, loss = 5.0, 1.0, 0.05
+    count, interval = max(ctx.pings, 1000), 2.0  # 2 ms apart: jitter cannot reorder them
+    with namespace_rig() as rig:
+        assert rig.intf_a and rig.intf_b
+        shaper = make_shaper(ctx.mechanism, ctx.state_dir, seed=1)
+        try:
+            shaper.attach(LINK, rig.intf_a, rig.intf_b,
+                          LinkParams(delay_ms=delay, jitter_ms=jitter))
+            rtts = udp_rtts(rig, count, interval, realtime=True)["rtt_ms"]
+            icmp = ping_rtts(rig, count, interval / 1e3, realtime=True)
+            shaper.update(LINK, LinkParams(delay_ms=delay, loss=loss))
+            before = shaper.stats(LINK)
+            lossy = udp_rtts(rig, count, interval, realtime=True)
+            stats = {k: v - before.get(k, 0) for k, v in shaper.stats(LINK).items()}
+        finally:
+            shaper.close()
+    # each direction uniform on delay +- jitter: the RTT is triangular on 2*delay +- 2*jitter,
+    # std jitter*sqrt(2/3), p5/p95 at 2*delay -+ jitter*(2 - sqrt(0.4)); std and max are
+    # also hit by scheduling outliers, the quantiles much less
+    half_width = jitter * (2 - math.sqrt(0.4))
+    out_j = {"delay_ms": delay, "configured_jitter_ms": jitter,
+             "rtt_ms_p5": round(float(np.percentile(rtts, 5)), 4),
+             "rtt_ms_p50": round(float(np.percentile(rtts, 50)), 4),
+             "rtt_ms_p95": round(float(np.percentile(rtts, 95)), 4),
+             "expected_rtt_ms_p5_p50_p95": [round(2 * delay - half_width, 4), 2 * delay,
+                                            round(2 * delay + half_width, 4)],
+             "icmp_rtt_ms_p5_p50_p95": [round(float(np.percentile(icmp, q)), 4)
+                                        for q in (5, 50, 95)],
+             "rtt_std_ms": round(float(np.std(rtts)), 4),
+             "expected_rtt_std_ms": round(jitter * math.sqrt(2 / 3), 4),
+             "rtt_ms_min": round(min(rtts), 4), "rtt_ms_max": round(max(rtts), 4),
+             "expected_rtt_range_ms": [2 * (delay - jitter), 2 * (delay + jitter)]}
+    out_l: dict[str, Any] = {"configured": loss, "probes": count,
+                             "round_trip_expected": round(1 - (1 - loss) ** 2, 5),
+                             "round_trip_measured": round(lossy["lost"] / count, 5)}
+    if "ab_dropped_loss" in stats and stats["ab_rx_packets"]:
+        out_l["per_direction_measured"] = round(
+            (stats["ab_dropped_loss"] + stats["ba_dropped_loss"])
+            / (stats["ab_rx_packets"] + stats["ba_rx_packets"]), 5)
+    print(f"  jitter +-{jitter} ms at {delay} ms: RTT p5/p50/p95 {out_j['rtt_ms_p5']:.3f} / "
+          f"{out_j['rtt_ms_p50']:.3f} / {out_j['rtt_ms_p95']:.3f} ms (expected "
+          f"{' / '.join(f'{x:.3f}' for x in out_j['expected_rtt_ms_p5_p50_p95'])}; ping "
+          f"{' / '.join(f'{x:.2f}' for x in out_j['icmp_rtt_ms_p5_p50_p95'])}); std "
+          f"{out_j['rtt_std_ms']:.3f} (expected {out_j['expected_rtt_std_ms']:.3f}); range "
+          f"{out_j['rtt_ms_min']:.3f}..{out_j['rtt_ms_max']:.3f} "
+          f"(expected {out_j['expected_rtt_range_ms']})", flush=True)
+    print(f"  loss {loss:.0%} per direction: round trips lost {out_l['round_trip_measured']:.2%}"
+          f" (expected {out_l['round_trip_expected']:.2%}), per direction "
+          f"{out_l.get('per_direction_measured', math.nan):.2%}", flush=True)
+    return {"jitter": out_j, "loss": out_l}
+
+
+def throughput_section(ctx: BenchContext) -> dict[str, Any]:
+    """TCP through one 5 ms link, the relay's CPU, and a 100 Mbit/s cap; plain veth beside."""
+    delay, cap = 5.0, 100.0
+    with namespace_rig(spliced=False) as rig:
+        with tcp_transfer(rig, ctx.seconds) as plain:
+            pass
+    out: dict[str, Any] = {"throughput_delay_ms": delay,
+                           "baseline_throughput_mbps": round(plain.get("mbps", math.nan), 1)}
+    with namespace_rig() as rig:
+        assert rig.intf_a and rig.intf_b
+        shaper = make_shaper(ctx.mechanism, ctx.state_dir)
+        try:
+            shaper.attach(LINK, rig.intf_a, rig.intf_b, LinkParams(delay_ms=delay))
+            pid = _relay_pid(shaper)
+            cpu0, t0 = (_cpu_seconds(pid) if pid else 0.0), time.monotonic()
+            with tcp_transfer(rig, ctx.seconds) as t:
+                pass
+            cores = (_cpu_seconds(pid) - cpu0) / (time.monotonic() - t0) if pid else None
+            st = shaper.stats(LINK)
+            shaper.update(LINK, LinkParams(delay_ms=delay, bw_mbps=cap))
+            with tcp_transfer(rig, ctx.seconds) as capped:
+                pass
+        finally:
+            shaper.close()
+    mbps = t.get("mbps", math.nan)
+    out.update({
+        "throughput_mbps": round(mbps, 1),
+        "relay_cpu_cores": None if cores is None else round(cores, 3),
+        "mean_frame_bytes": round(st["ab_tx_bytes"] / max(st["ab_tx_packets"], 1)),
+        "cpu_ms_per_s_per_mbps": None if cores is None else round(1000 * cores / mbps, 4),
+        "capped": {"bw_mbps": cap, "throughput_mbps": round(capped.get("mbps", math.nan), 1),
+                   "ratio": round(capped.get("mbps", math.nan) / cap, 4)},
+    })
+    cpu = ("kernel (netem)" if cores is None else
+           f"relay {cores:.2f} cores = {out['cpu_ms_per_s_per_mbps']:.3f} CPU-ms/s per Mbit/s")
+    print(f"  TCP through {delay} ms: {mbps:.0f} Mbit/s ({cpu}); plain veth "
+          f"{out['baseline_throughput_mbps']:.0f} Mbit/s; capped at {cap:.0f}: "
+          f"{out['capped']['throughput_mbps']:.1f} Mbit/s", flush=True)
+    return out
+
+
+SECTIONS: dict[str, Callable[[BenchContext], dict[str, Any]]] = {
+    "delay": delay_section,
+    "jitter_loss": jitter_loss_section,
+    "throughput": throughput_section,
+    "reroute": reroute_section,
+    "startup": startup_section,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument("--mechanism", default="auto", choices=["auto", "netem", "userspace"])
+    ap.add_argument("--pings", type=int, default=200, help="probes per delay (default 200)")
+    ap.add_argument("--interval-ms", type=float, default=5.0, help="between probes (default 5)")
+    ap.add_argument("--seconds", type=float, default=5.0, help="per TCP transfer (default 5)")
+    ap.add_argument("--sections", default=",".join(SECTIONS),
+                    help=f"comma-separated, of {', '.join(SECTIONS)}")
+    a = ap.parse_args(argv)
+    names = [s for s in a.sections.split(",") if s]
+    unknown = [s for s in names if s not in SECTIONS]
+    if unknown:
+        ap.error(f"unknown section(s) {', '.join(unknown)}; known: {', '.join(SECTIONS)}")
+    if a.pings < 10 or a.interval_ms <= 0 or a.seconds <= 0:
+        ap.error("need --pings >= 10, --interval-ms > 0, --seconds > 0")
+    if os.geteuid() != 0:
+        sys.exit("bench_links: needs root (network namespaces, raw sockets)")
+    mechanism = choose_mechanism(a.mechanism)
+    print(f"command: {shlex.join([sys.executable, *sys.argv])}", flush=True)
+    print(f"mechanism: {mechanism}", flush=True)
+    result: dict[str, Any] = {"mechanism": mechanism, "cpus": os.cpu_count(),
+                              "loadavg_at_start": Path("/proc/loadavg").read_text().split()[:3]}
+    with tempfile.TemporaryDirectory(prefix="fogsdn-bench-links-") as tmp:
+        ctx = BenchContext(mechanism, Path(tmp), a.pings, a.interval_ms, a.seconds)
+        for name in names:
+            print(f"{name}:", flush=True)
+            result.update(SECTIONS[name](ctx))
+    if a.json:
+        a.json.write_text(json.dumps(result, indent=2) + "\n")
+        print(f"wrote {a.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

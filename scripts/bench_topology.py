@@ -1,0 +1,150 @@
+"""Topology sections of scripts/bench_links.py: re-route time and start-up time.
+
+- reroute: on the multipath campus, a link of the short path fails and comes back N
+  times while a host streams datagrams every 0.5 ms; for each failure, the time to the
+  first datagram on the new path (docs/topologies.md), p50 and p99.
+- startup: the largest topology this machine holds in the benchmark (50 switches with
+  loops, 200 hosts), up and forwarding under our controller, beside a plain Mininet
+  network of the same graph (same switches, datapath and links, no controller) in the
+  same run.
+
+Each section takes bench_links' context (it reads nothing of it but `state_dir`) and
+returns its JSON keys; bench_links.py lists them in its SECTIONS. Needs root, Open
+vSwitch and the emulation lock.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fogsdn.scenario import Scenario, parse_scenario
+from runner.emulate import live_network
+from runner.probe_network import measure_reroutes
+
+ROOT = Path(__file__).resolve().parent.parent
+REROUTE_FAILURES = 100
+STARTUP_SWITCHES, STARTUP_FOG, STARTUP_CLIENTS = 50, 51, 149  # 200 hosts in one /24
+
+
+def _pcts(values: list[float]) -> dict[str, float]:
+    return {"p50": round(float(np.percentile(values, 50)), 3),
+            "p99": round(float(np.percentile(values, 99)), 3)}
+
+
+def _scenario(name: str, nodes: list[dict[str, Any]], clients: int,
+              topology: dict[str, Any]) -> Scenario:
+    return parse_scenario({
+        "name": name, "duration_ms": 1000, "time_scale": 5,
+        "workload": {"lambda_hp": 0.1, "lambda_lp": 0.1, "clients": clients},
+        "nodes": nodes, "churn": {"eta": 0, "xi": 0}, "topology": topology,
+    }, source=name)
+
+
+def reroute_section(ctx: Any, failures: int = REROUTE_FAILURES) -> dict[str, Any]:
+    sc = parse_scenario(
+        {**_scenario("bench-reroute", [{"name": "fn", "role": "fn", "mu": 1, "capacity": 5},
+                                       {"name": "ofn1", "role": "ofn", "mu": 1, "capacity": 5}],
+                     2, {"kind": "multipath"}).to_dict()})
+    with live_network(sc, Path(ctx.state_dir) / "reroute") as emu:
+        times = measure_reroutes(emu, "c1", "fn", "s1-s2", failures)
+        events = [json.loads(ln) for ln in
+                  (emu.out / "controller-events.jsonl").read_text().splitlines()]
+    got = [t for t in times if t is not None]
+    # the controller's own share: PortStatus in to barrier replies back, per link-down
+    control = [(e["t_installed"] - e["t_event"]) * 1000.0 for e in events
+               if e.get("event") == "reroute" and not e["up"]]
+    out: dict[str, Any] = {"reroute_ms": {**_pcts(got), "failures": failures,
+                                          "recovered": len(got),
+                                          "hitless": sum(1 for t in got if t == 0.0),
+                                          "controller_ms": _pcts(control) if control else None}}
+    r = out["reroute_ms"]
+    print(f"  re-route after a link failure (first datagram on the new path): p50 "
+          f"{r['p50']:.2f} ms, p99 {r['p99']:.2f} ms over {failures} failures "
+          f"({len(got)} recovered); the controller's re-route (PortStatus to barrier): "
+          f"p50 {r['controller_ms']['p50'] if control else float('nan'):.2f} ms", flush=True)
+    return out
+
+
+def _startup_topology() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    switches = [f"s{i}" for i in range(1, STARTUP_SWITCHES + 1)]
+    links = [{"a": a, "b": b} for a, b in zip(switches, switches[1:], strict=False)]
+    links += [{"a": switches[i], "b": switches[i + 5]} for i in range(0, STARTUP_SWITCHES - 5, 5)]
+    nodes = [{"name": f"f{i}", "role": "fn", "mu": 1, "capacity": 5}
+             for i in range(1, STARTUP_FOG + 1)]
+    hosts = [n["name"] for n in nodes] + [f"c{k}" for k in range(1, STARTUP_CLIENTS + 1)]
+    place = {h: switches[i % STARTUP_SWITCHES] for i, h in enumerate(hosts)}
+    return nodes, {"kind": "graph", "switches": switches, "links": links, "hosts": place}
+
+
+def _plain_mininet_seconds(sc: Scenario) -> float:
+    """The same graph as a plain Mininet network (no controller): build and start."""
+    script = """
+import time
+from fogsdn.scenario import parse_scenario
+from fogsdn.topology import scenario_graph
+from mininet.link import TCULink
+from mininet.net import Mininet
+from mininet.node import OVSSwitch
+import json, sys
+sc = parse_scenario(json.loads(sys.stdin.read()))
+g = scenario_graph(sc)
+t0 = time.monotonic()
+net = Mininet(topo=None, switch=OVSSwitch, link=TCULink, controller=None, build=False,
+              waitConnected=False)
+names = {}
+for n, d in g.nodes(data=True):
+    if d["kind"] == "switch":
+        names[n] = "bm" + n
+        net.addSwitch(names[n], dpid=f"{d['dpid']:016x}", datapath="user",
+                      protocols="OpenFlow13", failMode="standalone")
+    else:
+        net.addHost(n, ip=d["ip"] + "/24", mac=d["mac"])
+for u, v, d in g.edges(data=True):
+    net.addLink(names.get(u, u), names.get(v, v))
+net.build()
+net.start()
+print(time.monotonic() - t0, flush=True)
+net.stop()
+"""
+    r = subprocess.run([sys.executable, "-c", script],
+                       input=json.dumps(sc.to_dict()), capture_output=True, text=True,
+                       cwd=str(ROOT), timeout=600, env={"PYTHONPATH": str(ROOT),
+                                                        "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+    if r.returncode != 0:
+        raise RuntimeError(f"plain Mininet failed: {r.stderr.strip().splitlines()[-1:]}")
+    return float(r.stdout.strip().splitlines()[-1])
+
+
+def startup_section(ctx: Any) -> dict[str, Any]:
+    nodes, topology = _startup_topology()
+    sc = _scenario("bench-startup", nodes, STARTUP_CLIENTS, topology)
+    t0 = time.monotonic()
+    with live_network(sc, Path(ctx.state_dir) / "startup") as emu:
+        ours = time.monotonic() - t0
+        timings = dict(emu.timings)
+        rtt = statistics.median(
+            float(x) for x in _ping(emu, f"c{STARTUP_CLIENTS}", "f1"))
+    plain = _plain_mininet_seconds(sc)
+    out = {"startup": {"switches": STARTUP_SWITCHES, "hosts": STARTUP_FOG + STARTUP_CLIENTS,
+                       "seconds": round(ours, 2), "mininet_seconds": round(plain, 2),
+                       "ratio": round(ours / plain, 2), "phases_s": timings,
+                       "ping_far_hosts_ms": round(rtt, 3)}}
+    s = out["startup"]
+    print(f"  start-up, {s['switches']} switches + {s['hosts']} hosts: {s['seconds']:.1f} s "
+          f"(controller, network, every table in) vs plain Mininet {s['mininet_seconds']:.1f} s "
+          f"(x{s['ratio']:.2f}); ping across it {rtt:.2f} ms", flush=True)
+    return out
+
+
+def _ping(emu: Any, src: str, dst: str) -> list[float]:
+    from runner.probe_network import ping_rtts_ms
+
+    return ping_rtts_ms(emu, src, dst, count=10)

@@ -1,0 +1,88 @@
+"""Live topologies: link delay accuracy, a delay change at run time, a link failure with
+re-route, and W_e2e on default_delay (root, Open vSwitch; run under the emulation lock)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, scenario_dict
+
+from fogsdn.scenario import load_scenario, parse_scenario
+from fogsdn.topology import LinkSpec
+from runner.emulate import live_network, run_emulation
+from runner.probe_network import (
+    measure_reroutes,
+    ping_rtts_ms,
+    session_result,
+    tcp_echo_session,
+)
+
+pytestmark = pytest.mark.emulation
+
+
+def _close(measured: float, configured: float, rel: float, floor_ms: float = 0.5) -> bool:
+    return abs(measured - configured) <= max(floor_ms, rel * configured)
+
+
+def test_link_delay_is_accurate_and_changes_at_run_time(tmp_path: Path) -> None:
+    """Ping c1 -> fn over three links in a row (six element traversals per round trip):
+    never faster than configured, and a run-time change of the delay moves the round
+    trip by what was configured. (Each traversal also costs the relay some scheduling
+    time on a loaded machine; the links benchmark measures one element alone.)"""
+    # c1 - s1 - s2 - fn: three links of 1 model ms = 5 real ms each way at time scale 5
+    sc = parse_scenario(scenario_dict(time_scale=5, topology={
+        "kind": "line", "length": 2, "link": {"delay_ms": 1.0}}))
+    with live_network(sc, tmp_path / "delay") as emu:
+        assert emu.links["mechanism"] in ("netem", "userspace") and emu.links["shaped"] == 5
+        before = ping_rtts_ms(emu, "c1", "fn", count=40)
+        assert min(before) >= 2 * 3 * 5.0 - 0.2, before
+        assert statistics.median(before) <= 1.2 * 2 * 3 * 5.0, before
+        for link in ("c1-s1", "s1-s2", "fn-s2"):
+            emu.network.update_link(link, LinkSpec(delay_ms=3.0))
+        after = ping_rtts_ms(emu, "c1", "fn", count=40)
+        assert min(after) >= 2 * 3 * 15.0 - 0.2, after
+        change = statistics.median(after) - statistics.median(before)
+        assert _close(change, 2 * 3 * 10.0, 0.05), (before, after)
+
+
+def test_link_failure_reroutes_and_keeps_established_connections(tmp_path: Path) -> None:
+    sc = load_scenario(ROOT / "scenarios" / "multipath.yaml").with_overrides(
+        {"topology.link.delay_ms": 0.0})
+    with live_network(sc, tmp_path / "fail") as emu:
+        fn_srv, fn_cli = tcp_echo_session(emu, "c1", "fn", seconds=6.0)
+        cloud_srv, cloud_cli = tcp_echo_session(emu, "c2", "cloud", seconds=6.0, port=7201)
+        # off every path: re-route rewrites all forwarding and must break nothing
+        off = measure_reroutes(emu, "c3", "ofn1", "s3-s4", failures=2)
+        # on the short path: traffic moves to s3-s4 and back
+        on = measure_reroutes(emu, "c3", "ofn1", "s1-s2", failures=5)
+        fn_run = session_result(fn_srv, fn_cli)
+        cloud_run = session_result(cloud_srv, cloud_cli)
+        t_end = time.monotonic()  # the teardown takes every link down after this
+    assert off == [0.0, 0.0]
+    print("re-route ms", on)
+    assert all(x is not None and 0 < x < 1000 for x in on), on
+    for run in (fn_run, cloud_run):
+        assert run["errors"] == [] and run["sent"] == run["echoed"] > 50, run
+    events = [json.loads(ln) for ln in (tmp_path / "fail" / "controller-events.jsonl")
+              .read_text().splitlines()]
+    reroutes = [e for e in events if e["event"] == "reroute" and e["t_event"] < t_end]
+    assert [(e["link"], e["up"]) for e in reroutes] == (
+        [("s3-s4", False), ("s3-s4", True)] * 2 + [("s1-s2", False), ("s1-s2", True)] * 5)
+    assert all(e["barrier_ok"] for e in reroutes)
+
+
+def test_default_delay_adds_the_paths_round_trips_live(tmp_path: Path) -> None:
+    """W_e2e - W is two round trips of the path (TCP connect, request and reply): 16 model ms.
+    At time scale 20 the hosts' own overhead (a few real ms) is a small share of it."""
+    sc = load_scenario(ROOT / "scenarios" / "default_delay.yaml").with_overrides(
+        {"time_scale": 20, "duration_ms": 500, "warmup_ms": 20})
+    summary = run_emulation(sc, tmp_path / "dd", show_progress=False)
+    assert summary["links"]["mechanism"] in ("netem", "userspace")
+    for cls in ("hp", "lp"):
+        m = summary["measured"][cls]
+        assert m["ok"] > 50
+        assert _close(m["W_e2e"] - m["W"], 16.0, 0.05, floor_ms=0.0), m

@@ -1,0 +1,508 @@
+"""Link emulation: delay, jitter, loss, bandwidth and up/down on one link, changeable at run time.
+
+Two mechanisms behind one interface (`LinkShaper`), chosen once per run:
+
+- `netem`: the kernel's netem qdisc, where the kernel has it (most users' machines).
+- `userspace`: our relay (`linkem_relay.c`, compiled on first use), where it does not
+  (this machine kind: "Specified qdisc kind is unknown").
+
+The topology shape is the same for both: the glue puts an element between two nodes
+with two interfaces, `intf_a` (towards node A) and `intf_b` (towards node B), and asks
+a shaper to splice them. Semantics, for both (docs/links.md):
+
+- `delay_ms` is the full one-way delay, applied in each direction: a frame that enters
+  at `intf_a` leaves at `intf_b` `delay_ms` later, and the same from b to a. Under netem
+  the a->b delay is the netem qdisc on `intf_b`'s egress (frames are redirected from
+  `intf_a`'s ingress to `intf_b`'s egress by tc mirred), and b->a on `intf_a`'s egress.
+- `jitter_ms`: each frame's delay is uniform in delay +- jitter (netem's default
+  distribution), clamped at 0. The relay keeps each direction FIFO (a frame leaves no
+  earlier than the one before it); netem reorders under jitter unless a rate is set.
+- `loss`: each frame is dropped with this probability (Bernoulli), per direction; the
+  relay's draws are seeded (`make_shaper(seed=...)`), netem's are not.
+- `bw_mbps`: serialization at this rate before the delay, both directions, with a
+  queue of `queue_pkts` full-size frames (netem's default limit is also 1000).
+  The relay does it itself (exact per-frame departure times); netem with its `rate`.
+
+Pure parts (`LinkParams`, `decide_mechanism`, `netem_qdisc_args`, the control block
+layout) have no I/O; the shapers are thin adapters that run `ip`, `tc` and the relay.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import mmap
+import os
+import re
+import shutil
+import struct
+import subprocess
+import time
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol
+
+from fogsdn.processes import proc_start_time
+
+Mechanism = Literal["netem", "userspace"]
+PREFERENCES = ("auto", "netem", "userspace")
+DIRECTIONS = ("ab", "ba")  # a->b (enters at intf_a, leaves at intf_b) and b->a
+COUNTERS = ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "dropped_loss",
+            "dropped_down", "dropped_queue", "dropped_error")
+
+ROOT = Path(__file__).resolve().parent.parent
+RELAY_SOURCE = Path(__file__).resolve().parent / "linkem_relay.c"
+RELAY_BINARY = ROOT / "build" / "linkem" / "linkem_relay"  # build/ is git-ignored
+_LINK_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class LinkParams:
+    """One link's emulated properties, in real milliseconds (callers apply time_scale)."""
+
+    delay_ms: float = 0.0  # one-way
+    jitter_ms: float = 0.0
+    loss: float = 0.0  # probability per frame, 0..1
+    bw_mbps: float | None = None
+    queue_pkts: int = 1000  # frames waiting for the rate limit (only with bw_mbps)
+
+    def __post_init__(self) -> None:
+        for name in ("delay_ms", "jitter_ms"):
+            v = getattr(self, name)
+            if not isinstance(v, int | float) or v != v or v < 0 or v == float("inf"):
+                raise ValueError(f"link {name} must be a finite number >= 0, got {v!r}")
+        if not isinstance(self.loss, int | float) or not 0.0 <= self.loss <= 1.0:
+            raise ValueError(f"link loss must be a probability in [0, 1], got {self.loss!r}")
+        if self.bw_mbps is not None and (
+            not isinstance(self.bw_mbps, int | float) or not 0 < self.bw_mbps < float("inf")
+        ):
+            raise ValueError(f"link bw_mbps must be > 0 (or absent), got {self.bw_mbps!r}")
+        if isinstance(self.queue_pkts, bool) or not isinstance(self.queue_pkts, int) \
+                or self.queue_pkts < 1:
+            raise ValueError(f"link queue_pkts must be an integer >= 1, got {self.queue_pkts!r}")
+
+
+def decide_mechanism(prefer: str, netem_ok: bool) -> Mechanism:
+    """auto: netem where the kernel has it, else ours; an explicit choice is obeyed or fails."""
+    if prefer not in PREFERENCES:
+        raise ValueError(f"link mechanism must be one of {', '.join(PREFERENCES)}, got {prefer!r}")
+    if prefer == "userspace":
+        return "userspace"
+    if prefer == "netem" and not netem_ok:
+        raise ValueError("link mechanism 'netem' asked for, but this kernel has no netem qdisc")
+    return "netem" if netem_ok else "userspace"
+
+
+def _tc_time(ms: float) -> str:
+    return f"{round(ms * 1000)}us"
+
+
+def netem_qdisc_args(params: LinkParams) -> list[str]:
+    """The netem options for one direction (after `tc qdisc add|change dev X root netem`)."""
+    args = ["limit", str(params.queue_pkts), "delay", _tc_time(params.delay_ms)]
+    if params.jitter_ms > 0:
+        args += [_tc_time(params.jitter_ms)]
+    args += ["loss", "random", f"{params.loss * 100:.6g}%"]
+    if params.bw_mbps is not None:
+        args += ["rate", f"{round(params.bw_mbps * 1000)}kbit"]
+    return args
+
+
+def link_seed(seed: int, link_id: str) -> int:
+    """Each link's own loss/jitter stream, fixed by the run seed and the link's name."""
+    return (seed * 1_000_003 + zlib.crc32(link_id.encode())) % 2**63
+
+
+# ---- the relay's shared control block (layout: struct ctl in linkem_relay.c) ----
+
+CTL_MAGIC = 0x666F67736C6E6B31
+CTL_SIZE = 512
+_OFF_VERSION, _OFF_PARAMS, _OFF_STOP, _OFF_READY, _OFF_COUNTERS = 8, 16, 64, 72, 128
+_PARAMS = struct.Struct("<qqQQQQ")  # delay_ns, jitter_ns, loss_x32, rate_bps, queue_pkts, up
+
+
+def encode_params(params: LinkParams, up: bool) -> bytes:
+    """The parameter words the relay reads, in its units (ns, loss as a 32-bit threshold)."""
+    rate = 0 if params.bw_mbps is None else max(1, round(params.bw_mbps * 1e6))
+    return _PARAMS.pack(round(params.delay_ms * 1e6), round(params.jitter_ms * 1e6),
+                        round(params.loss * 2**32), rate, params.queue_pkts, int(up))
+
+
+def decode_counters(block: bytes) -> dict[str, int]:
+    """Counters section of a control block -> {"ab_tx_packets": n, ...} plus dropped totals."""
+    values = struct.unpack_from(f"<{2 * len(COUNTERS)}Q", block, _OFF_COUNTERS)
+    out: dict[str, int] = {}
+    for i, d in enumerate(DIRECTIONS):
+        for j, name in enumerate(COUNTERS):
+            out[f"{d}_{name}"] = values[i * len(COUNTERS) + j]
+        out[f"{d}_dropped"] = sum(out[f"{d}_{n}"] for n in COUNTERS if n.startswith("dropped"))
+    return out
+
+
+class ControlBlock:
+    """The mmapped file through which Python sets a running relay's parameters (seqlock)
+    and reads its counters; a write takes effect for the next frame the relay receives."""
+
+    def __init__(self, path: Path, params: LinkParams, up: bool = True) -> None:
+        self.path = path
+        with open(path, "wb") as f:
+            f.write(bytes(CTL_SIZE))
+        self._fd = os.open(path, os.O_RDWR)
+        self._mm = mmap.mmap(self._fd, CTL_SIZE)
+        struct.pack_into("<Q", self._mm, 0, CTL_MAGIC)
+        self.write(params, up)
+
+    def write(self, params: LinkParams, up: bool) -> None:
+        (version,) = struct.unpack_from("<Q", self._mm, _OFF_VERSION)
+        struct.pack_into("<Q", self._mm, _OFF_VERSION, version + 1)  # odd: writing
+        self._mm[_OFF_PARAMS:_OFF_PARAMS + _PARAMS.size] = encode_params(params, up)
+        struct.pack_into("<Q", self._mm, _OFF_VERSION, version + 2)
+
+    def request_stop(self) -> None:
+        struct.pack_into("<Q", self._mm, _OFF_STOP, 1)
+
+    @property
+    def ready(self) -> bool:
+        return bool(struct.unpack_from("<Q", self._mm, _OFF_READY)[0])
+
+    def counters(self) -> dict[str, int]:
+        return decode_counters(bytes(self._mm))
+
+    def close(self) -> None:
+        self._mm.close()
+        os.close(self._fd)
+        self.path.unlink(missing_ok=True)
+
+
+# ---- building the relay ----
+
+def relay_binary() -> Path:
+    """The compiled relay, built from source on first use or when the source is newer."""
+    src_mtime = RELAY_SOURCE.stat().st_mtime
+    if RELAY_BINARY.exists() and RELAY_BINARY.stat().st_mtime >= src_mtime:
+        return RELAY_BINARY
+    cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        raise RuntimeError("the userspace link relay needs a C compiler (gcc or cc) to build "
+                           f"{RELAY_SOURCE.name}; install gcc (Debian: apt-get install gcc)")
+    RELAY_BINARY.parent.mkdir(parents=True, exist_ok=True)
+    tmp = RELAY_BINARY.with_name(f".{RELAY_BINARY.name}.{os.getpid()}")
+    r = subprocess.run([cc, "-O2", "-Wall", "-o", str(tmp), str(RELAY_SOURCE)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        raise RuntimeError(f"building the link relay failed ({cc}): {r.stderr.strip()[:500]}")
+    tmp.replace(RELAY_BINARY)  # atomic: concurrent builders each install a whole binary
+    return RELAY_BINARY
+
+
+# ---- probing the kernel ----
+
+def _in_netns(netns: str | None, argv: list[str]) -> list[str]:
+    return argv if netns is None else ["ip", "netns", "exec", netns, *argv]
+
+
+def _sh(argv: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
+    r = subprocess.run(argv, capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)}: {(r.stderr or r.stdout).strip()}")
+    return r
+
+
+@functools.cache
+def netem_available() -> bool:
+    """Does this kernel have netem? Probed once on a veth pair in a throwaway netns."""
+    if os.geteuid() != 0 or shutil.which("tc") is None:
+        return False
+    ns = f"fogsdn-netem-probe-{os.getpid()}"
+    if _sh(["ip", "netns", "add", ns], check=False).returncode != 0:
+        return False
+    try:
+        _sh(["ip", "-n", ns, "link", "add", "p0", "type", "veth", "peer", "name", "p1"])
+        r = _sh(["tc", "-n", ns, "qdisc", "add", "dev", "p0", "root", "netem", "delay", "1ms"],
+                check=False)
+        return r.returncode == 0
+    except RuntimeError:
+        return False
+    finally:
+        _sh(["ip", "netns", "del", ns], check=False)
+
+
+def choose_mechanism(prefer: str = "auto") -> Mechanism:
+    """The mechanism for this run: netem if the kernel has it (auto), else our relay."""
+    if prefer not in PREFERENCES:
+        return decide_mechanism(prefer, False)  # raises, naming the choices
+    return decide_mechanism(prefer, prefer != "userspace" and netem_available())
+
+
+# ---- the shapers ----
+
+@dataclass
+class Created:
+    """What a shaper started and made, for runner.cleanup's RunRecord."""
+
+    pids: dict[str, tuple[int, int]] = field(default_factory=dict)  # label -> (pid, start)
+    paths: list[str] = field(default_factory=list)
+
+
+class LinkShaper(Protocol):
+    mechanism: str
+
+    def attach(self, link_id: str, intf_a: str, intf_b: str, params: LinkParams,
+               netns_a: str | None = None, netns_b: str | None = None) -> None: ...
+
+    def update(self, link_id: str, params: LinkParams) -> None: ...
+
+    def set_up(self, link_id: str, up: bool, carrier: bool = True) -> None: ...
+
+    def stats(self, link_id: str) -> dict[str, int]: ...
+
+    def created(self) -> Created: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class _Link:
+    intf_a: str
+    intf_b: str
+    netns_a: str | None
+    netns_b: str | None
+    params: LinkParams
+    up: bool = True
+    ctl: ControlBlock | None = None
+    proc: subprocess.Popen[bytes] | None = None
+    pid_start: tuple[int, int] | None = None
+    parent_w: int | None = None
+    log: Path | None = None
+
+
+def _check_new(links: dict[str, _Link], link_id: str) -> None:
+    if not _LINK_ID.match(link_id):
+        raise ValueError(f"link id must be 1-64 of [A-Za-z0-9_.:-], got {link_id!r}")
+    if link_id in links:
+        raise ValueError(f"link {link_id!r} is already attached")
+
+
+def _carrier(link: _Link, up: bool) -> None:
+    """Take both element interfaces down (or up): the neighbours see carrier loss, as after
+    a cable pull, so an OVS port on the other end reports PortStatus link-down."""
+    state = "up" if up else "down"
+    for intf, ns in ((link.intf_a, link.netns_a), (link.intf_b, link.netns_b)):
+        _sh(_in_netns(ns, ["ip", "link", "set", "dev", intf, state]))
+
+
+def _prepare_interface(intf: str, netns: str | None) -> None:
+    """An element interface carries frames only: no IPv6 chatter of its own, no GRO
+    (coalesced frames would be delayed, lost and counted as one)."""
+    _sh(_in_netns(netns, ["sysctl", "-qw", f"net.ipv6.conf.{intf}.disable_ipv6=1"]), check=False)
+    _sh(_in_netns(netns, ["ethtool", "-K", intf, "gro", "off"]), check=False)
+    _sh(_in_netns(netns, ["ip", "link", "set", "dev", intf, "up"]))
+
+
+class UserspaceShaper:
+    """One relay process per link (see linkem_relay.c), controlled through shared memory."""
+
+    mechanism = "userspace"
+
+    def __init__(self, state_dir: Path, seed: int = 0, realtime: bool = True) -> None:
+        self.state_dir = Path(state_dir)
+        self.seed = seed
+        # SCHED_FIFO priority 1 for the relays: on a loaded machine a relay then waits for no
+        # ordinary process when a frame is due (p99 delay), and sleeps between frames anyway
+        self.rt_priority = 1 if realtime else 0
+        self._links: dict[str, _Link] = {}
+        self._binary = relay_binary()
+
+    def attach(self, link_id: str, intf_a: str, intf_b: str, params: LinkParams,
+               netns_a: str | None = None, netns_b: str | None = None) -> None:
+        _check_new(self._links, link_id)
+        for intf, ns in ((intf_a, netns_a), (intf_b, netns_b)):
+            _prepare_interface(intf, ns)
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        link = _Link(intf_a, intf_b, netns_a, netns_b, params)
+        link.ctl = ControlBlock(self.state_dir / f"linkem-{link_id}.ctl", params)
+        link.log = self.state_dir / f"linkem-{link_id}.log"
+        parent_r, link.parent_w = os.pipe()  # the relay exits when this pipe closes
+        self._links[link_id] = link
+        try:
+            try:
+                with open(link.log, "wb") as log:
+                    link.proc = subprocess.Popen(
+                        [str(self._binary), str(link.ctl.path), intf_a, intf_b, netns_a or "-",
+                         netns_b or "-", str(link_seed(self.seed, link_id)), str(parent_r),
+                         str(self.rt_priority)],
+                        pass_fds=[parent_r], stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+            finally:
+                os.close(parent_r)  # only the relay keeps the read end
+            start = proc_start_time(link.proc.pid)
+            if start is not None:
+                link.pid_start = (link.proc.pid, start)
+            deadline = time.monotonic() + 5.0
+            while not link.ctl.ready:
+                if link.proc.poll() is not None or time.monotonic() > deadline:
+                    why = link.log.read_text(errors="replace").strip() or "no output"
+                    raise RuntimeError(f"link relay for {link_id!r} did not start: {why}")
+                time.sleep(0.001)
+        except BaseException:
+            self._stop(link_id)
+            raise
+
+    def _get(self, link_id: str) -> _Link:
+        try:
+            return self._links[link_id]
+        except KeyError:
+            raise ValueError(f"no attached link {link_id!r}") from None
+
+    def update(self, link_id: str, params: LinkParams) -> None:
+        link = self._get(link_id)
+        link.params = params
+        assert link.ctl is not None
+        link.ctl.write(params, link.up)
+
+    def set_up(self, link_id: str, up: bool, carrier: bool = True) -> None:
+        """Down: the relay drops every frame at once (queued ones too); with `carrier`, the
+        element's interfaces also go down. Up: the reverse, in the reverse order."""
+        link = self._get(link_id)
+        assert link.ctl is not None
+        if up and carrier:
+            _carrier(link, True)
+        link.up = up
+        link.ctl.write(link.params, up)
+        if not up and carrier:
+            _carrier(link, False)
+
+    def stats(self, link_id: str) -> dict[str, int]:
+        ctl = self._get(link_id).ctl
+        assert ctl is not None
+        return ctl.counters()
+
+    def relay_pid(self, link_id: str) -> int | None:
+        proc = self._get(link_id).proc
+        return None if proc is None else proc.pid
+
+    def created(self) -> Created:
+        out = Created()
+        for link_id, link in self._links.items():
+            if link.pid_start is not None:
+                out.pids[f"linkem-{link_id}"] = link.pid_start
+            for p in (link.ctl.path if link.ctl else None, link.log):
+                if p is not None:
+                    out.paths.append(str(p))
+        return out
+
+    def _stop(self, link_id: str) -> None:
+        link = self._links.pop(link_id)
+        if link.ctl is not None:
+            link.ctl.request_stop()
+        if link.parent_w is not None:
+            os.close(link.parent_w)  # the relay sees the pipe close and exits
+        if link.proc is not None:
+            # our unreaped child: its PID cannot have been recycled, so signal it directly
+            for ask in (None, link.proc.terminate, link.proc.kill):
+                if ask is not None:
+                    ask()
+                try:
+                    link.proc.wait(timeout=1.0)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        if link.ctl is not None:
+            link.ctl.close()
+        if link.log is not None:
+            link.log.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        for link_id in list(self._links):
+            self._stop(link_id)
+
+
+class NetemShaper:
+    """The kernel's netem: frames from `intf_a`'s ingress are redirected (tc mirred) to
+    `intf_b`'s egress, where a netem qdisc delays them, and the same from b to a."""
+
+    mechanism = "netem"
+
+    def __init__(self, state_dir: Path, seed: int = 0) -> None:
+        self.state_dir = Path(state_dir)
+        self.seed = seed  # netem's own random draws are not seeded (documented)
+        self._links: dict[str, _Link] = {}
+
+    def attach(self, link_id: str, intf_a: str, intf_b: str, params: LinkParams,
+               netns_a: str | None = None, netns_b: str | None = None) -> None:
+        _check_new(self._links, link_id)
+        if netns_a != netns_b:
+            raise ValueError("the netem mechanism splices two interfaces of one namespace; "
+                             f"got netns_a={netns_a!r}, netns_b={netns_b!r}")
+        link = _Link(intf_a, intf_b, netns_a, netns_b, params)
+        self._links[link_id] = link
+        try:
+            for src, dst in ((intf_a, intf_b), (intf_b, intf_a)):
+                _prepare_interface(src, netns_a)
+                _sh(_in_netns(netns_a, ["tc", "qdisc", "add", "dev", src, "clsact"]))
+                _sh(_in_netns(netns_a, ["tc", "filter", "add", "dev", src, "ingress", "u32",
+                                        "match", "u32", "0", "0", "action", "mirred", "egress",
+                                        "redirect", "dev", dst]))
+                _sh(_in_netns(netns_a, ["tc", "qdisc", "add", "dev", dst, "root", "netem",
+                                        *netem_qdisc_args(params)]))
+        except BaseException:
+            self._remove(link_id)
+            raise
+
+    def _get(self, link_id: str) -> _Link:
+        try:
+            return self._links[link_id]
+        except KeyError:
+            raise ValueError(f"no attached link {link_id!r}") from None
+
+    def update(self, link_id: str, params: LinkParams) -> None:
+        link = self._get(link_id)
+        link.params = params
+        for dst in (link.intf_a, link.intf_b):
+            _sh(_in_netns(link.netns_a, ["tc", "qdisc", "change", "dev", dst, "root", "netem",
+                                         *netem_qdisc_args(params)]))
+
+    def set_up(self, link_id: str, up: bool, carrier: bool = True) -> None:
+        """netem has no drop-all switch: down is always the interfaces going down."""
+        link = self._get(link_id)
+        link.up = up
+        _carrier(link, up)
+
+    def stats(self, link_id: str) -> dict[str, int]:
+        """From the netem qdiscs: tx = frames netem sent on, dropped = its drops (loss and
+        queue overflow together); frames lost while down are not counted."""
+        link = self._get(link_id)
+        out: dict[str, int] = {}
+        for d, dst in (("ab", link.intf_b), ("ba", link.intf_a)):
+            r = _sh(_in_netns(link.netns_a, ["tc", "-s", "-j", "qdisc", "show", "dev", dst]))
+            qdiscs: list[dict[str, object]] = json.loads(r.stdout)
+            q = next((q for q in qdiscs if q.get("kind") == "netem"), {})
+            for key, field_name in (("tx_packets", "packets"), ("tx_bytes", "bytes"),
+                                    ("dropped", "drops")):
+                out[f"{d}_{key}"] = int(str(q.get(field_name, 0)))
+        return out
+
+    def created(self) -> Created:
+        return Created()  # qdiscs go with their interfaces; no processes
+
+    def _remove(self, link_id: str) -> None:
+        link = self._links.pop(link_id)
+        for intf in (link.intf_a, link.intf_b):
+            _sh(_in_netns(link.netns_a, ["tc", "qdisc", "del", "dev", intf, "root"]), check=False)
+            _sh(_in_netns(link.netns_a, ["tc", "qdisc", "del", "dev", intf, "clsact"]),
+                check=False)
+
+    def close(self) -> None:
+        for link_id in list(self._links):
+            self._remove(link_id)
+
+
+def make_shaper(mechanism: str, state_dir: Path, seed: int = 0) -> LinkShaper:
+    """A shaper for `mechanism` ("netem" or "userspace"; see choose_mechanism)."""
+    if mechanism == "userspace":
+        return UserspaceShaper(state_dir, seed)
+    if mechanism == "netem":
+        return NetemShaper(state_dir, seed)
+    raise ValueError(f"link mechanism must be 'netem' or 'userspace', got {mechanism!r}")
+

@@ -1,0 +1,151 @@
+"""Traffic that shows a re-route in the data plane (stdlib only; runs inside a host):
+
+    python -m topologies.reroute_probe sink PORT OUT.json      # until SIGTERM
+    python -m topologies.reroute_probe stream HOST PORT INTERVAL_MS
+    python -m topologies.reroute_probe tcp-echo PORT
+    python -m topologies.reroute_probe tcp-ping HOST PORT SECONDS INTERVAL_MS
+
+`stream` sends numbered, timestamped datagrams (CLOCK_MONOTONIC, shared by all
+namespaces) until killed; `sink` records each one's arrival and writes them on
+SIGTERM. `reroute_times` (pure) finds, for each failure, the first datagram that
+arrived after the last one lost to it: the first packet on the new path. `tcp-ping`
+keeps one TCP connection and echoes a line through it every INTERVAL_MS, reporting
+any error: an established connection that breaks shows here.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import struct
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+_DGRAM = struct.Struct("!QQ")  # sequence number, send time (ns)
+
+Arrival = tuple[int, int, int]  # seq, sent ns, received ns
+
+
+def reroute_times(arrivals: Sequence[Arrival], failures: Sequence[tuple[int, int]]
+                  ) -> list[float | None]:
+    """For each failure window (failed at ns, restored at ns): ms from the failure to the
+    arrival of the first datagram after the last one lost in the window; 0.0 when none was
+    lost (a hitless re-route); None when nothing arrived after the loss."""
+    by_seq = sorted(arrivals)
+    out: list[float | None] = []
+    for t_fail, t_restore in failures:
+        # datagrams lost in the window: gaps in seq between arrivals sent around it
+        last_lost = -1
+        for (s0, t0, _), (s1, _, _) in zip(by_seq, by_seq[1:], strict=False):
+            if s1 > s0 + 1 and t_fail - 50_000_000 <= t0 < t_restore:
+                last_lost = s1 - 1
+        if last_lost < 0:
+            out.append(0.0)
+            continue
+        after = [r for s, _, r in by_seq if s > last_lost]
+        out.append((min(after) - t_fail) / 1e6 if after else None)
+    return out
+
+
+def sink(port: int, out: Path) -> None:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+    s.bind(("0.0.0.0", port))
+    got: list[Arrival] = []
+
+    def stop(*_: Any) -> None:
+        out.write_text(json.dumps(got))
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    print("ready", flush=True)
+    while True:
+        data = s.recv(64)
+        t = time.monotonic_ns()
+        seq, sent = _DGRAM.unpack_from(data)
+        got.append((seq, sent, t))
+
+
+def stream(host: str, port: int, interval_ms: float) -> None:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.connect((host, port))
+    step = int(interval_ms * 1e6)
+    start = time.monotonic_ns()
+    seq = 0
+    while True:
+        due = start + seq * step
+        now = time.monotonic_ns()
+        if now < due:
+            time.sleep((due - now) / 1e9)
+        try:
+            s.send(_DGRAM.pack(seq, time.monotonic_ns()).ljust(64, b"\0"))
+        except OSError:
+            pass  # no route for a moment: that datagram is lost, as on a wire
+        seq += 1
+
+
+def tcp_echo(port: int) -> None:
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("0.0.0.0", port))
+    srv.listen(8)
+    print("ready", flush=True)
+    while True:
+        conn, _ = srv.accept()
+        with conn:
+            while data := conn.recv(4096):
+                conn.sendall(data)
+
+
+def tcp_ping(host: str, port: int, seconds: float, interval_ms: float) -> dict[str, Any]:
+    s = socket.create_connection((host, port), timeout=5)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    s.settimeout(5.0)
+    sent = echoed = 0
+    errors: list[str] = []
+    slowest = 0.0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        t = time.monotonic()
+        try:
+            s.sendall(b"x" * 31 + b"\n")
+            sent += 1
+            buf = b""
+            while not buf.endswith(b"\n"):
+                chunk = s.recv(64)
+                if not chunk:
+                    raise ConnectionResetError("closed by peer")
+                buf += chunk
+            echoed += 1
+            slowest = max(slowest, time.monotonic() - t)
+        except OSError as err:
+            errors.append(f"{type(err).__name__}: {err}")
+            break
+        time.sleep(interval_ms / 1000.0)
+    s.close()
+    return {"sent": sent, "echoed": echoed, "errors": errors, "slowest_s": slowest}
+
+
+def main(argv: list[str]) -> int:
+    cmd, *args = argv
+    if cmd == "sink":
+        sink(int(args[0]), Path(args[1]))
+    elif cmd == "stream":
+        stream(args[0], int(args[1]), float(args[2]))
+    elif cmd == "tcp-echo":
+        tcp_echo(int(args[0]))
+    elif cmd == "tcp-ping":
+        print(json.dumps(tcp_ping(args[0], int(args[1]), float(args[2]), float(args[3]))),
+              flush=True)
+    else:
+        print(f"unknown command {cmd!r}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
