@@ -20,7 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-TEST_EXTRAS = "test,sweep,bench,gym"
+# rl: torch 2.13.0 (pinned to the wheel on disk, no CUDA download), so the DQN test runs
+TEST_EXTRAS = "test,sweep,bench,gym,rl"
 STAGES = {"unit": "not emulation", "emulation": "emulation"}
 
 

@@ -1,6 +1,6 @@
-"""The DQN agent's plumbing (needs the `rl` extra, torch; CI's test extras leave it out
-because torch is large, so there this file skips): the weight menu, a short training
-run that logs episodes, and saved weights that load to the same decisions."""
+"""The DQN agent's plumbing (needs the `rl` extra, torch, which the test command installs
+from the CPU wheel on disk; a developer without it gets a skip): the weight menu, a short
+training run that logs episodes, and saved weights that load to the same decisions."""
 
 from __future__ import annotations
 
