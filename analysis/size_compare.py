@@ -9,9 +9,11 @@ the completing host)), per completing host and overall.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from analysis.metrics import replications_ci
@@ -26,8 +28,8 @@ from analysis.size_based import (
 )
 from controller.policies import PolicyError, initial_view, make_policy
 from controller.policies.size_based import SIZE_POLICIES, SitaE, SitaU, Tags
-from fogsdn.scenario import Role, Scenario, SizeSpec, parse_scenario
-from fogsdn.trace import Outcome, TraceRow
+from fogsdn.scenario import Role, Scenario, SizeSpec, load_scenario, parse_scenario
+from fogsdn.trace import Outcome, TraceRow, iter_trace
 
 NO_MODEL = {
     "round_robin": "round_robin has no closed-form model here (Erlang arrivals per host)",
@@ -197,5 +199,49 @@ def size_scenario(policy: str, hosts: int, load: float, size: SizeSpec, *, seed:
     }, source=name)
 
 
-__all__ = ["NO_MODEL", "SizeStats", "bounded_pareto", "comparison", "is_size_scenario",
-           "predict_scenario", "replicated", "size_scenario"]
+
+
+def attach_size_prediction(out: Path) -> str:
+    """For a size-based run directory: measured overall/per-host means from trace.csv,
+    the prediction (or why there is none) and the gaps, into summary.json["size_based"];
+    returns the lines to print."""
+    sc = load_scenario(out / "scenario.yaml")
+    stats = SizeStats(sc)
+    trace = out / "trace.csv"
+    if trace.exists():
+        stats.add_trace(iter_trace(trace))
+    measured = stats.summary()
+    block: dict[str, Any] = {"measured": measured}
+    o = measured["overall"]
+    lines = [f"[size-based] {sc.policy.name}: measured W {o['W']:.4g} ms, wait {o['wait']:.4g}"
+             f" ms, slowdown {o['slowdown']:.4g} over {o['count']} answered requests"]
+    try:
+        pred = predict_scenario(sc)
+    except OutsideModel as err:
+        block["outside_model"] = str(err)
+        lines.append(f"[size-based] no prediction: {err}")
+    else:
+        block["predicted"] = pred.to_dict()
+        block["comparison"] = comparison(measured, pred)
+        kind = "exact" if pred.exact else "approximation"
+        lines.append(f"[size-based] predicted ({kind}): W {pred.W:.4g} ms, wait "
+                     f"{pred.wait:.4g} ms, slowdown {pred.slowdown:.4g}")
+    path = out / "summary.json"
+    summary = json.loads(path.read_text()) if path.exists() else {}
+    summary["size_based"] = _clean(block)
+    path.write_text(json.dumps(summary, indent=1, default=str))
+    return "\n".join(lines)
+
+
+def _clean(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {k: _clean(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_clean(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+__all__ = ["NO_MODEL", "SizeStats", "attach_size_prediction", "bounded_pareto", "comparison",
+           "is_size_scenario", "predict_scenario", "replicated", "size_scenario"]
