@@ -266,6 +266,9 @@ class Emulation:
         self.network.set_link(self.network.host_link(host), up)
 
     def _start_workers(self) -> None:
+        from controller.policies.stages import stage_plan
+
+        stages = stage_plan(self.sc)  # TAGS: each stage but the last kills at its cutoff
         layout = self._cgroup_layout() if self.sc.containers else None
         work: list[str] = []
         if self.sc.workload.work == "cpu":
@@ -274,6 +277,7 @@ class Emulation:
             self.timings["calibration_s"] = time.monotonic() - t0
             work = ["--bytes-per-ms", repr(self.bytes_per_ms)]
         for node in self.sc.nodes:
+            kill = stages.kill_after(node.name)
             host = self.net.get(node.name)
             ctl = self.sock_dir / f"{node.name}.sock"
             self.rec.paths.append(str(ctl))
@@ -283,7 +287,8 @@ class Emulation:
                    "--servers", node.servers.value, "--time-scale", repr(self.sc.time_scale),
                    "--control", str(ctl),
                    "--events", str(self.out.resolve() / f"worker-{node.name}.jsonl"),
-                   "--max-size", repr(max_task_size(self.sc.workload.size)), *work]
+                   "--max-size", repr(max_task_size(self.sc.workload.size)), *work,
+                   *(["--kill-after", repr(kill)] if kill is not None else [])]
             if self.sc.containers:
                 cmd = self._containerize(node, cmd, layout)
             p = host.popen(
