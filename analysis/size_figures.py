@@ -232,6 +232,37 @@ def ratio_plot(path: Path, base: Scenario, points: Sequence[FigurePoint],
     return sim
 
 
+def live_plot(path: Path, live: Sequence[dict[str, str]], size: Any, hosts: int = 2) -> None:
+    """Live mean response times (95 % interval over answered requests) over the model's
+    curves, per policy, against load."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from analysis.size_compare import size_scenario
+
+    fig, ax = plt.subplots(figsize=(6.5, 4.4))
+    loads = list(np.linspace(0.05, 0.9, 40))
+    for pol in dict.fromkeys(r["policy"] for r in live):
+        ys = [predicted(size_scenario(pol, hosts, x, size))["W"] for x in loads]
+        ax.plot(loads, ys, "--" if pol == "tags" else "-", color=COLORS[pol],
+                label=f"{LABELS[pol]} model" + (" (approx.)" if pol == "tags" else ""))
+        pts = [r for r in live if r["policy"] == pol]
+        ax.errorbar([float(r["load"]) for r in pts], [float(r["W_live"]) for r in pts],
+                    yerr=[float(r["W_live_ci95"]) for r in pts], fmt="s", color=COLORS[pol],
+                    capsize=3, label=f"{LABELS[pol]} live (testbed)")
+    ax.set_yscale("log")
+    ax.set_xlabel("load (rho)")
+    ax.set_ylabel("mean response time at the workers (model ms)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7)
+    ax.set_title("seed 002b live: 2 hosts, bounded Pareto alpha 1.5 on [1, 100]", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def write_csv(path: Path, points: Sequence[FigurePoint]) -> None:
     cols = ["policy", "x", "requests"]
     lines = [",".join(cols + [f"{m}_{k}" for m in ("W", "wait", "slowdown")
@@ -245,5 +276,5 @@ def write_csv(path: Path, points: Sequence[FigurePoint]) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-__all__ = ["FigurePoint", "curves", "load_of", "plot", "point", "ratio_curve", "ratio_plot",
-           "simulate_points", "write_csv", "x_of"]
+__all__ = ["FigurePoint", "curves", "live_plot", "load_of", "plot", "point", "ratio_curve",
+           "ratio_plot", "simulate_points", "write_csv", "x_of"]

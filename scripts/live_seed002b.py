@@ -28,6 +28,17 @@ from analysis.size_compare import bounded_pareto, size_scenario  # noqa: E402
 from runner.emulate import run_emulation  # noqa: E402
 
 
+def plot_live(folder: Path) -> None:
+    """seed002b_live.png from seed002b_live.csv in `folder`."""
+    import csv
+
+    from analysis.size_figures import live_plot
+
+    with open(folder / "seed002b_live.csv") as fh:
+        live_plot(folder / "seed002b_live.png", list(csv.DictReader(fh)),
+                  bounded_pareto(1.5, 1.0, 100.0))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--loads", type=float, nargs="+", default=[0.3, 0.5, 0.7])
@@ -35,8 +46,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--duration-s", type=float, default=20.0, help="real seconds per point")
     ap.add_argument("--time-scale", type=float, default=4.0, help="real ms per model ms")
     ap.add_argument("--results", type=Path, default=ROOT / "results" / "seed002b-live")
-    ap.add_argument("--out", type=Path, help="folder for seed002b_live.csv")
+    ap.add_argument("--out", type=Path, help="folder for seed002b_live.{csv,png}")
+    ap.add_argument("--plot-only", action="store_true", help="redraw the figure from the csv")
     ns = ap.parse_args(argv)
+    if ns.plot_only and ns.out is not None:
+        plot_live(ns.out)
+        return 0
     sizes = bounded_pareto(1.5, 1.0, 100.0)
     lines = ["policy,load,answered,other,W_live,W_live_ci95,W_model,wait_live,wait_model,"
              "slowdown_live,slowdown_model,model"]
@@ -67,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     if ns.out is not None:
         ns.out.mkdir(parents=True, exist_ok=True)
         (ns.out / "seed002b_live.csv").write_text("\n".join(lines) + "\n")
+        plot_live(ns.out)
     return 0
 
 
