@@ -23,8 +23,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from controller.policies.stages import StagePlan, stage_plan, stage_port
 from fogsdn.scenario import Scenario, load_scenario
+from fogsdn.stages import StagePlan, stage_port
 from fogsdn.streams import replication_seed
 from fogsdn.trace import Outcome, TraceRow, TraceWriter
 from fogsdn.workload import Arrival, client_arrivals, client_names
@@ -35,7 +35,8 @@ INTERRUPT_GRACE_S = 2.0
 
 class Client:
     def __init__(self, name: str, scenario: Scenario, service: tuple[str, int], epoch: float,
-                 writer: TraceWriter, progress: Path | None = None, replication: int = 0) -> None:
+                 writer: TraceWriter, progress: Path | None = None, replication: int = 0,
+                 stages: StagePlan | None = None) -> None:
         self.name = name
         self.sc = scenario
         self.service = service
@@ -49,7 +50,7 @@ class Client:
             scenario.workload, replication_seed(scenario.seed, replication),
             client_names(scenario).index(name), scenario.duration_ms)
         # size-based policies (seed 002b): the stage travels in the destination port
-        self.stages: StagePlan = stage_plan(scenario)
+        self.stages: StagePlan = stages or StagePlan("none")
         self.sent = 0
         self.done = 0
         self.interrupted = asyncio.Event()
@@ -215,7 +216,13 @@ def main(argv: list[str] | None = None) -> int:
                          "every client is ready (this client writes FILE.<name>.ready)")
     ap.add_argument("--trace", required=True)
     ap.add_argument("--replication", type=int, default=0)
+    ap.add_argument("--stages", help="size-based stage plan, JSON (fogsdn.stages.StagePlan)")
     a = ap.parse_args(argv)
+    try:
+        stages = StagePlan.from_json(a.stages) if a.stages else None
+    except ValueError as err:
+        print(f"client: --{err}", file=sys.stderr)
+        return 2
     host, _, port = a.service.rpartition(":")
     sc = load_scenario(a.scenario)
     trace = Path(a.trace)
@@ -224,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     with TraceWriter(trace) as writer:
         client = Client(a.name, sc, (host, int(port)), epoch, writer,
-                        trace.with_suffix(".progress"), a.replication)
+                        trace.with_suffix(".progress"), a.replication, stages)
 
         async def _main() -> None:
             loop = asyncio.get_running_loop()

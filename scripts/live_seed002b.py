@@ -32,7 +32,7 @@ def plot_live(folder: Path) -> None:
     """seed002b_live.png from seed002b_live.csv in `folder`."""
     import csv
 
-    from analysis.size_figures import live_plot
+    from runner.size_figures import live_plot
 
     with open(folder / "seed002b_live.csv") as fh:
         live_plot(folder / "seed002b_live.png", list(csv.DictReader(fh)),

@@ -22,14 +22,14 @@ import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside
 
 bootstrap.bootstrap(needs_network_stack=False, extras="")
 
-from analysis.size_figures import (  # noqa: E402
+from fogsdn.scenario import load_scenario  # noqa: E402
+from runner.size_figures import (  # noqa: E402
     curves,
     plot,
     ratio_plot,
     simulate_points,
     write_csv,
 )
-from fogsdn.scenario import load_scenario  # noqa: E402
 
 FIGURES = {
     "load": ("seed002b_load.yaml", ["wait", "slowdown"], "load (rho)", False),

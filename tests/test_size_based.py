@@ -242,3 +242,22 @@ def test_predict_script_json(tmp_path: Path) -> None:
                           str(f), "--json"], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stdout == ""
     assert len(bad.stderr.strip().splitlines()) == 1 and "least_work_left" in bad.stderr
+
+
+def test_stage_plans_carry_intervals_and_stages_as_json() -> None:
+    from controller.policies.stages import stage_plan
+    from fogsdn.stages import StagePlan, stage_port
+
+    sita = stage_plan(size_scenario("sita_e", 3, 0.5, BP))
+    c1, c2 = sita_e_cutoffs(BP, [1.0] * 3)
+    assert sita.kind == "sita" and sita.hosts == ("h1", "h2", "h3")
+    assert [sita.first_stage(s) for s in (1.0, c1, c1 * 1.01, 99.0)] == [0, 0, 1, 2]
+    assert sita.kill_after("h1") is None and sita.next_stage(0) is None
+    tags = stage_plan(size_scenario("tags", 3, 0.4, BP, params={"cutoffs": "2,10"}))
+    assert tags.first_stage(50.0) == 0 and tags.next_stage(0) == 1 and tags.next_stage(2) is None
+    assert [tags.kill_after(h) for h in ("h1", "h2", "h3")] == [2.0, 10.0, None]
+    assert StagePlan.from_json(tags.to_json()) == tags
+    assert stage_plan(size_scenario("least_work_left", 2, 0.5, BP)).kind == "none"
+    assert stage_port(9000, 0) == 9001
+    with pytest.raises(ValueError, match="stages.kind"):
+        StagePlan.from_json('{"kind": "x"}')

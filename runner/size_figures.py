@@ -1,4 +1,5 @@
-"""Seed 002b's figures: exact (or approximate, for TAGS) curves with simulated points.
+"""Seed 002b's figures: model curves (exact, or approximate for TAGS) with simulated
+points; on the runner side because it drives the simulator.
 
 A figure comes from a scenario with a sweep (`scenarios/seed002b_*.yaml`) over
 `workload.lambda_lp` (load), `workload.size.shape` (alpha) or `workload.size.high`
