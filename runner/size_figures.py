@@ -172,7 +172,9 @@ def plot(path: Path, base: Scenario, points: Sequence[FigurePoint],
         ax.set_ylabel(ylabels[metric])
         ax.grid(alpha=0.3, which="both")
     axes[0].legend(fontsize=7)
-    fig.suptitle(base.description or base.name, fontsize=9)
+    import textwrap
+
+    fig.suptitle(textwrap.fill(base.description or base.name, 130), fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -277,5 +279,19 @@ def write_csv(path: Path, points: Sequence[FigurePoint]) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
+def read_csv(path: Path) -> list[FigurePoint]:
+    """The points `write_csv` wrote (to redraw a figure without simulating again)."""
+    import csv
+
+    out = []
+    with open(path) as fh:
+        for r in csv.DictReader(fh):
+            pred = {m: float(r[f"{m}_predicted"]) for m in ("W", "wait", "slowdown")}
+            sim = {m: {"mean": float(r[f"{m}_sim"]), "ci95": float(r[f"{m}_ci95"]),
+                       "n": float(r[f"{m}_reps"])} for m in ("W", "wait", "slowdown")}
+            out.append(FigurePoint(r["policy"], float(r["x"]), pred, sim, int(r["requests"])))
+    return out
+
+
 __all__ = ["FigurePoint", "curves", "live_plot", "load_of", "plot", "point", "ratio_curve",
-           "ratio_plot", "simulate_points", "write_csv", "x_of"]
+           "ratio_plot", "read_csv", "simulate_points", "write_csv", "x_of"]

@@ -27,6 +27,7 @@ from runner.size_figures import (  # noqa: E402
     curves,
     plot,
     ratio_plot,
+    read_csv,
     simulate_points,
     write_csv,
 )
@@ -47,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--only", choices=sorted(FIGURES))
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "figures")
+    ap.add_argument("--plot-only", action="store_true",
+                    help="redraw from the .csv files in --out, simulating nothing")
     ns = ap.parse_args(argv)
     ns.out.mkdir(parents=True, exist_ok=True)
     for key, (fname, metrics, xlabel, logx) in FIGURES.items():
@@ -56,14 +59,18 @@ def main(argv: list[str] | None = None) -> int:
         base = load_scenario(ROOT / "scenarios" / fname)
         assert base.sweep is not None
         pols = list(base.sweep.policies)
-        pts = simulate_points(base, pols, ns.requests, ns.replications, ns.workers)
+        if ns.plot_only:
+            pts = read_csv(ns.out / f"seed002b_{key}.csv")
+        else:
+            pts = simulate_points(base, pols, ns.requests, ns.replications, ns.workers)
         if key == "ratio":
             for x, r, hw in ratio_plot(ns.out / "seed002b_ratio.png", base, pts, RATIO_LOADS):
                 print(f"  H/L {x:<8.3g} TAGS/SITA-E wait, simulated: {r:.3f} ± {hw:.3f}")
         else:
             model = curves(base, [p for p in pols if p != "least_work_left"])
             plot(ns.out / f"seed002b_{key}.png", base, pts, model, metrics, xlabel, logx)
-        write_csv(ns.out / f"seed002b_{key}.csv", pts)
+        if not ns.plot_only:
+            write_csv(ns.out / f"seed002b_{key}.csv", pts)
         print(f"{key}: {len(pts)} points in {time.perf_counter() - t0:.0f} s -> "
               f"{ns.out / f'seed002b_{key}.png'}")
         for p in pts:
