@@ -136,7 +136,12 @@ def test_policies_decide_as_defined() -> None:
     with pytest.raises(PolicyError, match="needs the scenario's workload"):
         make_policy(PolicySpec(name="sita_e")).decide(_view(), Request(TaskClass.LP, "c", 2), rng)
 
+    shares = sita.routes(_view())[TaskClass.LP]  # the share of tasks each host gets
+    assert sum(shares.values()) == pytest.approx(1.0)
+    assert shares["h1"] == pytest.approx(1.0 - tail(BP, c1))
+
     tags = make_policy(PolicySpec(name="tags", params={"cutoffs": "2,10"}), sc.workload)
+    assert dict(tags.routes(_view())[TaskClass.HP]) == {"h1": 1.0}
     assert not tags.needs_size
     assert tags.decide(_view(), Request(TaskClass.LP, "c1"), rng) == "h1"
     assert [tags.stage_limit(_view(), h) for h in ("h1", "h2", "h3")] == [2.0, 10.0, math.inf]

@@ -17,6 +17,7 @@ from typing import ClassVar
 from analysis.size_based import (
     SizeModelError,
     parse_cutoffs,
+    partial_moment,
     sita_e_cutoffs,
     sita_u_cutoffs,
     tags_cutoffs,
@@ -30,6 +31,12 @@ def hosts_of(view: ClusterView) -> tuple[NodeView, ...]:
     if not hosts:
         raise PolicyError("no host is available")
     return hosts
+
+
+def _even(view: ClusterView) -> RouteTable:
+    hosts = hosts_of(view)
+    even = {h.name: 1.0 / len(hosts) for h in hosts}
+    return {TaskClass.HP: even, TaskClass.LP: even}
 
 
 @dataclass
@@ -82,7 +89,12 @@ class _Cutoffs(Policy):
         return [(h.name, edges[i], edges[i + 1]) for i, h in enumerate(hosts_of(view))]
 
     def routes(self, view: ClusterView) -> RouteTable:
-        raise PolicyError(f"policy {self.name!r} decides per request (by size interval)")
+        """The share of tasks each host receives first (decisions are per request)."""
+        share = self.first_shares(view)
+        return {TaskClass.HP: share, TaskClass.LP: share}
+
+    def first_shares(self, view: ClusterView) -> dict[str, float]:
+        raise NotImplementedError
 
 
 @dataclass
@@ -94,6 +106,11 @@ class _Sita(_Cutoffs):
             raise PolicyError(f"policy {self.name!r} needs the request's size")
         hosts, cut = self.hosts_and_cutoffs(view)
         return hosts[bisect_left(cut, request.size)].name
+
+    def first_shares(self, view: ClusterView) -> dict[str, float]:
+        size = self._workload().size
+        return {name: partial_moment(size, 0, low if i else -1.0, high)
+                for i, (name, low, high) in enumerate(self.intervals(view))}
 
 
 @dataclass
@@ -135,6 +152,9 @@ class Tags(_Cutoffs):
     def decide(self, view: ClusterView, request: Request, rng: random.Random) -> str:
         return self.hosts_and_cutoffs(view)[0][0].name
 
+    def first_shares(self, view: ClusterView) -> dict[str, float]:
+        return {hosts_of(view)[0].name: 1.0}  # every task starts at the first stage
+
     def _stage(self, view: ClusterView, node: str) -> int:
         names = [h.name for h in hosts_of(view)]
         try:
@@ -160,9 +180,7 @@ class RandomHost(Policy):
     name: ClassVar[str] = "random"
 
     def routes(self, view: ClusterView) -> RouteTable:
-        hosts = hosts_of(view)
-        even = {h.name: 1.0 / len(hosts) for h in hosts}
-        return {TaskClass.HP: even, TaskClass.LP: even}
+        return _even(view)
 
     def decide(self, view: ClusterView, request: Request, rng: random.Random) -> str:
         hosts = hosts_of(view)  # one draw, as sampling the even route table would
@@ -178,7 +196,8 @@ class RoundRobin(Policy):
     _turn: int = field(default=0, repr=False)
 
     def routes(self, view: ClusterView) -> RouteTable:
-        raise PolicyError("policy 'round_robin' decides per request")
+        """Each host's share in the long run (decisions are per request)."""
+        return _even(view)
 
     def decide(self, view: ClusterView, request: Request, rng: random.Random) -> str:
         hosts = hosts_of(view)
@@ -196,7 +215,9 @@ class LeastWorkLeft(Policy):
     needs_work_left: ClassVar[bool] = True
 
     def routes(self, view: ClusterView) -> RouteTable:
-        raise PolicyError("policy 'least_work_left' decides per request")
+        """Identical hosts share the load evenly in the long run (decisions are per
+        request, from the hosts' remaining work)."""
+        return _even(view)
 
     def decide(self, view: ClusterView, request: Request, rng: random.Random) -> str:
         hosts = hosts_of(view)
