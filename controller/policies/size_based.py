@@ -44,6 +44,7 @@ class _Cutoffs(Policy):
     """Policies defined by h - 1 size cutoffs over the h available hosts."""
 
     proactive: ClassVar[bool] = False
+    state_based: ClassVar[bool | None] = False  # reads the size (or kills): no CTMC
     _cache: dict[tuple[str, ...], tuple[float, ...]] = field(default_factory=dict, repr=False)
     # the last view asked about, its hosts and cutoffs (engines reuse one view object)
     _last: tuple[ClusterView, tuple[NodeView, ...], tuple[float, ...]] | None = field(
@@ -193,6 +194,7 @@ class RoundRobin(Policy):
 
     name: ClassVar[str] = "round_robin"
     proactive: ClassVar[bool] = False
+    state_based: ClassVar[bool | None] = False  # its turn is state the chain does not have
     _turn: int = field(default=0, repr=False)
 
     def routes(self, view: ClusterView) -> RouteTable:
@@ -212,6 +214,7 @@ class LeastWorkLeft(Policy):
 
     name: ClassVar[str] = "least_work_left"
     proactive: ClassVar[bool] = False
+    state_based: ClassVar[bool | None] = False  # reads the remaining work, not counts
     needs_work_left: ClassVar[bool] = True
 
     def routes(self, view: ClusterView) -> RouteTable:
