@@ -13,8 +13,8 @@ needs the size or needs the hosts' remaining work). The same policy objects deci
   scratch at `next_stage` (TAGS), keeping its request id; every host visited is in
   the row's `hosts` column (`h1>h2`), the killed work in `wasted_ms`.
 
-Arrivals, classes, clients and sizes come from the same seeded streams as the main
-engine, so both engines (and every policy) see the same tasks for the same seed.
+Arrivals, classes, clients and sizes are `fogsdn.workload.arrival_blocks`, as in the
+main engine and the live clients: every engine and policy sees the same tasks for a seed.
 A task that finds its host full is `blocked` (at a later TAGS stage too); a client
 that gives up records `timeout` while the hosts still serve the task to the end, as
 in the main engine. OFN churn is not modelled here (a clear error says so).
@@ -34,8 +34,9 @@ from typing import Any
 
 from controller.policies import ClusterView, NodeView, Policy, Request
 from fogsdn.scenario import Scenario
-from sim.engine import BLOCKED, CLASSES, OK, TIMEOUT, Row, RowSink, client_names
-from sim.streams import BLOCK, Stream, numpy_stream, python_stream, replication_seed, size_block
+from fogsdn.streams import BLOCK, Stream, python_stream, replication_seed
+from fogsdn.workload import arrival_blocks, client_names, hp_share
+from sim.engine import BLOCKED, CLASSES, OK, TIMEOUT, Row, RowSink
 
 NAN = math.nan
 
@@ -65,8 +66,7 @@ def simulate_size_based(
                          "(set churn.eta: 0 and churn.initial: available)")
     seed = replication_seed(scenario.seed, replication)
     wl = scenario.workload
-    lam = wl.lambda_hp + wl.lambda_lp
-    p_hp = wl.lambda_hp / lam
+    p_hp = hp_share(wl)
     n_clients = wl.clients
     tmo = scenario.timeout_ms
     nodes = scenario.nodes
@@ -91,10 +91,7 @@ def simulate_size_based(
     need_load = policy.needs_work_left
     decide = policy.decide
 
-    gen_ia = numpy_stream(seed, Stream.INTERARRIVAL)
-    gen_cls = numpy_stream(seed, Stream.CLASS)
-    gen_cl = numpy_stream(seed, Stream.CLIENT)
-    gen_sz = numpy_stream(seed, Stream.SIZE)
+    blocks = arrival_blocks(wl, seed)  # the arrivals every engine draws for this seed
     route_rng = python_stream(seed, Stream.ROUTING)
     held: list[deque[float]] = [deque() for _ in range(nn)]  # completion times per host
     last = [0.0] * nn
@@ -157,10 +154,8 @@ def simulate_size_based(
     last_arrival = 0.0
     while n < max_n:
         if j == BLOCK:
-            ia = gen_ia.exponential(1.0 / lam, BLOCK).tolist()
-            cu = gen_cls.random(BLOCK).tolist()
-            cl = gen_cl.integers(0, n_clients, BLOCK).tolist() if n_clients > 1 else [0] * BLOCK
-            sz = size_block(wl.size, gen_sz, BLOCK)
+            block = next(blocks)
+            ia, cu, cl, sz = block.interarrival, block.class_u, block.client, block.size
             j = 0
         t += ia[j]
         if t >= stop_t:
