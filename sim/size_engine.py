@@ -109,7 +109,7 @@ def simulate_size_based(
                 h.popleft()
         return ClusterView(tuple(
             NodeView(names[k], base[k].role, True, caps[k], mus[k], len(held[k]),
-                     last[k] - t if last[k] > t else 0.0)
+                     work_left=last[k] - t if last[k] > t else 0.0)
             for k in range(nn)))
 
     def arrive(t: float, k: int, seq: int, c: int, cls: int, size: float, t_send: float,

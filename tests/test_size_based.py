@@ -119,7 +119,7 @@ def test_parse_cutoffs_errors_are_one_line() -> None:
 
 
 def _view(work: tuple[float, ...] = (0.0, 0.0, 0.0)) -> ClusterView:
-    return ClusterView(tuple(NodeView(f"h{i + 1}", Role.FN, True, 10, 1.0, 0, w)
+    return ClusterView(tuple(NodeView(f"h{i + 1}", Role.FN, True, 10, 1.0, 0, work_left=w)
                              for i, w in enumerate(work)))
 
 
