@@ -331,8 +331,13 @@ def attach_prediction(out: Path, plot: bool = True, no_plot_why: str = "",
                       verbose: bool = True) -> dict[str, Any] | None:
     """Add the exact prediction where a model exists (says so where none applies);
     returns the updated summary, or None when the comparison failed."""
+    from analysis.size_compare import attach_size_prediction, is_size_scenario
+
     try:
-        text = compare_run(out, plot=plot, no_plot_why=no_plot_why)
+        if is_size_scenario(load_scenario(out / "scenario.yaml")):  # seed 002b: per-host M/G/1
+            text = attach_size_prediction(out)
+        else:
+            text = compare_run(out, plot=plot, no_plot_why=no_plot_why)
     except Exception as err:  # a comparison failure must not lose the measured results
         if verbose:
             print(f"[compare] could not compare with the model: {err}")

@@ -55,6 +55,7 @@ from controller.pipeline import (
     failover_groups,
     forward_flows,
     group_mods,
+    stage_flows,
 )
 from controller.policies import (
     ClusterView,
@@ -69,6 +70,7 @@ from controller.policies import (
     routes_for,
     safe_routes,
 )
+from controller.policies.stages import StagePlan, stage_plan
 from fogsdn.local_rpc import recv_line, send_json, unix_call
 from fogsdn.routing import next_hops
 from fogsdn.scenario import Role, TaskClass, load_scenario
@@ -91,7 +93,12 @@ class FogController(app_manager.OSKenApp):
         conf = ControllerConfig.from_environment()
         self.fabric = conf.fabric
         scenario = load_scenario(conf.scenario)
-        self.policy: Policy = make_policy(scenario.policy)
+        self.policy: Policy = make_policy(scenario.policy, scenario.workload)
+        try:  # size-based stages (seed 002b), by TCP destination port
+            self.stages = stage_plan(scenario)
+        except PolicyError as err:  # e.g. TAGS with no stable cutoffs: no stage rules
+            self.stages = StagePlan("none")
+            self.logger.error("no size-based stage rules: %s", err)
         self._per_request = is_per_request(self.policy)  # as the simulator decides it
         self.cluster = ClusterState.from_scenario(scenario, dict(conf.available))
         self.events_path = conf.events
@@ -212,7 +219,8 @@ class FogController(app_manager.OSKenApp):
             return parser.OFPActionGroup(a.group_id)
         if isinstance(a, Conntrack):
             nat = (parser.NXActionNAT(flags=NX_NAT_F_DST, range_ipv4_min=a.nat_dst,
-                                      range_ipv4_max=a.nat_dst)
+                                      range_ipv4_max=a.nat_dst, range_proto_min=a.nat_port,
+                                      range_proto_max=a.nat_port)
                    if a.nat_dst is not None else parser.NXActionNAT(flags=0))
             return parser.NXActionCT(flags=NX_CT_F_COMMIT if a.commit else 0, zone_src="",
                                      zone_ofs_nbits=a.zone, recirc_table=a.recirc_table,
@@ -252,6 +260,9 @@ class FogController(app_manager.OSKenApp):
             self._send(self._group_mod(dp, g))
         self._failover[dpid] = {g.group_id: replace(g, add=False) for g in groups}
         for f in base_flows(self.topo, switch, self.hops, not self._per_request):
+            self._send(self._flow_mod(dp, f))
+        stage_ips = [self.fabric.host(n).ip for n in self.stages.hosts]
+        for f in stage_flows(self.topo, switch, stage_ips):  # size-based (seed 002b)
             self._send(self._flow_mod(dp, f))
         self._forwarding[dpid] = {_key(f): f for f in
                                   forward_flows(self.topo, switch, self.hops)}
@@ -444,13 +455,15 @@ class FogController(app_manager.OSKenApp):
         nodes = []
         for n in view.nodes:
             path = self.worker_sockets.get(n.name)
-            load = None
+            load, work = None, None
             if path is not None:
                 try:
-                    load = int(unix_call(path, {"cmd": "stats"}, timeout=0.2)["in_system"])
+                    stats = unix_call(path, {"cmd": "stats"}, timeout=0.2)
+                    load = int(stats["in_system"])
+                    work = float(stats["work_left_ms"])
                 except (OSError, ValueError, KeyError, TypeError):
-                    load = None
-            nodes.append(replace(n, in_system=load))
+                    pass
+            nodes.append(replace(n, in_system=load, work_left=work))
         return ClusterView(tuple(nodes))
 
     def _dispatch_connection(self, msg: Any, ip: Any, seg: Any) -> None:

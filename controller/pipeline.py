@@ -77,6 +77,7 @@ class Conntrack:
     commit: bool = False
     nat_dst: str | None = None
     zone: int = CT_ZONE
+    nat_port: int | None = None  # also rewrite the TCP destination port (size stages)
 
 
 Action = Output | Flood | ToController | SetField | Group | Conntrack
@@ -261,6 +262,22 @@ def edge_switches(topo: Topology) -> list[str]:
     if topo.single():
         return topo.switches()
     return sorted({d["switch"] for _, d in topo.hosts() if d["role"] == "client"})
+
+
+def stage_flows(topo: Topology, switch: str, stage_ips: Sequence[str]) -> list[Flow]:
+    """Size-based dispatch (seed 002b, `fogsdn.stages`): on an edge switch, a new connection
+    to stage i's port (service port + 1 + i) is committed with NAT to stage i's worker at
+    the service port, with no packet-in."""
+    if switch not in edge_switches(topo):
+        return []
+    out = []
+    for i, ip in enumerate(stage_ips):
+        out.append(flow(TABLE_DISPATCH, 310,
+                        [Conntrack(TABLE_FORWARD, commit=True, nat_dst=ip,
+                                   nat_port=topo.service_port)],
+                        eth_type=ETH_IPV4, ip_proto=6, ipv4_dst=topo.vip,
+                        tcp_dst=topo.service_port + 1 + i, ct_state=CT_NEW_TRK))
+    return out
 
 
 def connection_actions(worker_ip: str) -> tuple[Action, ...]:

@@ -44,6 +44,10 @@ class TraceRow:
     service_ms: float = math.nan  # achieved
     nominal_ms: float = math.nan  # size / mu, what the scenario asked for
     error: str = ""
+    # size-based assignment (TAGS): every host the request visited ("h1>h2"), and the
+    # model ms of service killed at hosts before the last
+    hosts: str = ""
+    wasted_ms: float = math.nan
 
 
 COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(TraceRow))

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from fogsdn.scenario import Scenario, load_scenario
+from fogsdn.stages import StagePlan, stage_port
 from fogsdn.streams import replication_seed
 from fogsdn.trace import Outcome, TraceRow, TraceWriter
 from fogsdn.workload import Arrival, client_arrivals, client_names
@@ -34,7 +35,8 @@ INTERRUPT_GRACE_S = 2.0
 
 class Client:
     def __init__(self, name: str, scenario: Scenario, service: tuple[str, int], epoch: float,
-                 writer: TraceWriter, progress: Path | None = None, replication: int = 0) -> None:
+                 writer: TraceWriter, progress: Path | None = None, replication: int = 0,
+                 stages: StagePlan | None = None) -> None:
         self.name = name
         self.sc = scenario
         self.service = service
@@ -47,6 +49,8 @@ class Client:
         self.schedule: Iterator[Arrival] = client_arrivals(
             scenario.workload, replication_seed(scenario.seed, replication),
             client_names(scenario).index(name), scenario.duration_ms)
+        # size-based policies (seed 002b): the stage travels in the destination port
+        self.stages: StagePlan = stages or StagePlan("none")
         self.sent = 0
         self.done = 0
         self.interrupted = asyncio.Event()
@@ -61,39 +65,65 @@ class Client:
         self.writer.write(row)
         self.done += 1
 
-    async def _one(self, arrival: Arrival, seq: int) -> None:
+    async def _exchange(self, req: TaskRequest, port: int) -> dict[str, object]:
+        """One connection to the service address at `port`: the request out, the reply in."""
         loop = asyncio.get_running_loop()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, DSCP[req.cls] << 2)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.setblocking(False)
+            await loop.sock_connect(sock, (self.service[0], port))
+            await loop.sock_sendall(sock, req.encode())
+            buf = b""
+            while b"\n" not in buf:
+                chunk = await loop.sock_recv(sock, 4096)
+                if not chunk:
+                    raise ConnectionResetError("connection closed without a reply")
+                buf += chunk
+        finally:
+            sock.close()
+        return parse_reply(buf.split(b"\n", 1)[0])
+
+    async def _one(self, arrival: Arrival, seq: int) -> None:
         req = TaskRequest(f"{self.name}-{seq:07d}", arrival.cls, arrival.size, self.name)
         t_send = self.model_now()
         row = TraceRow(req.id, self.name, str(arrival.cls), arrival.size, t_send)
         self._open[req.id] = row
         timeout_s = self.sc.timeout_ms * self.ms_real
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, DSCP[arrival.cls] << 2)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.setblocking(False)
+        stage = self.stages.first_stage(arrival.size)
+        visited: list[str] = []
+        spent = {"node_ms": 0.0, "wait_ms": 0.0, "service_ms": 0.0}  # over killed stages
+        wasted = 0.0
         try:
             async with asyncio.timeout(timeout_s):
-                await loop.sock_connect(sock, self.service)
-                await loop.sock_sendall(sock, req.encode())
-                buf = b""
-                while b"\n" not in buf:
-                    chunk = await loop.sock_recv(sock, 4096)
-                    if not chunk:
-                        raise ConnectionResetError("connection closed without a reply")
-                    buf += chunk
-            reply = parse_reply(buf.split(b"\n", 1)[0])
+                while True:
+                    port = self.service[1] if stage is None else stage_port(self.service[1], stage)
+                    reply = await self._exchange(req, port)
+                    visited.append(str(reply.get("node", "")))
+                    if reply["status"] != "killed" or stage is None:
+                        break
+                    # TAGS: killed at the cutoff; the same request restarts at the next stage
+                    for k in spent:
+                        spent[k] += float(reply[k])  # type: ignore[arg-type]
+                    wasted += float(reply["service_ms"])  # type: ignore[arg-type]
+                    nxt = self.stages.next_stage(stage)
+                    if nxt is None:
+                        raise ProtocolError(f"killed at the last stage ({reply.get('node')})")
+                    stage = nxt
             row.t_done = self.model_now()
             row.response_ms = row.t_done - t_send
             row.node = str(reply.get("node", ""))
             row.nominal_ms = float(reply.get("nominal_ms", math.nan))  # type: ignore[arg-type]
+            if stage is not None:
+                row.hosts, row.wasted_ms = ">".join(visited), wasted
             status = reply["status"]
             if status == "ok":
                 row.outcome = Outcome.OK
                 if reply.get("handoff_from"):
                     row.error = f"handed off from {reply['handoff_from']}"
                 for k in ("node_ms", "wait_ms", "service_ms"):
-                    setattr(row, k, float(reply[k]))  # type: ignore[arg-type]
+                    setattr(row, k, float(reply[k]) + spent.get(k, 0.0))  # type: ignore[arg-type]
             elif status == "blocked":
                 row.outcome = Outcome.BLOCKED
             elif status == "dropped":  # an OFN that left with `drop` or a failed handoff
@@ -115,8 +145,6 @@ class Client:
             row.error = "interrupted"
             self._finish(row)
             raise
-        finally:
-            sock.close()
         self._finish(row)
 
     async def _report(self) -> None:
@@ -188,7 +216,13 @@ def main(argv: list[str] | None = None) -> int:
                          "every client is ready (this client writes FILE.<name>.ready)")
     ap.add_argument("--trace", required=True)
     ap.add_argument("--replication", type=int, default=0)
+    ap.add_argument("--stages", help="size-based stage plan, JSON (fogsdn.stages.StagePlan)")
     a = ap.parse_args(argv)
+    try:
+        stages = StagePlan.from_json(a.stages) if a.stages else None
+    except ValueError as err:
+        print(f"client: --{err}", file=sys.stderr)
+        return 2
     host, _, port = a.service.rpartition(":")
     sc = load_scenario(a.scenario)
     trace = Path(a.trace)
@@ -197,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     with TraceWriter(trace) as writer:
         client = Client(a.name, sc, (host, int(port)), epoch, writer,
-                        trace.with_suffix(".progress"), a.replication)
+                        trace.with_suffix(".progress"), a.replication, stages)
 
         async def _main() -> None:
             loop = asyncio.get_running_loop()

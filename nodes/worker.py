@@ -63,6 +63,7 @@ class _Pending:
     nominal_ms: float
     cls: str
     client: str
+    killed: bool = False  # served up to the TAGS cutoff only: the reply says `killed`
 
 
 def _abort(conn: socket.socket) -> None:
@@ -78,9 +79,11 @@ class Worker:
     def __init__(self, name: str, mu: float, capacity: int, servers: Servers,
                  time_scale: float, events: IO[str] | None = None,
                  max_size: float = float("inf"), read_timeout_s: float = READ_TIMEOUT_S,
-                 bytes_per_ms: float | None = None) -> None:
+                 bytes_per_ms: float | None = None,
+                 kill_after: float = float("inf")) -> None:
         self.name = name
         self.mu = mu
+        self.kill_after = kill_after  # TAGS stage limit (size units): serve up to it, then kill
         self.max_size = max_size
         self.read_timeout_s = read_timeout_s
         self._reading = 0
@@ -135,7 +138,8 @@ class Worker:
         finally:
             with self._cond:
                 self._reading -= 1
-        nominal_ms = req.size / self.mu
+        killed = req.size > self.kill_after
+        nominal_ms = (self.kill_after if killed else req.size) / self.mu
         if self.cpu is not None and self.bytes_per_ms is not None:
             work = round(nominal_ms * self.ms_real * 1000.0 * self.bytes_per_ms)
             admitted = self.cpu.admit(CpuTask(arrival, work, (conn, req.id, nominal_ms)))
@@ -153,7 +157,7 @@ class Worker:
                 self.counts["admitted"] += 1
                 heapq.heappush(self._pending, _Pending(adm.end, next(self._seq), conn, req.id,
                                                        arrival, adm.start, nominal_ms,
-                                                       str(req.cls), req.client))
+                                                       str(req.cls), req.client, killed))
                 self._cond.notify()
         if adm is None:
             self._reply_now(conn, encode_reply(id=req.id, status="blocked", node=self.name,
@@ -215,7 +219,7 @@ class Worker:
             done = time.monotonic()
             s = self.ms_real
             self._reply_now(p.conn, encode_reply(
-                id=p.rid, status="ok", node=self.name,
+                id=p.rid, status="killed" if p.killed else "ok", node=self.name,
                 wait_ms=(p.start - p.arrival) / s, service_ms=(done - p.start) / s,
                 node_ms=(done - p.arrival) / s, nominal_ms=p.nominal_ms))
 
@@ -337,8 +341,11 @@ class Worker:
         now = time.monotonic()
         with self._cond:
             busy = self._busy_done + self._busy_in(self._pending, now)
+            # single server: what it holds ends when its last pending task does
+            last_end = max((p.end for p in self._pending), default=now)
             return {"node": self.name, "in_system": len(self._pending), **self.counts,
-                    "busy_s": busy, "t": now}
+                    "busy_s": busy, "t": now,
+                    "work_left_ms": max(0.0, last_end - now) / self.ms_real}
 
     def control(self, sock: socket.socket) -> None:
         while not self._stop.is_set():
@@ -411,6 +418,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bytes-per-ms", type=float,
                     help="work: cpu: each task hashes this many bytes per nominal real ms "
                          "(the runner's calibration); without it, model work")
+    ap.add_argument("--kill-after", type=float, default=float("inf"),
+                    help="TAGS stage limit: serve a task up to this size, then answer killed")
     ap.add_argument("--read-timeout", type=float, default=READ_TIMEOUT_S,
                     help="seconds a client has to send its whole request line")
     a = ap.parse_args(argv)
@@ -421,14 +430,14 @@ def main(argv: list[str] | None = None) -> int:
     if a.bytes_per_ms is not None and not a.bytes_per_ms > 0:
         print("worker: --bytes-per-ms must be > 0", file=sys.stderr)
         return 2
-    if not a.max_size > 0:
-        print("worker: --max-size must be > 0", file=sys.stderr)
+    if not a.max_size > 0 or not a.kill_after > 0:
+        print("worker: --max-size and --kill-after must be > 0", file=sys.stderr)
         return 2
 
     events = open(a.events, "a") if a.events else None  # noqa: SIM115
     w = Worker(a.name, a.mu, a.capacity, Servers(a.servers), a.time_scale, events,
                max_size=a.max_size, read_timeout_s=a.read_timeout,
-               bytes_per_ms=a.bytes_per_ms)
+               bytes_per_ms=a.bytes_per_ms, kill_after=a.kill_after)
     srv = socket.create_server((a.host, a.port), backlog=512, reuse_port=False)
     srv.settimeout(0.2)
     ctl_path = Path(a.control)

@@ -32,10 +32,12 @@ from typing import Any
 from analysis.power import server_count
 from controller.config import ControllerConfig
 from controller.launch import start_controller
+from controller.policies.stages import stage_plan
 from controller.registration import register
 from fogsdn.churn import Transition, churn_schedule
 from fogsdn.fabric import Fabric
 from fogsdn.scenario import LeaveMode, Role, Scenario, ScenarioError
+from fogsdn.stages import StagePlan
 from fogsdn.topology import fabric_of, scenario_graph
 from fogsdn.workload import max_task_size
 from nodes.cpu_work import calibrate
@@ -134,6 +136,7 @@ class Emulation:
         self.links: dict[str, Any] = {"mechanism": "none", "shaped": 0}
         self.controller: subprocess.Popen[bytes] | None = None
         self.workers: dict[str, subprocess.Popen[bytes]] = {}
+        self.stages = StagePlan("none")  # size-based dispatch (seed 002b), set with the workers
         self.clients: dict[str, subprocess.Popen[bytes]] = {}
         self.availability: list[dict[str, Any]] = []
         self.update_latency_ms: list[float] = []
@@ -266,6 +269,7 @@ class Emulation:
         self.network.set_link(self.network.host_link(host), up)
 
     def _start_workers(self) -> None:
+        self.stages = stage_plan(self.sc)  # TAGS: each stage but the last kills at its cutoff
         layout = self._cgroup_layout() if self.sc.containers else None
         work: list[str] = []
         if self.sc.workload.work == "cpu":
@@ -274,6 +278,7 @@ class Emulation:
             self.timings["calibration_s"] = time.monotonic() - t0
             work = ["--bytes-per-ms", repr(self.bytes_per_ms)]
         for node in self.sc.nodes:
+            kill = self.stages.kill_after(node.name)
             host = self.net.get(node.name)
             ctl = self.sock_dir / f"{node.name}.sock"
             self.rec.paths.append(str(ctl))
@@ -283,7 +288,8 @@ class Emulation:
                    "--servers", node.servers.value, "--time-scale", repr(self.sc.time_scale),
                    "--control", str(ctl),
                    "--events", str(self.out.resolve() / f"worker-{node.name}.jsonl"),
-                   "--max-size", repr(max_task_size(self.sc.workload.size)), *work]
+                   "--max-size", repr(max_task_size(self.sc.workload.size)), *work,
+                   *(["--kill-after", repr(kill)] if kill is not None else [])]
             if self.sc.containers:
                 cmd = self._containerize(node, cmd, layout)
             p = host.popen(
@@ -322,7 +328,8 @@ class Emulation:
                 [self.py, "-m", "nodes.client", "--name", name,
                  "--scenario", str(self.out / "scenario.yaml"),
                  "--service", f"{fab_vip}:{port}", "--epoch-file", str(epoch_file),
-                 "--trace", str(self.out / f"trace-{name}.csv")],
+                 "--trace", str(self.out / f"trace-{name}.csv"),
+                 *(["--stages", self.stages.to_json()] if self.stages.kind != "none" else [])],
                 cwd=str(ROOT), env=self._env(), stdout=log, stderr=subprocess.STDOUT,
                 preexec_fn=die_with_parent)
             log.close()

@@ -120,14 +120,46 @@ def table(d: dict[str, object], head: str) -> str:
 def _json_safe(x: object) -> object:
     if isinstance(x, dict):
         return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_json_safe(v) for v in x]
     if isinstance(x, float) and not math.isfinite(x):
         return None
     return x
 
 
+def _size_based(ns: argparse.Namespace) -> int | None:
+    """Size-based scenarios (seed 002b): per-host M/G/1; None for any other scenario."""
+    from analysis.size_compare import is_size_scenario, predict_scenario
+
+    if ns.scenario is None:
+        return None
+    sc = load_scenario(ns.scenario)
+    if not is_size_scenario(sc):
+        return None
+    d = predict_scenario(sc).to_dict()
+    if ns.json:
+        print(json.dumps(_json_safe(d)))
+        return 0
+    o = d["overall"]
+    assert isinstance(o, dict)
+    print(f"{d['policy']}: {d['model']}\noverall: W {o['W']:.6g} ms, wait {o['wait']:.6g} ms, "
+          f"slowdown {o['slowdown']:.6g}")
+    hosts = d["hosts"]
+    assert isinstance(hosts, list)
+    for h in hosts:
+        print(f"  {h['name']:<8} ({h['low']:.6g}, {h['high']:.6g}]  lambda {h['lambda']:.6g}  "
+              f"rho {h['rho']:.4f}  W {h['W']:.6g}  wait {h['wait']:.6g}")
+    for note in d["notes"]:  # type: ignore[attr-defined]
+        print(f"note: {note}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ns = _args(argv)
     try:
+        done = _size_based(ns)
+        if done is not None:
+            return done
         if ns.scenario is not None:
             if ns.policy_module:
                 from controller.policies.resolve import resolve_scenario

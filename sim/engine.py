@@ -128,7 +128,15 @@ def simulate(
         raise ValueError("flush_rows must be >= 1")
 
     seed = replication_seed(scenario.seed, replication)
-    policy = policy if policy is not None else make_policy(scenario.policy)
+    policy = policy if policy is not None else make_policy(scenario.policy, scenario.workload)
+    from sim.size_engine import simulate_size_based, uses_size_engine
+
+    if uses_size_engine(policy):  # size-based assignment (seed 002b): its own engine
+        n, seed, last_t, end_t = simulate_size_based(
+            scenario, sink, policy, stop_t=stop_t, max_n=max_n, replication=replication,
+            availability=availability, flush_rows=FLUSH_ROWS)
+        return SimResult(seed=seed, requests=n, last_arrival_ms=last_t, end_ms=end_t,
+                         transitions=0, per_request=True, wall_s=time.perf_counter() - wall0)
     fast = not (per_request if per_request is not None else is_per_request(policy))
     wl = scenario.workload
     p_hp = hp_share(wl)

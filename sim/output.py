@@ -37,7 +37,7 @@ NETWORK_STREAM = 100  # spawn key of the network's draws (sim.streams uses 0-6)
 _EOL = "\r\n"  # csv.writer's default, which TraceWriter uses
 _F = "%.6f"
 # columns: request_id, client, cls, size, t_send, t_done, node, outcome, response_ms,
-# node_ms, wait_ms, service_ms, nominal_ms, error
+# node_ms, wait_ms, service_ms, nominal_ms, error, hosts, wasted_ms
 HEADER = ",".join(COLUMNS) + _EOL
 # rows tallied into the accumulator at a time (a flush brings FLUSH_ROWS)
 TALLY_ROWS = 1024
@@ -115,6 +115,8 @@ class TraceCsvSink:
             t_done, outcome, seq, c, cls, size, t_send, k = r[:8]
             f = fmts[(c * ncls + cls) * nn + k]
             note = r[10] if len(r) > 10 else ""
+            # the hosts / wasted_ms columns (size-based engine), empty otherwise
+            note += f",{r[11]},{r[12]:.6f}" if len(r) > 12 else ",,"
             all_counts[outcome] += 1
             if outcome == OK:
                 node_ms = t_done - t_send

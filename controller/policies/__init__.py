@@ -28,10 +28,22 @@ from controller.policies.greedy import LatencyGreedy, LeastLoaded, PowerGreedy
 from controller.policies.loader import load_policy_module
 from controller.policies.nodiff import NoDiff
 from controller.policies.prioritized import Prioritized
+from controller.policies.size_based import (
+    LeastWorkLeft,
+    RandomHost,
+    RoundRobin,
+    SitaE,
+    SitaU,
+    Tags,
+)
 from controller.policies.threshold import Threshold
-from fogsdn.scenario import PolicySpec, Role, Scenario
+from fogsdn.scenario import PolicySpec, Role, Scenario, Workload
 
-POLICIES: dict[str, type[Policy]] = {p.name: p for p in (Prioritized, NoDiff, Basic, Threshold)}
+POLICIES: dict[str, type[Policy]] = {
+    p.name: p
+    for p in (Prioritized, NoDiff, Basic, Threshold, SitaE, SitaU, Tags, RandomHost, RoundRobin,
+              LeastWorkLeft)
+}
 
 # the greedy baselines of the learning controller (issue 9)
 POLICIES.update({p.name: p for p in (LeastLoaded, LatencyGreedy, PowerGreedy)})
@@ -93,10 +105,11 @@ def policy_failure(policy: Policy | type[Policy], what: str, err: BaseException)
     return f"{origin}: policy {cls.name!r}: {what} raised {type(err).__name__}: {err}{line}"
 
 
-def make_policy(spec: PolicySpec) -> Policy:
+def make_policy(spec: PolicySpec, workload: Workload | None = None) -> Policy:
+    """The policy `spec` names; size-based policies also need the scenario's `workload`."""
     cls = policy_class(spec)
     try:
-        return cls(spec=spec)
+        return cls(spec=spec, workload=workload)
     except PolicyError as err:
         if spec.module:  # name the user's file
             raise PolicyError(f"{policy_origin(cls)}: {err}") from None

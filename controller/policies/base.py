@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from fogsdn.scenario import NodeSpec, PolicySpec, Role, Servers, TaskClass
+from fogsdn.scenario import NodeSpec, PolicySpec, Role, Servers, TaskClass, Workload
 
 # class -> {node name: weight}; weights are non-negative and need not sum to 1.
 RouteTable = Mapping[TaskClass, Mapping[str, float]]
@@ -37,6 +37,7 @@ class NodeView:
     power_idle_w: float | None = None  # linear server power model (docs/power.md)
     power_max_w: float | None = None
     net_ms: float | None = None  # mean network time a request to it spends on its path
+    work_left: float | None = None  # model ms of work it holds now, where the engine knows it
 
 
 def node_view(spec: NodeSpec, available: bool) -> NodeView:
@@ -76,7 +77,11 @@ class Policy(ABC):
     # (the exact chain's state). None: the chain finds out by probing the policy;
     # False: always outside the model; True: trusted, reads of other fields allowed.
     state_based: ClassVar[bool | None] = None
+    needs_size: ClassVar[bool] = False  # decide() reads request.size
+    needs_work_left: ClassVar[bool] = False  # decide() reads NodeView.work_left
     spec: PolicySpec = field(default_factory=PolicySpec)
+    # the scenario's workload, for policies whose parameters depend on it (size-based)
+    workload: Workload | None = None
 
     @abstractmethod
     def routes(self, view: ClusterView) -> RouteTable:
@@ -91,6 +96,14 @@ class Policy(ABC):
         """Switch paths the policy pins for (client, node) pairs on a topology graph
         (networkx); pairs it leaves out take the shortest path by delay."""
         return {}
+
+    def stage_limit(self, view: ClusterView, node: str) -> float:
+        """The size after which `node` kills a task and passes it on (TAGS); inf: none."""
+        return float("inf")
+
+    def next_stage(self, view: ClusterView, node: str) -> str | None:
+        """Where a task killed at `node` restarts from scratch (TAGS); None: nowhere."""
+        return None
 
 
 def is_per_request(policy: Policy) -> bool:

@@ -37,7 +37,7 @@ def resolve_scenario(path: str | Path, policy: str | None = None,
     if over:
         sc = sc.with_overrides(over)
     try:
-        built = make_policy(sc.policy)
+        built = make_policy(sc.policy, sc.workload)
         if sc.policy.name != built.name:
             sc = sc.with_overrides({"policy.name": built.name})
         probe_policy(built, sc)
