@@ -47,7 +47,8 @@ def python_stream(seed: int, stream: Stream) -> random.Random:
 
 
 def size_block(spec: SizeSpec, gen: np.random.Generator, n: int) -> list[float]:
-    """`n` task sizes; the same inverse-CDF as `fogsdn.workload.sample_size`, vectorised."""
+    """`n` task sizes in work units (a node of rate mu serves size s in s/mu model ms);
+    bounded Pareto on [low, high] with shape a by inverting its CDF."""
     if spec.distribution == "exponential":
         return gen.exponential(spec.mean, n).tolist()
     if spec.distribution == "deterministic":

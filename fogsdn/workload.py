@@ -12,27 +12,11 @@ stream is lazy: nothing is held beyond one block, whatever the rate or duration.
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from fogsdn.scenario import Scenario, SizeSpec, TaskClass, Workload
 from fogsdn.streams import BLOCK, Stream, numpy_stream, size_block
-
-
-def sample_size(spec: SizeSpec, rng: random.Random) -> float:
-    """One task size in work units (a node of rate mu serves it in size/mu model ms)."""
-    if spec.distribution == "exponential":
-        return rng.expovariate(1.0 / spec.mean)
-    if spec.distribution == "deterministic":
-        return spec.mean
-    # bounded Pareto on [low, high] with shape a, by inverting its CDF
-    a, lo, hi = spec.shape, spec.low, spec.high
-    assert a is not None and lo is not None and hi is not None
-    u = rng.random()
-    ratio = (lo / hi) ** a
-    return lo * (1.0 - u * (1.0 - ratio)) ** (-1.0 / a)
-
 
 # an exponential size above this many means has probability e^-50 (about 2e-22)
 EXPONENTIAL_MAX_MEANS = 50.0
@@ -115,4 +99,4 @@ def client_names(scenario: Scenario) -> tuple[str, ...]:
 
 
 __all__ = ["Arrival", "ArrivalBlock", "arrival_blocks", "arrivals", "client_arrivals",
-           "client_names", "hp_share", "max_task_size", "sample_size"]
+           "client_names", "hp_share", "max_task_size"]

@@ -11,6 +11,7 @@ import ctypes
 import json
 import signal
 import subprocess
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -127,6 +128,19 @@ def leftover_records() -> list[RunRecord]:
         except (OSError, ValueError, TypeError, KeyError):
             f.unlink(missing_ok=True)
     return out
+
+
+def record_of_runner(runner_pid: int, timeout: float = 60.0) -> RunRecord | None:
+    """The record of the run whose runner has this PID, once its clients are started
+    (for drills that kill a run's processes from outside); None after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for rec in leftover_records():
+            if rec.owner and rec.owner[0] == runner_pid and any(
+                    label.startswith("client") for label in rec.pids):
+                return rec
+        time.sleep(0.05)
+    return None
 
 
 def clean_all() -> list[str]:

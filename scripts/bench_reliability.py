@@ -32,21 +32,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 POLICIES = {"prioritized": [], "threshold": ["--policy", "threshold"]}
 
 
-def _record(runner_pid: int, timeout: float = 60.0) -> Any:
-    from runner.cleanup import RUNS_DIR, RunRecord
+def _record(runner_pid: int) -> Any:
+    from runner.cleanup import record_of_runner
 
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for f in RUNS_DIR.glob("*.json"):
-            try:
-                rec = RunRecord.load(f)
-            except (OSError, ValueError, TypeError, KeyError):
-                continue
-            if rec.owner and rec.owner[0] == runner_pid and any(
-                    k.startswith("client") for k in rec.pids):
-                return rec
-        time.sleep(0.05)
-    raise SystemExit("bench_reliability: the run did not start")
+    rec = record_of_runner(runner_pid)
+    if rec is None:
+        raise SystemExit("bench_reliability: the run did not start")
+    return rec
 
 
 def drill(scenario: str, extra: list[str], seconds: float, kills: int, out: Path

@@ -27,26 +27,16 @@ from fogsdn.scenario import ScenarioError, TaskClass, load_scenario, parse_scena
 from fogsdn.trace import Outcome, read_trace
 from fogsdn.workload import max_task_size
 from nodes.protocol import TaskRequest
-from runner.cleanup import RUNS_DIR, RunRecord, ours_alive
+from runner.cleanup import RunRecord, ours_alive, record_of_runner
 
 RUN_TESTBED = str(ROOT / "scripts" / "run_testbed.py")
 emulation = pytest.mark.emulation
 
 
-def _record_of(runner_pid: int, timeout: float = 60.0) -> RunRecord:
-    """The run record written by the runner with this PID, once its clients are up."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for f in RUNS_DIR.glob("*.json"):
-            try:
-                rec = RunRecord.load(f)
-            except (OSError, ValueError, TypeError, KeyError):
-                continue
-            if rec.owner and rec.owner[0] == runner_pid and any(
-                    k.startswith("client") for k in rec.pids):
-                return rec
-        time.sleep(0.05)
-    raise AssertionError(f"no run record with clients for runner {runner_pid}")
+def _record_of(runner_pid: int) -> RunRecord:
+    rec = record_of_runner(runner_pid)
+    assert rec is not None, f"no run record with clients for runner {runner_pid}"
+    return rec
 
 
 def _finish(p: subprocess.Popen[bytes], timeout: float = 120) -> str:
