@@ -66,13 +66,27 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int,
 
 
 def kept_under_private(keep: list[str]) -> list[str]:
-    """The `--keep` directories a private /tmp or /run would hide (pure)."""
-    out = []
-    for k in keep:
-        p = os.path.abspath(k)
-        if any(p == d or p.startswith(d + "/") for d in PRIVATE_DIRS):
-            out.append(p)
+    """The `--keep` directories a private /tmp or /run would hide, outermost only (a
+    directory inside another kept one comes along with it) (pure)."""
+    out: list[str] = []
+    for p in sorted({os.path.abspath(k) for k in keep}):
+        if not any(p == d or p.startswith(d + "/") for d in PRIVATE_DIRS):
+            continue
+        if any(p == q or p.startswith(q + "/") for q in out):
+            continue
+        out.append(p)
     return out
+
+
+def needed_dirs(cmd: list[str]) -> list[str]:
+    """What the command needs to run, kept visible too: the project, the Python install
+    and virtual environment, the working directory, the executable's folder (a project
+    cloned under /tmp, as CI and `mktemp -d` do, must not vanish under the private /tmp)."""
+    dirs = [str(Path(__file__).resolve().parent.parent), sys.prefix, sys.base_prefix,
+            os.getcwd()]
+    if cmd and os.path.isabs(cmd[0]):
+        dirs.append(os.path.dirname(cmd[0]))
+    return dirs
 
 
 def in_cgroup(proc_cgroup: str, group: str) -> int:
@@ -121,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--await-lines", type=int, default=1,
                     help="in how many hierarchies (v1: one per controller; v2: 1)")
     ap.add_argument("--keep", action="append", default=[],
-                    help="a directory under /tmp or /run to keep visible")
+                    help="a directory under /tmp or /run to keep visible (the project, "
+                         "Python and the working directory always are)")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args(argv)
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
@@ -129,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         print("container: no command given (after --)", file=sys.stderr)
         return 2
     try:
-        enter(a.name, a.join, a.keep, a.await_cgroup, a.await_lines)
+        enter(a.name, a.join, [*a.keep, *needed_dirs(cmd)], a.await_cgroup, a.await_lines)
     except ContainerError as err:
         print(f"container {a.name}: {err.strerror}", file=sys.stderr, flush=True)
         return 71  # EX_OSERR

@@ -87,6 +87,9 @@ def test_launcher_helpers() -> None:
     assert in_cgroup("2:cpu:/fogsdn-x-fn2\n", "fogsdn-x-fn") == 0
     assert kept_under_private(["/run/fogsdn/fz1", "/tmp/a/b", "/work/x", "/runx"]) == [
         "/run/fogsdn/fz1", "/tmp/a/b"]
+    # nested ones come along with the outermost
+    assert kept_under_private(["/tmp/a/b/.venv", "/tmp/a/b", "/tmp/a/bc"]) == [
+        "/tmp/a/b", "/tmp/a/bc"]
 
 
 # -- this machine's cgroups: the limits hold ------------------------------------------
