@@ -19,7 +19,7 @@ import pytest
 from conftest import ROOT, assert_clean, footprint, start_runner
 
 from fogsdn.scenario import ScenarioError, parse_scenario
-from nodes.container import in_cgroup, kept_under_private
+from nodes.container import in_cgroup, kept_under_private, needed_dirs
 from runner.cgroups import CgroupError, Layout, NodeCgroup, cpu_quota_us, remove_cgroup
 
 V1_SELF = "4:memory:/sandbox/x\n3:cpuacct:/\n2:cpu:/\n1:name=systemd:/\n0::/\n"
@@ -135,7 +135,12 @@ def test_container_namespaces_and_cpu_quota(tmp_path: Path) -> None:
         r = _launch(cg, code, keep)
         assert r.returncode == 0, r.stderr
         head, tail = r.stdout.splitlines()
-        assert head == "1 box ['fogsdn'] []"  # PID 1, own hostname, private /run and /tmp
+        # PID 1, own hostname, private /run and /tmp: /tmp holds only the checkout itself
+        # where it lies under /tmp (as in CI), which the container keeps visible
+        os.chdir(ROOT)
+        in_tmp = sorted({Path(p).parts[2] for p in kept_under_private(needed_dirs(
+            [sys.executable])) if p.startswith("/tmp/")})
+        assert head == f"1 box ['fogsdn'] {in_tmp}"
         assert (keep / "mark").read_text() == "x"  # the kept folder is the host's
         cpu, wall = (float(x) for x in tail.split())
         assert cpu < 0.3 * wall + 0.15, (cpu, wall)  # the quota held
