@@ -445,6 +445,11 @@ class Emulation:
             if p.poll() not in (None, 0) and not any(i["pid"] == p.pid for i in self.incidents):
                 self._incident(f"client {name}", p,
                                "its trace ends here; the run goes on and exits non-zero")
+        shaper = self.network.shaper if self.network is not None else None
+        for link_id, p in (shaper.processes().items() if shaper is not None else ()):
+            if p.poll() is not None and not any(i["pid"] == p.pid for i in self.incidents):
+                self._incident(f"link relay {link_id}", p, "the link carries nothing from "
+                               "now on; the run goes on and exits non-zero")
         ctl = self.controller
         if ctl is not None and ctl.poll() is not None:
             restarts = sum(1 for i in self.incidents if i["process"] == "controller")

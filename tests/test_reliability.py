@@ -167,6 +167,30 @@ def test_worker_sigkilled_is_reported_and_the_run_exits_non_zero(
     assert_clean(before)
 
 
+@emulation
+def test_link_relay_sigkilled_is_reported(tmp_path: Path) -> None:
+    """A delayed link's relay is a process of the run like any other."""
+    before = footprint()
+    p, out = start_runner(tmp_path, "relay", 1.0, duration_ms=300,
+                          churn={"eta": 0, "xi": 0, "initial": "available"},
+                          topology={"kind": "star", "link": {"delay_ms": 0.5}})
+    rec = _record_of(p.pid)
+    relays = sorted(label for label in rec.pids if label.startswith("linkem-"))
+    if not relays:  # netem does the work in the kernel where it exists: no relay to kill
+        pytest.skip("this kernel has netem: links have no relay process")
+    pid, _ = rec.pids[relays[0]]
+    os.kill(pid, signal.SIGKILL)
+    text = _finish(p)
+    assert p.returncode == 3, text[-3000:]
+    assert "CRASH: link relay" in text
+    summary = json.loads((out / "summary.json").read_text())
+    assert [i["process"] for i in summary["incidents"]] == [
+        "link relay " + relays[0].removeprefix("linkem-")]
+    assert summary["predicted"] is None
+    _assert_each_request_once(out, summary)
+    assert_clean(before)
+
+
 # -- absurd input ---------------------------------------------------------------------
 
 @emulation

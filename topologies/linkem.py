@@ -260,6 +260,8 @@ class LinkShaper(Protocol):
 
     def created(self) -> Created: ...
 
+    def processes(self) -> dict[str, subprocess.Popen[bytes]]: ...
+
     def close(self) -> None: ...
 
 
@@ -382,6 +384,10 @@ class UserspaceShaper:
         proc = self._get(link_id).proc
         return None if proc is None else proc.pid
 
+    def processes(self) -> dict[str, subprocess.Popen[bytes]]:
+        """The relay of each link, so that the runner notices one that dies."""
+        return {lid: link.proc for lid, link in self._links.items() if link.proc is not None}
+
     def created(self) -> Created:
         out = Created()
         for link_id, link in self._links.items():
@@ -482,6 +488,9 @@ class NetemShaper:
                                     ("dropped", "drops")):
                 out[f"{d}_{key}"] = int(str(q.get(field_name, 0)))
         return out
+
+    def processes(self) -> dict[str, subprocess.Popen[bytes]]:
+        return {}  # the kernel does the work: nothing to watch
 
     def created(self) -> Created:
         return Created()  # qdiscs go with their interfaces; no processes
