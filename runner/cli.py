@@ -100,13 +100,7 @@ def main(argv: list[str] | None = None,
         print("error: the emulate engine needs root (Mininet, Open vSwitch): use sudo",
               file=sys.stderr)
         return 2
-    from runner.emulate import EmulationError, check_live_limits, run_emulation
-
-    try:
-        check_live_limits(sc)
-    except ScenarioError as err:
-        print(f"error: {args.scenario}: {err}", file=sys.stderr)
-        return 2
+    from runner.emulate import EmulationError, run_emulation
 
     stop = threading.Event()
 
@@ -120,6 +114,9 @@ def main(argv: list[str] | None = None,
     signal.signal(signal.SIGTERM, _stop)
     try:
         summary = run_emulation(sc, out, stop, show_progress=not args.quiet)
+    except ScenarioError as err:  # live limits, checked before anything starts
+        print(f"error: {args.scenario}: {err}", file=sys.stderr)
+        return 2
     except EmulationError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -280,6 +280,13 @@ class _Link:
     log: Path | None = None
 
 
+def _attached(links: dict[str, _Link], link_id: str) -> _Link:
+    try:
+        return links[link_id]
+    except KeyError:
+        raise ValueError(f"no attached link {link_id!r}") from None
+
+
 def _check_new(links: dict[str, _Link], link_id: str) -> None:
     if not _LINK_ID.match(link_id):
         raise ValueError(f"link id must be 1-64 of [A-Za-z0-9_.:-], got {link_id!r}")
@@ -352,10 +359,7 @@ class UserspaceShaper:
             raise
 
     def _get(self, link_id: str) -> _Link:
-        try:
-            return self._links[link_id]
-        except KeyError:
-            raise ValueError(f"no attached link {link_id!r}") from None
+        return _attached(self._links, link_id)
 
     def update(self, link_id: str, params: LinkParams) -> None:
         link = self._get(link_id)
@@ -457,10 +461,7 @@ class NetemShaper:
             raise
 
     def _get(self, link_id: str) -> _Link:
-        try:
-            return self._links[link_id]
-        except KeyError:
-            raise ValueError(f"no attached link {link_id!r}") from None
+        return _attached(self._links, link_id)
 
     def update(self, link_id: str, params: LinkParams) -> None:
         link = self._get(link_id)
