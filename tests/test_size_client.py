@@ -92,8 +92,6 @@ def test_tags_client_restarts_killed_tasks_at_the_next_stage(tmp_path: Path,
         assert (r.wasted_ms == 0.0) if r.size <= 3 else (r.wasted_ms >= 3.0 - 1e-3)
         assert r.node_ms >= r.size + r.wasted_ms - 1e-3
         assert r.response_ms >= r.node_ms
-    killed = [r.wasted_ms for r in rows if r.size > 3]
-    assert sum(killed) / len(killed) < 3.0 * 1.15  # lateness stays small on average
 
 
 def test_sita_client_sends_each_size_to_its_interval(tmp_path: Path, two_stages: int) -> None:
