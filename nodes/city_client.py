@@ -41,7 +41,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from nodes.city_fog import OPS_PORT, PROBE_PORT, CityConfig, Counts, write_json_atomic
+from nodes.city_fog import (
+    OPS_PORT,
+    PROBE_PORT,
+    CityConfig,
+    Counts,
+    go_realtime,
+    write_json_atomic,
+)
 from nodes.ncs.meridian import MeridianOverlay, Messages
 from nodes.ncs.selection import (
     SELECTORS,
@@ -379,6 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--selector", required=True, choices=sorted(SELECTORS))
     ap.add_argument("--truth", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--realtime", action="store_true", help="run SCHED_FIFO (root)")
     args = ap.parse_args(argv)
     cfg = CityConfig.read(args.config)
     if args.name not in cfg.clients:
@@ -396,6 +404,8 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
+    if args.realtime:
+        go_realtime()
     end = cfg.epoch + cfg.duration_s
     t = cfg.epoch + rng.uniform(*cfg.start_s)
     while not stop:

@@ -226,7 +226,7 @@ class CityLive:
         self._place(positions, members)
         truth_path = state_dir / "truth.json"
         write_json_atomic(truth_path, self._truth(positions, members))
-        epoch = time.monotonic() + 2.0  # time for the processes to start
+        epoch = time.monotonic() + 3.0  # time for the processes to start
         cfg = CityConfig(
             fogs={name: FogInfo(name, self.emu.graph.nodes[name]["ip"], s.slots,
                                 tuple(load_ms(c, s.slots, self.p) for c in range(s.slots + 2)))
@@ -238,12 +238,14 @@ class CityLive:
             start_s=st.start_s, max_attempts=st.max_attempts, timeout_ms=st.timeout_ms,
             bound_ms=st.load_aware_bound_ms)
         cfg_path = cfg.write(point / "city.json")
+        rt = ["--realtime"] if st.realtime else []
         fogs = {name: self._popen(name, f"{point.name}-{name}",
-                                  ["nodes.city_fog", "--config", str(cfg_path), "--name", name])
+                                  ["nodes.city_fog", "--config", str(cfg_path), "--name", name,
+                                   *rt])
                 for name in self.sites}
         clients = {c: self._popen(c, f"{point.name}-{c}", [
             "nodes.city_client", "--config", str(cfg_path), "--name", c, "--selector", selector,
-            "--truth", str(truth_path), "--out", str(point / f"{c}.json")])
+            "--truth", str(truth_path), "--out", str(point / f"{c}.json"), *rt])
             for c in cfg.clients}
         updates0 = self.link_updates
         last = time.monotonic()

@@ -18,6 +18,7 @@ def test_city_runs_live_with_probes_coordinates_and_mobility(tmp_path: Path) -> 
     study = CityStudy.model_validate({
         "study": "city", "name": "citytest", "fog_nodes": 3, "total_slots": 8,
         "ratios": [0.5], "selectors": ["load_aware", "meridian"], "duration_s": 12,
+        "time_scale": 10,
         "mobility": {"kind": "waypoint", "speed_mps": [10, 15], "pause_s": [0, 0]}})
     rows = run_city_live(study, tmp_path, show=False)
     assert [r["selector"] for r in rows] == ["load_aware", "meridian"]

@@ -105,7 +105,7 @@ class CityStudy(_Frozen):
     ratios: tuple[float, ...] = Field((0.5,), min_length=1)
     selectors: tuple[str, ...] = SELECTOR_NAMES
     duration_s: float = Field(20.0, gt=0, le=600, description="live seconds per point")
-    time_scale: float = Field(5.0, gt=0, le=100, description="real ms per model ms")
+    time_scale: float = Field(10.0, gt=0, le=100, description="real ms per model ms")
     period_s: tuple[float, float] = (0.5, 1.0)
     start_s: tuple[float, float] = (0.5, 2.0)
     max_attempts: int = Field(3, ge=1)
@@ -113,6 +113,9 @@ class CityStudy(_Frozen):
     vivaldi_dimensions: int = Field(2, ge=1, le=8)
     load_aware_bound_ms: float = Field(2.0, ge=0)
     tick_s: float = Field(0.1, gt=0, le=5, description="mobility and link-update period")
+    # live: fog daemons and clients run SCHED_FIFO (as the link relays do), so that a
+    # loaded machine delays the probes' timing less
+    realtime: bool = True
     mobility: Mobility = Mobility()
     latency: dict[str, float | bool] = Field(default_factory=dict)
     full_scale: FullScale = FullScale()
