@@ -22,9 +22,20 @@ from topologies.city_layout import LayoutError, parse_trace
 from topologies.city_net import CityStudy, CityStudyError, load_city_study
 
 
-def simulate_rows(study: CityStudy, show: bool = True) -> list[dict[str, Any]]:
-    """The full-scale points: every selector at every `full_scale.ratios`."""
+def live_scale(study: CityStudy) -> CityStudy:
+    """The study with its live scale as the simulator's (to set live beside simulated)."""
+    fs = study.full_scale.model_copy(update={
+        "fog_nodes": study.fog_nodes, "total_slots": study.total_slots,
+        "duration_s": study.duration_s, "ratios": study.ratios})
+    return study.model_copy(update={"full_scale": fs})
+
+
+def simulate_rows(study: CityStudy, show: bool = True, live_starts: bool = False
+                  ) -> list[dict[str, Any]]:
+    """The full-scale points: every selector at every `full_scale.ratios`; clients start
+    after the seed's U(3, 10) s, or the study's live `start_s` with `live_starts`."""
     fs = study.full_scale
+    starts = study.start_s if live_starts else StudyConfig.start_s
     trace = None
     if study.mobility.kind == "trace" and study.mobility.trace is not None:
         trace = parse_trace(Path(study.mobility.trace).read_text().splitlines())
@@ -39,7 +50,7 @@ def simulate_rows(study: CityStudy, show: bool = True) -> list[dict[str, Any]]:
                               vivaldi_dimensions=study.vivaldi_dimensions,
                               load_aware_bound_ms=study.load_aware_bound_ms,
                               latency=study.params(), speed_mps=study.mobility.speed_mps,
-                              pause_s=study.mobility.pause_s)
+                              pause_s=study.mobility.pause_s, start_s=starts)
             row = run_study(cfg, trace) | {"engine": "simulate"}
             rows.append(row)
             if show:

@@ -76,6 +76,21 @@ def _emulate(args: argparse.Namespace, ap: _Parser) -> int:
     return 0
 
 
+def _simulate_live_scale(args: argparse.Namespace, ap: _Parser) -> int:
+    from runner.city_cli import live_scale, simulate_rows, write_outputs
+    from topologies.city_net import CityStudyError, load_city_study
+
+    try:
+        study = live_scale(load_city_study(args.study, {"selectors": args.selectors,
+                                                        "seed": args.seed}))
+    except CityStudyError as err:
+        ap.error(str(err))
+    rows = simulate_rows(study, live_starts=True)
+    for p in write_outputs(rows, args.out, "simulate-live-scale"):
+        print(f"wrote {p}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = _Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--engine", choices=["simulate", "emulate"], default="simulate")
@@ -86,6 +101,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds per point (simulate: 60 simulated; emulate: the study's, live)")
     ap.add_argument("--study", type=Path, default=ROOT / "scenarios" / "city.yaml",
                     help="emulate: the city study file (its live scale)")
+    ap.add_argument("--live-scale", action="store_true",
+                    help="simulate: the study file's live scale (nodes, slots, ratios, "
+                         "duration, starts), to set beside --engine emulate")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--trace", type=Path, default=None, help="position trace CSV")
@@ -93,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.engine == "emulate":
         return _emulate(args, ap)
+    if args.live_scale:
+        return _simulate_live_scale(args, ap)
     ratios = args.ratios or [round(0.1 * i, 1) for i in range(1, 11)]
     duration = args.duration or 60.0
     trace = None
