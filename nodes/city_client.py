@@ -351,10 +351,11 @@ class UdpTransport:
             return None
         self.sock.settimeout(self.timeout_s)
         try:
-            data = self.sock.recv(4096)
+            reply = json.loads(self.sock.recv(4096))
         except TimeoutError:
             return None
-        reply = json.loads(data)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return None  # not an answer of ours: as good as none
         return reply if isinstance(reply, dict) else None
 
     def truth(self) -> dict[str, Any]:

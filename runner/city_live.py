@@ -263,6 +263,9 @@ class CityLive:
             last = now
             self._place(positions, members)
             write_json_atomic(truth_path, self._truth(positions, members))
+        if self.stop.is_set():  # interrupted: the clients write what they have now
+            for proc in clients.values():
+                proc.terminate()
         for c, proc in clients.items():
             try:
                 proc.wait(timeout=10)
@@ -282,7 +285,12 @@ class CityLive:
                 results[c] = json.loads((point / f"{c}.json").read_text())
             except (OSError, json.JSONDecodeError):
                 self._say(f"client {c} left no result (see {point.name}-{c}.log)")
-        fog_states = {n: json.loads((state_dir / f"{n}.json").read_text()) for n in self.sites}
+        fog_states = {}
+        for name in self.sites:
+            try:
+                fog_states[name] = json.loads((state_dir / f"{name}.json").read_text())
+            except (OSError, json.JSONDecodeError):
+                self._say(f"fog node {name} left no state (see {point.name}-{name}.log)")
         (point / "fogs.json").write_text(json.dumps(fog_states, indent=1))
         row: dict[str, Any] = {"selector": selector, "ratio": ratio, "clients": n,
                                "slots": self.layout.total_slots, "seed": st.seed,
@@ -290,6 +298,7 @@ class CityLive:
         row |= aggregate(results, fog_states)
         row["link_updates"] = self.link_updates - updates0
         row["clients_reporting"] = len(results)
+        row["fogs_reporting"] = len(fog_states)
         return row
 
     def run(self) -> list[dict[str, Any]]:

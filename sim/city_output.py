@@ -10,7 +10,7 @@ from typing import Any
 from sim.city_study import METRIC_COLUMNS
 
 LIVE_COLUMNS = ("probe_messages", "rtt_excess_ms", "coord_median_rel_error", "link_updates",
-                "clients_reporting")
+                "clients_reporting", "fogs_reporting")
 
 FIGURES: dict[str, list[tuple[str, str]]] = {
     "fig4": [("client_messages", "total messages per client"),

@@ -286,3 +286,34 @@ def test_simulate_engine_runs_the_study_at_its_full_scale(tmp_path: Path) -> Non
     assert len(lines) == 3 and lines[1].startswith("optimal,0.5,15,30")
     assert (tmp_path / "out" / "seed003_fig7-simulate.png").stat().st_size > 1000
     assert not math.isnan(float(lines[2].split(",")[16]))
+
+
+@pytest.mark.parametrize("entry", ["run_testbed", "sweep"])
+def test_the_clis_recognise_a_city_study(tmp_path: Path, entry: str) -> None:
+    """`run_testbed.py` and `sweep.py` hand a `study: city` file to the city study."""
+    f = tmp_path / "c.yaml"
+    f.write_text("study: city\nname: small\nselectors: [random]\n"
+                 "full_scale: {fog_nodes: 4, total_slots: 12, duration_s: 10, ratios: [0.5]}\n")
+    out = tmp_path / "out"
+    if entry == "run_testbed":
+        from runner.cli import main as cli_main
+
+        rc = cli_main(["--scenario", str(f), "--engine", "simulate", "--out", str(out),
+                       "--quiet"])
+    else:
+        from runner.sweep import main as sweep_main
+
+        rc = sweep_main(["--scenario", str(f), "--engine", "simulate", "--out", str(out)])
+    assert rc == 0
+    assert (out / "seed003-simulate.csv").read_text().splitlines()[1].startswith("random,0.5,6")
+
+
+def test_a_bad_study_is_one_line_from_the_cli(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from runner.cli import main as cli_main
+
+    f = tmp_path / "c.yaml"
+    f.write_text("study: city\nname: bad\nratios: [0]\n")
+    assert cli_main(["--scenario", str(f), "--engine", "simulate"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and "ratios" in err and "\n" not in err
