@@ -65,6 +65,12 @@ def main(argv: list[str] | None = None,
                 return 2
             stop_ovs()
         return 0
+    from topologies.city_net import is_city_study
+
+    if is_city_study(args.scenario):  # seed 003's city study, not a queueing scenario
+        from runner.city_cli import run_city_study
+
+        return run_city_study(args, root)
     try:
         overrides: dict[str, object] = {}
         if args.duration is not None:

@@ -440,6 +440,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="your policy: a .py file or an importable module (every worker, "
                          "Ray ones included, loads it)")
     a = ap.parse_args(argv)
+    from topologies.city_net import is_city_study
+
+    if is_city_study(a.scenario):  # seed 003's study: its sweep is its ratios x selectors
+        from runner.city_cli import run_city_study
+
+        return run_city_study(argparse.Namespace(scenario=a.scenario, engine=a.engine,
+                                                 duration=a.duration, out=a.out, quiet=False),
+                              Path(__file__).resolve().parent.parent)
     from controller.policies import PolicyError
     from controller.policies.resolve import resolve_scenario
 

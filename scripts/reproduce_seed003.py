@@ -9,14 +9,14 @@ Writes OUT/seed003-simulate.csv (one row per selector and ratio, columns as in
 sim/city_study.py) and the figures OUT/seed003_fig4-simulate.png (per client: total
 messages, lost messages, reconnections), fig5 (per fog node: in, out, total messages),
 fig6 (optimal-selection rate, selection RMSE, unique selections per step) and fig7
-(mean latency, connection error eq. 13). `--engine emulate` needs the delayed links of
-issue 7 and is not available yet.
+(mean latency, connection error eq. 13). `--engine emulate` (root) runs the live scale
+of `--study` (scenarios/city.yaml) on the emulated city and writes the same files with
+`-emulate`; its per-point records go to OUT/seed003-emulate-runs/.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -28,25 +28,13 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside it)
 
-bootstrap.bootstrap(needs_network_stack=False, extras="")
+_live = any(a in ("emulate", "--engine=emulate") for a in sys.argv[1:])
+bootstrap.bootstrap(needs_network_stack=_live, extras="")
 
-from controller.policies.fog_selection import SELECTORS, SelectionError  # noqa: E402
-from sim.city_study import METRIC_COLUMNS, StudyConfig, run_study  # noqa: E402
+from nodes.ncs.selection import SELECTORS, SelectionError  # noqa: E402
+from sim.city_output import draw, write_csv  # noqa: E402
+from sim.city_study import StudyConfig, run_study  # noqa: E402
 from topologies.city_layout import LayoutError, PositionTrace, parse_trace  # noqa: E402
-
-FIGURES: dict[str, list[tuple[str, str]]] = {
-    "fig4": [("client_messages", "total messages per client"),
-             ("client_lost", "lost messages per client"),
-             ("client_reconnections", "reconnections per client")],
-    "fig5": [("node_in", "incoming messages per fog node"),
-             ("node_out", "outgoing messages per fog node"),
-             ("node_total", "total messages per fog node")],
-    "fig6": [("optimal_rate", "optimal selection rate"),
-             ("selection_rmse_ms", "selection RMSE (ms)"),
-             ("unique_per_step", "unique selections per step")],
-    "fig7": [("mean_latency_ms", "mean latency (ms)"),
-             ("connection_error_ms", "connection error eq. 13 (ms)")],
-}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -59,63 +47,80 @@ def _one(job: tuple[StudyConfig, PositionTrace | None]) -> dict[str, Any]:
     return run_study(*job)
 
 
-def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
-    cols = ["selector", "ratio", "clients", "slots", "seed", "duration_s", *METRIC_COLUMNS]
-    with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+def _emulate(args: argparse.Namespace, ap: _Parser) -> int:
+    """The study's live scale on the emulated city (root, Open vSwitch, the lock)."""
+    import os
+
+    from runner.city_cli import write_outputs
+    from runner.city_live import run_city_live
+    from topologies.city_net import CityStudyError, load_city_study
+
+    if os.geteuid() != 0:
+        ap.error("--engine emulate: needs root (Mininet, Open vSwitch)")
+    overrides: dict[str, Any] = {"selectors": args.selectors, "seed": args.seed}
+    if args.ratios:
+        overrides["ratios"] = args.ratios
+    if args.duration:
+        overrides["duration_s"] = args.duration
+    if args.trace is not None:
+        overrides["mobility"] = {"kind": "trace", "trace": str(args.trace.resolve())}
+    try:
+        study = load_city_study(args.study, overrides)
+    except CityStudyError as err:
+        ap.error(str(err))
+    t0 = time.perf_counter()
+    rows = run_city_live(study, args.out / "seed003-emulate-runs")
+    for p in write_outputs(rows, args.out, "emulate"):
+        print(f"wrote {p}")
+    print(f"{len(rows)} live points in {time.perf_counter() - t0:.0f} s")
+    return 0
 
 
-def draw(rows: list[dict[str, Any]], out: Path, engine: str) -> list[Path]:
-    import matplotlib
+def _simulate_live_scale(args: argparse.Namespace, ap: _Parser) -> int:
+    from runner.city_cli import live_scale, simulate_rows, write_outputs
+    from topologies.city_net import CityStudyError, load_city_study
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    selectors = list(dict.fromkeys(r["selector"] for r in rows))
-    paths = []
-    for fig_name, panels in FIGURES.items():
-        fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4))
-        for ax, (col, label) in zip(axes, panels, strict=True):
-            for sel in selectors:
-                pts = sorted((r["ratio"], r[col]) for r in rows if r["selector"] == sel)
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=sel)
-            ax.set_xlabel("client/slot ratio")
-            ax.set_ylabel(label)
-            ax.grid(alpha=0.3)
-        axes[0].legend(fontsize=7)
-        fig.suptitle(f"seed 003 {fig_name} ({engine})", fontsize=9)
-        fig.tight_layout()
-        path = out / f"seed003_{fig_name}-{engine}.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        paths.append(path)
-    return paths
+    try:
+        study = live_scale(load_city_study(args.study, {"selectors": args.selectors,
+                                                        "seed": args.seed}))
+    except CityStudyError as err:
+        ap.error(str(err))
+    rows = simulate_rows(study, live_starts=True)
+    for p in write_outputs(rows, args.out, "simulate-live-scale"):
+        print(f"wrote {p}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = _Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--engine", choices=["simulate", "emulate"], default="simulate")
     ap.add_argument("--ratios", type=float, nargs="+",
-                    default=[round(0.1 * i, 1) for i in range(1, 11)])
+                    help="client/slot ratios (simulate: 0.1 ... 1.0; emulate: the study's)")
     ap.add_argument("--selectors", nargs="+", default=list(SELECTORS))
-    ap.add_argument("--duration", type=float, default=60.0, help="simulated seconds")
+    ap.add_argument("--duration", type=float,
+                    help="seconds per point (simulate: 60 simulated; emulate: the study's, live)")
+    ap.add_argument("--study", type=Path, default=ROOT / "scenarios" / "city.yaml",
+                    help="emulate: the city study file (its live scale)")
+    ap.add_argument("--live-scale", action="store_true",
+                    help="simulate: the study file's live scale (nodes, slots, ratios, "
+                         "duration, starts), to set beside --engine emulate")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--trace", type=Path, default=None, help="position trace CSV")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "figures")
     args = ap.parse_args(argv)
     if args.engine == "emulate":
-        ap.error("--engine emulate: needs the delayed links and city topology of issue 7, "
-                 "not merged yet; use --engine simulate")
+        return _emulate(args, ap)
+    if args.live_scale:
+        return _simulate_live_scale(args, ap)
+    ratios = args.ratios or [round(0.1 * i, 1) for i in range(1, 11)]
+    duration = args.duration or 60.0
     trace = None
     try:
         if args.trace is not None:
             trace = parse_trace(args.trace.read_text().splitlines())
-        jobs = [(StudyConfig(ratio=r, selector=s, seed=args.seed, duration_s=args.duration),
-                 trace) for s in args.selectors for r in args.ratios]
+        jobs = [(StudyConfig(ratio=r, selector=s, seed=args.seed, duration_s=duration),
+                 trace) for s in args.selectors for r in ratios]
     except (SelectionError, LayoutError, OSError) as err:
         ap.error(str(err))
     args.out.mkdir(parents=True, exist_ok=True)

@@ -38,7 +38,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.policies.fog_selection import (
+from nodes.ncs.meridian import MeridianOverlay, Messages
+from nodes.ncs.selection import (
     SELECTORS,
     LoadAware,
     ProbeAnswer,
@@ -46,7 +47,6 @@ from controller.policies.fog_selection import (
     SelectionError,
     Selector,
 )
-from nodes.ncs.meridian import MeridianOverlay, Messages
 from nodes.ncs.vivaldi import VivaldiConfig, VivaldiNode
 from topologies.city_latency import LatencyParams, load_ms, nearest, processing_ms
 from topologies.city_layout import (

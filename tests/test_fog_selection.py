@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from controller.policies.fog_selection import (
+from nodes.ncs.selection import (
     LoadAware,
     MeridianClosest,
     Optimal,

@@ -174,7 +174,7 @@ SELECTORS: dict[str, Callable[[], Selector]] = {
 
 @dataclass
 class SelectorSet:
-    """Selectors by name, built once (the simulator and, later, the controller)."""
+    """Selectors by name, built once (the simulator; the live clients build their own)."""
 
     names: Sequence[str] = field(default_factory=lambda: list(SELECTORS))
 

@@ -1,0 +1,428 @@
+"""A mobile client of the live city (seed 003): discovers a fog node, holds a slot there,
+sends one task per step, every message counted.
+
+Selection runs here, in the client, because that is where seed 003 puts it: each
+client discovers its own node from what it can measure (its probes, its coordinate, a
+node's gossip view); the controller only forwards. Every U(period) seconds the client:
+
+1. asks its selector (`nodes.ncs.selection`) with a context built from live data:
+   `optimal` reads the configured RTTs (the runner's truth file: the omniscient
+   baseline); `random` picks any; `vivaldi` ranks the nodes by its coordinate against
+   the coordinates in a node's view (a `view` request and its answer); `meridian` runs
+   the closest-node query over rings built from the RTTs the fog nodes measured between
+   themselves, each measurement to the client a real probe; `load_aware` (ours) takes
+   the view's free slots and probes its shortlist;
+2. joins the chosen node if it is new (`join`; a full node refuses: that step's task is
+   lost and the client reconnects, excluding it, up to `max_attempts` times) and leaves
+   the old one;
+3. sends one task to its node and times the reply (lost without one); Vivaldi clients
+   fold that RTT and one probe to a random node into their coordinate.
+
+Its position is not its business: the runner moves it by changing its links' delays.
+Scores (whether the choice was the best node by configured RTT, by how much not, the
+task's RTT against the best available) use the truth file, as the simulator uses its
+model. The result (JSON) is written when the run ends or on SIGTERM.
+
+    python -m nodes.city_client --config RUN/city.json --name c1 --selector vivaldi --out F
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import signal
+import socket
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from nodes.city_fog import (
+    OPS_PORT,
+    PROBE_PORT,
+    CityConfig,
+    Counts,
+    go_realtime,
+    write_json_atomic,
+)
+from nodes.ncs.meridian import MeridianOverlay, Messages
+from nodes.ncs.selection import (
+    SELECTORS,
+    LoadAware,
+    ProbeAnswer,
+    SelectionContext,
+    Selector,
+)
+from nodes.ncs.vivaldi import Coordinate, VivaldiConfig, VivaldiError, VivaldiNode
+from nodes.probe import Prober
+
+VIVALDI_SELECTORS = ("vivaldi", "load_aware")
+
+
+class PeerMessages(Messages):
+    """Meridian's message counter, also by (kind, node, direction)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.per: Counter[tuple[str, str, str]] = Counter()
+
+    def send(self, kind: str, src: str, dst: str, count: int = 1) -> None:
+        super().send(kind, src, dst, count)
+        self.per[(kind, src, "out")] += count
+        self.per[(kind, dst, "in")] += count
+
+
+class Transport(Protocol):
+    """What the client can do on the network (a fake one in tests)."""
+
+    def ping(self, fog: str) -> tuple[float | None, dict[str, Any] | None]:
+        """One probe: RTT in model ms and the node's echoed state (None, None if lost)."""
+        ...
+
+    def op(self, fog: str, msg: dict[str, Any], want_reply: bool) -> dict[str, Any] | None:
+        """One ops datagram, and its reply when one is wanted (None: none came)."""
+        ...
+
+    def truth(self) -> dict[str, Any]:
+        """The runner's configured RTTs for this client now: {"rtt": {...}, "join_rtt"}."""
+        ...
+
+
+@dataclass
+class ClientResult:
+    lost: int = 0
+    reconnections: int = 0
+    handovers: int = 0
+    selections: int = 0
+    optimal_hits: int = 0
+    sq_sel_err: float = 0.0
+    sq_conn_err: float = 0.0
+    delivered: int = 0
+    latencies: list[float] = field(default_factory=list)
+    excess: list[float] = field(default_factory=list)  # task RTT minus the configured one
+    picks: list[tuple[int, str]] = field(default_factory=list)  # (whole second, node)
+    counts: Counts = field(default_factory=Counts)
+    # Meridian's query and answer messages between fog nodes, which this client's query
+    # stands in for (the nodes' own daemons count everything else they send and receive)
+    relayed: dict[str, Counts] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"lost": self.lost, "reconnections": self.reconnections,
+                "handovers": self.handovers, "selections": self.selections,
+                "optimal_hits": self.optimal_hits, "sq_sel_err": self.sq_sel_err,
+                "sq_conn_err": self.sq_conn_err, "delivered": self.delivered,
+                "latencies": self.latencies, "excess": self.excess, "picks": self.picks,
+                "counts": self.counts.to_dict(),
+                "relayed": {n: c.to_dict() for n, c in self.relayed.items()}}
+
+
+class CityClient:
+    def __init__(self, name: str, cfg: CityConfig, selector: str, net: Transport,
+                 rng: random.Random, fog_states: Callable[[], dict[str, dict[str, Any]]]
+                 ) -> None:
+        self.name = name
+        self.cfg = cfg
+        self.kind = selector
+        self.selector: Selector = LoadAware(cfg.bound_ms) if selector == "load_aware" \
+            else SELECTORS[selector]()
+        self.net = net
+        self.rng = rng
+        self.fog_states = fog_states  # what the nodes publish: RTTs to peers, members
+        self.fogs = sorted(cfg.fogs)
+        self.slots = {n: f.slots for n, f in cfg.fogs.items()}
+        self.node: str | None = None
+        self.result = ClientResult()
+        self.vivaldi = VivaldiNode(VivaldiConfig(dimensions=cfg.dimensions),
+                                   random.Random(f"{cfg.seed}-client-{name}")) \
+            if selector in VIVALDI_SELECTORS else None
+        self.coords: dict[str, Coordinate] = {}
+        self.overlay: MeridianOverlay | None = None
+        self.overlay_built = -math.inf
+
+    # -- counting ---------------------------------------------------------------
+    def _count(self, kind: str, sent: int, received: int) -> None:
+        self.result.counts.sent[kind] += sent
+        self.result.counts.received[kind] += received
+
+    def ping(self, fog: str) -> tuple[float | None, dict[str, Any] | None]:
+        rtt, state = self.net.ping(fog)
+        self._count("probe", 1, 0 if rtt is None else 1)
+        if rtt is not None and state is not None:
+            self._learn(fog, state, rtt)
+        return rtt, state
+
+    def request(self, fog: str, msg: dict[str, Any], want_reply: bool = True
+                ) -> dict[str, Any] | None:
+        reply = self.net.op(fog, {**msg, "client": self.name}, want_reply)
+        self._count(str(msg["op"]), 1, 0 if reply is None else 1)
+        return reply
+
+    def _learn(self, fog: str, state: dict[str, Any], rtt_ms: float | None) -> None:
+        if self.vivaldi is None:
+            return
+        try:
+            coord = Coordinate.from_dict(state.get("coord"), self.cfg.dimensions)
+        except VivaldiError:
+            return
+        self.coords[fog] = coord
+        if rtt_ms is not None:
+            try:
+                self.vivaldi.update(fog, coord, rtt_ms)
+            except VivaldiError:
+                pass
+
+    # -- discovery --------------------------------------------------------------
+    def _view(self) -> dict[str, int]:
+        """Ask a node for its view: coordinates (learned) and free slots (returned)."""
+        node = self.node or self.rng.choice(self.fogs)
+        reply = self.request(node, {"op": "view"})
+        free = {n: self.slots[n] for n in self.fogs}
+        if reply is None:
+            return free
+        for n, st in dict(reply.get("nodes", {})).items():
+            if n in free:
+                free[n] = int(st.get("free", free[n]))
+                self._learn(n, st, None)
+        return free
+
+    def _meridian(self) -> Callable[[Callable[[str], bool]], str | None]:
+        now = time.monotonic()
+        if self.overlay is None or now - self.overlay_built > 10.0:
+            table = {n: st.get("rtt_ms", {}) for n, st in self.fog_states().items()}
+
+            def measure(a: str, b: str) -> float:
+                if b == self.name or a == self.name:
+                    fog = a if b == self.name else b
+                    return self.ping(fog)[0] or math.nan
+                return table.get(a, {}).get(b, math.nan)
+
+            # the rings come from the nodes' own measurements; upkeep is theirs, not ours
+            self.overlay = MeridianOverlay(self.fogs, measure, messages=PeerMessages())
+            self.overlay.converge(random.Random(f"{self.cfg.seed}-ring-{self.name}"))
+            self.overlay_built = now
+        overlay = self.overlay
+        entry = self.node or self.rng.choice(self.fogs)
+
+        def query(eligible: Callable[[str], bool]) -> str | None:
+            msgs = PeerMessages()
+            overlay.messages = msgs
+            result = overlay.closest(self.name, entry, eligible)
+            for (kind, node, way), n in msgs.per.items():
+                if kind == "probe":
+                    continue  # real probes, counted where they were sent and answered
+                c = self.result.counts if node == self.name else \
+                    self.result.relayed.setdefault(node, Counts())
+                (c.sent if way == "out" else c.received)[kind] += n
+            return result.node
+
+        return query
+
+    def _context(self, truth: dict[str, Any], excluded: frozenset[str]) -> SelectionContext:
+        kind = self.kind
+        true = {n: float(v) for n, v in truth["rtt"].items()} if kind == "optimal" else None
+        free: dict[str, int] | None = None
+        est: dict[str, float] | None = None
+        if kind in VIVALDI_SELECTORS:
+            free = self._view()
+            assert self.vivaldi is not None
+            own = self.vivaldi.coord
+            est = {n: own.distance_to(self.coords[n]) if n in self.coords else math.inf
+                   for n in self.fogs}
+        meridian = None
+        if kind == "meridian":
+            states = self.fog_states()  # a full node does not take part in queries
+            free = {n: self.slots[n] - int(states.get(n, {}).get("members", 0))
+                    for n in self.fogs}
+            meridian = self._meridian()
+        probe = None
+        if kind == "load_aware":
+            def probe_node(n: str) -> ProbeAnswer:
+                rtt, st = self.ping(n)
+                if rtt is None or st is None:
+                    return ProbeAnswer(math.inf, 0)
+                return ProbeAnswer(rtt, int(st.get("free", 0)), float(st.get("join", 0.0)),
+                                   float(st.get("leave", 0.0)))
+            probe = probe_node
+        return SelectionContext(self.fogs, self.slots, self.node, excluded, true, est, free,
+                                meridian, probe)
+
+    def _score(self, chosen: str, truth: dict[str, Any], t_s: float) -> None:
+        lat = {n: float(v) for n, v in truth["rtt"].items()}
+        best = min(lat.values())
+        r = self.result
+        r.selections += 1
+        r.optimal_hits += lat[chosen] <= best + 1e-9
+        r.sq_sel_err += (lat[chosen] - best) ** 2
+        r.picks.append((int(t_s), chosen))
+
+    def step(self, t_s: float) -> None:
+        """One discovery step and one task (t_s: seconds since the run's epoch)."""
+        truth = self.net.truth()
+        excluded: set[str] = set()
+        r = self.result
+        for _ in range(self.cfg.max_attempts):
+            chosen = self.selector.select(self._context(truth, frozenset(excluded)), self.rng)
+            if chosen is None:
+                break
+            self._score(chosen, truth, t_s)
+            if chosen == self.node:
+                break
+            reply = self.request(chosen, {"op": "join"})
+            if reply is not None and reply.get("ok"):
+                if self.node is not None:
+                    self.request(self.node, {"op": "leave"}, want_reply=False)
+                    r.handovers += 1
+                self.node = chosen
+                break
+            r.lost += 1  # the node was full (or did not answer): this task is lost
+            r.reconnections += 1
+            excluded.add(chosen)
+        if self.node is None:
+            return
+        self._task(truth)
+        if self.vivaldi is not None:
+            self.ping(self.rng.choice(self.fogs))
+
+    def _task(self, truth: dict[str, Any]) -> None:
+        assert self.node is not None
+        node, r = self.node, self.result
+        t0 = time.monotonic_ns()
+        reply = self.request(node, {"op": "task", "seq": r.delivered + r.lost})
+        if reply is None or reply.get("op") != "done":
+            r.lost += 1
+            return
+        rtt = (time.monotonic_ns() - t0) / 1e6 / self.cfg.time_scale
+        join = {n: float(v) for n, v in truth["join_rtt"].items()}
+        best = min(float(truth["rtt"][node]), *(join[n] for n in join if n != node))
+        r.delivered += 1
+        r.latencies.append(rtt)
+        r.excess.append(rtt - float(truth["rtt"][node]))
+        r.sq_conn_err += (rtt - best) ** 2
+        state = reply.get("state")
+        if isinstance(state, dict):
+            self._learn(node, state, rtt)
+
+    def coordinate_errors(self, truth: dict[str, Any]) -> dict[str, float]:
+        """|estimate - configured| / configured per node, where the client has a coordinate."""
+        if self.vivaldi is None:
+            return {}
+        own = self.vivaldi.coord
+        return {n: abs(own.distance_to(c) - float(truth["rtt"][n])) / float(truth["rtt"][n])
+                for n, c in self.coords.items()}
+
+
+class UdpTransport:
+    """The real network: probes to the fog nodes' probe ports, ops to their ops ports."""
+
+    def __init__(self, cfg: CityConfig, ip: str, truth_path: Path) -> None:
+        self.cfg = cfg
+        self.prober = Prober((ip, 0))
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind((ip, 0))
+        self.timeout_s = cfg.timeout_ms * cfg.time_scale / 1000.0
+        self.truth_path = truth_path
+        self.name = ""
+        self._truth: dict[str, Any] = {}
+
+    def ping(self, fog: str) -> tuple[float | None, dict[str, Any] | None]:
+        s = self.prober.ping((self.cfg.fogs[fog].ip, PROBE_PORT), self.timeout_s)
+        if s.rtt_ms is None:
+            return None, None
+        try:
+            state = json.loads(s.payload.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            state = None
+        return s.rtt_ms / self.cfg.time_scale, state if isinstance(state, dict) else None
+
+    def op(self, fog: str, msg: dict[str, Any], want_reply: bool) -> dict[str, Any] | None:
+        self.sock.setblocking(False)
+        try:  # drop late replies to earlier requests
+            while True:
+                self.sock.recv(4096)
+        except BlockingIOError:
+            pass
+        self.sock.setblocking(True)
+        self.sock.sendto(json.dumps(msg).encode(), (self.cfg.fogs[fog].ip, OPS_PORT))
+        if not want_reply:
+            return None
+        self.sock.settimeout(self.timeout_s)
+        try:
+            reply = json.loads(self.sock.recv(4096))
+        except TimeoutError:
+            return None
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return None  # not an answer of ours: as good as none
+        return reply if isinstance(reply, dict) else None
+
+    def truth(self) -> dict[str, Any]:
+        try:
+            self._truth = json.loads(self.truth_path.read_text())["clients"][self.name]
+        except (OSError, json.JSONDecodeError, KeyError):
+            pass  # a torn read cannot happen (atomic replace); keep the last one
+        return self._truth
+
+
+def fog_state_reader(state_dir: Path, fogs: list[str]
+                     ) -> Callable[[], dict[str, dict[str, Any]]]:
+    def read() -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for n in fogs:
+            try:
+                out[n] = dict(json.loads((state_dir / f"{n}.json").read_text()))
+            except (OSError, json.JSONDecodeError):
+                out[n] = {}
+        return out
+
+    return read
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--config", type=Path, required=True)
+    ap.add_argument("--name", required=True)
+    ap.add_argument("--selector", required=True, choices=sorted(SELECTORS))
+    ap.add_argument("--truth", type=Path, required=True)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--realtime", action="store_true", help="run SCHED_FIFO (root)")
+    args = ap.parse_args(argv)
+    cfg = CityConfig.read(args.config)
+    if args.name not in cfg.clients:
+        ap.error(f"--name: {args.name!r} is not a client of {args.config}")
+    net = UdpTransport(cfg, cfg.clients[args.name], args.truth)
+    net.name = args.name
+    rng = random.Random(f"{cfg.seed}-{args.selector}-{args.name}")
+    client = CityClient(args.name, cfg, args.selector, net, rng,
+                        fog_state_reader(cfg.state_dir, sorted(cfg.fogs)))
+    stop = False
+
+    def _stop(signum: int, frame: object) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    if args.realtime:
+        go_realtime()
+    end = cfg.epoch + cfg.duration_s
+    t = cfg.epoch + rng.uniform(*cfg.start_s)
+    while not stop:
+        now = time.monotonic()
+        if now >= end:
+            break
+        if now < t:
+            time.sleep(min(t - now, 0.05))
+            continue
+        client.step(now - cfg.epoch)
+        t = max(t + rng.uniform(*cfg.period_s), time.monotonic())
+    out = client.result.to_dict()
+    out["coordinate_errors"] = client.coordinate_errors(net.truth()) if net.truth() else {}
+    write_json_atomic(args.out, out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,343 @@
+"""A fog node of the live city (seed 003): slots for clients, probes, coordinates.
+
+One process per fog host, in its network namespace, bound to the host's address:
+
+- probe port (`nodes.probe` wire format): answers every ping with an echo whose payload
+  is this node's state, `{"n": name, "coord": ..., "free": slots free, "join": ...,
+  "leave": ...}`: its Vivaldi coordinate, and what one more client would add to the
+  latency of all its clients together (`join`) or one fewer would save the others
+  (`leave`), from its own load term (eqs. 8, 9, 12, given as a table per client count);
+- ops port (one JSON datagram each way): `join` (a slot, or `full`), `leave`, `task`
+  (answered only for a client holding a slot here; the reply carries the coordinate, so
+  the client can fold the task's RTT into its own), and `view` (the coordinates and free
+  slots of every fog node this node has heard from: its gossip view);
+- once a second it pings every other fog node (non-blocking) and folds the RTT into its
+  coordinate; those echoes carry the peers' state, which is how the view spreads.
+
+Every datagram sent or received is counted by kind. The state file (rewritten a few
+times a second, atomically) tells the runner how many clients the node holds, which the
+runner turns into the node's load delay on its access link, and the RTTs the node
+measured to its peers (what the clients' Meridian rings are built from).
+
+    python -m nodes.city_fog --config RUN/city.json --name fog0
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import select
+import signal
+import socket
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nodes.ncs.vivaldi import Coordinate, VivaldiConfig, VivaldiError, VivaldiNode
+from nodes.probe import (
+    ECHO,
+    MAX_DATAGRAM,
+    PING,
+    MalformedDatagram,
+    ProbeMessage,
+    decode,
+)
+
+PROBE_PORT = 7000
+OPS_PORT = 7001
+MAX_OP = 4096
+
+
+@dataclass(frozen=True)
+class FogInfo:
+    name: str
+    ip: str
+    slots: int
+    load_ms: tuple[float, ...]  # load term (model ms) with 0, 1, ..., slots + 1 clients
+
+    def load(self, clients: int) -> float:
+        return self.load_ms[min(max(clients, 0), len(self.load_ms) - 1)]
+
+
+@dataclass(frozen=True)
+class CityConfig:
+    """What the runner tells every fog and client process (one JSON file per point)."""
+
+    fogs: dict[str, FogInfo]
+    clients: dict[str, str]  # name -> ip
+    time_scale: float
+    dimensions: int
+    state_dir: Path
+    epoch: float  # time.monotonic() at which clients may start (shared by namespaces)
+    duration_s: float
+    seed: int
+    period_s: tuple[float, float] = (0.5, 1.0)
+    start_s: tuple[float, float] = (0.5, 2.0)
+    max_attempts: int = 3
+    timeout_ms: float = 100.0
+    bound_ms: float = 2.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"fogs": {n: {"ip": f.ip, "slots": f.slots, "load_ms": list(f.load_ms)}
+                         for n, f in self.fogs.items()},
+                "clients": self.clients, "time_scale": self.time_scale,
+                "dimensions": self.dimensions, "state_dir": str(self.state_dir),
+                "epoch": self.epoch, "duration_s": self.duration_s, "seed": self.seed,
+                "period_s": list(self.period_s), "start_s": list(self.start_s),
+                "max_attempts": self.max_attempts, "timeout_ms": self.timeout_ms,
+                "bound_ms": self.bound_ms}
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> CityConfig:
+        return CityConfig(
+            fogs={n: FogInfo(n, f["ip"], int(f["slots"]), tuple(float(x) for x in f["load_ms"]))
+                  for n, f in d["fogs"].items()},
+            clients={str(k): str(v) for k, v in d["clients"].items()},
+            time_scale=float(d["time_scale"]), dimensions=int(d["dimensions"]),
+            state_dir=Path(d["state_dir"]), epoch=float(d["epoch"]),
+            duration_s=float(d["duration_s"]), seed=int(d["seed"]),
+            period_s=(float(d["period_s"][0]), float(d["period_s"][1])),
+            start_s=(float(d["start_s"][0]), float(d["start_s"][1])),
+            max_attempts=int(d["max_attempts"]), timeout_ms=float(d["timeout_ms"]),
+            bound_ms=float(d["bound_ms"]))
+
+    def write(self, path: Path) -> Path:
+        path.write_text(json.dumps(self.to_dict()))
+        return path
+
+    @staticmethod
+    def read(path: Path) -> CityConfig:
+        return CityConfig.from_dict(json.loads(Path(path).read_text()))
+
+
+def go_realtime() -> bool:
+    """SCHED_FIFO priority 1, like the link relays, once the imports are done: on a
+    loaded machine the probes then time the links, not the scheduler. False where the
+    process may not (not root): it runs as before."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    except (OSError, AttributeError):
+        return False
+    return True
+
+
+def write_json_atomic(path: Path, obj: object) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(obj))
+    os.replace(tmp, path)
+
+
+@dataclass
+class Counts:
+    """Datagrams by kind, each way."""
+
+    sent: Counter[str] = field(default_factory=Counter)
+    received: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def total(self) -> int:
+        return sum(self.sent.values()) + sum(self.received.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sent": dict(self.sent), "received": dict(self.received),
+                "in": sum(self.received.values()), "out": sum(self.sent.values())}
+
+
+class FogNode:
+    """The node's logic, separate from its sockets (tested without a network)."""
+
+    def __init__(self, info: FogInfo, cfg: CityConfig) -> None:
+        self.info = info
+        self.cfg = cfg
+        self.members: set[str] = set()
+        self.vivaldi = VivaldiNode(VivaldiConfig(dimensions=cfg.dimensions),
+                                   random.Random(f"{cfg.seed}-fog-{info.name}"))
+        self.view: dict[str, dict[str, Any]] = {}  # peer -> its last echoed state
+        self.peer_rtt_ms: dict[str, float] = {}  # model ms
+        self.counts = Counts()
+        self.refused = 0
+
+    @property
+    def free(self) -> int:
+        return self.info.slots - len(self.members)
+
+    def state(self) -> dict[str, Any]:
+        k = len(self.members)
+        here = self.info.load(k)
+        return {"n": self.info.name, "coord": self.vivaldi.coord.to_dict(), "free": self.free,
+                "join": k * (self.info.load(k + 1) - here),
+                "leave": (k - 1) * (here - self.info.load(k - 1)) if k > 0 else 0.0}
+
+    def op(self, msg: dict[str, Any]) -> dict[str, Any] | None:
+        """One ops datagram in; the reply (None: no reply)."""
+        kind = msg.get("op")
+        client = str(msg.get("client", ""))
+        if kind == "join":
+            if client in self.members or self.free > 0:
+                self.members.add(client)
+                return {"op": "joined", "ok": True}
+            self.refused += 1
+            return {"op": "joined", "ok": False}
+        if kind == "leave":
+            self.members.discard(client)
+            return None
+        if kind == "task":
+            if client not in self.members:
+                return None  # sent to a node that holds no slot for it: lost
+            return {"op": "done", "seq": msg.get("seq"), "state": self.state()}
+        if kind == "view":
+            view = {n: s for n, s in self.view.items()} | {self.info.name: self.state()}
+            return {"op": "view", "nodes": {n: {"coord": s["coord"], "free": s["free"]}
+                                            for n, s in view.items()}}
+        return None
+
+    def peer_echo(self, peer: str, rtt_real_ms: float, payload: bytes) -> None:
+        """A peer's echo: its state into the view, the RTT into our coordinate."""
+        try:
+            st = json.loads(payload.decode("utf-8"))
+            coord = Coordinate.from_dict(st["coord"], self.cfg.dimensions)
+        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, VivaldiError):
+            return
+        rtt = rtt_real_ms / self.cfg.time_scale
+        self.view[peer] = st
+        self.peer_rtt_ms[peer] = rtt
+        try:
+            self.vivaldi.update(peer, coord, rtt)
+        except VivaldiError:
+            pass
+
+
+class FogDaemon:
+    def __init__(self, node: FogNode) -> None:
+        self.node = node
+        ip = node.info.ip
+        self.probe_sock = self._sock(ip, PROBE_PORT)
+        self.ops_sock = self._sock(ip, OPS_PORT)
+        self.peer_sock = self._sock(ip, 0)
+        self.by_ip = {f.ip: n for n, f in node.cfg.fogs.items()}
+        self.pending: dict[int, tuple[str, int]] = {}  # seq -> (peer, t_send_ns)
+        self.seq = 0
+        self.stop = False
+
+    @staticmethod
+    def _sock(ip: str, port: int) -> socket.socket:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind((ip, port))
+        return s
+
+    def _probe_in(self) -> None:
+        c = self.node.counts
+        data, sender = self.probe_sock.recvfrom(MAX_DATAGRAM + 1)
+        try:
+            msg = decode(data)
+        except MalformedDatagram:
+            c.received["malformed"] += 1
+            return
+        c.received["probe"] += 1
+        if msg.kind != PING:
+            return
+        payload = json.dumps(self.node.state(), separators=(",", ":")).encode()
+        self.probe_sock.sendto(ProbeMessage(ECHO, msg.seq, msg.t_send_ns, payload).encode(),
+                               sender)
+        c.sent["probe"] += 1
+
+    def _ops_in(self) -> None:
+        c = self.node.counts
+        data, sender = self.ops_sock.recvfrom(MAX_OP)
+        try:
+            msg = json.loads(data)
+            kind = str(msg["op"])
+        except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError):
+            c.received["malformed"] += 1
+            return
+        c.received[kind] += 1
+        reply = self.node.op(msg)
+        if reply is not None:
+            self.ops_sock.sendto(json.dumps(reply, separators=(",", ":")).encode(), sender)
+            c.sent[str(reply["op"])] += 1
+
+    def _peer_in(self) -> None:
+        c = self.node.counts
+        data, sender = self.peer_sock.recvfrom(MAX_DATAGRAM + 1)
+        t_recv = time.monotonic_ns()
+        try:
+            msg = decode(data)
+        except MalformedDatagram:
+            c.received["malformed"] += 1
+            return
+        c.received["probe"] += 1
+        sent = self.pending.pop(msg.seq, None)
+        if msg.kind != ECHO or sent is None or sent[1] != msg.t_send_ns:
+            return
+        self.node.peer_echo(sent[0], (t_recv - sent[1]) / 1e6, msg.payload)
+
+    def _ping_peers(self) -> None:
+        now = time.monotonic_ns()
+        self.pending = {s: v for s, v in self.pending.items() if now - v[1] < 2e9}
+        for name, f in self.node.cfg.fogs.items():
+            if name == self.node.info.name:
+                continue
+            self.seq = (self.seq + 1) % 2**32
+            t = time.monotonic_ns()
+            self.peer_sock.sendto(ProbeMessage(PING, self.seq, t).encode(), (f.ip, PROBE_PORT))
+            self.pending[self.seq] = (name, t)
+            self.node.counts.sent["probe"] += 1
+
+    def write_state(self) -> None:
+        n = self.node
+        write_json_atomic(n.cfg.state_dir / f"{n.info.name}.json", {
+            "members": len(n.members), "refused": n.refused, "rtt_ms": n.peer_rtt_ms,
+            "coord": n.vivaldi.coord.to_dict(), "counts": n.counts.to_dict()})
+
+    def serve(self) -> None:
+        next_ping = time.monotonic() + random.Random(self.node.info.name).uniform(0, 1)
+        next_state = 0.0
+        socks = [self.probe_sock, self.ops_sock, self.peer_sock]
+        while not self.stop:
+            ready, _, _ = select.select(socks, [], [], 0.02)
+            for s in ready:
+                if s is self.probe_sock:
+                    self._probe_in()
+                elif s is self.ops_sock:
+                    self._ops_in()
+                else:
+                    self._peer_in()
+            now = time.monotonic()
+            if now >= next_ping:
+                self._ping_peers()
+                next_ping = now + 1.0
+            if now >= next_state:
+                self.write_state()
+                next_state = now + 0.1
+        self.write_state()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--config", type=Path, required=True)
+    ap.add_argument("--name", required=True)
+    ap.add_argument("--realtime", action="store_true", help="run SCHED_FIFO (root)")
+    args = ap.parse_args(argv)
+    cfg = CityConfig.read(args.config)
+    if args.name not in cfg.fogs:
+        ap.error(f"--name: {args.name!r} is not a fog node of {args.config}")
+    daemon = FogDaemon(FogNode(cfg.fogs[args.name], cfg))
+
+    def _stop(signum: int, frame: object) -> None:
+        daemon.stop = True
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    if args.realtime:
+        go_realtime()
+    print("ready", flush=True)
+    daemon.serve()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

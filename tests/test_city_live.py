@@ -1,0 +1,319 @@
+"""Seed 003's live city without a network: the graph and its delays, the study file, the
+fog node's and the client's logic over a fake network, mobility, and the metrics."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT
+
+from fogsdn.routing import path_delay_ms, shortest_path
+from nodes.city_client import CityClient
+from nodes.city_fog import CityConfig, FogInfo, FogNode
+from runner.city_cli import run_city_study
+from runner.city_live import Mobility, aggregate, live_scenario, start_positions
+from topologies.city_latency import LatencyParams, load_ms, processing_ms
+from topologies.city_net import (
+    CityStudy,
+    CityStudyError,
+    city_graph,
+    fog_access_ms,
+    is_city_study,
+    load_city_study,
+    propagation_delay,
+    true_rtt_ms,
+)
+
+P = LatencyParams()
+
+
+def _study(**kw: Any) -> CityStudy:
+    return CityStudy.model_validate({"study": "city", "name": "t", **kw})
+
+
+def test_round_trip_over_the_city_graph_is_the_latency_model() -> None:
+    """Every client's shortest path to every fog node is its own direct link, and twice
+    its delay is eq. 7 for an idle node; fog nodes reach each other directly too."""
+    st = _study(fog_nodes=5, total_slots=20, ratios=[0.5])
+    lay = st.layout()
+    pos = start_positions(st, lay, 10)
+    g = city_graph(lay, pos, P)
+    for k in range(10):
+        for i, s in enumerate(lay.fog_nodes):
+            path = shortest_path(g, f"c{k + 1}", s.name)
+            assert path == [f"c{k + 1}", f"a{k + 1}", f"f{i + 1}", s.name]
+            assert 2 * path_delay_ms(g, path) == pytest.approx(
+                true_rtt_ms(pos[k], s, 0, lay, P), rel=1e-9)
+    names = [s.name for s in lay.fog_nodes]
+    for a in names:
+        for b in names:
+            if a != b:
+                assert len(shortest_path(g, a, b)) == 4  # fog, its switch, the other's, fog
+
+
+def test_the_city_scenario_builds_the_same_graph_for_the_testbed() -> None:
+    st = _study(fog_nodes=3, total_slots=6, ratios=[1.0])
+    lay = st.layout()
+    pos = start_positions(st, lay, 6)
+    sc = live_scenario(st, lay, pos, P)
+    assert [n.name for n in sc.nodes] == [s.name for s in lay.fog_nodes]
+    assert [n.capacity for n in sc.nodes] == [s.slots for s in lay.fog_nodes]
+    assert sc.workload.clients == 6 and sc.time_scale == st.time_scale
+
+
+def test_fog_access_delay_carries_processing_and_load() -> None:
+    st = _study()
+    site = st.layout().fog_nodes[1]
+    idle, full = fog_access_ms(0, site, P), fog_access_ms(site.slots, site, P)
+    assert 2 * idle == pytest.approx(processing_ms(P) + load_ms(0, site.slots, P))
+    assert full > idle and 2 * (full - idle) <= P.qos_max_ms + 0.1
+
+
+def test_propagation_hook_for_the_city_generator() -> None:
+    assert propagation_delay(P)((0.0, 0.0), (0.3, 0.4)) == pytest.approx(0.5)
+
+
+def test_the_shipped_study_file_validates() -> None:
+    path = ROOT / "scenarios" / "city.yaml"
+    assert is_city_study(path)
+    assert not is_city_study(ROOT / "scenarios" / "default.yaml")
+    st = load_city_study(path)
+    assert st.selectors == ("optimal", "random", "vivaldi", "meridian", "load_aware")
+    assert st.full_scale.fog_nodes == 29 and st.full_scale.total_slots == 318
+    assert st.max_clients <= 99
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"selectors": ["nearest"]}, "selectors"),
+    ({"ratios": [20]}, "ratios"),
+    ({"total_slots": 2, "fog_nodes": 4}, "total_slots"),
+    ({"latency": {"sla_gbps": 5}}, "sla_gbps"),
+    ({"mobility": {"kind": "trace"}}, "mobility.trace"),
+    ({"fog_count": 3}, "fog_count"),
+])
+def test_bad_study_fields_are_named(tmp_path: Path, change: dict[str, Any], field: str) -> None:
+    import yaml
+
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump({"study": "city", "name": "x", **change}))
+    with pytest.raises(CityStudyError, match=field) as err:
+        load_city_study(f)
+    assert "\n" not in str(err.value)
+
+
+# -- the fog node -----------------------------------------------------------------------
+def _config(slots: dict[str, int]) -> CityConfig:
+    fogs = {n: FogInfo(n, f"10.0.0.{i + 1}", s, tuple(load_ms(c, s, P) for c in range(s + 2)))
+            for i, (n, s) in enumerate(slots.items())}
+    return CityConfig(fogs=fogs, clients={"c1": "10.0.0.101", "c2": "10.0.0.102"},
+                      time_scale=5.0, dimensions=2, state_dir=Path("/nonexistent"),
+                      epoch=0.0, duration_s=10.0, seed=1)
+
+
+def test_fog_node_gives_slots_until_full_and_answers_only_its_clients() -> None:
+    cfg = _config({"f": 2})
+    node = FogNode(cfg.fogs["f"], cfg)
+    assert node.op({"op": "join", "client": "c1"}) == {"op": "joined", "ok": True}
+    assert node.op({"op": "join", "client": "c1"}) == {"op": "joined", "ok": True}  # again
+    assert node.op({"op": "join", "client": "c2"}) == {"op": "joined", "ok": True}
+    assert node.op({"op": "join", "client": "c3"}) == {"op": "joined", "ok": False}
+    assert node.refused == 1 and node.free == 0
+    done = node.op({"op": "task", "client": "c1", "seq": 4})
+    assert done is not None and done["seq"] == 4 and "coord" in done["state"]
+    assert node.op({"op": "task", "client": "c3"}) is None  # no slot here: lost
+    assert node.op({"op": "leave", "client": "c2"}) is None and node.free == 1
+    assert set(node.op({"op": "view"})["nodes"]) == {"f"}  # type: ignore[index]
+
+
+def test_fog_node_prices_a_join_and_a_leave_as_the_simulator_does() -> None:
+    cfg = _config({"f": 4})
+    node = FogNode(cfg.fogs["f"], cfg)
+    for c in ("a", "b"):
+        node.op({"op": "join", "client": c})
+    st = node.state()
+    here = load_ms(2, 4, P)
+    assert st["join"] == pytest.approx(2 * (load_ms(3, 4, P) - here))
+    assert st["leave"] == pytest.approx(1 * (here - load_ms(1, 4, P)))
+    assert st["free"] == 2
+
+
+def test_fog_node_folds_a_peer_echo_into_its_view_and_coordinate() -> None:
+    cfg = _config({"f": 2, "g": 2})
+    f, g = FogNode(cfg.fogs["f"], cfg), FogNode(cfg.fogs["g"], cfg)
+    import json
+
+    for _ in range(30):
+        f.peer_echo("g", 20.0, json.dumps(g.state()).encode())  # 20 real ms = 4 model ms
+    assert f.peer_rtt_ms["g"] == pytest.approx(4.0)
+    assert f.vivaldi.coord.distance_to(g.vivaldi.coord) == pytest.approx(4.0, rel=0.2)
+    f.peer_echo("g", 20.0, b"not json")  # ignored
+    assert set(f.view) == {"g"}
+
+
+# -- the client over a fake network ----------------------------------------------------------
+class FakeCity:
+    """Three fog nodes at fixed RTTs (model ms) with real FogNode logic behind them."""
+
+    def __init__(self, rtt: dict[str, float], slots: dict[str, int]) -> None:
+        self.cfg = _config(slots)
+        self.rtt = rtt
+        self.nodes = {n: FogNode(self.cfg.fogs[n], self.cfg) for n in slots}
+        self.pings = 0
+
+    def ping(self, fog: str) -> tuple[float | None, dict[str, Any] | None]:
+        self.pings += 1
+        return self.rtt[fog], self.nodes[fog].state()
+
+    def op(self, fog: str, msg: dict[str, Any], want_reply: bool) -> dict[str, Any] | None:
+        reply = self.nodes[fog].op(msg)
+        return reply if want_reply else None
+
+    def truth(self) -> dict[str, Any]:
+        return {"rtt": dict(self.rtt), "join_rtt": {n: v + 0.1 for n, v in self.rtt.items()}}
+
+
+def _client(city: FakeCity, selector: str, name: str = "c1") -> CityClient:
+    return CityClient(name, city.cfg, selector, city, random.Random(3),
+                      lambda: {n: {"rtt_ms": {}, "members": len(f.members)}
+                               for n, f in city.nodes.items()})
+
+
+def test_optimal_client_takes_the_nearest_node_and_reconnects_when_it_is_full() -> None:
+    city = FakeCity({"x": 2.0, "y": 3.0, "z": 5.0}, {"x": 1, "y": 2, "z": 2})
+    first = _client(city, "optimal", "c1")
+    first.step(0.0)
+    assert first.node == "x" and first.result.delivered == 1
+    second = _client(city, "optimal", "c2")
+    second.step(0.0)  # x is full: the task is lost, the client reconnects to y
+    r = second.result
+    assert second.node == "y" and r.lost == 1 and r.reconnections == 1
+    assert r.selections == 2 and r.optimal_hits == 1
+    assert r.sq_sel_err == pytest.approx(1.0)
+    assert r.counts.sent["join"] == 2 and r.counts.received["join"] == 2
+    assert r.counts.sent["task"] == 1 and r.delivered == 1
+
+
+def test_load_aware_client_probes_and_avoids_full_nodes() -> None:
+    city = FakeCity({"x": 2.0, "y": 3.0, "z": 5.0}, {"x": 1, "y": 2, "z": 2})
+    city.nodes["x"].op({"op": "join", "client": "other"})  # x is full
+    c = _client(city, "load_aware")
+    for t in range(5):
+        c.step(float(t))
+    assert c.node == "y" and c.result.lost == 0
+    assert c.result.counts.sent["probe"] > 0 and c.result.counts.sent["view"] == 5
+    assert city.pings == c.result.counts.sent["probe"]  # every probe counted
+
+
+def test_vivaldi_client_learns_coordinates_from_its_probes() -> None:
+    city = FakeCity({"x": 2.0, "y": 6.0, "z": 10.0}, {"x": 5, "y": 5, "z": 5})
+    c = _client(city, "vivaldi")
+    for t in range(60):
+        c.step(float(t))
+    errors = c.coordinate_errors(city.truth())
+    assert set(errors) == {"x", "y", "z"}
+    assert c.node == "x"  # with coordinates learned, the nearest node by estimate
+
+
+def test_meridian_client_counts_the_query_messages_it_stands_in_for() -> None:
+    city = FakeCity({"x": 2.0, "y": 3.0, "z": 5.0}, {"x": 1, "y": 2, "z": 2})
+    c = CityClient("c1", city.cfg, "meridian", city, random.Random(3), lambda: {
+        "x": {"rtt_ms": {"y": 1.5, "z": 4.0}, "members": 0},
+        "y": {"rtt_ms": {"x": 1.5, "z": 3.0}, "members": 0},
+        "z": {"rtt_ms": {"x": 4.0, "y": 3.0}, "members": 0}})
+    c.step(0.0)
+    assert c.node == "x"
+    assert c.result.counts.sent["query"] >= 1 and c.result.counts.received["answer"] >= 1
+    assert c.result.counts.sent["probe"] >= 1
+
+
+# -- mobility and metrics ----------------------------------------------------------------
+def test_waypoint_mobility_is_seeded_and_trace_mobility_replays(tmp_path: Path) -> None:
+    st = _study()
+    lay = st.layout()
+    a, b = Mobility(st, lay, 3), Mobility(st, lay, 3)
+    pa = [a.positions(t * 0.1, 0.1) for t in range(1, 50)]
+    assert pa == [b.positions(t * 0.1, 0.1) for t in range(1, 50)]
+    assert pa[0] != pa[-1]
+    trace = tmp_path / "walk.csv"
+    trace.write_text("t_s,client,x_m,y_m\n0,p,0,0\n10,p,100,0\n0,q,5,5\n")
+    tr = Mobility(_study(mobility={"kind": "trace", "trace": str(trace)}), lay, 2)
+    assert tr.positions(5.0, 0.1) == [(50.0, 0.0), (5.0, 5.0)]
+    with pytest.raises(ValueError, match="mobility.trace"):
+        Mobility(_study(mobility={"kind": "trace", "trace": str(trace)}), lay, 3)
+
+
+def test_aggregate_gives_the_simulators_columns() -> None:
+    def counts(i: int, o: int) -> dict[str, Any]:
+        return {"in": i, "out": o, "sent": {"probe": o}, "received": {"probe": i}}
+
+    clients = {
+        "c1": {"lost": 1, "reconnections": 1, "handovers": 0, "selections": 2,
+               "optimal_hits": 1, "sq_sel_err": 4.0, "sq_conn_err": 2.0, "delivered": 2,
+               "latencies": [3.0, 5.0], "excess": [0.1, 0.3], "picks": [[1, "x"], [1, "y"]],
+               "counts": counts(10, 12), "relayed": {"x": {"in": 2, "out": 1}},
+               "coordinate_errors": {"x": 0.1}},
+        "c2": {"lost": 0, "reconnections": 0, "handovers": 2, "selections": 2,
+               "optimal_hits": 2, "sq_sel_err": 0.0, "sq_conn_err": 0.0, "delivered": 1,
+               "latencies": [4.0], "excess": [0.2], "picks": [[2, "x"], [1, "x"]],
+               "counts": counts(6, 6), "relayed": {}, "coordinate_errors": {"x": 0.3}},
+    }
+    fogs = {"x": {"counts": counts(20, 18)}, "y": {"counts": counts(4, 4)}}
+    m = aggregate(clients, fogs)
+    assert m["client_messages"] == 17 and m["client_lost"] == 0.5
+    assert m["node_in"] == (22 + 4) / 2 and m["node_out"] == (19 + 4) / 2
+    assert m["optimal_rate"] == 0.75 and m["selection_rmse_ms"] == pytest.approx(1.0)
+    assert m["unique_per_step"] == 1.5  # second 1: {x, y}; second 2: {x}
+    assert m["mean_latency_ms"] == 4.0 and m["delivered"] == 3
+    assert m["connection_error_ms"] == pytest.approx((1.0 + 0.0) / 2)
+    assert m["rtt_excess_ms"] == pytest.approx(0.2)
+    assert m["coord_median_rel_error"] == pytest.approx(0.2)
+    assert m["probe_messages"] == 22 + 12 + 38 + 8
+
+
+def test_simulate_engine_runs_the_study_at_its_full_scale(tmp_path: Path) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text("study: city\nname: small\nselectors: [optimal, load_aware]\n"
+                 "full_scale: {fog_nodes: 5, total_slots: 30, duration_s: 15, ratios: [0.5]}\n")
+    args = argparse.Namespace(scenario=str(f), engine="simulate", duration=None,
+                              out=str(tmp_path / "out"), quiet=True)
+    assert run_city_study(args, tmp_path) == 0
+    lines = (tmp_path / "out" / "seed003-simulate.csv").read_text().splitlines()
+    assert len(lines) == 3 and lines[1].startswith("optimal,0.5,15,30")
+    assert (tmp_path / "out" / "seed003_fig7-simulate.png").stat().st_size > 1000
+    assert not math.isnan(float(lines[2].split(",")[16]))
+
+
+@pytest.mark.parametrize("entry", ["run_testbed", "sweep"])
+def test_the_clis_recognise_a_city_study(tmp_path: Path, entry: str) -> None:
+    """`run_testbed.py` and `sweep.py` hand a `study: city` file to the city study."""
+    f = tmp_path / "c.yaml"
+    f.write_text("study: city\nname: small\nselectors: [random]\n"
+                 "full_scale: {fog_nodes: 4, total_slots: 12, duration_s: 10, ratios: [0.5]}\n")
+    out = tmp_path / "out"
+    if entry == "run_testbed":
+        from runner.cli import main as cli_main
+
+        rc = cli_main(["--scenario", str(f), "--engine", "simulate", "--out", str(out),
+                       "--quiet"])
+    else:
+        from runner.sweep import main as sweep_main
+
+        rc = sweep_main(["--scenario", str(f), "--engine", "simulate", "--out", str(out)])
+    assert rc == 0
+    assert (out / "seed003-simulate.csv").read_text().splitlines()[1].startswith("random,0.5,6")
+
+
+def test_a_bad_study_is_one_line_from_the_cli(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from runner.cli import main as cli_main
+
+    f = tmp_path / "c.yaml"
+    f.write_text("study: city\nname: bad\nratios: [0]\n")
+    assert cli_main(["--scenario", str(f), "--engine", "simulate"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and "ratios" in err and "\n" not in err

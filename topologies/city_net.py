@@ -1,0 +1,296 @@
+"""Seed 003's city as a live network: the city study's file, its graph, and the link
+delays that make measured round trips follow the latency model (eqs. 7-12), pure.
+
+Shape (every figure model ms; the live elements multiply by `time_scale`):
+
+- one switch per fog node (`f1..fN`) with the fog host on it; the host's access link
+  carries half of the node's processing and load terms, one way, so a round trip to the
+  node pays them once (`fog_access_ms`); the runner changes it as the node's clients
+  come and go;
+- one switch per client (`a1..aK`) with the client host on it (access link unshaped);
+  every client switch links straight to every fog switch, with half of eq. 10's
+  propagation along the path the packet would take (client to its nearest tower, the
+  backhaul between towers, the fog node's tower to the node: `client_fog_ms`); the
+  runner changes these as the client moves;
+- fog switches link to each other (half the propagation between two nodes), for the
+  fog nodes' own probes (Vivaldi and Meridian among nodes).
+
+So a client's round trip to a fog node is propagation + processing + load, eq. 7 with
+the node's current clients, and, because these path delays obey the triangle
+inequality, the shortest path the controller installs between a client and a node is
+the direct link (kept when delays later change: the routes are fixed at start). A
+fog-to-fog round trip pays both nodes' processing and load terms, not one (the seed
+does not say what a node-to-node probe costs).
+
+Why not the `city` generator of `fogsdn.topology`: it attaches a host to one tower for
+the whole run, and seed 003's clients change towers as they move. Its `link_delay`
+hook takes `propagation_delay(params)` below (eq. 10's v times straight-line distance)
+for a static city.
+
+The study file (`study: city`, `scenarios/city.yaml`) is validated here once.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import networkx as nx
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from fogsdn.topology import (
+    EdgeSpec,
+    HostAttach,
+    HostSpec,
+    LinkDelay,
+    Position,
+    TopologySpec,
+    build_graph,
+)
+from topologies.city_latency import LatencyParams, load_ms, nearest, processing_ms
+from topologies.city_layout import CityLayout, FogSite, make_city
+
+SELECTOR_NAMES = ("optimal", "random", "vivaldi", "meridian", "load_aware")
+MIN_LINK_MS = 0.001  # a link with no delay has no element and cannot change later
+
+
+class CityStudyError(ValueError):
+    """A bad study file or parameter; the message names the field."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Mobility(_Frozen):
+    kind: Literal["waypoint", "trace", "static"] = "waypoint"
+    speed_mps: tuple[float, float] = (0.5, 15.0)
+    pause_s: tuple[float, float] = (0.0, 10.0)
+    trace: str | None = None  # a position trace CSV (topologies/city_layout.py format)
+
+    @model_validator(mode="after")
+    def _trace(self) -> Mobility:
+        if self.kind == "trace" and not self.trace:
+            raise ValueError("mobility.trace: kind trace needs a trace file")
+        if not 0 < self.speed_mps[0] <= self.speed_mps[1]:
+            raise ValueError(f"mobility.speed_mps: need 0 < min <= max, got {self.speed_mps}")
+        if not 0 <= self.pause_s[0] <= self.pause_s[1]:
+            raise ValueError(f"mobility.pause_s: need 0 <= min <= max, got {self.pause_s}")
+        return self
+
+
+class FullScale(_Frozen):
+    """The seed's scale, run in the simulator with the same latency model."""
+
+    fog_nodes: int = Field(29, ge=1, le=200)
+    total_slots: int = Field(318, ge=1)
+    duration_s: float = Field(60.0, gt=0)
+    ratios: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0)
+
+
+class CityStudy(_Frozen):
+    """Seed 003's study: live at a scale this machine holds, full scale simulated."""
+
+    study: Literal["city"]
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    seed: int = Field(1, ge=0)
+    fog_nodes: int = Field(4, ge=1, le=29)
+    total_slots: int = Field(16, ge=1)
+    area_km2: float = Field(2.25, gt=0)
+    ratios: tuple[float, ...] = Field((0.5,), min_length=1)
+    selectors: tuple[str, ...] = SELECTOR_NAMES
+    duration_s: float = Field(20.0, gt=0, le=600, description="live seconds per point")
+    time_scale: float = Field(10.0, gt=0, le=100, description="real ms per model ms")
+    period_s: tuple[float, float] = (0.5, 1.0)
+    start_s: tuple[float, float] = (0.5, 2.0)
+    max_attempts: int = Field(3, ge=1)
+    timeout_ms: float = Field(100.0, gt=0, description="a task's reply deadline, model ms")
+    vivaldi_dimensions: int = Field(2, ge=1, le=8)
+    load_aware_bound_ms: float = Field(2.0, ge=0)
+    tick_s: float = Field(0.1, gt=0, le=5, description="mobility and link-update period")
+    # live: fog daemons and clients run SCHED_FIFO (as the link relays do), so that a
+    # loaded machine delays the probes' timing less
+    realtime: bool = True
+    mobility: Mobility = Mobility()
+    latency: dict[str, float | bool] = Field(default_factory=dict)
+    full_scale: FullScale = FullScale()
+
+    @model_validator(mode="after")
+    def _check(self) -> CityStudy:
+        for s in self.selectors:
+            if s not in SELECTOR_NAMES:
+                raise ValueError(f"selectors: unknown {s!r} (known: {', '.join(SELECTOR_NAMES)})")
+        for r in self.ratios:
+            if not 0 < r <= 10:
+                raise ValueError(f"ratios: each must be in (0, 10], got {r}")
+        if self.total_slots < self.fog_nodes:
+            raise ValueError("total_slots: need at least one slot per fog node")
+        if self.max_clients > 99:
+            raise ValueError(f"ratios: {self.max_clients} clients; the live city holds 99")
+        if not 0 < self.period_s[0] <= self.period_s[1]:
+            raise ValueError(f"period_s: need 0 < min <= max, got {self.period_s}")
+        if not 0 <= self.start_s[0] <= self.start_s[1]:
+            raise ValueError(f"start_s: need 0 <= min <= max, got {self.start_s}")
+        self.params()  # raises LatencyModelError naming the field
+        return self
+
+    def params(self) -> LatencyParams:
+        try:
+            return LatencyParams(**self.latency)  # type: ignore[arg-type]
+        except TypeError as err:
+            raise ValueError(f"latency: {err}") from None
+
+    def clients_at(self, ratio: float) -> int:
+        return max(1, round(self.total_slots * ratio))
+
+    @property
+    def max_clients(self) -> int:
+        return max(self.clients_at(r) for r in self.ratios)
+
+    def layout(self) -> CityLayout:
+        """The live city: the same draw as the simulator's for this seed and size."""
+        return make_city(random.Random(f"city-{self.seed}"), self.fog_nodes, self.total_slots,
+                         self.area_km2)
+
+
+def is_city_study(path: str | Path) -> bool:
+    """Whether a YAML file is a city study (`study: city`) rather than a scenario."""
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError):
+        return False
+    return isinstance(data, dict) and data.get("study") == "city"
+
+
+def load_city_study(path: str | Path, overrides: Mapping[str, Any] | None = None) -> CityStudy:
+    """Read and validate a study file; CityStudyError is one line naming the field."""
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text())
+    except (OSError, yaml.YAMLError) as err:
+        raise CityStudyError(f"{p}: cannot read: {err}") from None
+    if not isinstance(data, dict):
+        raise CityStudyError(f"{p}: must be a mapping")
+    data = {**data, **(overrides or {})}
+    try:
+        study = CityStudy.model_validate(data)
+    except ValidationError as err:
+        e = err.errors()[0]
+        where = ".".join(str(x) for x in e["loc"]) or "study"
+        raise CityStudyError(f"{p}: {where}: {e['msg']}") from None
+    except ValueError as err:
+        raise CityStudyError(f"{p}: {err}") from None
+    if study.mobility.kind == "trace" and study.mobility.trace is not None:
+        trace = Path(study.mobility.trace)
+        if not trace.is_absolute():
+            trace = p.parent / trace
+        study = study.model_copy(update={"mobility": study.mobility.model_copy(
+            update={"trace": str(trace)})})
+    return study
+
+
+# -- delays (model ms, one way) -----------------------------------------------------------
+def client_fog_ms(client: Position, site: FogSite, layout: CityLayout, p: LatencyParams
+                  ) -> float:
+    """One way on the client-switch to fog-switch link: half of eq. 10's propagation
+    (client to its nearest tower, backhaul, the node's tower to the node)."""
+    ti, di = nearest(client, layout.towers)
+    tj, dj = nearest(site.position, layout.towers)
+    back = math.dist(layout.towers[ti], layout.towers[tj]) if p.backhaul else 0.0
+    return max(MIN_LINK_MS, (di + back + dj) / 1000.0 * p.propagation_ms_per_km / 2.0)
+
+
+def fog_fog_ms(a: FogSite, b: FogSite, layout: CityLayout, p: LatencyParams) -> float:
+    ti, di = nearest(a.position, layout.towers)
+    tj, dj = nearest(b.position, layout.towers)
+    back = math.dist(layout.towers[ti], layout.towers[tj]) if p.backhaul else 0.0
+    return max(MIN_LINK_MS, (di + back + dj) / 1000.0 * p.propagation_ms_per_km / 2.0)
+
+
+def fog_access_ms(clients: int, site: FogSite, p: LatencyParams) -> float:
+    """One way on the fog host's access link: half of processing (eq. 11) plus load
+    (transmission and queueing at the node's bandwidth, eqs. 8, 9, 12)."""
+    return max(MIN_LINK_MS, (processing_ms(p) + load_ms(clients, site.slots, p)) / 2.0)
+
+
+def true_rtt_ms(client: Position, site: FogSite, clients: int, layout: CityLayout,
+                p: LatencyParams) -> float:
+    """What a round trip from `client` to `site` is configured to take (model ms): eq. 7
+    with `clients` on the node."""
+    return 2.0 * (client_fog_ms(client, site, layout, p) + fog_access_ms(clients, site, p))
+
+
+def propagation_delay(p: LatencyParams) -> LinkDelay:
+    """Eq. 10's propagation as the `city` generator's `link_delay` hook: one way, v times
+    the straight-line distance (positions in km there)."""
+
+    def delay(a: Position, b: Position) -> float:
+        return math.dist(a, b) * p.propagation_ms_per_km
+
+    return delay
+
+
+# -- the graph ----------------------------------------------------------------------------
+def fog_switch(i: int) -> str:
+    return f"f{i + 1}"
+
+
+def client_switch(k: int) -> str:
+    return f"a{k + 1}"
+
+
+def client_name(k: int) -> str:
+    return f"c{k + 1}"
+
+
+def link_id(a: str, b: str) -> str:
+    """The graph's id of the switch link a-b (as `build_graph` names it)."""
+    return f"{a}-{b}"
+
+
+def city_topology(layout: CityLayout, positions: Sequence[Position], p: LatencyParams
+                  ) -> TopologySpec:
+    """The explicit graph for `layout` with clients at `positions` (metres)."""
+    sites = layout.fog_nodes
+    switches = [fog_switch(i) for i in range(len(sites))] + \
+        [client_switch(k) for k in range(len(positions))]
+    links: list[EdgeSpec] = []
+    for k, pos in enumerate(positions):
+        for i, s in enumerate(sites):
+            links.append(EdgeSpec(a=client_switch(k), b=fog_switch(i),
+                                  delay_ms=client_fog_ms(pos, s, layout, p)))
+    for i, a in enumerate(sites):
+        for j in range(i + 1, len(sites)):
+            links.append(EdgeSpec(a=fog_switch(i), b=fog_switch(j),
+                                  delay_ms=fog_fog_ms(a, sites[j], layout, p)))
+    hosts: dict[str, str | HostAttach] = {
+        s.name: HostAttach(switch=fog_switch(i), delay_ms=fog_access_ms(0, s, p))
+        for i, s in enumerate(sites)}
+    hosts |= {client_name(k): client_switch(k) for k in range(len(positions))}
+    km = {fog_switch(i): (s.position[0] / 1000, s.position[1] / 1000)
+          for i, s in enumerate(sites)}
+    km |= {client_switch(k): (x / 1000, y / 1000) for k, (x, y) in enumerate(positions)}
+    return TopologySpec(kind="graph", switches=tuple(switches), links=tuple(links),
+                        hosts=hosts, positions=km)
+
+
+def city_hosts(layout: CityLayout, clients: int) -> list[HostSpec]:
+    return [HostSpec(s.name, "fn") for s in layout.fog_nodes] + \
+        [HostSpec(client_name(k), "client") for k in range(clients)]
+
+
+def city_graph(layout: CityLayout, positions: Sequence[Position], p: LatencyParams
+               ) -> nx.Graph:
+    return build_graph(city_topology(layout, positions, p), city_hosts(layout, len(positions)),
+                       "city")
+
+
+def live_links(layout: CityLayout, n_clients: int) -> int:
+    """Shaped links of the live city: what its size costs in link elements."""
+    n = len(layout.fog_nodes)
+    return n_clients * n + n * (n - 1) // 2 + n
