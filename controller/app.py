@@ -71,6 +71,7 @@ from controller.policies import (
     safe_routes,
 )
 from controller.policies.stages import StagePlan, stage_plan
+from fogsdn.latency import node_net_ms
 from fogsdn.local_rpc import recv_line, send_json, unix_call
 from fogsdn.routing import next_hops
 from fogsdn.scenario import Role, TaskClass, load_scenario
@@ -100,7 +101,6 @@ class FogController(app_manager.OSKenApp):
             self.stages = StagePlan("none")
             self.logger.error("no size-based stage rules: %s", err)
         self._per_request = is_per_request(self.policy)  # as the simulator decides it
-        self.cluster = ClusterState.from_scenario(scenario, dict(conf.available))
         self.events_path = conf.events
         self.ready_path = conf.ready
         self.registration_path = conf.registration
@@ -108,6 +108,9 @@ class FogController(app_manager.OSKenApp):
         self._rng = random.Random(scenario.seed)
         graph = self.fabric.topology()
         self.topo = replace(Topology.of(graph), pinned=self._pinned_paths(graph))
+        # each node's path time in the view (latency-aware policies, issue 9)
+        self.cluster = ClusterState.from_scenario(scenario, dict(conf.available),
+                                                  node_net_ms(scenario, self.topo.pinned))
         self.failed: set[str] = set()  # link ids with an end reported down
         self.ports_down: set[tuple[str, int]] = set()  # (switch, port) reported down
         self.hops = next_hops(graph)

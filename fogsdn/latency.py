@@ -143,6 +143,16 @@ class RequestNetwork:
         return self.paths[(client, node)].sample_ms(rng, self.time_scale)
 
 
+def node_net_ms(scenario: Scenario, pinned: Mapping[tuple[str, str], Sequence[str]]
+                | None = None) -> dict[str, float]:
+    """Each node's mean network time per request, averaged over the clients' paths
+    (`NodeView.net_ms`: what a policy adds to a node's expected sojourn)."""
+    network = request_network(scenario, pinned)
+    clients = sorted({c for c, _ in network.paths})
+    return {n.name: sum(network.mean_ms(c, n.name) for c in clients) / max(1, len(clients))
+            for n in scenario.nodes}
+
+
 def busiest_link(g: nx.Graph, network: RequestNetwork, requests_per_ms: float
                  ) -> tuple[str, float] | None:
     """The rated link with the highest utilisation bound (every request's four frames

@@ -11,7 +11,7 @@ import pytest
 from conftest import scenario_dict
 from gymnasium.utils.env_checker import check_env
 
-from agents.env import SimRoutingEnv, server_power_w
+from agents.env import SimRoutingEnv
 from agents.rnn_rl import RnnLearner
 from fogsdn.scenario import parse_scenario
 
@@ -64,23 +64,28 @@ def test_deterministic_for_a_seed() -> None:
 def test_weights_steer_the_requests_and_the_reward() -> None:
     env = make_env(rt_weight=1.0)  # response time only
     obs, rewards_slow, infos_slow = episode(env, 1, [0.0, 1.0, 0.0])  # the slow OFN
-    assert obs[-1][5 + 4] == 1.0 and obs[-1][5] == 1.0  # all went to ofn1, which is up
+    # ofn1 is up and full nearly all the time; only its overflow goes elsewhere
+    assert obs[-1][5] == 1.0 and obs[-1][5 + 1] > 0.8
     _, rewards_fast, infos_fast = episode(env, 1, [0.0, 0.0, 1.0])  # the cloud, no waiting
     env.close()
     slow_rt = np.mean([i["response_ms"] for i in infos_slow])
     fast_rt = np.mean([i["response_ms"] for i in infos_fast])
-    assert fast_rt < 3.0 < 20.0 < slow_rt  # 1/mu = 2 ms at the cloud; ofn1 is overloaded
+    assert fast_rt < 3.0 < 5.0 < slow_rt  # 1/mu = 2 ms at the cloud; ofn1 is full (10 held)
     assert sum(rewards_fast) > sum(rewards_slow)
 
 
-def test_spreading_costs_power() -> None:
+def test_power_follows_where_the_work_goes() -> None:
     env = make_env(rt_weight=0.0)  # power only
-    _, _, one = episode(env, 2, [1.0, 0.0, 0.0])
-    _, _, spread = episode(env, 2, [1.0, 1.0, 1.0])
+
+    def mean_power(action: list[float]) -> float:
+        return float(np.mean([i["power_w"] for i in episode(env, 2, action)[2]]))
+
+    slow, spread, cloud = mean_power([0.0, 1.0, 0.0]), mean_power([1.0, 1.0, 1.0]), \
+        mean_power([0.0, 0.0, 1.0])
     env.close()
-    # the fn alone is saturated, and the slow OFN turns more busy time into watts
-    assert np.mean([i["power_w"] for i in spread]) > np.mean([i["power_w"] for i in one])
-    assert server_power_w(0.0) == pytest.approx(63.1) and server_power_w(1.0) == 200.0
+    # the slow OFN turns the most busy time into watts; the cloud's 50 servers the least
+    # per request (one busy server of 50 is 1/50 of its dynamic range)
+    assert slow > spread > cloud
 
 
 def test_reset_mid_episode_and_close_end_the_simulation_thread() -> None:
