@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import scenario_dict
+from conftest import ROOT, scenario_dict
 from gymnasium.utils.env_checker import check_env
 
 from agents.env import SimRoutingEnv
@@ -116,3 +116,23 @@ def test_the_seeds_learner_finds_the_best_node_through_the_env() -> None:
     env.close()
     late = Counter(picks[-100:])
     assert late.most_common(1)[0][0] == 2 and late[2] > 50  # the cloud: 2 ms, no waiting
+
+
+def test_reward_is_one_over_the_goal_and_the_observation_carries_power_and_paths() -> None:
+    from fogsdn.scenario import load_scenario
+
+    env = SimRoutingEnv(load_scenario(ROOT / "scenarios" / "multipath_power.yaml"),
+                        epoch_requests=100, epochs=3)
+    obs, _ = env.reset(seed=1)
+    assert env.observation_space.shape == (3 * 5 + 6 + 2,)  # 3 nodes, 6 switches
+    obs, reward, _, _, info = env.step(np.array([0.0, 1.0, 0.0], dtype=np.float32))
+    a = env.rt_weight
+    g = a * info["response_ms"] / env.rt_ref_ms + (1 - a) * info["power_w"] / env.p_ref_w
+    assert reward == pytest.approx(1.0 / g)
+    assert info["response_ms"] > 8.0  # the path's 2 round trips of 2 ms are in it
+    assert obs[5 + 3] == pytest.approx(8.0 / env.rt_ref_ms)  # eco's path delay
+    assert obs[5 + 4] == 1.0 and obs[4] == 0.0  # all flows took eco's path
+    switches = dict(zip(env.layout.switch_ports, obs[15:21], strict=True))
+    assert switches["s3"] == 1.0 and switches["s5"] == 0.0 and switches["s2"] == 0.0
+    assert obs[-1] == pytest.approx(info["estimate"]["power_w"] / env.p_ref_w)
+    env.close()
