@@ -477,7 +477,9 @@ class FogController(app_manager.OSKenApp):
         src = next((h.name for h in self.fabric.hosts if h.ip == ip.src), ip.src)
         view = self._live_view()
         # packet-ins are handled one at a time (os-ken's event thread): decide needs no lock
+        t0 = time.perf_counter()
         node = self._decide(view, Request(cls, src))
+        decide_ms = (time.perf_counter() - t0) * 1000.0  # the policy's own time (issue 9)
         worker_ip = self.fabric.host(node).ip
         self._send(self._flow_mod(dp, connection_flow(ip.src, seg.src_port, self.fabric.vip,
                                                       seg.dst_port, worker_ip)))
@@ -491,7 +493,7 @@ class FogController(app_manager.OSKenApp):
                                                 for a in connection_actions(worker_ip)],
                                        data=msg.data))
         self._event(event="decision", cls=str(cls), client=src, port=seg.src_port,
-                    flags=seg.bits, node=node,
+                    flags=seg.bits, node=node, decide_ms=round(decide_ms, 4),
                     load={n.name: n.in_system for n in view.nodes})
 
     # -- registrations (OFN join/leave, from the mobility model) ---------------------

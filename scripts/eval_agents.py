@@ -13,7 +13,10 @@ agents trained with goal weight a = A (`agents/weights/dqn_<scenario>_a<A>.json`
 `rl_dqn_a<A>`: the Pareto front. Intervals: across seeds (t, 95 %) when there are
 several, else batch means within the run. Prints a table; `--json FILE` writes
 `{policy: {"response_ms", "response_ms_ci95", "p95_ms", "p95_ms_ci95", "power_W",
-"power_W_ci95", "energy_per_request_J", "energy_per_request_J_ci95", "runs", ...}}`.
+"power_W_ci95", "energy_per_request_J", "energy_per_request_J_ci95", "runs",
+"decide_ms_p50", "decide_ms_p99", ...}}`. Decision times: live, the controller's own
+time in the policy's `decide` per new flow (controller-events.jsonl); simulated, the
+same call timed on 5000 views with random queue lengths.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside
 
 _ENGINE = "emulate" if "emulate" in sys.argv else "simulate"
 bootstrap.bootstrap(needs_network_stack=_ENGINE == "emulate", extras="")
+
+import numpy as np  # noqa: E402
 
 from analysis.agent_eval import RunFigures, combine, relative_to, run_figures  # noqa: E402
 from fogsdn.scenario import PolicySpec, Scenario, ScenarioError, load_scenario  # noqa: E402
@@ -71,23 +76,64 @@ def figures(run_dir: Path, warmup_ms: float) -> RunFigures:
     rows = sorted((r for r in read_trace(run_dir / "trace.csv") if r.t_send >= warmup_ms),
                   key=lambda r: r.t_send)
     answered = [r.response_ms for r in rows if r.outcome is Outcome.OK]
-    per_t: dict[float, tuple[float, float]] = {}
+    # each element has one sample per (about one) second, live each with its own
+    # timestamps: the k-th interval's total is the sum of every element's k-th sample
+    series: dict[str, list[tuple[float, float, float]]] = {}
     with open(run_dir / "power.csv") as fh:
         for rec in csv.DictReader(fh):
-            t, dt, w = float(rec["t_s"]), float(rec["dt_s"]), float(rec["power_w"])
-            total, _ = per_t.get(t, (0.0, dt))
-            per_t[t] = (total + w, dt)
-    times = sorted(per_t)
-    return run_figures(answered, len(rows) - len(answered), [per_t[t][0] for t in times],
-                       [per_t[t][1] for t in times])
+            series.setdefault(rec["element"], []).append(
+                (float(rec["t_s"]), float(rec["power_w"]), float(rec["dt_s"])))
+    n = min((len(v) for v in series.values()), default=0)
+    ordered = [sorted(v) for v in series.values()]
+    totals = [math.fsum(v[k][1] for v in ordered) for k in range(n)]
+    spans = [sum(v[k][2] for v in ordered) / len(ordered) for k in range(n)]
+    return run_figures(answered, len(rows) - len(answered), totals, spans)
+
+
+def decide_ms_simulated(scenario: Scenario, calls: int = 5000) -> list[float]:
+    """Each `decide` call's time (ms) on views with random queue lengths: the policy's
+    own cost per flow, epochs' forward passes included (the simulator runs it the same)."""
+    import random
+    import time
+
+    from controller.policies import make_policy, node_view
+    from controller.policies.base import ClusterView, Request
+    from fogsdn.latency import node_net_ms
+    from fogsdn.scenario import TaskClass
+
+    policy = make_policy(scenario.policy, scenario.workload)
+    net = node_net_ms(scenario)
+    rng = random.Random(0)
+    views = [ClusterView(tuple(node_view(n, True, net[n.name], rng.randrange(6))
+                               for n in scenario.nodes)) for _ in range(64)]
+    request = Request(TaskClass.HP, "c1")
+    out = []
+    for i in range(calls):
+        t0 = time.perf_counter()
+        policy.decide(views[i % len(views)], request, rng)
+        out.append((time.perf_counter() - t0) * 1000.0)
+    return out
+
+
+def decide_ms_live(run_dir: Path) -> list[float]:
+    """The controller's own time in `decide` per new flow (controller-events.jsonl)."""
+    out = []
+    with open(run_dir / "controller-events.jsonl") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            if rec.get("event") == "decision" and "decide_ms" in rec:
+                out.append(float(rec["decide_ms"]))
+    return out
 
 
 def run_one(scenario: Scenario, engine: str, run_dir: Path, requests: int,
-            duration_s: float) -> RunFigures:
+            duration_s: float) -> tuple[RunFigures, list[float]]:
+    """One run's figures and its per-flow decision times (ms)."""
     if engine == "simulate":
         from sim.runner import run_simulation
 
         run_simulation(scenario, run_dir, requests=requests, compare=False)
+        decide = decide_ms_simulated(scenario)
     else:
         from runner.emulate import run_emulation
 
@@ -95,12 +141,13 @@ def run_one(scenario: Scenario, engine: str, run_dir: Path, requests: int,
         live = scenario.model_copy(update={"duration_ms": model_ms})
         with emulation_lock():
             run_emulation(live, run_dir, show_progress=False)
-    return figures(run_dir, scenario.warmup_ms)
+        decide = decide_ms_live(run_dir)
+    return figures(run_dir, scenario.warmup_ms), decide
 
 
 def table(results: dict[str, dict[str, Any]], base: str = "latency_greedy") -> str:
     head = (f"{'policy':22s} {'mean ms':>16s} {'p95 ms':>16s} {'power W':>15s} "
-            f"{'J/request':>15s} {'dRT':>7s} {'dP':>7s}")
+            f"{'J/request':>15s} {'dRT':>7s} {'dP':>7s} {'decide p99 ms':>13s}")
     lines = [head]
     for name, e in results.items():
         d_rt, d_p = relative_to(e, results[base]) if base in results else (math.nan, math.nan)
@@ -108,7 +155,8 @@ def table(results: dict[str, dict[str, Any]], base: str = "latency_greedy") -> s
             f"{name:22s} {e['response_ms']:8.3f} ±{e['response_ms_ci95']:6.3f} "
             f"{e['p95_ms']:8.3f} ±{e['p95_ms_ci95']:6.3f} {e['power_W']:7.1f} ±"
             f"{e['power_W_ci95']:5.1f} {e['energy_per_request_J']:7.3f} ±"
-            f"{e['energy_per_request_J_ci95']:5.3f} {100 * d_rt:+6.1f}% {100 * d_p:+6.1f}%")
+            f"{e['energy_per_request_J_ci95']:5.3f} {100 * d_rt:+6.1f}% {100 * d_p:+6.1f}% "
+            f"{e.get('decide_ms_p99', math.nan):13.4f}")
     return "\n".join(lines)
 
 
@@ -133,13 +181,18 @@ def main(argv: list[str] | None = None) -> int:
     labels = list(ns.policies) + [f"rl_dqn_a{a:g}" for a in ns.sweep]
     results: dict[str, dict[str, Any]] = {}
     for label in labels:
-        runs = []
+        runs, decide = [], []
         for seed in ns.seeds:
             sc = base.model_copy(update={"policy": policy_spec(label, base), "seed": seed})
             run_dir = ns.out / ns.engine / f"{label}-seed{seed}"
             print(f"[eval] {ns.engine} {label} seed {seed} -> {run_dir}", flush=True)
-            runs.append(run_one(sc, ns.engine, run_dir, ns.requests, ns.duration))
+            figs, times = run_one(sc, ns.engine, run_dir, ns.requests, ns.duration)
+            runs.append(figs)
+            decide += times
         results[label] = combine(runs)
+        if decide:
+            results[label]["decide_ms_p50"] = float(np.percentile(decide, 50))
+            results[label]["decide_ms_p99"] = float(np.percentile(decide, 99))
     print(table(results))
     if ns.json is not None:
         ns.json.parent.mkdir(parents=True, exist_ok=True)
