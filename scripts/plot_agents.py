@@ -52,6 +52,28 @@ def panel(ax: Any, results: dict[str, Any], title: str, own_a: float) -> None:
     ax.grid(alpha=0.3)
 
 
+def markdown_table(sets: list[tuple[str, dict[str, Any]]]) -> str:
+    """One row per policy and engine: the figures with their intervals, and the change
+    against latency_greedy of the same engine."""
+    lines = ["| policy | engine | mean response ms | p95 ms | power W | J / request | "
+             "vs latency_greedy: RT, power | decide p99 ms |",
+             "|---|---|---|---|---|---|---|---|"]
+    for engine, results in sets:
+        base = results.get("latency_greedy")
+        for name, e in results.items():
+            rel = ""
+            if base is not None:
+                d_rt = 100 * (e["response_ms"] / base["response_ms"] - 1)
+                d_p = 100 * (e["power_W"] / base["power_W"] - 1)
+                rel = f"{d_rt:+.1f} %, {d_p:+.1f} %"
+            lines.append(
+                f"| {name} | {engine} | {e['response_ms']:.2f} ± {e['response_ms_ci95']:.2f} "
+                f"| {e['p95_ms']:.2f} ± {e['p95_ms_ci95']:.2f} | {e['power_W']:.1f} ± "
+                f"{e['power_W_ci95']:.1f} | {e['energy_per_request_J']:.2f} | {rel} | "
+                f"{e.get('decide_ms_p99', float('nan')):.3f} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("simulated", type=Path)
@@ -59,7 +81,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--own-a", type=float, default=0.5, help="the goal weight rl_dqn has")
     ap.add_argument("--curve", type=Path, help="a training curve CSV to draw as well")
+    ap.add_argument("--table", action="store_true", help="also print a markdown table")
     ns = ap.parse_args(argv)
+    if ns.table:
+        sets = [("simulate", json.loads(ns.simulated.read_text()))]
+        if ns.live:
+            sets.append(("emulate", json.loads(ns.live.read_text())))
+        print(markdown_table(sets))
     import matplotlib
 
     matplotlib.use("Agg")

@@ -134,10 +134,8 @@ class EpochObserver:
         """Servers at `util` plus switches with the ports of every node that got flows."""
         total = 0.0
         for k, node in enumerate(nodes):
-            spec = ServerPower(idle_w=node.power_idle_w if node.power_idle_w is not None
-                               else 63.1,
-                               max_w=node.power_max_w if node.power_max_w is not None
-                               else 200.0)
+            spec = ServerPower() if node.power_idle_w is None or node.power_max_w is None \
+                else ServerPower(idle_w=node.power_idle_w, max_w=node.power_max_w)
             total += server_power_w(spec, util[k])
         active = switch_activity(self.layout, sent)
         for sw, ports in self.layout.switch_ports.items():
