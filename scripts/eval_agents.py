@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--engine", choices=("emulate", "simulate"), default="simulate")
     ap.add_argument("--scenario", type=Path, default=ROOT / "scenarios/multipath_power.yaml")
-    ap.add_argument("--policies", nargs="+", default=list(POLICIES))
+    ap.add_argument("--policies", nargs="*", default=list(POLICIES))
     ap.add_argument("--sweep", nargs="*", type=float, default=[],
                     help="goal weights a of the trained rl_dqn_a<A> agents to add")
     ap.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3, 4, 5])
