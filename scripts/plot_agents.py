@@ -31,18 +31,19 @@ def sweep_points(results: dict[str, Any], own_a: float) -> list[tuple[float, str
     return sorted(out)
 
 
-def panel(ax: Any, results: dict[str, Any], title: str, own_a: float) -> None:
+def panel(ax: Any, results: dict[str, Any], title: str, own_a: float,
+          colours: dict[str, Any]) -> None:
     for name, e in results.items():
         if name.startswith("rl_dqn_a"):
             continue
         ax.errorbar(e["response_ms"], e["power_W"], xerr=e["response_ms_ci95"],
                     yerr=e["power_W_ci95"], fmt="o" if name.startswith("rl") else "s",
-                    capsize=3, label=name)
+                    capsize=3, label=name, color=colours[name])
     sweep = sweep_points(results, own_a)
     if sweep:
         xs = [results[k]["response_ms"] for _, k in sweep]
         ys = [results[k]["power_W"] for _, k in sweep]
-        ax.plot(xs, ys, "k--", lw=0.8, label="rl_dqn, goal weight a swept")
+        ax.plot(xs, ys, "kx--", lw=0.8, label="rl_dqn, goal weight a swept")
         for (a, _), x, y in zip(sweep, xs, ys, strict=True):
             ax.annotate(f"a={a:g}", (x, y), textcoords="offset points", xytext=(4, 4),
                         fontsize=7)
@@ -95,9 +96,12 @@ def main(argv: list[str] | None = None) -> int:
 
     sets = [(ns.simulated, "simulated")] + ([(ns.live, "live")] if ns.live else [])
     fig, axes = plt.subplots(1, len(sets), figsize=(6.5 * len(sets), 5), squeeze=False)
-    for ax, (path, title) in zip(axes[0], sets, strict=True):
-        panel(ax, json.loads(path.read_text()), f"multipath_power, {title}", ns.own_a)
-    axes[0][-1].legend(fontsize=7, loc="upper right")
+    loaded = [(json.loads(path.read_text()), title) for path, title in sets]
+    names = sorted({n for r, _ in loaded for n in r if not n.startswith("rl_dqn_a")})
+    colours = {n: plt.get_cmap("tab10")(i % 10) for i, n in enumerate(names)}
+    for ax, (results, title) in zip(axes[0], loaded, strict=True):
+        panel(ax, results, f"multipath_power, {title}", ns.own_a, colours)
+        ax.legend(fontsize=7, loc="upper right")
     fig.tight_layout()
     ns.out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(ns.out, dpi=110)
