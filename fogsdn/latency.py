@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import networkx as nx
 import numpy as np
 
-from fogsdn.routing import path_links, shortest_path
+from fogsdn.routing import path_links, shortest_path, shortest_paths_from
 from fogsdn.topology import scenario_graph, scenario_hosts
 
 if TYPE_CHECKING:
@@ -117,9 +117,15 @@ class RequestNetwork:
            pinned: Mapping[tuple[str, str], Sequence[str]] | None = None) -> RequestNetwork:
         paths = {}
         for c in clients:
+            tree = shortest_paths_from(g, c)  # one Dijkstra per client, not per pair
             for n in nodes:
                 via = (pinned or {}).get((c, n))
-                path = [c, *via, n] if via is not None else shortest_path(g, c, n)
+                if via is not None:
+                    path = [c, *via, n]
+                elif n in tree:
+                    path = tree[n]
+                else:
+                    path = shortest_path(g, c, n)  # raises: no path
                 paths[(c, n)] = PathTiming.of(g, path)
         return cls(paths, time_scale)
 
