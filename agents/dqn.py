@@ -13,6 +13,7 @@ Huber loss. Everything is seeded; training runs in simulated time.
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from collections import deque
 from collections.abc import Callable
@@ -25,16 +26,27 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
-from agents.env import SimRoutingEnv
+from agents.env import EpisodeLog, SimRoutingEnv
+from controller.policies.observe import Layout
+
+__all__ = ["DEMOTE_LEVELS", "DqnAgent", "DqnConfig", "EpisodeLog", "train_dqn", "weight_menu"]
+
+# preference levels a node can be demoted to (controller/policies/observe.py: a flow goes
+# to the node with the least expected response time / weight): mild ones trade a little
+# response time for power, as the goal's weight asks
+DEMOTE_LEVELS: tuple[float, ...] = (0.97, 0.94, 0.9, 0.8, 0.6)
 
 
-def weight_menu(n: int) -> tuple[tuple[float, ...], ...]:
-    """Each node alone, each pair evenly, then all evenly (one entry when n == 1)."""
+def weight_menu(n: int, levels: tuple[float, ...] = ()) -> tuple[tuple[float, ...], ...]:
+    """Each node alone, each pair evenly, all evenly (one entry when n == 1); then for
+    each level and node, that node at the level and every other at 1."""
     alone = [tuple(1.0 if i == k else 0.0 for i in range(n)) for k in range(n)]
     pairs = [tuple(1.0 if i in pair else 0.0 for i in range(n))
              for pair in itertools.combinations(range(n), 2)] if n > 2 else []
     everyone = [tuple(1.0 for _ in range(n))] if n > 1 else []
-    return tuple(alone + pairs + everyone)
+    demoted = [tuple(level if i == k else 1.0 for i in range(n))
+               for level in levels for k in range(n)] if n > 1 else []
+    return tuple(alone + pairs + everyone + demoted)
 
 
 def q_network(obs_dim: int, actions: int, hidden: int = 64) -> nn.Sequential:
@@ -56,15 +68,7 @@ class DqnConfig:
     epsilon_decay_steps: int = 2000
     hidden: int = 64
     seed: int = 0
-
-
-@dataclass
-class EpisodeLog:
-    episode: int
-    steps: int
-    mean_reward: float
-    response_ms: float
-    power_w: float
+    levels: tuple[float, ...] = ()  # weight_menu's demotion levels
 
 
 @dataclass
@@ -87,6 +91,19 @@ class DqnAgent:
                     "obs_dim": self.net[0].in_features, "hidden": self.net[0].out_features,
                     "meta": meta}, path)
 
+    def export(self, path: Path, layout: Layout, epoch_requests: int,
+               meta: dict[str, Any]) -> None:
+        """The network as plain JSON (layers, menu, the observer's layout) for
+        `controller.policies.rl.RlDqn`, which decides with numpy and needs no torch."""
+        linears = [m for m in self.net if isinstance(m, nn.Linear)]
+        layers = [{"w": m.weight.detach().numpy().astype(float).round(7).tolist(),
+                   "b": m.bias.detach().numpy().astype(float).round(7).tolist()}
+                  for m in linears]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"kind": "dqn", "menu": [list(w) for w in self.menu],
+                                    "layers": layers, "layout": layout.to_json(),
+                                    "epoch_requests": epoch_requests, "meta": meta}))
+
     @classmethod
     def load(cls, path: Path) -> DqnAgent:
         saved = torch.load(path, weights_only=True)  # tensors and plain containers only
@@ -102,7 +119,7 @@ def train_dqn(env: SimRoutingEnv, config: DqnConfig,
     """Train on `env` for `config.steps` decision epochs; episodes reseed from config.seed."""
     torch.manual_seed(config.seed)
     rng = random.Random(config.seed)
-    menu = weight_menu(len(env.nodes))
+    menu = weight_menu(len(env.nodes), config.levels)
     obs_dim = int(env.observation_space.shape[0])  # type: ignore[index]
     net = q_network(obs_dim, len(menu), config.hidden)
     target = q_network(obs_dim, len(menu), config.hidden)

@@ -1,28 +1,29 @@
 """A Gymnasium environment over the simulator: route weights per decision epoch (issue 9).
 
 Action: one weight per node, in [0, 1], held for a decision epoch of `epoch_requests`
-arrivals; each arrival goes to an available node drawn with those weights (all zero, or
-only absent nodes weighted: evenly over the available ones). Per-epoch weights rather
-than a choice per flow because that is what every engine realises cheaply and the same
-way: the controller installs them as a select group (no per-flow round trip to the
-agent, so no decision latency on the data path), the simulator samples them; and the
-reward, measured response times and power, is a property of many requests, not one.
+arrivals. Within the epoch each flow goes to the available node with room that has the
+least expected response time (queue and network) divided by its weight, weight 0
+excluding a node (`controller.policies.observe.weighted_choice`; all zero: plain latency-greedy).
+Weights per epoch rather than an agent's choice per flow: the agent's network runs once
+per epoch, not on the data path, and the reward (response times, power) is a property
+of many requests; the per-flow rule keeps the queue-awareness a random split lacks.
+The live controller runs the same rule per new connection (controller/policies/rl.py).
 
-Observation (float32), per node in scenario order: whether it is up at the epoch's
-end (1/0), requests held / capacity, utilisation over the epoch, network time of its
-path (`NodeView.net_ms`, 0 until the engine knows paths) and the share of the epoch's
-arrivals sent to it; then the epoch's mean response time over `rt_ref_ms` and its
-estimated power over `p_ref_w`.
+Observation: `controller.policies.observe.EpochObserver`, what the controller can see too: per node
+up, held / capacity, estimated utilisation, path delay and path load (its share of
+flows); per switch the share of ports carrying flows; the estimated response time and
+estimated power (analysis.power, servers and switches), over the goal's references.
 
-Reward: the seed's goal G = a * RT / RT_ref + b * P / P_ref with b = 1 - a, R = 1 / G.
-A request that is not served in time (blocked, lost, timed out) counts with the
-scenario's `timeout_ms` as its response time.
+Reward: the seed's goal G = a * RT / RT_ref + b * P / P_ref with b = 1 - a (a: the
+scenario's `goal.rt_weight` unless given), R = 1 / G, from what the simulator measured
+in the epoch: each completed request's sojourn plus its path's mean network time (a
+request not served in time counts with the scenario's `timeout_ms`), and power from the
+measured utilisations and the ports of the paths that carried the epoch's requests.
 
 Stepping: `sim.engine.simulate` runs in a worker thread and the policy it asks per
 request hands control to `step` at each epoch boundary and waits for the next action,
 so exactly one of the two threads runs at any time and an episode is a deterministic
-function of the seed and the actions. The engine itself is unchanged but for sending
-each row as soon as it is settled (`flush_rows=1`) and telling the policy the arrival time.
+function of the seed and the actions.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
+from analysis.power import server_power_w, switch_power_w
 from controller.policies.base import (
     ClusterView,
     Policy,
@@ -48,21 +50,28 @@ from controller.policies.base import (
     safe_routes,
 )
 from controller.policies.greedy import servers
+from controller.policies.observe import (
+    EpochObserver,
+    Layout,
+    Obs,
+    layout_of,
+    switch_activity,
+    weighted_choice,
+)
+from fogsdn.latency import request_network
 from fogsdn.scenario import Scenario
-from sim.engine import OK, Row, simulate
-
-Obs = npt.NDArray[np.float32]
-FEATURES_PER_NODE = 5
-
-# Linear server power, P = idle + (max - idle) * u, with the defaults of issue 8's power
-# model (Xeon E5645: 63.1 W idle, 200 W at full load). The one place to replace with
-# analysis.power.server_power_w and each node's own figures once that module lands.
-IDLE_W = 63.1
-MAX_W = 200.0
+from sim.engine import OK, Row, client_names, simulate
 
 
-def server_power_w(utilization: float, idle_w: float = IDLE_W, max_w: float = MAX_W) -> float:
-    return idle_w + (max_w - idle_w) * min(1.0, max(0.0, utilization))
+@dataclass
+class EpisodeLog:
+    """One training episode's means (the learning curve's row)."""
+
+    episode: int
+    steps: int
+    mean_reward: float
+    response_ms: float
+    power_w: float
 
 
 class _Stop(Exception):
@@ -93,6 +102,7 @@ class _EpochPolicy(Policy):
     to_env: queue.Queue[_Epoch] = field(default_factory=queue.Queue)
     to_sim: queue.Queue[npt.NDArray[np.float64] | None] = field(default_factory=queue.Queue)
     rows: list[Row] = field(default_factory=list)
+    observer: EpochObserver | None = None
     weights: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
     _count: int = 0
     _sent: list[int] = field(default_factory=list)
@@ -106,14 +116,10 @@ class _EpochPolicy(Policy):
         if self._count % self.epoch_requests == 0:
             self.handover(view, t)
         self._count += 1
-        up = [n.available for n in view.nodes]
-        w = [float(wk) if ok else 0.0 for wk, ok in zip(self.weights, up, strict=True)]
-        if sum(w) <= 0:
-            w = [1.0 if ok else 0.0 for ok in up]
-            if sum(w) <= 0:
-                w = [1.0] * len(up)
-        k = rng.choices(range(len(w)), weights=w)[0]
+        k = weighted_choice(view, list(self.weights))
         self._sent[k] += 1
+        if self.observer is not None:
+            self.observer.record(view, k)
         return self.node_names[k]
 
     def handover(self, view: ClusterView, t: float, finished: bool = False) -> None:
@@ -138,23 +144,29 @@ class SimRoutingEnv(gym.Env[Obs, npt.NDArray[np.float32]]):
     metadata = {"render_modes": []}  # noqa: RUF012 (Gymnasium declares it an instance attribute)
 
     def __init__(self, scenario: Scenario, *, epoch_requests: int = 100, epochs: int = 50,
-                 rt_weight: float = 0.5, rt_ref_ms: float | None = None,
-                 p_ref_w: float | None = None) -> None:
+                 rt_weight: float | None = None) -> None:
         if epoch_requests < 1 or epochs < 1:
             raise ValueError("epoch_requests and epochs must be >= 1")
-        if not 0.0 <= rt_weight <= 1.0:
+        a = scenario.goal.rt_weight if rt_weight is None else rt_weight
+        if not 0.0 <= a <= 1.0:
             raise ValueError(f"rt_weight: must be in [0, 1], got {rt_weight!r}")
         self.scenario = scenario
         self.epoch_requests = epoch_requests
         self.epochs = epochs
-        self.rt_weight = rt_weight
+        self.rt_weight = a
         self.nodes = tuple(n.name for n in scenario.nodes)
         self.servers = tuple(servers(node_view(n, True)) for n in scenario.nodes)
-        self.rt_ref_ms = rt_ref_ms or 1.0 / max(n.mu for n in scenario.nodes)
-        self.p_ref_w = p_ref_w or MAX_W * len(self.nodes)
+        self.layout: Layout = layout_of(scenario)
+        self.rt_ref_ms = self.layout.rt_ref_ms
+        self.p_ref_w = self.layout.p_ref_w
+        network = request_network(scenario)
+        clients = client_names(scenario)
+        # (client index, node index) -> mean network time of the path
+        self.net_ms = {(c, k): network.mean_ms(cn, n)
+                       for c, cn in enumerate(clients) for k, n in enumerate(self.nodes)}
         nn = len(self.nodes)
         self.action_space = spaces.Box(0.0, 1.0, shape=(nn,), dtype=np.float32)
-        self.observation_space = spaces.Box(0.0, np.inf, shape=(nn * FEATURES_PER_NODE + 2,),
+        self.observation_space = spaces.Box(0.0, np.inf, shape=(self.layout.size,),
                                             dtype=np.float32)
         self._policy: _EpochPolicy | None = None
         self._thread: threading.Thread | None = None
@@ -200,7 +212,7 @@ class SimRoutingEnv(gym.Env[Obs, npt.NDArray[np.float32]]):
         scenario = self.scenario.model_copy(update={"seed": run_seed})
         nn = len(self.nodes)
         policy = _EpochPolicy(epoch_requests=self.epoch_requests, node_names=self.nodes,
-                              weights=np.ones(nn))
+                              weights=np.ones(nn), observer=EpochObserver(self.layout))
         self._policy = policy
         self._steps = 0
         self._thread = threading.Thread(target=self._run, args=(policy, scenario), daemon=True)
@@ -229,6 +241,9 @@ class SimRoutingEnv(gym.Env[Obs, npt.NDArray[np.float32]]):
         self._stop_thread()
 
     def _measure(self, epoch: _Epoch) -> tuple[Obs, dict[str, Any]]:
+        """The observation (what the controller sees) and what the simulator measured."""
+        assert self._policy is not None and self._policy.observer is not None
+        obs, estimate = self._policy.observer.close()
         nn = len(self.nodes)
         span = epoch.end_ms - epoch.start_ms
         span = span if math.isfinite(span) and span > 0 else 0.0
@@ -237,24 +252,16 @@ class SimRoutingEnv(gym.Env[Obs, npt.NDArray[np.float32]]):
         for r in epoch.rows:
             if r[1] == OK:
                 busy[r[7]] += r[8]
-                responses.append(r[0] - r[6])
+                responses.append(r[0] - r[6] + self.net_ms[r[3], r[7]])
             else:
                 responses.append(self.scenario.timeout_ms)
         util = [min(1.0, b / (span * c)) if span > 0 else 0.0
                 for b, c in zip(busy, self.servers, strict=True)]
-        power = sum(server_power_w(u) for u in util)
+        power = sum(server_power_w(n.power, u) for n, u in zip(self.scenario.nodes, util,
+                                                                strict=True))
+        active = switch_activity(self.layout, epoch.sent)
+        power += sum(switch_power_w(self.layout.switch_power, active[s], ports, 0.0)
+                     for s, ports in self.layout.switch_ports.items())
         rt = float(np.mean(responses)) if responses else 0.0
-        total_sent = sum(epoch.sent) or 1
-        by_name = {n.name: n for n in epoch.view.nodes}
-        features: list[float] = []
-        for k, name in enumerate(self.nodes):
-            node = by_name.get(name)
-            up = 1.0 if node is not None and node.available else 0.0
-            held = (node.in_system or 0) / node.capacity if node is not None else 0.0
-            net = (node.net_ms or 0.0) if node is not None else 0.0
-            share = epoch.sent[k] / total_sent if epoch.sent else 0.0
-            features += [up, held, util[k], net, share]
-        features += [rt / self.rt_ref_ms, power / self.p_ref_w]
-        obs = np.asarray(features, dtype=np.float32)
         return obs, {"response_ms": rt, "power_w": power, "utilization": util,
-                     "completed": len(responses)}
+                     "completed": len(responses), "estimate": estimate}

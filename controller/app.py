@@ -71,6 +71,7 @@ from controller.policies import (
     safe_routes,
 )
 from controller.policies.stages import StagePlan, stage_plan
+from fogsdn.latency import node_net_ms
 from fogsdn.local_rpc import recv_line, send_json, unix_call
 from fogsdn.routing import next_hops
 from fogsdn.scenario import Role, TaskClass, load_scenario
@@ -100,7 +101,6 @@ class FogController(app_manager.OSKenApp):
             self.stages = StagePlan("none")
             self.logger.error("no size-based stage rules: %s", err)
         self._per_request = is_per_request(self.policy)  # as the simulator decides it
-        self.cluster = ClusterState.from_scenario(scenario, dict(conf.available))
         self.events_path = conf.events
         self.ready_path = conf.ready
         self.registration_path = conf.registration
@@ -108,6 +108,9 @@ class FogController(app_manager.OSKenApp):
         self._rng = random.Random(scenario.seed)
         graph = self.fabric.topology()
         self.topo = replace(Topology.of(graph), pinned=self._pinned_paths(graph))
+        # each node's path time in the view (latency-aware policies, issue 9)
+        self.cluster = ClusterState.from_scenario(scenario, dict(conf.available),
+                                                  node_net_ms(scenario, self.topo.pinned))
         self.failed: set[str] = set()  # link ids with an end reported down
         self.ports_down: set[tuple[str, int]] = set()  # (switch, port) reported down
         self.hops = next_hops(graph)
@@ -474,7 +477,9 @@ class FogController(app_manager.OSKenApp):
         src = next((h.name for h in self.fabric.hosts if h.ip == ip.src), ip.src)
         view = self._live_view()
         # packet-ins are handled one at a time (os-ken's event thread): decide needs no lock
+        t0 = time.perf_counter()
         node = self._decide(view, Request(cls, src))
+        decide_ms = (time.perf_counter() - t0) * 1000.0  # the policy's own time (issue 9)
         worker_ip = self.fabric.host(node).ip
         self._send(self._flow_mod(dp, connection_flow(ip.src, seg.src_port, self.fabric.vip,
                                                       seg.dst_port, worker_ip)))
@@ -488,7 +493,7 @@ class FogController(app_manager.OSKenApp):
                                                 for a in connection_actions(worker_ip)],
                                        data=msg.data))
         self._event(event="decision", cls=str(cls), client=src, port=seg.src_port,
-                    flags=seg.bits, node=node,
+                    flags=seg.bits, node=node, decide_ms=round(decide_ms, 4),
                     load={n.name: n.in_system for n in view.nodes})
 
     # -- registrations (OFN join/leave, from the mobility model) ---------------------

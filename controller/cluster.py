@@ -6,6 +6,7 @@ registration may repeat what PortStatus said: only transitions change the view.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from controller.policies import ClusterView, NodeView, node_view
@@ -17,9 +18,13 @@ class ClusterState:
     nodes: dict[str, NodeView] = field(default_factory=dict)
 
     @classmethod
-    def from_scenario(cls, scenario: Scenario, available: dict[str, bool]) -> ClusterState:
+    def from_scenario(cls, scenario: Scenario, available: dict[str, bool],
+                      net_ms: Mapping[str, float] | None = None) -> ClusterState:
+        """`net_ms`: each node's mean network time (fogsdn.latency.node_net_ms)."""
+        net = net_ms or {}
         return cls({
-            n.name: node_view(n, available.get(n.name, True)) for n in scenario.nodes
+            n.name: node_view(n, available.get(n.name, True), net.get(n.name))
+            for n in scenario.nodes
         })
 
     def set_available(self, name: str, up: bool) -> bool:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import networkx as nx
 import numpy as np
 
-from fogsdn.routing import path_links, shortest_path
+from fogsdn.routing import path_links, shortest_path, shortest_paths_from
 from fogsdn.topology import scenario_graph, scenario_hosts
 
 if TYPE_CHECKING:
@@ -117,9 +117,15 @@ class RequestNetwork:
            pinned: Mapping[tuple[str, str], Sequence[str]] | None = None) -> RequestNetwork:
         paths = {}
         for c in clients:
+            tree = shortest_paths_from(g, c)  # one Dijkstra per client, not per pair
             for n in nodes:
                 via = (pinned or {}).get((c, n))
-                path = [c, *via, n] if via is not None else shortest_path(g, c, n)
+                if via is not None:
+                    path = [c, *via, n]
+                elif n in tree:
+                    path = tree[n]
+                else:
+                    path = shortest_path(g, c, n)  # raises: no path
                 paths[(c, n)] = PathTiming.of(g, path)
         return cls(paths, time_scale)
 
@@ -141,6 +147,16 @@ class RequestNetwork:
 
     def sample_ms(self, client: str, node: str, rng: np.random.Generator) -> float:
         return self.paths[(client, node)].sample_ms(rng, self.time_scale)
+
+
+def node_net_ms(scenario: Scenario, pinned: Mapping[tuple[str, str], Sequence[str]]
+                | None = None) -> dict[str, float]:
+    """Each node's mean network time per request, averaged over the clients' paths
+    (`NodeView.net_ms`: what a policy adds to a node's expected sojourn)."""
+    network = request_network(scenario, pinned)
+    clients = sorted({c for c, _ in network.paths})
+    return {n.name: sum(network.mean_ms(c, n.name) for c in clients) / max(1, len(clients))
+            for n in scenario.nodes}
 
 
 def busiest_link(g: nx.Graph, network: RequestNetwork, requests_per_ms: float

@@ -32,6 +32,12 @@ def shortest_path(g: nx.Graph, src: str, dst: str, failed: Collection[str] = ())
     return list(nx.dijkstra_path(usable(g, failed), src, dst, weight=_cost))
 
 
+def shortest_paths_from(g: nx.Graph, src: str) -> dict[str, list[str]]:
+    """Every reachable node's path from src, shortest by delay: one Dijkstra for all,
+    the same paths `shortest_path` gives one at a time."""
+    return {k: list(v) for k, v in nx.single_source_dijkstra_path(g, src, weight=_cost).items()}
+
+
 def path_links(g: nx.Graph, path: Sequence[str]) -> list[dict[str, Any]]:
     return [g.edges[a, b] for a, b in zip(path, path[1:], strict=False)]
 

@@ -174,6 +174,17 @@ class Sweep(_Frozen):
     emulate_values: tuple[float, ...] = ()
 
 
+class Goal(_Frozen):
+    """Seed 002a's composite goal for learning controllers (agents/env.py):
+    G = rt_weight * RT / rt_ref_ms + (1 - rt_weight) * P / p_ref_w, reward 1 / G.
+    Unset references: the fastest node's mean service time plus its path's network time,
+    and every server and switch at full power."""
+
+    rt_weight: float = Field(0.5, ge=0, le=1, description="a: the response time's weight")
+    rt_ref_ms: float | None = Field(None, gt=0, description="RT_ref, model ms")
+    p_ref_w: float | None = Field(None, gt=0, description="P_ref, watts")
+
+
 class Scenario(_Frozen):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
@@ -191,6 +202,7 @@ class Scenario(_Frozen):
     topology: TopologySpec = TopologySpec()
     sweep: Sweep | None = None
     switch_power: SwitchPower = SwitchPower()
+    goal: Goal = Goal()
     # live: each worker in its own container (namespaces and a cgroup); false: a plain
     # process in its Mininet host's network namespace, as before
     containers: bool = True

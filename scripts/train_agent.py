@@ -1,13 +1,16 @@
-"""Train the DQN agent on the simulator env, in simulated time; save weights and a curve.
+"""Train a learning agent on the simulator env, in simulated time; save weights and a curve.
 
-    python scripts/train_agent.py --scenario scenarios/default.yaml --steps 3000 \
-        [--rt-weight 0.5] [--epoch-requests 100] [--epochs 50] [--seed 0] \
-        [--out agents/weights/dqn_default.pt]
+    python scripts/train_agent.py [--agent dqn|rnn] [--scenario scenarios/multipath_power.yaml]
+        [--steps 3000] [--rt-weight A] [--epoch-requests 100] [--epochs 50] [--seed 0]
+        [--out agents/weights/dqn_multipath_power.pt]
 
 Prints one line per episode (mean reward, response time, power), then the trained
 agent's greedy returns beside every one-node and the all-even weights on fresh seeds.
-Writes the weights and `<out>.curve.csv` (episode, steps, mean_reward, response_ms,
-power_w). Needs the `rl` extra (installed on first run: torch 2.13.0, CPU build).
+Writes the weights (dqn: `<out>` for torch and `<out minus .pt>.json` for the
+controller's `rl_dqn`; rnn: `rnn_<scenario>.json` for `rl_rnn`) and `<out>.curve.csv`
+(episode, steps, mean_reward, response_ms, power_w). The goal's weight a defaults to
+the scenario's `goal.rt_weight`. Needs the `rl` extra for dqn (installed on first run:
+torch 2.13.0, CPU build).
 """
 
 from __future__ import annotations
@@ -25,8 +28,15 @@ bootstrap.bootstrap(needs_network_stack=False, extras="rl")
 
 import numpy as np  # noqa: E402
 
-from agents.dqn import DqnConfig, EpisodeLog, train_dqn, weight_menu  # noqa: E402
+from agents.dqn import (  # noqa: E402
+    DEMOTE_LEVELS,
+    DqnConfig,
+    EpisodeLog,
+    train_dqn,
+    weight_menu,
+)
 from agents.env import Obs, SimRoutingEnv  # noqa: E402
+from agents.train_rnn import train_rnn  # noqa: E402
 from fogsdn.scenario import ScenarioError, load_scenario  # noqa: E402
 
 EVAL_SEEDS = (1000, 1001, 1002)
@@ -51,9 +61,11 @@ def constant(weights: tuple[float, ...]) -> Callable[[Obs], Obs]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--scenario", type=Path, default=Path("scenarios/default.yaml"))
+    ap.add_argument("--agent", choices=("dqn", "rnn"), default="dqn")
+    ap.add_argument("--scenario", type=Path, default=Path("scenarios/multipath_power.yaml"))
     ap.add_argument("--steps", type=int, default=3000, help="decision epochs to train")
-    ap.add_argument("--rt-weight", type=float, default=0.5, help="a in G (b = 1 - a)")
+    ap.add_argument("--rt-weight", type=float, default=None,
+                    help="a in G (b = 1 - a); default: the scenario's goal.rt_weight")
     ap.add_argument("--epoch-requests", type=int, default=100)
     ap.add_argument("--epochs", type=int, default=50, help="decision epochs per episode")
     ap.add_argument("--seed", type=int, default=0)
@@ -64,25 +76,37 @@ def main(argv: list[str] | None = None) -> int:
     except (ScenarioError, OSError) as err:
         print(f"train_agent.py: {err}", file=sys.stderr)
         return 2
-    out = ns.out or Path("agents/weights") / f"dqn_{scenario.name}.pt"
+    out = ns.out or Path("agents/weights") / f"{ns.agent}_{scenario.name}.pt"
     env = SimRoutingEnv(scenario, epoch_requests=ns.epoch_requests, epochs=ns.epochs,
                         rt_weight=ns.rt_weight)
+    meta = {"scenario": scenario.name, "rt_weight": env.rt_weight,
+            "epoch_requests": ns.epoch_requests, "steps": ns.steps, "seed": ns.seed}
 
     def progress(log: EpisodeLog) -> None:
         print(f"episode {log.episode:4d}  mean reward {log.mean_reward:8.4f}  "
               f"response {log.response_ms:8.3f} ms  power {log.power_w:7.1f} W", flush=True)
 
-    agent = train_dqn(env, DqnConfig(steps=ns.steps, seed=ns.seed,
-                                     epsilon_decay_steps=max(1, 2 * ns.steps // 3)), progress)
-    agent.save(out, {"scenario": scenario.name, "rt_weight": ns.rt_weight,
-                     "epoch_requests": ns.epoch_requests, "steps": ns.steps, "seed": ns.seed})
+    act: Callable[[Obs], Obs]
+    if ns.agent == "dqn":
+        agent = train_dqn(env, DqnConfig(steps=ns.steps, seed=ns.seed, levels=DEMOTE_LEVELS,
+                                         epsilon_decay_steps=max(1, 2 * ns.steps // 3)),
+                          progress)
+        agent.save(out, meta)
+        agent.export(out.with_suffix(".json"), env.layout, ns.epoch_requests, meta)
+        curve_log, act, label = agent.curve, agent.action, "dqn (greedy)"
+    else:
+        rnn = train_rnn(env, weight_menu(len(env.nodes), DEMOTE_LEVELS), ns.steps, ns.seed,
+                        progress)
+        out = out.with_suffix(".json")
+        rnn.save(out, env.layout, ns.epoch_requests, env.rt_weight, meta)
+        curve_log, act, label = rnn.curve, rnn.action, "rnn (best neuron)"
     curve = out.with_suffix(out.suffix + ".curve.csv")
     curve.write_text("episode,steps,mean_reward,response_ms,power_w\n" + "".join(
         f"{c.episode},{c.steps},{c.mean_reward:.6f},{c.response_ms:.6f},{c.power_w:.6f}\n"
-        for c in agent.curve))
+        for c in curve_log))
     print(f"weights: {out}\ncurve: {curve}")
     print("mean reward per epoch on seeds", ", ".join(map(str, EVAL_SEEDS)))
-    print(f"  {'dqn (greedy)':24s} {mean_reward(env, agent.action):.4f}")
+    print(f"  {label:24s} {mean_reward(env, act):.4f}")
     for weights in weight_menu(len(env.nodes))[: len(env.nodes)] + (
             tuple(1.0 for _ in env.nodes),):
         label = "even" if all(weights) else "only " + env.nodes[weights.index(1.0)]

@@ -43,7 +43,7 @@ import time
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import accumulate
 from typing import Any
 
@@ -55,12 +55,15 @@ from controller.policies import (
     Request,
     is_per_request,
     make_policy,
+    node_view,
     policy_failure,
     routes_for,
 )
 from fogsdn.churn import ofn_changes
+from fogsdn.latency import node_net_ms
 from fogsdn.scenario import LeaveMode, Role, Scenario, Servers, TaskClass
 from fogsdn.streams import BLOCK, Stream, python_stream, replication_seed
+from fogsdn.topology import scenario_graph
 from fogsdn.workload import arrival_blocks, client_names, hp_share
 
 OK, BLOCKED, TIMEOUT, LOST = 0, 1, 2, 3
@@ -154,6 +157,12 @@ def simulate(
     inv_mu = [1.0 / n.mu for n in nodes]
     multi = [n.servers is Servers.MULTI for n in nodes]
     held: list[Any] = [[] if multi[k] else deque() for k in range(nn)]
+    # what a view tells policies besides load: power figures and each path's network time
+    net = node_net_ms(scenario, policy.paths(scenario_graph(scenario)))
+    base_view = [node_view(nodes[k], True, net.get(names[k])) for k in range(nn)]
+    idle_w = [v.power_idle_w for v in base_view]
+    max_w = [v.power_max_w for v in base_view]
+    net_ms = [v.net_ms for v in base_view]
     last = [0.0] * nn  # single server: when its last accepted request completes
     fn0 = next(k for k in range(nn) if roles[k] is Role.FN)  # handoff target
 
@@ -184,8 +193,7 @@ def simulate(
         got = table_cache.get(key)
         if got is None:
             view = ClusterView(
-                tuple(NodeView(names[k], roles[k], avail[k], caps[k], mus[k], multi_server=multi[k])
-                      for k in range(nn))
+                tuple(replace(base_view[k], available=avail[k]) for k in range(nn))
             )
             try:
                 table = policy.routes(view)
@@ -281,7 +289,8 @@ def simulate(
         view = ClusterView(
             tuple(
                 NodeView(names[k], roles[k], avail[k], caps[k], mus[k], len(held[k]),
-                         multi_server=multi[k])
+                         multi_server=multi[k], power_idle_w=idle_w[k], power_max_w=max_w[k],
+                         net_ms=net_ms[k])
                 for k in range(nn)
             )
         )

@@ -45,3 +45,31 @@ def test_trains_logs_and_round_trips(tmp_path: Path) -> None:
     again = train_dqn(env, config)  # seeded: the same curve
     assert [c.mean_reward for c in again.curve] == [c.mean_reward for c in agent.curve]
     env.close()
+
+
+def test_exported_network_decides_as_torch_does_in_the_controller_policy(
+        tmp_path: Path) -> None:
+    """The JSON export read by rl_dqn (numpy, no torch) gives torch's Q-values."""
+    import torch
+
+    from controller.policies import make_policy
+    from controller.policies.rl import RlDqn
+    from fogsdn.scenario import PolicySpec
+
+    env = SimRoutingEnv(parse_scenario(scenario_dict(**SCENARIO)), epoch_requests=50,
+                        epochs=5)
+    config = DqnConfig(steps=20, warmup=8, batch=8, levels=(0.9,))
+    agent = train_dqn(env, config)
+    assert len(agent.menu) == 7 + 3  # the menu plus each node demoted to 0.9
+    path = tmp_path / "dqn.json"
+    agent.export(path, env.layout, 50, {})
+    policy = make_policy(PolicySpec(name="rl_dqn", params={"weights": str(path)}))
+    assert isinstance(policy, RlDqn)
+    obs, _ = env.reset(seed=2)
+    for _ in range(3):
+        with torch.no_grad():
+            q = agent.net(torch.as_tensor(obs).unsqueeze(0)).numpy()[0]
+        assert np.allclose(policy.q_values(obs), q, atol=1e-5)
+        assert policy.menu[policy.think(obs, {})] == tuple(agent.action(obs))
+        obs, *_ = env.step(agent.action(obs))
+    env.close()

@@ -17,7 +17,7 @@ PACKAGES = ("fogsdn", "controller", "topologies", "nodes", "analysis", "sim", "r
 PURE = ("fogsdn", "controller.policies", "controller.fabric", "controller.cluster",
         "controller.config", "analysis", "controller.pipeline", "nodes.protocol",
         "nodes.service_queue", "nodes.ncs", "topologies.city_latency",
-        "topologies.city_layout", "topologies.city_net")
+        "topologies.city_layout", "topologies.city_net", "agents.rnn_rl")
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     # engine -> what it must not import
     "sim": ("runner", "nodes.worker", "nodes.client", "controller.app", "topologies.mininet_net"),

@@ -28,6 +28,7 @@ from controller.policies.greedy import LatencyGreedy, LeastLoaded, PowerGreedy
 from controller.policies.loader import load_policy_module
 from controller.policies.nodiff import NoDiff
 from controller.policies.prioritized import Prioritized
+from controller.policies.rl import RlDqn, RlRnn
 from controller.policies.size_based import (
     LeastWorkLeft,
     RandomHost,
@@ -45,8 +46,8 @@ POLICIES: dict[str, type[Policy]] = {
               LeastWorkLeft)
 }
 
-# the greedy baselines of the learning controller (issue 9)
-POLICIES.update({p.name: p for p in (LeastLoaded, LatencyGreedy, PowerGreedy)})
+# the greedy baselines of the learning controller (issue 9) and its learned agents
+POLICIES.update({p.name: p for p in (LeastLoaded, LatencyGreedy, PowerGreedy, RlDqn, RlRnn)})
 
 
 def register_policy(cls: type[Policy]) -> type[Policy]:

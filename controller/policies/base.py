@@ -40,11 +40,15 @@ class NodeView:
     work_left: float | None = None  # model ms of work it holds now, where the engine knows it
 
 
-def node_view(spec: NodeSpec, available: bool) -> NodeView:
-    """A node as its scenario entry declares it (no load known): the one place that
-    turns a `NodeSpec` into a view entry."""
-    return NodeView(spec.name, spec.role, available, spec.capacity, spec.mu,
-                    multi_server=spec.servers is Servers.MULTI)
+def node_view(spec: NodeSpec, available: bool, net_ms: float | None = None,
+              in_system: int | None = None) -> NodeView:
+    """A node as its scenario entry declares it, with its power figures and, where the
+    engine knows them, its path's network time and its load: the one place that turns
+    a `NodeSpec` into a view entry."""
+    return NodeView(spec.name, spec.role, available, spec.capacity, spec.mu, in_system,
+                    multi_server=spec.servers is Servers.MULTI,
+                    power_idle_w=spec.power.idle_w, power_max_w=spec.power.max_w,
+                    net_ms=net_ms)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,162 @@
+"""The same env over the live testbed (issue 9), registered as nondeterministic.
+
+`LiveRoutingEnv(scenario)` has `SimRoutingEnv`'s observation and action spaces.
+`reset` starts a live run of the scenario (root, Open vSwitch; hold the emulation lock)
+whose controller decides with `agents.live_policy.ExchangePolicy`; `step(weights)`
+hands the weights to it and returns the next epoch's observation. The reward is R = 1/G
+on the controller's own estimates (expected response time from queue lengths and path
+delays, power from analysis.power): the controller measures no response times, and a
+live run's client traces are only complete when it ends. Live, the run does not wait
+for the agent: the weights apply from the next epoch boundary after they arrive.
+
+`runner` is what starts the run (default: runner.emulate.run_emulation); tests give a
+fake one that drives the policy with views of their own.
+
+Registered ids: `fogsdn/SimRouting-v0` (agents.env.SimRoutingEnv) and
+`fogsdn/LiveRouting-v0` (this env, `nondeterministic=True`).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import numpy.typing as npt
+from gymnasium import spaces
+
+from agents.live_policy import write_atomically
+from controller.policies.observe import Obs, layout_of
+from controller.policies.rl import goal
+from fogsdn.scenario import PolicySpec, Scenario
+
+Runner = Callable[[Scenario, Path, threading.Event], Any]
+
+
+def emulate(scenario: Scenario, out: Path, stop: threading.Event) -> Any:
+    from runner.emulate import run_emulation
+
+    return run_emulation(scenario, out, stop, show_progress=False)
+
+
+class LiveRoutingEnv(gym.Env[Obs, npt.NDArray[np.float32]]):
+    """Route weights per epoch over a live run (see the module doc)."""
+
+    metadata = {"render_modes": []}  # noqa: RUF012 (Gymnasium declares it an instance attribute)
+
+    def __init__(self, scenario: Scenario, *, epoch_requests: int = 50, epochs: int = 20,
+                 rt_weight: float | None = None, folder: Path | None = None,
+                 step_timeout_s: float = 60.0, runner: Runner = emulate) -> None:
+        if epoch_requests < 1 or epochs < 1:
+            raise ValueError("epoch_requests and epochs must be >= 1")
+        self.rt_weight = scenario.goal.rt_weight if rt_weight is None else rt_weight
+        if not 0.0 <= self.rt_weight <= 1.0:
+            raise ValueError(f"rt_weight: must be in [0, 1], got {rt_weight!r}")
+        self.scenario = scenario
+        self.layout = layout_of(scenario)
+        self.epoch_requests, self.epochs = epoch_requests, epochs
+        self.folder = folder or Path(tempfile.mkdtemp(prefix="fogsdn-live-env-"))
+        self.step_timeout_s = step_timeout_s
+        self.runner = runner
+        nn = len(self.layout.nodes)
+        self.action_space = spaces.Box(0.0, 1.0, shape=(nn,), dtype=np.float32)
+        self.observation_space = spaces.Box(0.0, np.inf, shape=(self.layout.size,),
+                                            dtype=np.float32)
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._epoch = 0
+        self._steps = 0
+        self._runs = 0
+        self.error: BaseException | None = None
+
+    def live_scenario(self) -> Scenario:
+        """The scenario the run uses: the exchange policy, long enough for the episode."""
+        rate = self.scenario.workload.lambda_hp + self.scenario.workload.lambda_lp
+        duration = self.scenario.warmup_ms + 2.0 * self.epoch_requests * (self.epochs + 2) / rate
+        return self.scenario.model_copy(update={
+            "duration_ms": duration,
+            "policy": PolicySpec(name="rl_live", module="agents.live_policy", params={
+                "exchange": str(self.folder), "epoch_requests": self.epoch_requests})})
+
+    def _run(self, scenario: Scenario, out: Path) -> None:
+        try:
+            self.runner(scenario, out, self._stop)
+        except BaseException as err:  # reported by the next step
+            self.error = err
+
+    def _wait(self) -> tuple[Obs, dict[str, float]]:
+        deadline = time.monotonic() + self.step_timeout_s
+        while time.monotonic() < deadline:
+            try:
+                got = json.loads((self.folder / "obs.json").read_text())
+                if int(got["epoch"]) > self._epoch:
+                    self._epoch = int(got["epoch"])
+                    return np.asarray(got["obs"], dtype=np.float32), got["estimate"]
+            except (OSError, ValueError, KeyError):
+                pass
+            if self.error is not None or (self._thread is not None
+                                          and not self._thread.is_alive()):
+                raise RuntimeError(f"the live run ended before epoch {self._epoch + 1}: "
+                                   f"{self.error or 'no error'}")
+            time.sleep(0.02)
+        raise TimeoutError(f"no observation for epoch {self._epoch + 1} within "
+                           f"{self.step_timeout_s} s")
+
+    def _put(self, weights: npt.NDArray[np.float64]) -> None:
+        write_atomically(self.folder / "action.json", {"weights": [float(w) for w in weights]})
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[Obs, dict[str, Any]]:
+        super().reset(seed=seed)
+        self.close()
+        self._stop = threading.Event()
+        self.error, self._epoch, self._steps = None, 0, 0
+        self.folder.mkdir(parents=True, exist_ok=True)
+        (self.folder / "obs.json").unlink(missing_ok=True)
+        write_atomically(self.folder / "layout.json", self.layout.to_json())
+        self._put(np.ones(len(self.layout.nodes)))
+        sc = self.live_scenario()
+        if seed is not None:
+            sc = sc.model_copy(update={"seed": seed})
+        self._runs += 1
+        out = self.folder / f"run{self._runs}"
+        self._thread = threading.Thread(target=self._run, args=(sc, out), daemon=True)
+        self._thread.start()
+        obs, _ = self._wait()
+        return obs, {"run": str(out)}
+
+    def step(self, action: npt.NDArray[np.float32]
+             ) -> tuple[Obs, float, bool, bool, dict[str, Any]]:
+        if self._thread is None:
+            raise RuntimeError("call reset() before step()")
+        self._put(np.clip(np.asarray(action, dtype=np.float64).reshape(-1), 0.0, 1.0))
+        obs, estimate = self._wait()
+        self._steps += 1
+        g = goal(self.rt_weight, float(estimate["response_ms"]), float(estimate["power_w"]),
+                 self.layout)
+        reward = 1.0 / g if g > 0 else 0.0
+        return obs, reward, False, self._steps >= self.epochs, dict(estimate)
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join(timeout=120)
+            self._thread = None
+
+
+def register_envs() -> None:
+    """Both envs under gymnasium ids (idempotent)."""
+    if "fogsdn/SimRouting-v0" not in gym.registry:
+        gym.register(id="fogsdn/SimRouting-v0", entry_point="agents.env:SimRoutingEnv")
+    if "fogsdn/LiveRouting-v0" not in gym.registry:
+        gym.register(id="fogsdn/LiveRouting-v0", entry_point="agents.live_env:LiveRoutingEnv",
+                     nondeterministic=True)
+
+
+register_envs()

@@ -1,0 +1,70 @@
+"""Training the seed's learner (agents/rnn_rl.py) in the simulator env (issue 9).
+
+One neuron per entry of the weight menu; each decision epoch the learner picks an entry
+(its most excited neuron, or with `explore` a random one), the env runs the epoch with
+those preference weights, and the measured reward R = 1 / G rewards or punishes the
+neuron. The saved JSON is what `controller.policies.rl.RlRnn` loads and goes on
+learning from live.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.env import EpisodeLog, SimRoutingEnv
+from agents.rnn_rl import RnnLearner
+from controller.policies.observe import Layout, Obs
+from controller.policies.rl import learner_to_json
+
+
+@dataclass
+class RnnAgent:
+    menu: tuple[tuple[float, ...], ...]
+    learner: RnnLearner
+    curve: list[EpisodeLog] = field(default_factory=list)
+
+    def action(self, obs: Obs) -> Obs:
+        """The weights of the most excited neuron (no exploration)."""
+        return np.asarray(self.menu[self.learner.best()], dtype=np.float32)
+
+    def save(self, path: Path, layout: Layout, epoch_requests: int, rt_weight: float,
+             meta: dict[str, Any]) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"kind": "rnn", "menu": [list(w) for w in self.menu],
+                                    "learner": learner_to_json(self.learner),
+                                    "layout": layout.to_json(), "rt_weight": rt_weight,
+                                    "epoch_requests": epoch_requests, "meta": meta}))
+
+
+def train_rnn(env: SimRoutingEnv, menu: tuple[tuple[float, ...], ...], steps: int, seed: int,
+              progress: Callable[[EpisodeLog], None] | None = None, explore: float = 0.1
+              ) -> RnnAgent:
+    """`steps` decision epochs; episodes reseed from `seed`. Live it explores no more."""
+    learner = RnnLearner(len(menu), seed=seed, explore=explore)
+    agent = RnnAgent(menu, learner)
+    episode, rewards, infos = 0, [], []
+    env.reset(seed=seed)
+    for _ in range(steps):
+        k = learner.choose()
+        _, reward, _, truncated, info = env.step(np.asarray(menu[k], dtype=np.float32))
+        learner.learn(k, reward)
+        rewards.append(reward)
+        infos.append(info)
+        if truncated:
+            log = EpisodeLog(episode, len(rewards), float(np.mean(rewards)),
+                             float(np.mean([i["response_ms"] for i in infos])),
+                             float(np.mean([i["power_w"] for i in infos])))
+            agent.curve.append(log)
+            if progress is not None:
+                progress(log)
+            episode += 1
+            rewards, infos = [], []
+            env.reset(seed=seed + episode)
+    learner.explore = 0.0
+    return agent

@@ -1,0 +1,214 @@
+"""Learned agents as ordinary policies (issue 9): `rl_dqn` and `rl_rnn` (pure but for
+reading the saved weights once, when the policy is built).
+
+Both decide per flow and learn or think per epoch. Every new flow (the controller's
+packet-in for a SYN, the simulator's arrival) goes to the node that the epoch's
+preference weights favour: least expected response time / weight (`weighted_choice` in
+controller/policies/observe.py, microseconds). Every `epoch_requests` flows the agent
+looks at the epoch's observation (`EpochObserver`, built from the same views the policy
+was shown) and picks the next weights from its menu. So the network
+never sits on the data path: a flow waits for one weighted comparison, and once per
+epoch for one forward pass (a 2 x 64 MLP in numpy, or the RNN's fixed point).
+
+* `rl_dqn`: the DQN trained in the simulator (scripts/train_agent.py), exported as JSON
+  (`agents/weights/dqn_<scenario>.json`): it picks the menu entry with the largest Q.
+* `rl_rnn`: the seed's random neural network (agents/rnn_rl.py), one neuron per menu
+  entry, trained in the simulator and saved as JSON (`rnn_<scenario>.json`); it goes on
+  learning where it decides, from the goal G = a RT/RT_ref + b P/P_ref computed on the
+  observer's estimates (the controller measures no response times; it estimates them
+  from queue lengths and path delays, and power from analysis.power), R = 1 / G.
+
+`policy.params.weights` names the file (relative to the project root unless absolute).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from agents.rnn_rl import RnnLearner
+from controller.policies.base import ClusterView, Policy, PolicyError, Request, RouteTable
+from controller.policies.observe import EpochObserver, Layout, Obs, weighted_choice
+from fogsdn.scenario import TaskClass
+
+ROOT = Path(__file__).resolve().parents[2]
+WEIGHTS_DIR = ROOT / "agents" / "weights"
+
+
+def weights_path(name: str) -> Path:
+    p = Path(name)
+    return p if p.is_absolute() else ROOT / p
+
+
+def read_weights(name: str, kind: str) -> dict[str, Any]:
+    """The saved agent `name` of `kind`; one line naming the file on any problem."""
+    path = weights_path(name)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise PolicyError(f"policy.params.weights: cannot read {path}: {err}") from None
+    if not isinstance(data, dict) or data.get("kind") != kind:
+        raise PolicyError(f"policy.params.weights: {path} is not a saved {kind} agent")
+    return data
+
+
+def relu_mlp(layers: Sequence[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]],
+             x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Linear layers with ReLU between them (torch's nn.Linear: y = W x + b)."""
+    for i, (w, b) in enumerate(layers):
+        x = w @ x + b
+        if i < len(layers) - 1:
+            x = np.maximum(x, 0.0)
+    return x
+
+
+@dataclass
+class _EpochAgent(Policy):
+    """Per-flow weighted choice; new weights from `think` every `epoch_requests` flows."""
+
+    proactive: ClassVar[bool] = False
+    state_based: ClassVar[bool | None] = False
+    kind: ClassVar[str] = ""
+    default_file: ClassVar[str] = ""
+    layout: Layout = field(init=False)
+    menu: tuple[tuple[float, ...], ...] = field(init=False)
+    epoch_requests: int = field(init=False)
+    observer: EpochObserver = field(init=False)
+    weights: tuple[float, ...] = field(init=False)
+    choice: int | None = field(init=False, default=None)
+    decisions: int = field(init=False, default=0)
+    epochs: list[tuple[int, tuple[float, ...]]] = field(init=False, default_factory=list)
+
+    def __post_init__(self) -> None:
+        name = str(self.spec.params.get("weights", self.default_file))
+        data = read_weights(name, self.kind)
+        try:
+            self.layout = Layout.from_json(data["layout"])
+            self.menu = tuple(tuple(float(w) for w in entry) for entry in data["menu"])
+            self.epoch_requests = int(self.spec.params.get("epoch_requests",
+                                                           data["epoch_requests"]))
+        except (KeyError, TypeError, ValueError) as err:
+            raise PolicyError(f"policy.params.weights: {name}: bad field ({err})") from None
+        if self.epoch_requests < 1 or not self.menu or any(
+                len(e) != len(self.layout.nodes) for e in self.menu):
+            raise PolicyError(f"policy.params.weights: {name}: menu or epoch does not fit "
+                              f"{len(self.layout.nodes)} nodes")
+        self.observer = EpochObserver(self.layout)
+        self.weights = tuple(1.0 for _ in self.layout.nodes)
+        self.load(data)
+
+    def load(self, data: dict[str, Any]) -> None:
+        """Read the agent's own parameters."""
+
+    def think(self, obs: Obs, estimate: dict[str, float]) -> int:
+        """The menu entry for the next epoch."""
+        raise NotImplementedError
+
+    def _check(self, view: ClusterView) -> None:
+        names = tuple(n.name for n in view.nodes)
+        if names != self.layout.nodes:
+            raise PolicyError(f"trained on nodes {list(self.layout.nodes)}, the cluster has "
+                              f"{list(names)}")
+
+    def routes(self, view: ClusterView) -> RouteTable:
+        self._check(view)
+        target = {view.nodes[weighted_choice(view, self.weights)].name: 1.0}
+        return {TaskClass.HP: target, TaskClass.LP: target}
+
+    def decide(self, view: ClusterView, request: Request, rng: random.Random) -> str:
+        if self.decisions == 0:
+            self._check(view)
+        elif self.decisions % self.epoch_requests == 0:
+            obs, estimate = self.observer.close()
+            self.choice = self.think(obs, estimate)
+            self.weights = self.menu[self.choice]
+            self.epochs.append((self.decisions, self.weights))
+        k = weighted_choice(view, self.weights)
+        self.observer.record(view, k)
+        self.decisions += 1
+        return view.nodes[k].name
+
+
+@dataclass
+class RlDqn(_EpochAgent):
+    name: ClassVar[str] = "rl_dqn"
+    kind: ClassVar[str] = "dqn"
+    default_file: ClassVar[str] = "agents/weights/dqn_multipath_power.json"
+    layers: list[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]] = field(
+        init=False, default_factory=list)
+
+    def load(self, data: dict[str, Any]) -> None:
+        try:
+            self.layers = [(np.asarray(lay["w"], dtype=np.float64),
+                            np.asarray(lay["b"], dtype=np.float64)) for lay in data["layers"]]
+        except (KeyError, TypeError, ValueError) as err:
+            raise PolicyError(f"policy.params.weights: bad layers ({err})") from None
+        if not self.layers or self.layers[0][0].shape[1] != self.layout.size \
+                or self.layers[-1][0].shape[0] != len(self.menu):
+            raise PolicyError("policy.params.weights: the network's shape does not fit its "
+                              f"layout ({self.layout.size} inputs, {len(self.menu)} actions)")
+
+    def q_values(self, obs: Obs) -> npt.NDArray[np.float64]:
+        return relu_mlp(self.layers, obs.astype(np.float64))
+
+    def think(self, obs: Obs, estimate: dict[str, float]) -> int:
+        return int(np.argmax(self.q_values(obs)))
+
+
+@dataclass
+class RlRnn(_EpochAgent):
+    name: ClassVar[str] = "rl_rnn"
+    kind: ClassVar[str] = "rnn"
+    default_file: ClassVar[str] = "agents/weights/rnn_multipath_power.json"
+    learner: RnnLearner = field(init=False)
+    rt_weight: float = field(init=False, default=0.5)
+
+    def load(self, data: dict[str, Any]) -> None:
+        try:
+            self.rt_weight = float(self.spec.params.get("rt_weight", data["rt_weight"]))
+            self.learner = learner_from_json(data["learner"], len(self.menu))
+        except (KeyError, TypeError, ValueError) as err:
+            raise PolicyError(f"policy.params.weights: bad learner ({err})") from None
+
+    def think(self, obs: Obs, estimate: dict[str, float]) -> int:
+        if self.choice is not None and estimate["flows"] > 0:
+            g = goal(self.rt_weight, estimate["response_ms"], estimate["power_w"], self.layout)
+            self.learner.learn(self.choice, 1.0 / g if g > 0 else 0.0)
+        return self.learner.choose()
+
+
+def goal(rt_weight: float, response_ms: float, power_w: float, layout: Layout) -> float:
+    """Seed 002a's G = a RT / RT_ref + (1 - a) P / P_ref."""
+    return (rt_weight * response_ms / layout.rt_ref_ms
+            + (1.0 - rt_weight) * power_w / layout.p_ref_w)
+
+
+def learner_to_json(learner: RnnLearner) -> dict[str, Any]:
+    return {"n": learner.n, "alpha": learner.alpha, "explore": learner.explore,
+            "seed": learner.seed, "ext_plus": learner.ext_plus, "ext_minus": learner.ext_minus,
+            "w_plus": learner.w_plus.tolist(), "w_minus": learner.w_minus.tolist(),
+            "threshold": learner.threshold}
+
+
+def learner_from_json(d: dict[str, Any], n: int) -> RnnLearner:
+    learner = RnnLearner(int(d["n"]), alpha=float(d["alpha"]), explore=float(d["explore"]),
+                         seed=int(d["seed"]), ext_plus=float(d["ext_plus"]),
+                         ext_minus=float(d["ext_minus"]))
+    if learner.n != n:
+        raise ValueError(f"learner has {learner.n} neurons for {n} menu entries")
+    learner.w_plus = np.asarray(d["w_plus"], dtype=np.float64).reshape(n, n)
+    learner.w_minus = np.asarray(d["w_minus"], dtype=np.float64).reshape(n, n)
+    learner.threshold = None if d["threshold"] is None else float(d["threshold"])
+    learner.q = learner._solve()
+    return learner
+
+
+__all__ = ["RlDqn", "RlRnn", "goal", "learner_from_json", "learner_to_json", "read_weights",
+           "relu_mlp", "weights_path"]

@@ -1,0 +1,32 @@
+"""scripts/eval_agents.py on a tiny simulated run: the JSON has every policy's figures."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import ROOT
+
+
+def test_eval_json_shape(tmp_path: Path) -> None:
+    out = tmp_path / "eval.json"
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "eval_agents.py"), "--engine", "simulate",
+         "--seeds", "1", "2", "--requests", "1500", "--policies", "latency_greedy",
+         "power_greedy", "rl_dqn", "--out", str(tmp_path / "runs"), "--json", str(out)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = json.loads(out.read_text())
+    assert list(data) == ["latency_greedy", "power_greedy", "rl_dqn"]
+    for entry in data.values():
+        for key in ("response_ms", "response_ms_ci95", "power_W", "power_W_ci95", "p95_ms",
+                    "energy_per_request_J"):
+            assert math.isfinite(entry[key]) and entry[key] > 0, key
+        assert entry["runs"] == 2
+    # the scenario's trade-off: power-greedy saves power and costs response time
+    assert data["power_greedy"]["power_W"] < data["latency_greedy"]["power_W"]
+    assert data["power_greedy"]["response_ms"] > data["latency_greedy"]["response_ms"]
+    assert "latency_greedy" in r.stdout and "rl_dqn" in r.stdout
