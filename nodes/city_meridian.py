@@ -107,8 +107,8 @@ class MeridianAgent:
         self.reports: dict[str, dict[str, float]] = {}  # member -> its RTTs to others
         self.queries: dict[str, _Query] = {}
         self.asks: dict[str, tuple[str, float | None]] = {}  # qid -> (asker, d or None)
-        self.next_gossip = 0.0
-        self.next_manage = timing.manage_s
+        self.next_gossip: float | None = None  # set by the first tick
+        self.next_manage = math.inf
         self.hops: list[int] = []  # per query this node finished: hops it made
 
     # -- membership -------------------------------------------------------------
@@ -131,6 +131,8 @@ class MeridianAgent:
 
     def tick(self, now: float) -> list[Action]:
         out: list[Action] = []
+        if self.next_gossip is None:  # the first tick: gossip now, manage one period on
+            self.next_gossip, self.next_manage = now, now + self.timing.manage_s
         if now >= self.next_gossip:
             self.next_gossip = now + self.timing.gossip_s
             out += self._gossip()
