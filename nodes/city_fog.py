@@ -20,7 +20,7 @@ One process per fog host, in its network namespace, bound to the host's address:
 Every datagram sent or received is counted by kind. The state file (rewritten a few
 times a second, atomically) tells the runner how many clients the node holds, which the
 runner turns into the node's load delay on its access link, and the RTTs the node
-measured to its peers (what the clients' Meridian rings are built from).
+measured to its peers.
 
     python -m nodes.city_fog --config RUN/city.json --name fog0
 """
