@@ -8,9 +8,10 @@ node's gossip view); the controller only forwards. Every U(period) seconds the c
 1. asks its selector (`nodes.ncs.selection`) with a context built from live data:
    `optimal` reads the configured RTTs (the runner's truth file: the omniscient
    baseline); `random` picks any; `vivaldi` ranks the nodes by its coordinate against
-   the coordinates in a node's view (a `view` request and its answer); `meridian` runs
-   the closest-node query over rings built from the RTTs the fog nodes measured between
-   themselves, each measurement to the client a real probe; `load_aware` (ours) takes
+   the coordinates in a node's view (a `view` request and its answer); `meridian` sends
+   a closest-node query (`m_query`) to its node (or a random one), which the fog daemons
+   forward among themselves, each probing this client (it answers probes on its probe
+   port), until one sends back the chosen node (`m_result`); `load_aware` (ours) takes
    the view's free slots and probes its shortlist;
 2. joins the chosen node if it is new (`join`; a full node refuses: that step's task is
    lost and the client reconnects, excluding it, up to `max_attempts` times) and leaves
@@ -34,14 +35,15 @@ import math
 import random
 import signal
 import socket
+import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from nodes.city_fog import (
+    MERIDIAN_PORT,
     OPS_PORT,
     PROBE_PORT,
     CityConfig,
@@ -49,7 +51,7 @@ from nodes.city_fog import (
     go_realtime,
     write_json_atomic,
 )
-from nodes.ncs.meridian import MeridianOverlay, Messages
+from nodes.city_meridian import query_message
 from nodes.ncs.selection import (
     SELECTORS,
     LoadAware,
@@ -58,22 +60,9 @@ from nodes.ncs.selection import (
     Selector,
 )
 from nodes.ncs.vivaldi import Coordinate, VivaldiConfig, VivaldiError, VivaldiNode
-from nodes.probe import Prober
+from nodes.probe import EchoResponder, Prober
 
 VIVALDI_SELECTORS = ("vivaldi", "load_aware")
-
-
-class PeerMessages(Messages):
-    """Meridian's message counter, also by (kind, node, direction)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.per: Counter[tuple[str, str, str]] = Counter()
-
-    def send(self, kind: str, src: str, dst: str, count: int = 1) -> None:
-        super().send(kind, src, dst, count)
-        self.per[(kind, src, "out")] += count
-        self.per[(kind, dst, "in")] += count
 
 
 class Transport(Protocol):
@@ -91,6 +80,10 @@ class Transport(Protocol):
         """The runner's configured RTTs for this client now: {"rtt": {...}, "join_rtt"}."""
         ...
 
+    def meridian(self, fog: str, qid: str, eligible: list[str]) -> dict[str, Any] | None:
+        """A closest-node query to `fog`; the `m_result` (from whichever node ends it)."""
+        ...
+
 
 @dataclass
 class ClientResult:
@@ -106,9 +99,7 @@ class ClientResult:
     excess: list[float] = field(default_factory=list)  # task RTT minus the configured one
     picks: list[tuple[int, str]] = field(default_factory=list)  # (whole second, node)
     counts: Counts = field(default_factory=Counts)
-    # Meridian's query and answer messages between fog nodes, which this client's query
-    # stands in for (the nodes' own daemons count everything else they send and receive)
-    relayed: dict[str, Counts] = field(default_factory=dict)
+    meridian_hops: list[int] = field(default_factory=list)  # per answered query
 
     def to_dict(self) -> dict[str, Any]:
         return {"lost": self.lost, "reconnections": self.reconnections,
@@ -116,8 +107,7 @@ class ClientResult:
                 "optimal_hits": self.optimal_hits, "sq_sel_err": self.sq_sel_err,
                 "sq_conn_err": self.sq_conn_err, "delivered": self.delivered,
                 "latencies": self.latencies, "excess": self.excess, "picks": self.picks,
-                "counts": self.counts.to_dict(),
-                "relayed": {n: c.to_dict() for n, c in self.relayed.items()}}
+                "counts": self.counts.to_dict(), "meridian_hops": self.meridian_hops}
 
 
 class CityClient:
@@ -140,8 +130,7 @@ class CityClient:
                                    random.Random(f"{cfg.seed}-client-{name}")) \
             if selector in VIVALDI_SELECTORS else None
         self.coords: dict[str, Coordinate] = {}
-        self.overlay: MeridianOverlay | None = None
-        self.overlay_built = -math.inf
+        self.queries = 0
 
     # -- counting ---------------------------------------------------------------
     def _count(self, kind: str, sent: int, received: int) -> None:
@@ -190,34 +179,19 @@ class CityClient:
         return free
 
     def _meridian(self) -> Callable[[Callable[[str], bool]], str | None]:
-        now = time.monotonic()
-        if self.overlay is None or now - self.overlay_built > 10.0:
-            table = {n: st.get("rtt_ms", {}) for n, st in self.fog_states().items()}
-
-            def measure(a: str, b: str) -> float:
-                if b == self.name or a == self.name:
-                    fog = a if b == self.name else b
-                    return self.ping(fog)[0] or math.nan
-                return table.get(a, {}).get(b, math.nan)
-
-            # the rings come from the nodes' own measurements; upkeep is theirs, not ours
-            self.overlay = MeridianOverlay(self.fogs, measure, messages=PeerMessages())
-            self.overlay.converge(random.Random(f"{self.cfg.seed}-ring-{self.name}"))
-            self.overlay_built = now
-        overlay = self.overlay
         entry = self.node or self.rng.choice(self.fogs)
 
         def query(eligible: Callable[[str], bool]) -> str | None:
-            msgs = PeerMessages()
-            overlay.messages = msgs
-            result = overlay.closest(self.name, entry, eligible)
-            for (kind, node, way), n in msgs.per.items():
-                if kind == "probe":
-                    continue  # real probes, counted where they were sent and answered
-                c = self.result.counts if node == self.name else \
-                    self.result.relayed.setdefault(node, Counts())
-                (c.sent if way == "out" else c.received)[kind] += n
-            return result.node
+            self.queries += 1
+            reply = self.net.meridian(entry, f"{self.name}-{self.queries}",
+                                      [n for n in self.fogs if eligible(n)])
+            self._count("m_query", 1, 0)
+            if reply is None:
+                return None
+            self._count("m_result", 0, 1)
+            self.result.meridian_hops.append(int(reply.get("hops", 0)))
+            node = reply.get("node")
+            return node if node in self.slots and eligible(node) else None
 
         return query
 
@@ -358,6 +332,25 @@ class UdpTransport:
             return None  # not an answer of ours: as good as none
         return reply if isinstance(reply, dict) else None
 
+    def meridian(self, fog: str, qid: str, eligible: list[str]) -> dict[str, Any] | None:
+        ip, port = self.sock.getsockname()
+        msg = query_message(qid, self.name, (ip, PROBE_PORT), (ip, port), eligible)
+        self.sock.sendto(json.dumps(msg).encode(), (self.cfg.fogs[fog].ip, MERIDIAN_PORT))
+        # the query may visit every node, each waiting at most a probe's timeout
+        deadline = time.monotonic() + self.timeout_s * 3
+        while (left := deadline - time.monotonic()) > 0:
+            self.sock.settimeout(left)
+            try:
+                reply = json.loads(self.sock.recv(4096))
+            except TimeoutError:
+                return None
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                continue
+            if isinstance(reply, dict) and reply.get("op") == "m_result" \
+                    and reply.get("qid") == qid:
+                return reply
+        return None
+
     def truth(self) -> dict[str, Any]:
         try:
             self._truth = json.loads(self.truth_path.read_text())["clients"][self.name]
@@ -394,6 +387,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--name: {args.name!r} is not a client of {args.config}")
     net = UdpTransport(cfg, cfg.clients[args.name], args.truth)
     net.name = args.name
+    # the fog daemons' Meridian probes this client; it answers them beside its own work
+    responder = EchoResponder((cfg.clients[args.name], PROBE_PORT))
+    threading.Thread(target=responder.serve, daemon=True).start()
     rng = random.Random(f"{cfg.seed}-{args.selector}-{args.name}")
     client = CityClient(args.name, cfg, args.selector, net, rng,
                         fog_state_reader(cfg.state_dir, sorted(cfg.fogs)))
@@ -418,6 +414,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         client.step(now - cfg.epoch)
         t = max(t + rng.uniform(*cfg.period_s), time.monotonic())
+    responder.stop()
+    counts = client.result.counts
+    counts.received["m_probe"] += responder.counters.received
+    counts.sent["m_probe"] += responder.counters.sent
     out = client.result.to_dict()
     out["coordinate_errors"] = client.coordinate_errors(net.truth()) if net.truth() else {}
     write_json_atomic(args.out, out)

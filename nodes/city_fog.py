@@ -12,12 +12,15 @@ One process per fog host, in its network namespace, bound to the host's address:
   the client can fold the task's RTT into its own), and `view` (the coordinates and free
   slots of every fog node this node has heard from: its gossip view);
 - once a second it pings every other fog node (non-blocking) and folds the RTT into its
-  coordinate; those echoes carry the peers' state, which is how the view spreads.
+  coordinate; those echoes carry the peers' state, which is how the view spreads;
+- Meridian port: the node's Meridian (`nodes.city_meridian`): rings filed from those
+  RTTs, gossip and ring reports with the other daemons, and closest-node queries from
+  clients, forwarded from daemon to daemon, each node probing the client itself.
 
 Every datagram sent or received is counted by kind. The state file (rewritten a few
 times a second, atomically) tells the runner how many clients the node holds, which the
 runner turns into the node's load delay on its access link, and the RTTs the node
-measured to its peers (what the clients' Meridian rings are built from).
+measured to its peers.
 
     python -m nodes.city_fog --config RUN/city.json --name fog0
 """
@@ -37,6 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nodes.city_meridian import AgentTiming, MeridianAgent, Ping, Send
+from nodes.ncs.meridian import MeridianConfig
 from nodes.ncs.vivaldi import Coordinate, VivaldiConfig, VivaldiError, VivaldiNode
 from nodes.probe import (
     ECHO,
@@ -49,6 +54,7 @@ from nodes.probe import (
 
 PROBE_PORT = 7000
 OPS_PORT = 7001
+MERIDIAN_PORT = 7002
 MAX_OP = 4096
 
 
@@ -160,6 +166,12 @@ class FogNode:
         self.peer_rtt_ms: dict[str, float] = {}  # model ms
         self.counts = Counts()
         self.refused = 0
+        self.meridian = MeridianAgent(
+            info.name, {n: (f.ip, MERIDIAN_PORT) for n, f in cfg.fogs.items()},
+            MeridianConfig(), random.Random(f"{cfg.seed}-meridian-{info.name}"),
+            AgentTiming(ping_timeout_s=cfg.timeout_ms * cfg.time_scale / 1000,
+                        time_scale=cfg.time_scale),
+            self.counts.sent, self.counts.received)
 
     @property
     def free(self) -> int:
@@ -205,6 +217,7 @@ class FogNode:
         rtt = rtt_real_ms / self.cfg.time_scale
         self.view[peer] = st
         self.peer_rtt_ms[peer] = rtt
+        self.meridian.measured(peer, rtt)
         try:
             self.vivaldi.update(peer, coord, rtt)
         except VivaldiError:
@@ -218,8 +231,10 @@ class FogDaemon:
         self.probe_sock = self._sock(ip, PROBE_PORT)
         self.ops_sock = self._sock(ip, OPS_PORT)
         self.peer_sock = self._sock(ip, 0)
+        self.meridian_sock = self._sock(ip, MERIDIAN_PORT)
         self.by_ip = {f.ip: n for n, f in node.cfg.fogs.items()}
-        self.pending: dict[int, tuple[str, int]] = {}  # seq -> (peer, t_send_ns)
+        # seq -> (peer, or a Meridian probe's token, t_send_ns)
+        self.pending: dict[int, tuple[str | tuple[str, str], int]] = {}
         self.seq = 0
         self.stop = False
 
@@ -269,11 +284,42 @@ class FogDaemon:
         except MalformedDatagram:
             c.received["malformed"] += 1
             return
-        c.received["probe"] += 1
         sent = self.pending.pop(msg.seq, None)
         if msg.kind != ECHO or sent is None or sent[1] != msg.t_send_ns:
+            c.received["probe"] += 1
             return
-        self.node.peer_echo(sent[0], (t_recv - sent[1]) / 1e6, msg.payload)
+        rtt_real_ms = (t_recv - sent[1]) / 1e6
+        if isinstance(sent[0], tuple):  # Meridian's probe to a client
+            c.received["m_probe"] += 1
+            self._meridian_do(self.node.meridian.client_rtt(
+                sent[0], rtt_real_ms / self.node.cfg.time_scale, time.monotonic()))
+            return
+        c.received["probe"] += 1
+        self.node.peer_echo(sent[0], rtt_real_ms, msg.payload)
+
+    def _meridian_in(self) -> None:
+        data, _sender = self.meridian_sock.recvfrom(MAX_OP)
+        try:
+            msg = json.loads(data)
+            if not isinstance(msg, dict):
+                raise TypeError
+        except (json.JSONDecodeError, TypeError, UnicodeDecodeError):
+            self.node.counts.received["malformed"] += 1
+            return
+        self._meridian_do(self.node.meridian.message(msg, time.monotonic()))
+
+    def _meridian_do(self, actions: list[Ping | Send]) -> None:
+        """Carry out what the Meridian agent asks for (it has counted its datagrams)."""
+        for a in actions:
+            if isinstance(a, Send):
+                self.meridian_sock.sendto(json.dumps(a.msg, separators=(",", ":")).encode(),
+                                          a.dest)
+                continue
+            self.seq = (self.seq + 1) % 2**32
+            t = time.monotonic_ns()
+            self.peer_sock.sendto(ProbeMessage(PING, self.seq, t).encode(), a.dest)
+            self.pending[self.seq] = (a.token, t)
+            self.node.counts.sent["m_probe"] += 1
 
     def _ping_peers(self) -> None:
         now = time.monotonic_ns()
@@ -291,12 +337,13 @@ class FogDaemon:
         n = self.node
         write_json_atomic(n.cfg.state_dir / f"{n.info.name}.json", {
             "members": len(n.members), "refused": n.refused, "rtt_ms": n.peer_rtt_ms,
-            "coord": n.vivaldi.coord.to_dict(), "counts": n.counts.to_dict()})
+            "coord": n.vivaldi.coord.to_dict(), "counts": n.counts.to_dict(),
+            "meridian_hops": n.meridian.hops})
 
     def serve(self) -> None:
         next_ping = time.monotonic() + random.Random(self.node.info.name).uniform(0, 1)
         next_state = 0.0
-        socks = [self.probe_sock, self.ops_sock, self.peer_sock]
+        socks = [self.probe_sock, self.ops_sock, self.peer_sock, self.meridian_sock]
         while not self.stop:
             ready, _, _ = select.select(socks, [], [], 0.02)
             for s in ready:
@@ -304,9 +351,12 @@ class FogDaemon:
                     self._probe_in()
                 elif s is self.ops_sock:
                     self._ops_in()
+                elif s is self.meridian_sock:
+                    self._meridian_in()
                 else:
                     self._peer_in()
             now = time.monotonic()
+            self._meridian_do(self.node.meridian.tick(now))
             if now >= next_ping:
                 self._ping_peers()
                 next_ping = now + 1.0

@@ -113,13 +113,8 @@ def aggregate(results: dict[str, dict[str, Any]], fog_states: dict[str, dict[str
               ) -> dict[str, Any]:
     """The simulator's metric columns from the live clients' and nodes' records."""
     clients = list(results.values())
-    relayed: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for r in clients:
-        for n, c in r.get("relayed", {}).items():
-            relayed[n][0] += int(c["in"])
-            relayed[n][1] += int(c["out"])
-    node_in = [int(s["counts"]["in"]) + relayed[n][0] for n, s in fog_states.items()]
-    node_out = [int(s["counts"]["out"]) + relayed[n][1] for n, s in fog_states.items()]
+    node_in = [int(s["counts"]["in"]) for s in fog_states.values()]
+    node_out = [int(s["counts"]["out"]) for s in fog_states.values()]
     sel = sum(r["selections"] for r in clients)
     picks: dict[int, set[str]] = defaultdict(set)
     for r in clients:
@@ -129,10 +124,8 @@ def aggregate(results: dict[str, dict[str, Any]], fog_states: dict[str, dict[str
     conn = [math.sqrt(r["sq_conn_err"] / r["delivered"]) for r in clients if r["delivered"]]
     excess = [x for r in clients for x in r.get("excess", [])]
     coord = [e for r in clients for e in r.get("coordinate_errors", {}).values()]
-    probes = sum(int(r["counts"]["sent"].get("probe", 0)) + int(r["counts"]["received"]
-                 .get("probe", 0)) for r in clients)
-    probes += sum(int(s["counts"]["sent"].get("probe", 0)) + int(s["counts"]["received"]
-                  .get("probe", 0)) for s in fog_states.values())
+    probes = sum(int(r["counts"][way].get(kind, 0)) for r in [*clients, *fog_states.values()]
+                 for way in ("sent", "received") for kind in ("probe", "m_probe"))
     nan = math.nan
     return {
         "client_messages": statistics.mean(r["counts"]["in"] + r["counts"]["out"]
@@ -155,7 +148,32 @@ def aggregate(results: dict[str, dict[str, Any]], fog_states: dict[str, dict[str
         "probe_messages": probes,
         "rtt_excess_ms": statistics.median(excess) if excess else nan,
         "coord_median_rel_error": statistics.median(coord) if coord else nan,
-    }
+    } | meridian_columns(clients, fog_states)
+
+
+def meridian_columns(clients: list[dict[str, Any]], fog_states: dict[str, dict[str, Any]]
+                     ) -> dict[str, Any]:
+    """Meridian's messages as the daemons counted them, per query as the simulator
+    counts them: the client's query, the asks and forwards, the answers and the
+    result, and each probe to the client (ping and echo); and its upkeep."""
+    queries = sum(int(r["counts"]["sent"].get("m_query", 0)) for r in clients)
+    if not queries:
+        return {}
+    fogs = list(fog_states.values())
+
+    def sent(kind: str) -> int:
+        return sum(int(s["counts"]["sent"].get(kind, 0)) for s in fogs)
+
+    probes = sent("m_probe")
+    per_query = queries + sum(sent(k) for k in ("m_query", "m_ask", "m_answer", "m_result"))
+    per_query += probes + sum(int(s["counts"]["received"].get("m_probe", 0)) for s in fogs)
+    hops = [h for s in fogs for h in s.get("meridian_hops", [])]
+    return {"meridian_queries": queries,
+            "meridian_messages_per_query": per_query / queries,
+            "meridian_probes_per_query": probes / queries,
+            "meridian_hops_per_query": statistics.mean(hops) if hops else math.nan,
+            "meridian_upkeep_messages": sum(sent(k) for k in ("m_gossip", "m_ring",
+                                                                "m_report"))}
 
 
 class CityLive:

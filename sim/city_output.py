@@ -11,6 +11,10 @@ from sim.city_study import METRIC_COLUMNS
 
 LIVE_COLUMNS = ("probe_messages", "rtt_excess_ms", "coord_median_rel_error", "link_updates",
                 "clients_reporting", "fogs_reporting")
+# Meridian's messages per query and its upkeep, counted the same way by both engines
+MERIDIAN_COLUMNS = ("meridian_queries", "meridian_messages_per_query",
+                    "meridian_probes_per_query", "meridian_hops_per_query",
+                    "meridian_upkeep_messages")
 
 FIGURES: dict[str, list[tuple[str, str]]] = {
     "fig4": [("client_messages", "total messages per client"),
@@ -29,7 +33,7 @@ FIGURES: dict[str, list[tuple[str, str]]] = {
 
 def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
     cols = ["selector", "ratio", "clients", "slots", "seed", "duration_s", *METRIC_COLUMNS]
-    cols += [c for c in LIVE_COLUMNS if any(c in r for r in rows)]
+    cols += [c for c in (*LIVE_COLUMNS, *MERIDIAN_COLUMNS) if any(c in r for r in rows)]
     with path.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
         w.writeheader()

@@ -156,6 +156,7 @@ class CityStudy:
         if cfg.selector == "meridian":
             self.meridian = MeridianOverlay(self.names, self._measure, messages=self.messages)
         # metrics
+        self.meridian_queries: list[tuple[int, int, int]] = []  # (messages, probes, hops)
         self.selections = 0
         self.optimal_hits = 0
         self.sq_sel_err = 0.0
@@ -284,7 +285,12 @@ class CityStudy:
             entry = c.node or self.rng.choice(self.names)
 
             def meridian_query(eligible: Any) -> str | None:
-                return overlay.closest(c.name, entry, eligible).node
+                probes = self.messages.by_kind["probe"]
+                result = overlay.closest(c.name, entry, eligible)
+                self.meridian_queries.append(
+                    (result.messages, (self.messages.by_kind["probe"] - probes) // 2,
+                     result.hops))
+                return result.node
             meridian = meridian_query
         probe = None
         if kind == "load_aware":
@@ -391,7 +397,19 @@ class CityStudy:
             "mean_latency_ms": statistics.mean(self.latencies) if self.latencies else math.nan,
             "connection_error_ms": statistics.mean(conn) if conn else math.nan,
             "delivered": len(self.latencies),
-        }
+        } | self._meridian_metrics()
+
+    def _meridian_metrics(self) -> dict[str, Any]:
+        """Per query as the live run counts them (sim/city_output.MERIDIAN_COLUMNS)."""
+        q = self.meridian_queries
+        if not q:
+            return {}
+        by_kind = self.messages.by_kind
+        return {"meridian_queries": len(q),
+                "meridian_messages_per_query": statistics.mean(m for m, _p, _h in q),
+                "meridian_probes_per_query": statistics.mean(p for _m, p, _h in q),
+                "meridian_hops_per_query": statistics.mean(h for _m, _p, h in q),
+                "meridian_upkeep_messages": by_kind["gossip"] + by_kind["ring_manage"]}
 
 
 def run_study(cfg: StudyConfig, trace: PositionTrace | None = None) -> dict[str, Any]:

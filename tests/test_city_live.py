@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 import random
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,8 @@ from conftest import ROOT
 
 from fogsdn.routing import path_delay_ms, shortest_path
 from nodes.city_client import CityClient
-from nodes.city_fog import CityConfig, FogInfo, FogNode
+from nodes.city_fog import MERIDIAN_PORT, CityConfig, FogInfo, FogNode
+from nodes.city_meridian import Ping, query_message
 from runner.city_cli import run_city_study
 from runner.city_live import Mobility, aggregate, live_scenario, start_positions
 from topologies.city_latency import LatencyParams, load_ms, processing_ms
@@ -176,6 +178,25 @@ class FakeCity:
     def truth(self) -> dict[str, Any]:
         return {"rtt": dict(self.rtt), "join_rtt": {n: v + 0.1 for n, v in self.rtt.items()}}
 
+    def meridian(self, fog: str, qid: str, eligible: list[str]) -> dict[str, Any] | None:
+        """The nodes' Meridian agents, datagrams delivered in order, probes from the table."""
+        by_addr = {(f.ip, MERIDIAN_PORT): n for n, f in self.cfg.fogs.items()}
+        reply = ("10.0.0.101", 5000)
+        msg = query_message(qid, "c1", ("10.0.0.101", 7000), reply, eligible)
+        queue = deque((fog, a) for a in self.nodes[fog].meridian.message(msg, 0.0))
+        while queue:
+            at, action = queue.popleft()
+            agent = self.nodes[at].meridian
+            if isinstance(action, Ping):
+                self.pings += 1
+                queue += [(at, a) for a in agent.client_rtt(action.token, self.rtt[at], 0.0)]
+            elif action.dest == reply:
+                return action.msg
+            else:
+                to = by_addr[action.dest]
+                queue += [(to, a) for a in self.nodes[to].meridian.message(action.msg, 0.0)]
+        return None
+
 
 def _client(city: FakeCity, selector: str, name: str = "c1") -> CityClient:
     return CityClient(name, city.cfg, selector, city, random.Random(3),
@@ -219,16 +240,22 @@ def test_vivaldi_client_learns_coordinates_from_its_probes() -> None:
     assert c.node == "x"  # with coordinates learned, the nearest node by estimate
 
 
-def test_meridian_client_counts_the_query_messages_it_stands_in_for() -> None:
+def test_meridian_client_queries_the_fog_nodes_and_they_answer() -> None:
     city = FakeCity({"x": 2.0, "y": 3.0, "z": 5.0}, {"x": 1, "y": 2, "z": 2})
+    between = {"x": {"y": 1.5, "z": 4.0}, "y": {"x": 1.5, "z": 3.0}, "z": {"x": 4.0, "y": 3.0}}
+    for n, node in city.nodes.items():  # the rings, as the daemons' own probes fill them
+        node.meridian.known = set(between[n])
+        for peer, rtt in between[n].items():
+            node.meridian.measured(peer, rtt)
     c = CityClient("c1", city.cfg, "meridian", city, random.Random(3), lambda: {
-        "x": {"rtt_ms": {"y": 1.5, "z": 4.0}, "members": 0},
-        "y": {"rtt_ms": {"x": 1.5, "z": 3.0}, "members": 0},
-        "z": {"rtt_ms": {"x": 4.0, "y": 3.0}, "members": 0}})
+        n: {"members": len(f.members)} for n, f in city.nodes.items()})
     c.step(0.0)
-    assert c.node == "x"
-    assert c.result.counts.sent["query"] >= 1 and c.result.counts.received["answer"] >= 1
-    assert c.result.counts.sent["probe"] >= 1
+    assert c.node == "x" and c.result.lost == 0
+    assert c.result.counts.sent["m_query"] == 1 and c.result.counts.received["m_result"] == 1
+    assert city.pings >= 2  # the entry node probed the client, and so did a member
+    sent = sum(f.counts.sent["m_ask"] for f in city.nodes.values())
+    assert sent >= 1 and sent == sum(f.counts.received["m_ask"] for f in city.nodes.values())
+    assert c.result.meridian_hops == [0]  # from this seed's entry no forward was needed
 
 
 # -- mobility and metrics ----------------------------------------------------------------
@@ -255,24 +282,34 @@ def test_aggregate_gives_the_simulators_columns() -> None:
         "c1": {"lost": 1, "reconnections": 1, "handovers": 0, "selections": 2,
                "optimal_hits": 1, "sq_sel_err": 4.0, "sq_conn_err": 2.0, "delivered": 2,
                "latencies": [3.0, 5.0], "excess": [0.1, 0.3], "picks": [[1, "x"], [1, "y"]],
-               "counts": counts(10, 12), "relayed": {"x": {"in": 2, "out": 1}},
+               "counts": counts(10, 12) | {"sent": {"probe": 12, "m_query": 3}},
                "coordinate_errors": {"x": 0.1}},
         "c2": {"lost": 0, "reconnections": 0, "handovers": 2, "selections": 2,
                "optimal_hits": 2, "sq_sel_err": 0.0, "sq_conn_err": 0.0, "delivered": 1,
                "latencies": [4.0], "excess": [0.2], "picks": [[2, "x"], [1, "x"]],
-               "counts": counts(6, 6), "relayed": {}, "coordinate_errors": {"x": 0.3}},
+               "counts": counts(6, 6), "coordinate_errors": {"x": 0.3}},
     }
-    fogs = {"x": {"counts": counts(20, 18)}, "y": {"counts": counts(4, 4)}}
+    x_sent = {"probe": 18, "m_ask": 2, "m_answer": 1, "m_result": 3, "m_probe": 5,
+              "m_gossip": 4, "m_ring": 2, "m_report": 1}
+    x_counts = counts(20, 18) | {"sent": x_sent, "received": {"probe": 20, "m_probe": 5}}
+    fogs: dict[str, dict[str, Any]] = {
+        "x": {"counts": x_counts, "meridian_hops": [0, 1, 1]}, "y": {"counts": counts(4, 4)}}
     m = aggregate(clients, fogs)
     assert m["client_messages"] == 17 and m["client_lost"] == 0.5
-    assert m["node_in"] == (22 + 4) / 2 and m["node_out"] == (19 + 4) / 2
+    assert m["node_in"] == (20 + 4) / 2 and m["node_out"] == (18 + 4) / 2
     assert m["optimal_rate"] == 0.75 and m["selection_rmse_ms"] == pytest.approx(1.0)
     assert m["unique_per_step"] == 1.5  # second 1: {x, y}; second 2: {x}
     assert m["mean_latency_ms"] == 4.0 and m["delivered"] == 3
     assert m["connection_error_ms"] == pytest.approx((1.0 + 0.0) / 2)
     assert m["rtt_excess_ms"] == pytest.approx(0.2)
     assert m["coord_median_rel_error"] == pytest.approx(0.2)
-    assert m["probe_messages"] == 22 + 12 + 38 + 8
+    assert m["probe_messages"] == 22 + 12 + 38 + 8 + 5 + 5
+    # Meridian per query: 3 queries, 2 asks, 1 answer, 3 results, 5 probes each way
+    assert m["meridian_queries"] == 3
+    assert m["meridian_messages_per_query"] == pytest.approx((3 + 2 + 1 + 3 + 10) / 3)
+    assert m["meridian_probes_per_query"] == pytest.approx(5 / 3)
+    assert m["meridian_hops_per_query"] == pytest.approx(2 / 3)
+    assert m["meridian_upkeep_messages"] == 4 + 2 + 1
 
 
 def test_simulate_engine_runs_the_study_at_its_full_scale(tmp_path: Path) -> None:

@@ -35,6 +35,27 @@ def test_city_runs_live_with_probes_coordinates_and_mobility(tmp_path: Path) -> 
         assert all(f["counts"]["received"]["probe"] > 0 for f in fogs.values())
         for c in range(1, 5):
             r = json.loads((point / f"c{c}.json").read_text())
-            assert r["counts"]["sent"]["probe"] > 0 and r["selections"] > 0
+            # ours probes the nodes; Meridian's nodes probe the client, which echoes
+            probes = r["counts"]["sent"].get("probe", 0) + r["counts"]["sent"].get("m_probe", 0)
+            assert probes > 0 and r["selections"] > 0
     # Vivaldi: the client's estimates against the configured RTTs
     assert rows[0]["coord_median_rel_error"] < 0.5
+    # Meridian between the daemons: queries answered, one crossed at least one daemon
+    # hop, every kind of Meridian message counted where it was sent and received
+    meridian = rows[1]
+    assert meridian["meridian_queries"] > 4 * 8
+    assert meridian["meridian_messages_per_query"] >= 4  # query, probe both ways, result
+    assert meridian["meridian_upkeep_messages"] > 0
+    fogs = json.loads((tmp_path / "meridian-0.5" / "fogs.json").read_text())
+    hops = [h for f in fogs.values() for h in f["meridian_hops"]]
+    assert max(hops) >= 1
+    sent = {k: sum(f["counts"]["sent"].get(k, 0) for f in fogs.values())
+            for k in ("m_query", "m_ask", "m_answer", "m_result", "m_gossip", "m_probe")}
+    received = {k: sum(f["counts"]["received"].get(k, 0) for f in fogs.values())
+                for k in ("m_query", "m_ask", "m_gossip", "m_probe")}
+    assert sent["m_query"] >= 1 and sent["m_ask"] >= 1 and sent["m_gossip"] > 0
+    assert received["m_ask"] >= sent["m_ask"] - 2 and received["m_gossip"] > 0
+    assert received["m_query"] >= meridian["meridian_queries"]  # the clients' and forwards
+    assert received["m_probe"] > 0.9 * sent["m_probe"]  # the clients answered the probes
+    # ours runs no Meridian: no query columns
+    assert "meridian_queries" not in rows[0]

@@ -199,6 +199,46 @@ class MeridianNode:
 
 
 @dataclass(frozen=True)
+class QueryStep:
+    """What a node does with the answers it got: the nearest answer (None if none), its
+    latency, and whether the query moves there (it improved on d by the threshold)."""
+
+    nearest: str | None
+    latency_ms: float
+    forward: bool
+
+
+def band_members(node: MeridianNode, d: float, visited: Iterable[str],
+                 eligible: Callable[[str], bool]) -> list[str]:
+    """The primaries `node` asks to measure a target it is `d` away from: those whose
+    latency to it is in [(1 - beta) d, (1 + beta) d], not yet visited, eligible."""
+    beta, seen = node.config.beta, set(visited)
+    return [m for m, _lat in node.primaries_between((1 - beta) * d, (1 + beta) * d)
+            if m not in seen and eligible(m)]
+
+
+def within_cutoff(config: MeridianConfig, d: float, dm: float) -> bool:
+    """An answer counts only if finite and at most (2 beta + 1) d: a farther one cannot
+    come from a node closer to the target (a member does not even send it)."""
+    return math.isfinite(dm) and dm <= (2 * config.beta + 1) * d
+
+
+def next_step(config: MeridianConfig, d: float, answers: dict[str, float]) -> QueryStep:
+    """The nearest answer (ties by name) and whether it is at most beta * d."""
+    if not answers:
+        return QueryStep(None, math.inf, False)
+    nearest = min(answers, key=lambda m: (answers[m], m))
+    return QueryStep(nearest, answers[nearest], answers[nearest] <= config.beta * d)
+
+
+def fallback_groups(node: MeridianNode, eligible: Callable[[str], bool]) -> list[list[str]]:
+    """No eligible answer came from the band: ask every eligible member, the primaries
+    first and, if none of them answers, the secondaries."""
+    return [[m for r in node.rings for m in r.primary if eligible(m)],
+            [m for r in node.rings for m in r.secondary if eligible(m)]]
+
+
+@dataclass(frozen=True)
 class QueryResult:
     node: str | None  # None when no eligible node answered
     latency_ms: float
@@ -269,7 +309,6 @@ class MeridianOverlay:
         if entry not in self.nodes:
             raise MeridianError(f"entry: unknown Meridian node {entry!r}")
         ok = eligible or (lambda _n: True)
-        beta = self.config.beta
         start = self.messages.total
         self.messages.send("query", target, entry)
         current = entry
@@ -280,24 +319,21 @@ class MeridianOverlay:
         hops = 0
         while math.isfinite(d):
             answers: dict[str, float] = {}
-            for member, _lat in self.nodes[current].primaries_between((1 - beta) * d,
-                                                                       (1 + beta) * d):
-                if member in visited or not ok(member):
-                    continue
+            for member in band_members(self.nodes[current], d, visited, ok):
                 self.messages.send("query", current, member)
                 dm = self._probe(member, target)
-                if math.isfinite(dm) and dm <= (2 * beta + 1) * d:
+                if within_cutoff(self.config, d, dm):
                     self.messages.send("answer", member, current)
                     answers[member] = dm
-            if not answers:
+            step = next_step(self.config, d, answers)
+            if step.nearest is None:
                 break
-            nearest = min(answers, key=lambda m: (answers[m], m))
-            if answers[nearest] < best[1]:
-                best = (nearest, answers[nearest])
-            if answers[nearest] > beta * d:
+            if step.latency_ms < best[1]:
+                best = (step.nearest, step.latency_ms)
+            if not step.forward:
                 break
-            self.messages.send("query", current, nearest)
-            current, d = nearest, answers[nearest]
+            self.messages.send("query", current, step.nearest)
+            current, d = step.nearest, step.latency_ms
             visited.add(current)
             hops += 1
         if best[0] is None:
@@ -309,21 +345,17 @@ class MeridianOverlay:
                   ok: Callable[[str], bool]) -> tuple[str | None, float]:
         """No eligible node was found in the band (the entry is full, say): the node asks
         every eligible member it knows, primaries first, and takes the closest."""
-        node = self.nodes[current]
-        for group in ([r.primary for r in node.rings], [r.secondary for r in node.rings]):
+        for group in fallback_groups(self.nodes[current], ok):
             answers: dict[str, float] = {}
-            for members in group:
-                for member in members:
-                    if not ok(member):
-                        continue
-                    self.messages.send("query", current, member)
-                    dm = self._probe(member, target)
-                    if math.isfinite(dm):
-                        self.messages.send("answer", member, current)
-                        answers[member] = dm
-            if answers:
-                nearest = min(answers, key=lambda m: (answers[m], m))
-                return nearest, answers[nearest]
+            for member in group:
+                self.messages.send("query", current, member)
+                dm = self._probe(member, target)
+                if math.isfinite(dm):
+                    self.messages.send("answer", member, current)
+                    answers[member] = dm
+            step = next_step(self.config, math.inf, answers)
+            if step.nearest is not None:
+                return step.nearest, step.latency_ms
         return None, math.inf
 
 
