@@ -23,12 +23,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from fogsdn import rx_stamp
 from fogsdn.scenario import Scenario, load_scenario
 from fogsdn.stages import StagePlan, stage_port
 from fogsdn.streams import replication_seed
 from fogsdn.trace import Outcome, TraceRow, TraceWriter
 from fogsdn.workload import Arrival, client_arrivals, client_names
-from nodes import rx_stamp
 from nodes.protocol import DSCP, ProtocolError, TaskRequest, parse_reply
 
 INTERRUPT_GRACE_S = 2.0

@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from fogsdn import rx_stamp
 from fogsdn.local_rpc import recv_line, send_json, unix_call
 from fogsdn.scenario import Servers, TaskClass
-from nodes import rx_stamp
 from nodes.cpu_work import CpuServers, CpuTask
 from nodes.protocol import (
     MAX_REQUEST_BYTES,
@@ -440,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
                max_size=a.max_size, read_timeout_s=a.read_timeout,
                bytes_per_ms=a.bytes_per_ms, kill_after=a.kill_after)
     srv = socket.create_server((a.host, a.port), backlog=512, reuse_port=False)
-    rx_stamp.enable(srv)  # a request arrives when the kernel has it (nodes/rx_stamp.py)
+    rx_stamp.enable(srv)  # a request arrives when the kernel has it (fogsdn/rx_stamp.py)
     srv.settimeout(0.2)
     ctl_path = Path(a.control)
     ctl_path.unlink(missing_ok=True)
