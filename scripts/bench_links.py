@@ -12,7 +12,10 @@ relay here), so its accuracy and cost are measured, beside a plain veth, in one 
 3. throughput: one TCP bulk transfer through a 5 ms link (and through a plain veth), the
    relay's CPU per Mbit/s from /proc/<pid>/stat, and a run under a bandwidth cap;
 4. reroute: the data-plane re-route time after a link failure, p50 and p99 over 100
-   failures on the multipath campus (scripts/bench_topology.py, docs/topologies.md);
+   failures on the multipath campus (`--failures`), three ways: the sending time lost
+   (`reroute_ms` p50/p99), the receiver's stall and the first datagram on the new path;
+   then a fifth as many with the controller paused, the fast-failover groups alone
+   (scripts/bench_topology.py, docs/topologies.md);
 5. startup: the largest topology this machine holds here (50 switches, 200 hosts) up
    under our controller, beside a plain Mininet network of the same graph.
 
