@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from fogsdn.topology import TopologySpec
+from fogsdn.topology_files import TopologyFileError, expand_topology_file
 
 
 class ScenarioError(ValueError):
@@ -387,7 +388,14 @@ def load_scenario(path: str | Path) -> Scenario:
         line, problem = _yaml_problem(text, err)
         where = f" line {line}" if line is not None else ""
         raise ScenarioError(f"{p}:{where}: {problem}") from None
-    return parse_scenario(_resolve_paths(data, p.resolve().parent), source=str(p))
+    data = _resolve_paths(data, p.resolve().parent)
+    if isinstance(data, Mapping) and isinstance(data.get("topology"), Mapping):
+        try:
+            data = {**data, "topology": expand_topology_file(data["topology"],
+                                                              p.resolve().parent)}
+        except TopologyFileError as err:
+            raise ScenarioError(f"{p}: {err}") from None
+    return parse_scenario(data, source=str(p))
 
 
 def sweep_points(scenario: Scenario) -> list[tuple[float, Scenario]]:

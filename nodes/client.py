@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from fogsdn import rx_stamp
 from fogsdn.scenario import Scenario, load_scenario
 from fogsdn.stages import StagePlan, stage_port
 from fogsdn.streams import replication_seed
@@ -65,8 +66,10 @@ class Client:
         self.writer.write(row)
         self.done += 1
 
-    async def _exchange(self, req: TaskRequest, port: int) -> dict[str, object]:
-        """One connection to the service address at `port`: the request out, the reply in."""
+    async def _exchange(self, req: TaskRequest, port: int) -> tuple[dict[str, object], float]:
+        """One connection to the service address at `port`: the request out, the reply in
+        (and when the kernel received it, `time.monotonic()`: the response ends there, not
+        when this loop got round to reading it)."""
         loop = asyncio.get_running_loop()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
@@ -75,15 +78,16 @@ class Client:
             sock.setblocking(False)
             await loop.sock_connect(sock, (self.service[0], port))
             await loop.sock_sendall(sock, req.encode())
+            rx_stamp.enable(sock)
             buf = b""
             while b"\n" not in buf:
-                chunk = await loop.sock_recv(sock, 4096)
+                chunk, received = await rx_stamp.sock_recv_stamped(loop, sock, 4096)
                 if not chunk:
                     raise ConnectionResetError("connection closed without a reply")
                 buf += chunk
         finally:
             sock.close()
-        return parse_reply(buf.split(b"\n", 1)[0])
+        return parse_reply(buf.split(b"\n", 1)[0]), received
 
     async def _one(self, arrival: Arrival, seq: int) -> None:
         req = TaskRequest(f"{self.name}-{seq:07d}", arrival.cls, arrival.size, self.name)
@@ -99,7 +103,7 @@ class Client:
             async with asyncio.timeout(timeout_s):
                 while True:
                     port = self.service[1] if stage is None else stage_port(self.service[1], stage)
-                    reply = await self._exchange(req, port)
+                    reply, received = await self._exchange(req, port)
                     visited.append(str(reply.get("node", "")))
                     if reply["status"] != "killed" or stage is None:
                         break
@@ -111,7 +115,7 @@ class Client:
                     if nxt is None:
                         raise ProtocolError(f"killed at the last stage ({reply.get('node')})")
                     stage = nxt
-            row.t_done = self.model_now()
+            row.t_done = (received - self.epoch) / self.ms_real
             row.response_ms = row.t_done - t_send
             row.node = str(reply.get("node", ""))
             row.nominal_ms = float(reply.get("nominal_ms", math.nan))  # type: ignore[arg-type]

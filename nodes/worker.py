@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from fogsdn import rx_stamp
 from fogsdn.local_rpc import recv_line, send_json, unix_call
 from fogsdn.scenario import Servers, TaskClass
 from nodes.cpu_work import CpuServers, CpuTask
@@ -167,20 +168,20 @@ class Worker:
         """The request line, which must arrive whole within read_timeout_s."""
         deadline = time.monotonic() + self.read_timeout_s
         buf = b""
+        arrival = time.monotonic()  # replaced by the kernel's stamp of each read
         while b"\n" not in buf and len(buf) <= MAX_REQUEST_BYTES:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise ProtocolError(f"request line not complete within {self.read_timeout_s:g} s")
             conn.settimeout(left)
             try:
-                chunk = conn.recv(4096)
+                chunk, arrival = rx_stamp.recv_stamped(conn, 4096)
             except TimeoutError:
                 raise ProtocolError(
                     f"request line not complete within {self.read_timeout_s:g} s") from None
             if not chunk:
                 break
             buf += chunk
-        arrival = time.monotonic()
         line = buf.split(b"\n", 1)[0]
         if b"\n" not in buf and len(buf) <= MAX_REQUEST_BYTES:
             raise ProtocolError("connection closed before a full request line")
@@ -439,6 +440,7 @@ def main(argv: list[str] | None = None) -> int:
                max_size=a.max_size, read_timeout_s=a.read_timeout,
                bytes_per_ms=a.bytes_per_ms, kill_after=a.kill_after)
     srv = socket.create_server((a.host, a.port), backlog=512, reuse_port=False)
+    rx_stamp.enable(srv)  # a request arrives when the kernel has it (fogsdn/rx_stamp.py)
     srv.settimeout(0.2)
     ctl_path = Path(a.control)
     ctl_path.unlink(missing_ok=True)

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from topologies.reroute_probe import reroute_times
+from topologies.reroute_probe import Outage, reroute_times
 
 ROOT = Path(__file__).resolve().parent.parent
 _TIME = re.compile(r"time=([0-9.]+) ms")
@@ -47,9 +47,9 @@ def _ready(p: subprocess.Popen[str]) -> None:
 
 def measure_reroutes(emu: Any, src: str, dst: str, link_id: str, failures: int,
                      down_s: float = 0.2, up_s: float = 0.2, interval_ms: float = 0.5
-                     ) -> list[float | None]:
+                     ) -> list[Outage | None]:
     """Fail `link_id` `failures` times while `src` streams datagrams to `dst`; for each
-    failure, ms until the first datagram on the new path arrived (reroute_times)."""
+    failure, what it cost the stream (reroute_times)."""
     out = emu.out / f"reroute-{link_id}.json"
     sink = _popen(emu, dst, "sink", "sink", "7100", str(out))
     _ready(sink)
@@ -72,7 +72,7 @@ def measure_reroutes(emu: Any, src: str, dst: str, link_id: str, failures: int,
         sink.send_signal(signal.SIGTERM)
         sink.wait(timeout=5)
     arrivals = [tuple(a) for a in json.loads(out.read_text())]
-    return reroute_times(arrivals, windows)  # type: ignore[arg-type]
+    return reroute_times(arrivals, windows, interval_ms)  # type: ignore[arg-type]
 
 
 def tcp_echo_session(emu: Any, client: str, server: str, seconds: float,

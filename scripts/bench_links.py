@@ -12,7 +12,10 @@ relay here), so its accuracy and cost are measured, beside a plain veth, in one 
 3. throughput: one TCP bulk transfer through a 5 ms link (and through a plain veth), the
    relay's CPU per Mbit/s from /proc/<pid>/stat, and a run under a bandwidth cap;
 4. reroute: the data-plane re-route time after a link failure, p50 and p99 over 100
-   failures on the multipath campus (scripts/bench_topology.py, docs/topologies.md);
+   failures on the multipath campus (`--failures`), three ways: the sending time lost
+   (`reroute_ms` p50/p99), the receiver's stall and the first datagram on the new path;
+   then a fifth as many with the controller paused, the fast-failover groups alone
+   (scripts/bench_topology.py, docs/topologies.md);
 5. startup: the largest topology this machine holds here (50 switches, 200 hosts) up
    under our controller, beside a plain Mininet network of the same graph.
 
@@ -72,6 +75,7 @@ class BenchContext:
     pings: int
     interval_ms: float
     seconds: float
+    failures: int = 100  # reroute: link failures per variant
 
 
 def _pcts(values: list[float]) -> dict[str, float]:
@@ -260,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pings", type=int, default=200, help="probes per delay (default 200)")
     ap.add_argument("--interval-ms", type=float, default=5.0, help="between probes (default 5)")
     ap.add_argument("--seconds", type=float, default=5.0, help="per TCP transfer (default 5)")
+    ap.add_argument("--failures", type=int, default=100,
+                    help="reroute: link failures (default 100; fewer while iterating)")
     ap.add_argument("--sections", default=",".join(SECTIONS),
                     help=f"comma-separated, of {', '.join(SECTIONS)}")
     a = ap.parse_args(argv)
@@ -267,8 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [s for s in names if s not in SECTIONS]
     if unknown:
         ap.error(f"unknown section(s) {', '.join(unknown)}; known: {', '.join(SECTIONS)}")
-    if a.pings < 10 or a.interval_ms <= 0 or a.seconds <= 0:
-        ap.error("need --pings >= 10, --interval-ms > 0, --seconds > 0")
+    if a.pings < 10 or a.interval_ms <= 0 or a.seconds <= 0 or a.failures < 1:
+        ap.error("need --pings >= 10, --interval-ms > 0, --seconds > 0, --failures >= 1")
     if os.geteuid() != 0:
         sys.exit("bench_links: needs root (network namespaces, raw sockets)")
     mechanism = choose_mechanism(a.mechanism)
@@ -277,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {"mechanism": mechanism, "cpus": os.cpu_count(),
                               "loadavg_at_start": Path("/proc/loadavg").read_text().split()[:3]}
     with tempfile.TemporaryDirectory(prefix="fogsdn-bench-links-") as tmp:
-        ctx = BenchContext(mechanism, Path(tmp), a.pings, a.interval_ms, a.seconds)
+        ctx = BenchContext(mechanism, Path(tmp), a.pings, a.interval_ms, a.seconds,
+                           a.failures)
         for name in names:
             print(f"{name}:", flush=True)
             result.update(SECTIONS[name](ctx))

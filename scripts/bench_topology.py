@@ -1,8 +1,10 @@
 """Topology sections of scripts/bench_links.py: re-route time and start-up time.
 
 - reroute: on the multipath campus, a link of the short path fails and comes back N
-  times while a host streams datagrams every 0.5 ms; for each failure, the time to the
-  first datagram on the new path (docs/topologies.md), p50 and p99.
+  times while a host streams datagrams every 0.5 ms; for each failure, the sending
+  time lost, the receiver's longest stall and the time to the first datagram on the
+  new path (docs/topologies.md), p50 and p99; then N/5 times more with the controller
+  paused: the switches' fast-failover groups alone.
 - startup: the largest topology this machine holds in the benchmark (50 switches with
   loops, 200 hosts), up and forwarding under our controller, beside a plain Mininet
   network of the same graph (same switches, datapath and links, no controller) in the
@@ -16,6 +18,7 @@ vSwitch and the emulation lock.
 from __future__ import annotations
 
 import json
+import signal
 import statistics
 import subprocess
 import sys
@@ -28,6 +31,7 @@ import numpy as np
 from fogsdn.scenario import Scenario, parse_scenario
 from runner.emulate import live_network
 from runner.probe_network import measure_reroutes
+from topologies.reroute_probe import Outage
 
 ROOT = Path(__file__).resolve().parent.parent
 REROUTE_FAILURES = 100
@@ -48,29 +52,51 @@ def _scenario(name: str, nodes: list[dict[str, Any]], clients: int,
     }, source=name)
 
 
-def reroute_section(ctx: Any, failures: int = REROUTE_FAILURES) -> dict[str, Any]:
+def reroute_section(ctx: Any) -> dict[str, Any]:
+    """Re-route after a link failure, with the controller and (failover_only) with it
+    paused, so that only the switches' fast-failover groups act."""
+    failures = int(getattr(ctx, "failures", REROUTE_FAILURES))
     sc = parse_scenario(
         {**_scenario("bench-reroute", [{"name": "fn", "role": "fn", "mu": 1, "capacity": 5},
                                        {"name": "ofn1", "role": "ofn", "mu": 1, "capacity": 5}],
                      2, {"kind": "multipath"}).to_dict()})
     with live_network(sc, Path(ctx.state_dir) / "reroute") as emu:
-        times = measure_reroutes(emu, "c1", "fn", "s1-s2", failures)
+        outages = measure_reroutes(emu, "c1", "fn", "s1-s2", failures)
         events = [json.loads(ln) for ln in
                   (emu.out / "controller-events.jsonl").read_text().splitlines()]
-    got = [t for t in times if t is not None]
+        assert emu.controller is not None
+        emu.controller.send_signal(signal.SIGSTOP)  # PortStatus then waits in its socket
+        try:
+            alone = measure_reroutes(emu, "c1", "fn", "s1-s2", max(1, failures // 5))
+        finally:
+            emu.controller.send_signal(signal.SIGCONT)
     # the controller's own share: PortStatus in to barrier replies back, per link-down
     control = [(e["t_installed"] - e["t_event"]) * 1000.0 for e in events
                if e.get("event") == "reroute" and not e["up"]]
-    out: dict[str, Any] = {"reroute_ms": {**_pcts(got), "failures": failures,
-                                          "recovered": len(got),
-                                          "hitless": sum(1 for t in got if t == 0.0),
-                                          "controller_ms": _pcts(control) if control else None}}
+    out: dict[str, Any] = {"reroute_ms": {**_outage_figures(outages), "failures": failures,
+                                          "controller_ms": _pcts(control) if control else None,
+                                          "failover_only": _outage_figures(alone)}}
     r = out["reroute_ms"]
-    print(f"  re-route after a link failure (first datagram on the new path): p50 "
-          f"{r['p50']:.2f} ms, p99 {r['p99']:.2f} ms over {failures} failures "
-          f"({len(got)} recovered); the controller's re-route (PortStatus to barrier): "
-          f"p50 {r['controller_ms']['p50'] if control else float('nan'):.2f} ms", flush=True)
+    for label, f in (("with the controller", r), ("fast failover alone", r["failover_only"])):
+        print(f"  {label}, {f['recovered']} of {f['failures']} failures recovered, p50 / p99 "
+              f"ms: sending time lost {f['p50']:.2f} / {f['p99']:.2f}; receiver's stall "
+              f"{f['stall_ms']['p50']:.2f} / {f['stall_ms']['p99']:.2f}; first datagram on "
+              f"the new path {f['recovery_ms']['p50']:.2f} / {f['recovery_ms']['p99']:.2f}",
+              flush=True)
+    print(f"  the controller's re-route (PortStatus to barrier): p50 "
+          f"{r['controller_ms']['p50'] if control else float('nan'):.2f} ms", flush=True)
     return out
+
+
+def _outage_figures(outages: list[Outage | None]) -> dict[str, Any]:
+    """p50/p99 of the sending time lost (the headline), of the receiver's stall and of
+    the first datagram on the new path (docs/topologies.md, Re-route)."""
+    got = [o for o in outages if o is not None]
+    return {**_pcts([o.lost_ms for o in got]),
+            "stall_ms": _pcts([o.stall_ms for o in got]),
+            "recovery_ms": _pcts([o.recovery_ms for o in got]),
+            "failures": len(outages), "recovered": len(got),
+            "hitless": sum(1 for o in got if o.lost == 0)}
 
 
 def _startup_topology() -> tuple[list[dict[str, Any]], dict[str, Any]]:

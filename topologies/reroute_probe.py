@@ -7,8 +7,9 @@
 
 `stream` sends numbered, timestamped datagrams (CLOCK_MONOTONIC, shared by all
 namespaces) until killed; `sink` records each one's arrival and writes them on
-SIGTERM. `reroute_times` (pure) finds, for each failure, the first datagram that
-arrived after the last one lost to it: the first packet on the new path. `tcp-ping`
+SIGTERM. `reroute_times` (pure) gives, for each failure, what it cost the stream
+(`Outage`): the first packet on the new path, the sending time lost, and the
+receiver's longest stall. `tcp-ping`
 keeps one TCP connection and echoes a line through it every INTERVAL_MS, reporting
 any error: an established connection that breaks shows here.
 """
@@ -22,32 +23,62 @@ import struct
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from fogsdn import rx_stamp
 
 _DGRAM = struct.Struct("!QQ")  # sequence number, send time (ns)
 
 Arrival = tuple[int, int, int]  # seq, sent ns, received ns
 
 
-def reroute_times(arrivals: Sequence[Arrival], failures: Sequence[tuple[int, int]]
-                  ) -> list[float | None]:
-    """For each failure window (failed at ns, restored at ns): ms from the failure to the
-    arrival of the first datagram after the last one lost in the window; 0.0 when none was
-    lost (a hitless re-route); None when nothing arrived after the loss."""
+@dataclass(frozen=True)
+class Outage:
+    """What one link failure did to a stream of datagrams, three ways (ms):
+
+    - `recovery_ms`: from the failure to the arrival of the first datagram after the
+      last one lost (the first packet on the new path; its path's delay included);
+    - `lost_ms`: the sending time lost, datagrams lost x the interval: the outage as
+      the traffic saw it, without the new path's delay;
+    - `stall_ms`: the longest gap between arrivals around the failure minus the
+      interval: the receiver's outage, which also counts datagrams held up (not lost)
+      while a switch was busy with the failure.
+    """
+
+    lost: int
+    recovery_ms: float
+    lost_ms: float
+    stall_ms: float
+
+
+def reroute_times(arrivals: Sequence[Arrival], failures: Sequence[tuple[int, int]],
+                  interval_ms: float) -> list[Outage | None]:
+    """For each failure window (failed at ns, restored at ns), its Outage; all zeros
+    but `stall_ms` when nothing was lost (a hitless re-route); None when nothing
+    arrived after the loss."""
     by_seq = sorted(arrivals)
-    out: list[float | None] = []
+    out: list[Outage | None] = []
     for t_fail, t_restore in failures:
+        if not any(t >= t_fail for _, t, _ in by_seq):
+            out.append(None)  # nothing sent after the failure arrived
+            continue
         # datagrams lost in the window: gaps in seq between arrivals sent around it
-        last_lost = -1
+        last_lost, lost = -1, 0
         for (s0, t0, _), (s1, _, _) in zip(by_seq, by_seq[1:], strict=False):
             if s1 > s0 + 1 and t_fail - 50_000_000 <= t0 < t_restore:
-                last_lost = s1 - 1
+                last_lost, lost = s1 - 1, lost + s1 - s0 - 1
+        # arrivals of what was sent from just before the failure until the restore
+        around = sorted(r for _, t, r in by_seq if t_fail - 50_000_000 <= t < t_restore)
+        gaps = [b - a for a, b in zip(around, around[1:], strict=False)]
+        stall = max(0.0, max(gaps, default=0) / 1e6 - interval_ms)
         if last_lost < 0:
-            out.append(0.0)
+            out.append(Outage(0, 0.0, 0.0, stall))
             continue
         after = [r for s, _, r in by_seq if s > last_lost]
-        out.append((min(after) - t_fail) / 1e6 if after else None)
+        out.append(Outage(lost, (min(after) - t_fail) / 1e6, lost * interval_ms, stall)
+                   if after else None)
     return out
 
 
@@ -55,6 +86,7 @@ def sink(port: int, out: Path) -> None:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
     s.bind(("0.0.0.0", port))
+    rx_stamp.enable(s)
     got: list[Arrival] = []
 
     def stop(*_: Any) -> None:
@@ -64,10 +96,9 @@ def sink(port: int, out: Path) -> None:
     signal.signal(signal.SIGTERM, stop)
     print("ready", flush=True)
     while True:
-        data = s.recv(64)
-        t = time.monotonic_ns()
+        data, t = rx_stamp.recv_stamped(s, 64)  # arrival: the kernel's stamp
         seq, sent = _DGRAM.unpack_from(data)
-        got.append((seq, sent, t))
+        got.append((seq, sent, int(t * 1e9)))
 
 
 def stream(host: str, port: int, interval_ms: float) -> None:

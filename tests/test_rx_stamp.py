@@ -1,0 +1,68 @@
+"""Kernel receive stamps (fogsdn/rx_stamp.py): conversion to the monotonic clock, the
+fallbacks, and a real stamp on a loopback TCP connection (no root)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+import time
+
+from fogsdn import rx_stamp
+
+
+def _anc(real_s: float) -> list[tuple[int, int, bytes]]:
+    sec = int(real_s)
+    return [(socket.SOL_SOCKET, rx_stamp.SO_TIMESTAMPNS,
+             struct.pack("@qq", sec, round((real_s - sec) * 1e9)))]
+
+
+def test_stamp_is_converted_to_the_monotonic_clock() -> None:
+    # realtime runs 1000 s ahead of monotonic; the stamp is 2 ms before "now"
+    got = rx_stamp.stamp_monotonic(_anc(1998.0), now_monotonic=1000.002, now_real=2000.002)
+    assert got is not None and abs(got - 998.0) < 1e-6
+
+
+def test_implausible_or_missing_stamps_are_not_believed() -> None:
+    assert rx_stamp.stamp_monotonic([], 1000.0, 2000.0) is None
+    assert rx_stamp.stamp_monotonic(_anc(2000.5), 1000.0, 2000.0) is None  # ahead of now
+    old = 2000.0 - rx_stamp.MAX_AGE_S - 1.0
+    assert rx_stamp.stamp_monotonic(_anc(old), 1000.0, 2000.0) is None
+    other = [(socket.SOL_SOCKET, rx_stamp.SO_TIMESTAMPNS + 1, b"\0" * 16)]
+    assert rx_stamp.stamp_monotonic(other, 1000.0, 2000.0) is None
+
+
+def _pair() -> tuple[socket.socket, socket.socket, socket.socket]:
+    srv = socket.create_server(("127.0.0.1", 0))
+    rx_stamp.enable(srv)  # accepted sockets inherit it
+    cli = socket.create_connection(srv.getsockname())
+    conn, _ = srv.accept()
+    return srv, cli, conn
+
+
+def test_a_read_long_after_the_data_came_gets_the_arrival_time() -> None:
+    srv, cli, conn = _pair()
+    with srv, cli, conn:
+        t_sent = time.monotonic()
+        cli.sendall(b"hello\n")
+        time.sleep(0.05)
+        data, t = rx_stamp.recv_stamped(conn, 64)
+        assert data == b"hello\n"
+        assert t_sent - 0.005 <= t <= t_sent + 0.02, (t - t_sent)
+
+
+def test_async_read_waits_for_data_and_stamps_it() -> None:
+    srv, cli, conn = _pair()
+
+    async def read() -> tuple[bytes, float]:
+        loop = asyncio.get_running_loop()
+        cli.setblocking(False)
+        loop.call_later(0.02, conn.sendall, b"reply\n")
+        return await rx_stamp.sock_recv_stamped(loop, cli, 64)
+
+    with srv, cli, conn:
+        rx_stamp.enable(cli)
+        t0 = time.monotonic()
+        data, t = asyncio.run(read())
+        assert data == b"reply\n"
+        assert t0 + 0.015 <= t <= time.monotonic()
