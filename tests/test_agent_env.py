@@ -130,7 +130,7 @@ def test_reward_is_one_over_the_goal_and_the_observation_carries_power_and_paths
     g = a * info["response_ms"] / env.rt_ref_ms + (1 - a) * info["power_w"] / env.p_ref_w
     assert reward == pytest.approx(1.0 / g)
     assert info["response_ms"] > 8.0  # the path's 2 round trips of 2 ms are in it
-    assert obs[5 + 3] == pytest.approx(8.0 / env.rt_ref_ms)  # eco's path delay
+    assert obs[5 + 3] == pytest.approx(8.2 / env.rt_ref_ms)  # eco: 8 + 2 round trips x 2 x 0.05
     assert obs[5 + 4] == 1.0 and obs[4] == 0.0  # all flows took eco's path
     switches = dict(zip(env.layout.switch_ports, obs[15:21], strict=True))
     assert switches["s3"] == 1.0 and switches["s5"] == 0.0 and switches["s2"] == 0.0

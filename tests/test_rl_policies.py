@@ -27,30 +27,31 @@ SCENARIO = ROOT / "scenarios" / "multipath_power.yaml"
 
 def view(held: tuple[int, int, int], up: tuple[bool, bool, bool] = (True, True, True)
          ) -> ClusterView:
-    """fn (mu 2, Xeon), eco (mu 1.5, frugal), cloud (mu 5, 4 ms farther), as the scenario."""
+    """fn (mu 2, a server), eco (mu 1.9, frugal, 0.2 ms farther), cloud (mu 5, 16 ms
+    farther), as the scenario."""
     return ClusterView((
-        NodeView("fn", Role.FN, up[0], 20, 2.0, held[0], power_idle_w=63.1,
-                 power_max_w=200.0, net_ms=8.0),
-        NodeView("eco", Role.FN, up[1], 20, 1.5, held[1], power_idle_w=8.0, power_max_w=24.0,
-                 net_ms=8.0),
-        NodeView("cloud", Role.CLOUD, up[2], 100, 5.0, held[2], power_idle_w=63.1,
-                 power_max_w=200.0, net_ms=24.0)))
+        NodeView("fn", Role.FN, up[0], 20, 2.0, held[0], power_idle_w=30.0,
+                 power_max_w=250.0, net_ms=8.0),
+        NodeView("eco", Role.FN, up[1], 20, 1.9, held[1], power_idle_w=8.0, power_max_w=24.0,
+                 net_ms=8.2),
+        NodeView("cloud", Role.CLOUD, up[2], 100, 5.0, held[2], power_idle_w=30.0,
+                 power_max_w=250.0, net_ms=24.0)))
 
 
 LAYOUT = Layout(("fn", "eco", "cloud"),
                 {"fn": {"s1": frozenset({"c1", "s2"}), "s2": frozenset({"s1", "s5"})},
                  "eco": {"s1": frozenset({"c1", "s3"}), "s3": frozenset({"s1", "s4"})},
                  "cloud": {"s1": frozenset({"c1", "s2"}), "s2": frozenset({"s1", "s6"})}},
-                {"s1": 4, "s2": 3, "s3": 2}, SwitchPower(idle_w=10, peak_w=30, port_w=2),
+                {"s1": 4, "s2": 3, "s3": 2}, SwitchPower(idle_w=5, peak_w=30, port_w=2),
                 rt_ref_ms=8.5, p_ref_w=600.0)
 MENU = [[1.0, 1.0, 1.0], [0.9, 1.0, 1.0], [0.0, 1.0, 0.0]]
 
 
 def test_weighted_choice_is_latency_greedy_at_equal_weights_and_demotes_by_weight() -> None:
-    v = view((1, 0, 0))  # fn: 2 held / 2 = 1.0 + 8; eco: 1 / 1.5 + 8
+    v = view((1, 0, 0))  # fn: 2 held / 2 = 1.0 + 8; eco: 1 / 1.9 + 8.2
     assert weighted_choice(v, [1, 1, 1]) == 1
-    assert weighted_choice(view((0, 0, 0)), [1, 1, 1]) == 0  # fn 8.5 < eco 8.67
-    assert weighted_choice(view((0, 0, 0)), [0.9, 1, 1]) == 1  # 8.5 / 0.9 > 8.67
+    assert weighted_choice(view((0, 0, 0)), [1, 1, 1]) == 0  # fn 8.5 < eco 8.73
+    assert weighted_choice(view((0, 0, 0)), [0.9, 1, 1]) == 1  # 8.5 / 0.9 > 8.73
     assert weighted_choice(view((0, 0, 0)), [1, 0, 0]) == 0
     assert weighted_choice(view((0, 20, 0)), [0, 1, 0]) != 1  # eco full: passed over
     assert weighted_choice(view((0, 0, 0), up=(True, False, True)), [0, 1, 0]) == 0
@@ -71,16 +72,16 @@ def test_observer_estimates_utilisation_power_and_path_activity() -> None:
     assert x[3] == pytest.approx(8.0 / 8.5) and x[13] == pytest.approx(24.0 / 8.5)
     # switches: s1 has c1, s2, s3 active (3 of 4); s2 s1+s5 (2 of 3); s3 both
     assert list(x[15:18]) == pytest.approx([0.75, 2 / 3, 1.0])
-    expected_w = (server_power_w(ServerPower(idle_w=63.1, max_w=200.0), 0.5)
+    expected_w = (server_power_w(ServerPower(idle_w=30.0, max_w=250.0), 0.5)
                   + server_power_w(ServerPower(idle_w=8.0, max_w=24.0), 0.0)
-                  + server_power_w(ServerPower(idle_w=63.1, max_w=200.0), 0.0)
+                  + server_power_w(ServerPower(idle_w=30.0, max_w=250.0), 0.0)
                   + switch_power_w(LAYOUT.switch_power, 3, 4, 0.0)
                   + switch_power_w(LAYOUT.switch_power, 2, 3, 0.0)
                   + switch_power_w(LAYOUT.switch_power, 2, 2, 0.0))
     assert est["power_w"] == pytest.approx(expected_w)
     assert x[-1] == pytest.approx(expected_w / 600.0)
-    # estimated RT: the chosen nodes' expected response, (0+1)/1.5 + 8 and (0+1)/2 + 8
-    assert est["response_ms"] == pytest.approx((1 / 1.5 + 8 + 0.5 + 8) / 2)
+    # estimated RT: the chosen nodes' expected response, (0+1)/1.9 + 8.2 and (0+1)/2 + 8
+    assert est["response_ms"] == pytest.approx((1 / 1.9 + 8.2 + 0.5 + 8) / 2)
     assert est["flows"] == 2
     assert obs.close()[1]["flows"] == 0  # the next epoch starts empty
 
