@@ -51,7 +51,18 @@ class Component(Protocol):
 
 
 @dataclass
-class ErlangMixture:
+class _Totals:
+    """The per-arrival totals every `Component` carries, filled in by its __post_init__."""
+
+    mass: float = field(init=False)
+    p_complete: float = field(init=False)
+    p_drop: float = field(init=False)
+    t_complete: float = field(init=False)
+    t_sojourn: float = field(init=False)
+
+
+@dataclass
+class ErlangMixture(_Totals):
     """A FIFO node where the tagged request has p stages of rate `rate` to go.
 
     `weights[i]` is the probability (per arrival) of starting with i+1 stages. A
@@ -62,11 +73,6 @@ class ErlangMixture:
     weights: np.ndarray
     rate: float
     kill: float = 0.0
-    mass: float = field(init=False)
-    p_complete: float = field(init=False)
-    p_drop: float = field(init=False)
-    t_complete: float = field(init=False)
-    t_sojourn: float = field(init=False)
 
     def __post_init__(self) -> None:
         w = np.asarray(self.weights, dtype=float)
@@ -107,7 +113,7 @@ class ErlangMixture:
 
 
 @dataclass
-class HandoffChain:
+class HandoffChain(_Totals):
     """A request accepted by the OFN under `handoff`, followed jointly with the FN.
 
     Transient states: (j ahead of it at the OFN, k at the FN) while the OFN is up,
@@ -125,11 +131,6 @@ class HandoffChain:
     eta: float
     multi_f: bool
     multi_o: bool
-    mass: float = field(init=False)
-    p_complete: float = field(init=False)
-    p_drop: float = field(init=False)
-    t_complete: float = field(init=False)
-    t_sojourn: float = field(init=False)
 
     def __post_init__(self) -> None:
         w = np.asarray(self.weights, dtype=float)
@@ -384,17 +385,12 @@ class TransientChain:
 
 
 @dataclass
-class AbsorbingChain:
+class AbsorbingChain(_Totals):
     """A tagged request that starts in `chain` with `weights` (per arrival): means from
     the chain's solves, the distribution from `Uniformised`."""
 
     chain: TransientChain
     weights: np.ndarray
-    mass: float = field(init=False)
-    p_complete: float = field(init=False)
-    p_drop: float = field(init=False)
-    t_complete: float = field(init=False)
-    t_sojourn: float = field(init=False)
 
     def __post_init__(self) -> None:
         w = np.asarray(self.weights, dtype=float)
