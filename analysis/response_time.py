@@ -13,6 +13,7 @@ chain is uniformised and its non-negative terms summed. Pure: no I/O.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -95,21 +96,27 @@ class ErlangMixture(_Totals):
     def _live(self) -> np.ndarray:
         return np.flatnonzero(self.weights > 0)
 
-    def completed_by(self, t: np.ndarray) -> np.ndarray:
-        t = np.atleast_1d(np.asarray(t, dtype=float))
+    def _completing(self, t: np.ndarray,
+                    regularised: Callable[[np.ndarray, np.ndarray], np.ndarray]
+                    ) -> np.ndarray | None:
+        """sum_p w_p q^p regularised(p, nu t) over the live stage counts p, with gammainc
+        (completed by t) or gammaincc (completes later); None when no weight is live."""
         i = self._live()
         if i.size == 0:
-            return np.zeros_like(t)
-        g = gammainc(self._stages[i][None, :], self._nu * np.maximum(t, 0.0)[:, None])
-        return g @ (self.weights[i] * self._qp[i])
+            return None
+        g = regularised(self._stages[i][None, :], self._nu * np.maximum(t, 0.0)[:, None])
+        out: np.ndarray = g @ (self.weights[i] * self._qp[i])
+        return out
+
+    def completed_by(self, t: np.ndarray) -> np.ndarray:
+        t = np.atleast_1d(np.asarray(t, dtype=float))
+        done = self._completing(t, gammainc)
+        return np.zeros_like(t) if done is None else done
 
     def not_completed_by(self, t: np.ndarray) -> np.ndarray:
         t = np.atleast_1d(np.asarray(t, dtype=float))
-        i = self._live()
-        if i.size == 0:
-            return np.zeros_like(t)
-        g = gammaincc(self._stages[i][None, :], self._nu * np.maximum(t, 0.0)[:, None])
-        return g @ (self.weights[i] * self._qp[i]) + self.p_drop
+        later = self._completing(t, gammaincc)
+        return np.zeros_like(t) if later is None else later + self.p_drop
 
 
 @dataclass
