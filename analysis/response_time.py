@@ -13,6 +13,7 @@ chain is uniformised and its non-negative terms summed. Pure: no I/O.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -51,7 +52,18 @@ class Component(Protocol):
 
 
 @dataclass
-class ErlangMixture:
+class _Totals:
+    """The per-arrival totals every `Component` carries, filled in by its __post_init__."""
+
+    mass: float = field(init=False)
+    p_complete: float = field(init=False)
+    p_drop: float = field(init=False)
+    t_complete: float = field(init=False)
+    t_sojourn: float = field(init=False)
+
+
+@dataclass
+class ErlangMixture(_Totals):
     """A FIFO node where the tagged request has p stages of rate `rate` to go.
 
     `weights[i]` is the probability (per arrival) of starting with i+1 stages. A
@@ -62,11 +74,6 @@ class ErlangMixture:
     weights: np.ndarray
     rate: float
     kill: float = 0.0
-    mass: float = field(init=False)
-    p_complete: float = field(init=False)
-    p_drop: float = field(init=False)
-    t_complete: float = field(init=False)
-    t_sojourn: float = field(init=False)
 
     def __post_init__(self) -> None:
         w = np.asarray(self.weights, dtype=float)
@@ -89,25 +96,31 @@ class ErlangMixture:
     def _live(self) -> np.ndarray:
         return np.flatnonzero(self.weights > 0)
 
-    def completed_by(self, t: np.ndarray) -> np.ndarray:
-        t = np.atleast_1d(np.asarray(t, dtype=float))
+    def _completing(self, t: np.ndarray,
+                    regularised: Callable[[np.ndarray, np.ndarray], np.ndarray]
+                    ) -> np.ndarray | None:
+        """sum_p w_p q^p regularised(p, nu t) over the live stage counts p, with gammainc
+        (completed by t) or gammaincc (completes later); None when no weight is live."""
         i = self._live()
         if i.size == 0:
-            return np.zeros_like(t)
-        g = gammainc(self._stages[i][None, :], self._nu * np.maximum(t, 0.0)[:, None])
-        return g @ (self.weights[i] * self._qp[i])
+            return None
+        g = regularised(self._stages[i][None, :], self._nu * np.maximum(t, 0.0)[:, None])
+        out: np.ndarray = g @ (self.weights[i] * self._qp[i])
+        return out
+
+    def completed_by(self, t: np.ndarray) -> np.ndarray:
+        t = np.atleast_1d(np.asarray(t, dtype=float))
+        done = self._completing(t, gammainc)
+        return np.zeros_like(t) if done is None else done
 
     def not_completed_by(self, t: np.ndarray) -> np.ndarray:
         t = np.atleast_1d(np.asarray(t, dtype=float))
-        i = self._live()
-        if i.size == 0:
-            return np.zeros_like(t)
-        g = gammaincc(self._stages[i][None, :], self._nu * np.maximum(t, 0.0)[:, None])
-        return g @ (self.weights[i] * self._qp[i]) + self.p_drop
+        later = self._completing(t, gammaincc)
+        return np.zeros_like(t) if later is None else later + self.p_drop
 
 
 @dataclass
-class HandoffChain:
+class HandoffChain(_Totals):
     """A request accepted by the OFN under `handoff`, followed jointly with the FN.
 
     Transient states: (j ahead of it at the OFN, k at the FN) while the OFN is up,
@@ -125,11 +138,6 @@ class HandoffChain:
     eta: float
     multi_f: bool
     multi_o: bool
-    mass: float = field(init=False)
-    p_complete: float = field(init=False)
-    p_drop: float = field(init=False)
-    t_complete: float = field(init=False)
-    t_sojourn: float = field(init=False)
 
     def __post_init__(self) -> None:
         w = np.asarray(self.weights, dtype=float)
@@ -384,17 +392,12 @@ class TransientChain:
 
 
 @dataclass
-class AbsorbingChain:
+class AbsorbingChain(_Totals):
     """A tagged request that starts in `chain` with `weights` (per arrival): means from
     the chain's solves, the distribution from `Uniformised`."""
 
     chain: TransientChain
     weights: np.ndarray
-    mass: float = field(init=False)
-    p_complete: float = field(init=False)
-    p_drop: float = field(init=False)
-    t_complete: float = field(init=False)
-    t_sojourn: float = field(init=False)
 
     def __post_init__(self) -> None:
         w = np.asarray(self.weights, dtype=float)

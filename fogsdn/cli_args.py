@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 
 
+class ArgumentError(ValueError):
+    """A command-line value refused; the message names the flag."""
+
+
 def add_span_arguments(ap: argparse.ArgumentParser, per: str = "") -> None:
     """`--duration SECONDS` (of live load, as in every CLI) or `--model-ms MS`."""
     span = ap.add_mutually_exclusive_group()
@@ -16,12 +20,24 @@ def add_span_arguments(ap: argparse.ArgumentParser, per: str = "") -> None:
 
 
 def span_ms(args: argparse.Namespace, time_scale: float) -> float | None:
-    """The model-time span the arguments ask for (None: the scenario's); ValueError when
+    """The model-time span the arguments ask for (None: the scenario's); ArgumentError when
     it is not positive."""
     if args.duration is not None:
-        if args.duration <= 0:
-            raise ValueError("--duration: must be > 0 seconds")
-        return float(args.duration) * 1000.0 / time_scale
+        return duration_span_ms(args.duration, time_scale)
     if args.model_ms is not None and args.model_ms <= 0:
-        raise ValueError("--model-ms: must be > 0")
+        raise ArgumentError("--model-ms: must be > 0")
     return None if args.model_ms is None else float(args.model_ms)
+
+
+def duration_span_ms(seconds: float, time_scale: float) -> float:
+    """The model ms that `seconds` of live load span at `time_scale`; ArgumentError when
+    `seconds` is not positive."""
+    if seconds <= 0:
+        raise ArgumentError("--duration: must be > 0 seconds")
+    return float(seconds) * 1000.0 / time_scale
+
+
+def require_count(flag: str, value: int | None) -> None:
+    """ArgumentError naming `flag` when a count was given and is below 1."""
+    if value is not None and value < 1:
+        raise ArgumentError(f"{flag} must be >= 1")

@@ -49,6 +49,7 @@ def main(argv: list[str] | None = None,
 
     from controller.policies import PolicyError
     from controller.policies.resolve import resolve_scenario
+    from fogsdn.cli_args import ArgumentError, duration_span_ms, require_count
     from fogsdn.scenario import ScenarioError, load_scenario
 
     checkout = Path(__file__).resolve().parent.parent
@@ -74,19 +75,15 @@ def main(argv: list[str] | None = None,
     try:
         overrides: dict[str, object] = {}
         if args.duration is not None:
-            if args.duration <= 0:
-                raise ScenarioError("--duration: must be > 0 seconds")
             base = load_scenario(args.scenario)
-            span_ms = args.duration * 1000.0 / base.time_scale
+            span_ms = duration_span_ms(args.duration, base.time_scale)
             overrides["duration_ms"] = span_ms
             if base.warmup_ms >= span_ms:  # a short run keeps everything it measures
                 overrides["warmup_ms"] = 0.0
         sc = resolve_scenario(args.scenario, args.policy, overrides, args.policy_module)
-    except (ScenarioError, PolicyError) as err:
+        require_count("--requests", args.requests)
+    except (ScenarioError, PolicyError, ArgumentError) as err:
         print(f"error: {err}", file=sys.stderr)
-        return 2
-    if args.requests is not None and args.requests < 1:
-        print("error: --requests must be >= 1", file=sys.stderr)
         return 2
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(args.out) if args.out else root / "results" / f"{stamp}-{sc.name}"

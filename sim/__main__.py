@@ -15,7 +15,7 @@ from pathlib import Path
 
 from controller.policies import PolicyError
 from controller.policies.resolve import resolve_scenario
-from fogsdn.cli_args import add_span_arguments, span_ms
+from fogsdn.cli_args import add_span_arguments, require_count, span_ms
 from fogsdn.scenario import ScenarioError
 from sim.runner import replicate, run_simulation
 
@@ -39,13 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ScenarioError, PolicyError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if a.requests is not None and a.requests < 1:
-        print("error: --requests must be >= 1", file=sys.stderr)
-        return 2
-    if a.replications < 1:
-        print("error: --replications must be >= 1", file=sys.stderr)
-        return 2
     try:
+        require_count("--requests", a.requests)
+        require_count("--replications", a.replications)
         duration_ms = span_ms(a, sc.time_scale)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -3,6 +3,11 @@ arrivals: what a failure cost a stream of datagrams, three ways (no root)."""
 
 from __future__ import annotations
 
+import socket
+
+import pytest
+
+from topologies.linkem_probe import tcp_listen_ready
 from topologies.reroute_probe import Outage, reroute_times
 
 MS = 1_000_000  # ns
@@ -45,3 +50,12 @@ def test_nothing_after_the_loss_is_none_and_each_failure_counts_its_own() -> Non
     assert first is not None and first.lost == 10 and second == Outage(0, 0.0, 0.0, 0.0)
     cut = [a for a in arrivals if a[0] < 100]  # nothing arrives after the loss
     assert reroute_times(cut, windows[:1], 0.5) == [None]
+
+
+def test_tcp_listen_ready_accepts_after_announcing(capsys: pytest.CaptureFixture[str]) -> None:
+    """Both probes' TCP servers: listening (on loopback too) once "ready" is printed."""
+    srv = tcp_listen_ready(0, 1)
+    with srv, socket.create_connection(("127.0.0.1", srv.getsockname()[1]), timeout=2.0):
+        conn, _ = srv.accept()
+        conn.close()
+    assert capsys.readouterr().out == "ready\n"

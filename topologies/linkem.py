@@ -310,7 +310,24 @@ def _prepare_interface(intf: str, netns: str | None) -> None:
     _sh(_in_netns(netns, ["ip", "link", "set", "dev", intf, "up"]))
 
 
-class UserspaceShaper:
+class _AttachedLinks:
+    """What every shaper keeps: its attached links by id, looked up with one error for an
+    unknown id, and all detached (`_detach`, per mechanism) on close."""
+
+    _links: dict[str, _Link]
+
+    def _get(self, link_id: str) -> _Link:
+        return _attached(self._links, link_id)
+
+    def _detach(self, link_id: str) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        for link_id in list(self._links):
+            self._detach(link_id)
+
+
+class UserspaceShaper(_AttachedLinks):
     """One relay process per link (see linkem_relay.c), controlled through shared memory."""
 
     mechanism = "userspace"
@@ -355,11 +372,8 @@ class UserspaceShaper:
                     raise RuntimeError(f"link relay for {link_id!r} did not start: {why}")
                 time.sleep(0.001)
         except BaseException:
-            self._stop(link_id)
+            self._detach(link_id)
             raise
-
-    def _get(self, link_id: str) -> _Link:
-        return _attached(self._links, link_id)
 
     def update(self, link_id: str, params: LinkParams) -> None:
         link = self._get(link_id)
@@ -402,7 +416,7 @@ class UserspaceShaper:
                     out.paths.append(str(p))
         return out
 
-    def _stop(self, link_id: str) -> None:
+    def _detach(self, link_id: str) -> None:
         link = self._links.pop(link_id)
         if link.ctl is not None:
             link.ctl.request_stop()
@@ -423,12 +437,8 @@ class UserspaceShaper:
         if link.log is not None:
             link.log.unlink(missing_ok=True)
 
-    def close(self) -> None:
-        for link_id in list(self._links):
-            self._stop(link_id)
 
-
-class NetemShaper:
+class NetemShaper(_AttachedLinks):
     """The kernel's netem: frames from `intf_a`'s ingress are redirected (tc mirred) to
     `intf_b`'s egress, where a netem qdisc delays them, and the same from b to a."""
 
@@ -457,11 +467,8 @@ class NetemShaper:
                 _sh(_in_netns(netns_a, ["tc", "qdisc", "add", "dev", dst, "root", "netem",
                                         *netem_qdisc_args(params)]))
         except BaseException:
-            self._remove(link_id)
+            self._detach(link_id)
             raise
-
-    def _get(self, link_id: str) -> _Link:
-        return _attached(self._links, link_id)
 
     def update(self, link_id: str, params: LinkParams) -> None:
         link = self._get(link_id)
@@ -496,16 +503,12 @@ class NetemShaper:
     def created(self) -> Created:
         return Created()  # qdiscs go with their interfaces; no processes
 
-    def _remove(self, link_id: str) -> None:
+    def _detach(self, link_id: str) -> None:
         link = self._links.pop(link_id)
         for intf in (link.intf_a, link.intf_b):
             _sh(_in_netns(link.netns_a, ["tc", "qdisc", "del", "dev", intf, "root"]), check=False)
             _sh(_in_netns(link.netns_a, ["tc", "qdisc", "del", "dev", intf, "clsact"]),
                 check=False)
-
-    def close(self) -> None:
-        for link_id in list(self._links):
-            self._remove(link_id)
 
 
 def make_shaper(mechanism: str, state_dir: Path, seed: int = 0) -> LinkShaper:

@@ -73,12 +73,19 @@ def udp_rtt(host: str, port: int, count: int, interval_ms: float, timeout_ms: fl
             "lost": count - len(rtts)}
 
 
-def tcp_sink(port: int) -> dict:
+def tcp_listen_ready(port: int, backlog: int) -> socket.socket:
+    """A TCP socket listening on every address of this namespace at `port`, announced to
+    the parent with the "ready" line it waits for before it starts the client."""
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     srv.bind(("0.0.0.0", port))
-    srv.listen(1)
+    srv.listen(backlog)
     print("ready", flush=True)
+    return srv
+
+
+def tcp_sink(port: int) -> dict:
+    srv = tcp_listen_ready(port, 1)
     conn, _ = srv.accept()
     total = 0
     first = None

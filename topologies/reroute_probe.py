@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from fogsdn import rx_stamp
+from topologies.linkem_probe import tcp_listen_ready
 
 _DGRAM = struct.Struct("!QQ")  # sequence number, send time (ns)
 
@@ -120,11 +121,7 @@ def stream(host: str, port: int, interval_ms: float) -> None:
 
 
 def tcp_echo(port: int) -> None:
-    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind(("0.0.0.0", port))
-    srv.listen(8)
-    print("ready", flush=True)
+    srv = tcp_listen_ready(port, 8)
     while True:
         conn, _ = srv.accept()
         with conn:
