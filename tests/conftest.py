@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,38 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
         pytest.fail(f"CI: {why}", pytrace=False)
     pytest.skip(why)
+
+
+# -- waiting on real processes: poll with a deadline generous for a loaded 2-core machine --
+
+READY_TIMEOUT_S = 30.0
+
+
+def wait_until(ready: Callable[[], bool], what: str, timeout_s: float = READY_TIMEOUT_S) -> None:
+    """Poll `ready` until it holds; fail naming `what` after `timeout_s`. Tests wait for
+    states this way, never with a fixed sleep that a busy machine can outrun."""
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout_s:g} s waiting for {what}")
+        time.sleep(0.01)
+
+
+def wait_for_worker(proc: subprocess.Popen[Any], control: Path) -> None:
+    """A worker process is serving once its control socket answers `stats` (its TCP
+    port listens before that); fail at once if it exited instead."""
+    from nodes.worker import control_request
+
+    def answers() -> bool:
+        if proc.poll() is not None:
+            pytest.fail(f"worker exited (rc {proc.returncode}) before it was ready")
+        try:
+            control_request(control, "stats")
+        except OSError:
+            return False
+        return True
+
+    wait_until(answers, f"worker control socket {control.name}")
 
 
 def merged(data: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

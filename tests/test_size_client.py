@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, wait_for_worker
 
 from analysis.size_compare import bounded_pareto, size_scenario
 from fogsdn.stages import StagePlan, stage_port
@@ -57,10 +57,9 @@ def two_stages(tmp_path: Path) -> Iterator[int]:
             [sys.executable, "-m", "nodes.worker", "--name", name, "--host", "127.0.0.1",
              "--port", str(stage_port(base, i)), "--mu", "1", "--capacity", "1000",
              "--time-scale", str(SCALE), "--control", str(ctl), *kill], cwd=ROOT), ctl))
-    deadline = time.monotonic() + 10
-    while not all(c.exists() for _, c in procs) and time.monotonic() < deadline:
-        time.sleep(0.02)
     try:
+        for p, ctl in procs:
+            wait_for_worker(p, ctl)
         yield base
     finally:
         for p, _ in procs:
