@@ -277,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
                                       args.payload.encode())
             try:
                 responder.serve(args.duration)
+            except KeyboardInterrupt:
+                pass  # Ctrl-C (SIGINT) ends serving as --duration does: the counters follow
             finally:
                 responder.close()
             print(json.dumps({"counters": asdict(responder.counters)}))
