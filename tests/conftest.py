@@ -78,6 +78,22 @@ def wait_for_worker(proc: subprocess.Popen[Any], control: Path) -> None:
     wait_until(answers, f"worker control socket {control.name}")
 
 
+# the longest tests, started first so that under pytest-xdist no worker is left with one
+# of them at the end while the others idle (the order does not matter otherwise)
+LONGEST_FIRST = ("test_static.py::test_packages_type_check",  # mypy, cold in CI
+                 "test_sweep.py::test_ray_sweep_on_a_private_local_ray",
+                 "test_size_based.py::test_sita_e_simulated_mean_response_matches_pk")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        node = item.nodeid.split("[", 1)[0]
+        return next((i for i, p in enumerate(LONGEST_FIRST) if node.endswith(p)),
+                    len(LONGEST_FIRST))
+
+    items.sort(key=rank)  # stable: the rest keep their order
+
+
 def merged(data: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     """`data` with `over` applied: mappings merge one level deep, anything else replaces."""
     out = dict(data)
