@@ -78,6 +78,22 @@ def wait_for_worker(proc: subprocess.Popen[Any], control: Path) -> None:
     wait_until(answers, f"worker control socket {control.name}")
 
 
+def call_main(main: Callable[[list[str]], int], argv: list[str],
+              capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of a command's `main(argv)` called in this process:
+    the command's own code path without a Python start-up and its imports (seconds) per
+    call. Each command keeps one test that runs it as a real process."""
+    capsys.readouterr()
+    try:
+        rc = main(argv)
+    except SystemExit as e:  # argparse's own errors, sys.exit("message")
+        if isinstance(e.code, str):
+            print(e.code, file=sys.stderr)
+        rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
 # the longest tests, started first so that under pytest-xdist no worker is left with one
 # of them at the end while the others idle (the order does not matter otherwise)
 LONGEST_FIRST = ("test_static.py::test_packages_type_check",  # mypy, cold in CI
@@ -167,9 +183,12 @@ def start_runner(tmp_path: Path, name: str, load_s: float, *args: str, **over: A
     p = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "run_testbed.py"),
                           "--scenario", str(f), "--out", str(out), "--quiet", *args], cwd=ROOT,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not list(out.glob("trace-c*.progress")):
-        time.sleep(0.1)
+    wait_until(lambda: p.poll() is not None or any(out.glob("trace-c*.progress")),
+               f"{name}: the clients' first request", timeout_s=60)
+    if p.poll() is not None:
+        text = p.stdout.read().decode(errors="replace") if p.stdout else ""
+        pytest.fail(f"{name}: the runner exited (rc {p.returncode}) before its clients "
+                    f"sent:\n{text[-2000:]}")
     time.sleep(load_s)
     return p, out
 
