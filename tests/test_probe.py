@@ -53,11 +53,12 @@ def _settle(responder: EchoResponder, sent: int) -> None:
 def test_round_trip_on_loopback_counts_every_message(responder: EchoResponder) -> None:
     prober = Prober(LOOP)
     try:
-        samples = prober.measure(responder.address, count=5, interval_s=0.0)
+        # a timeout a busy machine cannot reach: every ping is answered
+        samples = prober.measure(responder.address, count=5, interval_s=0.0, timeout_s=10.0)
     finally:
         prober.close()
     rtts = [s.rtt_ms for s in samples]
-    assert all(r is not None and 0 < r < 100 for r in rtts), rtts
+    assert all(r is not None and r > 0 for r in rtts), rtts
     assert (prober.counters.sent, prober.counters.received) == (5, 5)
     assert prober.counters.messages == 10
     _settle(responder, 5)
@@ -157,7 +158,8 @@ def test_probes_feed_vivaldi(responder: EchoResponder) -> None:
     prober = Prober(LOOP)
     try:
         applied = [feed_vivaldi(node, "peer", s)
-                   for s in prober.measure(responder.address, count=4, interval_s=0.0)]
+                   for s in prober.measure(responder.address, count=4, interval_s=0.0,
+                                           timeout_s=10.0)]
     finally:
         prober.close()
     assert applied == [True] * 4
