@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import random
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -49,6 +51,28 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 # -- waiting on real processes: poll with a deadline generous for a loaded 2-core machine --
 
 READY_TIMEOUT_S = 30.0
+
+
+def free_ports(n: int = 1) -> int:
+    """The first of `n` consecutive loopback TCP ports free now, below the kernel's
+    ephemeral range: a port that bind(0) hands out is one the kernel may give to any
+    connecting socket (another test's, another program's) before our process binds it."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    rng = random.SystemRandom()
+    for _ in range(200):
+        base = rng.randrange(10_000, low - n)
+        probes: list[socket.socket] = []
+        try:
+            for port in range(base, base + n):
+                probes.append(s := socket.socket())
+                s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in probes:
+                s.close()
+    raise RuntimeError(f"no {n} consecutive free ports below {low}")
 
 
 def wait_until(ready: Callable[[], bool], what: str, timeout_s: float = READY_TIMEOUT_S) -> None:

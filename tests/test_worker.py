@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, wait_for_worker, wait_until
+from conftest import ROOT, free_ports, wait_for_worker, wait_until
 
 from fogsdn.local_rpc import recv_line
 from fogsdn.scenario import Servers, TaskClass
@@ -66,9 +66,7 @@ def test_request_round_trip() -> None:
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return free_ports(1)
 
 
 @pytest.fixture
