@@ -217,6 +217,18 @@ def start_runner(tmp_path: Path, name: str, load_s: float, *args: str, **over: A
     return p, out
 
 
+def wait_for_run_to_die(rec: Any) -> None:
+    """Every process of a run (a `RunRecord`) whose runner was killed has gone: clients
+    get INTERRUPT_GRACE_S (2 s) to record what they had in flight; one left after 15 s
+    did not die with the runner."""
+    from runner.cleanup import ours_alive
+
+    def alive() -> list[str]:
+        return [label for label, (pid, st) in rec.pids.items() if ours_alive(pid, st)]
+
+    wait_until(lambda: not alive(), f"run {rec.tag}: its processes to die with it", 15.0)
+
+
 def _runs_dir() -> Path:
     from runner.cleanup import RUNS_DIR
 
