@@ -16,6 +16,13 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # one pytest-xdist worker per core: each keeps its numeric libraries (torch, BLAS) on
+    # one thread, or two workers' thread pools fight over two cores (the DQN test ran 7x
+    # slower). Set before any test module imports them.
+    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
 sys.path.insert(0, str(ROOT / "scripts"))
 
 
