@@ -46,13 +46,13 @@ def _split(argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def _parallel(stage: str, args: list[str]) -> list[str]:
-    """`-n auto` for the unit stage where pytest-xdist is installed and the caller chose
+    """`-n logical` for the unit stage where pytest-xdist is installed and the caller chose
     no distribution of their own; nothing for the emulation stage."""
     if stage != "unit" or importlib.util.find_spec("xdist") is None:
         return []
     if any(a.startswith(("-n", "--numprocesses", "--dist")) or a == "no:xdist" for a in args):
         return []
-    return ["-n", "auto", "--dist", "worksteal"]
+    return ["-n", "logical", "--dist", "worksteal"]  # a worker per CPU the process may use
 
 
 def main(argv: list[str] | None = None) -> int:
