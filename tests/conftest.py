@@ -11,11 +11,15 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+if TYPE_CHECKING:
+    from runner.cleanup import RunRecord
+
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # one pytest-xdist worker per core: each keeps its numeric libraries (torch, BLAS) on
@@ -23,7 +27,6 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     # slower). Set before any test module imports them.
     for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(_var, "1")
-sys.path.insert(0, str(ROOT / "scripts"))
 
 
 def _ovs_running() -> bool:
@@ -224,7 +227,7 @@ def start_runner(tmp_path: Path, name: str, load_s: float, *args: str, **over: A
     return p, out
 
 
-def wait_for_run_to_die(rec: Any) -> None:
+def wait_for_run_to_die(rec: RunRecord) -> None:
     """Every process of a run (a `RunRecord`) whose runner was killed has gone: clients
     get INTERRUPT_GRACE_S (2 s) to record what they had in flight; one left after 15 s
     did not die with the runner."""
