@@ -59,6 +59,7 @@ def test_exported_network_decides_as_torch_does_in_the_controller_policy(
     """The JSON export read by rl_dqn (numpy, no torch) gives torch's Q-values."""
     import torch
 
+    from agents.dqn import DqnConfig, train_dqn
     from controller.policies import make_policy
     from controller.policies.rl import RlDqn
     from fogsdn.scenario import PolicySpec

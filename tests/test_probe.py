@@ -182,7 +182,8 @@ def test_command_line_on_loopback() -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(LOOP)
         port = s.getsockname()[1]
-    # pings start once the responder is bound; Ctrl-C ends it, and it reports
+    # pings start once the responder is bound; SIGTERM ends it, and it reports (SIGINT
+    # would not do: a process started in the background, as by pytest-xdist, ignores it)
     resp = subprocess.Popen([sys.executable, "-m", "nodes.probe", "respond", "--bind",
                              f"127.0.0.1:{port}", "--duration", "60"], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -193,7 +194,7 @@ def test_command_line_on_loopback() -> None:
                             "--interval-ms", "20"],
                            cwd=ROOT, capture_output=True, text=True, timeout=30)
     finally:
-        resp.send_signal(signal.SIGINT)
+        resp.send_signal(signal.SIGTERM)
         out, err = resp.communicate(timeout=30)
     assert resp.returncode == 0 and "Traceback" not in err, err
     assert r.returncode == 0, r.stderr
