@@ -14,6 +14,7 @@ the address they are given: no wildcard unless the caller spells it out with
 `allow_wildcard`.
 
     python -m nodes.probe respond --bind 10.0.0.1:7000 [--duration S] [--payload JSON]
+        # serves until --duration, SIGTERM or Ctrl-C, then prints its counters
     python -m nodes.probe ping --bind 10.0.0.2 --target 10.0.0.1:7000 [--count N]
         [--interval-ms MS] [--timeout-ms MS]        # prints one JSON line
 """
@@ -24,6 +25,7 @@ import argparse
 import ipaddress
 import json
 import select
+import signal
 import socket
 import statistics
 import struct
@@ -275,8 +277,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "respond":
             responder = EchoResponder(parse_endpoint(args.bind, need_port=True),
                                       args.payload.encode())
+            # SIGTERM (a runner stopping it) and Ctrl-C end serving as --duration does:
+            # the counters follow
+            signal.signal(signal.SIGTERM, lambda signum, frame: responder.stop())
             try:
                 responder.serve(args.duration)
+            except KeyboardInterrupt:
+                pass
             finally:
                 responder.close()
             print(json.dumps({"counters": asdict(responder.counters)}))

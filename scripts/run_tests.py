@@ -4,15 +4,18 @@ the two stages, each reported, and exits non-zero if either failed.
 
     sudo python scripts/run_tests.py [--stage unit|emulation|all] [pytest args]
 
-unit: everything not marked `emulation` (no root needed). emulation: the live tests
-(root and Open vSwitch; this command starts OVS when it is not running). As in Faucet,
-which runs its unit tests apart from its Mininet integration tests, each stage is its
-own pytest run with its own verdict. Under CI=true an emulation test that cannot run
-(no root, no OVS) fails instead of skipping.
+unit: everything not marked `emulation` (no root needed), spread over one pytest-xdist
+worker per CPU (the tests wait on states, never on fixed sleeps, so a busy core does
+not fail them). emulation: the live tests (root and Open vSwitch; this command starts
+OVS when it is not running), one at a time: only one network is built at once. As in
+Faucet, which runs its unit tests apart from its Mininet integration tests, each stage
+is its own pytest run with its own verdict. Under CI=true an emulation test that cannot
+run (no root, no OVS) fails instead of skipping.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -42,6 +45,16 @@ def _split(argv: list[str]) -> tuple[list[str], list[str]]:
     return (list(STAGES) if stage == "all" else [stage]), rest
 
 
+def _parallel(stage: str, args: list[str]) -> list[str]:
+    """`-n logical` for the unit stage where pytest-xdist is installed and the caller chose
+    no distribution of their own; nothing for the emulation stage."""
+    if stage != "unit" or importlib.util.find_spec("xdist") is None:
+        return []
+    if any(a.startswith(("-n", "--numprocesses", "--dist")) or a == "no:xdist" for a in args):
+        return []
+    return ["-n", "logical", "--dist", "worksteal"]  # a worker per CPU the process may use
+
+
 def main(argv: list[str] | None = None) -> int:
     stages, args = _split(sys.argv[1:] if argv is None else argv)
     import bootstrap
@@ -53,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     verdicts: dict[str, int] = {}
     for stage in stages:
         print(f"\n=== stage {stage}: pytest -m '{STAGES[stage]}' ===", flush=True)
-        rc = subprocess.call([sys.executable, "-m", "pytest", "-m", STAGES[stage], *args])
+        rc = subprocess.call([sys.executable, "-m", "pytest", "-m", STAGES[stage],
+                              *_parallel(stage, args), *args])
         verdicts[stage] = rc
     print("\n=== stages ===")
     for stage, rc in verdicts.items():

@@ -3,17 +3,30 @@
 from __future__ import annotations
 
 import os
+import random
 import shutil
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+if TYPE_CHECKING:
+    from runner.cleanup import RunRecord
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # one pytest-xdist worker per core: each keeps its numeric libraries (torch, BLAS) on
+    # one thread, or two workers' thread pools fight over two cores (the DQN test ran 7x
+    # slower). Set before any test module imports them.
+    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
 
 
 def _ovs_running() -> bool:
@@ -43,6 +56,92 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
         pytest.fail(f"CI: {why}", pytrace=False)
     pytest.skip(why)
+
+
+# -- waiting on real processes: poll with a deadline generous for a loaded 2-core machine --
+
+READY_TIMEOUT_S = 30.0
+
+
+def free_ports(n: int = 1) -> int:
+    """The first of `n` consecutive loopback TCP ports free now, below the kernel's
+    ephemeral range: a port that bind(0) hands out is one the kernel may give to any
+    connecting socket (another test's, another program's) before our process binds it."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    rng = random.SystemRandom()
+    for _ in range(200):
+        base = rng.randrange(10_000, low - n)
+        probes: list[socket.socket] = []
+        try:
+            for port in range(base, base + n):
+                probes.append(s := socket.socket())
+                s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in probes:
+                s.close()
+    raise RuntimeError(f"no {n} consecutive free ports below {low}")
+
+
+def wait_until(ready: Callable[[], bool], what: str, timeout_s: float = READY_TIMEOUT_S) -> None:
+    """Poll `ready` until it holds; fail naming `what` after `timeout_s`. Tests wait for
+    states this way, never with a fixed sleep that a busy machine can outrun."""
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout_s:g} s waiting for {what}")
+        time.sleep(0.01)
+
+
+def wait_for_worker(proc: subprocess.Popen[Any], control: Path) -> None:
+    """A worker process is serving once its control socket answers `stats` (its TCP
+    port listens before that); fail at once if it exited instead."""
+    from nodes.worker import control_request
+
+    def answers() -> bool:
+        if proc.poll() is not None:
+            pytest.fail(f"worker exited (rc {proc.returncode}) before it was ready")
+        try:
+            control_request(control, "stats")
+        except OSError:
+            return False
+        return True
+
+    wait_until(answers, f"worker control socket {control.name}")
+
+
+def call_main(main: Callable[[list[str]], int], argv: list[str],
+              capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of a command's `main(argv)` called in this process:
+    the command's own code path without a Python start-up and its imports (seconds) per
+    call. Each command keeps one test that runs it as a real process."""
+    capsys.readouterr()
+    try:
+        rc = main(argv)
+    except SystemExit as e:  # argparse's own errors, sys.exit("message")
+        if isinstance(e.code, str):
+            print(e.code, file=sys.stderr)
+        rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+# the longest tests, started first so that under pytest-xdist no worker is left with one
+# of them at the end while the others idle (the order does not matter otherwise)
+LONGEST_FIRST = ("test_static.py::test_packages_type_check",  # mypy, cold in CI
+                 "test_sweep.py::test_ray_sweep_on_a_private_local_ray",
+                 "test_size_based.py::test_sita_e_simulated_mean_response_matches_pk")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        node = item.nodeid.split("[", 1)[0]
+        return next((i for i, p in enumerate(LONGEST_FIRST) if node.endswith(p)),
+                    len(LONGEST_FIRST))
+
+    items.sort(key=rank)  # stable: the rest keep their order
 
 
 def merged(data: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -118,11 +217,26 @@ def start_runner(tmp_path: Path, name: str, load_s: float, *args: str, **over: A
     p = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "run_testbed.py"),
                           "--scenario", str(f), "--out", str(out), "--quiet", *args], cwd=ROOT,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not list(out.glob("trace-c*.progress")):
-        time.sleep(0.1)
+    wait_until(lambda: p.poll() is not None or any(out.glob("trace-c*.progress")),
+               f"{name}: the clients' first request", timeout_s=60)
+    if p.poll() is not None:
+        text = p.stdout.read().decode(errors="replace") if p.stdout else ""
+        pytest.fail(f"{name}: the runner exited (rc {p.returncode}) before its clients "
+                    f"sent:\n{text[-2000:]}")
     time.sleep(load_s)
     return p, out
+
+
+def wait_for_run_to_die(rec: RunRecord) -> None:
+    """Every process of a run (a `RunRecord`) whose runner was killed has gone: clients
+    get INTERRUPT_GRACE_S (2 s) to record what they had in flight; one left after 15 s
+    did not die with the runner."""
+    from runner.cleanup import ours_alive
+
+    def alive() -> list[str]:
+        return [label for label, (pid, st) in rec.pids.items() if ours_alive(pid, st)]
+
+    wait_until(lambda: not alive(), f"run {rec.tag}: its processes to die with it", 15.0)
 
 
 def _runs_dir() -> Path:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from conftest import ROOT
 
-LIVE_TEST = "tests/test_emulation.py::test_basic_never_uses_the_ofn"
+# any emulation test does; this one imports little, so the two pytest runs start fast
+LIVE_TEST = "tests/test_probe.py::test_probe_across_namespaces"
 
 
 def _pytest_without_ovs(ci: str | None) -> subprocess.CompletedProcess[str]:

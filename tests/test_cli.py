@@ -6,7 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ROOT
+import pytest
+from conftest import ROOT, call_main
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -25,11 +26,17 @@ def test_broken_scenario_gets_one_line(tmp_path: Path) -> None:
     assert not (tmp_path / "o").exists()
 
 
-def test_unknown_policy_and_bad_duration(tmp_path: Path) -> None:
-    r = _run("--engine", "simulate", "--policy", "roundrobin", "--out", str(tmp_path / "o"))
-    assert r.returncode == 2 and "unknown policy 'roundrobin'" in r.stderr
-    r = _run("--engine", "simulate", "--duration", "-5", "--out", str(tmp_path / "o"))
-    assert r.returncode == 2 and "--duration" in r.stderr
+def test_unknown_policy_and_bad_duration(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    import run_testbed
+
+    rc, _, err = call_main(run_testbed.main, ["--engine", "simulate", "--policy", "roundrobin",
+                                              "--out", str(tmp_path / "o")], capsys)
+    assert rc == 2 and "unknown policy 'roundrobin'" in err
+    rc, _, err = call_main(run_testbed.main, ["--engine", "simulate", "--duration", "-5",
+                                              "--out", str(tmp_path / "o")], capsys)
+    assert rc == 2 and "--duration" in err
+    assert not (tmp_path / "o").exists()
 
 
 def test_simulate_writes_the_results_directory(tmp_path: Path) -> None:
@@ -41,16 +48,19 @@ def test_simulate_writes_the_results_directory(tmp_path: Path) -> None:
     assert "measured vs exact" in r.stdout
 
 
-def test_duration_is_seconds_of_live_load_in_every_cli(tmp_path: Path) -> None:
+def test_duration_is_seconds_of_live_load_in_every_cli(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
     """`--duration 1` at the default time scale (5 real ms per model ms) is 200 model ms,
-    in `python -m sim` as in run_testbed.py; `--model-ms` states model time directly."""
+    in `python -m sim` as in run_testbed.py; `--model-ms` states model time directly.
+    (`python -m sim` runs as a process in test_sim_engine.)"""
     import json
+
+    from sim.__main__ import main as sim_main
 
     for flag, value, want in (("--duration", "1", 200.0), ("--model-ms", "150", 150.0)):
         out = tmp_path / flag.strip("-")
-        r = subprocess.run([sys.executable, "-m", "sim", flag, value, "--no-trace",
-                            "--out", str(out)], capture_output=True, text=True, cwd=ROOT,
-                           timeout=120)
-        assert r.returncode == 0, r.stderr
+        rc, _, err = call_main(sim_main, [flag, value, "--no-trace", "--out", str(out)], capsys)
+        assert rc == 0, err
         summary = json.loads((out / "summary.json").read_text())
         assert summary["stop"]["duration_ms"] == want

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, assert_clean, footprint, start_runner
+from conftest import ROOT, assert_clean, footprint, start_runner, wait_for_run_to_die
 
 from fogsdn.scenario import ScenarioError, parse_scenario
 from nodes.container import in_cgroup, kept_under_private, needed_dirs
@@ -240,7 +240,7 @@ def test_a_killed_runs_cgroups_are_removed_by_clean(tmp_path: Path) -> None:
              if RunRecord.load(f).owner and RunRecord.load(f).owner[0] == p.pid]
     p.kill()
     p.communicate(timeout=10)
-    time.sleep(3.0)
+    wait_for_run_to_die(rec)
     left = _fogsdn_cgroups() - groups_before
     assert left and all(rec.tag in g for g in left)  # recorded, still there
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "run_testbed.py"), "--clean"],

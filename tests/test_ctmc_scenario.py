@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import call_main
 
 from analysis.model_params import OutsideModel, model_params_from_scenario
 from fogsdn.scenario import load_scenario
@@ -54,8 +55,10 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=60)
 
 
-def test_cli_json_and_errors() -> None:
-    r = _run("--scenario", str(DEFAULT), "--json")
+def test_cli_json_and_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    import predict as cli  # type: ignore[import-not-found]
+
+    r = _run("--scenario", str(DEFAULT), "--json")  # the script as a process, once
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert set(d) == {"hp", "lp", "p_available", "mean_fn", "mean_ofn", "model", "power",
@@ -66,22 +69,17 @@ def test_cli_json_and_errors() -> None:
     assert set(d["lp"]["percentiles"]) == {"p50", "p90", "p95", "p99"}
     flags = ["--scheme", "nodiff", "--lam-hp", "0.3", "--lam-lp", "0.5", "--mu-f", "1",
              "--mu-of", "0.3", "--cap-f", "20", "--cap-o", "10", "--eta", "0.3", "--xi", "0.3"]
-    r = _run(*flags, "--alpha", "2")
-    assert r.returncode == 2
-    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    rc, _, err = call_main(cli.main, [*flags, "--alpha", "2"], capsys)
+    assert rc == 2
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("bad", [["--eta", "-1"], ["--cap-o", "0"], ["--lam-hp", "x"]])
 def test_cli_bad_values_exit_2(bad: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    sys.path.insert(0, str(ROOT / "scripts"))
     import predict as cli  # type: ignore[import-not-found]
 
     flags = ["--scheme", "nodiff", "--lam-hp", "0.3", "--lam-lp", "0.5", "--mu-f", "1",
              "--mu-of", "0.3", "--cap-f", "20", "--cap-o", "10", "--eta", "0.3", "--xi", "0.3"]
-    try:
-        rc = cli.main([*flags, *bad])
-    except SystemExit as e:  # argparse's own errors
-        rc = int(e.code or 0)
+    rc, _, err = call_main(cli.main, [*flags, *bad], capsys)
     assert rc == 2
-    err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1

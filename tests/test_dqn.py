@@ -4,6 +4,7 @@ training run that logs episodes, and saved weights that load to the same decisio
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -11,14 +12,18 @@ import pytest
 from conftest import scenario_dict
 from test_agent_env import SCENARIO
 
-pytest.importorskip("torch", reason="the rl extra (torch) is not installed")
+from agents.env import SimRoutingEnv
+from fogsdn.scenario import parse_scenario
 
-from agents.dqn import DqnAgent, DqnConfig, EpisodeLog, train_dqn, weight_menu  # noqa: E402
-from agents.env import SimRoutingEnv  # noqa: E402
-from fogsdn.scenario import parse_scenario  # noqa: E402
+# torch is imported by the tests themselves: collecting this file (in every pytest-xdist
+# worker) then costs no torch import
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                                reason="the rl extra (torch) is not installed")
 
 
 def test_weight_menu() -> None:
+    from agents.dqn import weight_menu
+
     assert weight_menu(1) == ((1.0,),)
     assert weight_menu(2) == ((1.0, 0.0), (0.0, 1.0), (1.0, 1.0))
     menu = weight_menu(3)
@@ -26,6 +31,8 @@ def test_weight_menu() -> None:
 
 
 def test_trains_logs_and_round_trips(tmp_path: Path) -> None:
+    from agents.dqn import DqnAgent, DqnConfig, EpisodeLog, train_dqn
+
     env = SimRoutingEnv(parse_scenario(scenario_dict(**SCENARIO)), epoch_requests=50,
                         epochs=20)
     config = DqnConfig(steps=80, warmup=32, batch=16, target_every=20,
@@ -52,6 +59,7 @@ def test_exported_network_decides_as_torch_does_in_the_controller_policy(
     """The JSON export read by rl_dqn (numpy, no torch) gives torch's Q-values."""
     import torch
 
+    from agents.dqn import DqnConfig, train_dqn
     from controller.policies import make_policy
     from controller.policies.rl import RlDqn
     from fogsdn.scenario import PolicySpec

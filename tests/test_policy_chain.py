@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from conftest import ROOT, scenario_dict
+from conftest import ROOT, call_main, scenario_dict
 from scipy import stats
 
 from analysis.ctmc import predict
@@ -290,12 +290,13 @@ def test_built_ins_on_two_ofns_use_the_lumped_chains() -> None:
 # -- 4. predict.py ----------------------------------------------------------------------
 
 
-def test_predict_cli_gives_threshold_exact_figures() -> None:
-    r = subprocess.run([sys.executable, "scripts/predict.py", "--scenario",
-                        "scenarios/threshold.yaml", "--json"], cwd=ROOT, capture_output=True,
-                       text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    d = json.loads(r.stdout)
+def test_predict_cli_gives_threshold_exact_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    import predict as cli  # type: ignore[import-not-found]
+
+    rc, out, err = call_main(
+        cli.main, ["--scenario", str(ROOT / "scenarios/threshold.yaml"), "--json"], capsys)
+    assert rc == 0, err
+    d = json.loads(out)
     assert d["model"] == {"chain": "policy", "policy": "threshold", "states": 462,
                           "method": "gth", "solved_states": 462}
     from fogsdn.scenario import load_scenario

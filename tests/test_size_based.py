@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import math
 import random
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import call_main
 from scipy import integrate
 
 from analysis.metrics import replications_ci
@@ -231,22 +230,23 @@ def test_predict_scenario_domain() -> None:
     assert not p.exact and "approximation" in p.notes[0]
 
 
-def test_predict_script_json(tmp_path: Path) -> None:
+def test_predict_script_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import predict as cli  # type: ignore[import-not-found]
+
     f = tmp_path / "s.yaml"
     f.write_text(size_scenario("sita_e", 2, 0.5, BP).to_yaml())
-    out = subprocess.run([sys.executable, str(ROOT / "scripts/predict.py"), "--scenario",
-                          str(f), "--json"], capture_output=True, text=True, check=True)
-    d = json.loads(out.stdout)
+    rc, out, _ = call_main(cli.main, ["--scenario", str(f), "--json"], capsys)
+    assert rc == 0
+    d = json.loads(out)
     assert set(d["overall"]) >= {"W", "wait", "slowdown"}
     assert [h["name"] for h in d["hosts"]] == ["h1", "h2"]
     assert all(set(h) >= {"name", "low", "high", "lambda", "rho", "W", "wait"}
                for h in d["hosts"])
     assert d["hosts"][0]["rho"] == pytest.approx(0.5)
     f.write_text(size_scenario("least_work_left", 2, 0.5, BP).to_yaml())
-    bad = subprocess.run([sys.executable, str(ROOT / "scripts/predict.py"), "--scenario",
-                          str(f), "--json"], capture_output=True, text=True)
-    assert bad.returncode == 2 and bad.stdout == ""
-    assert len(bad.stderr.strip().splitlines()) == 1 and "least_work_left" in bad.stderr
+    rc, out, err = call_main(cli.main, ["--scenario", str(f), "--json"], capsys)
+    assert rc == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "least_work_left" in err
 
 
 def test_stage_plans_carry_intervals_and_stages_as_json() -> None:

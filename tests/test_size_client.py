@@ -4,7 +4,6 @@ stage's port, a worker kills at its cutoff, the client restarts the same id at t
 from __future__ import annotations
 
 import asyncio
-import socket
 import subprocess
 import sys
 import time
@@ -12,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, free_ports, wait_for_worker
 
 from analysis.size_compare import bounded_pareto, size_scenario
 from fogsdn.stages import StagePlan, stage_port
@@ -23,33 +22,10 @@ SIZES = bounded_pareto(1.5, 1.0, 20.0)
 SCALE = 2.0  # real ms per model ms
 
 
-def _free_base(n: int) -> int:
-    """A port p with p + 1 .. p + n free on loopback."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = int(s.getsockname()[1])
-        if base + n >= 65535:
-            continue
-        try:
-            probes = []
-            for i in range(1, n + 1):
-                t = socket.socket()
-                probes.append(t)
-                t.bind(("127.0.0.1", base + i))
-            return base
-        except OSError:
-            continue
-        finally:
-            for t in probes:
-                t.close()
-    raise RuntimeError("no free port range")
-
-
 @pytest.fixture
 def two_stages(tmp_path: Path) -> Iterator[int]:
     """Workers h1 (kills above size 3) and h2 at stage ports 1 and 2 of a base port."""
-    base = _free_base(2)
+    base = free_ports(3)  # the service port and one per stage after it
     procs = []
     for i, (name, kill) in enumerate((("h1", ["--kill-after", "3"]), ("h2", []))):
         ctl = tmp_path / f"{name}.sock"
@@ -57,10 +33,9 @@ def two_stages(tmp_path: Path) -> Iterator[int]:
             [sys.executable, "-m", "nodes.worker", "--name", name, "--host", "127.0.0.1",
              "--port", str(stage_port(base, i)), "--mu", "1", "--capacity", "1000",
              "--time-scale", str(SCALE), "--control", str(ctl), *kill], cwd=ROOT), ctl))
-    deadline = time.monotonic() + 10
-    while not all(c.exists() for _, c in procs) and time.monotonic() < deadline:
-        time.sleep(0.02)
     try:
+        for p, ctl in procs:
+            wait_for_worker(p, ctl)
         yield base
     finally:
         for p, _ in procs:
