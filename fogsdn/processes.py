@@ -9,9 +9,11 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["ours_alive", "proc_start_time", "stop_pid"]
+__all__ = ["ours_alive", "proc_start_time", "stop_pid", "stop_signals_deferred"]
 
 
 def proc_start_time(pid: int) -> int | None:
@@ -53,3 +55,25 @@ def stop_pid(pid: int, start: int, grace_s: float = 3.0) -> bool:
         except ProcessLookupError:
             pass
     return True
+
+
+STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
+@contextmanager
+def stop_signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back from this thread and the children it forks meanwhile.
+
+    For Mininet's build: a terminal's Ctrl-C goes to the runner's whole process group,
+    so to each `mnexec` Mininet has just forked; one killed before it detaches leaves
+    Mininet waiting for its shell's prompt for ever (a read on a pty it holds open
+    itself), and the run hangs instead of stopping. The mask is inherited across fork
+    and exec, so those children never see the signal; the runner's own is delivered
+    when the block ends and its handler stops the run as usual. Only for children that
+    are stopped otherwise (Mininet's shells end on SIGHUP).
+    """
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)

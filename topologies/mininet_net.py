@@ -26,6 +26,7 @@ from mininet.link import TCULink
 from mininet.net import Mininet
 from mininet.node import Node, OVSSwitch, RemoteController
 
+from fogsdn.processes import stop_signals_deferred
 from fogsdn.topology import LinkSpec, link_params
 from topologies.linkem import LinkParams, LinkShaper, make_shaper
 
@@ -127,40 +128,44 @@ def build_network(g: nx.Graph, controller_port: int, prefix: str, time_scale: fl
     """Build and start; bridges, elements and veths get `prefix` so they are ours alone.
 
     `mechanism` ("netem" or "userspace") is needed only when some link is shaped."""
-    net = Mininet(topo=None, switch=OVSSwitch, link=TCULink, controller=None,
-                  autoSetMacs=False, autoStaticArp=False, build=False, waitConnected=False)
-    net.addController("c0", controller=PlainRemoteController, ip="127.0.0.1",
-                      port=controller_port)
-    bridges: dict[str, str] = {}
-    for n, d in g.nodes(data=True):
-        if d["kind"] == "switch":
-            bridges[n] = f"{prefix}{n}"
-            net.addSwitch(bridges[n], dpid=f"{d['dpid']:016x}", datapath="user",
-                          protocols="OpenFlow13", failMode="secure")
-    for n, d in g.nodes(data=True):
-        if d["kind"] == "host":
-            net.addHost(n, ip=f"{d['ip']}/24", mac=d["mac"])
-    shaped: list[tuple[str, LinkSpec]] = []
-    network = Network(net, bridges, g, time_scale)
-    for u, v, d in g.edges(data=True):
-        if g.nodes[v]["kind"] == "host" or (g.nodes[u]["kind"] == "switch" and u > v):
-            u, v = v, u  # a host first (as Mininet names it <host>-eth0); switches in order
-        a, b = bridges.get(u, u), bridges[v]
-        pa, pb = d["ports"].get(u), d["ports"][v]
-        link = link_params(g, u, v)
-        if not link.shaped:
-            net.addLink(a, b, port1=pa, port2=pb)
-            continue
-        element = Node(f"{prefix}d{len(shaped) + 1}", inNamespace=False)
-        network.elements[d["id"]] = element
-        net.addLink(a, element, port1=pa, port2=0)  # element-eth0 towards u
-        net.addLink(element, b, port1=1, port2=pb)  # element-eth1 towards v
-        shaped.append((d["id"], link))
-    net.build()
-    net.start()
-    for h in net.hosts:
-        # Mininet hosts emit IPv6 solicitations; the fog network is IPv4 only
-        h.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1")
+    # Mininet forks a shell per node as it adds it: a Ctrl-C then would hang it, not
+    # stop the run (fogsdn.processes.stop_signals_deferred)
+    with stop_signals_deferred():
+        net = Mininet(topo=None, switch=OVSSwitch, link=TCULink, controller=None,
+                      autoSetMacs=False, autoStaticArp=False, build=False, waitConnected=False)
+        net.addController("c0", controller=PlainRemoteController, ip="127.0.0.1",
+                          port=controller_port)
+        bridges: dict[str, str] = {}
+        for n, d in g.nodes(data=True):
+            if d["kind"] == "switch":
+                bridges[n] = f"{prefix}{n}"
+                net.addSwitch(bridges[n], dpid=f"{d['dpid']:016x}", datapath="user",
+                              protocols="OpenFlow13", failMode="secure")
+        for n, d in g.nodes(data=True):
+            if d["kind"] == "host":
+                net.addHost(n, ip=f"{d['ip']}/24", mac=d["mac"])
+        shaped: list[tuple[str, LinkSpec]] = []
+        network = Network(net, bridges, g, time_scale)
+        for u, v, d in g.edges(data=True):
+            if g.nodes[v]["kind"] == "host" or (g.nodes[u]["kind"] == "switch" and u > v):
+                u, v = v, u  # a host first (as Mininet names it <host>-eth0); switches in order
+            a, b = bridges.get(u, u), bridges[v]
+            pa, pb = d["ports"].get(u), d["ports"][v]
+            link = link_params(g, u, v)
+            if not link.shaped:
+                net.addLink(a, b, port1=pa, port2=pb)
+                continue
+            element = Node(f"{prefix}d{len(shaped) + 1}", inNamespace=False)
+            network.elements[d["id"]] = element
+            net.addLink(a, element, port1=pa, port2=0)  # element-eth0 towards u
+            net.addLink(element, b, port1=1, port2=pb)  # element-eth1 towards v
+            shaped.append((d["id"], link))
+        net.build()
+        net.start()
+        for h in net.hosts:
+            # Mininet hosts emit IPv6 solicitations; the fog network is IPv4 only
+            h.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 "
+                  "net.ipv6.conf.default.disable_ipv6=1")
     if shaped:
         if mechanism is None or state_dir is None:
             raise ValueError("shaped links need a link mechanism and a state folder")
