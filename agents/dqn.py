@@ -163,9 +163,7 @@ def train_dqn(env: SimRoutingEnv, config: DqnConfig,
         if step % config.target_every == 0:
             target.load_state_dict(net.state_dict())
         if terminated or truncated:
-            log = EpisodeLog(episode, len(rewards), float(np.mean(rewards)),
-                             float(np.mean([i["response_ms"] for i in infos])),
-                             float(np.mean([i["power_w"] for i in infos])))
+            log = EpisodeLog.of(episode, rewards, infos)
             agent.curve.append(log)
             if progress is not None:
                 progress(log)

@@ -73,6 +73,14 @@ class EpisodeLog:
     response_ms: float
     power_w: float
 
+    @classmethod
+    def of(cls, episode: int, rewards: list[float],
+           infos: list[dict[str, Any]]) -> EpisodeLog:
+        """The curve's row from one episode's rewards and step infos (every trainer's)."""
+        return cls(episode, len(rewards), float(np.mean(rewards)),
+                   float(np.mean([i["response_ms"] for i in infos])),
+                   float(np.mean([i["power_w"] for i in infos])))
+
 
 class _Stop(Exception):
     """Raised inside the simulation thread to end an episode early."""

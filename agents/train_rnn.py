@@ -57,9 +57,7 @@ def train_rnn(env: SimRoutingEnv, menu: tuple[tuple[float, ...], ...], steps: in
         rewards.append(reward)
         infos.append(info)
         if truncated:
-            log = EpisodeLog(episode, len(rewards), float(np.mean(rewards)),
-                             float(np.mean([i["response_ms"] for i in infos])),
-                             float(np.mean([i["power_w"] for i in infos])))
+            log = EpisodeLog.of(episode, rewards, infos)
             agent.curve.append(log)
             if progress is not None:
                 progress(log)
