@@ -12,7 +12,7 @@ The live controller runs the same rule per new connection (controller/policies/r
 Observation: `controller.policies.observe.EpochObserver`, what the controller can see too: per node
 up, held / capacity, estimated utilisation, path delay and path load (its share of
 flows); per switch the share of ports carrying flows; the estimated response time and
-estimated power (analysis.power, servers and switches), over the goal's references.
+estimated power (models.power_model, servers and switches), over the goal's references.
 
 Reward: the seed's goal G = a * RT / RT_ref + b * P / P_ref with b = 1 - a (a: the
 scenario's `goal.rt_weight` unless given), R = 1 / G, from what the simulator measured
@@ -40,7 +40,6 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
-from analysis.power import server_power_w, switch_power_w
 from controller.policies.base import (
     ClusterView,
     Policy,
@@ -60,6 +59,7 @@ from controller.policies.observe import (
 )
 from fogsdn.latency import request_network
 from fogsdn.scenario import Scenario
+from models.power_model import server_power_w, switch_power_w
 from sim.engine import OK, Row, client_names, simulate
 
 

@@ -5,7 +5,7 @@
 whose controller decides with `agents.live_policy.ExchangePolicy`; `step(weights)`
 hands the weights to it and returns the next epoch's observation. The reward is R = 1/G
 on the controller's own estimates (expected response time from queue lengths and path
-delays, power from analysis.power): the controller measures no response times, and a
+delays, power from models.power_model): the controller measures no response times, and a
 live run's client traces are only complete when it ends. Live, the run does not wait
 for the agent: the weights apply from the next epoch boundary after they arrive.
 

@@ -1,4 +1,4 @@
-"""Training the seed's learner (agents/rnn_rl.py) in the simulator env (issue 9).
+"""Training the seed's learner (models/rnn_learner.py) in the simulator env (issue 9).
 
 One neuron per entry of the weight menu; each decision epoch the learner picks an entry
 (its most excited neuron, or with `explore` a random one), the env runs the epoch with
@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 
 from agents.env import EpisodeLog, SimRoutingEnv
-from agents.rnn_rl import RnnLearner
 from controller.policies.observe import Layout, Obs
 from controller.policies.rl import learner_to_json
+from models.rnn_learner import RnnLearner
 
 
 @dataclass

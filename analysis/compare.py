@@ -18,15 +18,15 @@ import numpy as np
 from analysis.ctmc import Prediction
 from analysis.metrics import measured_summary, percentiles_ci
 from analysis.model_params import AnyPrediction, OutsideModel, exact_prediction
-from analysis.power import (
+from fogsdn.scenario import Role, Scenario, load_scenario
+from fogsdn.trace import Outcome, TraceRow, read_trace
+from models.power_model import (
     busy_fraction,
     predicted_power,
     server_count,
     server_power_gap,
     switch_ports,
 )
-from fogsdn.scenario import Role, Scenario, load_scenario
-from fogsdn.trace import Outcome, TraceRow, read_trace
 
 CLASSES = ("hp", "lp")
 

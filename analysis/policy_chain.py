@@ -748,7 +748,7 @@ class PolicyPrediction:
     method: str
     solved_states: int  # what was solved: the joint chain, or the per-node chains
     # per node, the mean share of its servers busy: P(n > 0), or E[n]/C with `multi`
-    # (exact server power, analysis/power.py)
+    # (exact server power, models/power_model.py)
     node_busy: dict[str, float] = field(default_factory=dict)
 
     @property

@@ -1,7 +1,7 @@
 """Size-based scenarios (seed 002b): the prediction for a Scenario, measured means from
 a trace or the simulator's rows, and the two side by side.
 
-`analysis.size_based` holds the formulas; this module maps a Scenario and its policy
+`models.size_assignment` holds the formulas; this module maps a Scenario and its policy
 onto them (or says why no model applies) and measures the same quantities: mean
 response time W, mean queueing time (`wait`), mean slowdown (response / (size / mu of
 the completing host)), per completing host and overall.
@@ -18,7 +18,11 @@ from typing import Any
 
 from analysis.metrics import replications_ci
 from analysis.model_params import OutsideModel
-from analysis.size_based import (
+from controller.policies import PolicyError, initial_view, make_policy
+from controller.policies.size_based import SIZE_POLICIES, SitaE, SitaU, Tags
+from fogsdn.scenario import Role, Scenario, SizeSpec, load_scenario, parse_scenario
+from fogsdn.trace import Outcome, TraceRow, iter_trace
+from models.size_assignment import (
     SizeModelError,
     SizePrediction,
     moment,
@@ -26,10 +30,6 @@ from analysis.size_based import (
     predict_sita,
     predict_tags,
 )
-from controller.policies import PolicyError, initial_view, make_policy
-from controller.policies.size_based import SIZE_POLICIES, SitaE, SitaU, Tags
-from fogsdn.scenario import Role, Scenario, SizeSpec, load_scenario, parse_scenario
-from fogsdn.trace import Outcome, TraceRow, iter_trace
 
 NO_MODEL = {
     "round_robin": "round_robin has no closed-form model here (Erlang arrivals per host)",

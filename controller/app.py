@@ -34,7 +34,7 @@ from os_ken.ofproto import ofproto_v1_3
 
 from controller.cluster import ClusterState
 from controller.config import ControllerConfig
-from controller.fabric import GROUP_ID, bucket_weights
+from controller.flow_tables import GROUP_ID, bucket_weights
 from controller.pipeline import (
     DSCP_HP,
     ETH_ARP,

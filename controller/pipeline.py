@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 import networkx as nx
 
-from controller.fabric import CT_ZONE, GROUP_ID, TABLE_CLASSIFY, TABLE_DISPATCH, TABLE_FORWARD
+from controller.flow_tables import CT_ZONE, GROUP_ID, TABLE_CLASSIFY, TABLE_DISPATCH, TABLE_FORWARD
 from fogsdn.routing import NextHops
 from fogsdn.scenario import TaskClass
 

@@ -32,7 +32,7 @@ class RunSummary(TypedDict):
     requests: int
     measured: dict[str, Any]  # analysis.metrics.measured_summary: per class and per node
     notes: NotRequired[list[str]]
-    # analysis.power.power_block: mean W per node and switch, total, energy (both engines)
+    # models.power_model.power_block: mean W per node and switch, total, energy (both engines)
     power: NotRequired[dict[str, Any]]
     # emulate
     run: NotRequired[str]

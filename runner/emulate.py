@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.power import server_count
 from controller.config import ControllerConfig
 from controller.launch import start_controller
 from controller.policies.stages import stage_plan
@@ -40,6 +39,7 @@ from fogsdn.scenario import LeaveMode, Role, Scenario, ScenarioError
 from fogsdn.stages import StagePlan
 from fogsdn.topology import fabric_of, scenario_graph
 from fogsdn.workload import max_task_size
+from models.power_model import server_count
 from nodes.cpu_work import calibrate
 from nodes.worker import control_request
 from runner.cgroups import CgroupError, Layout, NodeCgroup, remove_cgroup

@@ -11,7 +11,7 @@ traffic the switch forwarded (every packet enters exactly once).
 Why the runner and not the controller: the counters are the same OpenFlow port
 statistics either way (ovs-ofctl sends OFPMP_PORT_STATS over its own connection), the
 runner already owns the run's clock and output directory, and a controller restart
-(docs/reliability.md) then never loses the power account. `analysis.power` turns the
+(docs/reliability.md) then never loses the power account. `models.power_model` turns the
 inputs into watts.
 """
 
@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from analysis.power import PowerSample, server_power_w, switch_power_w
 from fogsdn.scenario import NodeSpec, SwitchPower
+from models.power_model import PowerSample, server_power_w, switch_power_w
 
 POLL_S = 1.0
 

@@ -17,10 +17,10 @@ import numpy as np
 
 from analysis.compare import attach_prediction
 from analysis.metrics import measured_summary, summary_table
-from analysis.power import power_block, power_csv_text
 from fogsdn.scenario import Scenario
 from fogsdn.summary import PolicyReport, RunSummary, policy_report
 from fogsdn.trace import Outcome, TraceRow, read_trace, write_trace
+from models.power_model import power_block, power_csv_text
 
 
 def _pct(values: list[float], q: float) -> float:

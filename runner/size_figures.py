@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from analysis.model_params import OutsideModel
-from analysis.size_based import moment
 from analysis.size_compare import SizeStats, predict_scenario, replicated
 from fogsdn.scenario import Scenario
+from models.size_assignment import moment
 
 LABELS = {"sita_e": "SITA-E", "sita_u": "SITA-U", "tags": "TAGS", "random": "Random",
           "least_work_left": "Least-Work-Left", "round_robin": "Round-Robin"}

@@ -33,7 +33,7 @@ from sim.engine import (
     node_names,
 )
 
-NETWORK_STREAM = 100  # spawn key of the network's draws (sim.streams uses 0-6)
+NETWORK_STREAM = 100  # spawn key of the network's draws (fogsdn.streams uses 0-6)
 _EOL = "\r\n"  # csv.writer's default, which TraceWriter uses
 _F = "%.6f"
 # columns: request_id, client, cls, size, t_send, t_done, node, outcome, response_ms,

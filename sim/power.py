@@ -6,7 +6,7 @@ time, every request adds `BYTES_PER_REQUEST` to each switch on its client-to-nod
 path (half when sent, half when answered) and marks the two ports it used there
 active. Intervals are binned by real
 second (model ms x time_scale / 1000), as the live runner polls, and
-`analysis.power` turns them into watts. See docs/power.md.
+`models.power_model` turns them into watts. See docs/power.md.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from collections.abc import Callable
 
 import networkx as nx
 
-from analysis.power import (
+from fogsdn.scenario import Scenario
+from models.power_model import (
     BYTES_PER_REQUEST,
     PowerSample,
     server_count,
@@ -24,7 +25,6 @@ from analysis.power import (
     switch_ports,
     switch_power_w,
 )
-from fogsdn.scenario import Scenario
 from sim.engine import OK, TIMEOUT, Row, client_names, node_names
 
 BIN_S = 1.0

@@ -17,16 +17,16 @@ from pathlib import Path
 from typing import Any, cast
 
 from analysis.metrics import MeasuredAccumulator, replications_ci
-from analysis.power import power_block, power_csv_text
 from controller.policies import make_policy
 from fogsdn.latency import request_network
 from fogsdn.scenario import Scenario, ScenarioError
+from fogsdn.streams import replication_seed
 from fogsdn.summary import RunSummary, policy_report
 from fogsdn.topology import scenario_graph
+from models.power_model import power_block, power_csv_text
 from sim.engine import simulate
 from sim.output import AvailabilityCsv, TraceCsvSink
 from sim.power import PowerAccount, tee
-from sim.streams import replication_seed
 
 SEMANTICS_NOTE = (
     "simulated: no network, so response_ms = node_ms; a request timed out by the client "

@@ -12,8 +12,8 @@ from conftest import ROOT, scenario_dict
 from gymnasium.utils.env_checker import check_env
 
 from agents.env import SimRoutingEnv
-from agents.rnn_rl import RnnLearner
 from fogsdn.scenario import parse_scenario
+from models.rnn_learner import RnnLearner
 
 SCENARIO: dict[str, Any] = {
     "name": "envtest", "seed": 3, "duration_ms": 1e9, "warmup_ms": 0, "timeout_ms": 50,

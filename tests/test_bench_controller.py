@@ -13,7 +13,7 @@ import bench_controller as bc
 import pytest
 
 import controller.fake_switch as fs
-from controller.fabric import Fabric
+from controller.flow_tables import Fabric
 
 PACKET_INS = 50
 UPDATES = 20

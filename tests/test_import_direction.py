@@ -13,11 +13,11 @@ from pathlib import Path
 
 from conftest import ROOT
 
-PACKAGES = ("fogsdn", "controller", "topologies", "nodes", "analysis", "sim", "runner", "agents")
-PURE = ("fogsdn", "controller.policies", "controller.fabric", "controller.cluster",
+PACKAGES = ("fogsdn", "models", "controller", "topologies", "nodes", "analysis", "sim", "runner", "agents")
+PURE = ("fogsdn", "controller.policies", "controller.flow_tables", "controller.cluster",
         "controller.config", "analysis", "controller.pipeline", "nodes.protocol",
         "nodes.service_queue", "nodes.ncs", "topologies.city_latency",
-        "topologies.city_layout", "topologies.city_net", "agents.rnn_rl")
+        "topologies.city_layout", "topologies.city_net", "models")
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     # engine -> what it must not import
     "sim": ("runner", "nodes.worker", "nodes.client", "controller.app", "topologies.mininet_net"),

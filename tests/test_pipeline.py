@@ -9,7 +9,7 @@ import pytest
 from conftest import scenario_dict
 from fake_flow_table import FakeNetwork
 
-from controller.fabric import GROUP_ID
+from controller.flow_tables import GROUP_ID
 from controller.pipeline import (
     DSCP_HP,
     ETH_ARP,

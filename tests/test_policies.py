@@ -7,7 +7,7 @@ import pytest
 from conftest import scenario_dict
 
 from controller.cluster import ClusterState
-from controller.fabric import bucket_weights
+from controller.flow_tables import bucket_weights
 from controller.policies import PolicyError, Request, initial_view, make_policy, routes_for
 from fogsdn.scenario import PolicySpec, TaskClass, parse_scenario
 

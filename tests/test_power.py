@@ -9,7 +9,8 @@ import pytest
 from analysis.compare import predicted_power_block
 from analysis.ctmc import predict
 from analysis.model_params import model_params_from_scenario
-from analysis.power import (
+from fogsdn.scenario import ScenarioError, ServerPower, SwitchPower, parse_scenario
+from models.power_model import (
     PowerError,
     PowerSample,
     busy_fraction,
@@ -19,7 +20,6 @@ from analysis.power import (
     switch_power_w,
     utilization,
 )
-from fogsdn.scenario import ScenarioError, ServerPower, SwitchPower, parse_scenario
 
 
 def test_server_power_is_linear_in_utilization() -> None:

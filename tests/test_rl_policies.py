@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from agents.rnn_rl import RnnLearner
-from analysis.power import server_power_w, switch_power_w
 from controller.policies import PolicyError, make_policy
 from controller.policies.base import ClusterView, NodeView, Request
 from controller.policies.observe import EpochObserver, Layout, layout_of, weighted_choice
 from controller.policies.rl import RlDqn, RlRnn, goal, learner_from_json, learner_to_json
 from fogsdn.scenario import PolicySpec, Role, ServerPower, SwitchPower, TaskClass, load_scenario
+from models.power_model import server_power_w, switch_power_w
+from models.rnn_learner import RnnLearner
 from sim.engine import simulate
 
 SCENARIO = ROOT / "scenarios" / "multipath_power.yaml"

@@ -14,7 +14,10 @@ from scipy import integrate
 
 from analysis.metrics import replications_ci
 from analysis.model_params import OutsideModel
-from analysis.size_based import (
+from analysis.size_compare import SizeStats, bounded_pareto, predict_scenario, size_scenario
+from controller.policies import ClusterView, NodeView, PolicyError, Request, make_policy
+from fogsdn.scenario import PolicySpec, Role, SizeSpec, TaskClass
+from models.size_assignment import (
     SizeModelError,
     moment,
     parse_cutoffs,
@@ -28,9 +31,6 @@ from analysis.size_based import (
     tags_cutoffs,
     tail,
 )
-from analysis.size_compare import SizeStats, bounded_pareto, predict_scenario, size_scenario
-from controller.policies import ClusterView, NodeView, PolicyError, Request, make_policy
-from fogsdn.scenario import PolicySpec, Role, SizeSpec, TaskClass
 from sim.engine import simulate
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,7 +7,7 @@ import sys
 
 from conftest import ROOT
 
-PACKAGES = ["fogsdn", "controller", "nodes", "analysis", "sim", "runner", "topologies", "agents"]
+PACKAGES = ["fogsdn", "models", "controller", "nodes", "analysis", "sim", "runner", "topologies", "agents"]
 
 
 def _tool(name: str, *args: str) -> subprocess.CompletedProcess[str]:

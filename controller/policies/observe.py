@@ -12,7 +12,7 @@ the share of the epoch's flows sent to it (the path's load). Per switch: the sha
 its ports that carried a flow. Then the estimated response time / RT_ref and the
 estimated power / P_ref. Utilisation is estimated by what arrivals see (PASTA): the
 share of flows that found a single-server node busy, or the mean held / servers for a
-multi-server node. Power is `analysis.power` on those figures: each server's linear
+multi-server node. Power is `models.power_model` on those figures: each server's linear
 model, each switch's chassis plus its active ports (the traffic term, about 0.01 W at
 fog loads, is left out).
 
@@ -31,13 +31,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from analysis.power import server_power_w, switch_ports, switch_power_w
 from controller.policies.base import ClusterView, NodeView, PolicyError
 from controller.policies.greedy import expected_response_ms, held, servers
 from fogsdn.latency import node_net_ms
 from fogsdn.routing import shortest_path
 from fogsdn.scenario import Scenario, ServerPower, SwitchPower
 from fogsdn.topology import scenario_graph, scenario_hosts
+from models.power_model import server_power_w, switch_ports, switch_power_w
 
 Obs = npt.NDArray[np.float32]
 FEATURES_PER_NODE = 5

@@ -12,11 +12,11 @@ epoch for one forward pass (a 2 x 64 MLP in numpy, or the RNN's fixed point).
 
 * `rl_dqn`: the DQN trained in the simulator (scripts/train_agent.py), exported as JSON
   (`agents/weights/dqn_<scenario>.json`): it picks the menu entry with the largest Q.
-* `rl_rnn`: the seed's random neural network (agents/rnn_rl.py), one neuron per menu
+* `rl_rnn`: the seed's random neural network (models/rnn_learner.py), one neuron per menu
   entry, trained in the simulator and saved as JSON (`rnn_<scenario>.json`); it goes on
   learning where it decides, from the goal G = a RT/RT_ref + b P/P_ref computed on the
   observer's estimates (the controller measures no response times; it estimates them
-  from queue lengths and path delays, and power from analysis.power), R = 1 / G.
+  from queue lengths and path delays, and power from models.power_model), R = 1 / G.
 
 `policy.params.weights` names the file (relative to the project root unless absolute).
 """
@@ -33,10 +33,10 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from agents.rnn_rl import RnnLearner
 from controller.policies.base import ClusterView, Policy, PolicyError, Request, RouteTable
 from controller.policies.observe import EpochObserver, Layout, Obs, weighted_choice
 from fogsdn.scenario import TaskClass
+from models.rnn_learner import RnnLearner
 
 ROOT = Path(__file__).resolve().parents[2]
 WEIGHTS_DIR = ROOT / "agents" / "weights"

@@ -14,7 +14,9 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from analysis.size_based import (
+from controller.policies.base import ClusterView, NodeView, Policy, PolicyError, Request, RouteTable
+from fogsdn.scenario import TaskClass, Workload
+from models.size_assignment import (
     SizeModelError,
     parse_cutoffs,
     partial_moment,
@@ -22,8 +24,6 @@ from analysis.size_based import (
     sita_u_cutoffs,
     tags_cutoffs,
 )
-from controller.policies.base import ClusterView, NodeView, Policy, PolicyError, Request, RouteTable
-from fogsdn.scenario import TaskClass, Workload
 
 
 def hosts_of(view: ClusterView) -> tuple[NodeView, ...]:
@@ -83,7 +83,7 @@ class _Cutoffs(Policy):
     def intervals(self, view: ClusterView) -> list[tuple[str, float, float]]:
         """(host, low, high) per host: its size interval (SITA) or (previous, own) cutoff
         (TAGS)."""
-        from analysis.size_based import support
+        from models.size_assignment import support
 
         lo, hi = support(self._workload().size)
         edges = [lo, *self.cutoffs(view), hi]
