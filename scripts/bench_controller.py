@@ -52,7 +52,12 @@ import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside
 bootstrap.bootstrap(needs_network_stack=False, extras="")
 
 from controller.config import ControllerConfig  # noqa: E402
-from controller.fake_switch import (  # noqa: E402
+from controller.launch import start_controller  # noqa: E402
+from controller.registration import register  # noqa: E402
+from fogsdn.fabric import Fabric  # noqa: E402
+from fogsdn.scenario import Role, load_scenario  # noqa: E402
+from fogsdn.topology import fabric_of, scenario_graph  # noqa: E402
+from rigs.fake_switch import (  # noqa: E402
     T_FLOW_MOD,
     T_GROUP_MOD,
     FakeSwitch,
@@ -60,11 +65,6 @@ from controller.fake_switch import (  # noqa: E402
     connect,
     probe,
 )
-from controller.launch import start_controller  # noqa: E402
-from controller.registration import register  # noqa: E402
-from fogsdn.fabric import Fabric  # noqa: E402
-from fogsdn.scenario import Role, load_scenario  # noqa: E402
-from fogsdn.topology import fabric_of, scenario_graph  # noqa: E402
 
 SCENARIO = ROOT / "scenarios" / "default.yaml"
 BASELINE_APP = "scripts.bench_apps.simple_switch_13"

@@ -50,18 +50,18 @@ bootstrap.bootstrap(needs_network_stack=True, extras="")
 import numpy as np  # noqa: E402
 from bench_topology import reroute_section, startup_section  # noqa: E402
 
-from topologies.linkem import (  # noqa: E402
-    LinkParams,
-    LinkShaper,
-    choose_mechanism,
-    make_shaper,
-)
-from topologies.linkem_testnet import (  # noqa: E402
+from rigs.linkem_testnet import (  # noqa: E402
     Rig,
     namespace_rig,
     ping_rtts,
     tcp_transfer,
     udp_rtts,
+)
+from topologies.linkem import (  # noqa: E402
+    LinkParams,
+    LinkShaper,
+    choose_mechanism,
+    make_shaper,
 )
 
 DELAYS_MS = (1.0, 5.0, 20.0, 50.0)

@@ -78,7 +78,7 @@ def time_engine(sc: Scenario, n: int, tmp: Path | None) -> float:
 
 
 def time_simpy(sc: Scenario, n: int, tmp: Path | None) -> float:
-    from sim.simpy_ref import simulate_simpy
+    from rigs.simpy_ref import simulate_simpy
 
     return _timed(simulate_simpy, sc, n, tmp, "simpy")
 

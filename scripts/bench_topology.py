@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 
 from fogsdn.scenario import Scenario, parse_scenario
+from rigs.probe_network import measure_reroutes
+from rigs.traffic_probe import Outage
 from runner.emulate import live_network
-from runner.probe_network import measure_reroutes
-from topologies.reroute_probe import Outage
 
 ROOT = Path(__file__).resolve().parent.parent
 REROUTE_FAILURES = 100
@@ -171,6 +171,6 @@ def startup_section(ctx: Any) -> dict[str, Any]:
 
 
 def _ping(emu: Any, src: str, dst: str) -> list[float]:
-    from runner.probe_network import ping_rtts_ms
+    from rigs.probe_network import ping_rtts_ms
 
     return ping_rtts_ms(emu, src, dst, count=10)

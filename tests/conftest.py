@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from runner.cleanup import RunRecord
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # rigs/ (fakes and probes for tests) is not installed
 sys.path.insert(0, str(ROOT / "scripts"))
 
 if os.environ.get("PYTEST_XDIST_WORKER"):

@@ -12,7 +12,7 @@ from pathlib import Path
 import bench_controller as bc
 import pytest
 
-import controller.fake_switch as fs
+import rigs.fake_switch as fs
 from controller.flow_tables import Fabric
 
 PACKET_INS = 50

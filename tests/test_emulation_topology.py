@@ -13,13 +13,13 @@ from conftest import ROOT, scenario_dict
 
 from fogsdn.scenario import load_scenario, parse_scenario
 from fogsdn.topology import LinkSpec
-from runner.emulate import live_network, run_emulation
-from runner.probe_network import (
+from rigs.probe_network import (
     measure_reroutes,
     ping_rtts_ms,
     session_result,
     tcp_echo_session,
 )
+from runner.emulate import live_network, run_emulation
 
 pytestmark = pytest.mark.emulation
 

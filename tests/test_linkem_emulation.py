@@ -21,8 +21,8 @@ from conftest import ROOT
 from scipy.stats import binomtest
 
 from fogsdn.processes import ours_alive
+from rigs.linkem_testnet import Rig, namespace_rig, ping_rtts, tcp_transfer, udp_rtts
 from topologies.linkem import LinkParams, LinkShaper, make_shaper, netem_available
-from topologies.linkem_testnet import Rig, namespace_rig, ping_rtts, tcp_transfer, udp_rtts
 
 pytestmark = pytest.mark.emulation
 

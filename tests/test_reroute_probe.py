@@ -7,8 +7,7 @@ import socket
 
 import pytest
 
-from topologies.linkem_probe import tcp_listen_ready
-from topologies.reroute_probe import Outage, reroute_times
+from rigs.traffic_probe import Outage, reroute_times, tcp_listen_ready
 
 MS = 1_000_000  # ns
 

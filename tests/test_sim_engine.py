@@ -221,7 +221,7 @@ def test_threshold_policy_decides_from_the_fn_queue() -> None:
 
 def test_simpy_yardstick_agrees_request_by_request() -> None:
     pytest.importorskip("simpy", reason="simpy is not installed (the bench extra)")
-    from sim.simpy_ref import simulate_simpy
+    from rigs.simpy_ref import simulate_simpy
 
     sc = scenario()
     ours, theirs = rows_of(sc, requests=20_000), []

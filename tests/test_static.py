@@ -7,7 +7,9 @@ import sys
 
 from conftest import ROOT
 
-PACKAGES = ["fogsdn", "models", "controller", "nodes", "analysis", "sim", "runner", "topologies", "agents"]
+# the installed packages, and rigs/ (fakes and probes for tests and benchmarks)
+PACKAGES = ["fogsdn", "models", "controller", "nodes", "analysis", "sim", "runner", "topologies",
+            "agents", "rigs"]
 
 
 def _tool(name: str, *args: str) -> subprocess.CompletedProcess[str]:

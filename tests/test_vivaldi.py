@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nodes.ncs import synthetic
 from nodes.ncs.vivaldi import (
     Coordinate,
     VivaldiConfig,
@@ -20,6 +19,7 @@ from nodes.ncs.vivaldi import (
     relative_errors,
     simulate,
 )
+from rigs import synthetic_rtt
 
 SEATTLE = Path(__file__).parent / "data" / "seattle99.npz"
 
@@ -41,11 +41,11 @@ def _centroid_ms(nodes: list[VivaldiNode]) -> float:
 # (truth, cycles, mean bound, max bound); measured 0.003/0.016, 0.005/0.039,
 # 0.041/0.36, 0.011/0.051, 0.067/0.32 with these seeds: bounds leave ~2x room.
 CASES = {
-    "line": (synthetic.line(10, 10.0), 1000, 0.006, 0.04),
-    "grid": (synthetic.grid(5, 10.0), 1000, 0.01, 0.08),
-    "split": (synthetic.split(25, 1.0, 100.0), 1000, 0.08, 0.6),
-    "height_circle": (synthetic.height_circle(25, 100.0, random.Random(2)), 1000, 0.025, 0.1),
-    "random": (synthetic.random_symmetric(25, 100.0, 10.0, random.Random(3)), 1000, 0.12, 0.5),
+    "line": (synthetic_rtt.line(10, 10.0), 1000, 0.006, 0.04),
+    "grid": (synthetic_rtt.grid(5, 10.0), 1000, 0.01, 0.08),
+    "split": (synthetic_rtt.split(25, 1.0, 100.0), 1000, 0.08, 0.6),
+    "height_circle": (synthetic_rtt.height_circle(25, 100.0, random.Random(2)), 1000, 0.025, 0.1),
+    "random": (synthetic_rtt.random_symmetric(25, 100.0, 10.0, random.Random(3)), 1000, 0.12, 0.5),
 }
 
 
@@ -60,7 +60,7 @@ def test_synthetic_truth_error_bounds(name: str) -> None:
 def test_height_vector_is_needed_for_access_links() -> None:
     """On the circle behind access links, heights carry the access part: every learned
     height is well above the floor, and the estimate beats a start at the origin."""
-    truth = synthetic.height_circle(16, 100.0, random.Random(4))
+    truth = synthetic_rtt.height_circle(16, 100.0, random.Random(4))
     nodes, mean_err, _ = _run(truth, 800, dimensions=2)
     assert mean_err < 0.05
     assert min(n.coord.height for n in nodes) > 0.5
@@ -68,7 +68,7 @@ def test_height_vector_is_needed_for_access_links() -> None:
 
 def test_no_drift_and_gravity_recentres() -> None:
     """A stable truth keeps the centroid near the origin; a strong gravity pulls it closer."""
-    truth = synthetic.split(10, 1.0, 100.0)
+    truth = synthetic_rtt.split(10, 1.0, 100.0)
     centroids = {}
     for rho in (150_000.0, 500.0):
         nodes, _, _ = _run(truth, 1500, dimensions=2, gravity_rho_ms=rho, seed=5)
@@ -79,7 +79,7 @@ def test_no_drift_and_gravity_recentres() -> None:
 
 def test_tracks_a_drifting_truth() -> None:
     """Node 0 moves 100 ms further away from everyone; the coordinates follow."""
-    truth = synthetic.line(8, 10.0)
+    truth = synthetic_rtt.line(8, 10.0)
     config = VivaldiConfig(dimensions=2)
     nodes = [VivaldiNode(config, random.Random(i)) for i in range(8)]
     rng = random.Random(7)

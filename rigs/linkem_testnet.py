@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 IP_A, IP_B = "10.77.0.1", "10.77.0.2"
-PROBE = "topologies.linkem_probe"
+PROBE = "rigs.traffic_probe"
+ROOT = Path(__file__).resolve().parent.parent  # rigs/ is importable from here
 _counter = itertools.count()
 
 
@@ -45,7 +46,8 @@ class Rig:
         """Run one of our modules inside a namespace, with this interpreter; `realtime`:
         SCHED_FIFO 1, so that a loaded machine delays the measuring tool less."""
         rt = ["chrt", "-f", "1"] if realtime else []
-        return self.exec_argv(side, [*rt, sys.executable, "-m", module, *args])
+        return self.exec_argv(side, ["env", f"PYTHONPATH={ROOT}", *rt, sys.executable, "-m",
+                                     module, *args])
 
 
 def _ip(*args: str) -> None:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from topologies.reroute_probe import Outage, reroute_times
+from rigs.traffic_probe import Outage, reroute_times
 
 ROOT = Path(__file__).resolve().parent.parent
 _TIME = re.compile(r"time=([0-9.]+) ms")
@@ -31,7 +31,7 @@ def ping_rtts_ms(emu: Any, src: str, dst: str, count: int = 50, interval_s: floa
 
 
 def _popen(emu: Any, host: str, label: str, *args: str) -> subprocess.Popen[str]:
-    p = emu.net.get(host).popen([sys.executable, "-m", "topologies.reroute_probe", *args],
+    p = emu.net.get(host).popen([sys.executable, "-m", "rigs.traffic_probe", *args],
                                 cwd=str(ROOT), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
     emu.rec.add_pid(f"probe {label}", p.pid)

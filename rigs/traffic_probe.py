@@ -1,22 +1,37 @@
-"""Traffic that shows a re-route in the data plane (stdlib only; runs inside a host):
+"""Traffic tools run inside a namespace or a Mininet host (stdlib only; prints JSON).
 
-    python -m topologies.reroute_probe sink PORT OUT.json      # until SIGTERM
-    python -m topologies.reroute_probe stream HOST PORT INTERVAL_MS
-    python -m topologies.reroute_probe tcp-echo PORT
-    python -m topologies.reroute_probe tcp-ping HOST PORT SECONDS INTERVAL_MS
+One module for every probe the rigs use: the link rig's round trips and bulk
+transfer, and the re-route measurement's stream and TCP echo.
 
-`stream` sends numbered, timestamped datagrams (CLOCK_MONOTONIC, shared by all
-namespaces) until killed; `sink` records each one's arrival and writes them on
-SIGTERM. `reroute_times` (pure) gives, for each failure, what it cost the stream
-(`Outage`): the first packet on the new path, the sending time lost, and the
-receiver's longest stall. `tcp-ping`
-keeps one TCP connection and echoes a line through it every INTERVAL_MS, reporting
-any error: an established connection that breaks shows here.
+    python -m rigs.traffic_probe udp-echo PORT
+    python -m rigs.traffic_probe udp-rtt HOST PORT COUNT INTERVAL_MS [TIMEOUT_MS]
+    python -m rigs.traffic_probe tcp-sink PORT
+    python -m rigs.traffic_probe tcp-source HOST PORT SECONDS
+    python -m rigs.traffic_probe sink PORT OUT.json      # until SIGTERM
+    python -m rigs.traffic_probe stream HOST PORT INTERVAL_MS
+    python -m rigs.traffic_probe tcp-echo PORT
+    python -m rigs.traffic_probe tcp-ping HOST PORT SECONDS INTERVAL_MS
+
+udp-rtt sends COUNT timestamped datagrams, one every INTERVAL_MS without waiting for
+replies, and reports each round trip and its send time (CLOCK_MONOTONIC, which all
+namespaces share; ns resolution), so that long delays do not stretch the run. The
+servers print "ready" once listening.
+
+`stream` sends numbered, timestamped datagrams until killed; `sink` records each
+one's arrival and writes them on SIGTERM. `reroute_times` (pure) gives, for each
+failure, what it cost the stream (`Outage`): the first packet on the new path, the
+sending time lost, and the receiver's longest stall. `tcp-ping` keeps one TCP
+connection and echoes a line through it every INTERVAL_MS, reporting any error: an
+established connection that breaks shows here.
+
+The product's own RTT probe (the fog city's coordinates) is `nodes.probe`, with its
+own wire format; these tools only measure the network under test.
 """
 
 from __future__ import annotations
 
 import json
+import select
 import signal
 import socket
 import struct
@@ -28,7 +43,6 @@ from pathlib import Path
 from typing import Any
 
 from fogsdn import rx_stamp
-from topologies.linkem_probe import tcp_listen_ready
 
 _DGRAM = struct.Struct("!QQ")  # sequence number, send time (ns)
 
@@ -83,6 +97,98 @@ def reroute_times(arrivals: Sequence[Arrival], failures: Sequence[tuple[int, int
     return out
 
 
+# -- the link rig: round trips and bulk transfer ---------------------------------------
+def udp_echo(port: int) -> None:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("0.0.0.0", port))
+    print("ready", flush=True)
+    while True:
+        data, addr = s.recvfrom(2048)
+        s.sendto(data, addr)
+
+
+def udp_rtt(host: str, port: int, count: int, interval_ms: float, timeout_ms: float) -> dict:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.connect((host, port))
+    s.setblocking(False)
+    sent: dict[int, int] = {}
+    rtts: dict[int, float] = {}
+    order: list[int] = []  # sequence numbers in the order their replies came back
+    interval = int(interval_ms * 1e6)
+    start = time.monotonic_ns()
+    seq = 0
+    end = None
+    while True:
+        now = time.monotonic_ns()
+        if seq < count and now >= start + seq * interval:
+            s.send(_DGRAM.pack(seq, now).ljust(64, b"\0"))
+            sent[seq] = now
+            seq += 1
+            continue
+        if seq >= count:
+            end = end or now + int(timeout_ms * 1e6)
+            if now >= end or len(rtts) == count:
+                break
+            wait = end - now
+        else:
+            wait = start + seq * interval - now
+        readable, _, _ = select.select([s], [], [], max(wait, 0) / 1e9)
+        while readable:
+            try:
+                data = s.recv(2048)
+            except BlockingIOError:
+                break
+            t = time.monotonic_ns()
+            n, t0 = _DGRAM.unpack_from(data)
+            if n in sent and n not in rtts:
+                rtts[n] = (t - t0) / 1e6
+                order.append(n)
+    return {"sent": count, "rtt_ms": [rtts[n] for n in sorted(rtts)],
+            "send_ns": [sent[n] for n in sorted(rtts)], "arrival_order": order,
+            "lost": count - len(rtts)}
+
+
+def tcp_listen_ready(port: int, backlog: int) -> socket.socket:
+    """A TCP socket listening on every address of this namespace at `port`, announced to
+    the parent with the "ready" line it waits for before it starts the client."""
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("0.0.0.0", port))
+    srv.listen(backlog)
+    print("ready", flush=True)
+    return srv
+
+
+def tcp_sink(port: int) -> dict:
+    srv = tcp_listen_ready(port, 1)
+    conn, _ = srv.accept()
+    total = 0
+    first = None
+    buf = bytearray(1 << 20)
+    while True:
+        n = conn.recv_into(buf)
+        if n == 0:
+            break
+        first = first or time.monotonic()
+        total += n
+    seconds = time.monotonic() - first if first else 0.0
+    return {"bytes": total, "seconds": seconds}
+
+
+def tcp_source(host: str, port: int, seconds: float) -> dict:
+    s = socket.create_connection((host, port), timeout=10)
+    chunk = b"\xa5" * (1 << 16)
+    total = 0
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < seconds:
+        total += s.send(chunk)
+    s.shutdown(socket.SHUT_WR)
+    s.recv(1)  # the sink closes after reading everything
+    s.close()
+    return {"bytes": total, "seconds": time.monotonic() - t0}
+
+
+# -- the re-route measurement -------------------------------------------------------------
 def sink(port: int, out: Path) -> None:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
@@ -160,7 +266,17 @@ def tcp_ping(host: str, port: int, seconds: float, interval_ms: float) -> dict[s
 
 def main(argv: list[str]) -> int:
     cmd, *args = argv
-    if cmd == "sink":
+    if cmd == "udp-echo":
+        udp_echo(int(args[0]))
+    elif cmd == "udp-rtt":
+        timeout = float(args[4]) if len(args) > 4 else 1000.0
+        print(json.dumps(udp_rtt(args[0], int(args[1]), int(args[2]), float(args[3]), timeout)),
+              flush=True)
+    elif cmd == "tcp-sink":
+        print(json.dumps(tcp_sink(int(args[0]))), flush=True)
+    elif cmd == "tcp-source":
+        print(json.dumps(tcp_source(args[0], int(args[1]), float(args[2]))), flush=True)
+    elif cmd == "sink":
         sink(int(args[0]), Path(args[1]))
     elif cmd == "stream":
         stream(args[0], int(args[1]), float(args[2]))
