@@ -1,34 +1,49 @@
 """Dependency direction, enforced by reading every module's imports (lazy ones too).
 
-fogsdn/ is the base; pure modules (policies, models, the topology graph, the wire
-protocol, the service queue) import only fogsdn/ and each other; engines import pure
-modules, never each other's internals the wrong way (the simulator nothing of the live
-runner); no package imports scripts/.
+The layers, imported downward only (docs/architecture.md, "Dependency direction"):
+fogsdn/ (scenario schema and types) -> models/ (pure models) -> controller.policies ->
+analysis/ (models and predictions, may use the policies) -> engines (sim/, runner/,
+the controller app, nodes/, topologies/) -> agents/ (studies, training) -> scripts/.
+No cycle between modules or between packages, with no exceptions; engines never
+import each other's internals the wrong way (the simulator nothing of the live
+runner); no package imports scripts/ or rigs/ (fakes and probes for tests).
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from conftest import ROOT
 
-PACKAGES = ("fogsdn", "models", "controller", "topologies", "nodes", "analysis", "sim", "runner", "agents")
-PURE = ("fogsdn", "controller.policies", "controller.flow_tables", "controller.cluster",
-        "controller.config", "analysis", "controller.pipeline", "nodes.protocol",
-        "nodes.service_queue", "nodes.ncs", "topologies.city_latency",
-        "topologies.city_layout", "topologies.city_net", "models")
+PACKAGES = ("fogsdn", "models", "controller", "topologies", "nodes", "analysis", "sim", "runner",
+            "agents")
+CHECKED = (*PACKAGES, "rigs")  # rigs/ may import any package, and must not form cycles
+PURE = ("fogsdn", "models", "controller.policies", "controller.flow_tables",
+        "controller.cluster", "controller.config", "analysis", "controller.pipeline",
+        "nodes.protocol", "nodes.service_queue", "nodes.ncs", "topologies.city_latency",
+        "topologies.city_layout", "topologies.city_net")
 FORBIDDEN: dict[str, tuple[str, ...]] = {
-    # engine -> what it must not import
-    "sim": ("runner", "nodes.worker", "nodes.client", "controller.app", "topologies.mininet_net"),
-    "controller": ("runner", "sim", "nodes.worker", "nodes.client", "topologies"),
-    "nodes": ("runner", "sim", "controller", "topologies"),
-    "topologies": ("controller", "runner", "sim", "nodes"),
+    # importer -> what it must not import
+    "fogsdn": ("models", "controller", "analysis", "sim", "runner", "nodes", "topologies",
+               "agents"),
+    "models": ("controller", "analysis", "sim", "runner", "nodes", "topologies", "agents"),
+    "controller.policies": ("controller.app", "analysis", "sim", "runner", "agents"),
+    "analysis": ("sim", "runner", "agents", "controller.app"),
+    "sim": ("runner", "agents", "nodes.worker", "nodes.client", "controller.app",
+            "topologies.mininet_net"),
+    "controller": ("runner", "sim", "analysis", "agents", "nodes.worker", "nodes.client",
+                   "topologies"),
+    "nodes": ("runner", "sim", "controller", "topologies", "agents"),
+    "topologies": ("controller", "runner", "sim", "nodes", "agents"),
+    "runner": ("agents",),
 }
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+# -- the checker (a function of a tree, so a test can run it on a made-up one) -------------
+def _module_name(root: Path, path: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -46,24 +61,124 @@ def _imports(path: Path) -> set[str]:
     return found
 
 
+def _project(name: str) -> bool:
+    return (name.split(".")[0] in (*CHECKED, "scripts", "bootstrap")
+            or name.startswith("bench_"))
+
+
+def module_imports(root: Path, packages: Iterable[str]) -> dict[str, set[str]]:
+    """Every module of `packages` under `root` -> the project names it imports."""
+    out = {}
+    for pkg in packages:
+        for path in sorted((root / pkg).rglob("*.py")):
+            out[_module_name(root, path)] = set(_imports(path))
+    return out
+
+
+def module_graph(imports: Mapping[str, set[str]]) -> dict[str, set[str]]:
+    """Module -> the modules it imports: `from a.b import c` is a.b.c where that is a
+    module, else a.b; a package's own __init__ counts as the package."""
+
+    def resolve(name: str) -> str | None:
+        while name and name not in imports:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {m: set() for m in imports}
+    for mod, names in imports.items():
+        for name in names:
+            target = resolve(name)
+            if target is not None and target != mod:
+                graph[mod].add(target)
+    return graph
+
+
+def package_graph(graph: Mapping[str, set[str]]) -> dict[str, set[str]]:
+    """Top-level package -> the other top-level packages its modules import."""
+    out: dict[str, set[str]] = {m.split(".")[0]: set() for m in graph}
+    for mod, targets in graph.items():
+        top = mod.split(".")[0]
+        out[top].update(t.split(".")[0] for t in targets if t.split(".")[0] != top)
+    return out
+
+
+def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one member (Tarjan), each
+    sorted: every dependency cycle lies inside one of them."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def import_cycles(root: Path, packages: Iterable[str]) -> tuple[list[list[str]], list[list[str]]]:
+    """(module cycles, package cycles) of the tree at `root`."""
+    graph = module_graph(module_imports(root, packages))
+    return cycles(graph), cycles(package_graph(graph))
+
+
 def _within(name: str, prefixes: tuple[str, ...]) -> bool:
     return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 
-def _project(name: str) -> bool:
-    return name.split(".")[0] in (*PACKAGES, "scripts", "bootstrap") or name.startswith("bench_")
-
-
 def _modules() -> dict[str, set[str]]:
-    out = {}
-    for pkg in PACKAGES:
-        for path in sorted((ROOT / pkg).rglob("*.py")):
-            out[_module_name(path)] = {m for m in _imports(path) if _project(m)}
-    return out
+    return {m: {i for i in imps if _project(i)}
+            for m, imps in module_imports(ROOT, PACKAGES).items()}
 
 
-def test_no_package_imports_scripts() -> None:
-    bad = {m: sorted(i for i in imps if i.split(".")[0] in ("scripts", "bootstrap")
+# -- the tree's own rules ------------------------------------------------------------------
+def test_no_module_cycles() -> None:
+    assert import_cycles(ROOT, CHECKED)[0] == []
+
+
+def test_no_package_cycles() -> None:
+    assert import_cycles(ROOT, CHECKED)[1] == []
+
+
+def test_the_checker_finds_a_cycle_made_on_purpose(tmp_path: Path) -> None:
+    for pkg in ("low", "high"):
+        (tmp_path / pkg).mkdir()
+        (tmp_path / pkg / "__init__.py").write_text("")
+    (tmp_path / "low" / "a.py").write_text("x = 1\n\ndef f():\n    import high.b  # lazy\n")
+    (tmp_path / "high" / "b.py").write_text("from low.a import x\n")
+    (tmp_path / "high" / "c.py").write_text("import low\n")
+    module_cycles, package_cycles = import_cycles(tmp_path, ("low", "high"))
+    assert module_cycles == [["high.b", "low.a"]]
+    assert package_cycles == [["high", "low"]]
+    # and without the lazy import neither cycle is there
+    (tmp_path / "low" / "a.py").write_text("x = 1\n")
+    assert import_cycles(tmp_path, ("low", "high")) == ([], [])
+
+
+def test_no_package_imports_scripts_or_rigs() -> None:
+    bad = {m: sorted(i for i in imps if i.split(".")[0] in ("scripts", "bootstrap", "rigs")
                      or i.startswith("bench_"))
            for m, imps in _modules().items()}
     assert {m: v for m, v in bad.items() if v} == {}
@@ -88,11 +203,11 @@ def test_fogsdn_is_the_base() -> None:
     assert {m: v for m, v in bad.items() if v} == {}
 
 
-def test_engines_do_not_import_the_wrong_way() -> None:
+def test_layers_do_not_import_upward() -> None:
     bad = {}
     for mod, imps in _modules().items():
-        for engine, banned in FORBIDDEN.items():
-            if _within(mod, (engine,)) and not _within(mod, PURE):
+        for importer, banned in FORBIDDEN.items():
+            if _within(mod, (importer,)):
                 wrong = sorted(i for i in imps if _within(i, banned))
                 if wrong:
                     bad[mod] = wrong
