@@ -110,7 +110,7 @@ def node_busy(sc: Scenario, pred: AnyPrediction) -> dict[str, float]:
 def predicted_power_block(sc: Scenario, pred: AnyPrediction) -> dict[str, object]:
     """Exact mean server power from P(node busy); switches from the expected forwarded
     requests (accepted and blocked ones alike cross the switch)."""
-    from fogsdn.topology import scenario_graph
+    from fogsdn.scenario import scenario_graph
 
     rate = sc.workload.lambda_hp + sc.workload.lambda_lp
     return predicted_power(sc, node_busy(sc, pred), switch_ports(scenario_graph(sc)), rate)

@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from statistics import fmean
 
 from fogsdn.latency import CONGESTED_UTILISATION, busiest_link, request_network
-from fogsdn.scenario import Scenario
-from fogsdn.topology import scenario_graph
+from fogsdn.scenario import Scenario, scenario_graph
 
 
 @dataclass(frozen=True)

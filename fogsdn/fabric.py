@@ -13,8 +13,6 @@ from typing import Any
 
 import networkx as nx
 
-from fogsdn.scenario import Role
-
 
 @dataclass(frozen=True)
 class HostPort:
@@ -58,7 +56,7 @@ class Fabric:
         return next((h for h in self.hosts if h.port == port), None)
 
     def workers(self) -> tuple[HostPort, ...]:
-        return tuple(h for h in self.hosts if h.role in {r.value for r in Role})
+        return tuple(h for h in self.hosts if h.role != "client")  # fn, ofn, cloud
 
     def clients(self) -> tuple[HostPort, ...]:
         return tuple(h for h in self.hosts if h.role == "client")

@@ -23,7 +23,7 @@ import networkx as nx
 import numpy as np
 
 from fogsdn.routing import path_links, shortest_path, shortest_paths_from
-from fogsdn.topology import scenario_graph, scenario_hosts
+from fogsdn.scenario import scenario_graph, scenario_hosts
 
 if TYPE_CHECKING:
     from fogsdn.scenario import Scenario

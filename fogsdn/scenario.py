@@ -15,10 +15,11 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
+import networkx as nx
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from fogsdn.topology import TopologySpec
+from fogsdn.topology import HostSpec, TopologySpec, build_graph
 from fogsdn.topology_files import TopologyFileError, expand_topology_file
 
 
@@ -220,8 +221,6 @@ class Scenario(_Frozen):
         if self.workload.work == "cpu" and self.churn.leave is LeaveMode.HANDOFF:
             raise ValueError("workload.work cpu cannot hand off a task in service: "
                              "use churn.leave drain or drop")
-        from fogsdn.topology import scenario_graph  # the graph needs a whole scenario
-
         scenario_graph(self)  # raises TopologyError (a ValueError) naming the field
         return self
 
@@ -406,3 +405,16 @@ def sweep_points(scenario: Scenario) -> list[tuple[float, Scenario]]:
         (v, scenario.with_overrides({scenario.sweep.parameter: v}))
         for v in scenario.sweep.values
     ]
+
+
+# -- a scenario's network ----------------------------------------------------------------
+def scenario_hosts(scenario: Scenario) -> list[HostSpec]:
+    """Fog nodes and cloud in the scenario's order, then clients c1..cN."""
+    return ([HostSpec(n.name, n.role.value) for n in scenario.nodes]
+            + [HostSpec(f"c{k}", "client") for k in range(1, scenario.workload.clients + 1)])
+
+
+def scenario_graph(scenario: Scenario) -> nx.Graph:
+    """The scenario's network graph (`fogsdn.topology` builds it; TopologyError names the
+    field that makes it impossible)."""
+    return build_graph(scenario.topology, scenario_hosts(scenario), scenario.name)

@@ -1,8 +1,8 @@
 """A scenario's network: its `topology:` section and the one networkx graph made of it (pure).
 
 The section is either a generator (`star`, seed 000's one-switch fog star and the
-default; `line`, `tree`, `fat_tree`, `multipath`, `city`) or an explicit graph (`kind:
-graph` with switches, links and the switch each host attaches to). Link figures are
+default; `line`, `tree`, `fat_tree`, `multipath`) or an explicit graph (`kind: graph`
+with switches, links and the switch each host attaches to). Link figures are
 model units and stretch with the scenario's time scale like every other time.
 
 The graph is the topology layer's currency: nodes are switches (`kind="switch"`,
@@ -16,19 +16,15 @@ style). docs/topologies.md describes the schema and the generators.
 
 from __future__ import annotations
 
-import math
-import random
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import networkx as nx
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-if TYPE_CHECKING:
-    from fogsdn.fabric import Fabric
-    from fogsdn.scenario import Scenario
+from fogsdn.fabric import Fabric, HostPort
 
 SWITCH_NAME = r"^[a-z][a-z0-9]{0,2}$"  # bridge and veth names must fit IFNAMSIZ
 Position = tuple[float, float]
@@ -78,7 +74,7 @@ class HostAttach(LinkOverride):
 
 
 class TopologySpec(_Frozen):
-    kind: Literal["star", "line", "tree", "fat_tree", "multipath", "city", "graph"] = "star"
+    kind: Literal["star", "line", "tree", "fat_tree", "multipath", "graph"] = "star"
     link: LinkSpec = LinkSpec()
     access: LinkOverride | None = None  # hosts' links, where they differ from `link`
     # line
@@ -88,12 +84,6 @@ class TopologySpec(_Frozen):
     fanout: int = Field(2, ge=1, le=8, description="tree: children per switch")
     # fat_tree
     k: int = Field(4, ge=2, le=8, description="fat_tree: ports per switch (even)")
-    # city (seed 003, geometric only)
-    sites: int = Field(3, ge=1, le=30, description="city: fog sites (switches with fog nodes)")
-    towers: int = Field(6, ge=1, le=60, description="city: cell towers (client access switches)")
-    area_km: float = Field(1.5, gt=0, description="city: side of the square area")
-    ms_per_km: float = Field(0.005, ge=0, description="city: propagation, model ms per km")
-    layout_seed: int = Field(0, ge=0, description="city: seed for the site/tower positions")
     # explicit graph
     switches: tuple[str, ...] = ()
     links: tuple[EdgeSpec, ...] = ()
@@ -120,8 +110,6 @@ SERVICE_PORT = 9000
 MAX_PORTS = 99  # switch veths are named <bridge>-ethNN and must fit IFNAMSIZ
 MAX_SWITCHES = 99
 
-LinkDelay = Callable[[Position, Position], float]
-
 
 class TopologyError(ValueError):
     """A topology that cannot be built; the message is one line naming the field."""
@@ -140,23 +128,10 @@ class _Layout:
     switches: list[str]
     links: list[tuple[str, str, LinkSpec]]
     place: dict[str, str]  # host -> switch
-    positions: dict[str, Position]
 
 
 def _mac(i: int) -> str:
     return f"02:00:00:00:{i >> 8:02x}:{i & 0xFF:02x}"
-
-
-def geometric_delay(ms_per_km: float) -> LinkDelay:
-    """Propagation only: straight-line distance times the medium's ms per km.
-
-    The hook the city generator calls per link; seed 003's full latency model
-    (its eqs. 7-12) plugs in here with the same signature."""
-
-    def delay(a: Position, b: Position) -> float:
-        return math.dist(a, b) * ms_per_km
-
-    return delay
 
 
 # -- generators: switches, switch links, where each host goes ------------------------
@@ -176,14 +151,14 @@ def _round_robin(names: Sequence[str], onto: Sequence[str]) -> dict[str, str]:
 
 
 def _star(spec: TopologySpec, hosts: Sequence[HostSpec]) -> _Layout:
-    return _Layout(["s1"], [], {h.name: "s1" for h in hosts}, {})
+    return _Layout(["s1"], [], {h.name: "s1" for h in hosts})
 
 
 def _line(spec: TopologySpec, hosts: Sequence[HostSpec]) -> _Layout:
     sw = _names(spec.length)
     fog, cloud, clients = _by_role(hosts)
     place = {c: sw[0] for c in clients} | {n: sw[-1] for n in fog + cloud}
-    return _Layout(sw, [(a, b, spec.link) for a, b in zip(sw, sw[1:], strict=False)], place, {})
+    return _Layout(sw, [(a, b, spec.link) for a, b in zip(sw, sw[1:], strict=False)], place)
 
 
 def _tree(spec: TopologySpec, hosts: Sequence[HostSpec]) -> _Layout:
@@ -201,7 +176,7 @@ def _tree(spec: TopologySpec, hosts: Sequence[HostSpec]) -> _Layout:
         levels.append(nxt)
     fog, cloud, clients = _by_role(hosts)
     place = _round_robin(clients, levels[-1]) | {n: "s1" for n in fog + cloud}
-    return _Layout([s for lv in levels for s in lv], links, place, {})
+    return _Layout([s for lv in levels for s in lv], links, place)
 
 
 def _fat_tree(spec: TopologySpec, hosts: Sequence[HostSpec]) -> _Layout:
@@ -226,7 +201,7 @@ def _fat_tree(spec: TopologySpec, hosts: Sequence[HostSpec]) -> _Layout:
     fog, cloud, clients = _by_role(hosts)
     client_edges = [e for pod in pods_edge[:-1] for e in pod]
     place = _round_robin(clients, client_edges) | _round_robin(fog + cloud, pods_edge[-1])
-    return _Layout(switches, links, place, {})
+    return _Layout(switches, links, place)
 
 
 def _multipath(spec: TopologySpec, hosts: Sequence[HostSpec]) -> _Layout:
@@ -237,38 +212,7 @@ def _multipath(spec: TopologySpec, hosts: Sequence[HostSpec]) -> _Layout:
              ("s2", "s6"), ("s4", "s6")]
     fog, cloud, clients = _by_role(hosts)
     place = {c: "s1" for c in clients} | {n: "s5" for n in fog} | {n: "s6" for n in cloud}
-    return _Layout(sw, [(a, b, spec.link) for a, b in pairs], place, {})
-
-
-def _city(spec: TopologySpec, hosts: Sequence[HostSpec],
-          link_delay: LinkDelay | None) -> _Layout:
-    """Seed 003's fog city, geometric only: fog sites and cell towers at seeded positions
-    in a square; each tower links to its nearest site, each site to a metro core at the
-    centre (where the cloud attaches). A link's delay is the topology's base delay plus
-    `link_delay(position, position)`."""
-    if spec.sites + spec.towers + 1 > MAX_SWITCHES:
-        raise TopologyError(f"topology: city has more than {MAX_SWITCHES} switches")
-    rng = random.Random(spec.layout_seed)
-    sw = _names(spec.sites + spec.towers + 1)
-    sites, towers, core = sw[:spec.sites], sw[spec.sites:-1], sw[-1]
-    pos: dict[str, Position] = {s: (rng.uniform(0, spec.area_km), rng.uniform(0, spec.area_km))
-                                for s in sites + towers}
-    pos[core] = (spec.area_km / 2, spec.area_km / 2)
-    delay = link_delay or geometric_delay(spec.ms_per_km)
-
-    def link(a: str, b: str) -> tuple[str, str, LinkSpec]:
-        extra = delay(pos[a], pos[b])
-        if not extra >= 0:
-            raise TopologyError(f"topology: link delay {a}-{b} is {extra} (must be >= 0)")
-        return a, b, spec.link.model_copy(update={"delay_ms": spec.link.delay_ms + extra})
-
-    links = [link(s, core) for s in sites]
-    for t in towers:
-        nearest = min(sites, key=lambda s: math.dist(pos[s], pos[t]))  # noqa: B023
-        links.append(link(t, nearest))
-    fog, cloud, clients = _by_role(hosts)
-    place = _round_robin(fog, sites) | _round_robin(clients, towers) | {n: core for n in cloud}
-    return _Layout(sw, links, place, pos)
+    return _Layout(sw, [(a, b, spec.link) for a, b in pairs], place)
 
 
 def _explicit(spec: TopologySpec, hosts: Sequence[HostSpec]) -> _Layout:
@@ -290,27 +234,23 @@ def _explicit(spec: TopologySpec, hosts: Sequence[HostSpec]) -> _Layout:
     missing = [h.name for h in hosts if h.name not in spec.hosts]
     if missing:
         raise TopologyError(f"topology.hosts: {', '.join(missing)} not attached to any switch")
-    return _Layout(sw, links, {}, {})
+    return _Layout(sw, links, {})
 
 
-def _generate(spec: TopologySpec, hosts: Sequence[HostSpec],
-              link_delay: LinkDelay | None) -> _Layout:
-    if spec.kind == "city":
-        return _city(spec, hosts, link_delay)
+def _generate(spec: TopologySpec, hosts: Sequence[HostSpec]) -> _Layout:
     gen = {"star": _star, "line": _line, "tree": _tree, "fat_tree": _fat_tree,
            "multipath": _multipath, "graph": _explicit}[spec.kind]
     return gen(spec, hosts)
 
 
 # -- assembly -------------------------------------------------------------------------------
-def build_graph(spec: TopologySpec, hosts: Sequence[HostSpec], name: str = "fog",
-                link_delay: LinkDelay | None = None) -> nx.Graph:
+def build_graph(spec: TopologySpec, hosts: Sequence[HostSpec], name: str = "fog") -> nx.Graph:
     """The graph for `spec` with `hosts` (fog nodes first, then clients) attached.
 
     Fog nodes get 10.0.0.1, .2, ... and clients 10.0.0.101, ... in the order given,
     and each switch numbers its ports in the order hosts, then links, attach, so the
     star is exactly seed 000's fog star (hosts on ports 1..n). Raises TopologyError."""
-    layout = _generate(spec, hosts, link_delay)
+    layout = _generate(spec, hosts)
     if len(layout.switches) > MAX_SWITCHES:
         raise TopologyError(f"topology: {len(layout.switches)} switches (at most {MAX_SWITCHES})")
     g = nx.Graph(name=f"{spec.kind}-{name}", kind=spec.kind, vip=VIP, vip_mac=VIP_MAC,
@@ -367,8 +307,7 @@ def build_graph(spec: TopologySpec, hosts: Sequence[HostSpec], name: str = "fog"
             raise TopologyError(f"topology.links: {a}-{b} given twice")
         g.add_edge(a, b, id=f"{a}-{b}", ports={a: port_on(a), b: port_on(b)},
                    **link.model_dump())
-    positions = dict(layout.positions) | dict(spec.positions)
-    for n, p in positions.items():
+    for n, p in spec.positions.items():
         if n not in g:
             raise TopologyError(f"topology.positions.{n}: unknown node")
         g.nodes[n]["pos"] = p
@@ -402,25 +341,8 @@ def edges_by_id(g: nx.Graph) -> Mapping[str, tuple[str, str]]:
     return {d["id"]: (u, v) for u, v, d in g.edges(data=True)}
 
 
-# -- a scenario's graph ------------------------------------------------------------
-def scenario_hosts(scenario: Scenario) -> list[HostSpec]:
-    """Fog nodes and cloud in the scenario's order, then clients c1..cN."""
-    return ([HostSpec(n.name, n.role.value) for n in scenario.nodes]
-            + [HostSpec(f"c{k}", "client") for k in range(1, scenario.workload.clients + 1)])
-
-
-def scenario_graph(scenario: Scenario, link_delay: LinkDelay | None = None) -> nx.Graph:
-    return build_graph(scenario.topology, scenario_hosts(scenario), scenario.name, link_delay)
-
-
-def hosts(g: nx.Graph) -> list[str]:
-    return host_names(g)
-
-
 def fabric_of(g: nx.Graph) -> Fabric:
     """The controller's view: service address, hosts and, for many switches, the graph."""
-    from fogsdn.fabric import Fabric, HostPort  # fabric needs the scenario, which needs us
-
     return Fabric(
         vip=g.graph["vip"], vip_mac=g.graph["vip_mac"], service_port=g.graph["service_port"],
         hosts=tuple(

@@ -35,9 +35,9 @@ from controller.policies.stages import stage_plan
 from controller.registration import register
 from fogsdn.churn import Transition, churn_schedule
 from fogsdn.fabric import Fabric
-from fogsdn.scenario import LeaveMode, Role, Scenario, ScenarioError
+from fogsdn.scenario import LeaveMode, Role, Scenario, ScenarioError, scenario_graph
 from fogsdn.stages import StagePlan
-from fogsdn.topology import fabric_of, scenario_graph
+from fogsdn.topology import fabric_of
 from fogsdn.workload import max_task_size
 from models.power_model import server_count
 from nodes.cpu_work import calibrate

@@ -55,8 +55,12 @@ from controller.config import ControllerConfig  # noqa: E402
 from controller.launch import start_controller  # noqa: E402
 from controller.registration import register  # noqa: E402
 from fogsdn.fabric import Fabric  # noqa: E402
-from fogsdn.scenario import Role, load_scenario  # noqa: E402
-from fogsdn.topology import fabric_of, scenario_graph  # noqa: E402
+from fogsdn.scenario import (  # noqa: E402
+    Role,
+    load_scenario,
+    scenario_graph,  # noqa: E402
+)
+from fogsdn.topology import fabric_of  # noqa: E402
 from rigs.fake_switch import (  # noqa: E402
     T_FLOW_MOD,
     T_GROUP_MOD,

@@ -115,7 +115,7 @@ def _plain_mininet_seconds(sc: Scenario) -> float:
     script = """
 import time
 from fogsdn.scenario import parse_scenario
-from fogsdn.topology import scenario_graph
+from fogsdn.scenario import scenario_graph
 from mininet.link import TCULink
 from mininet.net import Mininet
 from mininet.node import OVSSwitch

@@ -61,9 +61,8 @@ from controller.policies import (
 )
 from fogsdn.churn import ofn_changes
 from fogsdn.latency import node_net_ms
-from fogsdn.scenario import LeaveMode, Role, Scenario, Servers, TaskClass
+from fogsdn.scenario import LeaveMode, Role, Scenario, Servers, TaskClass, scenario_graph
 from fogsdn.streams import BLOCK, Stream, python_stream, replication_seed
-from fogsdn.topology import scenario_graph
 from fogsdn.workload import arrival_blocks, client_names, hp_share
 
 OK, BLOCKED, TIMEOUT, LOST = 0, 1, 2, 3

@@ -19,10 +19,9 @@ from typing import Any, cast
 from analysis.metrics import MeasuredAccumulator, replications_ci
 from controller.policies import make_policy
 from fogsdn.latency import request_network
-from fogsdn.scenario import Scenario, ScenarioError
+from fogsdn.scenario import Scenario, ScenarioError, scenario_graph
 from fogsdn.streams import replication_seed
 from fogsdn.summary import RunSummary, policy_report
-from fogsdn.topology import scenario_graph
 from models.power_model import power_block, power_csv_text
 from sim.engine import simulate
 from sim.output import AvailabilityCsv, TraceCsvSink

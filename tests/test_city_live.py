@@ -27,7 +27,6 @@ from topologies.city_net import (
     fog_access_ms,
     is_city_study,
     load_city_study,
-    propagation_delay,
     true_rtt_ms,
 )
 
@@ -74,10 +73,6 @@ def test_fog_access_delay_carries_processing_and_load() -> None:
     idle, full = fog_access_ms(0, site, P), fog_access_ms(site.slots, site, P)
     assert 2 * idle == pytest.approx(processing_ms(P) + load_ms(0, site.slots, P))
     assert full > idle and 2 * (full - idle) <= P.qos_max_ms + 0.1
-
-
-def test_propagation_hook_for_the_city_generator() -> None:
-    assert propagation_delay(P)((0.0, 0.0), (0.3, 0.4)) == pytest.approx(0.5)
 
 
 def test_the_shipped_study_file_validates() -> None:

@@ -23,8 +23,7 @@ from controller.pipeline import (
     group_mods,
 )
 from fogsdn.routing import next_hops, shortest_path
-from fogsdn.scenario import TaskClass, parse_scenario
-from fogsdn.topology import scenario_graph
+from fogsdn.scenario import TaskClass, parse_scenario, scenario_graph
 
 SYN = {"eth_type": ETH_IPV4, "ip_proto": 6, "tcp_src": 40000, "tcp_dst": 9000}
 

@@ -124,7 +124,7 @@ def test_power_fields_validated_with_one_line_errors() -> None:
 
 
 def test_simulator_account_bins_busy_time_and_traffic_by_real_second() -> None:
-    from fogsdn.topology import scenario_graph
+    from fogsdn.scenario import scenario_graph
     from sim.engine import BLOCKED, OK, TIMEOUT
     from sim.power import PowerAccount
 

@@ -8,15 +8,10 @@ import networkx as nx
 import pytest
 from conftest import ROOT, scenario_dict
 
-from fogsdn.scenario import ScenarioError, load_scenario, parse_scenario
+from fogsdn.scenario import ScenarioError, load_scenario, parse_scenario, scenario_graph
 from fogsdn.topology import (
-    HostSpec,
-    TopologySpec,
-    build_graph,
     fabric_of,
-    geometric_delay,
     host_names,
-    scenario_graph,
     switch_names,
 )
 
@@ -72,20 +67,6 @@ def test_multipath_has_two_disjoint_paths_of_different_lengths_to_fog_and_cloud(
         paths = list(nx.node_disjoint_paths(sw, edge, g.nodes[target]["switch"]))
         assert len(paths) >= 2
         assert len({len(p) for p in paths}) >= 2
-
-
-def test_city_places_hosts_and_derives_delay_from_positions() -> None:
-    g = _graph({"kind": "city", "sites": 2, "towers": 3, "ms_per_km": 1.0})
-    for u, v, d in g.edges(data=True):
-        if g.nodes[u]["kind"] == "switch" and g.nodes[v]["kind"] == "switch":
-            assert d["delay_ms"] == pytest.approx(geometric_delay(1.0)(g.nodes[u]["pos"],
-                                                                      g.nodes[v]["pos"]))
-    assert all("pos" in g.nodes[h] for h in host_names(g))
-    # the latency hook: any function of two positions
-    spec = TopologySpec(kind="city", sites=1, towers=1)
-    g2 = build_graph(spec, [HostSpec("fn", "fn"), HostSpec("c1", "client")],
-                     link_delay=lambda a, b: 7.0)
-    assert nx.shortest_path_length(g2, "c1", "fn", weight="delay_ms") == pytest.approx(7.0)
 
 
 def test_explicit_graph_with_per_link_figures() -> None:

@@ -11,8 +11,8 @@ import pytest
 import yaml
 from conftest import scenario_dict
 
-from fogsdn.scenario import ScenarioError, load_scenario
-from fogsdn.topology import link_params, scenario_graph
+from fogsdn.scenario import ScenarioError, load_scenario, scenario_graph
+from fogsdn.topology import link_params
 
 HOSTS = {"fn": "s2", "ofn1": "s2", "c1": "s1", "c2": {"switch": "s1", "delay_ms": 5}}
 

@@ -22,11 +22,6 @@ the direct link (kept when delays later change: the routes are fixed at start). 
 fog-to-fog round trip pays both nodes' processing and load terms, not one (the seed
 does not say what a node-to-node probe costs).
 
-Why not the `city` generator of `fogsdn.topology`: it attaches a host to one tower for
-the whole run, and seed 003's clients change towers as they move. Its `link_delay`
-hook takes `propagation_delay(params)` below (eq. 10's v times straight-line distance)
-for a static city.
-
 The study file (`study: city`, `scenarios/city.yaml`) is validated here once.
 """
 
@@ -46,7 +41,6 @@ from fogsdn.topology import (
     EdgeSpec,
     HostAttach,
     HostSpec,
-    LinkDelay,
     Position,
     TopologySpec,
     build_graph,
@@ -223,16 +217,6 @@ def true_rtt_ms(client: Position, site: FogSite, clients: int, layout: CityLayou
     """What a round trip from `client` to `site` is configured to take (model ms): eq. 7
     with `clients` on the node."""
     return 2.0 * (client_fog_ms(client, site, layout, p) + fog_access_ms(clients, site, p))
-
-
-def propagation_delay(p: LatencyParams) -> LinkDelay:
-    """Eq. 10's propagation as the `city` generator's `link_delay` hook: one way, v times
-    the straight-line distance (positions in km there)."""
-
-    def delay(a: Position, b: Position) -> float:
-        return math.dist(a, b) * p.propagation_ms_per_km
-
-    return delay
 
 
 # -- the graph ----------------------------------------------------------------------------

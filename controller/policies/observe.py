@@ -35,8 +35,7 @@ from controller.policies.base import ClusterView, NodeView, PolicyError
 from controller.policies.greedy import expected_response_ms, held, servers
 from fogsdn.latency import node_net_ms
 from fogsdn.routing import shortest_path
-from fogsdn.scenario import Scenario, ServerPower, SwitchPower
-from fogsdn.topology import scenario_graph, scenario_hosts
+from fogsdn.scenario import Scenario, ServerPower, SwitchPower, scenario_graph, scenario_hosts
 from models.power_model import server_power_w, switch_ports, switch_power_w
 
 Obs = npt.NDArray[np.float32]
