@@ -29,7 +29,7 @@ from torch import nn
 from agents.env import EpisodeLog, SimRoutingEnv
 from controller.policies.observe import Layout
 
-__all__ = ["DEMOTE_LEVELS", "DqnAgent", "DqnConfig", "EpisodeLog", "train_dqn", "weight_menu"]
+__all__ = ["DEMOTE_LEVELS", "DqnAgent", "DqnConfig", "train_dqn", "weight_menu"]
 
 # preference levels a node can be demoted to (controller/policies/observe.py: a flow goes
 # to the node with the least expected response time / weight): mild ones trade a little

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from fogsdn.fabric import Fabric, HostPort
 from fogsdn.scenario import TaskClass
 
 __all__ = ["BUCKET_SCALE", "CT_ZONE", "GROUP_ID", "TABLE_CLASSIFY", "TABLE_DISPATCH",
-           "TABLE_FORWARD", "Fabric", "HostPort", "bucket_weights"]
+           "TABLE_FORWARD", "bucket_weights"]
 
 CT_ZONE = 7
 TABLE_CLASSIFY, TABLE_DISPATCH, TABLE_FORWARD = 0, 1, 2

@@ -13,7 +13,7 @@ import bench_controller as bc
 import pytest
 
 import rigs.fake_switch as fs
-from controller.flow_tables import Fabric
+from fogsdn.fabric import Fabric
 
 PACKET_INS = 50
 UPDATES = 20

@@ -31,7 +31,8 @@ def test_weight_menu() -> None:
 
 
 def test_trains_logs_and_round_trips(tmp_path: Path) -> None:
-    from agents.dqn import DqnAgent, DqnConfig, EpisodeLog, train_dqn
+    from agents.dqn import DqnAgent, DqnConfig, train_dqn
+    from agents.env import EpisodeLog
 
     env = SimRoutingEnv(parse_scenario(scenario_dict(**SCENARIO)), epoch_requests=50,
                         epochs=20)
