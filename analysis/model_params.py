@@ -11,14 +11,10 @@ from __future__ import annotations
 import time
 
 from analysis.ctmc import ModelError, ModelParams, Prediction, predict
+from analysis.joint_chain import MAX_STATES, StateSpaceTooLarge
 from analysis.linsolve import NoConvergence
-from analysis.policy_chain import (
-    MAX_STATES,
-    PolicyOutsideModel,
-    PolicyPrediction,
-    StateSpaceTooLarge,
-    predict_policy,
-)
+from analysis.policy_chain import PolicyPrediction, predict_policy
+from analysis.policy_probe import PolicyOutsideModel
 from controller.policies import Basic, NoDiff, Prioritized, make_policy
 from controller.policies.base import PolicyError
 from fogsdn.scenario import Role, Scenario

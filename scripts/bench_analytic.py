@@ -107,20 +107,23 @@ def one_policy_chain(cf: int, co: int, ofns: int, leave: str) -> dict[str, objec
     """Build and solve the threshold policy's joint chain in this process."""
     import numpy as np  # noqa: F401  (imports are not timed)
 
-    from analysis import policy_chain as pc
+    from analysis.joint_chain import build_joint, joint_stationary
+    from analysis.policy_chain import predict_policy
+    from analysis.policy_chain_model import policy_model
+    from analysis.policy_probe import PolicyOracle
     from controller.policies import make_policy
 
     sc = _cluster(cf, co, ofns, leave)
     policy = make_policy(sc.policy)
-    m = pc.policy_model(sc, policy)
+    m = policy_model(sc, policy)
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0 = time.perf_counter()
-    oracle = pc.PolicyOracle(policy, m.nodes, m.per_request)
-    jc = pc.build_joint(m, oracle)
+    oracle = PolicyOracle(policy, m.nodes, m.per_request)
+    jc = build_joint(m, oracle)
     t1 = time.perf_counter()
-    pi, method = pc.joint_stationary(jc.Q)
+    pi, method = joint_stationary(jc.Q)
     t2 = time.perf_counter()
-    pred = pc.predict_policy(sc, policy, max_states=10**9)
+    pred = predict_policy(sc, policy, max_states=10**9)
     t3 = time.perf_counter()
     _ = [(c.outage, c.percentiles()) for c in (pred.hp, pred.lp)]
     t4 = time.perf_counter()

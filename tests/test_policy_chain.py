@@ -18,14 +18,11 @@ from conftest import ROOT, call_main, scenario_dict
 from scipy import stats
 
 from analysis.ctmc import predict
+from analysis.joint_chain import StateSpaceTooLarge
 from analysis.metrics import MeasuredAccumulator
 from analysis.model_params import OutsideModel, exact_prediction, model_params_from_scenario
-from analysis.policy_chain import (
-    PolicyOutsideModel,
-    PolicyPrediction,
-    StateSpaceTooLarge,
-    predict_policy,
-)
+from analysis.policy_chain import PolicyPrediction, predict_policy
+from analysis.policy_probe import PolicyOutsideModel
 from controller.policies import make_policy
 from controller.policies.base import ClusterView, Policy, Request, RouteTable
 from controller.policies.nodiff import NoDiff

@@ -1,0 +1,181 @@
+"""The joint chain of a policy: the availability of each OFN and the count at each node,
+in mixed radix, with its generator built from the policy's answers and its stationary
+vector (GTH when small, a sparse LU when large; pure)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from analysis import linsolve
+from analysis.ctmc import CLASSES, gth_dense
+from analysis.policy_chain_model import PolicyModel, service_rate
+from analysis.policy_probe import PolicyOracle
+from fogsdn.scenario import LeaveMode, Role
+
+# Chains above this many states (joint states, plus the unknowns of the tagged chains
+# under handoff) are refused: measured on this machine kind (2 cores, shared) by
+# scripts/bench_analytic.py --policy-chain, 223,608 joint states of a per-request
+# policy took 54 s (44 s asking the policy, 10 s solving) and 67 s for the whole
+# prediction, so the limit sits below that; a handoff chain of
+# 19,844 states with 2 x 189,000 tagged unknowns 88 s (docs/model.md).
+MAX_STATES = 200_000
+
+
+# Dense GTH (subtraction-free, O(N^3)) below this many states; sparse LU above.
+GTH_MAX_STATES = 1_500
+
+
+class StateSpaceTooLarge(ValueError):
+    """More states than this machine solves in under a minute; the message gives both."""
+
+
+def too_large_message(n: int, limit: int = MAX_STATES) -> str:
+    return (f"{n:,} states: above the {limit:,} this machine solves in under a minute "
+            "(scripts/bench_analytic.py --policy-chain)")
+
+
+@dataclass
+class JointChain:
+    """The joint state space in mixed radix over the nodes' local phases."""
+
+    dims: tuple[int, ...]
+    strides: np.ndarray
+    avail: np.ndarray  # [N, K] bool
+    count: np.ndarray  # [N, K] int
+    phase: np.ndarray  # [N, K] local phase index
+    tables: list[dict[tuple[bool, int], int]]  # per node: (available, count) -> phase
+    routes: np.ndarray  # [2, N, K] class c's probability of node k in state s
+    Q: sp.csr_matrix  # off-diagonal rates
+
+    @property
+    def size(self) -> int:
+        return int(self.avail.shape[0])
+
+
+def _enumerate(m: PolicyModel) -> tuple[tuple[int, ...], np.ndarray, np.ndarray, np.ndarray,
+                                        np.ndarray, list[dict[tuple[bool, int], int]]]:
+    K = len(m.nodes)
+    ph = [m.phases(k) for k in range(K)]
+    dims = tuple(len(p) for p in ph)
+    n = math.prod(dims)
+    strides = np.array([math.prod(dims[k + 1:]) for k in range(K)], dtype=np.int64)
+    idx = np.arange(n, dtype=np.int64)
+    phase = np.stack([(idx // strides[k]) % dims[k] for k in range(K)], axis=1)
+    pa = [np.array([a for a, _ in p]) for p in ph]
+    pc = [np.array([c for _, c in p]) for p in ph]
+    avail = np.stack([pa[k][phase[:, k]] for k in range(K)], axis=1)
+    count = np.stack([pc[k][phase[:, k]] for k in range(K)], axis=1)
+    tables = [{st: i for i, st in enumerate(p)} for p in ph]
+    return dims, strides, avail, count, phase, tables
+
+
+def _phase_map(tables: list[dict[tuple[bool, int], int]], k: int,
+               fn: Callable[[bool, int], tuple[bool, int] | None]) -> np.ndarray:
+    """Local phase -> local phase after an event (-1: the event cannot happen)."""
+    out = np.full(len(tables[k]), -1, dtype=np.int64)
+    for (a, c), i in tables[k].items():
+        got = fn(a, c)
+        if got is not None and got in tables[k]:
+            out[i] = tables[k][got]
+    return out
+
+
+def transitions(m: PolicyModel, dims: tuple[int, ...], strides: np.ndarray,
+                 avail: np.ndarray, count: np.ndarray, phase: np.ndarray,
+                 tables: list[dict[tuple[bool, int], int]], routes: np.ndarray,
+                 skip_ofn_events: int | None = None
+                 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(source, destination, rate) arrays of every transition of the joint chain.
+
+    `skip_ofn_events=i` leaves out OFN i's completions and its leave (the tagged-request
+    chain adds those itself)."""
+    N = avail.shape[0]
+    s = np.arange(N, dtype=np.int64)
+    lam = np.asarray(m.lam)
+    out: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for k, node in enumerate(m.nodes):
+        cap = node.capacity
+
+        def arrive(a: bool, c: int, cap: int = cap) -> tuple[bool, int] | None:
+            return (a, c + 1) if a and c < cap else None
+
+        up = _phase_map(tables, k, arrive)
+        down = _phase_map(tables, k, lambda a, c: (a, c - 1) if c >= 1 else None)
+        pk = phase[:, k]
+        rate = lam @ routes[:, :, k]
+        dst = up[pk]
+        ok = (dst >= 0) & (rate > 0)
+        out.append((s[ok], s[ok] + (dst[ok] - pk[ok]) * strides[k], rate[ok]))
+        if k != skip_ofn_events:
+            rate = service_rate(node, count[:, k])
+            dst = down[pk]
+            ok = (dst >= 0) & (rate > 0)
+            out.append((s[ok], s[ok] + (dst[ok] - pk[ok]) * strides[k], rate[ok]))
+        if node.role is not Role.OFN or not m.churns:
+            continue
+        back = _phase_map(tables, k, lambda a, c: (True, c) if not a else None)
+        dst = back[pk]
+        ok = dst >= 0
+        out.append((s[ok], s[ok] + (dst[ok] - pk[ok]) * strides[k], np.full(int(ok.sum()), m.xi)))
+        if k == skip_ofn_events:
+            continue
+        if m.leave is LeaveMode.DRAIN:
+            leave = _phase_map(tables, k, lambda a, c: (False, c) if a else None)
+        else:
+            leave = _phase_map(tables, k, lambda a, c: (False, 0) if a else None)
+        dst = leave[pk]
+        ok = dst >= 0
+        target = s[ok] + (dst[ok] - pk[ok]) * strides[k]
+        if m.leave is LeaveMode.HANDOFF:
+            f = m.handoff_target
+            cap = m.nodes[f].capacity
+            moved = np.minimum(count[ok, f] + count[ok, k], cap)
+            # FN phases are the counts themselves
+            target = target + (moved - count[ok, f]) * strides[f]
+        out.append((s[ok], target, np.full(int(ok.sum()), m.eta)))
+    return out
+
+
+def _routes_for_states(m: PolicyModel, oracle: PolicyOracle, avail: np.ndarray,
+                       count: np.ndarray) -> np.ndarray:
+    N, K = avail.shape
+    routes = np.zeros((len(CLASSES), N, K))
+    for s in range(N):
+        routes[:, s, :] = oracle.route(avail[s], count[s])
+    oracle.recheck(avail, count, routes)
+    return routes
+
+
+def build_joint(m: PolicyModel, oracle: PolicyOracle) -> JointChain:
+    dims, strides, avail, count, phase, tables = _enumerate(m)
+    routes = _routes_for_states(m, oracle, avail, count)
+    N = avail.shape[0]
+    parts = transitions(m, dims, strides, avail, count, phase, tables, routes)
+    r = np.concatenate([p[0] for p in parts])
+    c = np.concatenate([p[1] for p in parts])
+    v = np.concatenate([p[2] for p in parts])
+    Q = sp.csr_matrix((v, (r, c)), shape=(N, N))
+    Q.sum_duplicates()
+    Q.setdiag(0.0)
+    Q.eliminate_zeros()
+    return JointChain(dims, strides, avail, count, phase, tables, routes, Q)
+
+
+def joint_stationary(Q: sp.csr_matrix) -> tuple[np.ndarray, str]:
+    """Stationary vector of a chain in which every state reaches state 0."""
+    N = Q.shape[0]
+    if N <= GTH_MAX_STATES:
+        return gth_dense(Q.toarray()), "gth"
+    out = np.asarray(Q.sum(axis=1)).ravel()
+    At = (Q - sp.diags(out)).T.tocsc()
+    B = At[1:, 1:].tocsc()
+    rhs = -np.asarray(At[1:, 0].toarray()).ravel()
+    pi = np.zeros(N)
+    pi[0] = 1.0
+    pi[1:] = np.maximum(linsolve.solve(B, rhs), 0.0)
+    return pi / pi.sum(), "sparse" if N <= linsolve.DIRECT_MAX else "bicgstab"
