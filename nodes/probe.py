@@ -1,5 +1,9 @@
 """RTT probes between hosts: a UDP echo responder and a prober, every message counted.
 
+The one echo/RTT probe of the project: the fog city's nodes and clients use it for
+their coordinates, and the link rig (rigs/traffic_probe.py) for its open-loop round
+trips.
+
 Wire format (one datagram each way, network byte order, at most MAX_DATAGRAM bytes):
 
     magic "FGPR" | version u8 = 1 | kind u8 (1 ping, 2 echo) | seq u32 |
@@ -230,8 +234,86 @@ class Prober:
                 time.sleep(interval_s)
         return out
 
+    def open_loop(self, target: tuple[str, int], count: int, interval_s: float,
+                  timeout_s: float = 1.0) -> OpenLoopRun:
+        """`count` pings, one every `interval_s` on a fixed schedule without waiting for
+        echoes (long delays do not stretch the run, and reordering shows), then up to
+        `timeout_s` for the last echoes."""
+        if count < 1:
+            raise ProbeError(f"count: must be >= 1, got {count}")
+        base = self._seq + 1
+        index: dict[int, int] = {}  # wire seq -> i
+        send_ns: list[int] = []
+        rtts: dict[int, float] = {}
+        order: list[int] = []
+        step = int(interval_s * 1e9)
+        start = time.monotonic_ns()
+        end: int | None = None
+        self.sock.setblocking(False)
+        try:
+            while True:
+                now = time.monotonic_ns()
+                i = len(send_ns)
+                if i < count and now >= start + i * step:
+                    seq = (base + i) % 2**32
+                    self.sock.sendto(ProbeMessage(PING, seq, now).encode(), target)
+                    self.counters.sent += 1
+                    index[seq] = i
+                    send_ns.append(now)
+                    continue
+                if i >= count:
+                    end = end or now + int(timeout_s * 1e9)
+                    if now >= end or len(rtts) == count:
+                        break
+                    wait = end - now
+                else:
+                    wait = start + i * step - now
+                readable, _, _ = select.select([self.sock], [], [], max(wait, 0) / 1e9)
+                while readable:
+                    try:
+                        datagram, _sender = self.sock.recvfrom(MAX_DATAGRAM + 1)
+                    except BlockingIOError:
+                        break
+                    t_recv = time.monotonic_ns()
+                    try:
+                        msg = decode(datagram)
+                    except MalformedDatagram:
+                        self.counters.malformed += 1
+                        continue
+                    k = index.get(msg.seq)
+                    if (msg.kind != ECHO or k is None or send_ns[k] != msg.t_send_ns
+                            or k in rtts):
+                        self.counters.unmatched += 1
+                        continue
+                    self.counters.received += 1
+                    rtts[k] = (t_recv - msg.t_send_ns) / 1e6
+                    order.append(k)
+        finally:
+            self.sock.setblocking(True)
+        self._seq = (base + count - 1) % 2**32
+        self.counters.timeouts += count - len(rtts)
+        answered = sorted(rtts)
+        return OpenLoopRun(count, tuple(rtts[k] for k in answered),
+                           tuple(send_ns[k] for k in answered), tuple(order))
+
     def close(self) -> None:
         self.sock.close()
+
+
+@dataclass(frozen=True)
+class OpenLoopRun:
+    """What `Prober.open_loop` saw: the answered pings' round trips (ms) and send times
+    (CLOCK_MONOTONIC ns, which all network namespaces share), in send order, and the
+    order (0-based send index) in which their echoes came back."""
+
+    sent: int
+    rtt_ms: tuple[float, ...]
+    send_ns: tuple[int, ...]
+    arrival_order: tuple[int, ...]
+
+    @property
+    def lost(self) -> int:
+        return self.sent - len(self.rtt_ms)
 
 
 def feed_vivaldi(node: VivaldiNode, peer: str, sample: Sample) -> bool:

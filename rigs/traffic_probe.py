@@ -1,4 +1,4 @@
-"""Traffic tools run inside a namespace or a Mininet host (stdlib only; prints JSON).
+"""Traffic tools run inside a namespace or a Mininet host (prints JSON).
 
 One module for every probe the rigs use: the link rig's round trips and bulk
 transfer, and the re-route measurement's stream and TCP echo.
@@ -12,10 +12,11 @@ transfer, and the re-route measurement's stream and TCP echo.
     python -m rigs.traffic_probe tcp-echo PORT
     python -m rigs.traffic_probe tcp-ping HOST PORT SECONDS INTERVAL_MS
 
-udp-rtt sends COUNT timestamped datagrams, one every INTERVAL_MS without waiting for
-replies, and reports each round trip and its send time (CLOCK_MONOTONIC, which all
-namespaces share; ns resolution), so that long delays do not stretch the run. The
-servers print "ready" once listening.
+udp-echo and udp-rtt are `nodes.probe`, the project's one echo/RTT probe: udp-rtt
+sends COUNT pings, one every INTERVAL_MS without waiting for replies, and reports each
+round trip and its send time (CLOCK_MONOTONIC, which all namespaces share; ns
+resolution), so that long delays do not stretch the run. The servers print "ready"
+once listening.
 
 `stream` sends numbered, timestamped datagrams until killed; `sink` records each
 one's arrival and writes them on SIGTERM. `reroute_times` (pure) gives, for each
@@ -23,15 +24,11 @@ failure, what it cost the stream (`Outage`): the first packet on the new path, t
 sending time lost, and the receiver's longest stall. `tcp-ping` keeps one TCP
 connection and echoes a line through it every INTERVAL_MS, reporting any error: an
 established connection that breaks shows here.
-
-The product's own RTT probe (the fog city's coordinates) is `nodes.probe`, with its
-own wire format; these tools only measure the network under test.
 """
 
 from __future__ import annotations
 
 import json
-import select
 import signal
 import socket
 import struct
@@ -43,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from fogsdn import rx_stamp
+from nodes.probe import EchoResponder, Prober
 
 _DGRAM = struct.Struct("!QQ")  # sequence number, send time (ns)
 
@@ -99,53 +97,22 @@ def reroute_times(arrivals: Sequence[Arrival], failures: Sequence[tuple[int, int
 
 # -- the link rig: round trips and bulk transfer ---------------------------------------
 def udp_echo(port: int) -> None:
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("0.0.0.0", port))
+    """`nodes.probe`'s echo responder on every address of this namespace."""
+    responder = EchoResponder(("0.0.0.0", port), allow_wildcard=True)
     print("ready", flush=True)
-    while True:
-        data, addr = s.recvfrom(2048)
-        s.sendto(data, addr)
+    responder.serve()
 
 
-def udp_rtt(host: str, port: int, count: int, interval_ms: float, timeout_ms: float) -> dict:
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.connect((host, port))
-    s.setblocking(False)
-    sent: dict[int, int] = {}
-    rtts: dict[int, float] = {}
-    order: list[int] = []  # sequence numbers in the order their replies came back
-    interval = int(interval_ms * 1e6)
-    start = time.monotonic_ns()
-    seq = 0
-    end = None
-    while True:
-        now = time.monotonic_ns()
-        if seq < count and now >= start + seq * interval:
-            s.send(_DGRAM.pack(seq, now).ljust(64, b"\0"))
-            sent[seq] = now
-            seq += 1
-            continue
-        if seq >= count:
-            end = end or now + int(timeout_ms * 1e6)
-            if now >= end or len(rtts) == count:
-                break
-            wait = end - now
-        else:
-            wait = start + seq * interval - now
-        readable, _, _ = select.select([s], [], [], max(wait, 0) / 1e9)
-        while readable:
-            try:
-                data = s.recv(2048)
-            except BlockingIOError:
-                break
-            t = time.monotonic_ns()
-            n, t0 = _DGRAM.unpack_from(data)
-            if n in sent and n not in rtts:
-                rtts[n] = (t - t0) / 1e6
-                order.append(n)
-    return {"sent": count, "rtt_ms": [rtts[n] for n in sorted(rtts)],
-            "send_ns": [sent[n] for n in sorted(rtts)], "arrival_order": order,
-            "lost": count - len(rtts)}
+def udp_rtt(host: str, port: int, count: int, interval_ms: float, timeout_ms: float
+            ) -> dict[str, Any]:
+    """`nodes.probe`'s open-loop round trips to a `udp-echo`, as JSON-ready figures."""
+    prober = Prober(("0.0.0.0", 0), allow_wildcard=True)
+    try:
+        run = prober.open_loop((host, port), count, interval_ms / 1000, timeout_ms / 1000)
+    finally:
+        prober.close()
+    return {"sent": run.sent, "rtt_ms": list(run.rtt_ms), "send_ns": list(run.send_ns),
+            "arrival_order": list(run.arrival_order), "lost": run.lost}
 
 
 def tcp_listen_ready(port: int, backlog: int) -> socket.socket:

@@ -65,6 +65,35 @@ def test_round_trip_on_loopback_counts_every_message(responder: EchoResponder) -
     assert (responder.counters.received, responder.counters.sent) == (5, 5)
 
 
+def test_open_loop_sends_on_schedule_and_times_every_echo(responder: EchoResponder) -> None:
+    prober = Prober(LOOP)
+    try:
+        prober.ping(responder.address, timeout_s=10.0)  # the seq goes on from here
+        run = prober.open_loop(responder.address, count=20, interval_s=0.002, timeout_s=10.0)
+    finally:
+        prober.close()
+    assert (run.sent, run.lost, len(run.rtt_ms)) == (20, 0, 20)
+    assert all(r > 0 for r in run.rtt_ms)
+    assert sorted(run.arrival_order) == list(range(20))
+    # on the schedule (ping i no earlier than i intervals in), not back to back
+    assert run.send_ns[-1] - run.send_ns[0] >= 18 * 2_000_000
+    assert (prober.counters.sent, prober.counters.received, prober.counters.unmatched) == \
+        (21, 21, 0)
+
+
+def test_open_loop_counts_what_is_lost() -> None:
+    silent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    silent.bind(LOOP)
+    prober = Prober(LOOP)
+    try:
+        run = prober.open_loop(silent.getsockname(), count=3, interval_s=0.0, timeout_s=0.05)
+    finally:
+        prober.close()
+        silent.close()
+    assert (run.sent, run.lost, run.rtt_ms, run.arrival_order) == (3, 3, (), ())
+    assert prober.counters.timeouts == 3
+
+
 @pytest.mark.parametrize("datagram, why", [
     (b"xx", "short"),
     (b"NOPE" + bytes(16), "magic"),
