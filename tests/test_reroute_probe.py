@@ -1,4 +1,4 @@
-"""The re-route measurement (topologies/reroute_probe.reroute_times), on made-up
+"""The re-route measurement (rigs/traffic_probe.reroute_times), on made-up
 arrivals: what a failure cost a stream of datagrams, three ways (no root)."""
 
 from __future__ import annotations
