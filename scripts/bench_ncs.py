@@ -28,8 +28,8 @@ bootstrap.bootstrap(needs_network_stack=False, extras="")
 
 import numpy as np  # noqa: E402
 
-from nodes.ncs.accuracy import MatrixError, meridian_and_random, vivaldi_median_error  # noqa: E402
 from nodes.ncs.meridian import MeridianConfig, MeridianError  # noqa: E402
+from rigs.ncs_accuracy import MatrixError, meridian_and_random, vivaldi_median_error  # noqa: E402
 
 
 class _Parser(argparse.ArgumentParser):

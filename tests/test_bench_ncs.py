@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from nodes.ncs.accuracy import MatrixError, check_matrix, meridian_and_random, vivaldi_median_error
+from rigs.ncs_accuracy import MatrixError, check_matrix, meridian_and_random, vivaldi_median_error
 
 SEATTLE = Path(__file__).parent / "data" / "seattle99.npz"
 
