@@ -74,12 +74,21 @@ def test_multipath_has_two_disjoint_paths_of_different_lengths_to_fog_and_cloud(
         assert len({len(p) for p in paths}) >= 2
 
 
+def test_geometric_delay_by_hand() -> None:
+    assert geometric_delay(2.0)((0.0, 0.0), (3.0, 4.0)) == pytest.approx(10.0)  # 5 km
+    assert geometric_delay(0.005)((1.0, 1.0), (1.0, 201.0)) == pytest.approx(1.0)
+
+
 def test_city_places_hosts_and_derives_delay_from_positions() -> None:
-    g = _graph({"kind": "city", "sites": 2, "towers": 3, "ms_per_km": 1.0})
-    for u, v, d in g.edges(data=True):
-        if g.nodes[u]["kind"] == "switch" and g.nodes[v]["kind"] == "switch":
-            assert d["delay_ms"] == pytest.approx(geometric_delay(1.0)(g.nodes[u]["pos"],
-                                                                      g.nodes[v]["pos"]))
+    g = _graph({"kind": "city", "sites": 2, "towers": 3, "ms_per_km": 0.2,
+                "link": {"delay_ms": 0.5}})
+    switch_links = [(u, v, d) for u, v, d in g.edges(data=True)
+                    if g.nodes[u]["kind"] == "switch" and g.nodes[v]["kind"] == "switch"]
+    assert len(switch_links) == 5  # each site to the core, each tower to a site
+    for u, v, d in switch_links:
+        (ux, uy), (vx, vy) = g.nodes[u]["pos"], g.nodes[v]["pos"]
+        km = ((ux - vx) ** 2 + (uy - vy) ** 2) ** 0.5
+        assert km > 0 and d["delay_ms"] == pytest.approx(0.5 + 0.2 * km)  # link's + propagation
     assert all("pos" in g.nodes[h] for h in host_names(g))
     # the latency hook: any function of two positions
     spec = TopologySpec(kind="city", sites=1, towers=1)
