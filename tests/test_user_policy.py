@@ -120,7 +120,9 @@ def test_sweep_workers_load_the_users_policy(tmp_path: Path) -> None:
     with open(tmp / "sw" / "sweep.csv") as fh:
         rows = list(csv.DictReader(fh))
     assert {r["policy"] for r in rows} == {"hp_away", "prioritized"}
-    for d in (tmp / "sw" / "points" / "hp_away").glob("*/rep*"):
+    runs = sorted((tmp / "sw" / "points" / "hp_away").glob("*/rep*"))
+    assert len(runs) == 2, runs  # one per value of lambda_lp
+    for d in runs:
         with open(d / "trace.csv") as fh:
             assert {r["node"] for r in csv.DictReader(fh)
                     if r["cls"] == "lp" and r["outcome"] == "ok"} == {"fn"}
