@@ -88,16 +88,16 @@ def stop_signals_deferred() -> Iterator[None]:
 
     handlers: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():  # where signal() may be set
-        for sig in sorted(STOP_SIGNALS):
-            if signal.getsignal(sig) not in (signal.SIG_IGN, None):  # None: not from Python
-                handlers[sig] = signal.signal(sig, note)
+        for stop in sorted(STOP_SIGNALS):
+            if signal.getsignal(stop) not in (signal.SIG_IGN, None):  # None: not from Python
+                handlers[stop] = signal.signal(stop, note)
     held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
         yield
     finally:
-        for sig, handler in handlers.items():
-            if signal.getsignal(sig) is note:  # unless the body installed its own
-                signal.signal(sig, handler)
+        for signum, handler in handlers.items():
+            if signal.getsignal(signum) is note:  # unless the body installed its own
+                signal.signal(signum, handler)
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
-        for sig in noted:
-            signal.raise_signal(sig)
+        for signum in noted:
+            signal.raise_signal(signum)
