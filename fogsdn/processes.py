@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 __all__ = ["ours_alive", "proc_start_time", "stop_pid", "stop_signals_deferred"]
 
@@ -62,18 +65,39 @@ STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
 
 @contextmanager
 def stop_signals_deferred() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM back from this thread and the children it forks meanwhile.
+    """Hold SIGINT and SIGTERM back from this process and the children it forks meanwhile.
 
     For Mininet's build: a terminal's Ctrl-C goes to the runner's whole process group,
     so to each `mnexec` Mininet has just forked; one killed before it detaches leaves
     Mininet waiting for its shell's prompt for ever (a read on a pty it holds open
-    itself), and the run hangs instead of stopping. The mask is inherited across fork
-    and exec, so those children never see the signal; the runner's own is delivered
-    when the block ends and its handler stops the run as usual. Only for children that
-    are stopped otherwise (Mininet's shells end on SIGHUP).
+    itself), and the run hangs instead of stopping. The signals are blocked in this
+    thread, and the mask is inherited across fork and exec, so those children never see
+    them. A mask is per thread, though, and the kernel gives a signal sent to the process
+    to any thread that does not block it (the runner has several): so, in the main
+    thread, the Python-level handlers are replaced meanwhile by one that only notes the
+    signal, whichever thread it reached. When the block ends the handlers are restored,
+    the signals still pending in this thread are delivered and each noted one is raised
+    again, so the runner's handler (or the default action) stops the run as usual. Only
+    for children that are stopped otherwise (Mininet's shells end on SIGHUP).
     """
+    noted: list[int] = []
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        if signum not in noted:  # the kernel keeps one of each pending signal, too
+            noted.append(signum)
+
+    handlers: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():  # where signal() may be set
+        for stop in sorted(STOP_SIGNALS):
+            if signal.getsignal(stop) not in (signal.SIG_IGN, None):  # None: not from Python
+                handlers[stop] = signal.signal(stop, note)
     held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
         yield
     finally:
+        for signum, handler in handlers.items():
+            if signal.getsignal(signum) is note:  # unless the body installed its own
+                signal.signal(signum, handler)
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        for signum in noted:
+            signal.raise_signal(signum)

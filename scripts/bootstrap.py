@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,6 +34,12 @@ APT_NEEDS = {
     "ping": "iputils-ping",
     "gcc": "gcc",  # builds the link relay (topologies/linkem_relay.c) where there is no netem
 }
+# file -> Debian package that provides it: the C headers the link relay includes (gcc
+# only recommends the C library's, and apt-get here installs no recommends)
+APT_FILES = {
+    "/usr/include/arpa/inet.h": "libc6-dev",
+    "/usr/include/linux/virtio_net.h": "linux-libc-dev",
+}
 
 
 def say(msg: str) -> None:
@@ -50,8 +57,16 @@ def _has_venv_module() -> bool:
     return importlib.util.find_spec("ensurepip") is not None
 
 
+def missing_apt_packages(which: Callable[[str], str | None] = shutil.which,
+                         exists: Callable[[str], bool] = os.path.exists) -> list[str]:
+    """The Debian packages of APT_NEEDS and APT_FILES that this machine lacks."""
+    missing = {pkg for exe, pkg in APT_NEEDS.items() if which(exe) is None}
+    missing |= {pkg for path, pkg in APT_FILES.items() if not exists(path)}
+    return sorted(missing)
+
+
 def ensure_apt() -> None:
-    missing = sorted({pkg for exe, pkg in APT_NEEDS.items() if shutil.which(exe) is None})
+    missing = missing_apt_packages()
     if not VENV_PY.exists() and not _has_venv_module():
         missing.append("python3-venv")
     if not missing:

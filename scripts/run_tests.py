@@ -9,8 +9,10 @@ worker per CPU (the tests wait on states, never on fixed sleeps, so a busy core 
 not fail them). emulation: the live tests (root and Open vSwitch; this command starts
 OVS when it is not running), one at a time: only one network is built at once. As in
 Faucet, which runs its unit tests apart from its Mininet integration tests, each stage
-is its own pytest run with its own verdict. Under CI=true an emulation test that cannot
-run (no root, no OVS) fails instead of skipping.
+is its own pytest run with its own verdict, which says how many tests ran and how many
+skipped; a stage in which no test ran fails. Under CI=true a test that skips fails
+(tests/conftest.py), unless it is marked `allow_skip(reason)`: an emulation test that
+cannot run (no root, no OVS), a package CI installs that is missing.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ import importlib.util
 import os
 import subprocess
 import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -55,6 +60,38 @@ def _parallel(stage: str, args: list[str]) -> list[str]:
     return ["-n", "logical", "--dist", "worksteal"]  # a worker per CPU the process may use
 
 
+@dataclass(frozen=True)
+class StageCounts:
+    """What a stage's pytest run did, from its JUnit XML report."""
+
+    ran: int  # tests that ran to a verdict (passed, failed or errored)
+    skipped: int  # skipped or expected to fail (xfail)
+
+
+def stage_counts(junit_xml: Path) -> StageCounts | None:
+    """The counts in a pytest JUnit XML report; None when there is none (pytest did not
+    get as far as writing it)."""
+    try:
+        root = ET.parse(junit_xml).getroot()
+    except (OSError, ET.ParseError):
+        return None
+    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+    tests = sum(int(s.get("tests", 0)) for s in suites)
+    skipped = sum(int(s.get("skipped", 0)) for s in suites)
+    return StageCounts(ran=tests - skipped, skipped=skipped)
+
+
+def stage_verdict(rc: int, counts: StageCounts | None) -> tuple[bool, str]:
+    """(passed, one line) for a stage: it passes only if pytest did and some test ran."""
+    tally = (f"{counts.ran} ran, {counts.skipped} skipped" if counts is not None
+             else "no report")
+    if rc == 5 or (rc == 0 and (counts is None or counts.ran == 0)):
+        return False, f"FAILED (no test ran; {tally})"
+    if rc != 0:
+        return False, f"FAILED (exit {rc}; {tally})"
+    return True, f"passed ({tally})"
+
+
 def main(argv: list[str] | None = None) -> int:
     stages, args = _split(sys.argv[1:] if argv is None else argv)
     import bootstrap
@@ -63,17 +100,18 @@ def main(argv: list[str] | None = None) -> int:
     os.chdir(bootstrap.ROOT)
     if not any(not a.startswith("-") for a in args):
         args = [*args, "tests"]
-    verdicts: dict[str, int] = {}
-    for stage in stages:
-        print(f"\n=== stage {stage}: pytest -m '{STAGES[stage]}' ===", flush=True)
-        rc = subprocess.call([sys.executable, "-m", "pytest", "-m", STAGES[stage],
-                              *_parallel(stage, args), *args])
-        verdicts[stage] = rc
+    verdicts: dict[str, tuple[bool, str]] = {}
+    with tempfile.TemporaryDirectory(prefix="fogsdn-tests-") as tmp:
+        for stage in stages:
+            print(f"\n=== stage {stage}: pytest -m '{STAGES[stage]}' ===", flush=True)
+            report = Path(tmp) / f"{stage}.xml"  # the last --junitxml given wins: ours
+            rc = subprocess.call([sys.executable, "-m", "pytest", "-m", STAGES[stage],
+                                  *_parallel(stage, args), *args, f"--junitxml={report}"])
+            verdicts[stage] = stage_verdict(rc, stage_counts(report))
     print("\n=== stages ===")
-    for stage, rc in verdicts.items():
-        word = {0: "passed", 5: "FAILED (no tests collected)"}.get(rc, f"FAILED (exit {rc})")
-        print(f"{stage:10} {word}")
-    return 0 if all(rc == 0 for rc in verdicts.values()) else 1
+    for stage, (_, line) in verdicts.items():
+        print(f"{stage:10} {line}")
+    return 0 if all(ok for ok, _ in verdicts.values()) else 1
 
 
 if __name__ == "__main__":

@@ -45,6 +45,10 @@ def emulation_unavailable() -> str | None:
     return None
 
 
+def under_ci() -> bool:
+    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Emulation tests skip on a developer's machine without root or OVS; under CI they
@@ -54,9 +58,30 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     why = emulation_unavailable()
     if why is None:
         return
-    if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
+    if under_ci():
         pytest.fail(f"CI: {why}", pytrace=False)
     pytest.skip(why)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Under CI a skip is a failure, wherever it comes from (a `skipif`, a `pytest.skip`
+    or `importorskip` in the body), unless the test carries `@pytest.mark.allow_skip(why)`:
+    CI installs every extra, so a test that did not run there is a test that did not run."""
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    if not report.skipped or hasattr(report, "wasxfail") or not under_ci():
+        return
+    allowed = item.get_closest_marker("allow_skip")
+    if allowed is not None and allowed.args and str(allowed.args[0]).strip():
+        return
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    reason = reason.removeprefix("Skipped: ")
+    report.outcome = "failed"
+    report.longrepr = (f"CI: skipped without @pytest.mark.allow_skip(reason): {reason}"
+                       if allowed is None else
+                       f"CI: @pytest.mark.allow_skip needs a reason; skipped: {reason}")
 
 
 # -- waiting on real processes: poll with a deadline generous for a loaded 2-core machine --

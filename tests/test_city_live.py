@@ -226,13 +226,25 @@ def test_load_aware_client_probes_and_avoids_full_nodes() -> None:
 
 
 def test_vivaldi_client_learns_coordinates_from_its_probes() -> None:
-    city = FakeCity({"x": 2.0, "y": 6.0, "z": 10.0}, {"x": 5, "y": 5, "z": 5})
+    """The nodes' coordinates put the client's true place at (20, 0): x 10 ms away, y 6,
+    z 2. From the origin, where a client's coordinate starts, y looks nearest, and x comes
+    first by name: only a client that learned its coordinate from its probes picks z."""
+    from nodes.ncs.vivaldi import Coordinate
+
+    city = FakeCity({"x": 10.0, "y": 6.0, "z": 2.0}, {"x": 5, "y": 5, "z": 5})
+    where = {"x": (30.0, 0.0), "y": (20.0, 6.0), "z": (22.0, 0.0)}
+    for n, node in city.nodes.items():  # as the daemons' probes among themselves place them
+        node.vivaldi.coord = Coordinate(where[n], 0.05, 0.0)
     c = _client(city, "vivaldi")
+    assert c.vivaldi is not None and c.vivaldi.coord.vec == (0.0, 0.0)
     for t in range(60):
         c.step(float(t))
+    assert math.dist(c.vivaldi.coord.vec, (20.0, 0.0)) < 3.0, c.vivaldi.coord
     errors = c.coordinate_errors(city.truth())
     assert set(errors) == {"x", "y", "z"}
-    assert c.node == "x"  # with coordinates learned, the nearest node by estimate
+    # (z's estimate is pulled in by the task replies, which take no time in this fake)
+    assert errors["x"] < 0.3 and errors["y"] < 0.3, errors
+    assert c.node == "z"  # the nearest node by the learned estimate
 
 
 def test_meridian_client_queries_the_fog_nodes_and_they_answer() -> None:

@@ -8,26 +8,37 @@ import pytest
 from analysis.fidelity import replay_node
 from fogsdn.scenario import NodeSpec, Role
 from fogsdn.trace import Outcome, TraceRow
-from nodes.service_queue import ServiceQueue
+
+
+def _fifo_end(t: float, size: float, capacity: int, ends: list[float]) -> float | None:
+    """An ideal FIFO single-server node written apart from the code under test (which
+    replays through `nodes.service_queue`): the end of a request arriving at `t` given the
+    ends of those admitted before it (appended to), None when `capacity` are still in."""
+    if sum(1 for e in ends if e > t) >= capacity:
+        return None
+    end = max([t, *ends]) + size
+    ends.append(end)
+    return end
+
+
+def _row(i: int, t: float, size: float, end: float | None, overshoot: float) -> TraceRow:
+    """A request reaching the node at `t`, blocked (end None) or replying `overshoot` late."""
+    if end is None:
+        return TraceRow(f"r{i}", "c1", "hp", size, t, t, "fn", Outcome.BLOCKED, 0.01,
+                        nominal_ms=size)
+    node_ms = end - t + overshoot
+    return TraceRow(f"r{i}", "c1", "hp", size, t - 0.01, end + overshoot, "fn", Outcome.OK,
+                    node_ms + 0.02, node_ms, end - size - t, size + overshoot, size)
 
 
 def _ideal_rows(n: int, overshoot: float, seed: int = 7) -> list[TraceRow]:
     """Requests through an ideal FIFO node of capacity 3, replies `overshoot` late."""
     rng = random.Random(seed)
-    q = ServiceQueue(capacity=3)
-    rows, t = [], 0.0
+    rows, t, ends = [], 0.0, []
     for i in range(n):
         t += rng.expovariate(0.8)
         size = rng.expovariate(1.0)
-        adm = q.admit(t, size)
-        if adm is None:
-            rows.append(TraceRow(f"r{i}", "c1", "hp", size, t, t, "fn", Outcome.BLOCKED,
-                                 0.01, nominal_ms=size))
-            continue
-        node_ms = adm.end - t + overshoot
-        rows.append(TraceRow(f"r{i}", "c1", "hp", size, t - 0.01, adm.end + overshoot, "fn",
-                             Outcome.OK, node_ms + 0.02, node_ms, adm.start - t,
-                             size + overshoot, size))
+        rows.append(_row(i, t, size, _fifo_end(t, size, 3, ends), overshoot))
     return rows
 
 
@@ -38,6 +49,21 @@ def test_a_perfect_node_has_no_bias() -> None:
     f = replay_node(SPEC, _ideal_rows(3000, 0.0))
     assert f.replayed > 2000 and f.blocked_disagree == 0
     assert f.bias.mean == pytest.approx(0.0, abs=1e-9)
+
+
+def test_replay_by_hand() -> None:
+    """Capacity 2, service 1 each: arrivals at 0, 0.5, 1 and 3 wait 0, 0.5, 1 and 0 (ideal
+    sojourns 1, 1.5, 2, 1); the one at 1.5 finds two in the node and is blocked."""
+    spec = NodeSpec(name="fn", role=Role.FN, mu=1.0, capacity=2)
+    ends = {0.0: 1.0, 0.5: 2.0, 1.0: 3.0, 1.5: None, 3.0: 4.0}
+    rows = [_row(i, t, 1.0, end, 0.25) for i, (t, end) in enumerate(ends.items())]
+    f = replay_node(spec, rows)
+    assert (f.replayed, f.blocked_disagree) == (4, 0)
+    assert f.ideal_W == pytest.approx((1 + 1.5 + 2 + 1) / 4)
+    assert f.measured_W == pytest.approx(f.ideal_W + 0.25)
+    # the one at 1.5 answered live: the replay disagrees (it blocks it)
+    rows[3] = _row(3, 1.5, 1.0, 4.0, 0.0)
+    assert replay_node(spec, rows).blocked_disagree == 1
 
 
 def test_late_replies_show_as_bias_of_that_size() -> None:

@@ -107,6 +107,22 @@ def test_decode_counters() -> None:
     assert c["ba_dropped_error"] == 16 and c["ba_dropped"] == 13 + 14 + 15 + 16
 
 
+def test_set_up_on_a_bare_machine_installs_what_the_relay_includes() -> None:
+    """A fresh Debian root has no C headers (gcc only recommends them): the set-up's apt
+    step must bring the package of each one the relay includes."""
+    import re
+
+    from bootstrap import missing_apt_packages
+
+    from topologies.linkem import RELAY_SOURCE
+
+    headers = re.findall(r"^#include <([^>]+)>", RELAY_SOURCE.read_text(), re.MULTILINE)
+    assert "arpa/inet.h" in headers and "linux/if_packet.h" in headers
+    needed = {"linux-libc-dev" if h.startswith("linux/") else "libc6-dev" for h in headers}
+    bare = missing_apt_packages(which=lambda exe: None, exists=lambda path: False)
+    assert needed | {"gcc"} <= set(bare), bare
+
+
 def test_relay_compiles_and_checks_its_arguments() -> None:
     binary = relay_binary()
     assert binary.exists()

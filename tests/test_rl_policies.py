@@ -173,12 +173,26 @@ def test_rl_rnn_goes_on_learning_from_the_estimated_goal(tmp_path: Path) -> None
     assert goal(0.0, 8.5, 300.0, LAYOUT) == pytest.approx(0.5)
 
 
-@pytest.mark.parametrize("name", ["rl_dqn", "rl_rnn"])
-def test_trained_agents_decide_in_the_simulator(name: str) -> None:
-    """The committed weights load, and the policy runs per request in the simulator."""
+def _shares(name: str, requests: int = 3000) -> dict[int, float]:
+    """Each node's share (by index: fn, eco, cloud) of `requests` under policy `name` in
+    the simulator on multipath_power."""
     scenario = load_scenario(SCENARIO)
     scenario = scenario.model_copy(update={"policy": PolicySpec(name=name)})
     rows: list[Any] = []
-    res = simulate(scenario, rows.extend, requests=3000)
-    assert res.per_request and len(rows) == 3000
-    assert set(Counter(r[7] for r in rows)) <= {0, 1, 2}
+    res = simulate(scenario, rows.extend, requests=requests)
+    assert res.per_request and len(rows) == requests
+    count = Counter(r[7] for r in rows)
+    assert set(count) <= {0, 1, 2}
+    return {k: count[k] / requests for k in (0, 1, 2)}
+
+
+@pytest.mark.parametrize("name", ["rl_dqn", "rl_rnn"])
+def test_trained_agents_trade_latency_for_power_in_the_simulator(name: str) -> None:
+    """The committed weights, trained on multipath_power's goal (response time and
+    power), send clearly more work to the frugal eco than latency-greedy does (the
+    weights ignored), yet keep the fast fn (not power-greedy's all on eco): a policy that
+    ignored its weights, chose at random or always one node would not."""
+    greedy, agent = _shares("latency_greedy"), _shares(name)
+    assert agent[1] >= greedy[1] + 0.15, (agent, greedy)
+    assert agent[0] >= 0.05, agent  # power-greedy would send nothing to fn
+    assert _shares("power_greedy")[1] == 1.0  # the other end of the trade-off

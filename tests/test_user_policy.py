@@ -9,9 +9,16 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from user_policies import FAILS_WHEN_OFN_DOWN, HP_AWAY, write_policy, write_scenario
+from user_policies import (
+    FAILS_WHEN_OFN_DOWN,
+    HP_AWAY,
+    HP_AWAY_REGISTERED,
+    write_policy,
+    write_scenario,
+)
 
-from controller.policies import PolicyError, make_policy, safe_routes
+import controller.policies
+from controller.policies import POLICIES, PolicyError, make_policy, safe_routes
 from controller.policies.check import main as check_main
 from controller.policies.resolve import resolve_scenario
 from fogsdn.scenario import TaskClass, load_scenario
@@ -113,7 +120,9 @@ def test_sweep_workers_load_the_users_policy(tmp_path: Path) -> None:
     with open(tmp / "sw" / "sweep.csv") as fh:
         rows = list(csv.DictReader(fh))
     assert {r["policy"] for r in rows} == {"hp_away", "prioritized"}
-    for d in (tmp / "sw" / "points" / "hp_away").glob("*/rep*"):
+    runs = sorted((tmp / "sw" / "points" / "hp_away").glob("*/rep*"))
+    assert len(runs) == 2, runs  # one per value of lambda_lp
+    for d in runs:
         with open(d / "trace.csv") as fh:
             assert {r["node"] for r in csv.DictReader(fh)
                     if r["cls"] == "lp" and r["outcome"] == "ok"} == {"fn"}
@@ -148,3 +157,42 @@ def test_checker_passes_a_good_policy_and_fails_a_bad_one(
     r = subprocess.run([sys.executable, "-m", "controller.policies.check", str(good)],
                        capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r.returncode == 0 and "ok: policy 'hp_away'" in r.stdout, r.stderr
+
+
+@pytest.fixture
+def registry(monkeypatch: pytest.MonkeyPatch) -> dict[str, type]:
+    """This process's policy registry, restored after the test (a decorated file
+    registers its class while it loads)."""
+    mine = dict(POLICIES)
+    monkeypatch.setattr(controller.policies, "POLICIES", mine)
+    return mine
+
+
+def test_a_file_using_register_policy_loads_and_checks_like_any_other(
+        tmp_path: Path, registry: dict[str, type], capsys: pytest.CaptureFixture[str]) -> None:
+    tmp = _outside(tmp_path)
+    assert "@register_policy" in HP_AWAY_REGISTERED
+    path = write_policy(tmp, HP_AWAY_REGISTERED.replace('"hp_away"', '"hp_away_reg"'), "reg.py")
+    sc = resolve_scenario(write_scenario(tmp, path.name))
+    assert sc.policy.name == "hp_away_reg"
+    built = make_policy(sc.policy)
+    assert type(built).__name__ == "HpAway" and registry["hp_away_reg"] is type(built)
+    assert check_main([str(path), "--views", "20"]) == 0
+    assert "ok: policy 'hp_away_reg'" in capsys.readouterr().out
+
+
+def test_a_registered_policy_taking_a_built_in_name_is_refused_by_loader_and_checker(
+        tmp_path: Path, registry: dict[str, type], capsys: pytest.CaptureFixture[str]) -> None:
+    from controller.policies import Prioritized
+
+    tmp = _outside(tmp_path)
+    for text, name in ((HP_AWAY_REGISTERED, "reg_clash.py"), (HP_AWAY, "plain_clash.py")):
+        path = write_policy(tmp, text.replace('"hp_away"', '"prioritized"'), name)
+        with pytest.raises(PolicyError) as err:
+            resolve_scenario(write_scenario(tmp, path.name))
+        msg = str(err.value)
+        assert "\n" not in msg and str(path) in msg, msg
+        assert "policy name 'prioritized' is a built-in policy's" in msg, msg
+        assert check_main([str(path)]) == 2
+        assert "is a built-in policy's" in capsys.readouterr().err
+    assert registry["prioritized"] is Prioritized  # the decorator replaced nothing

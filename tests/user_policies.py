@@ -27,6 +27,13 @@ class HpAway(Policy):
         return {TaskClass.HP: {(ofns[0].name if ofns else fn): 1.0}, TaskClass.LP: {fn: 1.0}}
 '''
 
+# the same policy registered with the package's decorator while its file loads, as a
+# user reading the built-ins' package might write it
+HP_AWAY_REGISTERED = HP_AWAY.replace(
+    "from controller.policies.base import",
+    "from controller.policies import register_policy\nfrom controller.policies.base import",
+).replace("@dataclass\n", "@register_policy\n@dataclass\n")
+
 # a per-request policy that sends LP to the OFN when it knows the loads, and fails
 # (a bug that shows only on a live view) whenever the OFN is down
 FAILS_WHEN_OFN_DOWN = '''

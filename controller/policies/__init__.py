@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import traceback
 from collections.abc import Mapping
+from types import MappingProxyType
 
 from controller.policies.base import (
     ClusterView,
@@ -40,33 +41,51 @@ from controller.policies.size_based import (
 from controller.policies.threshold import Threshold
 from fogsdn.scenario import PolicySpec, Role, Scenario, Workload
 
-POLICIES: dict[str, type[Policy]] = {
+BUILT_IN_POLICIES: Mapping[str, type[Policy]] = MappingProxyType({
     p.name: p
     for p in (Prioritized, NoDiff, Basic, Threshold, SitaE, SitaU, Tags, RandomHost, RoundRobin,
-              LeastWorkLeft)
-}
+              LeastWorkLeft,
+              # the greedy baselines of the learning controller (issue 9) and its agents
+              LeastLoaded, LatencyGreedy, PowerGreedy, RlDqn, RlRnn)
+})
 
-# the greedy baselines of the learning controller (issue 9) and its learned agents
-POLICIES.update({p.name: p for p in (LeastLoaded, LatencyGreedy, PowerGreedy, RlDqn, RlRnn)})
+# every policy a spec can name without a module: the built-ins, and classes this
+# process registered with `register_policy`
+POLICIES: dict[str, type[Policy]] = dict(BUILT_IN_POLICIES)
+
+
+def refuse_built_in_name(cls: type[Policy], where: str) -> None:
+    """A user's policy may not take a built-in's name: a scenario naming it would run
+    one or the other depending on which process loaded what."""
+    if BUILT_IN_POLICIES.get(cls.name, cls) is not cls:
+        raise PolicyError(f"{where}: policy name {cls.name!r} is a built-in policy's; "
+                          "give yours another name")
 
 
 def register_policy(cls: type[Policy]) -> type[Policy]:
     """Class decorator for policies imported in this process (prefer `policy.module`,
-    which every engine process loads)."""
+    which every engine process loads). A file that `policy.module` names may use it too:
+    its class is then both registered and the module's own."""
+    refuse_built_in_name(cls, policy_origin(cls))
     POLICIES[cls.name] = cls
     return cls
+
+
+def user_policy_classes(module: str) -> tuple[type[Policy], ...]:
+    """The policies a user's file or module defines, none named like a built-in: what
+    the engines (through `make_policy`) and the checker both load."""
+    classes = load_policy_module(module)
+    for cls in classes:
+        refuse_built_in_name(cls, module)
+    return classes
 
 
 def policy_class(spec: PolicySpec) -> type[Policy]:
     """The class a spec names: from its module when it has one, else a built-in."""
     known = ", ".join(sorted(POLICIES))
     if spec.module:
-        classes = load_policy_module(spec.module)
+        classes = user_policy_classes(spec.module)
         by_name = {c.name: c for c in classes}
-        taken = sorted(set(by_name) & set(POLICIES))
-        if taken:
-            raise PolicyError(f"{spec.module}: policy name {taken[0]!r} is a built-in "
-                              "policy's; give yours another name")
         if spec.name in by_name:
             return by_name[spec.name]
         if not spec.name and len(classes) == 1:
@@ -171,6 +190,7 @@ def initial_view(scenario: Scenario, ofn_available: bool = True) -> ClusterView:
 
 
 __all__ = [
+    "BUILT_IN_POLICIES",
     "POLICIES",
     "Basic",
     "NoDiff",
@@ -191,7 +211,9 @@ __all__ = [
     "policy_origin",
     "probe_policy",
     "route_problems",
+    "refuse_built_in_name",
     "register_policy",
     "routes_for",
     "safe_routes",
+    "user_policy_classes",
 ]

@@ -32,8 +32,8 @@ from controller.policies import (
     make_policy,
     policy_failure,
     route_problems,
+    user_policy_classes,
 )
-from controller.policies.loader import load_policy_module
 from fogsdn.scenario import (
     PolicySpec,
     Role,
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     module = absolute_policy_module(a.module, Path.cwd())
     try:
         scenario = load_scenario(a.scenario) if a.scenario else default_scenario()
-        classes = load_policy_module(module)
+        classes = user_policy_classes(module)
         wanted = [c for c in classes if a.name in (None, c.name)]
         if not wanted:
             raise PolicyError(f"{module}: no policy named {a.name!r} "

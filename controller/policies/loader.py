@@ -43,6 +43,9 @@ def _import_file(path: Path) -> ModuleType:
     sys.modules[mod_name] = module  # dataclasses look their module up while the file runs
     try:
         spec.loader.exec_module(module)
+    except PolicyError:  # `register_policy` refusing a built-in's name, already one line
+        del sys.modules[mod_name]
+        raise
     except SyntaxError as err:
         del sys.modules[mod_name]
         raise PolicyError(f"{path}: syntax error at line {err.lineno}: {err.msg}") from None
@@ -56,6 +59,8 @@ def _import_file(path: Path) -> ModuleType:
 def _import_name(name: str) -> ModuleType:
     try:
         return importlib.import_module(name)
+    except PolicyError:
+        raise
     except ModuleNotFoundError as err:
         raise PolicyError(f"policy.module: cannot import {name!r}: {err}") from None
     except SyntaxError as err:
