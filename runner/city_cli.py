@@ -17,41 +17,23 @@ from pathlib import Path
 from typing import Any
 
 from sim.city_output import draw, write_csv
-from sim.city_study import StudyConfig, run_study
+from sim.city_study import run_study, study_point
 from topologies.city_layout import LayoutError, parse_trace
 from topologies.city_net import CityStudy, CityStudyError, load_city_study
 
 
-def live_scale(study: CityStudy) -> CityStudy:
-    """The study with its live scale as the simulator's (to set live beside simulated)."""
-    fs = study.full_scale.model_copy(update={
-        "fog_nodes": study.fog_nodes, "total_slots": study.total_slots,
-        "duration_s": study.duration_s, "ratios": study.ratios})
-    return study.model_copy(update={"full_scale": fs})
-
-
-def simulate_rows(study: CityStudy, show: bool = True, live_starts: bool = False
+def simulate_rows(study: CityStudy, show: bool = True, live_scale: bool = False
                   ) -> list[dict[str, Any]]:
-    """The full-scale points: every selector at every `full_scale.ratios`; clients start
-    after the seed's U(3, 10) s, or the study's live `start_s` with `live_starts`."""
-    fs = study.full_scale
-    starts = study.start_s if live_starts else StudyConfig.start_s
+    """Every selector at every ratio in the simulator: the full scale's (`full_scale:`),
+    or with `live_scale` the study's live scale, to set beside the live run."""
     trace = None
     if study.mobility.kind == "trace" and study.mobility.trace is not None:
         trace = parse_trace(Path(study.mobility.trace).read_text().splitlines())
     rows = []
     for sel in study.selectors:
-        for ratio in fs.ratios:
-            cfg = StudyConfig(ratio=ratio, selector=sel, seed=study.seed,
-                              duration_s=fs.duration_s, fog_nodes=fs.fog_nodes,
-                              total_slots=fs.total_slots, area_km2=study.area_km2,
-                              period_s=study.period_s, max_attempts=study.max_attempts,
-                              timeout_ms=study.timeout_ms,
-                              vivaldi_dimensions=study.vivaldi_dimensions,
-                              load_aware_bound_ms=study.load_aware_bound_ms,
-                              latency=study.params(), speed_mps=study.mobility.speed_mps,
-                              pause_s=study.mobility.pause_s, start_s=starts)
-            row = run_study(cfg, trace) | {"engine": "simulate"}
+        for ratio in study.ratios if live_scale else study.full_scale.ratios:
+            row = run_study(study_point(study, sel, ratio, live_scale), trace) \
+                | {"engine": "simulate"}
             rows.append(row)
             if show:
                 print(f"[city] {sel:>10} ratio {ratio:g}: {row['clients']} clients, latency "

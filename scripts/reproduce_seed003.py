@@ -77,15 +77,14 @@ def _emulate(args: argparse.Namespace, ap: _Parser) -> int:
 
 
 def _simulate_live_scale(args: argparse.Namespace, ap: _Parser) -> int:
-    from runner.city_cli import live_scale, simulate_rows, write_outputs
+    from runner.city_cli import simulate_rows, write_outputs
     from topologies.city_net import CityStudyError, load_city_study
 
     try:
-        study = live_scale(load_city_study(args.study, {"selectors": args.selectors,
-                                                        "seed": args.seed}))
+        study = load_city_study(args.study, {"selectors": args.selectors, "seed": args.seed})
     except CityStudyError as err:
         ap.error(str(err))
-    rows = simulate_rows(study, live_starts=True)
+    rows = simulate_rows(study, live_scale=True)
     for p in write_outputs(rows, args.out, "simulate-live-scale"):
         print(f"wrote {p}")
     return 0

@@ -18,7 +18,8 @@ from nodes.city_client import CityClient
 from nodes.city_fog import MERIDIAN_PORT, CityConfig, FogInfo, FogNode
 from nodes.city_meridian import Ping, query_message
 from runner.city_cli import run_city_study
-from runner.city_live import Mobility, aggregate, live_scenario, start_positions
+from runner.city_live import Mobility, live_scenario, start_positions
+from sim.city_output import live_metrics
 from topologies.city_latency import LatencyParams, load_ms, processing_ms
 from topologies.city_net import (
     CityStudy,
@@ -113,7 +114,7 @@ def _config(slots: dict[str, int]) -> CityConfig:
     fogs = {n: FogInfo(n, f"10.0.0.{i + 1}", s, tuple(load_ms(c, s, P) for c in range(s + 2)))
             for i, (n, s) in enumerate(slots.items())}
     return CityConfig(fogs=fogs, clients={"c1": "10.0.0.101", "c2": "10.0.0.102"},
-                      time_scale=5.0, dimensions=2, state_dir=Path("/nonexistent"),
+                      time_scale=5.0, state_dir=Path("/nonexistent"),
                       epoch=0.0, duration_s=10.0, seed=1)
 
 
@@ -274,7 +275,7 @@ def test_waypoint_mobility_is_seeded_and_trace_mobility_replays(tmp_path: Path) 
         Mobility(_study(mobility={"kind": "trace", "trace": str(trace)}), lay, 3)
 
 
-def test_aggregate_gives_the_simulators_columns() -> None:
+def test_live_metrics_give_the_simulators_columns() -> None:
     def counts(i: int, o: int) -> dict[str, Any]:
         return {"in": i, "out": o, "sent": {"probe": o}, "received": {"probe": i}}
 
@@ -294,7 +295,7 @@ def test_aggregate_gives_the_simulators_columns() -> None:
     x_counts = counts(20, 18) | {"sent": x_sent, "received": {"probe": 20, "m_probe": 5}}
     fogs: dict[str, dict[str, Any]] = {
         "x": {"counts": x_counts, "meridian_hops": [0, 1, 1]}, "y": {"counts": counts(4, 4)}}
-    m = aggregate(clients, fogs)
+    m = live_metrics(clients, fogs)
     assert m["client_messages"] == 17 and m["client_lost"] == 0.5
     assert m["node_in"] == (20 + 4) / 2 and m["node_out"] == (18 + 4) / 2
     assert m["optimal_rate"] == 0.75 and m["selection_rmse_ms"] == pytest.approx(1.0)

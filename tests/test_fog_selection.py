@@ -18,7 +18,7 @@ from nodes.ncs.selection import (
     SelectorSet,
     VivaldiNearest,
 )
-from sim.city_study import CityStudy, StudyConfig, run_study
+from sim.city_study import CitySimulation, StudyConfig, run_study
 from topologies.city_layout import parse_trace
 
 NODES = ["a", "b", "c", "d"]
@@ -132,7 +132,7 @@ def _small(selector: str, ratio: float, **kw: object) -> StudyConfig:
 
 
 def test_study_is_deterministic_and_accounts_every_message() -> None:
-    a = CityStudy(_small("vivaldi", 0.6))
+    a = CitySimulation(_small("vivaldi", 0.6))
     row = a.run()
     assert row == run_study(_small("vivaldi", 0.6))
     m = a.messages
@@ -174,12 +174,12 @@ def test_trace_replay_drives_positions() -> None:
     lines = ["t_s,client,x_m,y_m"] + [f"{t},p{i},{10 + t * 5},{20 + i}" for i in range(6)
                                       for t in (0, 10, 20)]
     trace = parse_trace(lines, side_m=800)
-    study = CityStudy(_small("random", 0.2), trace=trace)
+    study = CitySimulation(_small("random", 0.2), trace=trace)
     study.run()
     assert [c.name for c in study.clients] == ["p0", "p1", "p2", "p3", "p4", "p5"]
     assert study.clients[0].position[0] > 10  # it moved along the trace
     with pytest.raises(SelectionError, match="trace: has 6 clients"):
-        CityStudy(_small("random", 1.0), trace=trace)
+        CitySimulation(_small("random", 1.0), trace=trace)
 
 
 def test_bad_study_config() -> None:

@@ -66,14 +66,16 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class Mobility(_Frozen):
+class MobilitySpec(_Frozen):
+    """How the study's clients move (the live runner's `Mobility` plays it)."""
+
     kind: Literal["waypoint", "trace", "static"] = "waypoint"
     speed_mps: tuple[float, float] = (0.5, 15.0)
     pause_s: tuple[float, float] = (0.0, 10.0)
     trace: str | None = None  # a position trace CSV (topologies/city_layout.py format)
 
     @model_validator(mode="after")
-    def _trace(self) -> Mobility:
+    def _trace(self) -> MobilitySpec:
         if self.kind == "trace" and not self.trace:
             raise ValueError("mobility.trace: kind trace needs a trace file")
         if not 0 < self.speed_mps[0] <= self.speed_mps[1]:
@@ -116,7 +118,7 @@ class CityStudy(_Frozen):
     # live: fog daemons and clients run SCHED_FIFO (as the link relays do), so that a
     # loaded machine delays the probes' timing less
     realtime: bool = True
-    mobility: Mobility = Mobility()
+    mobility: MobilitySpec = MobilitySpec()
     latency: dict[str, float | bool] = Field(default_factory=dict)
     full_scale: FullScale = FullScale()
 
