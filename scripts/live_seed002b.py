@@ -32,10 +32,10 @@ def plot_live(folder: Path) -> None:
     """seed002b_live.png from seed002b_live.csv in `folder`."""
     import csv
 
-    from runner.size_figures import live_plot
+    from analysis.figures import draw_size_live
 
     with open(folder / "seed002b_live.csv") as fh:
-        live_plot(folder / "seed002b_live.png", list(csv.DictReader(fh)),
+        draw_size_live(folder / "seed002b_live.png", list(csv.DictReader(fh)),
                   bounded_pareto(1.5, 1.0, 100.0))
 
 

@@ -3,7 +3,6 @@ fog node's and the client's logic over a fake network, mobility, and the metrics
 
 from __future__ import annotations
 
-import argparse
 import math
 import random
 from collections import deque
@@ -17,8 +16,9 @@ from fogsdn.routing import path_delay_ms, shortest_path
 from nodes.city_client import CityClient
 from nodes.city_fog import MERIDIAN_PORT, CityConfig, FogInfo, FogNode
 from nodes.city_meridian import Ping, query_message
-from runner.city_cli import run_city_study
 from runner.city_live import Mobility, live_scenario, start_positions
+from runner.study import declared_study
+from runner.study import main as study_main
 from sim.city_output import live_metrics
 from topologies.city_latency import LatencyParams, load_ms, processing_ms
 from topologies.city_net import (
@@ -26,7 +26,6 @@ from topologies.city_net import (
     CityStudyError,
     city_graph,
     fog_access_ms,
-    is_city_study,
     load_city_study,
     propagation_delay,
     true_rtt_ms,
@@ -83,8 +82,10 @@ def test_propagation_hook_for_the_city_generator() -> None:
 
 def test_the_shipped_study_file_validates() -> None:
     path = ROOT / "scenarios" / "city.yaml"
-    assert is_city_study(path)
-    assert not is_city_study(ROOT / "scenarios" / "default.yaml")
+    assert declared_study(path) == "city"
+    assert declared_study(ROOT / "scenarios" / "default.yaml") is None
+    assert declared_study(ROOT / "scenarios" / "seed000_fig4a.yaml") == "sweep"
+    assert declared_study(ROOT / "scenarios" / "seed002b_load.yaml") == "size_based"
     st = load_city_study(path)
     assert st.selectors == ("optimal", "random", "vivaldi", "meridian", "load_aware")
     assert st.full_scale.fog_nodes == 29 and st.full_scale.total_slots == 318
@@ -317,9 +318,8 @@ def test_simulate_engine_runs_the_study_at_its_full_scale(tmp_path: Path) -> Non
     f = tmp_path / "c.yaml"
     f.write_text("study: city\nname: small\nselectors: [optimal, load_aware]\n"
                  "full_scale: {fog_nodes: 5, total_slots: 30, duration_s: 15, ratios: [0.5]}\n")
-    args = argparse.Namespace(scenario=str(f), engine="simulate", duration=None,
-                              out=str(tmp_path / "out"), quiet=True)
-    assert run_city_study(args, tmp_path) == 0
+    assert study_main(["--scenario", str(f), "--out", str(tmp_path / "out"),
+                       "--executor", "serial"]) == 0
     lines = (tmp_path / "out" / "seed003-simulate.csv").read_text().splitlines()
     assert len(lines) == 3 and lines[1].startswith("optimal,0.5,15,30")
     assert (tmp_path / "out" / "seed003_fig7-simulate.png").stat().st_size > 1000
@@ -339,9 +339,8 @@ def test_the_clis_recognise_a_city_study(tmp_path: Path, entry: str) -> None:
         rc = cli_main(["--scenario", str(f), "--engine", "simulate", "--out", str(out),
                        "--quiet"])
     else:
-        from runner.sweep import main as sweep_main
-
-        rc = sweep_main(["--scenario", str(f), "--engine", "simulate", "--out", str(out)])
+        rc = study_main(["--scenario", str(f), "--engine", "simulate", "--out", str(out),
+                         "--workers", "2"])
     assert rc == 0
     assert (out / "seed003-simulate.csv").read_text().splitlines()[1].startswith("random,0.5,6")
 
