@@ -160,17 +160,9 @@ class CityStudy(_Frozen):
                          self.area_km2)
 
 
-def is_city_study(path: str | Path) -> bool:
-    """Whether a YAML file is a city study (`study: city`) rather than a scenario."""
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError):
-        return False
-    return isinstance(data, dict) and data.get("study") == "city"
-
-
 def load_city_study(path: str | Path, overrides: Mapping[str, Any] | None = None) -> CityStudy:
-    """Read and validate a study file; CityStudyError is one line naming the field."""
+    """Read and validate a study file, `overrides` by dotted field (`full_scale.ratios`);
+    CityStudyError is one line naming the field."""
     p = Path(path)
     try:
         data = yaml.safe_load(p.read_text())
@@ -178,7 +170,13 @@ def load_city_study(path: str | Path, overrides: Mapping[str, Any] | None = None
         raise CityStudyError(f"{p}: cannot read: {err}") from None
     if not isinstance(data, dict):
         raise CityStudyError(f"{p}: must be a mapping")
-    data = {**data, **(overrides or {})}
+    for key, value in (overrides or {}).items():
+        *parents, leaf = key.split(".")
+        at = data
+        for k in parents:
+            at[k] = dict(at.get(k) or {})
+            at = at[k]
+        at[leaf] = value
     try:
         study = CityStudy.model_validate(data)
     except ValidationError as err:
