@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from nodes.city_meridian import AgentTiming, MeridianAgent, Ping, Send
 from nodes.ncs.discovery import ClientParams
 from nodes.ncs.meridian import MeridianConfig
@@ -84,31 +86,13 @@ class CityConfig:
     seed: int
     client: ClientParams = ClientParams(start_s=(0.5, 2.0))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"fogs": {n: {"ip": f.ip, "slots": f.slots, "load_ms": list(f.load_ms)}
-                         for n, f in self.fogs.items()},
-                "clients": self.clients, "time_scale": self.time_scale,
-                "state_dir": str(self.state_dir), "epoch": self.epoch,
-                "duration_s": self.duration_s, "seed": self.seed,
-                "client": self.client.to_dict()}
-
-    @staticmethod
-    def from_dict(d: dict[str, Any]) -> CityConfig:
-        return CityConfig(
-            fogs={n: FogInfo(n, f["ip"], int(f["slots"]), tuple(float(x) for x in f["load_ms"]))
-                  for n, f in d["fogs"].items()},
-            clients={str(k): str(v) for k, v in d["clients"].items()},
-            time_scale=float(d["time_scale"]), state_dir=Path(d["state_dir"]),
-            epoch=float(d["epoch"]), duration_s=float(d["duration_s"]), seed=int(d["seed"]),
-            client=ClientParams.from_dict(d["client"]))
-
     def write(self, path: Path) -> Path:
-        path.write_text(json.dumps(self.to_dict()))
+        path.write_bytes(TypeAdapter(CityConfig).dump_json(self))
         return path
 
     @staticmethod
     def read(path: Path) -> CityConfig:
-        return CityConfig.from_dict(json.loads(Path(path).read_text()))
+        return TypeAdapter(CityConfig).validate_json(Path(path).read_bytes())
 
 
 def go_realtime() -> bool:

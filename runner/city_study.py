@@ -72,7 +72,7 @@ class CityStudyRun:
     def failed(self, point: CityPoint, error: str) -> None:
         pass
 
-    def finish(self, rows: list[Row], interrupted: bool) -> list[Path]:
+    def finish(self, rows: list[Row]) -> list[Path]:
         if not rows:
             return []
         self.out.mkdir(parents=True, exist_ok=True)

@@ -30,6 +30,7 @@ from analysis.figures import (
 )
 from analysis.size_compare import SizeStats, replicated
 from fogsdn.scenario import Scenario
+from runner.study import Engine
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ class SizeStudy:
     OUT/<scenario>.csv and .png (`plot_only`: redraw from that csv)."""
 
     name = "size"
-    engine = "simulate"
+    engine: Engine = "simulate"
 
     def __init__(self, base: Scenario, out: Path, requests: int = 100_000,
                  replications: int | None = None, plot_only: bool = False) -> None:
@@ -113,7 +114,7 @@ class SizeStudy:
                                            self.requests))
         return out
 
-    def finish(self, rows: list[dict[str, Any]], interrupted: bool) -> list[Path]:
+    def finish(self, rows: list[dict[str, Any]]) -> list[Path]:
         assert self.base.sweep is not None
         self.out.mkdir(parents=True, exist_ok=True)
         csv_path, png = self.out / f"{self.base.name}.csv", self.out / f"{self.base.name}.png"

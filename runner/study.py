@@ -38,27 +38,23 @@ class StudyError(RuntimeError):
 
 
 class Study(Protocol):
-    """What the driver needs of a study; `job` is a module-level function (it is sent to
-    worker processes and Ray tasks) called as `job(point, *job_args)`."""
+    """A study: `plan` gives its points (each with a `label()`); `job(point, *job_args)`,
+    a module-level function (sent to worker processes and Ray tasks), runs one in
+    `engine` and gives its rows; `record` keeps a finished point's rows and says what it
+    found, `failed` a failed one's error; `finish` writes the tables and figures."""
 
     name: str
     engine: Engine
     job: Callable[..., list[Row]]
     job_args: tuple[Any, ...]
 
-    def plan(self) -> Sequence[Any]:
-        """The points (each with a `label()`)."""
-        ...
+    def plan(self) -> Sequence[Any]: ...
 
-    def record(self, point: Any, rows: list[Row]) -> str:
-        """Keep a finished point's rows (a table written as they come); a progress text."""
-        ...
+    def record(self, point: Any, rows: list[Row]) -> str: ...
 
     def failed(self, point: Any, error: str) -> None: ...
 
-    def finish(self, rows: list[Row], interrupted: bool) -> list[Path]:
-        """Tables and figures from every finished point's rows."""
-        ...
+    def finish(self, rows: list[Row]) -> list[Path]: ...
 
 
 @dataclass
@@ -196,7 +192,6 @@ def run_study(study: Study, out_dir: Path, *, executor: Executor = "process",
     say(f"[{study.name}] {len(points)} points ({study.engine}, {how}) -> {out_dir}")
     result = StudyResult()
     t0 = time.perf_counter()
-    interrupted = False
     done = 0
     try:
         for k, (p, rows, err) in enumerate(outcomes, 1):
@@ -211,10 +206,9 @@ def run_study(study: Study, out_dir: Path, *, executor: Executor = "process",
             done += 1
             say(f"{head}: {study.record(p, rows)}")
     except KeyboardInterrupt:
-        interrupted = True
         say(f"[{study.name}] interrupted: keeping the finished points")
     try:
-        result.outputs = study.finish(result.rows, interrupted)
+        result.outputs = study.finish(result.rows)
     except Exception as err:  # noqa: BLE001 - the numbers are kept even if plotting fails
         say(f"[{study.name}] could not draw the figures: {error_text(err)}")
         traceback.print_exc()
@@ -295,34 +289,25 @@ def main(argv: list[str] | None = None) -> int:
     from fogsdn.cli_args import ArgumentError, add_span_arguments, span_ms
     from fogsdn.scenario import ScenarioError
 
-    ap = argparse.ArgumentParser(description="Run a study and draw its figures: a scenario's "
-                                 "sweep, a size-based sweep (seed 002b) or a city study "
-                                 "file (seed 003).")
+    ap = argparse.ArgumentParser(description="Run a study (a scenario's sweep, seed002b_*.yaml, "
+                                 "city.yaml) and draw its figures.")
     ap.add_argument("--scenario", required=True, help="a scenario with a sweep, or a study file")
     ap.add_argument("--engine", choices=["simulate", "emulate"], default="simulate")
     ap.add_argument("--executor", choices=["process", "ray", "serial"], default="process")
     ap.add_argument("--ray-address", help="join this Ray cluster instead of a local one")
     ap.add_argument("--workers", type=int, help="parallel points (default: CPUs)")
-    ap.add_argument("--requests", type=int, help="simulate: requests per point (size_based: "
-                    "per replication, default 100000)")
-    ap.add_argument("--replications", type=int,
-                    help="size_based: replications per point (default: the sweep's)")
+    ap.add_argument("--requests", type=int, help="simulate: requests per point or replication")
+    ap.add_argument("--replications", type=int, help="size_based: per point (default: sweep's)")
     add_span_arguments(ap, per=" per point")
-    ap.add_argument("--time-scale", type=float,
-                    help="emulate: real ms per model ms for every point (default: the "
-                         "scenario's)")
+    ap.add_argument("--time-scale", type=float, help="emulate: real ms per model ms")
     ap.add_argument("--no-trace", action="store_true", help="keep summaries, not traces")
     ap.add_argument("--out", help="results directory (default results/<time>-<name>-<study>)")
     ap.add_argument("--policy-module", metavar="FILE_OR_MODULE",
-                    help="your policy: a .py file or an importable module (every worker, "
-                         "Ray ones included, loads it)")
+                    help="your policy, a .py file or a module (every worker loads it)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="override a field of the file (dotted path, YAML value), e.g. "
-                         "workload.lambda_lp=0.3 or full_scale.ratios=[0.5,1.0]")
-    ap.add_argument("--live-scale", action="store_true",
-                    help="city, simulate: the study's live scale, to set beside emulate")
-    ap.add_argument("--plot-only", action="store_true",
-                    help="size_based: redraw from the tables in --out, simulating nothing")
+                    help="override a field (dotted path, YAML value): full_scale.ratios=[0.5]")
+    ap.add_argument("--live-scale", action="store_true", help="city, simulate: its live scale")
+    ap.add_argument("--plot-only", action="store_true", help="size_based: redraw from --out")
     a = ap.parse_args(argv)
     if a.engine == "emulate" and os.geteuid() != 0:
         print("error: --engine emulate needs root (Mininet, Open vSwitch): use sudo",

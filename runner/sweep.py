@@ -173,7 +173,7 @@ class SweepStudy:
         with open(self.out_dir / "sweep_failures.csv", "a", newline="") as fh:
             csv.DictWriter(fh, fieldnames=FAIL_COLUMNS).writerow(fail)
 
-    def finish(self, rows: list[dict[str, Any]], interrupted: bool) -> list[Path]:
+    def finish(self, rows: list[dict[str, Any]]) -> list[Path]:
         if not self.failures:
             (self.out_dir / "sweep_failures.csv").unlink()
         out = [self.out_dir / "sweep.csv"]

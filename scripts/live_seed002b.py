@@ -36,7 +36,7 @@ def plot_live(folder: Path) -> None:
 
     with open(folder / "seed002b_live.csv") as fh:
         draw_size_live(folder / "seed002b_live.png", list(csv.DictReader(fh)),
-                  bounded_pareto(1.5, 1.0, 100.0))
+                       bounded_pareto(1.5, 1.0, 100.0))
 
 
 def main(argv: list[str] | None = None) -> int:

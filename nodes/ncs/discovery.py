@@ -43,17 +43,6 @@ class ClientParams:
         if self.max_attempts < 1:
             raise SelectionError(f"max_attempts: must be >= 1, got {self.max_attempts}")
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @staticmethod
-    def from_dict(d: Mapping[str, Any]) -> ClientParams:
-        return ClientParams(
-            period_s=(float(d["period_s"][0]), float(d["period_s"][1])),
-            start_s=(float(d["start_s"][0]), float(d["start_s"][1])),
-            max_attempts=int(d["max_attempts"]), timeout_ms=float(d["timeout_ms"]),
-            dimensions=int(d["dimensions"]), bound_ms=float(d["bound_ms"]))
-
 
 def make_selector(kind: str, params: ClientParams) -> Selector:
     if kind not in SELECTORS:
@@ -103,29 +92,22 @@ class ClientTally:
 
 
 class ClientEngine(Protocol):
-    """What one client's step does on its network: the simulator's or the sockets."""
+    """One client's network, the simulator's or the sockets: what the selector may know
+    now (discovery messages are the engine's); every node's true RTT now (the score);
+    take a slot (False when full: the step's task is lost) or give it back; send the
+    step's task and tally its reply or loss; one Vivaldi probe to a node."""
 
-    def context(self, excluded: frozenset[str]) -> SelectionContext:
-        """What the selector may know now (discovery messages are the engine's)."""
-        ...
+    def context(self, excluded: frozenset[str]) -> SelectionContext: ...
 
-    def true_rtt(self) -> Mapping[str, float]:
-        """Every node's RTT now (model ms): the omniscient score."""
-        ...
+    def true_rtt(self) -> Mapping[str, float]: ...
 
-    def join(self, node: str) -> bool:
-        """Take a slot at `node`; False (and this step's task lost) when it is full."""
-        ...
+    def join(self, node: str) -> bool: ...
 
     def leave(self, node: str) -> None: ...
 
-    def task(self, node: str) -> None:
-        """Send this step's task to `node` and tally its reply (or its loss)."""
-        ...
+    def task(self, node: str) -> None: ...
 
-    def probe(self, node: str) -> None:
-        """A Vivaldi client's one probe per step to a random node."""
-        ...
+    def probe(self, node: str) -> None: ...
 
 
 def discovery_step(engine: ClientEngine, selector: Selector, node: str | None,
