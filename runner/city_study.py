@@ -15,28 +15,29 @@ from typing import Any
 from analysis.figures import draw_city
 from runner.study import Engine, Row
 from sim.city_output import write_csv
-from sim.city_study import StudyConfig, run_study, study_point
+from sim.city_study import run_study
 from topologies.city_layout import PositionTrace, parse_trace
 from topologies.city_net import CityStudy
 
 
 @dataclass(frozen=True)
 class CityPoint:
-    config: StudyConfig | None  # None: the live study, every point on one network
+    study: CityStudy  # at the scale this point runs
+    selector: str = ""  # "": the live study, every point on one network
+    ratio: float = 0.0
     trace: PositionTrace | None = None
 
     def label(self) -> str:
-        c = self.config
-        return "live city" if c is None else f"{c.selector} ratio {c.ratio:g}"
+        return f"{self.selector} ratio {self.ratio:g}" if self.selector else "live city"
 
 
-def run_city_point(point: CityPoint, study: CityStudy, out: Path,
-                   stop: threading.Event | None) -> list[Row]:
-    if point.config is None:
+def run_city_point(point: CityPoint, out: Path, stop: threading.Event | None) -> list[Row]:
+    if not point.selector:
         from runner.city_live import run_city_live
 
-        return run_city_live(study, out / "seed003-emulate-runs", stop, show=True)
-    return [run_study(point.config, point.trace) | {"engine": "simulate"}]
+        return run_city_live(point.study, out / "seed003-emulate-runs", stop, show=True)
+    return [run_study(point.study, point.selector, point.ratio, point.trace)
+            | {"engine": "simulate"}]
 
 
 class CityStudyRun:
@@ -49,20 +50,19 @@ class CityStudyRun:
         self.study, self.out, self.engine, self.live_scale = study, out, engine, live_scale
         self.job = run_city_point
         # the stop event stays in this process: only the live point, run here, takes it
-        self.job_args: tuple[Any, ...] = (study, out, stop if engine == "emulate" else None)
+        self.job_args: tuple[Any, ...] = (out, stop if engine == "emulate" else None)
         self.tag = "emulate" if engine == "emulate" else \
             "simulate-live-scale" if live_scale else "simulate"
 
     def plan(self) -> list[CityPoint]:
         st = self.study
         if self.engine == "emulate":
-            return [CityPoint(None)]
+            return [CityPoint(st)]
         trace = None
         if st.mobility.kind == "trace" and st.mobility.trace is not None:
             trace = parse_trace(Path(st.mobility.trace).read_text().splitlines())
-        ratios = st.ratios if self.live_scale else st.full_scale.ratios
-        return [CityPoint(study_point(st, sel, r, self.live_scale), trace)
-                for sel in st.selectors for r in ratios]
+        st = st if self.live_scale else st.at_full_scale()
+        return [CityPoint(st, sel, r, trace) for sel in st.selectors for r in st.ratios]
 
     def record(self, point: CityPoint, rows: list[Row]) -> str:
         return "; ".join(f"{r['clients']} clients, latency {r['mean_latency_ms']:.2f} ms, "

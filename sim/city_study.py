@@ -49,74 +49,27 @@ from nodes.ncs.discovery import (
 from nodes.ncs.meridian import MeridianOverlay, Messages
 from nodes.ncs.selection import ProbeAnswer, SelectionContext, SelectionError
 from nodes.ncs.vivaldi import VivaldiConfig, VivaldiNode
-from topologies.city_latency import LatencyParams, load_ms, nearest, processing_ms
+from topologies.city_latency import load_ms, nearest, processing_ms
 from topologies.city_layout import (
     CityLayout,
     PositionTrace,
     Waypoint,
     WaypointParams,
     advance,
-    make_city,
     random_positions,
     start_walker,
 )
 from topologies.city_net import CityStudy
 
 _load_ms = functools.lru_cache(maxsize=65536)(load_ms)
-SEED_STARTS_S = (3.0, 10.0)  # the seed's client start times, U(3, 10) s
 
 
-@dataclass(frozen=True)
-class StudyConfig:
-    """One simulated point: a selector at a client/slot ratio in a city."""
-
-    ratio: float
-    selector: str
-    seed: int = 1
-    duration_s: float = 120.0
-    fog_nodes: int = 29
-    total_slots: int = 318
-    area_km2: float = 2.25
-    max_clients: int | None = None
-    latency: LatencyParams = field(default_factory=LatencyParams)
-    speed_mps: tuple[float, float] = (0.5, 15.0)
-    pause_s: tuple[float, float] = (0.0, 10.0)
-    client: ClientParams = ClientParams(start_s=SEED_STARTS_S)
-
-    def __post_init__(self) -> None:
-        if not 0 < self.ratio <= 10:
-            raise SelectionError(f"ratio: must be in (0, 10], got {self.ratio!r}")
-        make_selector(self.selector, self.client)  # names an unknown one
-        if not self.duration_s > 0:
-            raise SelectionError(f"duration_s: must be > 0, got {self.duration_s!r}")
-
-    @property
-    def clients(self) -> int:
-        n = round(self.total_slots * self.ratio)
-        return max(1, min(n, self.max_clients) if self.max_clients is not None else n)
-
-
-def client_params(study: CityStudy, starts: tuple[float, float] | None = None
-                  ) -> ClientParams:
+def client_params(study: CityStudy) -> ClientParams:
     """The study file's client knobs, for either engine (the one place they are copied)."""
-    return ClientParams(period_s=study.period_s, start_s=starts or study.start_s,
+    return ClientParams(period_s=study.period_s, start_s=study.start_s,
                         max_attempts=study.max_attempts, timeout_ms=study.timeout_ms,
                         dimensions=study.vivaldi_dimensions,
                         bound_ms=study.load_aware_bound_ms)
-
-
-def study_point(study: CityStudy, selector: str, ratio: float, live_scale: bool = False
-                ) -> StudyConfig:
-    """A point of the study in the simulator: at its full scale (`full_scale:`, clients
-    starting after the seed's U(3, 10) s) or at its live scale, to set beside live."""
-    fs = study.full_scale
-    nodes, slots, duration = (study.fog_nodes, study.total_slots, study.duration_s) \
-        if live_scale else (fs.fog_nodes, fs.total_slots, fs.duration_s)
-    return StudyConfig(ratio=ratio, selector=selector, seed=study.seed, duration_s=duration,
-                       fog_nodes=nodes, total_slots=slots, area_km2=study.area_km2,
-                       latency=study.params(), speed_mps=study.mobility.speed_mps,
-                       pause_s=study.mobility.pause_s,
-                       client=client_params(study, None if live_scale else SEED_STARTS_S))
 
 
 @dataclass
@@ -164,7 +117,7 @@ class _SimulatedNet:
         sim, c = self.sim, self.c
         sim.messages.send("task", c.name, node)
         rtt = self.static[node] + sim.load_term(node)
-        if rtt > sim.cfg.client.timeout_ms:
+        if rtt > sim.client.timeout_ms:
             c.tally.lost += 1
             return
         sim.messages.send("reply", node, c.name)
@@ -183,14 +136,18 @@ class _SimulatedNet:
 
 
 class CitySimulation:
-    """The state of one run; `run()` plays it out and returns the metrics row."""
+    """One selector at one client/slot ratio of a study, at the study's scale (its live
+    one, or `study.at_full_scale()`); `run()` plays it out and returns the metrics row."""
 
-    def __init__(self, cfg: StudyConfig, trace: PositionTrace | None = None,
-                 layout: CityLayout | None = None) -> None:
-        self.cfg = cfg
-        self.p = cfg.latency
-        self.layout = layout or make_city(random.Random(f"city-{cfg.seed}"), cfg.fog_nodes,
-                                          cfg.total_slots, cfg.area_km2)
+    def __init__(self, study: CityStudy, selector: str, ratio: float,
+                 trace: PositionTrace | None = None, layout: CityLayout | None = None) -> None:
+        if not 0 < ratio <= 10:
+            raise SelectionError(f"ratio: must be in (0, 10], got {ratio!r}")
+        self.study, self.kind, self.ratio = study, selector, ratio
+        self.client = client_params(study)
+        self.seed = study.seed
+        self.p = study.params()
+        self.layout = layout or study.layout()
         self.trace = trace
         self.names = [n.name for n in self.layout.fog_nodes]
         self.pos = {n.name: n.position for n in self.layout.fog_nodes}
@@ -204,23 +161,24 @@ class CitySimulation:
         self.node_tower_m = {n: near[n][1] for n in self.names}
         self.proc = processing_ms(self.p)
         self.messages = Messages()
-        self.selector = make_selector(cfg.selector, cfg.client)
-        self.uses_vivaldi = cfg.selector in VIVALDI_SELECTORS
-        vcfg = VivaldiConfig(dimensions=cfg.client.dimensions)
-        self.node_vivaldi = {n: VivaldiNode(vcfg, random.Random(f"{cfg.seed}-v-{n}"))
+        self.selector = make_selector(selector, self.client)
+        self.uses_vivaldi = selector in VIVALDI_SELECTORS
+        vcfg = VivaldiConfig(dimensions=self.client.dimensions)
+        self.node_vivaldi = {n: VivaldiNode(vcfg, random.Random(f"{self.seed}-v-{n}"))
                              for n in self.names}
-        self.rng = random.Random(f"{cfg.seed}-{cfg.selector}-{cfg.ratio}")
-        self.wp = WaypointParams(self.layout.side_m, cfg.speed_mps, cfg.pause_s)
+        self.rng = random.Random(f"{self.seed}-{selector}-{ratio}")
+        self.wp = WaypointParams(self.layout.side_m, study.mobility.speed_mps,
+                                 study.mobility.pause_s)
         self.clients = self._make_clients(vcfg)
         self.by_name = {c.name: c for c in self.clients}
         self.meridian: MeridianOverlay | None = None
-        if cfg.selector == "meridian":
+        if selector == "meridian":
             self.meridian = MeridianOverlay(self.names, self._measure, messages=self.messages)
         self.meridian_queries: list[tuple[int, int, int]] = []  # (messages, probes, hops)
     # ---- set-up ------------------------------------------------------------------
     def _make_clients(self, vcfg: VivaldiConfig) -> list[_Client]:
-        n = self.cfg.clients
-        crng = random.Random(f"clients-{self.cfg.seed}")  # same for every selector
+        n = self.study.clients_at(self.ratio)
+        crng = random.Random(f"clients-{self.seed}")  # same for every selector
         trace_names = self.trace.clients() if self.trace else []
         if self.trace and len(trace_names) < n:
             raise SelectionError(f"trace: has {len(trace_names)} clients, the run needs {n}")
@@ -229,9 +187,9 @@ class CitySimulation:
         for i in range(n):
             name = trace_names[i] if self.trace else f"c{i}"
             p0 = self.trace.at(name, 0.0) if self.trace else starts[i]
-            walker = start_walker(p0, self.wp, random.Random(f"walk-{self.cfg.seed}-{i}"))
+            walker = start_walker(p0, self.wp, random.Random(f"walk-{self.seed}-{i}"))
             t, d = nearest(p0, self.layout.towers)
-            viv = VivaldiNode(vcfg, random.Random(f"{self.cfg.seed}-vc-{i}")) \
+            viv = VivaldiNode(vcfg, random.Random(f"{self.seed}-vc-{i}")) \
                 if self.uses_vivaldi else None
             out.append(_Client(name, p0, walker, 0.0, t, d, vivaldi=viv))
         return out
@@ -260,13 +218,12 @@ class CitySimulation:
 
     # ---- events ------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
-        cfg = self.cfg
-        period_s = cfg.client.period_s
+        period_s = self.client.period_s
         events: list[tuple[float, int, str, int]] = []
         seq = 0
-        crng = random.Random(f"starts-{cfg.seed}")
+        crng = random.Random(f"starts-{self.seed}")
         for i in range(len(self.clients)):
-            events.append((crng.uniform(*cfg.client.start_s), seq, "client", i))
+            events.append((crng.uniform(*self.client.start_s), seq, "client", i))
             seq += 1
         events.append((0.0, seq, "snapshot", 0))
         seq += 1
@@ -274,15 +231,15 @@ class CitySimulation:
             events.append((0.5, seq, "node_probe", 0))
             seq += 1
         if self.meridian is not None:
-            self.meridian.converge(random.Random(f"{cfg.seed}-meridian"), gossip_rounds=10)
+            self.meridian.converge(random.Random(f"{self.seed}-meridian"), gossip_rounds=10)
             events.append((5.0, seq, "gossip", 0))
             events.append((30.0, seq + 1, "manage", 0))
             seq += 2
         heapq.heapify(events)
-        period_rng = random.Random(f"periods-{cfg.seed}")
+        period_rng = random.Random(f"periods-{self.seed}")
         while events:
             t, _, kind, idx = heapq.heappop(events)
-            if t > cfg.duration_s:
+            if t > self.study.duration_s:
                 break
             if kind == "client":
                 self._client_step(self.clients[idx], t)
@@ -323,7 +280,7 @@ class CitySimulation:
 
     def context(self, c: _Client, static: dict[str, float], excluded: frozenset[str]
                 ) -> SelectionContext:
-        kind = self.cfg.selector
+        kind = self.kind
         true = {n: static[n] + self.load_term(n) for n in self.names} \
             if kind == "optimal" else None
         est = None
@@ -364,7 +321,7 @@ class CitySimulation:
     def _client_step(self, c: _Client, t: float) -> None:
         self._move(c, t)
         net = _SimulatedNet(self, c, self._static_from_client(c))
-        c.node = discovery_step(net, self.selector, c.node, self.names, self.cfg.client,
+        c.node = discovery_step(net, self.selector, c.node, self.names, self.client,
                                 c.tally, self.rng, t, c.vivaldi is not None)
 
     # ---- results -----------------------------------------------------------------
@@ -373,12 +330,12 @@ class CitySimulation:
         for c in self.clients:
             c.tally.messages = m.sent[c.name] + m.received[c.name]
         return {
-            "selector": self.cfg.selector,
-            "ratio": self.cfg.ratio,
+            "selector": self.kind,
+            "ratio": self.ratio,
             "clients": len(self.clients),
             "slots": sum(self.slots.values()),
-            "seed": self.cfg.seed,
-            "duration_s": self.cfg.duration_s,
+            "seed": self.seed,
+            "duration_s": self.study.duration_s,
         } | city_metrics([c.tally for c in self.clients], [m.received[n] for n in self.names],
                          [m.sent[n] for n in self.names]) | self._meridian_metrics()
 
@@ -395,6 +352,7 @@ class CitySimulation:
                 "meridian_upkeep_messages": by_kind["gossip"] + by_kind["ring_manage"]}
 
 
-def run_study(cfg: StudyConfig, trace: PositionTrace | None = None) -> dict[str, Any]:
-    return CitySimulation(cfg, trace).run()
+def run_study(study: CityStudy, selector: str, ratio: float,
+              trace: PositionTrace | None = None) -> dict[str, Any]:
+    return CitySimulation(study, selector, ratio, trace).run()
 

@@ -154,6 +154,14 @@ class CityStudy(_Frozen):
     def max_clients(self) -> int:
         return max(self.clients_at(r) for r in self.ratios)
 
+    def at_full_scale(self) -> CityStudy:
+        """The seed's scale (`full_scale:`, clients starting after its U(3, 10) s): what the
+        simulator runs; not validated again, as the live limits do not apply to it."""
+        fs = self.full_scale
+        return self.model_copy(update={
+            "fog_nodes": fs.fog_nodes, "total_slots": fs.total_slots, "ratios": fs.ratios,
+            "duration_s": fs.duration_s, "start_s": (3.0, 10.0)})
+
     def layout(self) -> CityLayout:
         """The live city: the same draw as the simulator's for this seed and size."""
         return make_city(random.Random(f"city-{self.seed}"), self.fog_nodes, self.total_slots,
