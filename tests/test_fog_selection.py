@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
+from nodes.ncs.discovery import ClientParams, make_selector
 from nodes.ncs.selection import (
     LoadAware,
     MeridianClosest,
@@ -15,7 +16,6 @@ from nodes.ncs.selection import (
     RandomChoice,
     SelectionContext,
     SelectionError,
-    SelectorSet,
     VivaldiNearest,
 )
 from sim.city_study import CitySimulation, run_study
@@ -118,11 +118,12 @@ def test_load_aware_never_moves_to_a_node_that_answered_full() -> None:
                               RNG) is None
 
 
-def test_selector_set_names_unknown() -> None:
-    assert set(SelectorSet().build()) == {"optimal", "random", "vivaldi", "meridian",
-                                          "load_aware"}
+def test_make_selector_names_unknown() -> None:
+    names = ("optimal", "random", "vivaldi", "meridian", "load_aware")
+    built = {n: make_selector(n, ClientParams(bound_ms=1.5)) for n in names}
+    assert isinstance(built["load_aware"], LoadAware) and built["load_aware"].bound_ms == 1.5
     with pytest.raises(SelectionError, match="unknown 'nearest'"):
-        SelectorSet(["nearest"]).build()
+        make_selector("nearest", ClientParams())
     with pytest.raises(SelectionError, match="bound_ms"):
         LoadAware(bound_ms=-1)
 

@@ -214,10 +214,7 @@ def client_fog_ms(client: Position, site: FogSite, layout: CityLayout, p: Latenc
 
 
 def fog_fog_ms(a: FogSite, b: FogSite, layout: CityLayout, p: LatencyParams) -> float:
-    ti, di = nearest(a.position, layout.towers)
-    tj, dj = nearest(b.position, layout.towers)
-    back = math.dist(layout.towers[ti], layout.towers[tj]) if p.backhaul else 0.0
-    return max(MIN_LINK_MS, (di + back + dj) / 1000.0 * p.propagation_ms_per_km / 2.0)
+    return client_fog_ms(a.position, b, layout, p)
 
 
 def fog_access_ms(clients: int, site: FogSite, p: LatencyParams) -> float:
@@ -296,9 +293,3 @@ def city_graph(layout: CityLayout, positions: Sequence[Position], p: LatencyPara
                ) -> nx.Graph:
     return build_graph(city_topology(layout, positions, p), city_hosts(layout, len(positions)),
                        "city")
-
-
-def live_links(layout: CityLayout, n_clients: int) -> int:
-    """Shaped links of the live city: what its size costs in link elements."""
-    n = len(layout.fog_nodes)
-    return n_clients * n + n * (n - 1) // 2 + n
