@@ -10,7 +10,10 @@ to load * sum(mu) / E[X] at every point, since E[X] changes with the distributio
 
 from __future__ import annotations
 
+import csv
+import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +24,7 @@ from analysis.figures import (
     FigurePoint,
     curves,
     draw_size,
+    draw_size_live,
     draw_size_ratio,
     point,
     predicted,
@@ -64,21 +68,53 @@ def simulate_run(run: SizeRun) -> list[dict[str, Any]]:
              "requests": run.requests, "summary": summary}]
 
 
+LIVE_COLUMNS = ("policy", "load", "answered", "other", "W_live", "W_live_ci95", "W_model",
+                "wait_live", "wait_model", "slowdown_live", "slowdown_model", "model")
+
+
+def emulate_run(run: SizeRun, runs: Path) -> list[dict[str, Any]]:
+    """One point live (root, Open vSwitch): the workers' measured means beside the model."""
+    from runner.emulate import run_emulation
+
+    out = runs / f"{run.policy}-{run.x:g}"
+    summary = run_emulation(run.scenario, out, show_progress=False)
+    if summary.get("interrupted"):
+        raise KeyboardInterrupt  # the live run tore down; the study keeps its points
+    sb = summary.get("size_based") or json.loads((out / "summary.json").read_text())[
+        "size_based"]
+    m, p = sb["measured"]["overall"], (sb.get("predicted") or {}).get("overall", {})
+    return [{"policy": run.policy, "load": run.x, "answered": m["count"],
+             "other": sb["measured"]["other_outcomes"], "W_live": m["W"],
+             "W_live_ci95": summary["measured"]["lp"]["W_ci95"], "W_model": p.get("W"),
+             "wait_live": m["wait"], "wait_model": p.get("wait"),
+             "slowdown_live": m["slowdown"], "slowdown_model": p.get("slowdown"),
+             "model": "none" if not p else "exact" if sb["predicted"]["exact"] else "approx"}]
+
+
 class SizeStudy:
     """Seed 002b's figure for a scenario whose sweep says `study: size_based`: every
-    (sweep value, policy) simulated `replications` times beside the model; writes
-    OUT/<scenario>.csv and .png (`plot_only`: redraw from that csv)."""
+    (sweep value, policy) simulated `replications` times beside the model, or once live
+    (the live means over the model's curves); writes OUT/<scenario>.csv and .png
+    (`plot_only`: redraw from that csv), live runs under OUT/<scenario>-runs/."""
 
     name = "size"
-    engine: Engine = "simulate"
 
     def __init__(self, base: Scenario, out: Path, requests: int = 100_000,
-                 replications: int | None = None, plot_only: bool = False) -> None:
+                 replications: int | None = None, plot_only: bool = False,
+                 engine: Engine = "simulate", duration_ms: float | None = None,
+                 time_scale: float | None = None) -> None:
         assert base.sweep is not None
-        self.base, self.out, self.requests, self.plot_only = base, out, requests, plot_only
-        self.replications = replications or base.sweep.replications
-        self.job = simulate_run
-        self.job_args: tuple[Any, ...] = ()
+        over: dict[str, Any] = {} if time_scale is None else {"time_scale": time_scale}
+        if duration_ms is not None:
+            over |= {"duration_ms": duration_ms, "warmup_ms": min(base.warmup_ms,
+                                                                   duration_ms / 10)}
+        self.base = base.with_overrides(over) if over else base
+        self.out, self.requests, self.plot_only, self.engine = out, requests, plot_only, engine
+        self.live = engine == "emulate"
+        self.replications = 1 if self.live else replications or base.sweep.replications
+        self.job: Callable[..., list[dict[str, Any]]] = \
+            emulate_run if self.live else simulate_run
+        self.job_args: tuple[Any, ...] = (out / f"{base.name}-runs",) if self.live else ()
 
     def plan(self) -> list[SizeRun]:
         assert self.base.sweep is not None
@@ -93,6 +129,8 @@ class SizeStudy:
         return runs
 
     def record(self, run: SizeRun, rows: list[dict[str, Any]]) -> str:
+        if self.live:
+            return f"W {rows[0]['W_live']:.4g} (model {rows[0]['W_model']})"
         o = rows[0]["summary"]["overall"]
         return f"wait {o['wait']:.4g}, slowdown {o['slowdown']:.4g}"
 
@@ -118,6 +156,17 @@ class SizeStudy:
         assert self.base.sweep is not None
         self.out.mkdir(parents=True, exist_ok=True)
         csv_path, png = self.out / f"{self.base.name}.csv", self.out / f"{self.base.name}.png"
+        if self.live:
+            if self.plot_only:
+                with open(csv_path) as fh:
+                    rows = list(csv.DictReader(fh))
+            else:
+                with open(csv_path, "w", newline="") as fh:
+                    w = csv.DictWriter(fh, fieldnames=LIVE_COLUMNS)
+                    w.writeheader()
+                    w.writerows(rows)
+            draw_size_live(png, rows, self.base.workload.size, len(self.base.nodes))
+            return [png] if self.plot_only else [csv_path, png]
         pts = read_size_csv(csv_path) if self.plot_only else self.points(rows)
         if not pts:
             return []

@@ -328,7 +328,8 @@ def main(argv: list[str] | None = None) -> int:
         if kind == "size_based":
             from runner.size_study import SizeStudy
 
-            study = SizeStudy(sc, out, a.requests or 100_000, a.replications, a.plot_only)
+            study = SizeStudy(sc, out, a.requests or 100_000, a.replications, a.plot_only,
+                              a.engine, duration_ms, a.time_scale)
         else:
             from runner.sweep import SweepStudy
 
