@@ -232,11 +232,9 @@ def declared_study(path: str | Path) -> str | None:
         data = yaml.safe_load(Path(path).read_text())
     except (OSError, yaml.YAMLError):
         return None
-    if not isinstance(data, dict):
-        return None
-    if data.get("study") is not None:
+    sweep = data.get("sweep") if isinstance(data, dict) else None
+    if isinstance(data, dict) and data.get("study") is not None:
         return str(data["study"])
-    sweep = data.get("sweep")
     return str(sweep.get("study", "sweep")) if isinstance(sweep, dict) else None
 
 
