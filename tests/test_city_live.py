@@ -119,6 +119,12 @@ def _config(slots: dict[str, int]) -> CityConfig:
                       epoch=0.0, duration_s=10.0, seed=1)
 
 
+
+def test_the_point_file_every_process_reads_round_trips(tmp_path: Path) -> None:
+    cfg = _config({"x": 2, "y": 3})
+    back = CityConfig.read(cfg.write(tmp_path / "city.json"))
+    assert back == cfg and back.fogs["y"].load(9) == cfg.fogs["y"].load_ms[-1]
+
 def test_fog_node_gives_slots_until_full_and_answers_only_its_clients() -> None:
     cfg = _config({"f": 2})
     node = FogNode(cfg.fogs["f"], cfg)
