@@ -38,7 +38,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -93,7 +93,7 @@ class ClientResult(ClientTally):
 
     def to_dict(self) -> dict[str, Any]:
         self.messages = self.counts.total
-        return {**ClientTally.to_dict(self), "counts": self.counts.to_dict()}
+        return {**asdict(self), "counts": self.counts.to_dict()}
 
 
 class CityClient:

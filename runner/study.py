@@ -238,44 +238,32 @@ def declared_study(path: str | Path) -> str | None:
     return str(sweep.get("study", "sweep")) if isinstance(sweep, dict) else None
 
 
-def _overrides(pairs: Sequence[str]) -> dict[str, Any]:
+def _key_value(pair: str) -> tuple[str, Any]:
     import yaml
 
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, eq, value = pair.partition("=")
-        if not eq or not key:
-            raise StudyError(f"--set: expected KEY=VALUE, got {pair!r}")
-        out[key] = yaml.safe_load(value)
-    return out
+    key, eq, value = pair.partition("=")
+    if not eq or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {pair!r}")
+    return key, yaml.safe_load(value)
 
 
-def _city(a: argparse.Namespace, over: dict[str, Any]) -> int:
-    """Seed 003's city study file in either engine."""
+def _city_study(a: argparse.Namespace, over: dict[str, Any], out: Path) -> Study:
+    """Seed 003's city study file in either engine; Ctrl-C or SIGTERM ends a live one
+    after the point it is in (`runner.city_live` keeps what it measured)."""
     import signal
     import threading
 
     from runner.city_study import CityStudyRun
-    from topologies.city_layout import LayoutError
-    from topologies.city_net import CityStudyError, load_city_study
+    from topologies.city_net import load_city_study
 
     if a.duration is not None:
         full = a.engine == "simulate" and not a.live_scale
         over["full_scale.duration_s" if full else "duration_s"] = a.duration
-    try:
-        study = load_city_study(a.scenario, over)
-    except (CityStudyError, LayoutError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
     stop = threading.Event()
     if a.engine == "emulate":
         signal.signal(signal.SIGINT, lambda s, f: stop.set())
         signal.signal(signal.SIGTERM, lambda s, f: stop.set())
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    out = Path(a.out) if a.out else Path("results") / f"{stamp}-{study.name}"
-    res = run_study(CityStudyRun(study, out, a.engine, a.live_scale, stop), out,
-                    executor=a.executor, workers=a.workers, ray_address=a.ray_address)
-    return 1 if res.failures else 0
+    return CityStudyRun(load_city_study(a.scenario, over), out, a.engine, a.live_scale, stop)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -286,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     from controller.policies.resolve import resolve_scenario
     from fogsdn.cli_args import ArgumentError, add_span_arguments, span_ms
     from fogsdn.scenario import ScenarioError
+    from topologies.city_layout import LayoutError
+    from topologies.city_net import CityStudyError
 
     ap = argparse.ArgumentParser(description="Run a study (a scenario's sweep, seed002b_*.yaml, "
                                  "city.yaml) and draw its figures.")
@@ -299,10 +289,10 @@ def main(argv: list[str] | None = None) -> int:
     add_span_arguments(ap, per=" per point")
     ap.add_argument("--time-scale", type=float, help="emulate: real ms per model ms")
     ap.add_argument("--no-trace", action="store_true", help="keep summaries, not traces")
-    ap.add_argument("--out", help="results directory (default results/<time>-<name>-<study>)")
+    ap.add_argument("--out", help="results directory (default results/<time>-<file>-<study>)")
     ap.add_argument("--policy-module", metavar="FILE_OR_MODULE",
                     help="your policy, a .py file or a module (every worker loads it)")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+    ap.add_argument("--set", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
                     help="override a field (dotted path, YAML value): full_scale.ratios=[0.5]")
     ap.add_argument("--live-scale", action="store_true", help="city, simulate: its live scale")
     ap.add_argument("--plot-only", action="store_true", help="size_based: redraw from --out")
@@ -311,36 +301,36 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --engine emulate needs root (Mininet, Open vSwitch): use sudo",
               file=sys.stderr)
         return 2
+    kind = declared_study(a.scenario)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = Path(a.out) if a.out else Path("results") / f"{stamp}-{Path(a.scenario).stem}-{kind}"
+    study: Study
     try:
-        over = _overrides(a.set)
-        kind = declared_study(a.scenario)
         if kind == "city":
-            return _city(a, over)
-        sc = resolve_scenario(a.scenario, policy_module=a.policy_module)
-        if over:
-            sc = sc.with_overrides(over)
-        duration_ms = span_ms(a, a.time_scale or sc.time_scale)
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        out = Path(a.out) if a.out else Path("results") / f"{stamp}-{sc.name}-{kind}"
-        study: Study
-        if kind == "size_based":
-            from runner.size_study import SizeStudy
-
-            study = SizeStudy(sc, out, a.requests or 100_000, a.replications, a.plot_only,
-                              a.engine, duration_ms, a.time_scale)
+            study = _city_study(a, dict(a.set), out)
         else:
-            from runner.sweep import SweepStudy
+            sc = resolve_scenario(a.scenario, policy_module=a.policy_module)
+            sc = sc.with_overrides(dict(a.set)) if a.set else sc
+            duration_ms = span_ms(a, a.time_scale or sc.time_scale)
+            if kind == "size_based":
+                from runner.size_study import SizeStudy
 
-            study = SweepStudy(sc, out, a.engine, a.requests, duration_ms, not a.no_trace,
-                               time_scale=a.time_scale)
-        if a.engine == "emulate":
-            def _term(signum: int, frame: object) -> None:
-                raise KeyboardInterrupt  # the live run tears down; the study keeps its points
+                study = SizeStudy(sc, out, a.requests or 100_000, a.replications,
+                                  a.plot_only, a.engine, duration_ms, a.time_scale)
+            else:
+                from runner.sweep import SweepStudy
 
-            signal.signal(signal.SIGTERM, _term)
+                study = SweepStudy(sc, out, a.engine, a.requests, duration_ms, not a.no_trace,
+                                   time_scale=a.time_scale)
+            if a.engine == "emulate":
+                def _term(signum: int, frame: object) -> None:
+                    raise KeyboardInterrupt  # the live run tears down; the points are kept
+
+                signal.signal(signal.SIGTERM, _term)
         res = run_study(study, out, executor=a.executor, workers=a.workers,
                         ray_address=a.ray_address)
-    except (StudyError, ScenarioError, PolicyError, ArgumentError) as err:
+    except (StudyError, ScenarioError, PolicyError, ArgumentError, CityStudyError,
+            LayoutError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     return 1 if res.failures else 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,14 +46,6 @@ class Point:
 
     def label(self) -> str:
         return f"{self.policy} {self.parameter}={self.value:g} rep {self.replication}"
-
-
-@dataclass
-class SweepResult:
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    failures: list[dict[str, Any]] = field(default_factory=list)
-    figure: Path | None = None
-    csv: Path | None = None
 
 
 def plan(scenario: Scenario, out_dir: Path, engine: Engine = "simulate") -> list[Point]:
@@ -149,6 +141,7 @@ class SweepStudy:
         self.job_args: tuple[Any, ...] = (duration_ms, time_scale) if engine == "emulate" \
             else (requests, duration_ms, trace)
         self.points: list[Point] = []
+        self.rows: list[dict[str, Any]] = []
         self.failures: list[dict[str, Any]] = []
         self.figure_path: Path | None = None
 
@@ -162,6 +155,7 @@ class SweepStudy:
         return self.points
 
     def record(self, point: Point, rows: list[dict[str, Any]]) -> str:
+        self.rows += rows
         with open(self.out_dir / "sweep.csv", "a", newline="") as fh:
             csv.DictWriter(fh, fieldnames=CSV_COLUMNS).writerows(rows)
         return ", ".join(f"W {r['cls']} {float(r['W']):.3f}" for r in rows)
@@ -186,27 +180,19 @@ class SweepStudy:
         return out
 
 
-def run_sweep(
-    scenario: Scenario,
-    out_dir: Path,
-    *,
-    engine: Engine = "simulate",
-    executor: Executor = "process",
-    workers: int | None = None,
-    ray_address: str | None = None,
-    requests: int | None = None,
-    duration_ms: float | None = None,
-    trace: bool = True,
-    figure: bool = True,
-    log: Callable[[str], None] | None = None,
-    time_scale: float | None = None,
-) -> SweepResult:
-    """Run every point, writing sweep.csv as they finish, then the figure (sweep.png)."""
+def run_sweep(scenario: Scenario, out_dir: Path, *, engine: Engine = "simulate",
+              executor: Executor = "process", workers: int | None = None,
+              ray_address: str | None = None, requests: int | None = None,
+              duration_ms: float | None = None, trace: bool = True, figure: bool = True,
+              log: Callable[[str], None] | None = None, time_scale: float | None = None
+              ) -> SweepStudy:
+    """Run every point, writing sweep.csv as they finish, then the figure (sweep.png);
+    the finished study holds the rows, the failures and the figure's path."""
     study = SweepStudy(scenario, Path(out_dir), engine, requests, duration_ms, trace, figure,
                        time_scale)
-    res = run_study(study, Path(out_dir), executor=executor, workers=workers,
-                    ray_address=ray_address, log=log)
-    return SweepResult(res.rows, study.failures, study.figure_path, Path(out_dir) / "sweep.csv")
+    run_study(study, Path(out_dir), executor=executor, workers=workers,
+              ray_address=ray_address, log=log)
+    return study
 
 
 def aggregate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

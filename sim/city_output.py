@@ -27,9 +27,9 @@ def live_metrics(results: dict[str, dict[str, Any]], fog_states: dict[str, dict[
     """A live point's columns from its clients' results and fog nodes' state files: the
     simulator's metric columns, the live ones and Meridian's."""
     clients = list(results.values())
-    tallies = [ClientTally.from_dict(r) for r in clients]
-    for t, r in zip(tallies, clients, strict=True):
-        t.messages = int(r["counts"]["in"]) + int(r["counts"]["out"])
+    fields = ClientTally.__dataclass_fields__
+    tallies = [ClientTally(**{k: v for k, v in r.items() if k in fields} | {
+        "messages": int(r["counts"]["in"]) + int(r["counts"]["out"])}) for r in clients]
     excess = [x for r in clients for x in r.get("excess", [])]
     coord = [e for r in clients for e in r.get("coordinate_errors", {}).values()]
     probes = sum(int(r["counts"][way].get(kind, 0)) for r in [*clients, *fog_states.values()]

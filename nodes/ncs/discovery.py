@@ -14,7 +14,7 @@ import random
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from nodes.ncs.selection import SELECTORS, LoadAware, SelectionContext, SelectionError, Selector
@@ -36,12 +36,6 @@ class ClientParams:
     timeout_ms: float = 100.0
     dimensions: int = 2  # Vivaldi
     bound_ms: float = 2.0  # load-aware shortlist bound
-
-    def __post_init__(self) -> None:
-        if not 0 < self.period_s[0] <= self.period_s[1]:
-            raise SelectionError(f"period_s: need 0 < min <= max, got {self.period_s}")
-        if self.max_attempts < 1:
-            raise SelectionError(f"max_attempts: must be >= 1, got {self.max_attempts}")
 
 
 def make_selector(kind: str, params: ClientParams) -> Selector:
@@ -79,16 +73,6 @@ class ClientTally:
         self.delivered += 1
         self.latencies.append(rtt_ms)
         self.sq_conn_err += (rtt_ms - best_ms) ** 2
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @staticmethod
-    def from_dict(d: Mapping[str, Any]) -> ClientTally:
-        names = ClientTally.__dataclass_fields__
-        tally = ClientTally(**{k: v for k, v in d.items() if k in names})
-        tally.picks = [(int(t), str(n)) for t, n in tally.picks]
-        return tally
 
 
 class ClientEngine(Protocol):
