@@ -16,7 +16,7 @@ import numpy as np
 
 from analysis.model_params import OutsideModel, exact_prediction
 from analysis.size_based import moment
-from analysis.size_compare import predict_scenario
+from analysis.size_compare import predict_scenario, size_scenario
 from fogsdn.scenario import Scenario
 
 METRICS: tuple[str, ...] = ("W", "outage", "blocking", "drop_prob")
@@ -69,6 +69,16 @@ def exact_curves(scenario: Scenario) -> dict[str, Any]:
             "curves": curves, "outside_model": outside}
 
 
+def _pyplot() -> Any:
+    """matplotlib's pyplot on the file backend, imported when a figure is drawn."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 # -- seed 000: a sweep ------------------------------------------------------------------
 
 
@@ -82,11 +92,7 @@ def draw_sweep(scenario: Scenario, agg: Sequence[dict[str, Any]], path: Path,
          exact: Curves | None = None, measured_label: str = "sim") -> Path:
     """Mean W (95 % interval) per policy and class vs the swept value, and the outage
     probability beside it; exact curves (dashed HP, dotted LP) where the model applies."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     assert scenario.sweep is not None
     fig, (ax_w, ax_o) = plt.subplots(1, 2, figsize=(12, 4.8))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -123,8 +129,6 @@ def draw_sweep(scenario: Scenario, agg: Sequence[dict[str, Any]], path: Path,
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
-
-
 
 
 # -- seed 002b: size-based assignment ---------------------------------------------------
@@ -224,11 +228,7 @@ def curves(base: Scenario, policies: Sequence[str]) -> dict[str, tuple[list[floa
 def draw_size(path: Path, base: Scenario, points: Sequence[FigurePoint],
          model: dict[str, tuple[list[float], list[dict[str, float]]]], metrics: Sequence[str],
          xlabel: str, logx: bool = False) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     fig, axes = plt.subplots(1, len(metrics), figsize=(5.5 * len(metrics), 4.2))
     axes = np.atleast_1d(axes)
     ylabels = {"wait": "mean waiting time (model ms)", "slowdown": "mean slowdown",
@@ -278,11 +278,7 @@ def draw_size_ratio(path: Path, base: Scenario, points: Sequence[FigurePoint],
     """TAGS / SITA-E mean waiting time vs H/L: model curves at several loads, simulated
     ratios (with the two intervals combined) at the base load; returns the simulated
     (x, ratio, half-width)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     lo = base.workload.size.low
     assert lo is not None
     highs = list(np.geomspace(lo * 2, lo * 1e10, 60))
@@ -318,13 +314,7 @@ def draw_size_ratio(path: Path, base: Scenario, points: Sequence[FigurePoint],
 def draw_size_live(path: Path, live: Sequence[dict[str, str]], size: Any, hosts: int = 2) -> None:
     """Live mean response times (95 % interval over answered requests) over the model's
     curves, per policy, against load."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from analysis.size_compare import size_scenario
-
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4.4))
     loads = list(np.linspace(0.05, 0.9, 40))
     for pol in dict.fromkeys(r["policy"] for r in live):
@@ -373,8 +363,6 @@ def read_size_csv(path: Path) -> list[FigurePoint]:
     return out
 
 
-
-
 # -- seed 003: the city ------------------------------------------------------------------
 
 
@@ -394,11 +382,7 @@ CITY_FIGURES: dict[str, list[tuple[str, str]]] = {
 
 
 def draw_city(rows: list[dict[str, Any]], out: Path, engine: str) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     selectors = list(dict.fromkeys(r["selector"] for r in rows))
     paths = []
     for fig_name, panels in CITY_FIGURES.items():

@@ -69,10 +69,7 @@ class CityStudyRun:
                          f"lost {r['client_lost']:.2f}, optimal {r['optimal_rate']:.0%}"
                          for r in rows)
 
-    def failed(self, point: CityPoint, error: str) -> None:
-        pass
-
-    def finish(self, rows: list[Row]) -> list[Path]:
+    def finish(self, rows: list[Row], failures: list[tuple[Any, str]]) -> list[Path]:
         if not rows:
             return []
         self.out.mkdir(parents=True, exist_ok=True)

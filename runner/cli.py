@@ -71,10 +71,9 @@ def main(argv: list[str] | None = None,
     if declared_study(args.scenario) == "city":  # a study of many runs: the study driver's
         from runner.study import main as run_study_file
 
-        return run_study_file(["--scenario", args.scenario, "--engine", args.engine,
-                               "--out", args.out or str(root / "results" / time.strftime(
-                                   "%Y%m%d-%H%M%S-city")),
-                               *(["--duration", str(args.duration)] if args.duration else [])])
+        out = args.out or str(root / "results" / time.strftime("%Y%m%d-%H%M%S-city"))
+        return run_study_file(["--scenario", args.scenario, "--engine", args.engine, "--out",
+                               out, *(["--duration", str(args.duration)] if args.duration else [])])
     try:
         overrides: dict[str, object] = {}
         if args.duration is not None:

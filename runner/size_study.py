@@ -134,9 +134,6 @@ class SizeStudy:
         o = rows[0]["summary"]["overall"]
         return f"wait {o['wait']:.4g}, slowdown {o['slowdown']:.4g}"
 
-    def failed(self, run: SizeRun, error: str) -> None:
-        pass
-
     def points(self, rows: list[dict[str, Any]]) -> list[FigurePoint]:
         assert self.base.sweep is not None
         reps: dict[tuple[str, float], list[dict[str, Any]]] = {}
@@ -152,7 +149,8 @@ class SizeStudy:
                                            self.requests))
         return out
 
-    def finish(self, rows: list[dict[str, Any]]) -> list[Path]:
+    def finish(self, rows: list[dict[str, Any]], failures: list[tuple[Any, str]]
+               ) -> list[Path]:
         assert self.base.sweep is not None
         self.out.mkdir(parents=True, exist_ok=True)
         csv_path, png = self.out / f"{self.base.name}.csv", self.out / f"{self.base.name}.png"

@@ -41,7 +41,8 @@ class Study(Protocol):
     """A study: `plan` gives its points (each with a `label()`); `job(point, *job_args)`,
     a module-level function (sent to worker processes and Ray tasks), runs one in
     `engine` and gives its rows; `record` keeps a finished point's rows and says what it
-    found, `failed` a failed one's error; `finish` writes the tables and figures."""
+    found; `finish` writes the tables and figures from the rows and the failed points'
+    errors."""
 
     name: str
     engine: Engine
@@ -52,9 +53,7 @@ class Study(Protocol):
 
     def record(self, point: Any, rows: list[Row]) -> str: ...
 
-    def failed(self, point: Any, error: str) -> None: ...
-
-    def finish(self, rows: list[Row]) -> list[Path]: ...
+    def finish(self, rows: list[Row], failures: list[tuple[Any, str]]) -> list[Path]: ...
 
 
 @dataclass
@@ -199,7 +198,6 @@ def run_study(study: Study, out_dir: Path, *, executor: Executor = "process",
             if rows is None:
                 assert err is not None
                 result.failures.append((p, err))
-                study.failed(p, err)
                 say(f"{head}: FAILED: {err}")
                 continue
             result.rows.extend(rows)
@@ -208,7 +206,7 @@ def run_study(study: Study, out_dir: Path, *, executor: Executor = "process",
     except KeyboardInterrupt:
         say(f"[{study.name}] interrupted: keeping the finished points")
     try:
-        result.outputs = study.finish(result.rows)
+        result.outputs = study.finish(result.rows, result.failures)
     except Exception as err:  # noqa: BLE001 - the numbers are kept even if plotting fails
         say(f"[{study.name}] could not draw the figures: {error_text(err)}")
         traceback.print_exc()

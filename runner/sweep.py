@@ -1,7 +1,7 @@
 """A scenario's sweep as a study (`runner.study` runs it): every (sweep value x policy x
 replication) point, simulated or live. Each finished point is appended to sweep.csv at
-once, so a failed or interrupted sweep keeps what it finished; a failed point goes to
-sweep_failures.csv with its parameters. The figure (`analysis.figures.draw_sweep`) puts
+once, so a failed or interrupted sweep keeps what it finished; failed points go to
+sweep_failures.csv with their parameters. The figure (`analysis.figures.draw_sweep`) puts
 mean W (with 95 % intervals) per policy and class against the swept value, beside the
 exact curves where the analytic model applies.
 """
@@ -127,7 +127,7 @@ def emulate_point(point: Point, duration_ms: float | None = None,
 
 class SweepStudy:
     """A scenario's sweep as a study (`runner.study`): sweep.csv written as points finish
-    (sweep_failures.csv for failed ones), then sweep.png."""
+    and the failed ones in sweep_failures.csv, then sweep.png."""
 
     name = "sweep"
 
@@ -149,9 +149,8 @@ class SweepStudy:
         self.points = plan(self.scenario, self.out_dir, self.engine)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         (self.out_dir / "scenario.yaml").write_text(self.scenario.to_yaml())
-        for name, cols in (("sweep.csv", CSV_COLUMNS), ("sweep_failures.csv", FAIL_COLUMNS)):
-            with open(self.out_dir / name, "w", newline="") as fh:
-                csv.DictWriter(fh, fieldnames=cols).writeheader()
+        with open(self.out_dir / "sweep.csv", "w", newline="") as fh:
+            csv.DictWriter(fh, fieldnames=CSV_COLUMNS).writeheader()
         return self.points
 
     def record(self, point: Point, rows: list[dict[str, Any]]) -> str:
@@ -160,16 +159,16 @@ class SweepStudy:
             csv.DictWriter(fh, fieldnames=CSV_COLUMNS).writerows(rows)
         return ", ".join(f"W {r['cls']} {float(r['W']):.3f}" for r in rows)
 
-    def failed(self, p: Point, error: str) -> None:
-        fail = {"index": p.index, "policy": p.policy, "parameter": p.parameter,
-                "value": p.value, "replication": p.replication, "error": error}
-        self.failures.append(fail)
-        with open(self.out_dir / "sweep_failures.csv", "a", newline="") as fh:
-            csv.DictWriter(fh, fieldnames=FAIL_COLUMNS).writerow(fail)
-
-    def finish(self, rows: list[dict[str, Any]]) -> list[Path]:
-        if not self.failures:
-            (self.out_dir / "sweep_failures.csv").unlink()
+    def finish(self, rows: list[dict[str, Any]], failures: list[tuple[Point, str]]
+               ) -> list[Path]:
+        self.failures = [{"index": p.index, "policy": p.policy, "parameter": p.parameter,
+                          "value": p.value, "replication": p.replication, "error": error}
+                         for p, error in failures]
+        if self.failures:
+            with open(self.out_dir / "sweep_failures.csv", "w", newline="") as fh:
+                w = csv.DictWriter(fh, fieldnames=FAIL_COLUMNS)
+                w.writeheader()
+                w.writerows(self.failures)
         out = [self.out_dir / "sweep.csv"]
         if self.figure and rows:
             self.figure_path = draw_sweep(
