@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from agents.env import EpisodeLog, SimRoutingEnv
-from controller.policies.observe import Layout
+from controller.policies.observe import ObservationLayout
 
 __all__ = ["DEMOTE_LEVELS", "DqnAgent", "DqnConfig", "train_dqn", "weight_menu"]
 
@@ -91,7 +91,7 @@ class DqnAgent:
                     "obs_dim": self.net[0].in_features, "hidden": self.net[0].out_features,
                     "meta": meta}, path)
 
-    def export(self, path: Path, layout: Layout, epoch_requests: int,
+    def export(self, path: Path, layout: ObservationLayout, epoch_requests: int,
                meta: dict[str, Any]) -> None:
         """The network as plain JSON (layers, menu, the observer's layout) for
         `controller.policies.rl.RlDqn`, which decides with numpy and needs no torch."""

@@ -51,8 +51,8 @@ from controller.policies.base import (
 from controller.policies.greedy import servers
 from controller.policies.observe import (
     EpochObserver,
-    Layout,
     Obs,
+    ObservationLayout,
     layout_of,
     switch_activity,
     weighted_choice,
@@ -164,7 +164,7 @@ class SimRoutingEnv(gym.Env[Obs, npt.NDArray[np.float32]]):
         self.rt_weight = a
         self.nodes = tuple(n.name for n in scenario.nodes)
         self.servers = tuple(servers(node_view(n, True)) for n in scenario.nodes)
-        self.layout: Layout = layout_of(scenario)
+        self.layout: ObservationLayout = layout_of(scenario)
         self.rt_ref_ms = self.layout.rt_ref_ms
         self.p_ref_w = self.layout.p_ref_w
         network = request_network(scenario)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from controller.policies.base import ClusterView, Policy, PolicyError, Request, RouteTable
-from controller.policies.observe import EpochObserver, Layout, weighted_choice
+from controller.policies.observe import EpochObserver, ObservationLayout, weighted_choice
 from fogsdn.scenario import TaskClass
 
 
@@ -45,7 +45,8 @@ class ExchangePolicy(Policy):
     def __post_init__(self) -> None:
         self.folder = Path(str(self.spec.params.get("exchange", "")))
         try:
-            layout = Layout.from_json(json.loads((self.folder / "layout.json").read_text()))
+            layout = ObservationLayout.from_json(
+                json.loads((self.folder / "layout.json").read_text()))
         except (OSError, ValueError) as err:
             raise PolicyError(f"policy.params.exchange: no layout in {self.folder}: {err}"
                               ) from None

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from agents.env import EpisodeLog, SimRoutingEnv
-from controller.policies.observe import Layout, Obs
+from controller.policies.observe import Obs, ObservationLayout
 from controller.policies.rl import learner_to_json
 from models.rnn_learner import RnnLearner
 
@@ -33,7 +33,7 @@ class RnnAgent:
         """The weights of the most excited neuron (no exploration)."""
         return np.asarray(self.menu[self.learner.best()], dtype=np.float32)
 
-    def save(self, path: Path, layout: Layout, epoch_requests: int, rt_weight: float,
+    def save(self, path: Path, layout: ObservationLayout, epoch_requests: int, rt_weight: float,
              meta: dict[str, Any]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"kind": "rnn", "menu": [list(w) for w in self.menu],

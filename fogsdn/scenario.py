@@ -174,6 +174,8 @@ class Sweep(_Frozen):
     policies: tuple[str, ...] = ()
     replications: int = Field(1, ge=1)
     emulate_values: tuple[float, ...] = ()
+    # what the study driver (runner/study.py) draws: W per policy, or seed 002b's figures
+    study: Literal["sweep", "size_based"] = "sweep"
 
 
 class Goal(_Frozen):

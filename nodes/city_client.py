@@ -38,7 +38,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -52,17 +52,15 @@ from nodes.city_fog import (
     write_json_atomic,
 )
 from nodes.city_meridian import query_message
-from nodes.ncs.selection import (
-    SELECTORS,
-    LoadAware,
-    ProbeAnswer,
-    SelectionContext,
-    Selector,
+from nodes.ncs.discovery import (
+    VIVALDI_SELECTORS,
+    ClientTally,
+    discovery_step,
+    make_selector,
 )
+from nodes.ncs.selection import SELECTORS, ProbeAnswer, SelectionContext, Selector
 from nodes.ncs.vivaldi import Coordinate, VivaldiConfig, VivaldiError, VivaldiNode
 from nodes.probe import EchoResponder, Prober
-
-VIVALDI_SELECTORS = ("vivaldi", "load_aware")
 
 
 class Transport(Protocol):
@@ -86,39 +84,29 @@ class Transport(Protocol):
 
 
 @dataclass
-class ClientResult:
-    lost: int = 0
-    reconnections: int = 0
-    handovers: int = 0
-    selections: int = 0
-    optimal_hits: int = 0
-    sq_sel_err: float = 0.0
-    sq_conn_err: float = 0.0
-    delivered: int = 0
-    latencies: list[float] = field(default_factory=list)
+class ClientResult(ClientTally):
+    """The shared tally, plus what only a live client measures."""
+
     excess: list[float] = field(default_factory=list)  # task RTT minus the configured one
-    picks: list[tuple[int, str]] = field(default_factory=list)  # (whole second, node)
     counts: Counts = field(default_factory=Counts)
     meridian_hops: list[int] = field(default_factory=list)  # per answered query
 
     def to_dict(self) -> dict[str, Any]:
-        return {"lost": self.lost, "reconnections": self.reconnections,
-                "handovers": self.handovers, "selections": self.selections,
-                "optimal_hits": self.optimal_hits, "sq_sel_err": self.sq_sel_err,
-                "sq_conn_err": self.sq_conn_err, "delivered": self.delivered,
-                "latencies": self.latencies, "excess": self.excess, "picks": self.picks,
-                "counts": self.counts.to_dict(), "meridian_hops": self.meridian_hops}
+        self.messages = self.counts.total
+        return {**asdict(self), "counts": self.counts.to_dict()}
 
 
 class CityClient:
+    """One live client: `nodes.ncs.discovery.discovery_step` on its sockets (it is the
+    step's `ClientEngine`)."""
+
     def __init__(self, name: str, cfg: CityConfig, selector: str, net: Transport,
                  rng: random.Random, fog_states: Callable[[], dict[str, dict[str, Any]]]
                  ) -> None:
         self.name = name
         self.cfg = cfg
         self.kind = selector
-        self.selector: Selector = LoadAware(cfg.bound_ms) if selector == "load_aware" \
-            else SELECTORS[selector]()
+        self.selector: Selector = make_selector(selector, cfg.client)
         self.net = net
         self.rng = rng
         self.fog_states = fog_states  # what the nodes publish: RTTs to peers, members
@@ -126,11 +114,12 @@ class CityClient:
         self.slots = {n: f.slots for n, f in cfg.fogs.items()}
         self.node: str | None = None
         self.result = ClientResult()
-        self.vivaldi = VivaldiNode(VivaldiConfig(dimensions=cfg.dimensions),
+        self.vivaldi = VivaldiNode(VivaldiConfig(dimensions=cfg.client.dimensions),
                                    random.Random(f"{cfg.seed}-client-{name}")) \
             if selector in VIVALDI_SELECTORS else None
         self.coords: dict[str, Coordinate] = {}
         self.queries = 0
+        self._truth: dict[str, Any] = {"rtt": {}, "join_rtt": {}}
 
     # -- counting ---------------------------------------------------------------
     def _count(self, kind: str, sent: int, received: int) -> None:
@@ -154,7 +143,7 @@ class CityClient:
         if self.vivaldi is None:
             return
         try:
-            coord = Coordinate.from_dict(state.get("coord"), self.cfg.dimensions)
+            coord = Coordinate.from_dict(state.get("coord"), self.cfg.client.dimensions)
         except VivaldiError:
             return
         self.coords[fog] = coord
@@ -195,9 +184,9 @@ class CityClient:
 
         return query
 
-    def _context(self, truth: dict[str, Any], excluded: frozenset[str]) -> SelectionContext:
+    def context(self, excluded: frozenset[str]) -> SelectionContext:
         kind = self.kind
-        true = {n: float(v) for n, v in truth["rtt"].items()} if kind == "optimal" else None
+        true = dict(self.true_rtt()) if kind == "optimal" else None
         free: dict[str, int] | None = None
         est: dict[str, float] | None = None
         if kind in VIVALDI_SELECTORS:
@@ -224,46 +213,27 @@ class CityClient:
         return SelectionContext(self.fogs, self.slots, self.node, excluded, true, est, free,
                                 meridian, probe)
 
-    def _score(self, chosen: str, truth: dict[str, Any], t_s: float) -> None:
-        lat = {n: float(v) for n, v in truth["rtt"].items()}
-        best = min(lat.values())
-        r = self.result
-        r.selections += 1
-        r.optimal_hits += lat[chosen] <= best + 1e-9
-        r.sq_sel_err += (lat[chosen] - best) ** 2
-        r.picks.append((int(t_s), chosen))
+    def true_rtt(self) -> dict[str, float]:
+        return {n: float(v) for n, v in self._truth["rtt"].items()}
+
+    def join(self, node: str) -> bool:
+        reply = self.request(node, {"op": "join"})  # a full node (or no answer): False
+        return reply is not None and bool(reply.get("ok"))
+
+    def leave(self, node: str) -> None:
+        self.request(node, {"op": "leave"}, want_reply=False)
+
+    def probe(self, node: str) -> None:
+        self.ping(node)
 
     def step(self, t_s: float) -> None:
         """One discovery step and one task (t_s: seconds since the run's epoch)."""
-        truth = self.net.truth()
-        excluded: set[str] = set()
-        r = self.result
-        for _ in range(self.cfg.max_attempts):
-            chosen = self.selector.select(self._context(truth, frozenset(excluded)), self.rng)
-            if chosen is None:
-                break
-            self._score(chosen, truth, t_s)
-            if chosen == self.node:
-                break
-            reply = self.request(chosen, {"op": "join"})
-            if reply is not None and reply.get("ok"):
-                if self.node is not None:
-                    self.request(self.node, {"op": "leave"}, want_reply=False)
-                    r.handovers += 1
-                self.node = chosen
-                break
-            r.lost += 1  # the node was full (or did not answer): this task is lost
-            r.reconnections += 1
-            excluded.add(chosen)
-        if self.node is None:
-            return
-        self._task(truth)
-        if self.vivaldi is not None:
-            self.ping(self.rng.choice(self.fogs))
+        self._truth = self.net.truth()
+        self.node = discovery_step(self, self.selector, self.node, self.fogs, self.cfg.client,
+                                   self.result, self.rng, t_s, self.vivaldi is not None)
 
-    def _task(self, truth: dict[str, Any]) -> None:
-        assert self.node is not None
-        node, r = self.node, self.result
+    def task(self, node: str) -> None:
+        r, truth = self.result, self._truth
         t0 = time.monotonic_ns()
         reply = self.request(node, {"op": "task", "seq": r.delivered + r.lost})
         if reply is None or reply.get("op") != "done":
@@ -271,11 +241,8 @@ class CityClient:
             return
         rtt = (time.monotonic_ns() - t0) / 1e6 / self.cfg.time_scale
         join = {n: float(v) for n, v in truth["join_rtt"].items()}
-        best = min(float(truth["rtt"][node]), *(join[n] for n in join if n != node))
-        r.delivered += 1
-        r.latencies.append(rtt)
+        r.deliver(rtt, min(float(truth["rtt"][node]), *(join[n] for n in join if n != node)))
         r.excess.append(rtt - float(truth["rtt"][node]))
-        r.sq_conn_err += (rtt - best) ** 2
         state = reply.get("state")
         if isinstance(state, dict):
             self._learn(node, state, rtt)
@@ -297,7 +264,7 @@ class UdpTransport:
         self.prober = Prober((ip, 0))
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind((ip, 0))
-        self.timeout_s = cfg.timeout_ms * cfg.time_scale / 1000.0
+        self.timeout_s = cfg.client.timeout_ms * cfg.time_scale / 1000.0
         self.truth_path = truth_path
         self.name = ""
         self._truth: dict[str, Any] = {}
@@ -404,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.realtime:
         go_realtime()
     end = cfg.epoch + cfg.duration_s
-    t = cfg.epoch + rng.uniform(*cfg.start_s)
+    t = cfg.epoch + rng.uniform(*cfg.client.start_s)
     while not stop:
         now = time.monotonic()
         if now >= end:
@@ -413,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(min(t - now, 0.05))
             continue
         client.step(now - cfg.epoch)
-        t = max(t + rng.uniform(*cfg.period_s), time.monotonic())
+        t = max(t + rng.uniform(*cfg.client.period_s), time.monotonic())
     responder.stop()
     counts = client.result.counts
     counts.received["m_probe"] += responder.counters.received

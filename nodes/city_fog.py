@@ -40,7 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from nodes.city_meridian import AgentTiming, MeridianAgent, Ping, Send
+from nodes.ncs.discovery import ClientParams
 from nodes.ncs.meridian import MeridianConfig
 from nodes.ncs.vivaldi import Coordinate, VivaldiConfig, VivaldiError, VivaldiNode
 from nodes.probe import (
@@ -71,53 +74,25 @@ class FogInfo:
 
 @dataclass(frozen=True)
 class CityConfig:
-    """What the runner tells every fog and client process (one JSON file per point)."""
+    """What the runner tells every fog and client process (one JSON file per point): the
+    network's addresses and timing, and the clients' knobs (`ClientParams`)."""
 
     fogs: dict[str, FogInfo]
     clients: dict[str, str]  # name -> ip
     time_scale: float
-    dimensions: int
     state_dir: Path
     epoch: float  # time.monotonic() at which clients may start (shared by namespaces)
     duration_s: float
     seed: int
-    period_s: tuple[float, float] = (0.5, 1.0)
-    start_s: tuple[float, float] = (0.5, 2.0)
-    max_attempts: int = 3
-    timeout_ms: float = 100.0
-    bound_ms: float = 2.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"fogs": {n: {"ip": f.ip, "slots": f.slots, "load_ms": list(f.load_ms)}
-                         for n, f in self.fogs.items()},
-                "clients": self.clients, "time_scale": self.time_scale,
-                "dimensions": self.dimensions, "state_dir": str(self.state_dir),
-                "epoch": self.epoch, "duration_s": self.duration_s, "seed": self.seed,
-                "period_s": list(self.period_s), "start_s": list(self.start_s),
-                "max_attempts": self.max_attempts, "timeout_ms": self.timeout_ms,
-                "bound_ms": self.bound_ms}
-
-    @staticmethod
-    def from_dict(d: dict[str, Any]) -> CityConfig:
-        return CityConfig(
-            fogs={n: FogInfo(n, f["ip"], int(f["slots"]), tuple(float(x) for x in f["load_ms"]))
-                  for n, f in d["fogs"].items()},
-            clients={str(k): str(v) for k, v in d["clients"].items()},
-            time_scale=float(d["time_scale"]), dimensions=int(d["dimensions"]),
-            state_dir=Path(d["state_dir"]), epoch=float(d["epoch"]),
-            duration_s=float(d["duration_s"]), seed=int(d["seed"]),
-            period_s=(float(d["period_s"][0]), float(d["period_s"][1])),
-            start_s=(float(d["start_s"][0]), float(d["start_s"][1])),
-            max_attempts=int(d["max_attempts"]), timeout_ms=float(d["timeout_ms"]),
-            bound_ms=float(d["bound_ms"]))
+    client: ClientParams = ClientParams(start_s=(0.5, 2.0))
 
     def write(self, path: Path) -> Path:
-        path.write_text(json.dumps(self.to_dict()))
+        path.write_bytes(TypeAdapter(CityConfig).dump_json(self))
         return path
 
     @staticmethod
     def read(path: Path) -> CityConfig:
-        return CityConfig.from_dict(json.loads(Path(path).read_text()))
+        return TypeAdapter(CityConfig).validate_json(Path(path).read_bytes())
 
 
 def go_realtime() -> bool:
@@ -160,7 +135,7 @@ class FogNode:
         self.info = info
         self.cfg = cfg
         self.members: set[str] = set()
-        self.vivaldi = VivaldiNode(VivaldiConfig(dimensions=cfg.dimensions),
+        self.vivaldi = VivaldiNode(VivaldiConfig(dimensions=cfg.client.dimensions),
                                    random.Random(f"{cfg.seed}-fog-{info.name}"))
         self.view: dict[str, dict[str, Any]] = {}  # peer -> its last echoed state
         self.peer_rtt_ms: dict[str, float] = {}  # model ms
@@ -169,7 +144,7 @@ class FogNode:
         self.meridian = MeridianAgent(
             info.name, {n: (f.ip, MERIDIAN_PORT) for n, f in cfg.fogs.items()},
             MeridianConfig(), random.Random(f"{cfg.seed}-meridian-{info.name}"),
-            AgentTiming(ping_timeout_s=cfg.timeout_ms * cfg.time_scale / 1000,
+            AgentTiming(ping_timeout_s=cfg.client.timeout_ms * cfg.time_scale / 1000,
                         time_scale=cfg.time_scale),
             self.counts.sent, self.counts.received)
 
@@ -211,7 +186,7 @@ class FogNode:
         """A peer's echo: its state into the view, the RTT into our coordinate."""
         try:
             st = json.loads(payload.decode("utf-8"))
-            coord = Coordinate.from_dict(st["coord"], self.cfg.dimensions)
+            coord = Coordinate.from_dict(st["coord"], self.cfg.client.dimensions)
         except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, VivaldiError):
             return
         rtt = rtt_real_ms / self.cfg.time_scale

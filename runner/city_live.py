@@ -14,14 +14,11 @@ from the same positions and walks, as in the simulator.
 from __future__ import annotations
 
 import json
-import math
 import random
-import statistics
 import subprocess
 import sys
 import threading
 import time
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +27,8 @@ from fogsdn.topology import LinkSpec
 from nodes.city_fog import CityConfig, FogInfo, write_json_atomic
 from runner.cleanup import die_with_parent
 from runner.emulate import live_network
+from sim.city_output import live_metrics
+from sim.city_study import client_params
 from topologies.city_latency import LatencyParams, load_ms
 from topologies.city_layout import (
     CityLayout,
@@ -109,73 +108,6 @@ class Mobility:
         return [w.position for w in self.walkers]
 
 
-def aggregate(results: dict[str, dict[str, Any]], fog_states: dict[str, dict[str, Any]]
-              ) -> dict[str, Any]:
-    """The simulator's metric columns from the live clients' and nodes' records."""
-    clients = list(results.values())
-    node_in = [int(s["counts"]["in"]) for s in fog_states.values()]
-    node_out = [int(s["counts"]["out"]) for s in fog_states.values()]
-    sel = sum(r["selections"] for r in clients)
-    picks: dict[int, set[str]] = defaultdict(set)
-    for r in clients:
-        for t, n in r["picks"]:
-            picks[int(t)].add(n)
-    lat = [x for r in clients for x in r["latencies"]]
-    conn = [math.sqrt(r["sq_conn_err"] / r["delivered"]) for r in clients if r["delivered"]]
-    excess = [x for r in clients for x in r.get("excess", [])]
-    coord = [e for r in clients for e in r.get("coordinate_errors", {}).values()]
-    probes = sum(int(r["counts"][way].get(kind, 0)) for r in [*clients, *fog_states.values()]
-                 for way in ("sent", "received") for kind in ("probe", "m_probe"))
-    nan = math.nan
-    return {
-        "client_messages": statistics.mean(r["counts"]["in"] + r["counts"]["out"]
-                                           for r in clients) if clients else nan,
-        "client_lost": statistics.mean(r["lost"] for r in clients) if clients else nan,
-        "client_reconnections": statistics.mean(r["reconnections"] for r in clients)
-        if clients else nan,
-        "client_handovers": statistics.mean(r["handovers"] for r in clients) if clients else nan,
-        "node_in": statistics.mean(node_in) if node_in else nan,
-        "node_out": statistics.mean(node_out) if node_out else nan,
-        "node_total": statistics.mean(a + b for a, b in zip(node_in, node_out, strict=True))
-        if node_in else nan,
-        "optimal_rate": sum(r["optimal_hits"] for r in clients) / sel if sel else nan,
-        "selection_rmse_ms": math.sqrt(sum(r["sq_sel_err"] for r in clients) / sel)
-        if sel else nan,
-        "unique_per_step": statistics.mean(len(s) for s in picks.values()) if picks else nan,
-        "mean_latency_ms": statistics.mean(lat) if lat else nan,
-        "connection_error_ms": statistics.mean(conn) if conn else nan,
-        "delivered": len(lat),
-        "probe_messages": probes,
-        "rtt_excess_ms": statistics.median(excess) if excess else nan,
-        "coord_median_rel_error": statistics.median(coord) if coord else nan,
-    } | meridian_columns(clients, fog_states)
-
-
-def meridian_columns(clients: list[dict[str, Any]], fog_states: dict[str, dict[str, Any]]
-                     ) -> dict[str, Any]:
-    """Meridian's messages as the daemons counted them, per query as the simulator
-    counts them: the client's query, the asks and forwards, the answers and the
-    result, and each probe to the client (ping and echo); and its upkeep."""
-    queries = sum(int(r["counts"]["sent"].get("m_query", 0)) for r in clients)
-    if not queries:
-        return {}
-    fogs = list(fog_states.values())
-
-    def sent(kind: str) -> int:
-        return sum(int(s["counts"]["sent"].get(kind, 0)) for s in fogs)
-
-    probes = sent("m_probe")
-    per_query = queries + sum(sent(k) for k in ("m_query", "m_ask", "m_answer", "m_result"))
-    per_query += probes + sum(int(s["counts"]["received"].get("m_probe", 0)) for s in fogs)
-    hops = [h for s in fogs for h in s.get("meridian_hops", [])]
-    return {"meridian_queries": queries,
-            "meridian_messages_per_query": per_query / queries,
-            "meridian_probes_per_query": probes / queries,
-            "meridian_hops_per_query": statistics.mean(hops) if hops else math.nan,
-            "meridian_upkeep_messages": sum(sent(k) for k in ("m_gossip", "m_ring",
-                                                                "m_report"))}
-
-
 class CityLive:
     def __init__(self, study: CityStudy, out: Path, stop: threading.Event,
                  show: bool = True) -> None:
@@ -251,10 +183,8 @@ class CityLive:
                   for name, s in self.sites.items()},
             clients={client_name(k): self.emu.graph.nodes[client_name(k)]["ip"]
                      for k in range(n)},
-            time_scale=st.time_scale, dimensions=st.vivaldi_dimensions, state_dir=state_dir,
-            epoch=epoch, duration_s=st.duration_s, seed=st.seed, period_s=st.period_s,
-            start_s=st.start_s, max_attempts=st.max_attempts, timeout_ms=st.timeout_ms,
-            bound_ms=st.load_aware_bound_ms)
+            time_scale=st.time_scale, state_dir=state_dir, epoch=epoch,
+            duration_s=st.duration_s, seed=st.seed, client=client_params(st))
         cfg_path = cfg.write(point / "city.json")
         rt = ["--realtime"] if st.realtime else []
         fogs = {name: self._popen(name, f"{point.name}-{name}",
@@ -313,7 +243,7 @@ class CityLive:
         row: dict[str, Any] = {"selector": selector, "ratio": ratio, "clients": n,
                                "slots": self.layout.total_slots, "seed": st.seed,
                                "duration_s": st.duration_s, "engine": "emulate"}
-        row |= aggregate(results, fog_states)
+        row |= live_metrics(results, fog_states)
         row["link_updates"] = self.link_updates - updates0
         row["clients_reporting"] = len(results)
         row["fogs_reporting"] = len(fog_states)

@@ -66,12 +66,14 @@ def main(argv: list[str] | None = None,
                 return 2
             stop_ovs()
         return 0
-    from topologies.city_net import is_city_study
+    from runner.study import declared_study
 
-    if is_city_study(args.scenario):  # seed 003's city study, not a queueing scenario
-        from runner.city_cli import run_city_study
+    if declared_study(args.scenario) == "city":  # a study of many runs: the study driver's
+        from runner.study import main as run_study_file
 
-        return run_city_study(args, root)
+        out = args.out or str(root / "results" / time.strftime("%Y%m%d-%H%M%S-city"))
+        return run_study_file(["--scenario", args.scenario, "--engine", args.engine, "--out",
+                               out, *(["--duration", str(args.duration)] if args.duration else [])])
     try:
         overrides: dict[str, object] = {}
         if args.duration is not None:

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Run every point of a scenario's sweep and draw the figure (see runner/sweep.py).
+"""Run a study and draw its figures (runner/study.py): a scenario's sweep, a size-based
+sweep (seed 002b) or a city study file (seed 003).
 
     python scripts/sweep.py --scenario FILE --engine simulate [--executor {process,ray}]
                             [--ray-address ADDR] [--workers N] [--requests N] [--out DIR]
@@ -21,7 +22,7 @@ import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside
 _live = any(a in ("emulate", "--engine=emulate") for a in sys.argv[1:])
 bootstrap.bootstrap(needs_network_stack=_live, extras="sweep")
 
-from runner.sweep import main  # noqa: E402
+from runner.study import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

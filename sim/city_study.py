@@ -38,69 +38,38 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodes.ncs.meridian import MeridianOverlay, Messages
-from nodes.ncs.selection import (
-    SELECTORS,
-    LoadAware,
-    ProbeAnswer,
-    SelectionContext,
-    SelectionError,
-    Selector,
+from nodes.ncs.discovery import (
+    VIVALDI_SELECTORS,
+    ClientParams,
+    ClientTally,
+    city_metrics,
+    discovery_step,
+    make_selector,
 )
+from nodes.ncs.meridian import MeridianOverlay, Messages
+from nodes.ncs.selection import ProbeAnswer, SelectionContext, SelectionError
 from nodes.ncs.vivaldi import VivaldiConfig, VivaldiNode
-from topologies.city_latency import LatencyParams, load_ms, nearest, processing_ms
+from topologies.city_latency import load_ms, nearest, processing_ms
 from topologies.city_layout import (
     CityLayout,
     PositionTrace,
     Waypoint,
     WaypointParams,
     advance,
-    make_city,
     random_positions,
     start_walker,
 )
+from topologies.city_net import CityStudy
 
-VIVALDI_SELECTORS = ("vivaldi", "load_aware")
 _load_ms = functools.lru_cache(maxsize=65536)(load_ms)
 
 
-@dataclass(frozen=True)
-class StudyConfig:
-    ratio: float
-    selector: str
-    seed: int = 1
-    duration_s: float = 120.0
-    fog_nodes: int = 29
-    total_slots: int = 318
-    area_km2: float = 2.25
-    max_clients: int | None = None
-    period_s: tuple[float, float] = (0.5, 1.0)
-    start_s: tuple[float, float] = (3.0, 10.0)
-    timeout_ms: float = 100.0
-    max_attempts: int = 3
-    vivaldi_dimensions: int = 2
-    load_aware_bound_ms: float = 2.0
-    latency: LatencyParams = field(default_factory=LatencyParams)
-    speed_mps: tuple[float, float] = (0.5, 15.0)
-    pause_s: tuple[float, float] = (0.0, 10.0)
-
-    def __post_init__(self) -> None:
-        if not 0 < self.ratio <= 10:
-            raise SelectionError(f"ratio: must be in (0, 10], got {self.ratio!r}")
-        if self.selector not in SELECTORS:
-            raise SelectionError(f"selector: unknown {self.selector!r} "
-                                 f"(known: {', '.join(SELECTORS)})")
-        if not self.duration_s > 0:
-            raise SelectionError(f"duration_s: must be > 0, got {self.duration_s!r}")
-        if not 0 < self.period_s[0] <= self.period_s[1]:
-            raise SelectionError(f"period_s: need 0 < min <= max, got {self.period_s}")
-        if self.max_attempts < 1:
-            raise SelectionError(f"max_attempts: must be >= 1, got {self.max_attempts}")
-
-    @property
-    def clients(self) -> int:
-        n = round(self.total_slots * self.ratio)
-        return max(1, min(n, self.max_clients) if self.max_clients is not None else n)
+def client_params(study: CityStudy) -> ClientParams:
+    """The study file's client knobs, for either engine (the one place they are copied)."""
+    return ClientParams(period_s=study.period_s, start_s=study.start_s,
+                        max_attempts=study.max_attempts, timeout_ms=study.timeout_ms,
+                        dimensions=study.vivaldi_dimensions,
+                        bound_ms=study.load_aware_bound_ms)
 
 
 @dataclass
@@ -112,23 +81,73 @@ class _Client:
     tower: int
     tower_m: float
     node: str | None = None
-    lost: int = 0
-    reconnections: int = 0
-    handovers: int = 0
-    sq_conn_err: float = 0.0
-    delivered: int = 0
+    tally: ClientTally = field(default_factory=ClientTally)
     vivaldi: VivaldiNode | None = None
 
 
-class CityStudy:
-    """The state of one run; `run()` plays it out and returns the metrics row."""
+class _SimulatedNet:
+    """One client's step on the simulated city (`nodes.ncs.discovery.ClientEngine`)."""
 
-    def __init__(self, cfg: StudyConfig, trace: PositionTrace | None = None,
-                 layout: CityLayout | None = None) -> None:
-        self.cfg = cfg
-        self.p = cfg.latency
-        self.layout = layout or make_city(random.Random(f"city-{cfg.seed}"), cfg.fog_nodes,
-                                          cfg.total_slots, cfg.area_km2)
+    def __init__(self, sim: CitySimulation, c: _Client, static: dict[str, float]) -> None:
+        self.sim, self.c, self.static = sim, c, static
+
+    def context(self, excluded: frozenset[str]) -> SelectionContext:
+        sim, c = self.sim, self.c
+        if sim.uses_vivaldi:  # ask a node to rank the nodes by coordinates
+            node = c.node or sim.rng.choice(sim.names)
+            sim.messages.send("discovery", c.name, node)
+            sim.messages.send("discovery", node, c.name)
+        return sim.context(c, self.static, excluded)
+
+    def true_rtt(self) -> dict[str, float]:
+        return {n: self.static[n] + self.sim.load_term(n) for n in self.sim.names}
+
+    def join(self, node: str) -> bool:
+        sim = self.sim
+        if sim.load[node] < sim.slots[node]:
+            sim.load[node] += 1
+            return True
+        sim.messages.send("task", self.c.name, node)  # refused: this task is lost
+        return False
+
+    def leave(self, node: str) -> None:
+        self.sim.load[node] -= 1
+
+    def task(self, node: str) -> None:
+        sim, c = self.sim, self.c
+        sim.messages.send("task", c.name, node)
+        rtt = self.static[node] + sim.load_term(node)
+        if rtt > sim.client.timeout_ms:
+            c.tally.lost += 1
+            return
+        sim.messages.send("reply", node, c.name)
+        c.tally.deliver(rtt, min(self.static[n] + sim.load_term(n, 0 if n == node else 1)
+                                 for n in sim.names))
+        if c.vivaldi is not None:
+            c.vivaldi.update(node, sim.node_vivaldi[node].coord, rtt)
+            sim.node_vivaldi[node].update(c.name, c.vivaldi.coord, rtt)
+
+    def probe(self, node: str) -> None:
+        sim, c = self.sim, self.c
+        sim.messages.probe(c.name, node)
+        assert c.vivaldi is not None
+        c.vivaldi.update(node, sim.node_vivaldi[node].coord,
+                         self.static[node] + sim.load_term(node))
+
+
+class CitySimulation:
+    """One selector at one client/slot ratio of a study, at the study's scale (its live
+    one, or `study.at_full_scale()`); `run()` plays it out and returns the metrics row."""
+
+    def __init__(self, study: CityStudy, selector: str, ratio: float,
+                 trace: PositionTrace | None = None, layout: CityLayout | None = None) -> None:
+        if not 0 < ratio <= 10:
+            raise SelectionError(f"ratio: must be in (0, 10], got {ratio!r}")
+        self.study, self.kind, self.ratio = study, selector, ratio
+        self.client = client_params(study)
+        self.seed = study.seed
+        self.p = study.params()
+        self.layout = layout or study.layout()
         self.trace = trace
         self.names = [n.name for n in self.layout.fog_nodes]
         self.pos = {n.name: n.position for n in self.layout.fog_nodes}
@@ -142,31 +161,24 @@ class CityStudy:
         self.node_tower_m = {n: near[n][1] for n in self.names}
         self.proc = processing_ms(self.p)
         self.messages = Messages()
-        self.selector: Selector = LoadAware(cfg.load_aware_bound_ms) \
-            if cfg.selector == "load_aware" else SELECTORS[cfg.selector]()
-        self.uses_vivaldi = cfg.selector in VIVALDI_SELECTORS
-        vcfg = VivaldiConfig(dimensions=cfg.vivaldi_dimensions)
-        self.node_vivaldi = {n: VivaldiNode(vcfg, random.Random(f"{cfg.seed}-v-{n}"))
+        self.selector = make_selector(selector, self.client)
+        self.uses_vivaldi = selector in VIVALDI_SELECTORS
+        vcfg = VivaldiConfig(dimensions=self.client.dimensions)
+        self.node_vivaldi = {n: VivaldiNode(vcfg, random.Random(f"{self.seed}-v-{n}"))
                              for n in self.names}
-        self.rng = random.Random(f"{cfg.seed}-{cfg.selector}-{cfg.ratio}")
-        self.wp = WaypointParams(self.layout.side_m, cfg.speed_mps, cfg.pause_s)
+        self.rng = random.Random(f"{self.seed}-{selector}-{ratio}")
+        self.wp = WaypointParams(self.layout.side_m, study.mobility.speed_mps,
+                                 study.mobility.pause_s)
         self.clients = self._make_clients(vcfg)
         self.by_name = {c.name: c for c in self.clients}
         self.meridian: MeridianOverlay | None = None
-        if cfg.selector == "meridian":
+        if selector == "meridian":
             self.meridian = MeridianOverlay(self.names, self._measure, messages=self.messages)
-        # metrics
         self.meridian_queries: list[tuple[int, int, int]] = []  # (messages, probes, hops)
-        self.selections = 0
-        self.optimal_hits = 0
-        self.sq_sel_err = 0.0
-        self.unique: dict[int, set[str]] = {}
-        self.latencies: list[float] = []
-
     # ---- set-up ------------------------------------------------------------------
     def _make_clients(self, vcfg: VivaldiConfig) -> list[_Client]:
-        n = self.cfg.clients
-        crng = random.Random(f"clients-{self.cfg.seed}")  # same for every selector
+        n = self.study.clients_at(self.ratio)
+        crng = random.Random(f"clients-{self.seed}")  # same for every selector
         trace_names = self.trace.clients() if self.trace else []
         if self.trace and len(trace_names) < n:
             raise SelectionError(f"trace: has {len(trace_names)} clients, the run needs {n}")
@@ -175,9 +187,9 @@ class CityStudy:
         for i in range(n):
             name = trace_names[i] if self.trace else f"c{i}"
             p0 = self.trace.at(name, 0.0) if self.trace else starts[i]
-            walker = start_walker(p0, self.wp, random.Random(f"walk-{self.cfg.seed}-{i}"))
+            walker = start_walker(p0, self.wp, random.Random(f"walk-{self.seed}-{i}"))
             t, d = nearest(p0, self.layout.towers)
-            viv = VivaldiNode(vcfg, random.Random(f"{self.cfg.seed}-vc-{i}")) \
+            viv = VivaldiNode(vcfg, random.Random(f"{self.seed}-vc-{i}")) \
                 if self.uses_vivaldi else None
             out.append(_Client(name, p0, walker, 0.0, t, d, vivaldi=viv))
         return out
@@ -194,24 +206,24 @@ class CityStudy:
         metres = self.node_tower_m[a] + back + self.node_tower_m[b]
         return metres / 1000.0 * self.p.propagation_ms_per_km + self.proc
 
-    def _load(self, n: str, extra: int = 0) -> float:
+    def load_term(self, n: str, extra: int = 0) -> float:
         return _load_ms(self.load[n] + extra, self.slots[n], self.p)
 
     def _measure(self, a: str, b: str) -> float:
         """RTT between any two named hosts under the current loads (Meridian's probes)."""
         if a in self.pos and b in self.pos:
-            return self._node_static(a, b) + self._load(b)
+            return self._node_static(a, b) + self.load_term(b)
         client, node = (self.by_name[a], b) if a in self.by_name else (self.by_name[b], a)
-        return self._static_from_client(client)[node] + self._load(node)
+        return self._static_from_client(client)[node] + self.load_term(node)
 
     # ---- events ------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
-        cfg = self.cfg
+        period_s = self.client.period_s
         events: list[tuple[float, int, str, int]] = []
         seq = 0
-        crng = random.Random(f"starts-{cfg.seed}")
+        crng = random.Random(f"starts-{self.seed}")
         for i in range(len(self.clients)):
-            events.append((crng.uniform(*cfg.start_s), seq, "client", i))
+            events.append((crng.uniform(*self.client.start_s), seq, "client", i))
             seq += 1
         events.append((0.0, seq, "snapshot", 0))
         seq += 1
@@ -219,19 +231,19 @@ class CityStudy:
             events.append((0.5, seq, "node_probe", 0))
             seq += 1
         if self.meridian is not None:
-            self.meridian.converge(random.Random(f"{cfg.seed}-meridian"), gossip_rounds=10)
+            self.meridian.converge(random.Random(f"{self.seed}-meridian"), gossip_rounds=10)
             events.append((5.0, seq, "gossip", 0))
             events.append((30.0, seq + 1, "manage", 0))
             seq += 2
         heapq.heapify(events)
-        period_rng = random.Random(f"periods-{cfg.seed}")
+        period_rng = random.Random(f"periods-{self.seed}")
         while events:
             t, _, kind, idx = heapq.heappop(events)
-            if t > cfg.duration_s:
+            if t > self.study.duration_s:
                 break
             if kind == "client":
                 self._client_step(self.clients[idx], t)
-                nxt = t + period_rng.uniform(*cfg.period_s)
+                nxt = t + period_rng.uniform(*period_s)
             elif kind == "snapshot":
                 self.free_snapshot = {n: self.slots[n] - self.load[n] for n in self.names}
                 nxt = t + 1.0
@@ -254,7 +266,7 @@ class CityStudy:
         for a in self.names:
             b = self.rng.choice([n for n in self.names if n != a])
             self.messages.probe(a, b)
-            rtt = self._node_static(a, b) + self._load(b)
+            rtt = self._node_static(a, b) + self.load_term(b)
             self.node_vivaldi[a].update(b, self.node_vivaldi[b].coord, rtt)
 
     def _move(self, c: _Client, t: float) -> None:
@@ -266,10 +278,11 @@ class CityStudy:
         c.last_move_s = t
         c.tower, c.tower_m = nearest(c.position, self.layout.towers)
 
-    def _context(self, c: _Client, static: dict[str, float], excluded: frozenset[str]
-                 ) -> SelectionContext:
-        kind = self.cfg.selector
-        true = {n: static[n] + self._load(n) for n in self.names} if kind == "optimal" else None
+    def context(self, c: _Client, static: dict[str, float], excluded: frozenset[str]
+                ) -> SelectionContext:
+        kind = self.kind
+        true = {n: static[n] + self.load_term(n) for n in self.names} \
+            if kind == "optimal" else None
         est = None
         if c.vivaldi is not None:
             est = {n: c.vivaldi.coord.distance_to(self.node_vivaldi[n].coord)
@@ -296,108 +309,35 @@ class CityStudy:
         if kind == "load_aware":
             def probe_node(n: str) -> ProbeAnswer:
                 self.messages.probe(c.name, n)
-                k, here = self.load[n], self._load(n)
+                k, here = self.load[n], self.load_term(n)
                 return ProbeAnswer(static[n] + here, self.slots[n] - k,
-                                   join_cost_ms=k * (self._load(n, 1) - here),
-                                   leave_gain_ms=(k - 1) * (here - self._load(n, -1))
+                                   join_cost_ms=k * (self.load_term(n, 1) - here),
+                                   leave_gain_ms=(k - 1) * (here - self.load_term(n, -1))
                                    if k > 0 else 0.0)
             probe = probe_node
         return SelectionContext(self.names, self.slots, c.node, excluded, true, est, free,
                                 meridian, probe)
 
-    def _discovery_messages(self, c: _Client) -> None:
-        if self.uses_vivaldi:  # ask a node to rank the nodes by coordinates
-            node = c.node or self.rng.choice(self.names)
-            self.messages.send("discovery", c.name, node)
-            self.messages.send("discovery", node, c.name)
-
     def _client_step(self, c: _Client, t: float) -> None:
         self._move(c, t)
-        static = self._static_from_client(c)
-        excluded: set[str] = set()
-        for _ in range(self.cfg.max_attempts):
-            self._discovery_messages(c)
-            chosen = self.selector.select(self._context(c, static, frozenset(excluded)),
-                                          self.rng)
-            if chosen is None:
-                break
-            self._score_selection(c, chosen, static, t)
-            if chosen == c.node:
-                break
-            if self.load[chosen] < self.slots[chosen]:
-                if c.node is not None:
-                    self.load[c.node] -= 1
-                    c.handovers += 1
-                self.load[chosen] += 1
-                c.node = chosen
-                break
-            self.messages.send("task", c.name, chosen)  # refused: this task is lost
-            c.lost += 1
-            c.reconnections += 1
-            excluded.add(chosen)
-        if c.node is None:
-            return
-        self._send_task(c, static)
-        if c.vivaldi is not None:
-            peer = self.rng.choice(self.names)
-            self.messages.probe(c.name, peer)
-            c.vivaldi.update(peer, self.node_vivaldi[peer].coord, static[peer] + self._load(peer))
-
-    def _score_selection(self, c: _Client, chosen: str, static: dict[str, float],
-                         t: float) -> None:
-        lat = {n: static[n] + self._load(n) for n in self.names}
-        best = min(lat.values())
-        self.selections += 1
-        self.optimal_hits += lat[chosen] <= best
-        self.sq_sel_err += (lat[chosen] - best) ** 2
-        self.unique.setdefault(int(t), set()).add(chosen)
-
-    def _send_task(self, c: _Client, static: dict[str, float]) -> None:
-        assert c.node is not None
-        node = c.node
-        self.messages.send("task", c.name, node)
-        rtt = static[node] + self._load(node)
-        if rtt > self.cfg.timeout_ms:
-            c.lost += 1
-            return
-        self.messages.send("reply", node, c.name)
-        best = min(static[n] + self._load(n, 0 if n == node else 1) for n in self.names)
-        c.delivered += 1
-        c.sq_conn_err += (rtt - best) ** 2
-        self.latencies.append(rtt)
-        if c.vivaldi is not None:
-            c.vivaldi.update(node, self.node_vivaldi[node].coord, rtt)
-            self.node_vivaldi[node].update(c.name, c.vivaldi.coord, rtt)
+        net = _SimulatedNet(self, c, self._static_from_client(c))
+        c.node = discovery_step(net, self.selector, c.node, self.names, self.client,
+                                c.tally, self.rng, t, c.vivaldi is not None)
 
     # ---- results -----------------------------------------------------------------
     def _metrics(self) -> dict[str, Any]:
         m = self.messages
-        clients = self.clients
-        per_client_total = [m.sent[c.name] + m.received[c.name] for c in clients]
-        conn = [math.sqrt(c.sq_conn_err / c.delivered) for c in clients if c.delivered]
+        for c in self.clients:
+            c.tally.messages = m.sent[c.name] + m.received[c.name]
         return {
-            "selector": self.cfg.selector,
-            "ratio": self.cfg.ratio,
-            "clients": len(clients),
+            "selector": self.kind,
+            "ratio": self.ratio,
+            "clients": len(self.clients),
             "slots": sum(self.slots.values()),
-            "seed": self.cfg.seed,
-            "duration_s": self.cfg.duration_s,
-            "client_messages": statistics.mean(per_client_total),
-            "client_lost": statistics.mean(c.lost for c in clients),
-            "client_reconnections": statistics.mean(c.reconnections for c in clients),
-            "client_handovers": statistics.mean(c.handovers for c in clients),
-            "node_in": statistics.mean(m.received[n] for n in self.names),
-            "node_out": statistics.mean(m.sent[n] for n in self.names),
-            "node_total": statistics.mean(m.received[n] + m.sent[n] for n in self.names),
-            "optimal_rate": self.optimal_hits / self.selections if self.selections else math.nan,
-            "selection_rmse_ms": math.sqrt(self.sq_sel_err / self.selections)
-            if self.selections else math.nan,
-            "unique_per_step": statistics.mean(len(s) for s in self.unique.values())
-            if self.unique else math.nan,
-            "mean_latency_ms": statistics.mean(self.latencies) if self.latencies else math.nan,
-            "connection_error_ms": statistics.mean(conn) if conn else math.nan,
-            "delivered": len(self.latencies),
-        } | self._meridian_metrics()
+            "seed": self.seed,
+            "duration_s": self.study.duration_s,
+        } | city_metrics([c.tally for c in self.clients], [m.received[n] for n in self.names],
+                         [m.sent[n] for n in self.names]) | self._meridian_metrics()
 
     def _meridian_metrics(self) -> dict[str, Any]:
         """Per query as the live run counts them (sim/city_output.MERIDIAN_COLUMNS)."""
@@ -412,10 +352,7 @@ class CityStudy:
                 "meridian_upkeep_messages": by_kind["gossip"] + by_kind["ring_manage"]}
 
 
-def run_study(cfg: StudyConfig, trace: PositionTrace | None = None) -> dict[str, Any]:
-    return CityStudy(cfg, trace).run()
+def run_study(study: CityStudy, selector: str, ratio: float,
+              trace: PositionTrace | None = None) -> dict[str, Any]:
+    return CitySimulation(study, selector, ratio, trace).run()
 
-
-METRIC_COLUMNS = ("client_messages", "client_lost", "client_reconnections", "client_handovers",
-                  "node_in", "node_out", "node_total", "optimal_rate", "selection_rmse_ms",
-                  "unique_per_step", "mean_latency_ms", "connection_error_ms", "delivered")

@@ -8,7 +8,7 @@ event heap:
   is HP with probability lambda_hp / lambda and comes from a uniformly chosen client),
   which has the same law as independent per-client, per-class streams of rate
   lambda / clients. Inter-arrival times, classes, clients and sizes are drawn in
-  numpy blocks from separate seeded streams (`sim.streams`).
+  numpy blocks from separate seeded streams (`fogsdn.streams`).
 * A single-server FIFO node knows each request's completion the moment it is
   accepted (max(arrival, previous completion) + size / mu), so nodes keep their
   requests in a deque of finished-by times and settle completions lazily, when the

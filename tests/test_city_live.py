@@ -3,7 +3,6 @@ fog node's and the client's logic over a fake network, mobility, and the metrics
 
 from __future__ import annotations
 
-import argparse
 import math
 import random
 from collections import deque
@@ -17,15 +16,16 @@ from fogsdn.routing import path_delay_ms, shortest_path
 from nodes.city_client import CityClient
 from nodes.city_fog import MERIDIAN_PORT, CityConfig, FogInfo, FogNode
 from nodes.city_meridian import Ping, query_message
-from runner.city_cli import run_city_study
-from runner.city_live import Mobility, aggregate, live_scenario, start_positions
+from runner.city_live import Mobility, live_scenario, start_positions
+from runner.study import declared_study
+from runner.study import main as study_main
+from sim.city_output import live_metrics
 from topologies.city_latency import LatencyParams, load_ms, processing_ms
 from topologies.city_net import (
     CityStudy,
     CityStudyError,
     city_graph,
     fog_access_ms,
-    is_city_study,
     load_city_study,
     true_rtt_ms,
 )
@@ -77,8 +77,10 @@ def test_fog_access_delay_carries_processing_and_load() -> None:
 
 def test_the_shipped_study_file_validates() -> None:
     path = ROOT / "scenarios" / "city.yaml"
-    assert is_city_study(path)
-    assert not is_city_study(ROOT / "scenarios" / "default.yaml")
+    assert declared_study(path) == "city"
+    assert declared_study(ROOT / "scenarios" / "default.yaml") is None
+    assert declared_study(ROOT / "scenarios" / "seed000_fig4a.yaml") == "sweep"
+    assert declared_study(ROOT / "scenarios" / "seed002b_load.yaml") == "size_based"
     st = load_city_study(path)
     assert st.selectors == ("optimal", "random", "vivaldi", "meridian", "load_aware")
     assert st.full_scale.fog_nodes == 29 and st.full_scale.total_slots == 318
@@ -108,9 +110,15 @@ def _config(slots: dict[str, int]) -> CityConfig:
     fogs = {n: FogInfo(n, f"10.0.0.{i + 1}", s, tuple(load_ms(c, s, P) for c in range(s + 2)))
             for i, (n, s) in enumerate(slots.items())}
     return CityConfig(fogs=fogs, clients={"c1": "10.0.0.101", "c2": "10.0.0.102"},
-                      time_scale=5.0, dimensions=2, state_dir=Path("/nonexistent"),
+                      time_scale=5.0, state_dir=Path("/nonexistent"),
                       epoch=0.0, duration_s=10.0, seed=1)
 
+
+
+def test_the_point_file_every_process_reads_round_trips(tmp_path: Path) -> None:
+    cfg = _config({"x": 2, "y": 3})
+    back = CityConfig.read(cfg.write(tmp_path / "city.json"))
+    assert back == cfg and back.fogs["y"].load(9) == cfg.fogs["y"].load_ms[-1]
 
 def test_fog_node_gives_slots_until_full_and_answers_only_its_clients() -> None:
     cfg = _config({"f": 2})
@@ -281,7 +289,7 @@ def test_waypoint_mobility_is_seeded_and_trace_mobility_replays(tmp_path: Path) 
         Mobility(_study(mobility={"kind": "trace", "trace": str(trace)}), lay, 3)
 
 
-def test_aggregate_gives_the_simulators_columns() -> None:
+def test_live_metrics_give_the_simulators_columns() -> None:
     def counts(i: int, o: int) -> dict[str, Any]:
         return {"in": i, "out": o, "sent": {"probe": o}, "received": {"probe": i}}
 
@@ -301,7 +309,7 @@ def test_aggregate_gives_the_simulators_columns() -> None:
     x_counts = counts(20, 18) | {"sent": x_sent, "received": {"probe": 20, "m_probe": 5}}
     fogs: dict[str, dict[str, Any]] = {
         "x": {"counts": x_counts, "meridian_hops": [0, 1, 1]}, "y": {"counts": counts(4, 4)}}
-    m = aggregate(clients, fogs)
+    m = live_metrics(clients, fogs)
     assert m["client_messages"] == 17 and m["client_lost"] == 0.5
     assert m["node_in"] == (20 + 4) / 2 and m["node_out"] == (18 + 4) / 2
     assert m["optimal_rate"] == 0.75 and m["selection_rmse_ms"] == pytest.approx(1.0)
@@ -323,9 +331,8 @@ def test_simulate_engine_runs_the_study_at_its_full_scale(tmp_path: Path) -> Non
     f = tmp_path / "c.yaml"
     f.write_text("study: city\nname: small\nselectors: [optimal, load_aware]\n"
                  "full_scale: {fog_nodes: 5, total_slots: 30, duration_s: 15, ratios: [0.5]}\n")
-    args = argparse.Namespace(scenario=str(f), engine="simulate", duration=None,
-                              out=str(tmp_path / "out"), quiet=True)
-    assert run_city_study(args, tmp_path) == 0
+    assert study_main(["--scenario", str(f), "--out", str(tmp_path / "out"),
+                       "--executor", "serial"]) == 0
     lines = (tmp_path / "out" / "seed003-simulate.csv").read_text().splitlines()
     assert len(lines) == 3 and lines[1].startswith("optimal,0.5,15,30")
     assert (tmp_path / "out" / "seed003_fig7-simulate.png").stat().st_size > 1000
@@ -345,9 +352,8 @@ def test_the_clis_recognise_a_city_study(tmp_path: Path, entry: str) -> None:
         rc = cli_main(["--scenario", str(f), "--engine", "simulate", "--out", str(out),
                        "--quiet"])
     else:
-        from runner.sweep import main as sweep_main
-
-        rc = sweep_main(["--scenario", str(f), "--engine", "simulate", "--out", str(out)])
+        rc = study_main(["--scenario", str(f), "--engine", "simulate", "--out", str(out),
+                         "--workers", "2"])
     assert rc == 0
     assert (out / "seed003-simulate.csv").read_text().splitlines()[1].startswith("random,0.5,6")
 

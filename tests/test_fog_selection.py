@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
+from nodes.ncs.discovery import ClientParams, make_selector
 from nodes.ncs.selection import (
     LoadAware,
     MeridianClosest,
@@ -15,11 +16,11 @@ from nodes.ncs.selection import (
     RandomChoice,
     SelectionContext,
     SelectionError,
-    SelectorSet,
     VivaldiNearest,
 )
-from sim.city_study import CityStudy, StudyConfig, run_study
+from sim.city_study import CitySimulation, run_study
 from topologies.city_layout import parse_trace
+from topologies.city_net import CityStudy
 
 NODES = ["a", "b", "c", "d"]
 SLOTS = {"a": 4, "b": 4, "c": 4, "d": 4}
@@ -117,24 +118,29 @@ def test_load_aware_never_moves_to_a_node_that_answered_full() -> None:
                               RNG) is None
 
 
-def test_selector_set_names_unknown() -> None:
-    assert set(SelectorSet().build()) == {"optimal", "random", "vivaldi", "meridian",
-                                          "load_aware"}
+def test_make_selector_names_unknown() -> None:
+    names = ("optimal", "random", "vivaldi", "meridian", "load_aware")
+    built = {n: make_selector(n, ClientParams(bound_ms=1.5)) for n in names}
+    assert isinstance(built["load_aware"], LoadAware) and built["load_aware"].bound_ms == 1.5
     with pytest.raises(SelectionError, match="unknown 'nearest'"):
-        SelectorSet(["nearest"]).build()
+        make_selector("nearest", ClientParams())
     with pytest.raises(SelectionError, match="bound_ms"):
         LoadAware(bound_ms=-1)
 
 
-def _small(selector: str, ratio: float, **kw: object) -> StudyConfig:
-    return StudyConfig(ratio=ratio, selector=selector, seed=3, duration_s=20.0, fog_nodes=6,
-                       total_slots=30, area_km2=0.5, **kw)  # type: ignore[arg-type]
+SMALL = CityStudy.model_validate({"study": "city", "name": "small", "seed": 3,
+                                  "duration_s": 20.0, "fog_nodes": 6, "total_slots": 30,
+                                  "area_km2": 0.5, "start_s": [3.0, 10.0]})
+
+
+def _small(selector: str, ratio: float) -> tuple[CityStudy, str, float]:
+    return SMALL, selector, ratio
 
 
 def test_study_is_deterministic_and_accounts_every_message() -> None:
-    a = CityStudy(_small("vivaldi", 0.6))
+    a = CitySimulation(*_small("vivaldi", 0.6))
     row = a.run()
-    assert row == run_study(_small("vivaldi", 0.6))
+    assert row == run_study(*_small("vivaldi", 0.6))
     m = a.messages
     assert sum(m.sent.values()) == sum(m.received.values()) == m.total
     assert row["clients"] == 18
@@ -145,14 +151,14 @@ def test_study_is_deterministic_and_accounts_every_message() -> None:
 
 
 def test_optimal_is_optimal_at_low_load() -> None:
-    row = run_study(_small("optimal", 0.2))
+    row = run_study(*_small("optimal", 0.2))
     assert row["optimal_rate"] == 1.0 and row["selection_rmse_ms"] == 0.0
     assert row["client_lost"] == 0
 
 
 @pytest.mark.parametrize("selector", ["optimal", "random", "vivaldi", "meridian", "load_aware"])
 def test_every_selector_runs_at_full_load(selector: str) -> None:
-    row = run_study(_small(selector, 1.0))
+    row = run_study(*_small(selector, 1.0))
     assert row["clients"] == 30
     assert 0 <= row["optimal_rate"] <= 1
     assert row["mean_latency_ms"] > 0 and row["connection_error_ms"] >= 0
@@ -162,7 +168,7 @@ def test_every_selector_runs_at_full_load(selector: str) -> None:
 def test_load_aware_loses_nothing_where_latency_minimisers_do() -> None:
     """At ratio 1 the nearest-first strategies keep hitting full nodes; ours confirms a
     free slot by probe before it moves, so it loses no task and is not slower."""
-    rows = {s: run_study(_small(s, 1.0)) for s in ("optimal", "vivaldi", "random",
+    rows = {s: run_study(*_small(s, 1.0)) for s in ("optimal", "vivaldi", "random",
                                                    "load_aware")}
     assert rows["load_aware"]["client_lost"] == 0
     for other in ("optimal", "vivaldi", "random"):
@@ -174,16 +180,16 @@ def test_trace_replay_drives_positions() -> None:
     lines = ["t_s,client,x_m,y_m"] + [f"{t},p{i},{10 + t * 5},{20 + i}" for i in range(6)
                                       for t in (0, 10, 20)]
     trace = parse_trace(lines, side_m=800)
-    study = CityStudy(_small("random", 0.2), trace=trace)
+    study = CitySimulation(*_small("random", 0.2), trace=trace)
     study.run()
     assert [c.name for c in study.clients] == ["p0", "p1", "p2", "p3", "p4", "p5"]
     assert study.clients[0].position[0] > 10  # it moved along the trace
     with pytest.raises(SelectionError, match="trace: has 6 clients"):
-        CityStudy(_small("random", 1.0), trace=trace)
+        CitySimulation(*_small("random", 1.0), trace=trace)
 
 
 def test_bad_study_config() -> None:
     with pytest.raises(SelectionError, match="ratio"):
-        StudyConfig(ratio=0, selector="random")
+        CitySimulation(SMALL, "random", 0)
     with pytest.raises(SelectionError, match="selector"):
-        StudyConfig(ratio=0.5, selector="nope")
+        CitySimulation(SMALL, "nope", 0.5)

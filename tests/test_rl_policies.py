@@ -15,7 +15,7 @@ from conftest import ROOT
 
 from controller.policies import PolicyError, make_policy
 from controller.policies.base import ClusterView, NodeView, Request
-from controller.policies.observe import EpochObserver, Layout, layout_of, weighted_choice
+from controller.policies.observe import EpochObserver, ObservationLayout, layout_of, weighted_choice
 from controller.policies.rl import RlDqn, RlRnn, goal, learner_from_json, learner_to_json
 from fogsdn.scenario import PolicySpec, Role, ServerPower, SwitchPower, TaskClass, load_scenario
 from models.power_model import server_power_w, switch_power_w
@@ -38,7 +38,7 @@ def view(held: tuple[int, int, int], up: tuple[bool, bool, bool] = (True, True, 
                  power_max_w=250.0, net_ms=24.0)))
 
 
-LAYOUT = Layout(("fn", "eco", "cloud"),
+LAYOUT = ObservationLayout(("fn", "eco", "cloud"),
                 {"fn": {"s1": frozenset({"c1", "s2"}), "s2": frozenset({"s1", "s5"})},
                  "eco": {"s1": frozenset({"c1", "s3"}), "s3": frozenset({"s1", "s4"})},
                  "cloud": {"s1": frozenset({"c1", "s2"}), "s2": frozenset({"s1", "s6"})}},
@@ -91,9 +91,9 @@ def test_layout_of_the_scenario_round_trips_through_json() -> None:
     assert layout.nodes == ("fn", "eco", "cloud")
     assert set(layout.node_ports["eco"]) == {"s1", "s3", "s4"}  # the long path
     assert set(layout.node_ports["fn"]) == {"s1", "s2", "s5"}
-    assert Layout.from_json(json.loads(json.dumps(layout.to_json()))) == layout
+    assert ObservationLayout.from_json(json.loads(json.dumps(layout.to_json()))) == layout
     with pytest.raises(PolicyError, match="layout"):
-        Layout.from_json({"nodes": ["fn"]})
+        ObservationLayout.from_json({"nodes": ["fn"]})
 
 
 def fake_dqn(tmp_path: Path, favourite: int, epoch: int = 4) -> Path:

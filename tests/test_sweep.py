@@ -122,3 +122,24 @@ def test_live_sweep_on_ray_runs_one_emulation_per_node_at_a_time(tmp_path: Path)
     (s1, e1), (s2, e2) = sorted(spans)
     assert e1 <= s2, f"two emulations overlapped on one node: {spans}"
 
+
+
+def test_a_size_based_sweep_is_seed_002bs_study(tmp_path: Path) -> None:
+    """A sweep that says `study: size_based` runs through the same driver: every
+    (value, policy) replicated, beside the model, into <name>.csv and .png; --plot-only
+    redraws from that table."""
+    from runner.study import main as study_main
+
+    args = ["--scenario", str(ROOT / "scenarios" / "seed002b_load.yaml"), "--out",
+            str(tmp_path), "--requests", "3000", "--replications", "2", "--executor", "serial",
+            "--set", "sweep.values=[0.1377, 0.3442]", "--set", "sweep.policies=[sita_e, random]"]
+    assert study_main(args) == 0
+    rows = read_csv(tmp_path / "seed002b_load.csv")
+    assert sorted((r["policy"], round(float(r["x"]), 2)) for r in rows) == [
+        ("random", 0.2), ("random", 0.5), ("sita_e", 0.2), ("sita_e", 0.5)]
+    assert all(r["wait_reps"] == "2" and float(r["wait_sim"]) > 0 for r in rows)
+    random_05 = next(r for r in rows if r["policy"] == "random" and float(r["x"]) > 0.4)
+    assert float(random_05["wait_predicted"]) > 0  # Random is M/G/1 per host: a model point
+    (tmp_path / "seed002b_load.png").unlink()
+    assert study_main([*args, "--plot-only"]) == 0
+    assert (tmp_path / "seed002b_load.png").stat().st_size > 1000

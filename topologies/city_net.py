@@ -60,14 +60,16 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class Mobility(_Frozen):
+class MobilitySpec(_Frozen):
+    """How the study's clients move (the live runner's `Mobility` plays it)."""
+
     kind: Literal["waypoint", "trace", "static"] = "waypoint"
     speed_mps: tuple[float, float] = (0.5, 15.0)
     pause_s: tuple[float, float] = (0.0, 10.0)
     trace: str | None = None  # a position trace CSV (topologies/city_layout.py format)
 
     @model_validator(mode="after")
-    def _trace(self) -> Mobility:
+    def _trace(self) -> MobilitySpec:
         if self.kind == "trace" and not self.trace:
             raise ValueError("mobility.trace: kind trace needs a trace file")
         if not 0 < self.speed_mps[0] <= self.speed_mps[1]:
@@ -110,7 +112,7 @@ class CityStudy(_Frozen):
     # live: fog daemons and clients run SCHED_FIFO (as the link relays do), so that a
     # loaded machine delays the probes' timing less
     realtime: bool = True
-    mobility: Mobility = Mobility()
+    mobility: MobilitySpec = MobilitySpec()
     latency: dict[str, float | bool] = Field(default_factory=dict)
     full_scale: FullScale = FullScale()
 
@@ -146,23 +148,23 @@ class CityStudy(_Frozen):
     def max_clients(self) -> int:
         return max(self.clients_at(r) for r in self.ratios)
 
+    def at_full_scale(self) -> CityStudy:
+        """The seed's scale (`full_scale:`, clients starting after its U(3, 10) s): what the
+        simulator runs; not validated again, as the live limits do not apply to it."""
+        fs = self.full_scale
+        return self.model_copy(update={
+            "fog_nodes": fs.fog_nodes, "total_slots": fs.total_slots, "ratios": fs.ratios,
+            "duration_s": fs.duration_s, "start_s": (3.0, 10.0)})
+
     def layout(self) -> CityLayout:
         """The live city: the same draw as the simulator's for this seed and size."""
         return make_city(random.Random(f"city-{self.seed}"), self.fog_nodes, self.total_slots,
                          self.area_km2)
 
 
-def is_city_study(path: str | Path) -> bool:
-    """Whether a YAML file is a city study (`study: city`) rather than a scenario."""
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError):
-        return False
-    return isinstance(data, dict) and data.get("study") == "city"
-
-
 def load_city_study(path: str | Path, overrides: Mapping[str, Any] | None = None) -> CityStudy:
-    """Read and validate a study file; CityStudyError is one line naming the field."""
+    """Read and validate a study file, `overrides` by dotted field (`full_scale.ratios`);
+    CityStudyError is one line naming the field."""
     p = Path(path)
     try:
         data = yaml.safe_load(p.read_text())
@@ -170,7 +172,13 @@ def load_city_study(path: str | Path, overrides: Mapping[str, Any] | None = None
         raise CityStudyError(f"{p}: cannot read: {err}") from None
     if not isinstance(data, dict):
         raise CityStudyError(f"{p}: must be a mapping")
-    data = {**data, **(overrides or {})}
+    for key, value in (overrides or {}).items():
+        *parents, leaf = key.split(".")
+        at = data
+        for k in parents:
+            at[k] = dict(at.get(k) or {})
+            at = at[k]
+        at[leaf] = value
     try:
         study = CityStudy.model_validate(data)
     except ValidationError as err:
@@ -200,10 +208,7 @@ def client_fog_ms(client: Position, site: FogSite, layout: CityLayout, p: Latenc
 
 
 def fog_fog_ms(a: FogSite, b: FogSite, layout: CityLayout, p: LatencyParams) -> float:
-    ti, di = nearest(a.position, layout.towers)
-    tj, dj = nearest(b.position, layout.towers)
-    back = math.dist(layout.towers[ti], layout.towers[tj]) if p.backhaul else 0.0
-    return max(MIN_LINK_MS, (di + back + dj) / 1000.0 * p.propagation_ms_per_km / 2.0)
+    return client_fog_ms(a.position, b, layout, p)
 
 
 def fog_access_ms(clients: int, site: FogSite, p: LatencyParams) -> float:
@@ -272,9 +277,3 @@ def city_graph(layout: CityLayout, positions: Sequence[Position], p: LatencyPara
                ) -> nx.Graph:
     return build_graph(city_topology(layout, positions, p), city_hosts(layout, len(positions)),
                        "city")
-
-
-def live_links(layout: CityLayout, n_clients: int) -> int:
-    """Shaped links of the live city: what its size costs in link elements."""
-    n = len(layout.fog_nodes)
-    return n_clients * n + n * (n - 1) // 2 + n

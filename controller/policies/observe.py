@@ -57,7 +57,7 @@ def weighted_choice(view: ClusterView, weights: Sequence[float]) -> int:
 
 
 @dataclass(frozen=True)
-class Layout:
+class ObservationLayout:
     """What the observer knows of the scenario: nodes in order, the switch ports each
     node's paths use, every switch's port count and power model, the goal's references."""
 
@@ -81,7 +81,7 @@ class Layout:
                 "rt_ref_ms": self.rt_ref_ms, "p_ref_w": self.p_ref_w}
 
     @classmethod
-    def from_json(cls, d: Mapping[str, object]) -> Layout:
+    def from_json(cls, d: Mapping[str, object]) -> ObservationLayout:
         try:
             ports = d["node_ports"]
             assert isinstance(ports, Mapping)
@@ -101,7 +101,7 @@ class Layout:
 class EpochObserver:
     """Accumulates one epoch of (view, choice) pairs; `close` gives the observation."""
 
-    layout: Layout
+    layout: ObservationLayout
     _views: int = 0
     _held: list[float] = field(default_factory=list)
     _busy: list[float] = field(default_factory=list)
@@ -168,7 +168,7 @@ class EpochObserver:
                 {"response_ms": rt, "power_w": power, "flows": flows})
 
 
-def layout_of(scenario: Scenario) -> Layout:
+def layout_of(scenario: Scenario) -> ObservationLayout:
     """The observer's layout for a scenario: each (client, node) path by the routing's
     shortest path by delay, ports named by the neighbour they face (as sim/power.py);
     the goal's references from `scenario.goal` or, unset, the fastest node's service
@@ -191,11 +191,11 @@ def layout_of(scenario: Scenario) -> Layout:
     p_ref = scenario.goal.p_ref_w or (sum(n.power.max_w for n in scenario.nodes)
                                       + max(sp.peak_w, sp.idle_w + sp.port_w * max(
                                           sw_ports.values(), default=0)) * len(sw_ports))
-    return Layout(tuple(n.name for n in scenario.nodes), node_ports, sw_ports, sp,
+    return ObservationLayout(tuple(n.name for n in scenario.nodes), node_ports, sw_ports, sp,
                   float(rt_ref), float(p_ref))
 
 
-def switch_activity(layout: Layout, sent: Sequence[int]) -> dict[str, int]:
+def switch_activity(layout: ObservationLayout, sent: Sequence[int]) -> dict[str, int]:
     """Active ports per switch when the nodes with flows (sent[k] > 0) carry traffic."""
     used: dict[str, set[str]] = {s: set() for s in layout.switch_ports}
     for k, name in enumerate(layout.nodes):
@@ -205,5 +205,5 @@ def switch_activity(layout: Layout, sent: Sequence[int]) -> dict[str, int]:
     return {s: len(p) for s, p in used.items()}
 
 
-__all__ = ["FEATURES_PER_NODE", "EpochObserver", "Layout", "Obs", "layout_of", "switch_activity",
-           "weighted_choice"]
+__all__ = ["FEATURES_PER_NODE", "EpochObserver", "Obs", "ObservationLayout", "layout_of",
+           "switch_activity", "weighted_choice"]

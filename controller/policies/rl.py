@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from controller.policies.base import ClusterView, Policy, PolicyError, Request, RouteTable
-from controller.policies.observe import EpochObserver, Layout, Obs, weighted_choice
+from controller.policies.observe import EpochObserver, Obs, ObservationLayout, weighted_choice
 from fogsdn.scenario import TaskClass
 from models.rnn_learner import RnnLearner
 
@@ -77,7 +77,7 @@ class _EpochAgent(Policy):
     state_based: ClassVar[bool | None] = False
     kind: ClassVar[str] = ""
     default_file: ClassVar[str] = ""
-    layout: Layout = field(init=False)
+    layout: ObservationLayout = field(init=False)
     menu: tuple[tuple[float, ...], ...] = field(init=False)
     epoch_requests: int = field(init=False)
     observer: EpochObserver = field(init=False)
@@ -90,7 +90,7 @@ class _EpochAgent(Policy):
         name = str(self.spec.params.get("weights", self.default_file))
         data = read_weights(name, self.kind)
         try:
-            self.layout = Layout.from_json(data["layout"])
+            self.layout = ObservationLayout.from_json(data["layout"])
             self.menu = tuple(tuple(float(w) for w in entry) for entry in data["menu"])
             self.epoch_requests = int(self.spec.params.get("epoch_requests",
                                                            data["epoch_requests"]))
@@ -184,7 +184,7 @@ class RlRnn(_EpochAgent):
         return self.learner.choose()
 
 
-def goal(rt_weight: float, response_ms: float, power_w: float, layout: Layout) -> float:
+def goal(rt_weight: float, response_ms: float, power_w: float, layout: ObservationLayout) -> float:
     """Seed 002a's G = a RT / RT_ref + (1 - a) P / P_ref."""
     return (rt_weight * response_ms / layout.rt_ref_ms
             + (1.0 - rt_weight) * power_w / layout.p_ref_w)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 
@@ -170,19 +170,3 @@ SELECTORS: dict[str, Callable[[], Selector]] = {
     "meridian": MeridianClosest,
     "load_aware": LoadAware,
 }
-
-
-@dataclass
-class SelectorSet:
-    """Selectors by name, built once (the simulator; the live clients build their own)."""
-
-    names: Sequence[str] = field(default_factory=lambda: list(SELECTORS))
-
-    def build(self) -> dict[str, Selector]:
-        out: dict[str, Selector] = {}
-        for n in self.names:
-            if n not in SELECTORS:
-                known = ", ".join(SELECTORS)
-                raise SelectionError(f"selector: unknown {n!r} (known: {known})")
-            out[n] = SELECTORS[n]()
-        return out
