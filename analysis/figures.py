@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from analysis.model_params import OutsideModel, exact_prediction
-from models.size_assignment import moment
 from analysis.size_compare import predict_scenario, size_scenario
 from fogsdn.scenario import Scenario
+from models.size_assignment import moment
 
 METRICS: tuple[str, ...] = ("W", "outage", "blocking", "drop_prob")
 # curve name -> (policy, class): NoDiff and Basic treat the classes alike
