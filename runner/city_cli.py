@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import threading
 import time
@@ -79,6 +78,7 @@ def run_city_study(args: argparse.Namespace, root: Path) -> int:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(args.out) if args.out else root / "results" / f"{stamp}-{study.name}"
     show = not args.quiet
+    code = 0
     if args.engine == "simulate":
         rows = simulate_rows(study, show)
     else:
@@ -87,11 +87,13 @@ def run_city_study(args: argparse.Namespace, root: Path) -> int:
                   file=sys.stderr)
             return 2
         from runner.city_live import run_city_live
+        from runner.supervisor import exit_code, stop_on_signals
 
         stop = threading.Event()
-        signal.signal(signal.SIGINT, lambda s, f: stop.set())
-        signal.signal(signal.SIGTERM, lambda s, f: stop.set())
-        rows = run_city_live(study, out, stop, show)
-    for p in write_outputs(rows, out, args.engine):
-        print(f"wrote {p}")
-    return 0
+        stop_on_signals(stop)
+        live = run_city_live(study, out, stop, show)
+        rows, code = live.rows, exit_code(live.summary)
+    if rows:
+        for p in write_outputs(rows, out, args.engine):
+            print(f"wrote {p}")
+    return code

@@ -123,7 +123,7 @@ def emulate_point(point: Point, duration_ms: float | None = None,
                   time_scale: float | None = None) -> list[dict[str, Any]]:
     """Run one point live (root, Open vSwitch; one network at a time per host), here or
     in a Ray worker on the node that took the emulation resource."""
-    from runner.emulate import run_emulation
+    from runner.queueing_run import run_emulation
 
     sc = point.scenario
     over: dict[str, Any] = {}

@@ -25,7 +25,7 @@ import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside
 bootstrap.bootstrap(needs_network_stack=True, extras="")
 
 from analysis.size_compare import bounded_pareto, size_scenario  # noqa: E402
-from runner.emulate import run_emulation  # noqa: E402
+from runner.queueing_run import run_emulation  # noqa: E402
 
 
 def plot_live(folder: Path) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -53,6 +54,7 @@ def _emulate(args: argparse.Namespace, ap: _Parser) -> int:
 
     from runner.city_cli import write_outputs
     from runner.city_live import run_city_live
+    from runner.supervisor import exit_code, stop_on_signals
     from topologies.city_net import CityStudyError, load_city_study
 
     if os.geteuid() != 0:
@@ -69,11 +71,15 @@ def _emulate(args: argparse.Namespace, ap: _Parser) -> int:
     except CityStudyError as err:
         ap.error(str(err))
     t0 = time.perf_counter()
-    rows = run_city_live(study, args.out / "seed003-emulate-runs")
-    for p in write_outputs(rows, args.out, "emulate"):
-        print(f"wrote {p}")
+    stop = threading.Event()
+    stop_on_signals(stop)
+    live = run_city_live(study, args.out / "seed003-emulate-runs", stop)
+    rows = live.rows
+    if rows:
+        for p in write_outputs(rows, args.out, "emulate"):
+            print(f"wrote {p}")
     print(f"{len(rows)} live points in {time.perf_counter() - t0:.0f} s")
-    return 0
+    return exit_code(live.summary)
 
 
 def _simulate_live_scale(args: argparse.Namespace, ap: _Parser) -> int:
