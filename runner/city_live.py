@@ -282,7 +282,7 @@ class CityLive:
         cfg_path = cfg.write(point / "city.json")
         rt = ["--realtime"] if st.realtime else []
         fogs = {name: self._start(
-            name, f"fog {name}", self.out / f"{point.name}-{name}.log",
+            name, f"daemon {name}", self.out / f"{point.name}-{name}.log",
             ["nodes.city_fog", "--config", str(cfg_path), "--name", name, *rt],
             f"point {point.name}: its clients' tasks are lost; the run goes on and exits "
             "non-zero") for name in self.sites}
@@ -347,7 +347,7 @@ class CityLive:
                 proc.terminate()
                 self._say(f"client {c} did not finish; stopped")
         sup.check()  # a client that failed while ending, before it is released
-        for label in (*(f"fog {f}" for f in fogs), *(f"client {c}" for c in clients)):
+        for label in (*(f"daemon {f}" for f in fogs), *(f"client {c}" for c in clients)):
             sup.release(label)
         for proc in fogs.values():
             proc.terminate()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
@@ -105,7 +106,7 @@ class LiveNetwork:
         self.supervisor = supervisor
         self.show_progress = show_progress
         self.tag = supervisor.tag
-        self.sock_dir = SOCKETS / self.tag  # control sockets and markers of this run
+        self.sock_dir = SOCKETS / self.tag  # this run's sockets, markers and state files
         self.graph = scenario_graph(scenario)
         self.network: Network | None = None
         self.bridges: dict[str, str] = {}  # graph switch name -> OVS bridge
@@ -365,10 +366,8 @@ class LiveNetwork:
         leftovers = self.supervisor.close()
         if leftovers:
             print(f"[teardown] removed leftovers: {', '.join(leftovers)}", file=sys.stderr)
-        try:
-            self.sock_dir.rmdir()
-        except OSError:
-            pass
+        # this run's alone (its tag): sockets, markers, what its processes kept there
+        shutil.rmtree(self.sock_dir, ignore_errors=True)
 
     def _remove_cgroups(self) -> None:
         for name, cg in self.cgroups.items():

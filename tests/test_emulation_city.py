@@ -125,12 +125,12 @@ def test_a_killed_fog_daemon_is_reported_at_once_and_the_run_exits_3(tmp_path: P
     before = footprint()
     run = _Runner(tmp_path, duration_s=8)
     rec = run.record()
-    pid, _ = rec.pids["fog f1"]
+    pid, _ = rec.pids["daemon fog1"]
     os.kill(pid, signal.SIGKILL)
     t_kill = time.monotonic()
-    wait_until(lambda: any("CRASH: fog f1" in line for _, line in run.lines),
+    wait_until(lambda: any("CRASH: daemon fog1" in line for _, line in run.lines),
                "the runner to say the daemon died", timeout_s=10)
-    [(t_said, said)] = [(t, line) for t, line in run.lines if "CRASH: fog f1" in line]
+    [(t_said, said)] = [(t, line) for t, line in run.lines if "CRASH: daemon fog1" in line]
     assert t_said - t_kill < 2.0 and run.proc.poll() is None  # at once, not at the end
     assert f"(pid {pid}) killed by SIGKILL" in said
     rc = run.finish()
@@ -139,7 +139,7 @@ def test_a_killed_fog_daemon_is_reported_at_once_and_the_run_exits_3(tmp_path: P
     summary = run.summary()
     assert summary["crashed"] is True and summary["interrupted"] is False
     [inc] = summary["incidents"]  # type: ignore[misc]
-    assert inc["process"] == "fog f1" and inc["pid"] == pid
+    assert inc["process"] == "daemon fog1" and inc["pid"] == pid
     assert inc["exit"] == "killed by SIGKILL"
     assert {"t_model_ms", "t_real_s", "action"} <= set(inc)
     assert "CRASHED RUN" in run.text()
