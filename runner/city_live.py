@@ -255,12 +255,12 @@ class CityLive:
             start_s=st.start_s, max_attempts=st.max_attempts, timeout_ms=st.timeout_ms,
             bound_ms=st.load_aware_bound_ms)
 
-    def _start(self, host: str, label: str, log: Path, args: list[str], action: str
-               ) -> subprocess.Popen[Any]:
-        """A daemon or client in its host, watched by the supervisor (exit 0 is its
-        normal end)."""
+    def _start(self, host: str, label: str, log: Path, args: list[str], action: str, *,
+               ends_itself: bool) -> subprocess.Popen[Any]:
+        """A daemon or client in its host, watched by the supervisor; a client's exit
+        status 0 is its normal end, a daemon runs until the point stops it."""
         return self.net.start_in_host(host, label, args, log, action=action,
-                                      exit_zero_ends=True)
+                                      exit_zero_ends=ends_itself)
 
     def run_point(self, selector: str, ratio: float) -> dict[str, Any]:
         st = self.study
@@ -285,13 +285,13 @@ class CityLive:
             name, f"daemon {name}", self.out / f"{point.name}-{name}.log",
             ["nodes.city_fog", "--config", str(cfg_path), "--name", name, *rt],
             f"point {point.name}: its clients' tasks are lost; the run goes on and exits "
-            "non-zero") for name in self.sites}
+            "non-zero", ends_itself=False) for name in self.sites}
         clients = {c: self._start(
             c, f"client {c}", self.out / f"{point.name}-{c}.log",
             ["nodes.city_client", "--config", str(cfg_path), "--name", c, "--selector",
              selector, "--truth", str(truth_path), "--out", str(point / f"{c}.json"), *rt],
-            f"point {point.name}: it reports nothing; the run goes on and exits non-zero")
-            for c in cfg.clients}
+            f"point {point.name}: it reports nothing; the run goes on and exits non-zero",
+            ends_itself=True) for c in cfg.clients}
         updates0 = self.link_updates
         last = time.monotonic()
         while time.monotonic() < epoch + st.duration_s and not self.stop.is_set():
