@@ -9,7 +9,7 @@ delays, power from models.power_model): the controller measures no response time
 live run's client traces are only complete when it ends. Live, the run does not wait
 for the agent: the weights apply from the next epoch boundary after they arrive.
 
-`runner` is what starts the run (default: runner.emulate.run_emulation); tests give a
+`runner` is what starts the run (default: runner.queueing_run.run_emulation); tests give a
 fake one that drives the policy with views of their own.
 
 Registered ids: `fogsdn/SimRouting-v0` (agents.env.SimRoutingEnv) and
@@ -40,7 +40,7 @@ Runner = Callable[[Scenario, Path, threading.Event], Any]
 
 
 def emulate(scenario: Scenario, out: Path, stop: threading.Event) -> Any:
-    from runner.emulate import run_emulation
+    from runner.queueing_run import run_emulation
 
     return run_emulation(scenario, out, stop, show_progress=False)
 

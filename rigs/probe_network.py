@@ -1,4 +1,4 @@
-"""Measurements on a live network (`runner.emulate.live_network`): ping round trips and
+"""Measurements on a live network (`runner.live_network.live_network`): ping round trips and
 data-plane re-route times after link failures. Used by the emulation tests and
 scripts/bench_links.py; needs root, Open vSwitch and the emulation lock."""
 
@@ -8,33 +8,31 @@ import json
 import re
 import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from rigs.traffic_probe import Outage, reroute_times
+from runner.live_network import LiveNetwork
 
-ROOT = Path(__file__).resolve().parent.parent
 _TIME = re.compile(r"time=([0-9.]+) ms")
 
 
-def ping_rtts_ms(emu: Any, src: str, dst: str, count: int = 50, interval_s: float = 0.02
+def ping_rtts_ms(live: LiveNetwork, src: str, dst: str, count: int = 50, interval_s: float = 0.02
                  ) -> list[float]:
     """Round trips of `count` pings from host `src` to host `dst` (real ms), after one
     warm-up ping (ARP)."""
-    host = emu.net.get(src)
-    ip = emu.graph.nodes[dst]["ip"]
+    host = live.host(src)
+    ip = live.ip(dst)
     host.cmd(f"ping -c 1 -W 2 {ip}")
     out = host.cmd(f"ping -c {count} -i {interval_s} -W 2 {ip}")
     return [float(m) for m in _TIME.findall(out)]
 
 
-def _popen(emu: Any, host: str, label: str, *args: str) -> subprocess.Popen[str]:
-    p = emu.net.get(host).popen([sys.executable, "-m", "rigs.traffic_probe", *args],
-                                cwd=str(ROOT), stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)
-    emu.rec.add_pid(f"probe {label}", p.pid)
+def _popen(live: LiveNetwork, host: str, label: str, *args: str) -> subprocess.Popen[str]:
+    """A probe in `host`, its output a text pipe; recorded for removal, not watched
+    (the measurement ends it)."""
+    p: subprocess.Popen[str] = live.start_in_host(
+        host, f"probe {label}", ["rigs.traffic_probe", *args], None)
     return p
 
 
@@ -45,25 +43,25 @@ def _ready(p: subprocess.Popen[str]) -> None:
         raise RuntimeError(f"probe did not start: {line!r}")
 
 
-def measure_reroutes(emu: Any, src: str, dst: str, link_id: str, failures: int,
+def measure_reroutes(live: LiveNetwork, src: str, dst: str, link_id: str, failures: int,
                      down_s: float = 0.2, up_s: float = 0.2, interval_ms: float = 0.5
                      ) -> list[Outage | None]:
     """Fail `link_id` `failures` times while `src` streams datagrams to `dst`; for each
     failure, what it cost the stream (reroute_times)."""
-    out = emu.out / f"reroute-{link_id}.json"
-    sink = _popen(emu, dst, "sink", "sink", "7100", str(out))
+    out = live.out / f"reroute-{link_id}.json"
+    sink = _popen(live, dst, "sink", "sink", "7100", str(out))
     _ready(sink)
-    src_ip = emu.graph.nodes[dst]["ip"]
-    stream = _popen(emu, src, "stream", "stream", src_ip, "7100", str(interval_ms))
+    src_ip = live.ip(dst)
+    stream = _popen(live, src, "stream", "stream", src_ip, "7100", str(interval_ms))
     windows: list[tuple[int, int]] = []
     try:
         time.sleep(0.5)  # ARP and the first datagrams
         for _ in range(failures):
             t_fail = time.monotonic_ns()
-            emu.network.set_link(link_id, False)
+            live.set_link(link_id, False)
             time.sleep(down_s)
             t_restore = time.monotonic_ns()
-            emu.network.set_link(link_id, True)
+            live.set_link(link_id, True)
             windows.append((t_fail, t_restore))
             time.sleep(up_s)
     finally:
@@ -75,13 +73,13 @@ def measure_reroutes(emu: Any, src: str, dst: str, link_id: str, failures: int,
     return reroute_times(arrivals, windows, interval_ms)  # type: ignore[arg-type]
 
 
-def tcp_echo_session(emu: Any, client: str, server: str, seconds: float,
+def tcp_echo_session(live: LiveNetwork, client: str, server: str, seconds: float,
                      port: int = 7200) -> tuple[subprocess.Popen[str], subprocess.Popen[str]]:
     """An echo server on `server` and one long TCP connection from `client` pinging
     through it for `seconds`; read the client's JSON line when it ends."""
-    srv = _popen(emu, server, f"echo {server}", "tcp-echo", str(port))
+    srv = _popen(live, server, f"echo {server}", "tcp-echo", str(port))
     _ready(srv)
-    cli = _popen(emu, client, f"ping {client}", "tcp-ping", emu.graph.nodes[server]["ip"],
+    cli = _popen(live, client, f"ping {client}", "tcp-ping", live.ip(server),
                  str(port), str(seconds), "10")
     return srv, cli
 

@@ -9,6 +9,13 @@ seconds. Meanwhile the runner moves the clients (random waypoint or a trace, eve
 access delay to follow its clients (eqs. 8, 9, 12), and writes the configured RTTs
 (the truth file) that the omniscient selector and the scores read. Every point starts
 from the same positions and walks, as in the simulator.
+
+The network is a `runner.live_network.LiveNetwork`; the daemons and clients are started
+through it, so its `Supervisor` watches them: one that dies says so at once in one line,
+the run is marked crashed and exits 3 (`runner.supervisor.exit_code`). Ctrl-C or SIGTERM
+ends the current point early and keeps what was collected (exit 130). Every run writes
+`summary.json` (its `crashed`, `incidents`, ... as the queueing run's) beside the
+points' folders.
 """
 
 from __future__ import annotations
@@ -19,14 +26,15 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fogsdn.scenario import NodeSpec, Role, Scenario, Workload
 from fogsdn.topology import LinkSpec
 from nodes.city_fog import CityConfig, FogInfo, write_json_atomic
-from runner.cleanup import die_with_parent
-from runner.emulate import live_network
+from runner.live_network import LiveNetwork, new_supervisor
+from runner.results import crash_report
 from sim.city_output import live_metrics
 from sim.city_study import client_params
 from topologies.city_latency import LatencyParams, load_ms
@@ -52,7 +60,6 @@ from topologies.city_net import (
     true_rtt_ms,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
 Point = tuple[float, float]
 
 
@@ -108,6 +115,14 @@ class Mobility:
         return [w.position for w in self.walkers]
 
 
+@dataclass
+class CityLiveResult:
+    """The points' rows (the simulator's columns) and summary.json's content."""
+
+    rows: list[dict[str, Any]]
+    summary: dict[str, Any]
+
+
 class CityLive:
     def __init__(self, study: CityStudy, out: Path, stop: threading.Event,
                  show: bool = True) -> None:
@@ -119,7 +134,7 @@ class CityLive:
         self.layout = study.layout()
         self.sites = {s.name: s for s in self.layout.fog_nodes}
         self.fog_index = {s.name: i for i, s in enumerate(self.layout.fog_nodes)}
-        self.emu: Any = None
+        self.live: LiveNetwork | None = None
         self.current: dict[str, float] = {}  # link id -> model ms now
         self.link_updates = 0
 
@@ -127,10 +142,15 @@ class CityLive:
         if self.show:
             print(f"[city] {msg}", flush=True)
 
+    @property
+    def net(self) -> LiveNetwork:
+        assert self.live is not None, "the city network is not up"
+        return self.live
+
     def _set(self, lid: str, delay_ms: float) -> None:
         if abs(self.current.get(lid, -1.0) - delay_ms) < 1e-4:
             return
-        self.emu.network.update_link(lid, LinkSpec(delay_ms=delay_ms))
+        self.net.update_link(lid, LinkSpec(delay_ms=delay_ms))
         self.current[lid] = delay_ms
         self.link_updates += 1
 
@@ -141,7 +161,7 @@ class CityLive:
                 self._set(link_id(client_switch(k), fog_switch(i)),
                           client_fog_ms(pos, s, self.layout, self.p))
         for name, s in self.sites.items():
-            self._set(self.emu.network.host_link(name), fog_access_ms(members[name], s, self.p))
+            self._set(self.net.host_link(name), fog_access_ms(members[name], s, self.p))
 
     def _truth(self, positions: list[Point], members: dict[str, int]) -> dict[str, Any]:
         out = {}
@@ -153,22 +173,31 @@ class CityLive:
             out[client_name(k)] = {"rtt": rtt, "join_rtt": join, "pos": pos}
         return {"t": time.monotonic(), "clients": out}
 
-    def _popen(self, host: str, label: str, args: list[str]) -> subprocess.Popen[bytes]:
-        log = open(self.out / f"{label}.log", "ab")  # noqa: SIM115 (closed with the process)
-        proc = self.emu.net.get(host).popen(
-            [sys.executable, "-m", *args], cwd=str(ROOT), stdout=log, stderr=subprocess.STDOUT,
-            env={"PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", "PATH": "/usr/bin:/bin"},
-            preexec_fn=die_with_parent)
-        log.close()
-        self.emu.rec.add_pid(label, proc.pid)
-        return proc
+    def _config(self, n: int, state_dir: Path, epoch: float) -> CityConfig:
+        """What every daemon and client of one point reads: the fog nodes, the clients,
+        the study's timing and selection parameters."""
+        st = self.study
+        return CityConfig(
+            fogs={name: FogInfo(name, self.net.ip(name), s.slots,
+                                tuple(load_ms(c, s.slots, self.p) for c in range(s.slots + 2)))
+                  for name, s in self.sites.items()},
+            clients={client_name(k): self.net.ip(client_name(k)) for k in range(n)},
+            time_scale=st.time_scale, state_dir=state_dir, epoch=epoch,
+            duration_s=st.duration_s, seed=st.seed, client=client_params(st))
+
+    def _start(self, host: str, label: str, log: Path, args: list[str], action: str, *,
+               ends_itself: bool) -> subprocess.Popen[Any]:
+        """A daemon or client in its host, watched by the supervisor; a client's exit
+        status 0 is its normal end, a daemon runs until the point stops it."""
+        return self.net.start_in_host(host, label, args, log, action=action,
+                                      exit_zero_ends=ends_itself)
 
     def run_point(self, selector: str, ratio: float) -> dict[str, Any]:
         st = self.study
         n = st.clients_at(ratio)
         point = self.out / f"{selector}-{ratio:g}"
         point.mkdir(parents=True, exist_ok=True)
-        state_dir = self.emu.sock_dir / f"{selector}-{ratio:g}"
+        state_dir = self.net.sock_dir / f"{selector}-{ratio:g}"
         state_dir.mkdir(parents=True, exist_ok=True)
         mobility = Mobility(st, self.layout, n)
         positions = [w.position for w in mobility.walkers]
@@ -177,24 +206,22 @@ class CityLive:
         truth_path = state_dir / "truth.json"
         write_json_atomic(truth_path, self._truth(positions, members))
         epoch = time.monotonic() + 3.0  # time for the processes to start
-        cfg = CityConfig(
-            fogs={name: FogInfo(name, self.emu.graph.nodes[name]["ip"], s.slots,
-                                tuple(load_ms(c, s.slots, self.p) for c in range(s.slots + 2)))
-                  for name, s in self.sites.items()},
-            clients={client_name(k): self.emu.graph.nodes[client_name(k)]["ip"]
-                     for k in range(n)},
-            time_scale=st.time_scale, state_dir=state_dir, epoch=epoch,
-            duration_s=st.duration_s, seed=st.seed, client=client_params(st))
+        sup = self.net.supervisor
+        sup.epoch, sup.time_scale = epoch, st.time_scale
+        cfg = self._config(n, state_dir, epoch)
         cfg_path = cfg.write(point / "city.json")
         rt = ["--realtime"] if st.realtime else []
-        fogs = {name: self._popen(name, f"{point.name}-{name}",
-                                  ["nodes.city_fog", "--config", str(cfg_path), "--name", name,
-                                   *rt])
-                for name in self.sites}
-        clients = {c: self._popen(c, f"{point.name}-{c}", [
-            "nodes.city_client", "--config", str(cfg_path), "--name", c, "--selector", selector,
-            "--truth", str(truth_path), "--out", str(point / f"{c}.json"), *rt])
-            for c in cfg.clients}
+        fogs = {name: self._start(
+            name, f"daemon {name}", self.out / f"{point.name}-{name}.log",
+            ["nodes.city_fog", "--config", str(cfg_path), "--name", name, *rt],
+            f"point {point.name}: its clients' tasks are lost; the run goes on and exits "
+            "non-zero", ends_itself=False) for name in self.sites}
+        clients = {c: self._start(
+            c, f"client {c}", self.out / f"{point.name}-{c}.log",
+            ["nodes.city_client", "--config", str(cfg_path), "--name", c, "--selector",
+             selector, "--truth", str(truth_path), "--out", str(point / f"{c}.json"), *rt],
+            f"point {point.name}: it reports nothing; the run goes on and exits non-zero",
+            ends_itself=True) for c in cfg.clients}
         updates0 = self.link_updates
         last = time.monotonic()
         while time.monotonic() < epoch + st.duration_s and not self.stop.is_set():
@@ -211,22 +238,7 @@ class CityLive:
             last = now
             self._place(positions, members)
             write_json_atomic(truth_path, self._truth(positions, members))
-        if self.stop.is_set():  # interrupted: the clients write what they have now
-            for proc in clients.values():
-                proc.terminate()
-        for c, proc in clients.items():
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.terminate()
-                self._say(f"client {c} did not finish; stopped")
-        for proc in fogs.values():
-            proc.terminate()
-        for proc in fogs.values():
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        self._stop_point(fogs, clients)
         results = {}
         for c in clients:
             try:
@@ -249,21 +261,58 @@ class CityLive:
         row["fogs_reporting"] = len(fog_states)
         return row
 
-    def run(self) -> list[dict[str, Any]]:
+    def _stop_point(self, fogs: dict[str, subprocess.Popen[Any]],
+                    clients: dict[str, subprocess.Popen[Any]]) -> None:
+        """The clients end at the point's end (interrupted: now, writing what they
+        have), then the daemons; a client that dies while ending is still an incident."""
+        sup = self.net.supervisor
+        if self.stop.is_set():
+            for proc in clients.values():
+                proc.terminate()
+        for c, proc in clients.items():
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                sup.release(f"client {c}")
+                proc.terminate()
+                self._say(f"client {c} did not finish; stopped")
+        sup.check()  # a client that failed while ending, before it is released
+        for label in (*(f"daemon {f}" for f in fogs), *(f"client {c}" for c in clients)):
+            sup.release(label)
+        for proc in fogs.values():
+            proc.terminate()
+        for proc in fogs.values():
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+    def _summary(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
+        """summary.json: how the run went (the queueing run's keys), its start-up, its
+        links, and what each point collected."""
+        return {"engine": "emulate", "study": "city", "scenario": self.study.name,
+                **self.net.supervisor.summary_fields(),
+                "startup_s": dict(self.net.timings), "links": dict(self.net.links),
+                "points": [{k: r[k] for k in ("selector", "ratio", "clients",
+                                              "clients_reporting", "fogs_reporting")}
+                           for r in rows]}
+
+    def run(self) -> CityLiveResult:
         st = self.study
         self.out.mkdir(parents=True, exist_ok=True)
         k = st.max_clients
         positions = start_positions(st, self.layout, k)
         sc = live_scenario(st, self.layout, positions, self.p)
+        net_dir = self.out / "network"
+        self.live = live = LiveNetwork(sc, net_dir, new_supervisor(net_dir, self.stop))
+        sup = live.supervisor
         t0 = time.monotonic()
         rows: list[dict[str, Any]] = []
-        with live_network(sc, self.out / "network") as emu:
-            self.emu = emu
-            assert emu.network is not None
-            for lid, (u, v) in ((d["id"], (u, v)) for u, v, d in emu.graph.edges(data=True)):
-                self.current[lid] = float(emu.graph.edges[u, v]["delay_ms"])
-            self._say(f"{len(self.sites)} fog nodes ({self.layout.total_slots} slots), {k} "
-                      f"client hosts, {len(emu.network.elements)} link elements up in "
+        try:
+            live.start({}, t0)
+            self.current = live.link_delays_ms()
+            self._say(f"{len(self.sites)} fog nodes ({self.layout.total_slots} slots), "
+                      f"{k} client hosts, {live.link_elements} link elements up in "
                       f"{time.monotonic() - t0:.1f} s")
             for selector in st.selectors:
                 for ratio in st.ratios:
@@ -276,9 +325,25 @@ class CityLive:
                               f"{row['client_lost']:.2f}, optimal {row['optimal_rate']:.0%}, "
                               f"probes {row['probe_messages']}, coord err "
                               f"{row['coord_median_rel_error']:.0%}")
-        return rows
+        except KeyboardInterrupt:  # stopped while the network was being built
+            self.stop.set()
+        except Exception as err:  # whatever failed, what was collected is kept
+            sup.failure = f"{err.__class__.__name__}: {err}"
+            print(f"\n[city] FAILED: {sup.failure}; keeping what was collected",
+                  file=sys.stderr, flush=True)
+        finally:
+            live.teardown()
+        sup.interrupted = self.stop.is_set() and sup.failure is None
+        summary = self._summary(rows)
+        (self.out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+        if summary["interrupted"]:
+            print("[city] INTERRUPTED: partial results", file=sys.stderr, flush=True)
+        if summary["crashed"]:
+            print(crash_report(summary), file=sys.stderr, flush=True)
+        return CityLiveResult(rows, summary)
 
 
 def run_city_live(study: CityStudy, out: Path, stop: threading.Event | None = None,
-                  show: bool = True) -> list[dict[str, Any]]:
+                  show: bool = True) -> CityLiveResult:
+    """The live study: its rows, and summary.json's content (also written to `out`)."""
     return CityLive(study, out, stop or threading.Event(), show).run()

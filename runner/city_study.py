@@ -35,7 +35,7 @@ def run_city_point(point: CityPoint, out: Path, stop: threading.Event | None) ->
     if not point.selector:
         from runner.city_live import run_city_live
 
-        return run_city_live(point.study, out / "seed003-emulate-runs", stop, show=True)
+        return run_city_live(point.study, out, stop, show=True).rows
     return [run_study(point.study, point.selector, point.ratio, point.trace)
             | {"engine": "simulate"}]
 
@@ -51,6 +51,7 @@ class CityStudyRun:
         self.job = run_city_point
         # the stop event stays in this process: only the live point, run here, takes it
         self.job_args: tuple[Any, ...] = (out, stop if engine == "emulate" else None)
+        self.live_summary = out / "summary.json" if engine == "emulate" else None
         self.tag = "emulate" if engine == "emulate" else \
             "simulate-live-scale" if live_scale else "simulate"
 

@@ -7,9 +7,7 @@ Never `mn -c`: it kills by name machine-wide and deletes every bridge.
 
 from __future__ import annotations
 
-import ctypes
 import json
-import signal
 import subprocess
 import time
 from dataclasses import asdict, dataclass, field
@@ -19,32 +17,6 @@ from fogsdn.processes import ours_alive, proc_start_time, stop_pid
 from runner.cgroups import remove_cgroup
 
 RUNS_DIR = Path("/run/fogsdn/runs")
-PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent() -> None:
-    """`preexec_fn` for every child: SIGTERM it when the runner dies, however it dies.
-
-    SIGTERM, not SIGKILL: a client then records its outstanding requests and flushes its
-    trace, so a killed run's traces still merge; every child ends on SIGTERM within a
-    couple of seconds, and the next run stops by PID whatever still lingers. The signal
-    follows the thread that forked the child, so children are started from the runner's
-    main thread; it survives exec (mnexec and python are not set-uid).
-    """
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-
-
-def exit_description(returncode: int | None) -> str:
-    """`killed by SIGKILL`, `exited with status 1`, or `still running`."""
-    if returncode is None:
-        return "still running"
-    if returncode < 0:
-        try:
-            return f"killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"killed by signal {-returncode}"
-    return f"exited with status {returncode}"
 
 
 @dataclass

@@ -43,7 +43,6 @@ def main(argv: list[str] | None = None,
     set-up that started them provides it: scripts/run_testbed.py)."""
     args = parse_args(argv)
     import os
-    import signal
     import threading
     import time
 
@@ -105,18 +104,12 @@ def main(argv: list[str] | None = None,
         print("error: the emulate engine needs root (Mininet, Open vSwitch): use sudo",
               file=sys.stderr)
         return 2
-    from runner.emulate import EmulationError, run_emulation
+    from runner.live_network import EmulationError
+    from runner.queueing_run import run_emulation
+    from runner.supervisor import exit_code, stop_on_signals
 
     stop = threading.Event()
-
-    def _stop(signum: int, frame: object) -> None:
-        if not stop.is_set():
-            print(f"\n[run] {signal.Signals(signum).name}: stopping, keeping what was collected",
-                  file=sys.stderr, flush=True)
-        stop.set()
-
-    signal.signal(signal.SIGINT, _stop)
-    signal.signal(signal.SIGTERM, _stop)
+    stop_on_signals(stop)
     try:
         summary = run_emulation(sc, out, stop, show_progress=not args.quiet)
     except ScenarioError as err:  # live limits, checked before anything starts
@@ -125,9 +118,7 @@ def main(argv: list[str] | None = None,
     except EmulationError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    if summary.get("crashed"):
-        return 3
-    return 130 if summary.get("interrupted") else 0
+    return exit_code(summary)
 
 
 def entry() -> None:

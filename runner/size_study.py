@@ -74,7 +74,7 @@ LIVE_COLUMNS = ("policy", "load", "answered", "other", "W_live", "W_live_ci95", 
 
 def emulate_run(run: SizeRun, runs: Path) -> list[dict[str, Any]]:
     """One point live (root, Open vSwitch): the workers' measured means beside the model."""
-    from runner.emulate import run_emulation
+    from runner.queueing_run import run_emulation
 
     out = runs / f"{run.policy}-{run.x:g}"
     summary = run_emulation(run.scenario, out, show_progress=False)
@@ -114,6 +114,7 @@ class SizeStudy:
         self.replications = 1 if self.live else replications or base.sweep.replications
         self.job: Callable[..., list[dict[str, Any]]] = \
             emulate_run if self.live else simulate_run
+        self.live_summary: Path | None = None  # each live point has its own
         self.job_args: tuple[Any, ...] = (out / f"{base.name}-runs",) if self.live else ()
 
     def plan(self) -> list[SizeRun]:

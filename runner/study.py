@@ -16,6 +16,7 @@ once and picks the study it declares.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -48,6 +49,9 @@ class Study(Protocol):
     engine: Engine
     job: Callable[..., list[Row]]
     job_args: tuple[Any, ...]
+    # a study run live as one supervised run (the city) writes its summary.json here;
+    # its verdict (3 crashed, 130 interrupted) is the command's exit status
+    live_summary: Path | None
 
     def plan(self) -> Sequence[Any]: ...
 
@@ -248,7 +252,6 @@ def _key_value(pair: str) -> tuple[str, Any]:
 def _city_study(a: argparse.Namespace, over: dict[str, Any], out: Path) -> Study:
     """Seed 003's city study file in either engine; Ctrl-C or SIGTERM ends a live one
     after the point it is in (`runner.city_live` keeps what it measured)."""
-    import signal
     import threading
 
     from runner.city_study import CityStudyRun
@@ -259,8 +262,9 @@ def _city_study(a: argparse.Namespace, over: dict[str, Any], out: Path) -> Study
         over["full_scale.duration_s" if full else "duration_s"] = a.duration
     stop = threading.Event()
     if a.engine == "emulate":
-        signal.signal(signal.SIGINT, lambda s, f: stop.set())
-        signal.signal(signal.SIGTERM, lambda s, f: stop.set())
+        from runner.supervisor import stop_on_signals
+
+        stop_on_signals(stop)
     return CityStudyRun(load_city_study(a.scenario, over), out, a.engine, a.live_scale, stop)
 
 
@@ -331,4 +335,10 @@ def main(argv: list[str] | None = None) -> int:
             LayoutError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if study.live_summary is not None and study.live_summary.exists():
+        from runner.supervisor import exit_code
+
+        code = exit_code(json.loads(study.live_summary.read_text()))
+        if code:
+            return code
     return 1 if res.failures else 0

@@ -104,7 +104,7 @@ def emulate_point(point: Point, duration_ms: float | None = None,
                   time_scale: float | None = None) -> list[dict[str, Any]]:
     """Run one point live (root, Open vSwitch; one network at a time per host), here or
     in a Ray worker on the node that took the emulation resource."""
-    from runner.emulate import run_emulation
+    from runner.queueing_run import run_emulation
 
     sc = point.scenario
     over: dict[str, Any] = {}
@@ -138,6 +138,7 @@ class SweepStudy:
         self.scenario, self.out_dir, self.engine, self.figure = scenario, out_dir, engine, figure
         self.job: Callable[..., list[dict[str, Any]]] = \
             emulate_point if engine == "emulate" else run_point
+        self.live_summary: Path | None = None  # each live point has its own
         self.job_args: tuple[Any, ...] = (duration_ms, time_scale) if engine == "emulate" \
             else (requests, duration_ms, trace)
         self.points: list[Point] = []

@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     from analysis.model_params import model_params_from_scenario
     from fogsdn.scenario import LeaveMode, load_scenario
     from fogsdn.trace import Outcome, read_trace
-    from runner.emulate import run_emulation
+    from runner.queueing_run import run_emulation
 
     base = load_scenario(a.scenario)
     exact = predict(model_params_from_scenario(base)).means()

@@ -31,7 +31,7 @@ import numpy as np
 from fogsdn.scenario import Scenario, parse_scenario
 from rigs.probe_network import measure_reroutes
 from rigs.traffic_probe import Outage
-from runner.emulate import live_network
+from runner.live_network import live_network
 
 ROOT = Path(__file__).resolve().parent.parent
 REROUTE_FAILURES = 100
@@ -60,16 +60,16 @@ def reroute_section(ctx: Any) -> dict[str, Any]:
         {**_scenario("bench-reroute", [{"name": "fn", "role": "fn", "mu": 1, "capacity": 5},
                                        {"name": "ofn1", "role": "ofn", "mu": 1, "capacity": 5}],
                      2, {"kind": "multipath"}).to_dict()})
-    with live_network(sc, Path(ctx.state_dir) / "reroute") as emu:
-        outages = measure_reroutes(emu, "c1", "fn", "s1-s2", failures)
+    with live_network(sc, Path(ctx.state_dir) / "reroute") as live:
+        outages = measure_reroutes(live, "c1", "fn", "s1-s2", failures)
         events = [json.loads(ln) for ln in
-                  (emu.out / "controller-events.jsonl").read_text().splitlines()]
-        assert emu.controller is not None
-        emu.controller.send_signal(signal.SIGSTOP)  # PortStatus then waits in its socket
+                  (live.out / "controller-events.jsonl").read_text().splitlines()]
+        assert live.controller is not None
+        live.controller.send_signal(signal.SIGSTOP)  # PortStatus then waits in its socket
         try:
-            alone = measure_reroutes(emu, "c1", "fn", "s1-s2", max(1, failures // 5))
+            alone = measure_reroutes(live, "c1", "fn", "s1-s2", max(1, failures // 5))
         finally:
-            emu.controller.send_signal(signal.SIGCONT)
+            live.controller.send_signal(signal.SIGCONT)
     # the controller's own share: PortStatus in to barrier replies back, per link-down
     control = [(e["t_installed"] - e["t_event"]) * 1000.0 for e in events
                if e.get("event") == "reroute" and not e["up"]]
@@ -153,11 +153,11 @@ def startup_section(ctx: Any) -> dict[str, Any]:
     nodes, topology = _startup_topology()
     sc = _scenario("bench-startup", nodes, STARTUP_CLIENTS, topology)
     t0 = time.monotonic()
-    with live_network(sc, Path(ctx.state_dir) / "startup") as emu:
+    with live_network(sc, Path(ctx.state_dir) / "startup") as live:
         ours = time.monotonic() - t0
-        timings = dict(emu.timings)
+        timings = dict(live.timings)
         rtt = statistics.median(
-            float(x) for x in _ping(emu, f"c{STARTUP_CLIENTS}", "f1"))
+            float(x) for x in _ping(live, f"c{STARTUP_CLIENTS}", "f1"))
     plain = _plain_mininet_seconds(sc)
     out = {"startup": {"switches": STARTUP_SWITCHES, "hosts": STARTUP_FOG + STARTUP_CLIENTS,
                        "seconds": round(ours, 2), "mininet_seconds": round(plain, 2),
@@ -170,7 +170,7 @@ def startup_section(ctx: Any) -> dict[str, Any]:
     return out
 
 
-def _ping(emu: Any, src: str, dst: str) -> list[float]:
+def _ping(live: Any, src: str, dst: str) -> list[float]:
     from rigs.probe_network import ping_rtts_ms
 
-    return ping_rtts_ms(emu, src, dst, count=10)
+    return ping_rtts_ms(live, src, dst, count=10)

@@ -135,7 +135,7 @@ def run_one(scenario: Scenario, engine: str, run_dir: Path, requests: int,
         run_simulation(scenario, run_dir, requests=requests, compare=False)
         decide = decide_ms_simulated(scenario)
     else:
-        from runner.emulate import run_emulation
+        from runner.queueing_run import run_emulation
 
         model_ms = duration_s * 1000.0 / scenario.time_scale
         live = scenario.model_copy(update={"duration_ms": model_ms})

@@ -29,7 +29,7 @@ SCALE = 20.0  # real ms per model ms, as the default scenario
 
 
 def _run(tmp: Path, name: str, **over: Any) -> tuple[Path, dict[str, Any]]:
-    from runner.emulate import run_emulation
+    from runner.queueing_run import run_emulation
 
     sc = parse_scenario(scenario_dict(name=name, time_scale=SCALE, **over))
     out = tmp / name

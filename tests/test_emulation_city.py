@@ -1,14 +1,24 @@
 """Seed 003's city live, briefly: probes over the emulated links, coordinates, mobility
-and selections (root, Open vSwitch; run under the emulation lock)."""
+and selections; a fog daemon killed mid-run and a Ctrl-C, as the runner reports them
+(root, Open vSwitch; run under the emulation lock)."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
+import yaml
+from conftest import ROOT, assert_clean, footprint, wait_for_run_to_die, wait_until
 
 from runner.city_live import run_city_live
+from runner.cleanup import RunRecord, record_of_runner
 from topologies.city_net import CityStudy
 
 pytestmark = pytest.mark.emulation
@@ -20,7 +30,13 @@ def test_city_runs_live_with_probes_coordinates_and_mobility(tmp_path: Path) -> 
         "ratios": [0.5], "selectors": ["load_aware", "meridian"], "duration_s": 12,
         "time_scale": 10,
         "mobility": {"kind": "waypoint", "speed_mps": [10, 15], "pause_s": [0, 0]}})
-    rows = run_city_live(study, tmp_path, show=False)
+    live = run_city_live(study, tmp_path, show=False)
+    rows = live.rows
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary == json.loads(json.dumps(live.summary))
+    assert summary["crashed"] is False and summary["interrupted"] is False
+    assert summary["incidents"] == [] and summary["failure"] is None
+    assert [p["clients_reporting"] for p in summary["points"]] == [4, 4]
     assert [r["selector"] for r in rows] == ["load_aware", "meridian"]
     for row in rows:
         assert row["clients_reporting"] == 4
@@ -59,3 +75,94 @@ def test_city_runs_live_with_probes_coordinates_and_mobility(tmp_path: Path) -> 
     assert received["m_probe"] > 0.9 * sent["m_probe"]  # the clients answered the probes
     # ours runs no Meridian: no query columns
     assert "meridian_queries" not in rows[0]
+
+
+# -- the city run supervised: a daemon that dies, a Ctrl-C --------------------------------
+
+class _Runner:
+    """`run_testbed.py` on a small city study, its output lines read as they come."""
+
+    def __init__(self, tmp_path: Path, duration_s: float) -> None:
+        study = {"study": "city", "name": "citydrill", "fog_nodes": 3, "total_slots": 6,
+                 "ratios": [0.5], "selectors": ["random"], "duration_s": duration_s,
+                 "time_scale": 10, "realtime": False,
+                 "mobility": {"kind": "static"}}
+        f = tmp_path / "city.yaml"
+        f.write_text(yaml.safe_dump(study))
+        self.out = tmp_path / "out"
+        self.proc = subprocess.Popen(
+            [sys.executable, str(ROOT / "scripts" / "run_testbed.py"), "--scenario", str(f),
+             "--out", str(self.out), "--quiet"], cwd=ROOT, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True)
+        self.lines: list[tuple[float, str]] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append((time.monotonic(), line.rstrip("\n")))
+
+    def record(self) -> RunRecord:
+        """The run's record once its clients are started."""
+        rec = record_of_runner(self.proc.pid, timeout=120)
+        assert rec is not None, self.text()
+        return rec
+
+    def finish(self) -> int:
+        rc = self.proc.wait(timeout=180)
+        self._reader.join(timeout=10)
+        return rc
+
+    def text(self) -> str:
+        return "\n".join(line for _, line in self.lines)
+
+    def summary(self) -> dict[str, object]:
+        return dict(json.loads((self.out / "summary.json").read_text()))
+
+
+def test_a_killed_fog_daemon_is_reported_at_once_and_the_run_exits_3(tmp_path: Path) -> None:
+    before = footprint()
+    run = _Runner(tmp_path, duration_s=8)
+    rec = run.record()
+    pid, _ = rec.pids["daemon fog1"]
+    os.kill(pid, signal.SIGKILL)
+    t_kill = time.monotonic()
+    wait_until(lambda: any("CRASH: daemon fog1" in line for _, line in run.lines),
+               "the runner to say the daemon died", timeout_s=10)
+    [(t_said, said)] = [(t, line) for t, line in run.lines if "CRASH: daemon fog1" in line]
+    assert t_said - t_kill < 2.0 and run.proc.poll() is None  # at once, not at the end
+    assert f"(pid {pid}) killed by SIGKILL" in said
+    rc = run.finish()
+    assert rc == 3, run.text()[-3000:]
+    assert "Traceback" not in run.text()
+    summary = run.summary()
+    assert summary["crashed"] is True and summary["interrupted"] is False
+    [inc] = summary["incidents"]  # type: ignore[misc]
+    assert inc["process"] == "daemon fog1" and inc["pid"] == pid
+    assert inc["exit"] == "killed by SIGKILL"
+    assert {"t_model_ms", "t_real_s", "action"} <= set(inc)
+    assert "CRASHED RUN" in run.text()
+    wait_for_run_to_die(rec)
+    assert_clean(before)
+
+
+def test_ctrl_c_stops_the_city_run_with_130_and_its_summary(tmp_path: Path) -> None:
+    before = footprint()
+    run = _Runner(tmp_path, duration_s=60)
+    rec = run.record()
+    wait_until(lambda: any((run.out / "random-0.5").glob("*.json")) or
+               run.proc.poll() is not None, "the point to start", timeout_s=30)
+    t_int = time.monotonic()
+    run.proc.send_signal(signal.SIGINT)
+    rc = run.finish()
+    assert rc == 130, run.text()[-3000:]
+    assert time.monotonic() - t_int < 60  # the point ended early, not at its 60 s
+    assert "Traceback" not in run.text()
+    summary = run.summary()
+    assert summary["interrupted"] is True and summary["crashed"] is False
+    assert summary["incidents"] == []
+    [point] = summary["points"]  # type: ignore[misc]
+    assert point["selector"] == "random" and point["clients"] == 3
+    wait_for_run_to_die(rec)
+    assert_clean(before)

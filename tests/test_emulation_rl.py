@@ -16,7 +16,7 @@ from test_rl_policies import MENU
 from controller.policies.observe import layout_of
 from fogsdn.scenario import PolicySpec, load_scenario
 from fogsdn.trace import Outcome, read_trace
-from runner.emulate import run_emulation
+from runner.queueing_run import run_emulation
 
 pytestmark = pytest.mark.emulation
 EPOCH = 30

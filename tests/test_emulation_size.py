@@ -20,7 +20,7 @@ SIZES = bounded_pareto(1.5, 1.0, 100.0)
 
 
 def _run(tmp: Path, policy: str, **params: Any) -> tuple[Path, list[TraceRow], list[dict]]:
-    from runner.emulate import run_emulation
+    from runner.queueing_run import run_emulation
 
     sc = size_scenario(policy, 2, 0.3, SIZES, seed=3, name=f"size-{policy}", params=params,
                        duration_ms=1500)

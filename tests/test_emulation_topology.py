@@ -19,7 +19,8 @@ from rigs.probe_network import (
     session_result,
     tcp_echo_session,
 )
-from runner.emulate import live_network, run_emulation
+from runner.live_network import live_network
+from runner.queueing_run import run_emulation
 
 pytestmark = pytest.mark.emulation
 
@@ -36,14 +37,14 @@ def test_link_delay_is_accurate_and_changes_at_run_time(tmp_path: Path) -> None:
     # c1 - s1 - s2 - fn: three links of 1 model ms = 5 real ms each way at time scale 5
     sc = parse_scenario(scenario_dict(time_scale=5, topology={
         "kind": "line", "length": 2, "link": {"delay_ms": 1.0}}))
-    with live_network(sc, tmp_path / "delay") as emu:
-        assert emu.links["mechanism"] in ("netem", "userspace") and emu.links["shaped"] == 5
-        before = ping_rtts_ms(emu, "c1", "fn", count=40)
+    with live_network(sc, tmp_path / "delay") as live:
+        assert live.links["mechanism"] in ("netem", "userspace") and live.links["shaped"] == 5
+        before = ping_rtts_ms(live, "c1", "fn", count=40)
         assert min(before) >= 2 * 3 * 5.0 - 0.2, before
         assert statistics.median(before) <= 1.2 * 2 * 3 * 5.0, before
         for link in ("c1-s1", "s1-s2", "fn-s2"):
-            emu.network.update_link(link, LinkSpec(delay_ms=3.0))
-        after = ping_rtts_ms(emu, "c1", "fn", count=40)
+            live.update_link(link, LinkSpec(delay_ms=3.0))
+        after = ping_rtts_ms(live, "c1", "fn", count=40)
         assert min(after) >= 2 * 3 * 15.0 - 0.2, after
         change = statistics.median(after) - statistics.median(before)
         assert _close(change, 2 * 3 * 10.0, 0.05), (before, after)
@@ -52,13 +53,13 @@ def test_link_delay_is_accurate_and_changes_at_run_time(tmp_path: Path) -> None:
 def test_link_failure_reroutes_and_keeps_established_connections(tmp_path: Path) -> None:
     sc = load_scenario(ROOT / "scenarios" / "multipath.yaml").with_overrides(
         {"topology.link.delay_ms": 0.0})
-    with live_network(sc, tmp_path / "fail") as emu:
-        fn_srv, fn_cli = tcp_echo_session(emu, "c1", "fn", seconds=6.0)
-        cloud_srv, cloud_cli = tcp_echo_session(emu, "c2", "cloud", seconds=6.0, port=7201)
+    with live_network(sc, tmp_path / "fail") as live:
+        fn_srv, fn_cli = tcp_echo_session(live, "c1", "fn", seconds=6.0)
+        cloud_srv, cloud_cli = tcp_echo_session(live, "c2", "cloud", seconds=6.0, port=7201)
         # off every path: re-route rewrites all forwarding and must break nothing
-        off = measure_reroutes(emu, "c3", "ofn1", "s3-s4", failures=2)
+        off = measure_reroutes(live, "c3", "ofn1", "s3-s4", failures=2)
         # on the short path: traffic moves to s3-s4 and back
-        on = measure_reroutes(emu, "c3", "ofn1", "s1-s2", failures=5)
+        on = measure_reroutes(live, "c3", "ofn1", "s1-s2", failures=5)
         fn_run = session_result(fn_srv, fn_cli)
         cloud_run = session_result(cloud_srv, cloud_cli)
         t_end = time.monotonic()  # the teardown takes every link down after this

@@ -35,7 +35,7 @@ def test_users_policy_file_runs_live_from_the_documented_command(tmp_path: Path)
 
 
 def test_a_policy_that_raises_live_falls_back_to_the_fns(tmp_path: Path) -> None:
-    from runner.emulate import run_emulation
+    from runner.queueing_run import run_emulation
 
     path = write_policy(tmp_path, FAILS_WHEN_OFN_DOWN)
     sc = resolve_scenario(write_scenario(tmp_path, path.name, time_scale=20, seed=5,
