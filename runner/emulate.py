@@ -32,7 +32,7 @@ from typing import Any
 from analysis.power import server_count
 from controller.config import ControllerConfig
 from controller.launch import start_controller
-from controller.policies.stages import stage_plan
+from controller.policies import stage_plan
 from controller.registration import register
 from fogsdn.churn import Transition, churn_schedule
 from fogsdn.fabric import Fabric

@@ -12,6 +12,7 @@ node_ms. A request whose response exceeds the timeout becomes a `timeout` row.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
@@ -41,6 +42,11 @@ _F = "%.6f"
 HEADER = ",".join(COLUMNS) + _EOL
 # rows tallied into the accumulator at a time (a flush brings FLUSH_ROWS)
 TALLY_ROWS = 1024
+
+
+def _hosts_columns(r: Row) -> str:
+    """The trace's hosts and wasted_ms columns of a row (empty without them)."""
+    return f",{r[11]},{r[12]:.6f}" if len(r) > 12 else ",,"
 
 
 class TraceCsvSink:
@@ -99,24 +105,24 @@ class TraceCsvSink:
     def _slice(self, rows: list[Row]) -> None:
         nn, ncls = len(self.nodes), len(self.classes)
         fmts = self._fmt
-        warm = self.warmup_ms
-        tally = self.accumulator is not None
-        counts = [0] * (ncls * 4)  # after warm-up, by class and outcome
+        # rows sent from here on are tallied (none without an accumulator)
+        warm = self.warmup_ms if self.accumulator is not None else math.inf
+        counts = [0] * (ncls * 4)  # after warm-up, by class and outcome (ok: len(ok_ms))
         all_counts = [0, 0, 0, 0]
         ok_ms: list[list[float]] = [[] for _ in range(ncls)]
         e2e_ms: list[list[float]] = [[] for _ in range(ncls)]
         fixed, paths, rng, scale = self._net_fixed, self._net_paths, self._net_rng, self._net_scale
         tmo = self.timeout_ms
         by_node = [0] * (ncls * nn)
-        svc_n, svc_s, nom_s = [0] * nn, [0.0] * nn, [0.0] * nn
+        svc_s, nom_s = [0.0] * nn, [0.0] * nn
         lines: list[str] = []
         push = lines.append
         for r in rows:
             t_done, outcome, seq, c, cls, size, t_send, k = r[:8]
             f = fmts[(c * ncls + cls) * nn + k]
-            note = r[10] if len(r) > 10 else ""
-            # the hosts / wasted_ms columns (size-based engine), empty otherwise
-            note += f",{r[11]},{r[12]:.6f}" if len(r) > 12 else ",,"
+            # the error column, then hosts and wasted_ms (a policy with stages: SITA,
+            # TAGS), else empty; most rows have neither
+            note = ",," if len(r) == 10 else r[10] + _hosts_columns(r)
             all_counts[outcome] += 1
             if outcome == OK:
                 node_ms = t_done - t_send
@@ -126,8 +132,8 @@ class TraceCsvSink:
                     all_counts[OK] -= 1
                     all_counts[TIMEOUT] += 1
                     push(f[2] % (seq, size, t_send, t_send + tmo, r[9],
-                                 f"network: response {resp:.6f}"))
-                    if tally and t_send >= warm:
+                                 f"network: response {resp:.6f}" + _hosts_columns(r)))
+                    if t_send >= warm:
                         counts[cls * 4 + TIMEOUT] += 1
                     continue
                 svc = r[8]
@@ -136,12 +142,10 @@ class TraceCsvSink:
                     wait = 0.0
                 push(f[0] % (seq, size, t_send, t_send + resp, resp, node_ms, wait, svc, r[9],
                              note))
-                if tally and t_send >= warm:
-                    counts[cls * 4] += 1
+                if t_send >= warm:
                     ok_ms[cls].append(node_ms)
                     e2e_ms[cls].append(resp)
                     by_node[cls * nn + k] += 1
-                    svc_n[k] += 1
                     svc_s[k] += svc
                     nom_s[k] += r[9]
                 continue
@@ -153,7 +157,7 @@ class TraceCsvSink:
                 push(f[3] % (seq, size, t_send, t_done, r[9], note))
             else:
                 push(f[4] % (seq, size, t_send, t_done, note))
-            if tally and t_send >= warm:
+            if t_send >= warm:
                 counts[cls * 4 + outcome] += 1
         if self._fh is not None:
             self._fh.write("".join(lines))
@@ -161,7 +165,9 @@ class TraceCsvSink:
             self.counts[name] += all_counts[i]
         self.rows += len(rows)
         if self.accumulator is not None:
+            svc_n = [sum(by_node[ci * nn + k] for ci in range(ncls)) for k in range(nn)]
             for ci, cname in enumerate(self.classes):
+                counts[ci * 4 + OK] = len(ok_ms[ci])
                 self.accumulator.add_aggregate(
                     cname,
                     {o: counts[ci * 4 + i] for i, o in enumerate(OUTCOME_NAMES)},
