@@ -18,8 +18,8 @@ from typing import Any
 
 from analysis.metrics import replications_ci
 from analysis.model_params import OutsideModel
-from controller.policies import PolicyError, initial_view, make_policy
-from controller.policies.size_based import SIZE_POLICIES, SitaE, SitaU, Tags
+from controller.policies import PolicyError, initial_view, make_policy, stage_plan
+from controller.policies.size_based import SIZE_POLICIES
 from fogsdn.scenario import Role, Scenario, SizeSpec, load_scenario, parse_scenario
 from fogsdn.trace import Outcome, TraceRow, iter_trace
 from models.size_assignment import (
@@ -39,33 +39,44 @@ NO_MODEL = {
 
 
 def is_size_scenario(scenario: Scenario) -> bool:
-    return scenario.policy.name in SIZE_POLICIES
+    """A seed-002b policy, or any whose stage plan (`Policy.stages`) has stages."""
+    if scenario.policy.name in SIZE_POLICIES:
+        return True
+    try:
+        return stage_plan(scenario).kind != "none"
+    except PolicyError:
+        return False
 
 
 def predict_scenario(scenario: Scenario) -> SizePrediction:
-    """The per-host M/G/1 prediction for a size-based scenario, or OutsideModel(reason)."""
+    """The per-host M/G/1 prediction for a size-based scenario, or OutsideModel(reason).
+    The model is the policy's stage plan (`Policy.stages`): size intervals (SITA),
+    kill and restart (TAGS), or, for `random`, none."""
     name = scenario.policy.name
     if name in NO_MODEL:
         raise OutsideModel(NO_MODEL[name])
-    if name not in SIZE_POLICIES:
-        raise OutsideModel(f"policy {name!r} is not a size-based policy")
     if scenario.churn.eta > 0 or scenario.nodes_with(Role.OFN) and \
             scenario.churn.initial == "unavailable":
         raise OutsideModel("the size-based models have no OFN churn")
     wl = scenario.workload
-    lam = wl.lambda_hp + wl.lambda_lp
-    policy = make_policy(scenario.policy, wl)
-    view = initial_view(scenario)
-    names = [n.name for n in scenario.nodes]
-    mus = [n.mu for n in scenario.nodes]
     try:
-        if isinstance(policy, SitaE | SitaU):
-            pred = predict_sita(lam, wl.size, policy.cutoffs(view), mus, names, name)
-        elif isinstance(policy, Tags):
-            pred = predict_tags(lam, wl.size, policy.cutoffs(view), mus, names)
+        plan = make_policy(scenario.policy, wl).stages(initial_view(scenario))
+    except PolicyError as err:
+        raise OutsideModel(str(err)) from None
+    if plan.kind == "none" and name != "random":
+        raise OutsideModel(f"policy {name!r} is not a size-based policy")
+    lam = wl.lambda_hp + wl.lambda_lp
+    mu = {n.name: n.mu for n in scenario.nodes}
+    names = list(plan.hosts) if plan.kind != "none" else list(mu)
+    mus = [mu[h] for h in names]
+    try:
+        if plan.kind == "sita":
+            pred = predict_sita(lam, wl.size, plan.cutoffs, mus, names, name)
+        elif plan.kind == "tags":
+            pred = predict_tags(lam, wl.size, plan.cutoffs, mus, names)
         else:
             pred = predict_random(lam, wl.size, mus, names)
-    except (SizeModelError, PolicyError) as err:
+    except SizeModelError as err:
         raise OutsideModel(str(err)) from None
     hot = [h for h in pred.hosts if h.rho >= 1.0]
     if hot:
@@ -108,7 +119,7 @@ class _Sums:
 @dataclass
 class SizeStats:
     """Streaming means over answered requests sent after warm-up: a row sink for
-    `sim.engine.simulate` (the size engine's rows) and a trace reader."""
+    `sim.engine.simulate` and a trace reader."""
 
     scenario: Scenario
     overall: _Sums = field(default_factory=_Sums)

@@ -69,12 +69,13 @@ from controller.policies import (
     route_problems,
     routes_for,
     safe_routes,
+    stage_plan,
 )
-from controller.policies.stages import StagePlan, stage_plan
 from fogsdn.latency import node_net_ms
 from fogsdn.local_rpc import recv_line, send_json, unix_call
 from fogsdn.routing import next_hops
 from fogsdn.scenario import Role, TaskClass, load_scenario
+from fogsdn.stages import StagePlan
 
 NX_NAT_F_DST = 1 << 1
 NX_CT_F_COMMIT = 1 << 0

@@ -13,8 +13,10 @@ controller:
   i + 1's port.
 
 Other policies use the service port itself (select groups or the per-request path).
-`controller.policies.stages.stage_plan` derives the plan from a scenario's policy; the
-runner hands it to clients and workers as JSON (`to_json` / `from_json`).
+A policy states its plan (`Policy.stages(view)`, default kind "none"); every engine
+asks that method: the simulator kills and restarts where it says, and
+`controller.policies.stage_plan` gives the live run the plan as the run starts, which
+the runner hands to clients and workers as JSON (`to_json` / `from_json`).
 """
 
 from __future__ import annotations

@@ -65,10 +65,10 @@ def main(argv: list[str] | None = None,
                 return 2
             stop_ovs()
         return 0
-    from runner.study import declared_study
+    from runner.study_cli import declared_study
 
     if declared_study(args.scenario) == "city":  # a study of many runs: the study driver's
-        from runner.study import main as run_study_file
+        from runner.study_cli import main as run_study_file
 
         out = args.out or str(root / "results" / time.strftime("%Y%m%d-%H%M%S-city"))
         return run_study_file(["--scenario", args.scenario, "--engine", args.engine, "--out",

@@ -22,7 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from controller.policies.stages import stage_plan
+from controller.policies import stage_plan
 from fogsdn.churn import Transition, churn_schedule
 from fogsdn.scenario import LeaveMode, Role, Scenario, ScenarioError
 from fogsdn.stages import StagePlan

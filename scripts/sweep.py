@@ -22,7 +22,7 @@ import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside
 _live = any(a in ("emulate", "--engine=emulate") for a in sys.argv[1:])
 bootstrap.bootstrap(needs_network_stack=_live, extras="sweep")
 
-from runner.study import main  # noqa: E402
+from runner.study_cli import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

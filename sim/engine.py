@@ -30,6 +30,18 @@ do not fit are `lost`; `drop` loses them all. A request not answered
 within `timeout_ms` is recorded `timeout`, but the node still serves it to the end:
 the client gave up, the worker did not, so it does not free capacity early.
 
+Kill and restart (TAGS, seed 002b, or any policy whose `Policy.stages` plan kills):
+a task larger than its host's stage limit is served up to the limit, killed (that
+service counted as wasted) and restarts from scratch at the plan's next stage at the
+moment it is killed, keeping its request id. Kills are the only events that need a
+heap; they are ordered with churn and arrivals in time. The rows of a policy with a
+stage plan (SITA, TAGS) carry two more fields, as the live client writes them:
+`hosts` (every host visited, `h1>h2`) and `wasted`; their `service` is the host time
+used (killed work included), `nominal` size / mu at the completing host. A host that
+leaves with `drain` finishes its stage (the kill and restart still happen); `drop`
+loses the task; `handoff` moves it with all the work it has left (size minus what
+this stage served) to the first FN, which completes it.
+
 The engine does no I/O: finished rows go to a sink in batches (`Row` tuples, see
 `ROW_FIELDS`), availability transitions to a callback. Rows come out in the order
 the engine settles them, which is close to, but not exactly, time order.
@@ -66,21 +78,25 @@ from fogsdn.streams import BLOCK, Stream, python_stream, replication_seed
 from fogsdn.workload import arrival_blocks, client_names, hp_share
 
 OK, BLOCKED, TIMEOUT, LOST = 0, 1, 2, 3
+KILLED = 4  # held at a host that will kill it at its stage limit; never a row
 OUTCOME_NAMES: tuple[str, ...] = ("ok", "blocked", "timeout", "lost")
 CLASSES: tuple[TaskClass, ...] = (TaskClass.HP, TaskClass.LP)
 
 # A row is a plain tuple: (t_done, outcome, seq, client, cls, size, t_send, node,
-# service, nominal[, note]). client/cls/node are indices into client_names(),
-# CLASSES and node_names(); seq counts per client; service is the achieved service
-# time at the final node (NaN if never served), nominal what was asked of it; the
-# optional note (no commas) explains blocked/lost/timeout/handoff rows.
+# service, nominal[, note[, hosts, wasted]]). client/cls/node are indices into
+# client_names(), CLASSES and node_names(); seq counts per client; service is the
+# achieved service time at the final node (NaN if never served), nominal what was asked
+# of it; the optional note (no commas) explains blocked/lost/timeout/handoff rows;
+# hosts and wasted come with a policy that has stages (see above).
 ROW_FIELDS: tuple[str, ...] = (
     "t_done", "outcome", "seq", "client", "cls", "size", "t_send", "node",
-    "service", "nominal", "note",
+    "service", "nominal", "note", "hosts", "wasted",
 )
 Row = tuple[Any, ...]
 RowSink = Callable[[list[Row]], None]
 AvailabilitySink = Callable[[float, str, bool], None]
+
+RouteEntry = tuple[list[int], list[float], float, int]  # nodes, cumulative weights, total, last
 
 FLUSH_ROWS = 8192
 NAN = math.nan
@@ -131,15 +147,8 @@ def simulate(
 
     seed = replication_seed(scenario.seed, replication)
     policy = policy if policy is not None else make_policy(scenario.policy, scenario.workload)
-    from sim.size_engine import simulate_size_based, uses_size_engine
-
-    if uses_size_engine(policy):  # size-based assignment (seed 002b): its own engine
-        n, seed, last_t, end_t = simulate_size_based(
-            scenario, sink, policy, stop_t=stop_t, max_n=max_n, replication=replication,
-            availability=availability, flush_rows=FLUSH_ROWS)
-        return SimResult(seed=seed, requests=n, last_arrival_ms=last_t, end_ms=end_t,
-                         transitions=0, per_request=True, wall_s=time.perf_counter() - wall0)
     fast = not (per_request if per_request is not None else is_per_request(policy))
+    reads_load = policy.reads_load or policy.needs_work_left
     wl = scenario.workload
     p_hp = hp_share(wl)
     n_clients = wl.clients
@@ -184,18 +193,26 @@ def simulate(
             availability(0.0, names[k], avail[k])
     pending = next(changes, None)  # (t, OFN number, new state) of the next change
 
-    # -- routing ----------------------------------------------------------------
-    table_cache: dict[tuple[bool, ...], list[tuple[list[int], list[float], float, int]]] = {}
+    # -- what the policy says per availability state: routes, stages, a view ----------
+    table_cache: dict[tuple[bool, ...], list[RouteEntry]] = {}
+    stage_cache: dict[tuple[bool, ...], tuple[list[float], list[int], bool]] = {}
+    view_cache: dict[tuple[bool, ...], ClusterView] = {}
 
-    def route_table() -> list[tuple[list[int], list[float], float, int]]:
+    def state_view() -> ClusterView:
+        key = tuple(avail)
+        got = view_cache.get(key)
+        if got is None:
+            got = ClusterView(
+                tuple(replace(base_view[k], available=avail[k]) for k in range(nn)))
+            view_cache[key] = got
+        return got
+
+    def route_table() -> list[RouteEntry]:
         key = tuple(avail)
         got = table_cache.get(key)
         if got is None:
-            view = ClusterView(
-                tuple(replace(base_view[k], available=avail[k]) for k in range(nn))
-            )
             try:
-                table = policy.routes(view)
+                table = policy.routes(state_view())
             except Exception as err:  # the user's code: one line naming its file
                 raise PolicyError(policy_failure(policy, "routes", err)) from None
             got = []
@@ -210,10 +227,49 @@ def simulate(
             table_cache[key] = got
         return got
 
+    def stage_table(view: ClusterView) -> tuple[list[float], list[int], bool]:
+        """Per node: the size at which it kills a task (inf: never) and where that task
+        restarts, from the policy's stage plan for this view (`Policy.stages`); and
+        whether the plan has stages at all."""
+        key = tuple(n.available for n in view.nodes)
+        got = stage_cache.get(key)
+        if got is None:
+            try:
+                plan = policy.stages(view)
+            except Exception as err:  # the user's code: one line naming its file
+                raise PolicyError(policy_failure(policy, "stages", err)) from None
+            kill_at, next_at = [INF] * nn, [-1] * nn
+            for i, host in enumerate(plan.hosts):
+                lim, nxt = plan.kill_after(host), plan.next_stage(i)
+                if lim is None or nxt is None:
+                    continue
+                try:
+                    k, k2 = index[host], index[plan.hosts[nxt]]
+                except KeyError as err:
+                    raise ValueError(f"policy {policy.name} staged an unknown node {err}") from None
+                kill_at[k], next_at[k] = lim, k2
+            got = (kill_at, next_at, plan.kind != "none")
+            stage_cache[key] = got
+        return got
+
+    # every row of a policy with stages (SITA, TAGS) carries hosts and wasted, as live
+    staged = stage_table(ClusterView(tuple(base_view)))[2]
+    kill_at, next_at, has_stages = stage_table(state_view())
+    staged = staged or has_stages
+
+    # -- kills: (t, event id, next node, seq, client, cls, size, t_send, busy, wasted,
+    #    hosts), in time order; a kill the churn made void is in `void` ----------------
+    kills: list[tuple[Any, ...]] = []
+    void: set[int] = set()
+    kill_ids = 0
+
     # -- settling ------------------------------------------------------------------
     def settle(rec: Row) -> None:
+        if rec[1]:  # KILLED: its restart is a kill event, not a row
+            return
         if rec[0] - rec[6] > tmo:
-            out_append((rec[6] + tmo, TIMEOUT, *rec[2:10], f"node finished at {rec[0]:.6f}"))
+            out_append((rec[6] + tmo, TIMEOUT, *rec[2:10], f"node finished at {rec[0]:.6f}",
+                        *rec[11:]))
         else:
             out_append(rec)
 
@@ -227,24 +283,60 @@ def simulate(
             while h and h[0][0] <= t:
                 settle(h.popleft())
 
-    def accept(k: int, t: float, rec_tail: tuple[Any, ...], svc: float, note: str) -> bool:
-        """Put a moved request at node k's tail at time t (handoff); False if full."""
-        h = held[k]
-        if len(h) >= caps[k]:
-            return False
+    def put(k: int, t: float, rec_tail: tuple[Any, ...]) -> float:
+        """Queue a request at node k's tail at time t; its completion time. rec_tail is
+        the row from `outcome` on; its `nominal` is the service it needs here."""
+        svc = rec_tail[8]
         if multi[k]:
-            heapq.heappush(h, (t + svc, OK, *rec_tail, k, svc, svc, note))
+            done = t + svc
+            heapq.heappush(held[k], (done, *rec_tail))
         else:
             start = last[k] if last[k] > t else t
-            last[k] = start + svc
-            h.append((start + svc, OK, *rec_tail, k, svc, svc, note))
-        return True
+            done = start + svc
+            last[k] = done
+            held[k].append((done, *rec_tail))
+        return done
+
+    def arrive(t: float, k: int, seq: int, c: int, cls: int, size: float, t_send: float,
+               busy: float, wasted: float, hosts: str) -> None:
+        """A task of a staged policy reaches node k at time t (first stage or restart):
+        blocked, served, or served up to k's stage limit and killed."""
+        nonlocal kill_ids
+        advance(k, t)
+        hosts = hosts + ">" + names[k] if hosts else names[k]
+        h = held[k]
+        if len(h) >= caps[k] or not avail[k]:
+            out_append((t, BLOCKED, seq, c, cls, size, t_send, k, NAN, NAN,
+                        "" if avail[k] else "node unavailable", hosts, wasted))
+            return
+        lim = kill_at[k]
+        if size > lim:
+            svc = lim * inv_mu[k]
+            kill_ids += 1
+            done = put(k, t, (KILLED, seq, c, cls, size, t_send, k, busy + svc, svc, "", hosts,
+                              wasted, kill_ids))
+            heapq.heappush(kills, (done, kill_ids, next_at[k], seq, c, cls, size, t_send,
+                                   busy + svc, wasted + svc, hosts))
+        else:
+            svc = size * inv_mu[k]
+            put(k, t, (OK, seq, c, cls, size, t_send, k, busy + svc, svc, "", hosts, wasted))
+
+    def restart() -> None:
+        """The earliest kill: its task starts again at its next stage."""
+        ev = heapq.heappop(kills)
+        if ev[1] in void:
+            void.discard(ev[1])
+        else:
+            arrive(ev[0], ev[2], *ev[3:])
+
+    def next_kill() -> float:
+        return kills[0][0] if kills else INF
 
     transitions = 0
 
     def change(k: int, t: float) -> None:
         """OFN k changes availability at time t (the pending churn event)."""
-        nonlocal transitions, pending
+        nonlocal transitions, pending, kill_at, next_at
         transitions += 1
         advance(k, t)
         up = not avail[k]
@@ -252,27 +344,43 @@ def simulate(
         if availability is not None:
             availability(t, names[k], up)
         pending = next(changes, None)
+        if staged:
+            kill_at, next_at, _ = stage_table(state_view())
         if up or churn.leave is LeaveMode.DRAIN:
             return
         h = held[k]
         recs = sorted(h, key=lambda r: r[6]) if multi[k] else list(h)
         h.clear()
         last[k] = t
+        for r in recs:
+            if r[1]:  # it would have been killed here and restarted: no longer
+                void.add(r[13])
         if churn.leave is LeaveMode.DROP:
             for r in recs:
-                out_append((t, LOST, *r[2:7], k, NAN, r[9], f"{names[k]} left (drop)"))
+                out_append((t, LOST, *r[2:7], k, NAN, r[9], f"{names[k]} left (drop)",
+                            *r[11:13]))
             return
         advance(fn0, t)
         note = f"handoff from {names[k]} at {t:.6f}"
         for i, r in enumerate(recs):
-            if i == 0 or multi[k]:  # in service: the work it has left moves with it
-                svc = max(0.0, r[0] - t) * mus[k] * inv_mu[fn0]
+            in_service = i == 0 or multi[k]
+            if r[1]:  # killed at this stage: all the work it has left moves
+                left_here = max(0.0, r[0] - t) if in_service else r[9]
+                svc = (r[5] - (r[9] - left_here) * mus[k]) * inv_mu[fn0]
+            elif in_service:  # in service: the work it has left moves with it
+                left_here = max(0.0, r[0] - t)
+                svc = left_here * mus[k] * inv_mu[fn0]
             else:
+                left_here = r[9]
                 svc = r[5] * inv_mu[fn0]
-            if not accept(fn0, t, r[2:7], svc, note):
-                out_append(
-                    (t, LOST, *r[2:7], k, NAN, r[9], f"handoff from {names[k]}: {names[fn0]} full")
-                )
+            if len(held[fn0]) >= caps[fn0]:
+                out_append((t, LOST, *r[2:7], k, NAN, r[9],
+                            f"handoff from {names[k]}: {names[fn0]} full", *r[11:13]))
+            elif len(r) > 11:  # staged: the host time it used so far, hosts, wasted
+                put(fn0, t, (OK, *r[2:7], fn0, r[8] - left_here + svc, svc, note,
+                             f"{r[11]}>{names[fn0]}", r[12]))
+            else:
+                put(fn0, t, (OK, *r[2:7], fn0, svc, svc, note))
 
     def next_churn() -> float:
         return pending[0] if pending is not None else INF
@@ -283,16 +391,21 @@ def simulate(
 
     # -- per-request decisions ----------------------------------------------------
     def decide(t: float, cls: int, c: int, size: float) -> int:
-        for k in range(nn):
-            advance(k, t)
-        view = ClusterView(
-            tuple(
-                NodeView(names[k], roles[k], avail[k], caps[k], mus[k], len(held[k]),
-                         multi_server=multi[k], power_idle_w=idle_w[k], power_max_w=max_w[k],
-                         net_ms=net_ms[k])
-                for k in range(nn)
+        if reads_load:
+            for k in range(nn):
+                advance(k, t)
+            view = ClusterView(
+                tuple(
+                    NodeView(names[k], roles[k], avail[k], caps[k], mus[k], len(held[k]),
+                             multi_server=multi[k], power_idle_w=idle_w[k],
+                             power_max_w=max_w[k], net_ms=net_ms[k],
+                             work_left=sum(r[0] - t for r in held[k]) if multi[k]
+                             else (last[k] - t if last[k] > t else 0.0))
+                    for k in range(nn)
+                )
             )
-        )
+        else:
+            view = state_view()
         try:
             name = policy.decide(view, Request(CLASSES[cls], cnames[c], size, t_ms=t), route_rng)
         except Exception as err:  # the user's code: one line naming its file
@@ -305,6 +418,7 @@ def simulate(
     # -- main loop ---------------------------------------------------------------------
     table = route_table() if fast else []
     t_churn = next_churn()
+    t_next = t_churn  # the next churn or kill event
     cseq = [0] * n_clients
     t = 0.0
     last_arrival = 0.0
@@ -323,11 +437,15 @@ def simulate(
         t += ia[j]
         if t >= stop_t:
             break
-        while t_churn <= t:
-            change(pending_node(), t_churn)
-            t_churn = next_churn()
-            if fast:
-                table = route_table()
+        while t_next <= t:
+            if next_kill() <= t_churn:
+                restart()
+            else:
+                change(pending_node(), t_churn)
+                t_churn = next_churn()
+                if fast:
+                    table = route_table()
+            t_next = min(t_churn, next_kill())
         cls = 0 if cu[j] < p_hp else 1
         c = cl[j]
         size = sz[j]
@@ -346,7 +464,11 @@ def simulate(
         else:
             k = decide(t, cls, c, size)
         h = held[k]
-        if multi[k]:
+        if staged:
+            arrive(t, k, seq, c, cls, size, t, 0.0, 0.0, "")
+            if kills and kills[0][0] < t_next:
+                t_next = kills[0][0]
+        elif multi[k]:
             while h and h[0][0] <= t:
                 settle(heapq.heappop(h))
             if len(h) >= caps[k] or not avail[k]:
@@ -379,21 +501,26 @@ def simulate(
             sink(out.copy())
             out.clear()
 
-    # -- let in-flight requests finish (churn goes on meanwhile) ----------------------
+    # -- let in-flight requests finish (churn and kills go on meanwhile) ---------------
     end = last_arrival
     while any(held):
-        if t_churn == INF:
-            end = max(end, max(max(r[0] for r in h) for h in held if h))
+        t_kill = next_kill()
+        if t_kill <= t_churn:
+            if t_kill == INF:  # no more events: every node finishes what it holds
+                end = max(end, max(max(r[0] for r in h) for h in held if h))
+                for k in range(nn):
+                    advance(k, INF)
+                break
+            end = max(end, t_kill)
+            restart()
+        else:
             for k in range(nn):
-                advance(k, INF)
-            break
-        for k in range(nn):
-            advance(k, t_churn)
-        if not any(held):
-            break
-        end = t_churn
-        change(pending_node(), t_churn)
-        t_churn = next_churn()
+                advance(k, t_churn)
+            if not any(held):
+                break
+            end = t_churn
+            change(pending_node(), t_churn)
+            t_churn = next_churn()
     if out:
         end = max(end, max(r[0] for r in out))
         sink(out.copy())

@@ -12,6 +12,7 @@ node_ms. A request whose response exceeds the timeout becomes a `timeout` row.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
@@ -36,11 +37,18 @@ from sim.engine import (
 NETWORK_STREAM = 100  # spawn key of the network's draws (fogsdn.streams uses 0-6)
 _EOL = "\r\n"  # csv.writer's default, which TraceWriter uses
 _F = "%.6f"
+_ZERO = "0.000000"
+_ROUNDS_TO_ZERO = 4e-7  # below this (a negative wait is 0) %.6f writes _ZERO
 # columns: request_id, client, cls, size, t_send, t_done, node, outcome, response_ms,
 # node_ms, wait_ms, service_ms, nominal_ms, error, hosts, wasted_ms
 HEADER = ",".join(COLUMNS) + _EOL
 # rows tallied into the accumulator at a time (a flush brings FLUSH_ROWS)
 TALLY_ROWS = 1024
+
+
+def _hosts_columns(r: Row) -> str:
+    """The trace's hosts and wasted_ms columns of a row (empty without them)."""
+    return f",{r[11]},{r[12]:.6f}" if len(r) > 12 else ",,"
 
 
 class TraceCsvSink:
@@ -74,15 +82,20 @@ class TraceCsvSink:
         self._net_paths = [net.paths[(c, n)] for c in self.clients
                            for n in self.nodes] if net and net.random else []
         self._net_scale = scenario.time_scale
+        self._no_net = net is None  # response_ms = node_ms: the plain rows' fast path
         # its own stream: the network's draws never shift the engine's
         self._net_rng = np.random.Generator(np.random.PCG64(
             np.random.SeedSequence(seed, spawn_key=(NETWORK_STREAM,))))
-        # one format per (client, class, node) and outcome, constant fields baked in
+        # one format per (client, class, node) and outcome, constant fields baked in;
+        # `_plain`: an answered row without error, hosts or wasted_ms (most rows)
         self._fmt: list[tuple[str, str, str, str, str]] = []
+        self._plain: list[str] = []
         for client in self.clients:
             for cls in self.classes:
                 for node in self.nodes:
                     head = f"{client}-%07d,{client},{cls},{_F},{_F},{_F},{node},"
+                    self._plain.append(f"{client}-%07d,{client},{cls},%s,{_F},{_F},{node},"
+                                       f"ok,%s,%s,%s,%s,%s,,,{_EOL}")
                     self._fmt.append((
                         head + f"ok,{_F},{_F},{_F},{_F},{_F},%s{_EOL}",
                         head + f"blocked,0.000000,,,,,%s{_EOL}",
@@ -98,25 +111,47 @@ class TraceCsvSink:
 
     def _slice(self, rows: list[Row]) -> None:
         nn, ncls = len(self.nodes), len(self.classes)
-        fmts = self._fmt
-        warm = self.warmup_ms
-        tally = self.accumulator is not None
-        counts = [0] * (ncls * 4)  # after warm-up, by class and outcome
+        fmts, plain = self._fmt, self._plain
+        no_net = self._no_net
+        # rows sent from here on are tallied (none without an accumulator)
+        warm = self.warmup_ms if self.accumulator is not None else math.inf
+        counts = [0] * (ncls * 4)  # after warm-up, by class and outcome (ok: len(ok_ms))
         all_counts = [0, 0, 0, 0]
         ok_ms: list[list[float]] = [[] for _ in range(ncls)]
-        e2e_ms: list[list[float]] = [[] for _ in range(ncls)]
+        # without a network the response is the node's time: one list serves both
+        e2e_ms: list[list[float]] = ok_ms if no_net else [[] for _ in range(ncls)]
         fixed, paths, rng, scale = self._net_fixed, self._net_paths, self._net_rng, self._net_scale
         tmo = self.timeout_ms
         by_node = [0] * (ncls * nn)
-        svc_n, svc_s, nom_s = [0] * nn, [0.0] * nn, [0.0] * nn
+        svc_s, nom_s = [0.0] * nn, [0.0] * nn
         lines: list[str] = []
         push = lines.append
         for r in rows:
+            if no_net and len(r) == 10 and r[1] == OK:  # the fast path: most rows
+                t_done, _, seq, c, cls, size, t_send, k, svc, nominal = r
+                node_ms = t_done - t_send
+                if node_ms <= tmo:
+                    # formatting a float is most of a row's cost: each value once
+                    # (response = node time; service = size where mu = 1, nominal
+                    # mostly = service; wait often 0)
+                    wait = node_ms - svc
+                    size_txt, node_txt = _F % size, _F % node_ms
+                    svc_txt = size_txt if svc == size else _F % svc
+                    push(plain[(c * ncls + cls) * nn + k] % (
+                        seq, size_txt, t_send, t_send + node_ms, node_txt, node_txt,
+                        _ZERO if wait < _ROUNDS_TO_ZERO else _F % wait, svc_txt,
+                        svc_txt if nominal == svc else _F % nominal))
+                    if t_send >= warm:
+                        ok_ms[cls].append(node_ms)
+                        by_node[cls * nn + k] += 1
+                        svc_s[k] += svc
+                        nom_s[k] += nominal
+                    continue
             t_done, outcome, seq, c, cls, size, t_send, k = r[:8]
             f = fmts[(c * ncls + cls) * nn + k]
-            note = r[10] if len(r) > 10 else ""
-            # the hosts / wasted_ms columns (size-based engine), empty otherwise
-            note += f",{r[11]},{r[12]:.6f}" if len(r) > 12 else ",,"
+            # the error column, then hosts and wasted_ms (a policy with stages: SITA,
+            # TAGS), else empty; most rows have neither
+            note = ",," if len(r) == 10 else r[10] + _hosts_columns(r)
             all_counts[outcome] += 1
             if outcome == OK:
                 node_ms = t_done - t_send
@@ -126,8 +161,8 @@ class TraceCsvSink:
                     all_counts[OK] -= 1
                     all_counts[TIMEOUT] += 1
                     push(f[2] % (seq, size, t_send, t_send + tmo, r[9],
-                                 f"network: response {resp:.6f}"))
-                    if tally and t_send >= warm:
+                                 f"network: response {resp:.6f}" + _hosts_columns(r)))
+                    if t_send >= warm:
                         counts[cls * 4 + TIMEOUT] += 1
                     continue
                 svc = r[8]
@@ -136,12 +171,11 @@ class TraceCsvSink:
                     wait = 0.0
                 push(f[0] % (seq, size, t_send, t_send + resp, resp, node_ms, wait, svc, r[9],
                              note))
-                if tally and t_send >= warm:
-                    counts[cls * 4] += 1
+                if t_send >= warm:
                     ok_ms[cls].append(node_ms)
-                    e2e_ms[cls].append(resp)
+                    if not no_net:
+                        e2e_ms[cls].append(resp)
                     by_node[cls * nn + k] += 1
-                    svc_n[k] += 1
                     svc_s[k] += svc
                     nom_s[k] += r[9]
                 continue
@@ -153,15 +187,18 @@ class TraceCsvSink:
                 push(f[3] % (seq, size, t_send, t_done, r[9], note))
             else:
                 push(f[4] % (seq, size, t_send, t_done, note))
-            if tally and t_send >= warm:
+            if t_send >= warm:
                 counts[cls * 4 + outcome] += 1
         if self._fh is not None:
             self._fh.write("".join(lines))
+        all_counts[OK] += len(rows) - sum(all_counts)  # the fast path's rows
         for i, name in enumerate(OUTCOME_NAMES):
             self.counts[name] += all_counts[i]
         self.rows += len(rows)
         if self.accumulator is not None:
+            svc_n = [sum(by_node[ci * nn + k] for ci in range(ncls)) for k in range(nn)]
             for ci, cname in enumerate(self.classes):
+                counts[ci * 4 + OK] = len(ok_ms[ci])
                 self.accumulator.add_aggregate(
                     cname,
                     {o: counts[ci * 4 + i] for i, o in enumerate(OUTCOME_NAMES)},

@@ -17,8 +17,8 @@ from nodes.city_client import CityClient
 from nodes.city_fog import MERIDIAN_PORT, CityConfig, FogInfo, FogNode
 from nodes.city_meridian import Ping, query_message
 from runner.city_live import Mobility, live_scenario, start_positions
-from runner.study import declared_study
-from runner.study import main as study_main
+from runner.study_cli import declared_study
+from runner.study_cli import main as study_main
 from sim.city_output import live_metrics
 from topologies.city_latency import LatencyParams, load_ms, processing_ms
 from topologies.city_net import (

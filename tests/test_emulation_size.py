@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from analysis.size_compare import bounded_pareto, size_scenario
-from controller.policies.stages import stage_plan
+from controller.policies import stage_plan
 from fogsdn.trace import Outcome, TraceRow, read_trace
 
 pytestmark = pytest.mark.emulation

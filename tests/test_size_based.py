@@ -16,7 +16,7 @@ from analysis.metrics import replications_ci
 from analysis.model_params import OutsideModel
 from analysis.size_compare import SizeStats, bounded_pareto, predict_scenario, size_scenario
 from controller.policies import ClusterView, NodeView, PolicyError, Request, make_policy
-from fogsdn.scenario import PolicySpec, Role, SizeSpec, TaskClass
+from fogsdn.scenario import PolicySpec, Role, Scenario, SizeSpec, TaskClass, parse_scenario
 from models.size_assignment import (
     SizeModelError,
     moment,
@@ -143,8 +143,10 @@ def test_policies_decide_as_defined() -> None:
     assert dict(tags.routes(_view())[TaskClass.HP]) == {"h1": 1.0}
     assert not tags.needs_size
     assert tags.decide(_view(), Request(TaskClass.LP, "c1"), rng) == "h1"
-    assert [tags.stage_limit(_view(), h) for h in ("h1", "h2", "h3")] == [2.0, 10.0, math.inf]
-    assert [tags.next_stage(_view(), h) for h in ("h1", "h2", "h3")] == ["h2", "h3", None]
+    plan = tags.stages(_view())
+    assert plan.kind == "tags" and plan.hosts == ("h1", "h2", "h3")
+    assert [plan.kill_after(h) for h in ("h1", "h2", "h3")] == [2.0, 10.0, None]
+    assert [plan.next_stage(i) for i in range(3)] == [1, 2, None]
 
     lwl = make_policy(PolicySpec(name="least_work_left"), sc.workload)
     assert lwl.decide(_view((3.0, 0.5, 2.0)), Request(TaskClass.LP, "c1"), rng) == "h2"
@@ -250,7 +252,7 @@ def test_predict_script_json(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
 
 def test_stage_plans_carry_intervals_and_stages_as_json() -> None:
-    from controller.policies.stages import stage_plan
+    from controller.policies import stage_plan
     from fogsdn.stages import StagePlan, stage_port
 
     sita = stage_plan(size_scenario("sita_e", 3, 0.5, BP))
@@ -266,3 +268,49 @@ def test_stage_plans_carry_intervals_and_stages_as_json() -> None:
     assert stage_port(9000, 0) == 9001
     with pytest.raises(ValueError, match="stages.kind"):
         StagePlan.from_json('{"kind": "x"}')
+
+
+def _tags_on_an_ofn_first(leave: str) -> Scenario:
+    """TAGS over an OFN (stage 1, which comes and goes) and the FN (stage 2)."""
+    return parse_scenario({
+        "name": "tags_churn", "seed": 7, "duration_ms": 1e12, "warmup_ms": 0.0,
+        "timeout_ms": 1e12, "time_scale": 1.0, "deadline_ms": 1e12,
+        "workload": {"lambda_hp": 0.0, "lambda_lp": 0.12, "clients": 2,
+                     "size": BP.model_dump(exclude_none=True)},
+        "nodes": [{"name": "ofn1", "role": "ofn", "mu": 1.0, "capacity": 20},
+                  {"name": "fn", "role": "fn", "mu": 1.0, "capacity": 10_000}],
+        "churn": {"eta": 0.01, "xi": 0.01, "leave": leave},
+        "policy": {"name": "tags", "params": {"cutoffs": "3"}},
+    }, source="tags_churn")
+
+
+@pytest.mark.parametrize("leave", ["drain", "drop", "handoff"])
+def test_tags_runs_with_churn_and_the_callers_flush_size(leave: str) -> None:
+    """Kill and restart in the one event loop, with OFN churn: every request has exactly
+    one row, a kill the churn made void restarts nothing, host time adds up, and the
+    sink gets the rows as often as the caller asked."""
+    sc = _tags_on_an_ofn_first(leave)
+    batches: list[list[tuple[object, ...]]] = []
+    res = simulate(sc, batches.append, requests=3000, flush_rows=1)
+    rows = [r for b in batches for r in b]
+    assert res.transitions > 10 and res.requests == 3000 == len(rows)
+    assert len(batches) > 1000  # flushed per arrival, not once per 8192 rows
+    assert max(Counter((r[3], r[2]) for r in rows).values()) == 1
+    ok = [r for r in rows if r[1] == 0]
+    for r in ok:  # mu = 1 everywhere: host time is the size plus what was killed
+        size, service, wasted = float(r[5]), float(r[8]), float(r[12])  # type: ignore[arg-type]
+        assert service == pytest.approx(size + wasted)
+        assert float(r[0]) - float(r[6]) >= service - 1e-9  # type: ignore[arg-type]
+    paths = Counter(str(r[11]) for r in ok)
+    assert paths["ofn1>fn"] > 0 and paths["ofn1"] > 0 and paths["fn"] > 0
+    moved = [r for r in ok if str(r[10]).startswith("handoff")]
+    lost = [r for r in rows if r[1] == 3]
+    if leave == "drain":
+        assert not moved and not lost
+        assert all(float(r[12]) == 3.0 for r in ok if r[11] == "ofn1>fn")  # type: ignore
+    elif leave == "drop":
+        assert not moved and lost and all(r[11] == "ofn1" for r in lost)
+        assert any(float(r[5]) > 3.0 for r in lost)  # lost before its kill  # type: ignore
+    else:  # handed off with the work left, to completion at the FN: not killed there
+        assert moved and all(r[11] == "ofn1>fn" for r in moved)
+        assert any(float(r[5]) > 3.0 and float(r[12]) == 0.0 for r in moved)  # type: ignore

@@ -128,7 +128,7 @@ def test_a_size_based_sweep_is_seed_002bs_study(tmp_path: Path) -> None:
     """A sweep that says `study: size_based` runs through the same driver: every
     (value, policy) replicated, beside the model, into <name>.csv and .png; --plot-only
     redraws from that table."""
-    from runner.study import main as study_main
+    from runner.study_cli import main as study_main
 
     args = ["--scenario", str(ROOT / "scenarios" / "seed002b_load.yaml"), "--out",
             str(tmp_path), "--requests", "3000", "--replications", "2", "--executor", "serial",

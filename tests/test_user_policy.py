@@ -13,15 +13,18 @@ from user_policies import (
     FAILS_WHEN_OFN_DOWN,
     HP_AWAY,
     HP_AWAY_REGISTERED,
+    TRY_FN_FIRST,
     write_policy,
     write_scenario,
 )
 
 import controller.policies
-from controller.policies import POLICIES, PolicyError, make_policy, safe_routes
+from controller.policies import POLICIES, PolicyError, make_policy, safe_routes, stage_plan
 from controller.policies.check import main as check_main
 from controller.policies.resolve import resolve_scenario
 from fogsdn.scenario import TaskClass, load_scenario
+from fogsdn.stages import StagePlan
+from fogsdn.trace import Outcome, read_trace
 from sim.runner import run_simulation
 
 
@@ -53,6 +56,36 @@ def test_user_policy_runs_in_the_simulator(tmp_path: Path) -> None:
     lp = {r["node"] for r in rows if r["cls"] == "lp"}
     hp = {r["node"] for r in rows if r["cls"] == "hp"}
     assert lp == {"fn"} and hp == {"fn", "ofn1"}
+
+
+def test_a_users_kill_and_restart_policy_gets_stages_in_the_simulator_and_live(
+        tmp_path: Path) -> None:
+    tmp = _outside(tmp_path)
+    write_policy(tmp, TRY_FN_FIRST)
+    sc = resolve_scenario(write_scenario(tmp, "my_policy.py", duration_ms=2000, seed=4,
+                                         timeout_ms=1e9))
+    # the live run's plan (runner and controller ask stage_plan): the policy's own
+    assert stage_plan(sc) == StagePlan("tags", ("fn", "ofn1"), (1.5,))
+    run_simulation(sc, tmp / "out", compare=False)
+    rows = read_trace(tmp / "out" / "trace.csv")
+    assert len({r.request_id for r in rows}) == len(rows)  # each request exactly once
+    ok = [r for r in rows if r.outcome is Outcome.OK]
+    restarted = [r for r in ok if r.hosts == "fn>ofn1"]
+    assert len(restarted) > 20  # killed at the FN, restarted at the OFN, as the plan says
+    assert all(r.size > 1.5 and r.node == "ofn1" and r.wasted_ms == pytest.approx(1.5)
+               for r in restarted)
+    # the rest finished at the FN, unkilled: small, or sent while the OFN was away
+    assert all(r.hosts == "fn" and r.node == "fn" and r.wasted_ms == 0.0
+               for r in ok if r not in restarted)
+    assert any(r.size > 1.5 for r in ok if r.hosts == "fn")
+    # and the analysis takes it for TAGS over its stages (the model has no churn)
+    from analysis.size_compare import is_size_scenario, predict_scenario
+
+    still = sc.with_overrides({"churn.eta": 0.0, "workload.lambda_hp": 0.05,
+                               "workload.lambda_lp": 0.05})
+    pred = predict_scenario(still)
+    assert is_size_scenario(sc) and pred.policy == "tags" and not pred.exact
+    assert [h.name for h in pred.hosts] == ["fn", "ofn1"]
 
 
 def test_cli_flag_loads_a_policy_relative_to_the_working_directory(tmp_path: Path) -> None:

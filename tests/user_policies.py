@@ -60,6 +60,30 @@ class Brittle(Policy):
         return view.up(Role.OFN)[0].name  # IndexError while the OFN is out of range
 '''
 
+# kill and restart of the user's own (no built-in class): every task starts at the FN,
+# which gives up on it after 1.5 size units; it then restarts from scratch at the OFN
+TRY_FN_FIRST = '''
+from dataclasses import dataclass
+from typing import ClassVar
+
+from controller.policies.base import ClusterView, Policy, RouteTable
+from fogsdn.scenario import Role, TaskClass
+from fogsdn.stages import StagePlan
+
+
+@dataclass
+class TryFnFirst(Policy):
+    name: ClassVar[str] = "try_fn_first"
+
+    def routes(self, view: ClusterView) -> RouteTable:
+        fn = view.up(Role.FN)[0].name
+        return {TaskClass.HP: {fn: 1.0}, TaskClass.LP: {fn: 1.0}}
+
+    def stages(self, view: ClusterView) -> StagePlan:
+        hosts = tuple(n.name for n in view.up(Role.FN)[:1] + view.up(Role.OFN)[:1])
+        return StagePlan("tags", hosts, (1.5,) if len(hosts) > 1 else ())
+'''
+
 
 def write_policy(tmp: Path, text: str, name: str = "my_policy.py") -> Path:
     path = tmp / name

@@ -40,6 +40,7 @@ from controller.policies.size_based import (
 )
 from controller.policies.threshold import Threshold
 from fogsdn.scenario import PolicySpec, Role, Scenario, Workload
+from fogsdn.stages import StagePlan
 
 BUILT_IN_POLICIES: Mapping[str, type[Policy]] = MappingProxyType({
     p.name: p
@@ -189,6 +190,19 @@ def initial_view(scenario: Scenario, ofn_available: bool = True) -> ClusterView:
     )
 
 
+def stage_plan(scenario: Scenario) -> StagePlan:
+    """The live run's stage plan: what the scenario's policy says (`Policy.stages`) for
+    the cluster as a run starts (every node up). PolicyError where it cannot say (for
+    TAGS or SITA: no cutoffs)."""
+    policy = make_policy(scenario.policy, scenario.workload)
+    try:
+        return policy.stages(initial_view(scenario))
+    except PolicyError:
+        raise
+    except Exception as err:  # the user's code: one line naming its file
+        raise PolicyError(policy_failure(policy, "stages", err)) from None
+
+
 __all__ = [
     "BUILT_IN_POLICIES",
     "POLICIES",
@@ -215,5 +229,6 @@ __all__ = [
     "register_policy",
     "routes_for",
     "safe_routes",
+    "stage_plan",
     "user_policy_classes",
 ]

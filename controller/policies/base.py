@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from fogsdn.scenario import NodeSpec, PolicySpec, Role, Servers, TaskClass, Workload
+from fogsdn.stages import StagePlan
 
 # class -> {node name: weight}; weights are non-negative and need not sum to 1.
 RouteTable = Mapping[TaskClass, Mapping[str, float]]
@@ -83,6 +84,9 @@ class Policy(ABC):
     state_based: ClassVar[bool | None] = None
     needs_size: ClassVar[bool] = False  # decide() reads request.size
     needs_work_left: ClassVar[bool] = False  # decide() reads NodeView.work_left
+    # decide() reads the view's load (in_system, work_left); False lets an engine hand
+    # it the same view until the cluster changes, which is much faster per request
+    reads_load: ClassVar[bool] = True
     spec: PolicySpec = field(default_factory=PolicySpec)
     # the scenario's workload, for policies whose parameters depend on it (size-based)
     workload: Workload | None = None
@@ -101,13 +105,14 @@ class Policy(ABC):
         (networkx); pairs it leaves out take the shortest path by delay."""
         return {}
 
-    def stage_limit(self, view: ClusterView, node: str) -> float:
-        """The size after which `node` kills a task and passes it on (TAGS); inf: none."""
-        return float("inf")
-
-    def next_stage(self, view: ClusterView, node: str) -> str | None:
-        """Where a task killed at `node` restarts from scratch (TAGS); None: nowhere."""
-        return None
+    def stages(self, view: ClusterView) -> StagePlan:
+        """Size-based stages over this view's hosts (`fogsdn.stages`): "sita", each
+        size interval's host (the client picks it by size), or "tags", kill and
+        restart: host i serves a task up to cutoff i, kills it and it restarts from
+        scratch at host i + 1. Every engine asks this one method: the simulator kills
+        and restarts where the plan says, the live run turns it into stage ports and
+        worker kill timers, the analysis picks the model. Default: no stages."""
+        return StagePlan("none")
 
 
 def is_per_request(policy: Policy) -> bool:

@@ -2,8 +2,8 @@
 
 The hosts are the view's available nodes in scenario order (roles do not matter here).
 SITA-E and SITA-U need the task's size (`needs_size`); TAGS does not: every task starts
-at the first host, and the engine asks `stage_limit` / `next_stage` where to kill it
-and where to restart it. Random, Round-Robin and Least-Work-Left are the baselines;
+at the first host, and its stage plan (`Policy.stages`) says where each host kills it
+and where it restarts. Random, Round-Robin and Least-Work-Left are the baselines;
 Least-Work-Left needs each host's remaining work (`needs_work_left`).
 """
 
@@ -16,6 +16,7 @@ from typing import ClassVar
 
 from controller.policies.base import ClusterView, NodeView, Policy, PolicyError, Request, RouteTable
 from fogsdn.scenario import TaskClass, Workload
+from fogsdn.stages import StageKind, StagePlan
 from models.size_assignment import (
     SizeModelError,
     parse_cutoffs,
@@ -45,6 +46,9 @@ class _Cutoffs(Policy):
 
     proactive: ClassVar[bool] = False
     state_based: ClassVar[bool | None] = False  # reads the size (or kills): no CTMC
+    reads_load: ClassVar[bool] = False
+    # the cutoffs' meaning live and in the simulator: size intervals, or kill and restart
+    stage_kind: ClassVar[StageKind] = "sita"
     _cache: dict[tuple[str, ...], tuple[float, ...]] = field(default_factory=dict, repr=False)
     # the last view asked about, its hosts and cutoffs (engines reuse one view object)
     _last: tuple[ClusterView, tuple[NodeView, ...], tuple[float, ...]] | None = field(
@@ -97,6 +101,10 @@ class _Cutoffs(Policy):
     def first_shares(self, view: ClusterView) -> dict[str, float]:
         raise NotImplementedError
 
+    def stages(self, view: ClusterView) -> StagePlan:
+        hosts, cut = self.hosts_and_cutoffs(view)
+        return StagePlan(self.stage_kind, tuple(h.name for h in hosts), cut)
+
 
 @dataclass
 class _Sita(_Cutoffs):
@@ -142,6 +150,7 @@ class Tags(_Cutoffs):
     ("s1,s2,...") or chosen to minimise the approximate mean response time."""
 
     name: ClassVar[str] = "tags"
+    stage_kind: ClassVar[StageKind] = "tags"  # kill and restart
 
     def _compute(self, hosts: tuple[NodeView, ...]) -> tuple[float, ...]:
         wl = self._workload()
@@ -156,22 +165,6 @@ class Tags(_Cutoffs):
     def first_shares(self, view: ClusterView) -> dict[str, float]:
         return {hosts_of(view)[0].name: 1.0}  # every task starts at the first stage
 
-    def _stage(self, view: ClusterView, node: str) -> int:
-        names = [h.name for h in hosts_of(view)]
-        try:
-            return names.index(node)
-        except ValueError:
-            raise PolicyError(f"tags: {node!r} is not an available host") from None
-
-    def stage_limit(self, view: ClusterView, node: str) -> float:
-        cut = self.cutoffs(view)
-        i = self._stage(view, node)
-        return cut[i] if i < len(cut) else float("inf")
-
-    def next_stage(self, view: ClusterView, node: str) -> str | None:
-        hosts = hosts_of(view)
-        i = self._stage(view, node)
-        return hosts[i + 1].name if i + 1 < len(hosts) else None
 
 
 @dataclass
@@ -179,6 +172,7 @@ class RandomHost(Policy):
     """Each task to a host chosen uniformly at random (a select group live)."""
 
     name: ClassVar[str] = "random"
+    reads_load: ClassVar[bool] = False
 
     def routes(self, view: ClusterView) -> RouteTable:
         return _even(view)
@@ -195,6 +189,7 @@ class RoundRobin(Policy):
     name: ClassVar[str] = "round_robin"
     proactive: ClassVar[bool] = False
     state_based: ClassVar[bool | None] = False  # its turn is state the chain does not have
+    reads_load: ClassVar[bool] = False
     _turn: int = field(default=0, repr=False)
 
     def routes(self, view: ClusterView) -> RouteTable:
