@@ -2,7 +2,7 @@
 (W and outage per policy against the swept value), seed 002b's size-based figures
 (model curves with simulated points, the TAGS / SITA-E ratio, live points) and seed
 003's Figs. 4-7 (the city's metric columns against the client/slot ratio). The drivers
-(`runner/sweep.py`, `runner/size_study.py`, `runner/city_study.py`) make the data."""
+(`runner/sweep.py`, `runner/size_study.py`, `runner/city_study_run.py`) make the data."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ Live points run one at a time here, or on Ray one per emulation node at a time.
 
 The studies: a scenario's sweep (`runner.sweep`, seed 000's figures), seed 002b's
 size-based figures (`runner.size_study`, a sweep with `study: size_based`) and seed
-003's city (`runner.city_study`, a file with `study: city`). The command that reads a
+003's city (`runner.city_study_run`, a file with `study: city`). The command that reads a
 file and builds the study it declares is `runner.study_cli`.
 """
 

@@ -49,7 +49,7 @@ def _city_study(a: argparse.Namespace, over: dict[str, Any], out: Path) -> Study
     after the point it is in (`runner.city_live` keeps what it measured)."""
     import threading
 
-    from runner.city_study import CityStudyRun
+    from runner.city_study_run import CityStudyRun
     from topologies.city_net import load_city_study
 
     if a.duration is not None:

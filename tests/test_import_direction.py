@@ -221,3 +221,15 @@ def test_the_rules_name_modules_that_exist() -> None:
     modules = set(_modules())
     named = {*PACKAGES, *PURE, *FORBIDDEN}
     assert sorted(n for n in named if not any(_within(m, (n,)) for m in modules)) == []
+
+
+def test_module_file_names_are_unique_across_the_packages() -> None:
+    """One name, one module: `power.py` in two packages meant two concepts under one
+    name (`__init__` and `__main__` are the package's own)."""
+    seen: dict[str, list[str]] = {}
+    for pkg in PACKAGES:
+        for path in (ROOT / pkg).rglob("*.py"):
+            if path.stem not in ("__init__", "__main__"):
+                seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert len(seen) > 50  # the packages were found
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
