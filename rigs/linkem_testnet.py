@@ -110,7 +110,7 @@ def ping_rtts(rig: Rig, count: int, interval_s: float, timeout_s: float = 60.0,
 
 def udp_rtts(rig: Rig, count: int, interval_ms: float, port: int = 9999,
              during: Callable[[], None] | None = None, realtime: bool = False) -> dict[str, Any]:
-    """Our UDP echo (linkem_probe): ns-resolution round trips with their send times
+    """Our UDP echo (nodes.probe): ns-resolution round trips with their send times
     (CLOCK_MONOTONIC), losses counted. `during` runs while the probes are being sent."""
     server = subprocess.Popen(rig.python_argv("b", PROBE, "udp-echo", str(port),
                                               realtime=realtime),
