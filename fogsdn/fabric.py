@@ -52,9 +52,6 @@ class Fabric:
                 return h
         raise KeyError(name)
 
-    def by_port(self, port: int) -> HostPort | None:
-        return next((h for h in self.hosts if h.port == port), None)
-
     def workers(self) -> tuple[HostPort, ...]:
         return tuple(h for h in self.hosts if h.role != "client")  # fn, ofn, cloud
 

@@ -57,15 +57,3 @@ def size_block(spec: SizeSpec, gen: np.random.Generator, n: int) -> list[float]:
     assert a is not None and lo is not None and hi is not None
     u = gen.random(n)
     return (lo * (1.0 - u * (1.0 - (lo / hi) ** a)) ** (-1.0 / a)).tolist()
-
-
-def mean_size(spec: SizeSpec) -> float:
-    """The mean task size the distribution actually has (bounded Pareto ignores `mean`)."""
-    if spec.distribution != "bounded_pareto":
-        return spec.mean
-    a, lo, hi = spec.shape, spec.low, spec.high
-    assert a is not None and lo is not None and hi is not None
-    norm = 1.0 - (lo / hi) ** a
-    if abs(a - 1.0) < 1e-12:
-        return lo * np.log(hi / lo) / norm
-    return float(lo**a * a / (a - 1.0) * (lo ** (1.0 - a) - hi ** (1.0 - a)) / norm)

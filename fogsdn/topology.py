@@ -17,7 +17,7 @@ style). docs/topologies.md describes the schema and the generators.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -335,10 +335,6 @@ def link_params(g: nx.Graph, a: str, b: str) -> LinkSpec:
     d = g.edges[a, b]
     return LinkSpec(delay_ms=d["delay_ms"], jitter_ms=d["jitter_ms"], loss=d["loss"],
                     bw_mbps=d["bw_mbps"])
-
-
-def edges_by_id(g: nx.Graph) -> Mapping[str, tuple[str, str]]:
-    return {d["id"]: (u, v) for u, v, d in g.edges(data=True)}
 
 
 def fabric_of(g: nx.Graph) -> Fabric:

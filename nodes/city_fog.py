@@ -207,7 +207,6 @@ class FogDaemon:
         self.ops_sock = self._sock(ip, OPS_PORT)
         self.peer_sock = self._sock(ip, 0)
         self.meridian_sock = self._sock(ip, MERIDIAN_PORT)
-        self.by_ip = {f.ip: n for n, f in node.cfg.fogs.items()}
         # seq -> (peer, or a Meridian probe's token, t_send_ns)
         self.pending: dict[int, tuple[str | tuple[str, str], int]] = {}
         self.seq = 0

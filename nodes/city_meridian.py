@@ -42,8 +42,6 @@ from nodes.ncs.meridian import (
 )
 
 Addr = tuple[str, int]
-MERIDIAN_KINDS = ("m_query", "m_ask", "m_answer", "m_result", "m_gossip", "m_ring",
-                  "m_report", "m_probe")
 QUERY_KINDS = ("m_query", "m_ask", "m_answer", "m_result", "m_probe")
 
 

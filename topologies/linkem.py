@@ -398,10 +398,6 @@ class UserspaceShaper(_AttachedLinks):
         assert ctl is not None
         return ctl.counters()
 
-    def relay_pid(self, link_id: str) -> int | None:
-        proc = self._get(link_id).proc
-        return None if proc is None else proc.pid
-
     def processes(self) -> dict[str, subprocess.Popen[bytes]]:
         """The relay of each link, so that the runner notices one that dies."""
         return {lid: link.proc for lid, link in self._links.items() if link.proc is not None}

@@ -39,7 +39,6 @@ from fogsdn.scenario import TaskClass
 from models.rnn_learner import RnnLearner
 
 ROOT = Path(__file__).resolve().parents[2]
-WEIGHTS_DIR = ROOT / "agents" / "weights"
 
 
 def weights_path(name: str) -> Path:

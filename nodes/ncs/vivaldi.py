@@ -160,10 +160,6 @@ class VivaldiNode:
         self._residuals = [0.0] * self.config.adjustment_window
         self._residual_index = 0
 
-    def forget(self, peer: str) -> None:
-        """Drop a peer's latency filter (it left, or its path changed for good)."""
-        self._filters.pop(peer, None)
-
     def estimate_ms(self, other: Coordinate) -> float:
         return self.coord.distance_to(other)
 
