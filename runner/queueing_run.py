@@ -75,43 +75,6 @@ class QueueingRun:
         self.power: LivePowerMeter | None = None
         self.bytes_per_ms = math.nan  # work: cpu calibration (bytes hashed per CPU-ms)
 
-    # what finish_results reads, from where it lives
-    @property
-    def tag(self) -> str:
-        return self.supervisor.tag
-
-    @property
-    def incidents(self) -> list[dict[str, Any]]:
-        return self.supervisor.incidents
-
-    @property
-    def failure(self) -> str | None:
-        return self.supervisor.failure
-
-    @property
-    def interrupted(self) -> bool:
-        return self.supervisor.interrupted
-
-    @property
-    def timings(self) -> dict[str, float]:
-        return self.live.timings
-
-    @property
-    def links(self) -> dict[str, Any]:
-        return self.live.links
-
-    @property
-    def cgroups(self) -> dict[str, Any]:
-        return self.live.cgroups
-
-    @property
-    def container_stats(self) -> dict[str, dict[str, Any]]:
-        return self.live.container_stats
-
-    @property
-    def notes(self) -> list[str]:
-        return self.live.notes
-
     # -- set-up -------------------------------------------------------------
     def _start_workers(self) -> None:
         self.stages = stage_plan(self.sc)  # TAGS: each stage but the last kills at its cutoff
@@ -119,7 +82,7 @@ class QueueingRun:
         if self.sc.workload.work == "cpu":
             t0 = time.monotonic()
             self.bytes_per_ms = calibrate()
-            self.timings["calibration_s"] = time.monotonic() - t0
+            self.live.timings["calibration_s"] = time.monotonic() - t0
             work = ["--bytes-per-ms", repr(self.bytes_per_ms)]
         sock_dir = self.live.sock_dir
         for node in self.sc.nodes:
@@ -193,7 +156,7 @@ class QueueingRun:
             return float(st["t"]), float(st["busy_s"])
 
         if self.sc.workload.work == "cpu" and not cgroups:
-            self.notes.append("work cpu without cgroups: power from the workers' busy time")
+            self.live.notes.append("work cpu without cgroups: power from the workers' busy time")
 
         self.power = LivePowerMeter(
             {n.name: (n, server_count(n)) for n in self.sc.nodes}, self.live.bridges,
@@ -286,7 +249,7 @@ class QueueingRun:
             if pending:
                 wake = min(wake, self.epoch + pending[0].t_ms * ms_real)
             self.stop.wait(max(0.0, min(0.05, wake - time.monotonic())))
-        if self.stop.is_set() and self.failure is None:
+        if self.stop.is_set() and self.supervisor.failure is None:
             self.supervisor.interrupted = True
         self._print_progress(final=True)
 
@@ -332,7 +295,7 @@ class QueueingRun:
         try:
             self.live.start(initial, t0)
             self._start_workers()
-            self.timings["workers_s"] = time.monotonic() - t0
+            self.live.timings["workers_s"] = time.monotonic() - t0
             if sc.churn.leave is LeaveMode.DROP:
                 for name, up in initial.items():
                     if not up:
@@ -344,9 +307,9 @@ class QueueingRun:
                                           "handed_off": "", "error": ""})
                 self.progress.ofn_state[name] = up
             self._start_clients()
-            self.timings["startup_s"] = time.monotonic() - t0
+            startup_s = self.live.timings["startup_s"] = time.monotonic() - t0
             if self.show_progress:
-                print(f"[run] {self.tag}: network up in {self.timings['startup_s']:.2f} s; "
+                print(f"[run] {self.supervisor.tag}: network up in {startup_s:.2f} s; "
                       f"{len(self.clients)} clients, results in {self.out}", flush=True)
             self._drive()
         except KeyboardInterrupt:
@@ -355,7 +318,7 @@ class QueueingRun:
             setup_error = err
         except Exception as err:  # whatever failed, what was collected is merged and kept
             self.supervisor.failure = f"{err.__class__.__name__}: {err}"
-            print(f"\n[run] FAILED: {self.failure}; keeping what was collected",
+            print(f"\n[run] FAILED: {self.supervisor.failure}; keeping what was collected",
                   file=sys.stderr, flush=True)
         finally:
             self.live.teardown([

@@ -114,47 +114,42 @@ def crash_report(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def finish_results(out: Path, sc: Scenario, emu: Any, worker_stats: dict[str, Any]
+def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, Any]
                    ) -> dict[str, Any]:
-    rows = merge_traces(out, list(emu.clients))
-    write_availability(out, emu.availability)
-    lat = emu.update_latency_ms
-    incidents: list[dict[str, Any]] = list(emu.incidents)
-    failure: str | None = emu.failure
+    """summary.json of a `runner.queueing_run.QueueingRun` (`run`), written and returned."""
+    rows = merge_traces(out, list(run.clients))
+    write_availability(out, run.availability)
+    lat = run.update_latency_ms
+    live = run.live
     summary: RunSummary = {
         "engine": "emulate",
         "scenario": sc.name,
-        "run": emu.tag,
-        "interrupted": emu.interrupted,
-        # a process died or the run failed: its numbers are not a measurement of the model
-        "crashed": bool(incidents) or failure is not None,
-        "incidents": incidents,
-        "failure": failure,
+        # crashed: a process died or the run failed; its numbers are not a measurement
+        **run.supervisor.summary_fields(),  # type: ignore[typeddict-item]
         "requests": len(rows),
         "measured": measured_summary(rows, sc.warmup_ms, sc.deadline_ms),
-        "startup_s": emu.timings,
+        "startup_s": live.timings,
         "rule_update_ms": {"count": len(lat), "p50": _pct(lat, 50), "p99": _pct(lat, 99),
                            "max": max(lat) if lat else math.nan},
         # how late the live network followed the drawn churn schedule (model ms)
-        "churn_lag_ms": _lag_stats(emu.availability),
-        "routing": _routing(sc, rows, emu.availability),
+        "churn_lag_ms": _lag_stats(run.availability),
+        "routing": _routing(sc, rows, run.availability),
         "policy": live_policy_report(out, sc),
         # the link element chosen for this run ("none" when no link is shaped)
-        "links": getattr(emu, "links", {"mechanism": "none"}),
+        "links": live.links,
         "workers": worker_stats,
-    }
-    if getattr(emu, "cgroups", None) is not None:
-        summary["containers"] = {
+        "containers": {
             "enabled": bool(sc.containers),
             "limits": {n.name: {"cpu": n.cpu, "memory_mb": n.memory_mb} for n in sc.nodes},
-            "accounting": getattr(emu, "container_stats", {}),
-        }
+            "accounting": live.container_stats,
+        },
+    }
     if sc.workload.work == "cpu":
-        summary["cpu_work"] = {"bytes_per_cpu_ms": getattr(emu, "bytes_per_ms", None),
+        summary["cpu_work"] = {"bytes_per_cpu_ms": run.bytes_per_ms,
                                "kernel": "sha256 (nodes/cpu_work.py)"}
-    if getattr(emu, "notes", None):
-        summary["notes"] = list(emu.notes)
-    meter = getattr(emu, "power", None)
+    if live.notes:
+        summary["notes"] = list(live.notes)
+    meter = run.power
     if meter is not None and meter.samples:
         (out / "power.csv").write_text(power_csv_text(meter.samples))
         answered = sum(1 for r in rows if r.outcome is Outcome.OK)
@@ -162,7 +157,7 @@ def finish_results(out: Path, sc: Scenario, emu: Any, worker_stats: dict[str, An
         if meter.errors:
             summary["power"]["errors"] = meter.errors
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
-    print(("\n[run] INTERRUPTED: partial results\n" if emu.interrupted else "\n")
+    print(("\n[run] INTERRUPTED: partial results\n" if summary["interrupted"] else "\n")
           + summary_table(summary), flush=True)
     if summary["crashed"]:
         print(crash_report(summary), flush=True)
