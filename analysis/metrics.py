@@ -479,16 +479,6 @@ class MeasuredAccumulator:
         return out
 
 
-def measured_summary_streaming(
-    rows: Iterable[TraceRow], warmup_ms: float, deadline_ms: float
-) -> dict[str, object]:
-    """`measured_summary` in constant memory (e.g. over `fogsdn.trace.iter_trace(path)`)."""
-    acc = MeasuredAccumulator(warmup_ms, deadline_ms)
-    for r in rows:
-        acc.add_row(r)
-    return acc.summary()
-
-
 def summary_table(summary: Mapping[str, Any]) -> str:
     """The per-class table printed at the end of a run."""
     m = summary["measured"]

@@ -42,11 +42,6 @@ def path_links(g: nx.Graph, path: Sequence[str]) -> list[dict[str, Any]]:
     return [g.edges[a, b] for a, b in zip(path, path[1:], strict=False)]
 
 
-def path_delay_ms(g: nx.Graph, path: Sequence[str]) -> float:
-    """One-way propagation delay along `path` (model ms; jitter is zero-mean)."""
-    return sum((float(d["delay_ms"]) for d in path_links(g, path)), 0.0)
-
-
 @dataclass(frozen=True)
 class NextHops:
     """Destination-based forwarding: for each (switch, host), the port towards the host,

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from conftest import ROOT
 
-from fogsdn.routing import path_delay_ms, shortest_path
+from fogsdn.routing import path_links, shortest_path
+from fogsdn.scenario import scenario_graph
 from nodes.city_client import CityClient
 from nodes.city_fog import MERIDIAN_PORT, CityConfig, FogInfo, FogNode
 from nodes.city_meridian import Ping, query_message
@@ -24,7 +25,6 @@ from topologies.city_latency import LatencyParams, load_ms, processing_ms
 from topologies.city_net import (
     CityStudy,
     CityStudyError,
-    city_graph,
     fog_access_ms,
     load_city_study,
     true_rtt_ms,
@@ -43,12 +43,12 @@ def test_round_trip_over_the_city_graph_is_the_latency_model() -> None:
     st = _study(fog_nodes=5, total_slots=20, ratios=[0.5])
     lay = st.layout()
     pos = start_positions(st, lay, 10)
-    g = city_graph(lay, pos, P)
+    g = scenario_graph(live_scenario(st, lay, pos, P))
     for k in range(10):
         for i, s in enumerate(lay.fog_nodes):
             path = shortest_path(g, f"c{k + 1}", s.name)
             assert path == [f"c{k + 1}", f"a{k + 1}", f"f{i + 1}", s.name]
-            assert 2 * path_delay_ms(g, path) == pytest.approx(
+            assert 2 * sum(d["delay_ms"] for d in path_links(g, path)) == pytest.approx(
                 true_rtt_ms(pos[k], s, 0, lay, P), rel=1e-9)
     names = [s.name for s in lay.fog_nodes]
     for a in names:

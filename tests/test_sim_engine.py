@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from conftest import merged, scenario_dict
 
-from analysis.metrics import measured_summary, measured_summary_streaming
+from analysis.metrics import MeasuredAccumulator, measured_summary
 from controller.policies import ClusterView, NodeView, Request, make_policy
 from fogsdn.scenario import PolicySpec, Role, Scenario, TaskClass, parse_scenario
 from fogsdn.trace import Outcome, iter_trace, read_trace, write_trace
@@ -90,8 +90,10 @@ def test_streamed_summary_equals_measured_summary(tmp_path: Path) -> None:
     summary = run_simulation(sc, tmp_path, requests=20_000, compare=False)
     rows = read_trace(tmp_path / "trace.csv")
     ref = measured_summary(rows, sc.warmup_ms, sc.deadline_ms)
-    again = measured_summary_streaming(iter_trace(tmp_path / "trace.csv"), sc.warmup_ms,
-                                       sc.deadline_ms)
+    acc = MeasuredAccumulator(sc.warmup_ms, sc.deadline_ms)
+    for row in iter_trace(tmp_path / "trace.csv"):  # in constant memory
+        acc.add_row(row)
+    again = acc.summary()
     for got in (summary["measured"], again):
         for cls in ("hp", "lp"):
             g, r = got[cls], ref[cls]

@@ -33,17 +33,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import networkx as nx
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from fogsdn.topology import (
     EdgeSpec,
     HostAttach,
-    HostSpec,
     Position,
     TopologySpec,
-    build_graph,
 )
 from topologies.city_latency import LatencyParams, load_ms, nearest, processing_ms
 from topologies.city_layout import CityLayout, FogSite, make_city
@@ -268,12 +265,3 @@ def city_topology(layout: CityLayout, positions: Sequence[Position], p: LatencyP
                         hosts=hosts, positions=km)
 
 
-def city_hosts(layout: CityLayout, clients: int) -> list[HostSpec]:
-    return [HostSpec(s.name, "fn") for s in layout.fog_nodes] + \
-        [HostSpec(client_name(k), "client") for k in range(clients)]
-
-
-def city_graph(layout: CityLayout, positions: Sequence[Position], p: LatencyParams
-               ) -> nx.Graph:
-    return build_graph(city_topology(layout, positions, p), city_hosts(layout, len(positions)),
-                       "city")
