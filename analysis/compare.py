@@ -19,6 +19,7 @@ from analysis.ctmc import Prediction
 from analysis.metrics import measured_summary, percentiles_ci
 from analysis.model_params import AnyPrediction, OutsideModel, exact_prediction
 from fogsdn.scenario import Role, Scenario, load_scenario
+from fogsdn.summary import json_safe
 from fogsdn.trace import Outcome, TraceRow, read_trace
 from models.power_model import (
     busy_fraction,
@@ -37,17 +38,6 @@ def _num(x: Any) -> float:
     except (TypeError, ValueError):
         return math.nan
     return v
-
-
-def _clean(x: Any) -> Any:
-    """JSON without NaN/inf (they become null)."""
-    if isinstance(x, dict):
-        return {k: _clean(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
 
 
 def _interval(measured: float, ci: float, predicted: float) -> dict[str, Any]:
@@ -291,7 +281,7 @@ def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
         summary["predicted"] = None
         summary["not_compared"] = why
         summary.pop("comparison", None)
-        summary_path.write_text(json.dumps(_clean(summary), indent=1, default=str))
+        summary_path.write_text(json.dumps(json_safe(summary), indent=1, default=str))
         return f"exact model: not compared: {why}"
     if rows:  # a streamed summary has no percentiles: take them from the trace read here
         for cls in CLASSES:
@@ -304,7 +294,7 @@ def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
         summary["predicted"] = None
         summary["outside_model"] = str(err)
         summary.pop("comparison", None)
-        summary_path.write_text(json.dumps(_clean(summary), indent=1, default=str))
+        summary_path.write_text(json.dumps(json_safe(summary), indent=1, default=str))
         return f"exact model: outside the model ({err}); no prediction to compare"
     d = pred.to_dict()
     d["power"] = predicted_power_block(sc, pred)
@@ -320,7 +310,7 @@ def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
     if not plot:
         note = f"no comparison plot: {no_plot_why}" if no_plot_why else "no comparison plot"
         summary["notes"] = [*summary.get("notes", []), note]
-    summary_path.write_text(json.dumps(_clean(summary), indent=1, default=str))
+    summary_path.write_text(json.dumps(json_safe(summary), indent=1, default=str))
     if not plot:
         return comparison_table(sc, comp, power)
     plot_comparison(run_dir / "comparison.png", rows, sc, pred, measured, comp, power)

@@ -21,6 +21,7 @@ from analysis.model_params import OutsideModel
 from controller.policies import PolicyError, initial_view, make_policy, stage_plan
 from controller.policies.size_based import SIZE_POLICIES
 from fogsdn.scenario import Role, Scenario, SizeSpec, load_scenario, parse_scenario
+from fogsdn.summary import json_safe
 from fogsdn.trace import Outcome, TraceRow, iter_trace
 from models.size_assignment import (
     SizeModelError,
@@ -239,19 +240,9 @@ def attach_size_prediction(out: Path) -> str:
                      f"{pred.wait:.4g} ms, slowdown {pred.slowdown:.4g}")
     path = out / "summary.json"
     summary = json.loads(path.read_text()) if path.exists() else {}
-    summary["size_based"] = _clean(block)
+    summary["size_based"] = json_safe(block)
     path.write_text(json.dumps(summary, indent=1, default=str))
     return "\n".join(lines)
-
-
-def _clean(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {k: _clean(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_clean(v) for v in x]
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
 
 
 __all__ = ["NO_MODEL", "SizeStats", "attach_size_prediction", "bounded_pareto", "comparison",

@@ -7,6 +7,7 @@ Both engines (`runner.results` for emulate, `sim.runner` for simulate) build a
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal, NotRequired, TypedDict
 
 from fogsdn.scenario import PolicySpec
@@ -73,3 +74,14 @@ def policy_report(spec: PolicySpec, errors: list[str] | None = None) -> PolicyRe
     return PolicyReport(name=spec.name, module=spec.module, errors=len(errors),
                         first_error=errors[0] if errors else None,
                         fallback=FALLBACK if errors else None)
+
+
+def json_safe(x: Any) -> Any:
+    """`x` for strict JSON: NaN and infinity, anywhere inside, become null."""
+    if isinstance(x, dict):
+        return {k: json_safe(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [json_safe(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x

@@ -29,6 +29,7 @@ from analysis.ctmc import ModelError, ModelParams, predict  # noqa: E402
 from analysis.model_params import OutsideModel, timed_prediction  # noqa: E402
 from analysis.network import network_share  # noqa: E402
 from fogsdn.scenario import ScenarioError, load_scenario  # noqa: E402
+from fogsdn.summary import json_safe  # noqa: E402
 
 
 class _Parser(argparse.ArgumentParser):
@@ -117,16 +118,6 @@ def table(d: dict[str, object], head: str) -> str:
     return "\n".join(lines)
 
 
-def _json_safe(x: object) -> object:
-    if isinstance(x, dict):
-        return {k: _json_safe(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_json_safe(v) for v in x]
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
-
-
 def _size_based(ns: argparse.Namespace) -> int | None:
     """Size-based scenarios (seed 002b): per-host M/G/1; None for any other scenario."""
     from analysis.size_compare import is_size_scenario, predict_scenario
@@ -138,7 +129,7 @@ def _size_based(ns: argparse.Namespace) -> int | None:
         return None
     d = predict_scenario(sc).to_dict()
     if ns.json:
-        print(json.dumps(_json_safe(d)))
+        print(json.dumps(json_safe(d)))
         return 0
     o = d["overall"]
     assert isinstance(o, dict)
@@ -188,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
             assert isinstance(block, dict)
             block["W_e2e"] = share.e2e(float(block["W"]))
     if ns.json:
-        print(json.dumps(_json_safe(d)))
+        print(json.dumps(json_safe(d)))
     else:
         print(table(d, head))
         if share is not None:

@@ -21,7 +21,7 @@ from controller.policies import make_policy
 from fogsdn.latency import request_network
 from fogsdn.scenario import Scenario, ScenarioError, scenario_graph
 from fogsdn.streams import replication_seed
-from fogsdn.summary import RunSummary, policy_report
+from fogsdn.summary import RunSummary, json_safe, policy_report
 from models.power_model import power_block, power_csv_text
 from sim.engine import simulate
 from sim.output import AvailabilityCsv, TraceCsvSink
@@ -42,16 +42,6 @@ REPLICATED_METRICS: tuple[str, ...] = (
 COMPARE_MAX_ROWS = 1_000_000
 # a bigger run (over an hour at about 300k requests/s) is almost surely a typo in the rates
 MAX_SIM_REQUESTS = 1e9
-
-
-def _finite_or_none(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {k: _finite_or_none(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_finite_or_none(v) for v in x]
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
 
 
 def _compare(out_dir: Path, rows: int, traced: bool, verbose: bool) -> dict[str, Any] | None:
@@ -132,7 +122,7 @@ def run_simulation(
         "notes": [SEMANTICS_NOTE],
     }
     (out_dir / "summary.json").write_text(
-        json.dumps(_finite_or_none(summary), indent=1, default=str)
+        json.dumps(json_safe(summary), indent=1, default=str)
     )
     if verbose:
         print(summary_text(summary))
@@ -241,7 +231,7 @@ def replicate(
         summary["comparison"] = _replications_comparison(summary["replications_ci"],
                                                          summary["predicted"])
     (out_dir / "summary.json").write_text(
-        json.dumps(_finite_or_none(summary), indent=1, default=str)
+        json.dumps(json_safe(summary), indent=1, default=str)
     )
     if verbose:
         print(replications_text(summary))
