@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,18 +27,21 @@ def _pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else math.nan
 
 
+def _events(path: Path, kind: str) -> Iterator[dict[str, Any]]:
+    """An event log's events of one kind (none where there is no log; a torn line skipped)."""
+    for line in path.read_text().splitlines() if path.exists() else ():
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        if ev.get("event") == kind:
+            yield ev
+
+
 def merge_traces(out: Path, clients: list[str]) -> list[TraceRow]:
     """Client traces into one, timeouts of requests a worker dropped reclassified `lost`."""
-    dropped: dict[str, str] = {}
-    for f in out.glob("worker-*.jsonl"):
-        node = f.stem.removeprefix("worker-")
-        for line in f.read_text().splitlines():
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue
-            if ev.get("event") == "dropped":
-                dropped[str(ev["id"])] = node
+    dropped = {str(ev["id"]): f.stem.removeprefix("worker-")
+               for f in out.glob("worker-*.jsonl") for ev in _events(f, "dropped")}
     rows: list[TraceRow] = []
     for name in clients:
         f = out / f"trace-{name}.csv"
@@ -83,16 +86,8 @@ def _routing(sc: Scenario, rows: list[TraceRow], avail: list[dict[str, Any]]
 
 def live_policy_report(out: Path, sc: Scenario) -> PolicyReport:
     """The policy that ran, and whether it failed (the controller then used the FNs)."""
-    errors: list[str] = []
-    events = out / "controller-events.jsonl"
-    if events.exists():
-        for line in events.read_text().splitlines():
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue
-            if ev.get("event") == "policy_error":
-                errors.append(str(ev.get("error", "")))
+    errors = [str(ev.get("error", ""))
+              for ev in _events(out / "controller-events.jsonl", "policy_error")]
     return policy_report(sc.policy, errors)
 
 
