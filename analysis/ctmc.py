@@ -632,8 +632,35 @@ class ClassPrediction:
                 "percentiles": self.percentiles()}
 
 
+class ClassPair:
+    """What a prediction of both classes answers, whichever chain made it."""
+
+    hp: ClassPrediction
+    lp: ClassPrediction
+
+    def _common(self) -> dict[str, object]:
+        raise NotImplementedError
+
+    def cls(self, name: str) -> ClassPrediction:
+        if name not in CLASSES:
+            raise ModelError(f"class must be hp or lp, got {name!r}")
+        return self.hp if name == "hp" else self.lp
+
+    def cdf(self, cls: str, t: np.ndarray | list[float], among: Among = "completed"
+            ) -> np.ndarray:
+        """Exact response-time CDF of `cls` at times t (model ms)."""
+        return self.cls(cls).cdf(np.asarray(t, dtype=float), among)
+
+    def means(self) -> dict[str, object]:
+        """Mean metrics only: no tagged-chain distribution is computed."""
+        return {"hp": self.hp.means(), "lp": self.lp.means(), **self._common()}
+
+    def to_dict(self) -> dict[str, object]:
+        return {"hp": self.hp.to_dict(), "lp": self.lp.to_dict(), **self._common()}
+
+
 @dataclass(frozen=True)
-class Prediction:
+class Prediction(ClassPair):
     """The model's answer for one parameter set."""
 
     params: ModelParams
@@ -655,29 +682,12 @@ class Prediction:
         po = self.stationary.p_ofn
         return float(po.sum(axis=0) @ np.arange(po.shape[1])) if self.params.has_ofn else 0.0
 
-    def cls(self, name: str) -> ClassPrediction:
-        if name not in CLASSES:
-            raise ModelError(f"class must be hp or lp, got {name!r}")
-        return self.hp if name == "hp" else self.lp
-
-    def cdf(self, cls: str, t: np.ndarray | list[float], among: Among = "completed"
-            ) -> np.ndarray:
-        """Exact response-time CDF of `cls` at times t (model ms)."""
-        return self.cls(cls).cdf(np.asarray(t, dtype=float), among)
-
     def _common(self) -> dict[str, object]:
         return {"p_available": self.p_available, "mean_fn": self.mean_fn,
                 "mean_ofn": self.mean_ofn,
                 "model": {"chain": "closed", "scheme": self.params.scheme,
                           "states": self.stationary.n_states,
                           "method": self.stationary.method}}
-
-    def means(self) -> dict[str, object]:
-        """Mean metrics only: no tagged-chain distribution is computed."""
-        return {"hp": self.hp.means(), "lp": self.lp.means(), **self._common()}
-
-    def to_dict(self) -> dict[str, object]:
-        return {"hp": self.hp.to_dict(), "lp": self.lp.to_dict(), **self._common()}
 
 
 def predict(params: ModelParams, method: Method = "auto") -> Prediction:

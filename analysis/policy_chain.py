@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
-from analysis.ctmc import CLASSES, ClassPrediction
+from analysis.ctmc import CLASSES, ClassPair, ClassPrediction
 from analysis.handoff_chain import handoff_components
 from analysis.joint_chain import (
     MAX_STATES,
@@ -42,7 +41,7 @@ from fogsdn.scenario import LeaveMode, Role, Scenario
 
 
 @dataclass(frozen=True)
-class PolicyPrediction:
+class PolicyPrediction(ClassPair):
     """The policy chain's answer, with the interface of `analysis.ctmc.Prediction`."""
 
     model: PolicyModel
@@ -72,27 +71,12 @@ class PolicyPrediction:
     def _role(self, name: str) -> Role:
         return next(n.role for n in self.model.nodes if n.name == name)
 
-    def cls(self, name: str) -> ClassPrediction:
-        if name not in CLASSES:
-            raise ValueError(f"class must be hp or lp, got {name!r}")
-        return self.hp if name == "hp" else self.lp
-
-    def cdf(self, cls: str, t: np.ndarray | list[float], among: Any = "completed"
-            ) -> np.ndarray:
-        return self.cls(cls).cdf(np.asarray(t, dtype=float), among)
-
     def _common(self) -> dict[str, object]:
         return {"p_available": self.p_available, "mean_fn": self.mean_fn,
                 "mean_ofn": self.mean_ofn, "mean_in_system": dict(self.node_means),
                 "model": {"chain": "policy", "policy": self.model.policy.name,
                           "states": self.n_states, "method": self.method,
                           "solved_states": self.solved_states}}
-
-    def means(self) -> dict[str, object]:
-        return {"hp": self.hp.means(), "lp": self.lp.means(), **self._common()}
-
-    def to_dict(self) -> dict[str, object]:
-        return {"hp": self.hp.to_dict(), "lp": self.lp.to_dict(), **self._common()}
 
 
 def _class_responses(m: PolicyModel, weights: list[list[np.ndarray]],
