@@ -121,9 +121,7 @@ def run_simulation(
                     "random": network.random},
         "notes": [SEMANTICS_NOTE],
     }
-    (out_dir / "summary.json").write_text(
-        json.dumps(json_safe(summary), indent=1, default=str)
-    )
+    (out_dir / "summary.json").write_text(json.dumps(json_safe(summary), indent=1, default=str))
     if verbose:
         print(summary_text(summary))
     written = cast(dict[str, Any], summary)
@@ -170,10 +168,8 @@ def replications_summary(summaries: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _replications_comparison(rc: dict[str, Any], predicted: dict[str, Any]) -> dict[str, Any]:
     """analysis.compare's per-class block, with the across-replications intervals."""
-    try:
-        from analysis.compare import comparison_block
-    except ImportError:
-        return {}
+    from analysis.compare import comparison_block
+
     return {
         cls: comparison_block(
             {"W": rc[cls]["W"]["mean"], "W_ci95": rc[cls]["W"]["ci95"],
@@ -230,9 +226,7 @@ def replicate(
     if summary.get("predicted"):
         summary["comparison"] = _replications_comparison(summary["replications_ci"],
                                                          summary["predicted"])
-    (out_dir / "summary.json").write_text(
-        json.dumps(json_safe(summary), indent=1, default=str)
-    )
+    (out_dir / "summary.json").write_text(json.dumps(json_safe(summary), indent=1, default=str))
     if verbose:
         print(replications_text(summary))
     return summary
