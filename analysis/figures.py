@@ -117,13 +117,11 @@ def draw_sweep(scenario: Scenario, agg: Sequence[dict[str, Any]], path: Path,
                           label=f"{policy} {cls.upper()} (exact)")
                 ax_o.plot([e[0] for e in ex], [e[2] for e in ex], line, color=col, lw=1.5,
                           label=f"{policy} {cls.upper()} (exact)")
-    ax_w.set_xlabel(scenario.sweep.parameter)
-    ax_w.set_ylabel("mean response W (model ms)")
-    ax_w.set_title(f"{scenario.name}: W with 95 % CI")
+    ax_w.set(xlabel=scenario.sweep.parameter, ylabel="mean response W (model ms)",
+             title=f"{scenario.name}: W with 95 % CI")
     ax_w.legend(fontsize=7)
-    ax_o.set_xlabel(scenario.sweep.parameter)
-    ax_o.set_ylabel(f"outage P(not answered within {scenario.deadline_ms:g} ms)")
-    ax_o.set_title("outage")
+    ax_o.set(xlabel=scenario.sweep.parameter,
+             ylabel=f"outage P(not answered within {scenario.deadline_ms:g} ms)", title="outage")
     ax_o.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -248,8 +246,7 @@ def draw_size(path: Path, base: Scenario, points: Sequence[FigurePoint],
         ax.set_yscale("log")
         if logx:
             ax.set_xscale("log")
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabels[metric])
+        ax.set(xlabel=xlabel, ylabel=ylabels[metric])
         ax.grid(alpha=0.3, which="both")
     axes[0].legend(fontsize=7)
     import textwrap
@@ -299,10 +296,8 @@ def draw_size_ratio(path: Path, base: Scenario, points: Sequence[FigurePoint],
         sim.append((x, r, hw))
     ax.errorbar([s[0] for s in sim], [s[1] for s in sim], yerr=[s[2] for s in sim], fmt="o",
                 color="tab:red", capsize=2, label=f"simulated, load {load_of(base):.2g}")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("H / L (largest / smallest size), alpha = 1, 2 hosts")
-    ax.set_ylabel("TAGS / SITA-E mean waiting time")
+    ax.set(xscale="log", yscale="log", xlabel="H / L (largest / smallest size), alpha = 1, 2 hosts",
+           ylabel="TAGS / SITA-E mean waiting time")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7)
     fig.tight_layout()
@@ -325,9 +320,7 @@ def draw_size_live(path: Path, live: Sequence[dict[str, str]], size: Any, hosts:
         ax.errorbar([float(r["load"]) for r in pts], [float(r["W_live"]) for r in pts],
                     yerr=[float(r["W_live_ci95"]) for r in pts], fmt="s", color=COLORS[pol],
                     capsize=3, label=f"{LABELS[pol]} live (testbed)")
-    ax.set_yscale("log")
-    ax.set_xlabel("load (rho)")
-    ax.set_ylabel("mean response time at the workers (model ms)")
+    ax.set(yscale="log", xlabel="load (rho)", ylabel="mean response time at the workers (model ms)")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7)
     ax.set_title("seed 002b live: 2 hosts, bounded Pareto alpha 1.5 on [1, 100]", fontsize=9)
@@ -391,8 +384,7 @@ def draw_city(rows: list[dict[str, Any]], out: Path, engine: str) -> list[Path]:
             for sel in selectors:
                 pts = sorted((r["ratio"], r[col]) for r in rows if r["selector"] == sel)
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=sel)
-            ax.set_xlabel("client/slot ratio")
-            ax.set_ylabel(label)
+            ax.set(xlabel="client/slot ratio", ylabel=label)
             ax.grid(alpha=0.3)
         axes[0].legend(fontsize=7)
         fig.suptitle(f"seed 003 {fig_name} ({engine})", fontsize=9)

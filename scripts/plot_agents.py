@@ -47,9 +47,8 @@ def panel(ax: Any, results: dict[str, Any], title: str, own_a: float,
         for (a, _), x, y in zip(sweep, xs, ys, strict=True):
             ax.annotate(f"a={a:g}", (x, y), textcoords="offset points", xytext=(4, 4),
                         fontsize=7)
-    ax.set_title(title)
-    ax.set_xlabel("mean response time (model ms, network included)")
-    ax.set_ylabel("mean estimated power (W, servers and switches)")
+    ax.set(title=title, xlabel="mean response time (model ms, network included)",
+           ylabel="mean estimated power (W, servers and switches)")
     ax.grid(alpha=0.3)
 
 
@@ -111,9 +110,8 @@ def main(argv: list[str] | None = None) -> int:
             rows = list(csv.DictReader(fh))
         fig2, ax2 = plt.subplots(figsize=(6, 3.5))
         ax2.plot([int(r["episode"]) for r in rows], [float(r["mean_reward"]) for r in rows])
-        ax2.set_xlabel("episode (50 epochs of 100 requests)")
-        ax2.set_ylabel("mean reward 1/G per epoch")
-        ax2.set_title("DQN training on multipath_power (simulator)")
+        ax2.set(xlabel="episode (50 epochs of 100 requests)", ylabel="mean reward 1/G per epoch",
+                title="DQN training on multipath_power (simulator)")
         ax2.grid(alpha=0.3)
         fig2.tight_layout()
         out2 = ns.out.with_name(ns.out.stem + "_curve.png")
