@@ -17,6 +17,7 @@ import random
 import socket
 import threading
 import time
+from contextlib import suppress
 from dataclasses import replace
 from typing import Any
 
@@ -527,7 +528,5 @@ class FogController(app_manager.OSKenApp):
                 out = self._reconcile(node, state == "available", "registration", t)
             except (OSError, ValueError, KeyError, TypeError) as err:
                 out = {"error": str(err)}
-            try:
+            with suppress(OSError):
                 send_json(conn, out)
-            except OSError:
-                pass

@@ -11,7 +11,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -53,10 +53,8 @@ def stop_pid(pid: int, start: int, grace_s: float = 3.0) -> bool:
             return True
         time.sleep(0.05)
     if ours_alive(pid, start):
-        try:
+        with suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     return True
 
 

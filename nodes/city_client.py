@@ -38,6 +38,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -148,10 +149,8 @@ class CityClient:
             return
         self.coords[fog] = coord
         if rtt_ms is not None:
-            try:
+            with suppress(VivaldiError):
                 self.vivaldi.update(fog, coord, rtt_ms)
-            except VivaldiError:
-                pass
 
     # -- discovery --------------------------------------------------------------
     def _view(self) -> dict[str, int]:

@@ -36,6 +36,7 @@ import signal
 import socket
 import time
 from collections import Counter
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -193,10 +194,8 @@ class FogNode:
         self.view[peer] = st
         self.peer_rtt_ms[peer] = rtt
         self.meridian.measured(peer, rtt)
-        try:
+        with suppress(VivaldiError):
             self.vivaldi.update(peer, coord, rtt)
-        except VivaldiError:
-            pass
 
 
 class FogDaemon:

@@ -21,6 +21,7 @@ import socket
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import suppress
 from pathlib import Path
 
 from fogsdn import rx_stamp
@@ -165,10 +166,8 @@ class Client:
             due = self.epoch + arrival.t_ms * self.ms_real
             delay = due - time.monotonic()
             if delay > 0:
-                try:
+                with suppress(TimeoutError):
                     await asyncio.wait_for(self.interrupted.wait(), delay)
-                except TimeoutError:
-                    pass
             if self.interrupted.is_set():
                 break
             t = asyncio.create_task(self._one(arrival, seq))

@@ -33,6 +33,7 @@ import signal
 import socket
 import sys
 import time
+from contextlib import suppress
 from pathlib import Path
 
 CLONE_NEWNS = 0x00020000
@@ -159,10 +160,8 @@ def main(argv: list[str] | None = None) -> int:
         os._exit(127)
 
     def forward(signum: int, frame: object) -> None:
-        try:
+        with suppress(ProcessLookupError):
             os.kill(pid, signum)
-        except ProcessLookupError:
-            pass
 
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)

@@ -29,6 +29,7 @@ import struct
 import sys
 import threading
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -374,10 +375,8 @@ class Worker:
                         out = {"error": f"unknown command {cmd!r}"}
                 except (OSError, ValueError, AttributeError, KeyError) as err:
                     out = {"error": str(err)}
-                try:
+                with suppress(OSError):
                     send_json(conn, out)
-                except OSError:
-                    pass
 
     def guarded(self, target: Any, *args: Any) -> None:
         """Run an internal thread; if it dies, log why and end the process (never live on

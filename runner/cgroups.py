@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -195,10 +196,8 @@ def remove_cgroup(path: str | Path, grace_s: float = 2.0) -> bool:
         if not pids:
             break
         for pid in pids:
-            try:
+            with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         if time.monotonic() > deadline:
             break
         time.sleep(0.02)

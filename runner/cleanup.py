@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -77,10 +78,8 @@ def remove_leftovers(rec: RunRecord) -> list[str]:
         if path.exists() and not path.is_dir():
             path.unlink(missing_ok=True)  # sockets and markers: expected, not reported
     for parent in {Path(p).parent for p in rec.paths}:
-        try:
+        with suppress(OSError):
             parent.rmdir()  # the run's socket folder, once empty
-        except OSError:
-            pass
     rec.file.unlink(missing_ok=True)
     return removed
 

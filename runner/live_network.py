@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -398,10 +398,8 @@ class LiveNetwork:
         if p is not None and "controller" in self.supervisor.record.pids:
             pid, start = self.supervisor.record.pids["controller"]
             stop_pid(pid, start)
-            try:
+            with suppress(subprocess.TimeoutExpired):
                 p.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                pass
 
 
 def new_supervisor(out_dir: Path, stop: threading.Event | None = None) -> Supervisor:

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -277,10 +278,8 @@ class QueueingRun:
             pid, start = self.supervisor.record.pids[f"worker {name}"]
             stop_pid(pid, start)
         for p in self.workers.values():
-            try:
+            with suppress(subprocess.TimeoutExpired):
                 p.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                pass
         return stats
 
     # -- the run ----------------------------------------------------------------
