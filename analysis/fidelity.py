@@ -33,10 +33,6 @@ class NodeFidelity:
     bias: MeanCI  # mean of measured - ideal, with a batch-means interval
     blocked_disagree: int  # requests blocked live but admitted by the replay, or vice versa
 
-    @property
-    def relative_bias(self) -> float:
-        return self.bias.mean / self.ideal_W if self.ideal_W > 0 else math.nan
-
 
 def _arrival(r: TraceRow) -> float:
     """When the request reached the node: its reply left at t_done (the return trip is
