@@ -13,7 +13,6 @@ node_ms. A request whose response exceeds the timeout becomes a `timeout` row.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -243,9 +242,4 @@ class AvailabilityCsv:
         self.close()
 
 
-def collect(rows_out: list[Row]) -> Callable[[list[Row]], None]:
-    """A sink that keeps every row in memory (tests and small runs only)."""
-    return rows_out.extend
-
-
-__all__ = ["HEADER", "AvailabilityCsv", "TraceCsvSink", "collect"]
+__all__ = ["HEADER", "AvailabilityCsv", "TraceCsvSink"]
