@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -75,11 +75,16 @@ def replay(nodes: Iterable[NodeSpec], rows: list[TraceRow]) -> Mapping[str, Node
     return {n.name: replay_node(n, rows) for n in nodes}
 
 
+Change = tuple[float, str, bool, float]  # t, node, available, t_installed (model ms)
+
+
 @dataclass(frozen=True)
 class RoutingCheck:
     checked: int  # requests whose serving node is known (answered or blocked)
     against: int  # sent while the drawn availability gave their node no weight
-    late_ms: tuple[float, float]  # p50, p99 model ms since the latest change, for those
+    late_ms: tuple[float, float]  # p50, p99 model ms since the latest change, for the late
+    early: int = 0  # of `against`: sent before a change and routed as it says (the lead)
+    early_ms: tuple[float, float] = (math.nan, math.nan)  # p50, p99 ms before that change
 
     @property
     def share(self) -> float:
@@ -87,41 +92,80 @@ class RoutingCheck:
 
 
 def routing_against_schedule(
-    rows: Iterable[TraceRow], availability: list[tuple[float, str, bool]],
+    rows: Iterable[TraceRow], availability: Sequence[tuple[float, str, bool] | Change],
     policy: Policy, base: ClusterView,
 ) -> RoutingCheck:
     """How many requests the live data plane sent where the policy, applied to the drawn
     OFN availability at the instant they were sent, would not have: the network's
     reaction time (runner, controller, barrier, datapath revalidation) made visible.
 
-    `availability`: (t, node, available) in time order, initial states at t = 0.
+    `availability`: (t, node, available[, t_installed]), initial states at t = 0; where
+    the live run installed a change before its drawn instant (the runner issued it
+    ahead), a request sent between the two and routed by it is counted early.
     Only proactive policies decide from availability alone.
     """
-    changes = sorted(availability)
-    times = [t for t, _, _ in changes]
+    changes = sorted((c[0], c[1], c[2], c[3] if len(c) > 3 else math.inf)  # type: ignore[misc]
+                     for c in availability)
+    times = [c[0] for c in changes]
+    installed = [c[3] for c in changes]
     state: dict[str, bool] = {}
     states: list[dict[str, bool]] = []
-    for _, node, up in changes:
+    for _, node, up, _ in changes:
         state = {**state, node: up}
         states.append(state)
     cache: dict[tuple[tuple[str, bool], ...], RouteTable] = {}
+    def routes(i: int) -> RouteTable:
+        key = tuple(sorted(states[i].items()))
+        if key not in cache:
+            view = ClusterView(tuple(replace(n, available=states[i].get(n.name, n.available))
+                                     for n in base.nodes))
+            cache[key] = policy.routes(view)
+        return cache[key]
+
     checked = against = 0
     late: list[float] = []
+    early: list[float] = []
     for r in rows:
         if not r.node or r.outcome not in (Outcome.OK, Outcome.BLOCKED) or r.error:
             continue  # unknown node, or handed off (served elsewhere than routed)
         i = bisect.bisect_right(times, r.t_send) - 1
         if i < 0:
             continue
-        key = tuple(sorted(states[i].items()))
-        if key not in cache:
-            view = ClusterView(tuple(replace(n, available=states[i].get(n.name, n.available))
-                                     for n in base.nodes))
-            cache[key] = policy.routes(view)
         checked += 1
-        if cache[key].get(TaskClass(r.cls), {}).get(r.node, 0.0) <= 0:
+        cls = TaskClass(r.cls)
+        if routes(i).get(cls, {}).get(r.node, 0.0) <= 0:
             against += 1
-            late.append(r.t_send - times[i])
-    p = (float(np.percentile(late, 50)), float(np.percentile(late, 99))) if late else (
-        math.nan, math.nan)
-    return RoutingCheck(checked, against, p)
+            nxt = i + 1
+            if nxt < len(times) and installed[nxt] <= r.t_send and \
+                    routes(nxt).get(cls, {}).get(r.node, 0.0) > 0:
+                early.append(times[nxt] - r.t_send)  # routed by the change still to come
+            else:
+                late.append(r.t_send - times[i])
+    return RoutingCheck(checked, against, _p50_p99(late), len(early), _p50_p99(early))
+
+
+def _p50_p99(xs: list[float]) -> tuple[float, float]:
+    if not xs:
+        return math.nan, math.nan
+    return float(np.percentile(xs, 50)), float(np.percentile(xs, 99))
+
+
+SERVICE_RATIO_TOLERANCE = 0.03  # a node's achieved/nominal mean service beyond 1 +- this
+ROUTING_SHARE_LIMIT = 0.10  # requests routed against the drawn availability beyond this
+
+
+def emulation_bias(service_ratios: Mapping[str, float], routing_share: float | None,
+                   ratio_tolerance: float = SERVICE_RATIO_TOLERANCE,
+                   routing_limit: float = ROUTING_SHARE_LIMIT) -> dict[str, object]:
+    """Whether this run's own emulation artefacts are large enough that a reader could
+    take them for a policy effect: a node that served slower or faster than specified,
+    or a data plane that followed the churn late for many requests. One reason a line."""
+    reasons = [f"node {n} served at x{r:.3f} its nominal mean service"
+               for n, r in sorted(service_ratios.items())
+               if math.isfinite(r) and abs(r - 1.0) > ratio_tolerance]
+    if routing_share is not None and math.isfinite(routing_share) and \
+            routing_share > routing_limit:
+        reasons.append(f"{100 * routing_share:.1f} % of requests were routed against the "
+                       "drawn OFN availability")
+    return {"large": bool(reasons), "reasons": reasons,
+            "limits": {"service_ratio": ratio_tolerance, "routing_share": routing_limit}}

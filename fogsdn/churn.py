@@ -98,3 +98,37 @@ def churn_schedule(churn: Churn, ofns: list[str], until_ms: float, seed: int,
             break
         out.append(tr)
     return out
+
+
+class ReactionLead:
+    """How early the live runner issues each drawn OFN change, so that the data plane
+    follows it at the drawn instant rather than one reaction time later.
+
+    The schedule is drawn before the run starts, and the model's controller knows an
+    OFN's state at once; the live path (runner, registration, controller, flow-mods,
+    barrier) takes a couple of real milliseconds. The lead is the median of the last
+    `window` measured reactions (call to barrier reply), capped at `cap_s`: an estimate
+    from this run, not a tuned constant. The routing check still counts a request sent
+    before a change but routed by it as routed against the drawn state (early).
+    """
+
+    def __init__(self, window: int = 31, cap_s: float = 0.005, enabled: bool = True) -> None:
+        if window < 1 or not 0.0 <= cap_s <= 1.0:
+            raise ValueError(f"ReactionLead: window >= 1 and 0 <= cap_s <= 1 s, got "
+                             f"{window}, {cap_s}")
+        self.enabled = enabled
+        self.window, self.cap_s = window, cap_s
+        self._recent: list[float] = []
+
+    def observe(self, reaction_s: float) -> None:
+        if math.isfinite(reaction_s) and reaction_s >= 0.0:
+            self._recent = [*self._recent[-(self.window - 1):], reaction_s]
+
+    @property
+    def lead_s(self) -> float:
+        if not self.enabled or not self._recent:
+            return 0.0
+        ordered = sorted(self._recent)
+        mid = len(ordered) // 2
+        median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+        return min(self.cap_s, median)

@@ -45,6 +45,7 @@ class RunSummary(TypedDict):
     rule_update_ms: NotRequired[dict[str, float]]
     churn_lag_ms: NotRequired[dict[str, float]]
     routing: NotRequired[dict[str, Any] | None]
+    emulation_bias: NotRequired[dict[str, Any]]  # own artefacts large enough to mislead
     workers: NotRequired[dict[str, Any]]
     containers: NotRequired[dict[str, Any]]  # limits and cgroup accounting (docs/containers.md)
     cpu_work: NotRequired[dict[str, Any]]  # work: cpu calibration

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.policies import stage_plan
-from fogsdn.churn import Transition, churn_schedule
+from fogsdn.churn import ReactionLead, Transition, churn_schedule
 from fogsdn.scenario import LeaveMode, Role, Scenario, ScenarioError
 from fogsdn.stages import StagePlan
 from fogsdn.workload import max_task_size
@@ -47,6 +47,7 @@ from runner.supervisor import exit_description
 # on two cores: well above the default load (160/s), well below what saturates the machine
 MAX_LIVE_REQUESTS_PER_S = 2000.0
 MAX_LIVE_REQUESTS = 5e6  # about 40 minutes at that rate
+CHURN_SPIN_S = 0.0005  # the churn replay wakes this early and spins to a change's instant
 
 
 @dataclass
@@ -58,7 +59,7 @@ class Progress:
 
 class QueueingRun:
     def __init__(self, scenario: Scenario, out_dir: Path, stop: threading.Event,
-                 show_progress: bool = True) -> None:
+                 show_progress: bool = True, churn_lead: bool = True) -> None:
         self.sc = scenario
         self.out = out_dir
         self.stop = stop
@@ -71,6 +72,7 @@ class QueueingRun:
         self.availability: list[dict[str, Any]] = []
         self.update_latency_ms: list[float] = []
         self.progress = Progress()
+        self.lead = ReactionLead(enabled=churn_lead)
         self.epoch = math.nan
         self.churn: list[Transition] = []
         self.power: LivePowerMeter | None = None
@@ -170,9 +172,13 @@ class QueueingRun:
 
     # -- churn --------------------------------------------------------------
     def _apply_transition(self, tr: Transition) -> None:
-        t_model = (time.monotonic() - self.epoch) / (self.sc.time_scale / 1000.0)
+        t_call = time.monotonic()
+        lead_s = self.lead.lead_s
+        t_model = (t_call - self.epoch) / (self.sc.time_scale / 1000.0)
         drop = self.sc.churn.leave is LeaveMode.DROP
         reply = self.live.register(tr.node, tr.available)
+        if reply.get("t_installed") is not None:
+            self.lead.observe(float(reply["t_installed"]) - t_call)
         ctl = self.live.sock_dir / f"{tr.node}.sock"
         dropped: int | str = ""
         moved: int | str = ""
@@ -196,6 +202,7 @@ class QueueingRun:
             else round((float(t_inst) - self.epoch) / (self.sc.time_scale / 1000.0), 6),
             "dropped": dropped,
             "handed_off": moved,
+            "lead": round(lead_s / (self.sc.time_scale / 1000.0), 6),
             "error": str(reply.get("error", "")),
         })
         self.progress.ofn_state[tr.node] = tr.available
@@ -237,9 +244,17 @@ class QueueingRun:
         ms_real = self.sc.time_scale / 1000.0
         next_print = time.monotonic()
         print_every = 1.0 if sys.stdout.isatty() else 5.0
+
+        def due(tr: Transition) -> float:  # issued one reaction time early (ReactionLead)
+            return self.epoch + tr.t_ms * ms_real - self.lead.lead_s
+
         while not self.stop.is_set():
             now = time.monotonic()
-            while pending and self.epoch + pending[0].t_ms * ms_real <= now:
+            if pending and now < due(pending[0]) <= now + CHURN_SPIN_S:
+                while time.monotonic() < due(pending[0]):  # a timed wait wakes late
+                    pass
+                now = time.monotonic()
+            while pending and due(pending[0]) <= now:
                 self._apply_transition(pending.pop(0))
             if all(p.poll() is not None for p in self.clients.values()):
                 break
@@ -248,7 +263,7 @@ class QueueingRun:
                 next_print = now + print_every
             wake = next_print
             if pending:
-                wake = min(wake, self.epoch + pending[0].t_ms * ms_real)
+                wake = min(wake, due(pending[0]) - CHURN_SPIN_S)
             self.stop.wait(max(0.0, min(0.05, wake - time.monotonic())))
         if self.stop.is_set() and self.supervisor.failure is None:
             self.supervisor.interrupted = True
@@ -348,7 +363,9 @@ def check_live_limits(sc: Scenario) -> None:
 
 
 def run_emulation(scenario: Scenario, out_dir: Path, stop: threading.Event | None = None,
-                  show_progress: bool = True) -> dict[str, Any]:
-    """Run one scenario live; returns summary.json's content."""
+                  show_progress: bool = True, churn_lead: bool = True) -> dict[str, Any]:
+    """Run one scenario live; returns summary.json's content. `churn_lead`: issue each
+    OFN change one measured reaction time before its drawn instant (ReactionLead)."""
     check_live_limits(scenario)
-    return QueueingRun(scenario, out_dir, stop or threading.Event(), show_progress).run()
+    return QueueingRun(scenario, out_dir, stop or threading.Event(), show_progress,
+                       churn_lead).run()

@@ -58,7 +58,8 @@ def merge_traces(out: Path, clients: list[str]) -> list[TraceRow]:
 
 
 def write_availability(out: Path, rows: list[dict[str, Any]]) -> None:
-    cols = ["t", "node", "state", "t_applied", "t_installed", "dropped", "handed_off", "error"]
+    cols = ["t", "node", "state", "t_applied", "t_installed", "dropped", "handed_off", "lead",
+            "error"]
     with open(out / "availability.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=cols, restval="")
         w.writeheader()
@@ -75,13 +76,16 @@ def _routing(sc: Scenario, rows: list[TraceRow], avail: list[dict[str, Any]]
     policy = make_policy(sc.policy)
     if is_per_request(policy) or not avail:
         return None
-    changes = [(float(a["t"]), str(a["node"]), a["state"] == "available") for a in avail]
+    changes = [(float(a["t"]), str(a["node"]), a["state"] == "available",
+                float(a["t_installed"]) if a.get("t_installed") not in (None, "") else math.inf)
+               for a in avail]
     try:
         rc = routing_against_schedule(rows, changes, policy, initial_view(sc))
     except Exception:  # the policy failed here too; summary["policy"] reports it
         return None
     return {"checked": rc.checked, "against": rc.against, "share": rc.share,
-            "late_p50_ms": rc.late_ms[0], "late_p99_ms": rc.late_ms[1]}
+            "late_p50_ms": rc.late_ms[0], "late_p99_ms": rc.late_ms[1],
+            "early": rc.early, "early_p50_ms": rc.early_ms[0], "early_p99_ms": rc.early_ms[1]}
 
 
 def live_policy_report(out: Path, sc: Scenario) -> PolicyReport:
@@ -94,6 +98,15 @@ def live_policy_report(out: Path, sc: Scenario) -> PolicyReport:
 def _lag_stats(avail: list[dict[str, Any]]) -> dict[str, float]:
     lag = [float(a["t_applied"]) - float(a["t"]) for a in avail if float(a["t"]) > 0]
     return {"count": len(lag), "p50": _pct(lag, 50), "p99": _pct(lag, 99)}
+
+
+def _bias(summary: Mapping[str, Any]) -> dict[str, Any]:
+    from analysis.fidelity import emulation_bias
+
+    nodes = summary["measured"].get("nodes") or {}
+    ratios = {n: float(v["ratio"]) for n, v in nodes.items() if v.get("ratio") is not None}
+    routing = summary.get("routing") or {}
+    return emulation_bias(ratios, routing.get("share"))
 
 
 def crash_report(summary: Mapping[str, Any]) -> str:
@@ -151,6 +164,7 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
         summary["power"] = power_block(meter.samples, answered)
         if meter.errors:
             summary["power"]["errors"] = meter.errors
+    summary["emulation_bias"] = _bias(summary)
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     print(("\n[run] INTERRUPTED: partial results\n" if summary["interrupted"] else "\n")
           + summary_table(summary), flush=True)
@@ -170,9 +184,16 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
               f"decisions to the FNs. First: {pol['first_error']}")
     rt = summary["routing"]
     if rt and rt["against"]:
+        late = rt["against"] - rt.get("early", 0)
         print(f"routed against the drawn OFN availability: {rt['against']} of {rt['checked']} "
-              f"({100 * rt['share']:.1f} %), sent p50 {rt['late_p50_ms']:.3f} / p99 "
-              f"{rt['late_p99_ms']:.3f} model ms after a change (the network's reaction time)")
+              f"({100 * rt['share']:.1f} %): {late} late, sent p50 {rt['late_p50_ms']:.3f} / "
+              f"p99 {rt['late_p99_ms']:.3f} model ms after a change (the network's reaction "
+              f"time); {rt.get('early', 0)} early, sent p50 {rt.get('early_p50_ms', math.nan):.3f}"
+              " model ms before a change installed ahead of its drawn instant (the lead)")
+    if summary["emulation_bias"]["large"]:
+        print("[run] EMULATION BIAS: this run's own artefacts are large; do not read them as "
+              "a policy effect in the comparison below:\n  " +
+              "\n  ".join(summary["emulation_bias"]["reasons"]), flush=True)
     attach_prediction(out)
     print(f"results: {out}")
     return json.loads((out / "summary.json").read_text())

@@ -121,3 +121,70 @@ def test_the_simulators_inlined_nodes_are_the_service_queue(tmp_path: Path, serv
         assert got[node].blocked_disagree == 0 and got[node].replayed > 500
         # equal up to the trace's rounding (microseconds of model time)
         assert got[node].ideal_W == pytest.approx(got[node].measured_W, abs=1e-5)
+
+
+def test_routing_before_a_change_is_counted_early_not_right() -> None:
+    """A change the runner issued ahead routes a few requests by the state still to come:
+    they are against the drawn state too, counted apart from the late ones."""
+    from conftest import scenario_dict
+
+    from analysis.fidelity import routing_against_schedule
+    from controller.policies import initial_view, make_policy
+    from fogsdn.scenario import parse_scenario
+
+    sc = parse_scenario(scenario_dict())
+    # the leave was installed at 9.7 (ahead), the return at 19.6 (ahead)
+    avail = [(0.0, "ofn1", True, 0.0), (10.0, "ofn1", False, 9.7), (20.0, "ofn1", True, 19.6)]
+
+    def row(t: float, cls: str, node: str) -> TraceRow:
+        return TraceRow(f"r{t}{cls}", "c1", cls, 1.0, t, t + 1, node, Outcome.OK, 1, 1)
+
+    rows = [
+        row(9.8, "lp", "fn"),  # 0.2 before the OFN leaves, already sent to the FN: early
+        row(19.7, "lp", "ofn1"),  # 0.3 before it returns, already to the OFN: early
+        row(10.4, "lp", "ofn1"),  # 0.4 after it left, still to the OFN: late
+        row(3.0, "lp", "fn"),  # 7 before the change: not the change's doing: late
+        row(14.0, "lp", "fn"),  # as drawn
+    ]
+    rc = routing_against_schedule(rows, avail, make_policy(sc.policy), initial_view(sc))
+    assert (rc.checked, rc.against, rc.early) == (5, 4, 2)
+    assert rc.early_ms[0] == pytest.approx(0.25)  # median of 0.2 and 0.3
+    assert rc.late_ms[0] == pytest.approx((0.4 + 3.0) / 2)
+    # the same requests where every change was installed after its instant: none early
+    on_time = [(t, n, up, t + 0.1) for t, n, up, _ in avail]
+    rc = routing_against_schedule(rows, on_time, make_policy(sc.policy), initial_view(sc))
+    assert (rc.against, rc.early) == (4, 0)
+
+
+def test_reaction_lead_is_the_median_of_recent_reactions_capped() -> None:
+    from fogsdn.churn import ReactionLead
+
+    lead = ReactionLead(window=3, cap_s=0.004)
+    assert lead.lead_s == 0.0  # nothing measured yet: on time
+    for x in (0.001, 0.003, 0.002):
+        lead.observe(x)
+    assert lead.lead_s == pytest.approx(0.002)
+    lead.observe(0.010)  # the window keeps the last 3: 0.003, 0.002, 0.010
+    assert lead.lead_s == pytest.approx(0.003)
+    lead.observe(0.010)  # 0.002, 0.010, 0.010: median 0.010, capped
+    assert lead.lead_s == pytest.approx(0.004)
+    lead.observe(float("nan"))  # a reply without a time changes nothing
+    assert lead.lead_s == pytest.approx(0.004)
+    off = ReactionLead(enabled=False)
+    off.observe(0.002)
+    assert off.lead_s == 0.0
+    with pytest.raises(ValueError, match="window"):
+        ReactionLead(window=0)
+
+
+def test_a_large_emulation_bias_is_named() -> None:
+    from analysis.fidelity import emulation_bias
+
+    fine = emulation_bias({"fn": 1.01, "ofn1": 0.995}, 0.05)
+    assert fine["large"] is False and fine["reasons"] == []
+    slow = emulation_bias({"fn": 1.05, "ofn1": 1.0}, 0.12)
+    assert slow["large"] is True
+    assert slow["reasons"] == ["node fn served at x1.050 its nominal mean service",
+                               "12.0 % of requests were routed against the drawn OFN "
+                               "availability"]
+    assert emulation_bias({"fn": 0.96}, None)["large"] is True  # too fast counts too
