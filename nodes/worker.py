@@ -52,6 +52,7 @@ READ_TIMEOUT_S = 5.0  # for the whole request line, not per read
 MAX_READING = 256  # connections whose request line is still being read
 THREAD_DIED = 70  # exit status when an internal thread dies (EX_SOFTWARE)
 SPIN_S = 0.0005  # wake this early and spin to the scheduled end (see serve_completions)
+SWITCH_INTERVAL_S = 0.0002  # the worker's GIL switch interval (Python's default is 5 ms)
 
 
 @dataclass(order=True)
@@ -434,6 +435,10 @@ def main(argv: list[str] | None = None) -> int:
         print("worker: --max-size and --kill-after must be > 0", file=sys.stderr)
         return 2
 
+    # the completion thread must get the interpreter back soon after its timed wait ends;
+    # with the default 5 ms switch interval a handler thread that holds it can delay a
+    # reply by milliseconds (the node's service tail)
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     events = open(a.events, "a") if a.events else None  # noqa: SIM115
     w = Worker(a.name, a.mu, a.capacity, Servers(a.servers), a.time_scale, events,
                max_size=a.max_size, read_timeout_s=a.read_timeout,

@@ -237,3 +237,27 @@ def test_clean_removes_what_a_killed_run_left(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "run_testbed.py"), "--clean"],
                        capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert "nothing" in r.stdout
+
+
+def test_default_run_serves_at_its_nominal_rate(tmp_path: Path) -> None:
+    """The guard against the emulation's own service bias (x1.05 at the FN once): on a
+    short run of the default scenario at its own time scale, the typical request is
+    served for its nominal time. The median, not the mean: a loaded machine stretches
+    the tail, a systematic stretch moves the median."""
+    import statistics
+
+    from fogsdn.scenario import load_scenario
+    from runner.queueing_run import run_emulation
+
+    sc = load_scenario(ROOT / "scenarios" / "default.yaml").with_overrides(
+        {"duration_ms": 3000.0, "warmup_ms": 0.0})
+    summary = run_emulation(sc, tmp_path / "default", show_progress=False)
+    assert summary["crashed"] is False
+    assert isinstance(summary["emulation_bias"]["large"], bool)
+    rows = [r for r in read_trace(tmp_path / "default" / "trace.csv")
+            if r.outcome is Outcome.OK and r.nominal_ms >= 0.5]  # above timer granularity
+    for node in ("fn", "ofn1"):
+        ratios = [r.service_ms / r.nominal_ms for r in rows if r.node == node]
+        assert len(ratios) > 100, node
+        median = statistics.median(ratios)
+        assert 0.995 <= median <= 1.02, (node, median)
