@@ -12,6 +12,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from analysis.metrics import MeanCI, batch_means_ci, batch_quantile_ci, replications_ci
 
@@ -67,4 +70,31 @@ def relative_to(entry: Mapping[str, float | int], base: Mapping[str, float | int
             float(entry["power_W"]) / float(base["power_W"]) - 1.0)
 
 
-__all__ = ["METRICS", "RunFigures", "combine", "relative_to", "run_figures"]
+def policy_entry(runs: Sequence[RunFigures], decide_ms: Sequence[float]) -> dict[str, Any]:
+    """One policy's JSON entry: its runs combined, and the p50 / p99 of its per-flow
+    decision times (ms) when it has any."""
+    out: dict[str, Any] = dict(combine(runs))
+    if decide_ms:
+        out["decide_ms_p50"] = float(np.percentile(decide_ms, 50))
+        out["decide_ms_p99"] = float(np.percentile(decide_ms, 99))
+    return out
+
+
+def table(results: Mapping[str, Mapping[str, Any]], base: str = "latency_greedy") -> str:
+    """The policies' figures with their intervals, and each one's change against `base`."""
+    head = (f"{'policy':22s} {'mean ms':>16s} {'p95 ms':>16s} {'power W':>15s} "
+            f"{'J/request':>15s} {'dRT':>7s} {'dP':>7s} {'decide p99 ms':>13s}")
+    lines = [head]
+    for name, e in results.items():
+        d_rt, d_p = relative_to(e, results[base]) if base in results else (math.nan, math.nan)
+        lines.append(
+            f"{name:22s} {e['response_ms']:8.3f} ±{e['response_ms_ci95']:6.3f} "
+            f"{e['p95_ms']:8.3f} ±{e['p95_ms_ci95']:6.3f} {e['power_W']:7.1f} ±"
+            f"{e['power_W_ci95']:5.1f} {e['energy_per_request_J']:7.3f} ±"
+            f"{e['energy_per_request_J_ci95']:5.3f} {100 * d_rt:+6.1f}% {100 * d_p:+6.1f}% "
+            f"{e.get('decide_ms_p99', math.nan):13.4f}")
+    return "\n".join(lines)
+
+
+__all__ = ["METRICS", "RunFigures", "combine", "policy_entry", "relative_to", "run_figures",
+           "table"]

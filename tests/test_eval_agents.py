@@ -30,3 +30,22 @@ def test_eval_json_shape(tmp_path: Path) -> None:
     assert data["power_greedy"]["power_W"] < data["latency_greedy"]["power_W"]
     assert data["power_greedy"]["response_ms"] > data["latency_greedy"]["response_ms"]
     assert "latency_greedy" in r.stdout and "rl_dqn" in r.stdout
+
+
+def test_eval_runs_on_the_study_driver_and_keeps_the_runs_that_finish(tmp_path: Path) -> None:
+    """A run that fails is reported with its label, the others' figures are still written
+    (in the order the policies were given), and the exit status says one failed."""
+    out = tmp_path / "eval.json"
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "eval_agents.py"), "--engine", "simulate",
+         "--executor", "serial", "--seeds", "1", "--requests", "500", "--policies",
+         "no_such_policy", "power_greedy", "latency_greedy", "--out", str(tmp_path / "runs"),
+         "--json", str(out)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "no_such_policy seed 1: FAILED" in r.stderr
+    assert "(simulate, in this process)" in r.stderr
+    data = json.loads(out.read_text())
+    assert list(data) == ["power_greedy", "latency_greedy"]
+    assert data["latency_greedy"]["runs"] == 1
+    assert (tmp_path / "runs" / "simulate" / "power_greedy-seed1" / "trace.csv").exists()

@@ -1,0 +1,193 @@
+"""The learning evaluation as a study (`runner.study`): every policy on the same seeds,
+one (policy, seed) run per point, simulated or live; `finish` prints the table of mean
+and p95 response time, mean power and energy per request (`analysis.agent_eval`) and
+writes it as JSON. The command is `scripts/eval_agents.py`.
+
+A point's run writes OUT/<engine>/<policy>-seed<seed>/ (trace.csv and power.csv, the
+same files in both engines), and its row carries the run's figures and its per-flow
+decision times: live, the controller's own time in the policy's `decide`
+(controller-events.jsonl); simulated, the same call timed on 5000 views with random
+queue lengths (on a process pool the points share the CPUs: `--executor serial` times
+them alone). A live run holds the machine's emulation lock for that run only.
+"""
+
+from __future__ import annotations
+
+import csv
+import fcntl
+import json
+import math
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from analysis.agent_eval import RunFigures, policy_entry, run_figures, table
+from fogsdn.scenario import PolicySpec, Scenario
+from fogsdn.trace import Outcome, read_trace
+from runner.study import Engine, Row
+
+LOCK = Path("/tmp/fogsdn-emulation.lock")
+POLICIES = ("latency_greedy", "power_greedy", "least_loaded", "round_robin", "random",
+            "rl_dqn", "rl_rnn")
+
+
+@contextmanager
+def emulation_lock() -> Iterator[None]:
+    """The machine's emulation lock (flock), held for one live run."""
+    with open(LOCK, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def policy_spec(label: str, scenario: Scenario) -> PolicySpec:
+    """`rl_dqn_a0.5` is rl_dqn with the weights trained for a = 0.5; others by name."""
+    if label.startswith("rl_dqn_a"):
+        a = label[len("rl_dqn_a"):]
+        return PolicySpec(name="rl_dqn", params={
+            "weights": f"agents/weights/dqn_{scenario.name}_a{a}.json"})
+    return PolicySpec(name=label)
+
+
+def read_figures(run_dir: Path, warmup_ms: float) -> RunFigures:
+    """One run's figures from its trace.csv and power.csv (the same files in both engines)."""
+    rows = sorted((r for r in read_trace(run_dir / "trace.csv") if r.t_send >= warmup_ms),
+                  key=lambda r: r.t_send)
+    answered = [r.response_ms for r in rows if r.outcome is Outcome.OK]
+    # each element has one sample per (about one) second, live each with its own
+    # timestamps: the k-th interval's total is the sum of every element's k-th sample
+    series: dict[str, list[tuple[float, float, float]]] = {}
+    with open(run_dir / "power.csv") as fh:
+        for rec in csv.DictReader(fh):
+            series.setdefault(rec["element"], []).append(
+                (float(rec["t_s"]), float(rec["power_w"]), float(rec["dt_s"])))
+    n = min((len(v) for v in series.values()), default=0)
+    ordered = [sorted(v) for v in series.values()]
+    totals = [math.fsum(v[k][1] for v in ordered) for k in range(n)]
+    spans = [sum(v[k][2] for v in ordered) / len(ordered) for k in range(n)]
+    return run_figures(answered, len(rows) - len(answered), totals, spans)
+
+
+def decide_ms_simulated(scenario: Scenario, calls: int = 5000) -> list[float]:
+    """Each `decide` call's time (ms) on views with random queue lengths: the policy's
+    own cost per flow, epochs' forward passes included (the simulator runs it the same)."""
+    import random
+    import time
+
+    from controller.policies import make_policy, node_view
+    from controller.policies.base import ClusterView, Request
+    from fogsdn.latency import node_net_ms
+    from fogsdn.scenario import TaskClass
+
+    policy = make_policy(scenario.policy, scenario.workload)
+    net = node_net_ms(scenario)
+    rng = random.Random(0)
+    views = [ClusterView(tuple(node_view(n, True, net[n.name], rng.randrange(6))
+                               for n in scenario.nodes)) for _ in range(64)]
+    request = Request(TaskClass.HP, "c1")
+    out = []
+    for i in range(calls):
+        t0 = time.perf_counter()
+        policy.decide(views[i % len(views)], request, rng)
+        out.append((time.perf_counter() - t0) * 1000.0)
+    return out
+
+
+def decide_ms_live(run_dir: Path) -> list[float]:
+    """The controller's own time in `decide` per new flow (controller-events.jsonl)."""
+    out = []
+    with open(run_dir / "controller-events.jsonl") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            if rec.get("event") == "decision" and "decide_ms" in rec:
+                out.append(float(rec["decide_ms"]))
+    return out
+
+
+@dataclass(frozen=True)
+class AgentRun:
+    """One policy (by its label, `policy_spec`) on one seed."""
+
+    policy: str
+    seed: int
+
+    def label(self) -> str:
+        return f"{self.policy} seed {self.seed}"
+
+
+def run_agent(run: AgentRun, base: Scenario, engine: Engine, out: Path, requests: int,
+              duration_s: float) -> list[Row]:
+    """One run in `engine`: its row has the run's figures and its decision times (ms)."""
+    scenario = base.model_copy(update={"policy": policy_spec(run.policy, base),
+                                       "seed": run.seed})
+    run_dir = out / f"{run.policy}-seed{run.seed}"
+    if engine == "simulate":
+        from sim.runner import run_simulation
+
+        run_simulation(scenario, run_dir, requests=requests, compare=False)
+        decide = decide_ms_simulated(scenario)
+    else:
+        from runner.queueing_run import run_emulation
+
+        model_ms = duration_s * 1000.0 / scenario.time_scale
+        live = scenario.model_copy(update={"duration_ms": model_ms})
+        with emulation_lock():
+            summary = run_emulation(live, run_dir, show_progress=False)
+        if summary.get("interrupted"):
+            raise KeyboardInterrupt  # the live run tore down; the study keeps its points
+        decide = decide_ms_live(run_dir)
+    return [{"policy": run.policy, "seed": run.seed, "run_dir": str(run_dir),
+             "figures": read_figures(run_dir, scenario.warmup_ms), "decide_ms": decide}]
+
+
+class AgentStudy:
+    """Every policy label on every seed in one engine (runs under OUT/<engine>/); prints
+    the table and, with `json_path`, writes `{policy: entry}` there, policies in the
+    order given and each one's seeds combined (`analysis.agent_eval.policy_entry`)."""
+
+    name = "agents"
+
+    def __init__(self, base: Scenario, labels: Sequence[str], seeds: Sequence[int],
+                 out: Path, engine: Engine = "simulate", requests: int = 20000,
+                 duration_s: float = 15.0, json_path: Path | None = None) -> None:
+        self.labels, self.seeds = list(labels), list(seeds)
+        self.engine, self.json_path = engine, json_path
+        self.runs_dir = out / engine
+        self.job = run_agent
+        self.job_args: tuple[Any, ...] = (base, engine, self.runs_dir, requests, duration_s)
+        self.live_summary: Path | None = None  # each live run has its own
+        self.results: dict[str, dict[str, Any]] = {}
+
+    def plan(self) -> list[AgentRun]:
+        return [AgentRun(label, seed) for label in self.labels for seed in self.seeds]
+
+    def record(self, run: AgentRun, rows: list[Row]) -> str:
+        figs: RunFigures = rows[0]["figures"]
+        return (f"mean {figs.response_ms.mean:.3f} ms, power {figs.power_W.mean:.1f} W "
+                f"-> {rows[0]['run_dir']}")
+
+    def finish(self, rows: list[Row], failures: list[tuple[Any, str]]) -> list[Path]:
+        # the points finish in any order: each policy's runs in the order of the seeds
+        by_run = {(r["policy"], r["seed"]): r for r in rows}
+        self.results = {}
+        for label in self.labels:
+            mine = [by_run[label, s] for s in self.seeds if (label, s) in by_run]
+            if mine:
+                self.results[label] = policy_entry(
+                    [r["figures"] for r in mine], [t for r in mine for t in r["decide_ms"]])
+        if not self.results:
+            return []
+        print(table(self.results), flush=True)
+        if self.json_path is None:
+            return []
+        self.json_path.parent.mkdir(parents=True, exist_ok=True)
+        self.json_path.write_text(json.dumps(self.results, indent=1, default=float) + "\n")
+        return [self.json_path]
+
+
+__all__ = ["POLICIES", "AgentRun", "AgentStudy", "decide_ms_live", "decide_ms_simulated",
+           "emulation_lock", "policy_spec", "read_figures", "run_agent"]
