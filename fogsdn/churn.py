@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -119,16 +120,10 @@ class ReactionLead:
         self.enabled = enabled
         self.window, self.cap_s = window, cap_s
         self._recent: list[float] = []
+        self.lead_s = 0.0  # set once per observation: the replay loop reads it often
 
     def observe(self, reaction_s: float) -> None:
-        if math.isfinite(reaction_s) and reaction_s >= 0.0:
-            self._recent = [*self._recent[-(self.window - 1):], reaction_s]
-
-    @property
-    def lead_s(self) -> float:
-        if not self.enabled or not self._recent:
-            return 0.0
-        ordered = sorted(self._recent)
-        mid = len(ordered) // 2
-        median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-        return min(self.cap_s, median)
+        if not (self.enabled and math.isfinite(reaction_s) and reaction_s >= 0.0):
+            return
+        self._recent = [*self._recent[-(self.window - 1):], reaction_s]
+        self.lead_s = min(self.cap_s, statistics.median(self._recent))

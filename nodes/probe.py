@@ -197,6 +197,14 @@ class Prober:
         self.counters = ProbeCounters()
         self._seq = 0
 
+    def _decode(self, datagram: bytes) -> ProbeMessage | None:
+        """The message, or None for a malformed datagram (counted)."""
+        try:
+            return decode(datagram)
+        except MalformedDatagram:
+            self.counters.malformed += 1
+            return None
+
     def ping(self, target: tuple[str, int], timeout_s: float = 1.0) -> Sample:
         """One RTT sample; late echoes of earlier pings are counted as unmatched."""
         self._seq = (self._seq + 1) % 2**32
@@ -210,10 +218,7 @@ class Prober:
                 break
             datagram, _sender = self.sock.recvfrom(MAX_DATAGRAM + 1)
             t_recv = time.monotonic_ns()
-            try:
-                msg = decode(datagram)
-            except MalformedDatagram:
-                self.counters.malformed += 1
+            if (msg := self._decode(datagram)) is None:
                 continue
             if msg.kind != ECHO or msg.seq != seq or msg.t_send_ns != t_send:
                 self.counters.unmatched += 1
@@ -275,10 +280,7 @@ class Prober:
                     except BlockingIOError:
                         break
                     t_recv = time.monotonic_ns()
-                    try:
-                        msg = decode(datagram)
-                    except MalformedDatagram:
-                        self.counters.malformed += 1
+                    if (msg := self._decode(datagram)) is None:
                         continue
                     k = index.get(msg.seq)
                     if (msg.kind != ECHO or k is None or send_ns[k] != msg.t_send_ns

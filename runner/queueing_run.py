@@ -250,8 +250,8 @@ class QueueingRun:
 
         while not self.stop.is_set():
             now = time.monotonic()
-            if pending and now < due(pending[0]) <= now + CHURN_SPIN_S:
-                while time.monotonic() < due(pending[0]):  # a timed wait wakes late
+            if pending and now < (t_due := due(pending[0])) <= now + CHURN_SPIN_S:
+                while time.monotonic() < t_due:  # a timed wait wakes late
                     pass
                 now = time.monotonic()
             while pending and due(pending[0]) <= now:
