@@ -78,7 +78,9 @@ def test_link_failure_reroutes_and_keeps_established_connections(tmp_path: Path)
 
 def test_default_delay_adds_the_paths_round_trips_live(tmp_path: Path) -> None:
     """W_e2e - W is two round trips of the path (TCP connect, request and reply): 16 model ms,
-    at the scenario's own time scale (10: the hosts' own ~2 real ms is ~1 % of it)."""
+    at the scenario's own time scale (10). Never less than the path gives; the hosts' own
+    cost comes on top: ~2 real ms (~1 %) on a quiet machine, up to ~11 real ms (+7 %) on a
+    loaded CI machine, hence the one-sided allowance."""
     sc = load_scenario(ROOT / "scenarios" / "default_delay.yaml").with_overrides(
         {"duration_ms": 1000, "warmup_ms": 20})
     summary = run_emulation(sc, tmp_path / "dd", show_progress=False)
@@ -86,4 +88,4 @@ def test_default_delay_adds_the_paths_round_trips_live(tmp_path: Path) -> None:
     for cls in ("hp", "lp"):
         m = summary["measured"][cls]
         assert m["ok"] > 50
-        assert _close(m["W_e2e"] - m["W"], 16.0, 0.05, floor_ms=0.0), m
+        assert 16.0 * 0.98 <= m["W_e2e"] - m["W"] <= 16.0 * 1.15, m
