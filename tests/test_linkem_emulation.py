@@ -73,7 +73,7 @@ def test_delay_change_at_run_time_keeps_tcp(rig_and_shaper: tuple[Rig, LinkShape
     assert shaper.created().pids == created_before  # same relay process (if any)
     shaper.update(LINK, LinkParams(delay_ms=1.0))
     rtts = ping_rtts(rig, count=20, interval_s=0.01, realtime=True)
-    assert 2.0 <= float(np.percentile(rtts, 50)) <= 2.5
+    assert 2.0 <= float(np.percentile(rtts, 50)) <= 3.0  # 2 ms plus the tools (loaded CI)
 
 
 # our relay only: netem's `tc qdisc change` costs a process start (a few ms)
