@@ -110,7 +110,7 @@ class SwitchPower(_Frozen):
 
     P = idle_w + port_w * active_ports + (peak_w - idle_w - port_w * ports) * min(1,
     traffic / capacity): idle_w with no traffic, peak_w with every port active at full
-    capacity. Defaults: seed 002a measured about 20 W idle and 30 W at peak."""
+    capacity. The defaults (20 W idle, 30 W peak) are our assumption, not the seed's."""
 
     idle_w: float = Field(20.0, ge=0, description="watts with no port carrying traffic")
     peak_w: float = Field(30.0, gt=0, description="watts with every port active at capacity")
