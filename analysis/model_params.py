@@ -36,6 +36,9 @@ def model_params_from_scenario(scenario: Scenario) -> ModelParams:
     Exponential task sizes of mean m on a node of rate mu give exponential service
     of rate mu/m. With no OFN every policy sends everything to the FN: `basic`.
     """
+    if scenario.workload.profile is not None:
+        raise OutsideModel("workload.profile: a time-varying rate has no stationary "
+                           "prediction (a run compares each phase with its own)")
     policy = scenario.policy.name
     if policy not in POLICY_TO_SCHEME:
         raise OutsideModel(f"policy {policy!r} is not one of the model's schemes "
@@ -84,6 +87,8 @@ def exact_prediction(scenario: Scenario, max_states: int = MAX_STATES) -> AnyPre
     identical to the policy chain there, and lumped at any size), the policy chain for
     the rest.
     """
+    if scenario.workload.profile is not None:
+        model_params_from_scenario(scenario)  # raises: no stationary prediction
     try:
         policy = make_policy(scenario.policy)
     except PolicyError as err:

@@ -19,6 +19,7 @@ import networkx as nx
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from fogsdn.rate_profile import ProfileError, RateProfile
 from fogsdn.topology import HostSpec, TopologySpec, build_graph
 from fogsdn.topology_files import TopologyFileError, expand_topology_file
 
@@ -73,6 +74,31 @@ class SizeSpec(_Frozen):
         return self
 
 
+class ProfilePhase(_Frozen):
+    duration_ms: float = Field(gt=0, description="model ms the phase lasts")
+    factor: float = Field(ge=0, description="both classes' rates times this in the phase")
+
+
+class ProfileSpec(_Frozen):
+    """A time-varying arrival rate (fogsdn/rate_profile.py): phases, cycled with repeat."""
+
+    phases: list[ProfilePhase] = Field(min_length=1)
+    repeat: bool = True
+
+    def profile(self) -> RateProfile:
+        return RateProfile(tuple(p.duration_ms for p in self.phases),
+                           tuple(p.factor for p in self.phases), self.repeat)
+
+    @model_validator(mode="after")
+    def _some_rate(self) -> ProfileSpec:
+        try:
+            self.profile()
+        except ProfileError as err:
+            raise ValueError(str(err).removeprefix("workload.profile")
+                             .removeprefix(": ")) from None
+        return self
+
+
 class Workload(_Frozen):
     lambda_hp: float = Field(ge=0, description="HP arrivals per model ms, all clients together")
     lambda_lp: float = Field(ge=0, description="LP arrivals per model ms, all clients together")
@@ -81,12 +107,23 @@ class Workload(_Frozen):
     # model: service is size/mu against deadlines (what the exact model predicts);
     # cpu: each task does real CPU work in proportion (live only; docs/containers.md)
     work: Literal["model", "cpu"] = "model"
+    # None: stationary Poisson at the rates above; else they are the base rates, scaled
+    profile: ProfileSpec | None = None
 
     @model_validator(mode="after")
     def _some_load(self) -> Workload:
         if self.lambda_hp + self.lambda_lp <= 0:
             raise ValueError("lambda_hp + lambda_lp must be positive")
         return self
+
+    def rate_profile(self) -> RateProfile | None:
+        return self.profile.profile() if self.profile is not None else None
+
+    @property
+    def peak_rate(self) -> float:
+        """Arrivals per model ms at the busiest phase (both classes)."""
+        lam = self.lambda_hp + self.lambda_lp
+        return lam * (self.profile.profile().peak if self.profile is not None else 1.0)
 
 
 class ServerPower(_Frozen):
@@ -239,7 +276,12 @@ class Scenario(_Frozen):
     def expected_requests(self, duration_ms: float | None = None) -> float:
         """Mean number of requests over `duration_ms` (the scenario's by default)."""
         span = self.duration_ms if duration_ms is None else duration_ms
-        return (self.workload.lambda_hp + self.workload.lambda_lp) * span
+        lam = self.workload.lambda_hp + self.workload.lambda_lp
+        profile = self.workload.rate_profile()
+        if profile is None:
+            return lam * span
+        return lam * sum(f * d for f, d in zip(profile.factors, profile.exposure_ms(0.0, span),
+                                               strict=True))
 
     def to_dict(self) -> dict[str, Any]:
         return json.loads(self.model_dump_json())

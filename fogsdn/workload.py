@@ -15,6 +15,8 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import numpy as np
+
 from fogsdn.scenario import Scenario, SizeSpec, TaskClass, Workload
 from fogsdn.streams import BLOCK, Stream, numpy_stream, size_block
 
@@ -53,16 +55,26 @@ class ArrivalBlock:
 
 
 def arrival_blocks(workload: Workload, seed: int) -> Iterator[ArrivalBlock]:
-    """The arrival streams for the effective seed (scenario seed + replication), forever."""
+    """The arrival streams for the effective seed (scenario seed + replication), forever.
+    Under `workload.profile` the base stream's instants are time-changed
+    (`RateProfile.warp`); the other streams are the stationary run's."""
     lam = workload.lambda_hp + workload.lambda_lp
     gen_ia = numpy_stream(seed, Stream.INTERARRIVAL)
     gen_cls = numpy_stream(seed, Stream.CLASS)
     gen_cl = numpy_stream(seed, Stream.CLIENT)
     gen_sz = numpy_stream(seed, Stream.SIZE)
     n = workload.clients
+    profile = workload.rate_profile()
+    u_last = t_last = 0.0
     while True:
+        gaps = gen_ia.exponential(1.0 / lam, BLOCK)
+        if profile is not None:
+            u = u_last + np.cumsum(gaps)
+            t = profile.warp(u)
+            gaps = np.diff(t, prepend=t_last)
+            u_last, t_last = float(u[-1]), float(t[-1])
         yield ArrivalBlock(
-            gen_ia.exponential(1.0 / lam, BLOCK).tolist(),
+            gaps.tolist(),
             gen_cls.random(BLOCK).tolist(),
             gen_cl.integers(0, n, BLOCK).tolist() if n > 1 else [0] * BLOCK,
             size_block(workload.size, gen_sz, BLOCK),

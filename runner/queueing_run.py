@@ -349,7 +349,7 @@ class QueueingRun:
 
 def check_live_limits(sc: Scenario) -> None:
     """Refuse, before anything starts, a load no live run here can generate."""
-    per_s = (sc.workload.lambda_hp + sc.workload.lambda_lp) * 1000.0 / sc.time_scale
+    per_s = sc.workload.peak_rate * 1000.0 / sc.time_scale
     if sc.expected_requests() > MAX_LIVE_REQUESTS:
         raise ScenarioError(
             f"workload: (lambda_hp + lambda_lp) x duration_ms expects "
@@ -357,7 +357,7 @@ def check_live_limits(sc: Scenario) -> None:
             f"{MAX_LIVE_REQUESTS:.0e} (shorten duration_ms or lower the rates)")
     if per_s > MAX_LIVE_REQUESTS_PER_S:
         raise ScenarioError(
-            f"workload: {per_s:.3g} requests per real second at time_scale "
+            f"workload: {per_s:.3g} requests per real second (busiest phase) at time_scale "
             f"{sc.time_scale:g} is more than a live run generates (at most "
             f"{MAX_LIVE_REQUESTS_PER_S:.0f}/s); raise time_scale or lower the rates")
 
