@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
+from runner.city_live import Mobility
 from runner.city_study_run import CityStudyRun, run_city_point
 from sim.city_study import CitySimulation
 from topologies.city_layout import parse_trace
@@ -297,7 +298,7 @@ def test_cli_converts_gzip_and_names_bad_input(tmp_path: Path) -> None:
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--format" in r.stderr
 
 
-# -- a converted trace drives the city study ------------------------------------------------------
+# -- a converted trace drives the city study: the simulator, and the live runner's mobility ----
 def test_converted_trace_drives_the_simulated_city_study(tmp_path: Path) -> None:
     with FCD.open("rb") as f:
         res = convert(read_fixes("sumo-fcd", f, FCD.name),
@@ -319,3 +320,5 @@ def test_converted_trace_drives_the_simulated_city_study(tmp_path: Path) -> None
         assert c.last_move_s > 0
         assert c.position == point.trace.at(c.name, c.last_move_s)
     assert {c.name for c in sim.clients} == {"c0", "c1", "c2", "c3"}
+    live = Mobility(study, study.layout(), 4)  # the live runner reads the same file
+    assert live.positions(2.5, 0.1) == [point.trace.at(f"c{i}", 2.5) for i in range(4)]
