@@ -23,7 +23,7 @@ CHECKED = (*PACKAGES, "rigs")  # rigs/ may import any package, and must not form
 PURE = ("fogsdn", "models", "controller.policies", "controller.flow_tables",
         "controller.cluster", "controller.config", "analysis", "controller.pipeline",
         "nodes.protocol", "nodes.service_queue", "nodes.ncs", "topologies.city_latency",
-        "topologies.city_layout", "topologies.city_net")
+        "topologies.city_layout", "topologies.city_net", "topologies.mobility_traces")
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     # importer -> what it must not import
     "fogsdn": ("models", "controller", "analysis", "sim", "runner", "nodes", "topologies",
