@@ -13,15 +13,16 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
+from nodes.ncs.meridian import MeridianConfig
 from rigs.ncs_accuracy import MatrixError, check_matrix, meridian_and_random, vivaldi_median_error
 
 SEATTLE = Path(__file__).parent / "data" / "seattle99.npz"
 
 
-def _plane(n: int, seed: int) -> np.ndarray:
+def _plane(n: int, seed: int, side: float = 40.0, base_ms: float = 2.0) -> np.ndarray:
     rng = random.Random(seed)
-    pts = [(rng.uniform(0, 40), rng.uniform(0, 40)) for _ in range(n)]
-    return np.array([[math.dist(p, q) + 2.0 for q in pts] for p in pts])
+    pts = [(rng.uniform(0, side), rng.uniform(0, side)) for _ in range(n)]
+    return np.array([[math.dist(p, q) + base_ms for q in pts] for p in pts])
 
 
 def test_vivaldi_replay_skips_unknown_pairs() -> None:
@@ -38,6 +39,23 @@ def test_meridian_beats_random_on_a_plane() -> None:
     assert mer.hit_rate > 2 * rnd.hit_rate
     assert mer.mean_extra_ms < rnd.mean_extra_ms / 3
     assert mer.probes_per_query is not None and mer.probes_per_query >= 1
+
+
+def test_meridian_with_the_papers_ring_size_finds_the_closest_on_a_metric() -> None:
+    """220 hosts on a 100 ms plane (a metric), 20 servers, k = 16, s = 2 (the Meridian
+    paper's simulation): on the settled overlay nearly every query finds the closest
+    server (98 % for this seed). Ten gossip rounds leave servers not knowing each other,
+    and fewer queries find it (84 %)."""
+    m = _plane(220, 1, side=100.0, base_ms=1.0)
+    config = MeridianConfig(k=16, s=2.0)
+    settled, _ = meridian_and_random(m, servers=20, seed=1, config=config)
+    assert settled.known_share == 1.0 and settled.gossip_rounds is not None
+    assert settled.hit_rate >= 0.9
+    assert settled.probes_per_query is not None and settled.probes_per_query < 20
+    early, _ = meridian_and_random(m, servers=20, seed=1, config=config, gossip_rounds=10)
+    assert early.gossip_rounds == 10 and early.known_share is not None
+    assert early.known_share < 0.9
+    assert early.hit_rate < settled.hit_rate
 
 
 @pytest.mark.parametrize("bad, why", [
@@ -77,3 +95,26 @@ def test_script_names_a_missing_key(tmp_path: Path) -> None:
     r = _script("--matrix", str(f))
     assert r.returncode == 2
     assert "--key: 'rtt_ms' not in m.npz (has other)" in r.stderr
+
+
+def test_script_meridian_only_with_k(tmp_path: Path) -> None:
+    r = _script("--matrix", str(SEATTLE), "--key", "rtt_sym_ms", "--meridian-only",
+                "--meridian-k", "16", "--meridian-s", "2", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert "vivaldi_2dh" not in out
+    mer = out["meridian"]
+    assert mer["k"] == 16 and mer["s"] == 2.0 and mer["known_share"] == 1.0
+    assert 1 <= mer["probes_per_query"] <= 20 and 0 <= mer["hit_rate"] <= 1
+
+
+@pytest.mark.parametrize("args, flag", [
+    (("--meridian-k", "0"), "--meridian-k"),
+    (("--meridian-k", "many"), "--meridian-k"),
+    (("--gossip-rounds", "-1"), "--gossip-rounds"),
+])
+def test_script_flag_errors_are_one_line(args: tuple[str, ...], flag: str) -> None:
+    r = _script("--matrix", str(SEATTLE), *args)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bench_ncs.py: error:") and flag in lines[0]
