@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -56,6 +57,59 @@ def test_meridian_with_the_papers_ring_size_finds_the_closest_on_a_metric() -> N
     assert early.gossip_rounds == 10 and early.known_share is not None
     assert early.known_share < 0.9
     assert early.hit_rate < settled.hit_rate
+
+
+def _reference_hit_rate(m: np.ndarray, servers: int, seed: int, k: int, s: float,
+                        beta: float = 0.5, rings: int = 8) -> float:
+    """A simplified Meridian (the Meridian paper's query, alpha = 1 ms): every server
+    knows all the others and keeps k random ones per ring; it asks the members within
+    [(1 - beta) d, (1 + beta) d], ignores answers beyond (2 beta + 1) d, moves to the
+    nearest answer while it is at most beta * d, and the query returns the nearest
+    node measured."""
+    rng = random.Random(seed)
+    n = len(m)
+    idx = sorted(rng.sample(range(n), servers))
+    members: dict[int, list[int]] = {}
+    for a in idx:
+        by_ring: dict[int, list[int]] = {}
+        for b in idx:
+            if b != a:
+                i = 0 if m[a, b] <= 1.0 else math.ceil(math.log(m[a, b]) / math.log(s) - 1e-12)
+                by_ring.setdefault(min(max(i, 0), rings - 1), []).append(b)
+        members[a] = [x for ring in by_ring.values() for x in rng.sample(ring, min(k, len(ring)))]
+    hits = 0
+    clients = [c for c in range(n) if c not in idx]
+    for c in clients:
+        node = rng.choice(idx)
+        d, best, visited = m[node, c], m[node, c], {node}
+        while True:
+            band = [x for x in members[node] if x not in visited
+                    and (1 - beta) * d <= m[node, x] <= (1 + beta) * d]
+            answers = {x: m[x, c] for x in band if m[x, c] <= (2 * beta + 1) * d}
+            if not answers:
+                break
+            nearest = min(answers, key=lambda x: answers[x])
+            best = min(best, answers[nearest])
+            if answers[nearest] > beta * d:
+                break
+            node, d = nearest, answers[nearest]
+            visited.add(node)
+        hits += best <= min(m[c, x] for x in idx)
+    return hits / len(clients)
+
+
+def test_meridian_matches_a_simplified_reference() -> None:
+    """At the Meridian paper's parameters (k = 16, s = 2, beta = 0.5), ours on a settled
+    overlay finds the closest server as often as the simplified reference (random ring
+    members, full knowledge): within 5 points over three seeds."""
+    m = _plane(220, 2, side=100.0, base_ms=1.0)
+    ours = statistics.mean(
+        meridian_and_random(m, 20, seed, MeridianConfig(k=16, s=2.0))[0].hit_rate
+        for seed in (1, 2, 3))
+    reference = statistics.mean(_reference_hit_rate(m, 20, seed, k=16, s=2.0)
+                                for seed in (1, 2, 3))
+    assert reference > 0.85
+    assert abs(ours - reference) < 0.05
 
 
 @pytest.mark.parametrize("bad, why", [
