@@ -37,7 +37,6 @@ from nodes.ncs.meridian import (
     band_members,
     fallback_groups,
     next_step,
-    primary_size,
     within_cutoff,
 )
 
@@ -93,7 +92,7 @@ class MeridianAgent:
         self.peers = {n: a for n, a in peers.items() if n != name}
         self.config = config
         n_nodes = len(self.peers) + 1
-        k = primary_size(n_nodes)
+        k = config.primaries(n_nodes)
         self.node = MeridianNode(name, config, k, max(n_nodes - k, 0))
         self.rng = rng
         self.timing = timing

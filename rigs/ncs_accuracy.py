@@ -3,6 +3,11 @@
 Used by `scripts/bench_ncs.py` and its tests. NaN (or a non-positive value) in the
 matrix means the pair's RTT is unknown: Vivaldi never samples it and it is left out of
 the error; for Meridian a probe over such a pair gets no answer.
+
+Meridian is scored on a settled overlay: by default its servers gossip until each knows
+every other server it can measure (ten rounds, our earlier fixed count, left each of 20
+servers knowing about two thirds of the others, and a query cannot ask a server its
+entry has never heard of).
 """
 
 from __future__ import annotations
@@ -16,6 +21,9 @@ import numpy as np
 
 from nodes.ncs.meridian import MeridianConfig, MeridianOverlay, matrix_measure
 from nodes.ncs.vivaldi import VivaldiConfig, VivaldiNode, relative_errors, simulate
+
+# a cap on gossip rounds when gossiping until every server knows the others
+MAX_GOSSIP_ROUNDS = 1000
 
 
 class MatrixError(ValueError):
@@ -54,14 +62,40 @@ class SelectionScore:
     probes_per_query: float | None
     messages_per_query: float | None
     queries: int
+    gossip_rounds: int | None = None  # the overlay's, before the queries
+    known_share: float | None = None  # of measurable server pairs, when queries start
+
+
+def known_share(overlay: MeridianOverlay, reachable: dict[str, set[str]]) -> float:
+    """The share of (server, measurable other server) pairs the server has filed."""
+    total = sum(len(r) for r in reachable.values())
+    known = sum(len(reachable[n] & node.knows()) for n, node in overlay.nodes.items())
+    return known / total if total else 1.0
+
+
+def settle(overlay: MeridianOverlay, reachable: dict[str, set[str]], rng: random.Random,
+           gossip_rounds: int | None) -> int:
+    """Bootstrap, gossip and manage rings; returns the gossip rounds run. With
+    `gossip_rounds` None, gossip until every server knows every server in its
+    `reachable` set (at most MAX_GOSSIP_ROUNDS)."""
+    overlay.bootstrap(rng)
+    rounds = 0
+    while (rounds < gossip_rounds if gossip_rounds is not None
+           else rounds < MAX_GOSSIP_ROUNDS and known_share(overlay, reachable) < 1.0):
+        overlay.gossip_round(rng)
+        rounds += 1
+    overlay.manage_rings()
+    return rounds
 
 
 def meridian_and_random(rtt_ms: np.ndarray, servers: int, seed: int,
                         config: MeridianConfig | None = None,
-                        gossip_rounds: int = 10) -> tuple[SelectionScore, SelectionScore]:
-    """`servers` random hosts run Meridian, every other host asks it (from a random
-    entry server) for its closest server. Scored against the matrix's truth, beside
-    picking a server at random. Clients that know no RTT to any server are skipped."""
+                        gossip_rounds: int | None = None
+                        ) -> tuple[SelectionScore, SelectionScore]:
+    """`servers` random hosts run Meridian, settled by `settle` (`gossip_rounds` None:
+    until every server knows the others), every other host asks it (from a random entry
+    server) for its closest server. Scored against the matrix's truth, beside picking a
+    server at random. Clients that know no RTT to any server are skipped."""
     m = check_matrix(rtt_ms)
     n = len(m)
     if not 2 <= servers < n:
@@ -71,7 +105,10 @@ def meridian_and_random(rtt_ms: np.ndarray, servers: int, seed: int,
     server_idx = sorted(rng.sample(range(n), servers))
     server_names = [names[i] for i in server_idx]
     overlay = MeridianOverlay(server_names, matrix_measure(names, m), config or MeridianConfig())
-    overlay.converge(rng, gossip_rounds)
+    reachable = {names[a]: {names[b] for b in server_idx if b != a and math.isfinite(m[a, b])}
+                 for a in server_idx}
+    rounds = settle(overlay, reachable, rng, gossip_rounds)
+    share = known_share(overlay, reachable)
     pick_rng = random.Random(seed + 1)  # the random baseline does not depend on Meridian's draws
     mer_hits, mer_extra, rnd_hits, rnd_extra, msgs, probes = 0, [], 0, [], [], []
     for c in range(n):
@@ -98,7 +135,8 @@ def meridian_and_random(rtt_ms: np.ndarray, servers: int, seed: int,
     mer = SelectionScore(mer_hits / queries,
                          statistics.mean(mer_extra) if mer_extra else math.nan,
                          statistics.median(mer_extra) if mer_extra else math.nan,
-                         statistics.mean(probes), statistics.mean(msgs), queries)
+                         statistics.mean(probes), statistics.mean(msgs), queries,
+                         rounds, share)
     rnd = SelectionScore(rnd_hits / queries, statistics.mean(rnd_extra),
                          statistics.median(rnd_extra), None, None, queries)
     return mer, rnd

@@ -51,6 +51,30 @@ def test_config_rejects_bad_values() -> None:
         MeridianConfig(beta=1.0)
     with pytest.raises(MeridianError, match="s:"):
         MeridianConfig(s=1.0)
+    with pytest.raises(MeridianError, match="k:"):
+        MeridianConfig(k=0)
+
+
+def test_k_defaults_to_the_seeds_and_can_be_set() -> None:
+    assert MeridianConfig().primaries(20) == primary_size(20) == 6
+    assert MeridianConfig(k=16).primaries(20) == 16
+
+
+def test_ring_sizes_never_exceed_k() -> None:
+    """k = 3 on 29 nodes: crowded rings keep exactly 3 primaries, the rest are spares."""
+    names, m = _plane(29, seed=2)
+    ov = MeridianOverlay(names, matrix_measure(names, m), MeridianConfig(k=3, s=2.0))
+    ov.converge(random.Random(3), gossip_rounds=40)
+    sizes = [len(ring.primary) for node in ov.nodes.values() for ring in node.rings]
+    assert max(sizes) == 3
+    spares = 0
+    for node in ov.nodes.values():
+        assert node.k == 3 and node.l == 26
+        for ring in node.rings:
+            if len(ring.primary) < 3:  # a ring with room keeps no spares
+                assert not ring.secondary
+            spares += len(ring.secondary)
+    assert spares > 0
 
 
 def test_hypervolume_prefers_spread() -> None:

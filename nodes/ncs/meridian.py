@@ -3,7 +3,8 @@
 Each Meridian node files the other nodes it knows into concentric, non-overlapping rings
 by measured latency: ring 0 holds latencies up to alpha, ring i (i > 0) those in
 (alpha * s^(i-1), alpha * s^i]; the outermost ring also takes everything beyond. A ring
-keeps k primary members (used for queries) and up to l secondary ones (spares).
+keeps k primary members (used for queries; by default the seed's floor(log_1.6 N) for N
+nodes, `MeridianConfig.k` to set it) and up to l = N - k secondary ones (spares).
 
 Ring management picks the k primaries that spread widest: every member is described by
 its latencies to all members of the ring, and members are dropped one at a time, each
@@ -47,6 +48,8 @@ class MeridianError(ValueError):
 
 @dataclass(frozen=True)
 class MeridianConfig:
+    # primaries per ring; None: the seed's floor(log_1.6 N) for N nodes (primary_size)
+    k: int | None = None
     alpha_ms: float = 1.0
     s: float = 1.5
     rings: int = 8
@@ -59,6 +62,8 @@ class MeridianConfig:
             raise MeridianError(f"s: must be > 1, got {self.s!r}")
         if self.rings < 1:
             raise MeridianError(f"rings: must be >= 1, got {self.rings!r}")
+        if self.k is not None and self.k < 1:
+            raise MeridianError(f"k: must be >= 1, got {self.k!r}")
         if not 0 <= self.beta < 1:
             raise MeridianError(f"beta: must be in [0, 1), got {self.beta!r}")
 
@@ -68,6 +73,10 @@ class MeridianConfig:
             return 0
         i = math.ceil(math.log(latency_ms / self.alpha_ms) / math.log(self.s) - 1e-12)
         return min(max(i, 1), self.rings - 1)
+
+    def primaries(self, n_nodes: int) -> int:
+        """k for an overlay of `n_nodes`: the configured one, else the seed's."""
+        return self.k if self.k is not None else primary_size(n_nodes)
 
 
 def primary_size(n_nodes: int) -> int:
@@ -259,7 +268,7 @@ class MeridianOverlay:
     def __post_init__(self) -> None:
         if len(set(self.names)) != len(self.names) or not self.names:
             raise MeridianError("names: must be non-empty and unique")
-        k = primary_size(len(self.names))
+        k = self.config.primaries(len(self.names))
         l = max(len(self.names) - k, 0)  # noqa: E741
         self.nodes = {n: MeridianNode(n, self.config, k, l) for n in self.names}
 
