@@ -308,6 +308,11 @@ def compare_phases(sc: Scenario, rows: list[TraceRow]) -> tuple[dict[str, Any], 
         block: dict[str, Any] = {"phase": i, "factor": phase.factor,
                                  "duration_ms": phase.duration_ms,
                                  "exposure_ms": exposure[i], "measured": measured}
+        if phase.factor == 0:  # an idle phase: no arrivals, nothing to compare
+            block["predicted"] = None
+            block["outside_model"] = "no arrivals in this phase"
+            phases.append(block)
+            continue
         try:
             pred = exact_prediction(phase_scenario(sc, i)).to_dict()
         except OutsideModel as err:

@@ -18,10 +18,11 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, assert_clean, footprint, scenario_dict, start_runner
-from scipy.stats import binomtest
+from scipy.stats import binomtest, poisson
 
 from fogsdn.scenario import parse_scenario
 from fogsdn.trace import Outcome, read_trace
+from fogsdn.workload import Arrival, arrivals
 
 pytestmark = pytest.mark.emulation
 
@@ -261,3 +262,39 @@ def test_default_run_serves_at_its_nominal_rate(tmp_path: Path) -> None:
         assert len(ratios) > 100, node
         median = statistics.median(ratios)
         assert 0.995 <= median <= 1.02, (node, median)
+
+
+def test_a_time_varying_workload_runs_live_phase_by_phase(tmp_path: Path) -> None:
+    """workload.profile live: the clients send at twice the rates in busy phases and not
+    at all in idle ones (a request may start a few model ms late, never early); the
+    comparison is per phase."""
+    profile = {"phases": [{"duration_ms": 100, "factor": 2.0},
+                          {"duration_ms": 100, "factor": 0.0}]}
+    out, summary = _run(tmp_path, "varying", duration_ms=400, seed=7,
+                        workload={"profile": profile})
+    rows = read_trace(out / "trace.csv")
+    assert len(rows) == summary["measured"]["hp"]["count"] + summary["measured"]["lp"]["count"]
+    in_idle = [r.t_send for r in rows if 100 + 5 <= r.t_send % 200 < 200]
+    assert in_idle == []
+    # the clients sent exactly the drawn requests: those of the profile's stream
+    sc = parse_scenario(scenario_dict(name="varying", time_scale=SCALE, duration_ms=400,
+                                      seed=7, workload={"profile": profile}))
+    drawn = list(arrivals(sc.workload, 7, sc.duration_ms))
+    assert sorted(r.request_id for r in rows) == sorted(
+        f"c{a.client + 1}-{i:07d}" for a, i in _per_client_index(drawn))
+    assert all(a.t_ms % 200 < 100 for a in drawn)  # drawn in busy phases only
+    assert poisson.ppf(0.0005, 320) <= len(drawn) <= poisson.ppf(0.9995, 320)
+    assert [p["phase"] for p in summary["phases"]] == [0, 1]
+    assert summary["phases"][0]["measured"]["hp"]["count"] > 50
+    assert summary["phases"][1]["outside_model"] == "no arrivals in this phase"
+    assert summary["comparison"]["hp"]["W"]["predicted"] > 0  # the busy phase's alone
+
+
+def _per_client_index(drawn: list[Arrival]) -> list[tuple[Arrival, int]]:
+    """Each arrival with its number among its client's requests (the request id's)."""
+    seen: Counter[int] = Counter()
+    out = []
+    for a in drawn:
+        out.append((a, seen[a.client]))
+        seen[a.client] += 1
+    return out
