@@ -3,7 +3,7 @@
 Servers follow the linear model of CloudSim, LEAF and EdgeSimPy,
 P = P_idle + (P_max - P_idle) * u, with u the share of the node's servers that were
 busy over an interval. Switches follow a chassis-plus-ports model (EdgeSimPy's
-switch, seed 002a's figures): an idle chassis, a term per port that carried traffic,
+switch; the figures are our assumptions, docs/power.md): an idle chassis, a term per port that carried traffic,
 and a term proportional to the traffic forwarded. The inputs differ by engine
 (busy time polled from workers or cgroup CPU accounting live, the simulation's own
 service intervals in `simulate`, busy probabilities in `predict`); what turns them
