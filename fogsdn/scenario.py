@@ -151,14 +151,26 @@ class SwitchPower(_Frozen):
 
     idle_w: float = Field(20.0, ge=0, description="watts with no port carrying traffic")
     peak_w: float = Field(30.0, gt=0, description="watts with every port active at capacity")
-    port_w: float = Field(0.5, ge=0, description="watts per port that carried traffic")
+    port_w: float = Field(0.5, ge=0, description="watts per awake port")
     capacity_mbps: float = Field(1000.0, gt=0,
                                  description="forwarded traffic at which the traffic term is full")
+    # Idle ports and sleeping switches (energy-aware networking: IEEE 802.3az low-power
+    # idle for ports, switches put to sleep as in ElasticTree). The defaults keep the
+    # plain model: a port is awake in an interval it carried traffic, else draws nothing.
+    port_hold_s: float = Field(0.0, ge=0, description="seconds a port stays awake after "
+                               "it last carried traffic, before it goes low-power idle")
+    port_idle_w: float = Field(0.0, ge=0, description="watts of a port in low-power idle")
+    sleep_w: float | None = Field(None, ge=0, description="watts of the whole switch while "
+                                  "no port is awake (None: it never sleeps)")
 
     @model_validator(mode="after")
     def _peak_above_idle(self) -> SwitchPower:
         if self.peak_w < self.idle_w:
             raise ValueError("switch_power.peak_w must be >= switch_power.idle_w")
+        if self.port_idle_w > self.port_w:
+            raise ValueError("switch_power.port_idle_w must be <= switch_power.port_w")
+        if self.sleep_w is not None and self.sleep_w > self.idle_w:
+            raise ValueError("switch_power.sleep_w must be <= switch_power.idle_w")
         return self
 
 

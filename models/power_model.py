@@ -3,11 +3,12 @@
 Servers follow the linear model of CloudSim, LEAF and EdgeSimPy,
 P = P_idle + (P_max - P_idle) * u, with u the share of the node's servers that were
 busy over an interval. Switches follow a chassis-plus-ports model (EdgeSimPy's
-switch; the figures are our assumptions, docs/power.md): an idle chassis, a term per port that carried traffic,
-and a term proportional to the traffic forwarded. The inputs differ by engine
-(busy time polled from workers or cgroup CPU accounting live, the simulation's own
-service intervals in `simulate`, busy probabilities in `predict`); what turns them
-into watts and joules is here and nowhere else. See docs/power.md.
+switch; the figures are our assumptions, docs/power.md): an idle chassis, a term per
+awake port (one that carried traffic lately; idle ports may draw a low-power figure, a
+switch with no awake port may sleep), and a term proportional to the traffic forwarded.
+The inputs differ by engine (busy time polled from workers or cgroup CPU accounting
+live, the simulation's own service intervals in `simulate`, busy probabilities in
+`predict`); what turns them into watts and joules is here and nowhere else. See docs/power.md.
 
 Power is physical, so intervals are real seconds: a simulated model ms lasts
 `time_scale` real ms, as it does live, and energy compares across engines.
@@ -55,17 +56,41 @@ def server_power_w(spec: ServerPower, utilization: float) -> float:
 
 def switch_power_w(spec: SwitchPower, active_ports: int, ports: int,
                    bytes_per_s: float) -> float:
-    """idle + port_w * active + max(0, peak - idle - port_w * ports) * min(1, load).
+    """idle + port_w * awake + port_idle_w * (ports - awake)
+    + max(0, peak - idle - port_w * ports) * min(1, load); `sleep_w` when no port is
+    awake and the switch sleeps.
 
-    `load` is the forwarded traffic over the switch's capacity. With every port active
-    at capacity the switch draws `peak_w` (as long as the ports' share fits under it)."""
+    `active_ports` are the awake ones (`awake_ports`); `load` is the forwarded traffic
+    over the switch's capacity. With every port awake at capacity the switch draws
+    `peak_w` (as long as the ports' share fits under it)."""
     if ports < 0 or not 0 <= active_ports <= ports:
         raise PowerError(f"need 0 <= active_ports <= ports, got {active_ports} of {ports}")
     if not math.isfinite(bytes_per_s) or bytes_per_s < 0:
         raise PowerError(f"bytes_per_s must be >= 0, got {bytes_per_s!r}")
+    if active_ports == 0 and spec.sleep_w is not None:
+        return spec.sleep_w
     load = min(1.0, bytes_per_s * 8.0 / (spec.capacity_mbps * 1e6))
     traffic_w = max(0.0, spec.peak_w - spec.idle_w - spec.port_w * ports)
-    return spec.idle_w + spec.port_w * active_ports + traffic_w * load
+    return (spec.idle_w + spec.port_w * active_ports
+            + spec.port_idle_w * (ports - active_ports) + traffic_w * load)
+
+
+def hold_intervals(spec: SwitchPower, interval_s: float) -> int:
+    """How many earlier intervals keep a port awake: a port that carried traffic in an
+    interval stays awake for `port_hold_s`, counted in whole intervals (rounded up), the
+    granularity at which every engine sees traffic."""
+    if interval_s <= 0:
+        raise PowerError(f"interval_s must be > 0, got {interval_s!r}")
+    return math.ceil(spec.port_hold_s / interval_s - 1e-9)
+
+
+def awake_ports(recent_active: Sequence[Iterable[str]]) -> int:
+    """Ports awake in the newest interval: those that carried traffic in it or in the
+    earlier intervals given (oldest first, the newest last; `hold_intervals` of them)."""
+    awake: set[str] = set()
+    for ports in recent_active:
+        awake.update(ports)
+    return len(awake)
 
 
 def utilization(busy_s: float, dt_s: float, servers: int) -> float:
@@ -198,5 +223,7 @@ __all__ = [
     "server_power_w",
     "switch_ports",
     "switch_power_w",
+    "awake_ports",
+    "hold_intervals",
     "utilization",
 ]

@@ -21,11 +21,18 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from fogsdn.scenario import NodeSpec, SwitchPower
-from models.power_model import PowerSample, server_power_w, switch_power_w
+from models.power_model import (
+    PowerSample,
+    awake_ports,
+    hold_intervals,
+    server_power_w,
+    switch_power_w,
+)
 
 POLL_S = 1.0
 
@@ -59,17 +66,25 @@ def dump_ports(bridge: str) -> dict[str, PortCounters]:
     return parse_dump_ports(r.stdout)
 
 
-def switch_sample(spec: SwitchPower, name: str, t_s: float, dt_s: float,
-                  before: Mapping[str, PortCounters], after: Mapping[str, PortCounters]
-                  ) -> PowerSample:
-    """One switch's power over the interval between two counter readings."""
-    active = 0
-    rx = 0
+def moved_ports(before: Mapping[str, PortCounters], after: Mapping[str, PortCounters]
+                ) -> set[str]:
+    """The ports whose packet counters moved between two readings."""
+    out = set()
     for port, now in after.items():
         then = before.get(port, PortCounters(0, 0, 0, 0))
         if now.rx_packets != then.rx_packets or now.tx_packets != then.tx_packets:
-            active += 1
-        rx += max(0, now.rx_bytes - then.rx_bytes)
+            out.add(port)
+    return out
+
+
+def switch_sample(spec: SwitchPower, name: str, t_s: float, dt_s: float,
+                  before: Mapping[str, PortCounters], after: Mapping[str, PortCounters],
+                  earlier_active: Sequence[Iterable[str]] = ()) -> PowerSample:
+    """One switch's power over the interval between two counter readings; ports that
+    moved in the `earlier_active` intervals (the hold, `hold_intervals`) stay awake."""
+    rx = sum(max(0, now.rx_bytes - before.get(port, PortCounters(0, 0, 0, 0)).rx_bytes)
+             for port, now in after.items())
+    active = awake_ports([*earlier_active, moved_ports(before, after)])
     rate = rx / dt_s
     return PowerSample(t_s, dt_s, name, "switch",
                        switch_power_w(spec, active, len(after), rate),
@@ -100,6 +115,8 @@ class LivePowerMeter:
         self._thread: threading.Thread | None = None
         self._busy: dict[str, tuple[float, float]] = {}
         self._ports: dict[str, tuple[float, dict[str, PortCounters]]] = {}
+        self._hold = hold_intervals(switch_spec, poll_s)
+        self._recent: dict[str, deque[set[str]]] = {}
 
     def _error(self, what: str) -> None:
         if len(self.errors) < 20:
@@ -136,8 +153,10 @@ class LivePowerMeter:
             self._ports[sw] = (t, ports)
             if first or prev_p is None or t <= prev_p[0]:
                 continue
+            recent = self._recent.setdefault(sw, deque(maxlen=max(1, self._hold)))
             s = switch_sample(self.switch_spec, sw, prev_p[0] - self.epoch, t - prev_p[0],
-                              prev_p[1], ports)
+                              prev_p[1], ports, list(recent) if self._hold else ())
+            recent.append(moved_ports(prev_p[1], ports))
             total += s.power_w
             self.samples.append(s)
         if not first:
@@ -161,4 +180,4 @@ class LivePowerMeter:
 
 
 __all__ = ["POLL_S", "LivePowerMeter", "PortCounters", "dump_ports", "parse_dump_ports",
-           "switch_sample"]
+           "moved_ports", "switch_sample"]

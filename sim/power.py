@@ -20,6 +20,8 @@ from fogsdn.scenario import Scenario
 from models.power_model import (
     BYTES_PER_REQUEST,
     PowerSample,
+    awake_ports,
+    hold_intervals,
     server_count,
     server_power_w,
     switch_ports,
@@ -89,6 +91,7 @@ class PowerAccount:
     def samples(self) -> list[PowerSample]:
         """One sample per second per node and per switch, the last second partial."""
         n_bins = max(1, math.ceil(self.end_s / BIN_S))
+        hold = hold_intervals(self.scenario.switch_power, BIN_S)
         out: list[PowerSample] = []
         for i in range(n_bins):
             t0 = i * BIN_S
@@ -99,7 +102,8 @@ class PowerAccount:
                                        server_power_w(node.power, u), utilization=u))
             for sw, ports in self.ports.items():
                 rate = self.traffic[sw].get(i, 0.0) / dt
-                active = len(self.active[sw].get(i, ()))
+                active = awake_ports([self.active[sw].get(j, ()) for j in
+                                      range(max(0, i - hold), i + 1)])
                 out.append(PowerSample(
                     t0, dt, sw, "switch",
                     switch_power_w(self.scenario.switch_power, active, ports, rate),

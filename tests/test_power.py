@@ -13,7 +13,9 @@ from fogsdn.scenario import ScenarioError, ServerPower, SwitchPower, parse_scena
 from models.power_model import (
     PowerError,
     PowerSample,
+    awake_ports,
     busy_fraction,
+    hold_intervals,
     power_block,
     power_csv_text,
     server_power_w,
@@ -180,3 +182,45 @@ def test_policy_chain_busy_matches_the_closed_chain() -> None:
     assert set(chain) == {"fn", "ofn1"}
     for name in chain:
         assert chain[name] == pytest.approx(closed[name], rel=1e-9)
+
+
+def test_idle_ports_draw_their_low_power_figure_and_a_quiet_switch_sleeps() -> None:
+    spec = SwitchPower(port_w=0.5, port_idle_w=0.1, sleep_w=4.0, port_hold_s=1.5)
+    # 1 of 4 ports awake, no traffic: 20 + 0.5 + 3 x 0.1
+    assert switch_power_w(spec, 1, 4, 0.0) == pytest.approx(20.8)
+    assert switch_power_w(spec, 0, 4, 0.0) == pytest.approx(4.0)  # asleep
+    assert switch_power_w(SwitchPower(port_idle_w=0.1), 0, 4, 0.0) == pytest.approx(20.4)
+    assert hold_intervals(spec, 1.0) == 2  # 1.5 s: the two intervals before stay awake
+    assert hold_intervals(SwitchPower(port_hold_s=2.0), 1.0) == 2
+    assert hold_intervals(SwitchPower(), 1.0) == 0
+    assert awake_ports([{"1"}, set(), {"2", "1"}]) == 2
+    for bad, field in (({"port_idle_w": 0.6}, "port_idle_w"), ({"sleep_w": 25.0}, "sleep_w"),
+                       ({"port_hold_s": -1.0}, "port_hold_s")):
+        with pytest.raises(ValueError, match=field):
+            SwitchPower(**bad)
+
+
+def test_simulated_switch_sleeps_once_its_ports_have_been_quiet_for_the_hold(tmp_path) -> None:
+    """Traffic in the first real second of every 7 (a profile with an idle phase): the
+    switch keeps its ports awake for the hold (2 s) after the last request, sleeps, and
+    wakes with the next busy phase."""
+    from sim.runner import run_simulation
+
+    sc = parse_scenario({
+        "name": "sleepy", "seed": 2, "duration_ms": 7500, "warmup_ms": 0, "time_scale": 1,
+        "deadline_ms": 30, "timeout_ms": 100,
+        "workload": {"lambda_hp": 0.1, "lambda_lp": 0.1, "clients": 1,
+                     "profile": {"phases": [{"duration_ms": 1000, "factor": 1.0},
+                                            {"duration_ms": 6000, "factor": 0.0}]}},
+        "nodes": [{"name": "fn", "role": "fn", "mu": 1.0, "capacity": 20}],
+        "churn": {"eta": 0.0, "xi": 1.0},
+        "policy": {"name": "basic"},
+        "switch_power": {"port_hold_s": 2.0, "port_idle_w": 0.1, "sleep_w": 3.0}})
+    summary = run_simulation(sc, tmp_path / "s")
+    rows = [ln.split(",") for ln in (tmp_path / "s" / "power.csv").read_text().splitlines()[1:]]
+    sw = {float(r[0]): (int(r[5]), float(r[8])) for r in rows if r[3] == "switch"}
+    assert sw[0.0][0] == 2  # the client's and the FN's ports carry requests
+    assert sw[2.0][0] == 2  # held awake: the last requests ended in second 0 or 1
+    assert sw[4.0] == sw[5.0] == sw[6.0] == (0, pytest.approx(3.0))  # asleep
+    assert sw[7.0][0] == 2  # the next busy phase wakes it
+    assert summary["power"]["switches"]["s1"] < 20.0

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from fogsdn.scenario import NodeSpec, Role, ServerPower, SwitchPower
-from runner.power_meter import LivePowerMeter, PortCounters, parse_dump_ports, switch_sample
+from runner.power_meter import (
+    LivePowerMeter,
+    PortCounters,
+    moved_ports,
+    parse_dump_ports,
+    switch_sample,
+)
 
 DUMP = """OFPST_PORT reply (OF1.3) (xid=0x2): 3 ports
   port LOCAL: rx pkts=0, bytes=0, drop=0, errs=0, frame=0, over=0, crc=0
@@ -78,3 +84,15 @@ def test_a_dead_worker_counts_as_an_idle_machine() -> None:
     [s] = m.samples
     assert s.utilization == 0.0 and s.power_w == pytest.approx(10.0)
     assert m.errors and "connection refused" in m.errors[0]
+
+
+def test_a_port_stays_awake_for_the_hold_then_idles_and_the_switch_sleeps() -> None:
+    spec = SwitchPower(port_hold_s=1.0, port_idle_w=0.1, sleep_w=2.0)
+    quiet = {"1": PortCounters(5, 500, 5, 500), "2": PortCounters(5, 500, 5, 500)}
+    # nothing moved now, port 1 moved one interval ago: it is held awake
+    held = switch_sample(spec, "s1", 2.0, 1.0, quiet, quiet, earlier_active=[{"1"}])
+    assert held.active_ports == 1 and held.power_w == pytest.approx(20 + 0.5 + 0.1)
+    asleep = switch_sample(spec, "s1", 3.0, 1.0, quiet, quiet, earlier_active=[set()])
+    assert asleep.active_ports == 0 and asleep.power_w == pytest.approx(2.0)
+    moved = {"1": PortCounters(6, 600, 5, 500), "2": PortCounters(5, 500, 5, 500)}
+    assert moved_ports(quiet, moved) == {"1"}
