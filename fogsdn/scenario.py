@@ -179,11 +179,38 @@ class NodeSpec(_Frozen):
     role: Role
     mu: float = Field(gt=0, description="service rate per model ms for a task of size 1")
     capacity: int = Field(ge=1, le=100_000, description="in service plus waiting")
+    # `capacity: {uniform: [lo, hi]}` in a file: drawn once per replication, every
+    # integer of [lo, hi] alike (seed 000's simulation draws C_F on 17-23, C_O on 7-13);
+    # `capacity` then holds the midpoint until an engine draws (fogsdn.streams)
+    capacity_range: tuple[int, int] | None = None
     servers: Servers = Servers.SINGLE
     power: ServerPower = ServerPower()
     # live only: the node's container (docs/containers.md); None leaves it unlimited
     cpu: float | None = Field(None, gt=0, le=1024, description="CPU limit in cores (CFS quota)")
     memory_mb: int | None = Field(None, ge=16, description="memory limit; above it, OOM kill")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _capacity_distribution(cls, data: Any) -> Any:
+        cap = data.get("capacity") if isinstance(data, Mapping) else None
+        if not isinstance(cap, Mapping):
+            return data
+        if set(cap) != {"uniform"}:
+            raise ValueError("capacity: an integer or {uniform: [lo, hi]}")
+        bounds = cap["uniform"]
+        if (not isinstance(bounds, (list, tuple)) or len(bounds) != 2
+                or not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds)
+                or not 1 <= bounds[0] <= bounds[1]):
+            raise ValueError("capacity.uniform: two integers [lo, hi] with 1 <= lo <= hi")
+        return {**data, "capacity": (bounds[0] + bounds[1]) // 2,
+                "capacity_range": (bounds[0], bounds[1])}
+
+    @model_validator(mode="after")
+    def _capacity_in_range(self) -> NodeSpec:
+        r = self.capacity_range
+        if r is not None and not 1 <= r[0] <= self.capacity <= r[1]:
+            raise ValueError("capacity_range: [lo, hi] with 1 <= lo <= capacity <= hi")
+        return self
 
 
 class Churn(_Frozen):
@@ -276,6 +303,11 @@ class Scenario(_Frozen):
         return self
 
     # -- convenience views -------------------------------------------------
+    @property
+    def capacity_drawn(self) -> bool:
+        """Whether a node's capacity is drawn per replication (`fogsdn.streams`)."""
+        return any(n.capacity_range is not None for n in self.nodes)
+
     def nodes_with(self, role: Role) -> tuple[NodeSpec, ...]:
         return tuple(n for n in self.nodes if n.role is role)
 

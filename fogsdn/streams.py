@@ -16,7 +16,7 @@ from enum import IntEnum
 
 import numpy as np
 
-from fogsdn.scenario import SizeSpec
+from fogsdn.scenario import Scenario, SizeSpec, parse_scenario
 
 BLOCK = 16_384  # draws per refill of a block stream; fixed, so traces do not depend on it
 
@@ -29,6 +29,7 @@ class Stream(IntEnum):
     ROUTING = 4
     CHURN = 5
     RESTART = 6  # unused since handoff moves the work left (kept: the numbering is fixed)
+    CAPACITY = 7
 
 
 def replication_seed(seed: int, replication: int) -> int:
@@ -57,3 +58,19 @@ def size_block(spec: SizeSpec, gen: np.random.Generator, n: int) -> list[float]:
     assert a is not None and lo is not None and hi is not None
     u = gen.random(n)
     return (lo * (1.0 - u * (1.0 - (lo / hi) ** a)) ** (-1.0 / a)).tolist()
+
+
+def draw_capacities(scenario: Scenario, replication: int) -> Scenario:
+    """The scenario with each `capacity: {uniform: [lo, hi]}` drawn for this replication
+    (its own stream, node by node in file order), so every engine runs the same draw;
+    unchanged when nothing is drawn."""
+    if not scenario.capacity_drawn:
+        return scenario
+    gen = numpy_stream(replication_seed(scenario.seed, replication), Stream.CAPACITY)
+    data = scenario.to_dict()
+    for node in data["nodes"]:
+        if node.get("capacity_range") is not None:
+            lo, hi = node["capacity_range"]
+            node["capacity"] = int(gen.integers(lo, hi + 1))
+            node["capacity_range"] = None
+    return parse_scenario(data, source=f"{scenario.name}, replication {replication}")

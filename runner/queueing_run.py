@@ -27,6 +27,7 @@ from controller.policies import stage_plan
 from fogsdn.churn import ReactionLead, Transition, churn_schedule
 from fogsdn.scenario import LeaveMode, Role, Scenario, ScenarioError
 from fogsdn.stages import StagePlan
+from fogsdn.streams import draw_capacities
 from fogsdn.workload import max_task_size
 from models.power_model import server_count
 from nodes.cpu_work import calibrate
@@ -367,5 +368,6 @@ def run_emulation(scenario: Scenario, out_dir: Path, stop: threading.Event | Non
     """Run one scenario live; returns summary.json's content. `churn_lead`: issue each
     OFN change one measured reaction time before its drawn instant (ReactionLead)."""
     check_live_limits(scenario)
+    scenario = draw_capacities(scenario, 0)  # a drawn capacity: the first replication's
     return QueueingRun(scenario, out_dir, stop or threading.Event(), show_progress,
                        churn_lead).run()

@@ -26,9 +26,13 @@ bootstrap.bootstrap(needs_network_stack=False, extras="")
 
 from analysis.compare import predicted_power_block  # noqa: E402
 from analysis.ctmc import ModelError, ModelParams, predict  # noqa: E402
-from analysis.model_params import OutsideModel, timed_prediction  # noqa: E402
+from analysis.model_params import (  # noqa: E402
+    OutsideModel,
+    capacity_mean_prediction,
+    timed_prediction,
+)
 from analysis.network import network_share  # noqa: E402
-from fogsdn.scenario import ScenarioError, load_scenario  # noqa: E402
+from fogsdn.scenario import Scenario, ScenarioError, load_scenario  # noqa: E402
 from fogsdn.summary import json_safe  # noqa: E402
 
 
@@ -145,6 +149,26 @@ def _size_based(ns: argparse.Namespace) -> int | None:
     return 0
 
 
+def _capacity_mean(sc: Scenario, as_json: bool) -> int:
+    mean = capacity_mean_prediction(sc)
+    if isinstance(mean, str):
+        print(f"predict.py: error: {mean}", file=sys.stderr)
+        return 2
+    if as_json:
+        print(json.dumps(json_safe(mean)))
+        return 0
+    ranges = ", ".join(f"{n.name} {n.capacity_range[0]}-{n.capacity_range[1]}"
+                       for n in sc.nodes if n.capacity_range is not None)
+    print(f"scenario={sc.name} policy={sc.policy.name}: capacities drawn per replication "
+          f"({ranges}); {mean['basis']} ({mean['combinations']} combinations)")
+    print(f"{'metric':<18}{'HP':>14}{'LP':>14}")
+    hp, lp = mean["hp"], mean["lp"]
+    assert isinstance(hp, dict) and isinstance(lp, dict)
+    for k in ("W", "blocking", "throughput", "N", "outage"):
+        print(f"{k:<18}{_fmt(hp[k]):>14}{_fmt(lp[k]):>14}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ns = _args(argv)
     try:
@@ -158,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
                 sc = resolve_scenario(ns.scenario, policy_module=ns.policy_module)
             else:
                 sc = load_scenario(ns.scenario)
+            if sc.capacity_drawn:  # the mean over the capacities' distribution
+                return _capacity_mean(sc, ns.json)
             pred, seconds = timed_prediction(sc)
             d = pred.to_dict()
             d["power"] = predicted_power_block(sc, pred)  # exact mean server power

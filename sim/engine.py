@@ -74,7 +74,7 @@ from controller.policies import (
 from fogsdn.churn import ofn_changes
 from fogsdn.latency import node_net_ms
 from fogsdn.scenario import LeaveMode, Role, Scenario, Servers, TaskClass, scenario_graph
-from fogsdn.streams import BLOCK, Stream, python_stream, replication_seed
+from fogsdn.streams import BLOCK, Stream, draw_capacities, python_stream, replication_seed
 from fogsdn.workload import arrival_blocks, client_names, hp_share
 
 OK, BLOCKED, TIMEOUT, LOST = 0, 1, 2, 3
@@ -146,6 +146,7 @@ def simulate(
         raise ValueError("flush_rows must be >= 1")
 
     seed = replication_seed(scenario.seed, replication)
+    scenario = draw_capacities(scenario, replication)
     policy = policy if policy is not None else make_policy(scenario.policy, scenario.workload)
     fast = not (per_request if per_request is not None else is_per_request(policy))
     reads_load = policy.reads_load or policy.needs_work_left

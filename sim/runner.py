@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any, cast
 
 from analysis.metrics import MeasuredAccumulator, replications_ci
+from analysis.model_params import capacity_mean_prediction
 from controller.policies import make_policy
 from fogsdn.latency import request_network
 from fogsdn.scenario import Scenario, ScenarioError, scenario_graph
-from fogsdn.streams import replication_seed
+from fogsdn.streams import draw_capacities, replication_seed
 from fogsdn.summary import RunSummary, json_safe, policy_report
 from models.power_model import power_block, power_csv_text
 from sim.engine import simulate
@@ -77,6 +78,9 @@ def run_simulation(
             f"workload: (lambda_hp + lambda_lp) x duration expects "
             f"{scenario.expected_requests(duration_ms):.3g} requests; a simulated run takes "
             f"at most {MAX_SIM_REQUESTS:.0e} (give --requests to bound it)")
+    # a drawn capacity is this replication's: the run (and its scenario.yaml, so its
+    # comparison) holds the drawn value
+    scenario = draw_capacities(scenario, replication)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "scenario.yaml").write_text(scenario.to_yaml())
@@ -148,9 +152,10 @@ _Job = tuple[Scenario, Path, int, int | None, float | None, bool]
 
 def _replication(args: _Job) -> dict[str, Any]:
     sc, out, r, requests, duration_ms, trace = args
-    # the prediction is the same for every replication: ask the model once
+    # the prediction is the same for every replication (ask the model once), unless
+    # capacities are drawn per replication
     return run_simulation(sc, out, requests=requests, duration_ms=duration_ms,
-                          replication=r, trace=trace, compare=r == 0)
+                          replication=r, trace=trace, compare=r == 0 or sc.capacity_drawn)
 
 
 def replications_summary(summaries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -220,9 +225,16 @@ def replicate(
         "notes": [SEMANTICS_NOTE,
                   "replications_ci: mean and 95 % t-interval across replication means"],
     }
-    for key in ("predicted", "outside_model"):
-        if key in runs[0]:
-            summary[key] = runs[0][key]
+    if scenario.capacity_drawn:  # each run is compared at its draw; all of them at the mean
+        mean = capacity_mean_prediction(scenario)
+        if isinstance(mean, str):
+            summary["outside_model"] = mean
+        else:
+            summary["predicted"] = mean
+    else:
+        for key in ("predicted", "outside_model"):
+            if key in runs[0]:
+                summary[key] = runs[0][key]
     if summary.get("predicted"):
         summary["comparison"] = _replications_comparison(summary["replications_ci"],
                                                          summary["predicted"])
