@@ -382,8 +382,14 @@ def draw_city(rows: list[dict[str, Any]], out: Path, engine: str) -> list[Path]:
         fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4))
         for ax, (col, label) in zip(axes, panels, strict=True):
             for sel in selectors:
-                pts = sorted((r["ratio"], r[col]) for r in rows if r["selector"] == sel)
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=sel)
+                mine = sorted((r for r in rows if r["selector"] == sel), key=lambda r: r["ratio"])
+                xs, ys = [r["ratio"] for r in mine], [r[col] for r in mine]
+                if mine and f"{col}_lo" in mine[0]:  # replications: 95 % intervals
+                    err = [[y - r[f"{col}_lo"] for y, r in zip(ys, mine, strict=True)],
+                           [r[f"{col}_hi"] - y for y, r in zip(ys, mine, strict=True)]]
+                    ax.errorbar(xs, ys, yerr=err, marker="o", ms=3, capsize=2, label=sel)
+                else:
+                    ax.plot(xs, ys, marker="o", ms=3, label=sel)
             ax.set(xlabel="client/slot ratio", ylabel=label)
             ax.grid(alpha=0.3)
         axes[0].legend(fontsize=7)

@@ -30,7 +30,6 @@ latency of delivered tasks; and the connection error (eq. 13): per client the RM
 
 from __future__ import annotations
 
-import functools
 import heapq
 import math
 import random
@@ -46,9 +45,9 @@ from nodes.ncs.discovery import (
     discovery_step,
     make_selector,
 )
-from nodes.ncs.meridian import MeridianOverlay, Messages
+from nodes.ncs.meridian import MeridianConfig, MeridianOverlay, Messages
 from nodes.ncs.selection import ProbeAnswer, SelectionContext, SelectionError
-from nodes.ncs.vivaldi import VivaldiConfig, VivaldiNode
+from nodes.ncs.vivaldi import VivaldiConfig, VivaldiNode, plain_config
 from topologies.city_latency import load_ms, nearest, processing_ms
 from topologies.city_layout import (
     CityLayout,
@@ -60,8 +59,6 @@ from topologies.city_layout import (
     start_walker,
 )
 from topologies.city_net import CityStudy
-
-_load_ms = functools.lru_cache(maxsize=65536)(load_ms)
 
 
 def client_params(study: CityStudy) -> ClientParams:
@@ -100,6 +97,10 @@ class _SimulatedNet:
         return sim.context(c, self.static, excluded)
 
     def true_rtt(self) -> dict[str, float]:
+        """What the scores take as every node's latency: now, load included, or the
+        network distance alone (a load-agnostic optimum)."""
+        if self.sim.static_reference:
+            return dict(self.static)
         return {n: self.static[n] + self.sim.load_term(n) for n in self.sim.names}
 
     def join(self, node: str) -> bool:
@@ -121,8 +122,14 @@ class _SimulatedNet:
             c.tally.lost += 1
             return
         sim.messages.send("reply", node, c.name)
-        c.tally.deliver(rtt, min(self.static[n] + sim.load_term(n, 0 if n == node else 1)
-                                 for n in sim.names))
+
+        def rtt_at(n: str) -> float:  # this task's RTT had it gone to n
+            return self.static[n] + sim.load_term(n, 0 if n == node else 1)
+        if sim.static_reference:  # the RTT at the load-agnostic optimum (eq. 13's f)
+            best = rtt_at(min(sim.names, key=lambda n: (self.static[n], n)))
+        else:
+            best = min(rtt_at(n) for n in sim.names)
+        c.tally.deliver(rtt, best)
         if c.vivaldi is not None:
             c.vivaldi.update(node, sim.node_vivaldi[node].coord, rtt)
             sim.node_vivaldi[node].update(c.name, c.vivaldi.coord, rtt)
@@ -160,10 +167,13 @@ class CitySimulation:
         self.node_tower = {n: near[n][0] for n in self.names}
         self.node_tower_m = {n: near[n][1] for n in self.names}
         self.proc = processing_ms(self.p)
+        self._load_terms: dict[tuple[int, int], float] = {}
         self.messages = Messages()
         self.selector = make_selector(selector, self.client)
         self.uses_vivaldi = selector in VIVALDI_SELECTORS
-        vcfg = VivaldiConfig(dimensions=self.client.dimensions)
+        self.static_reference = study.optimal_reference == "static"
+        vcfg = plain_config(self.client.dimensions) if study.vivaldi == "plain" \
+            else VivaldiConfig(dimensions=self.client.dimensions)
         self.node_vivaldi = {n: VivaldiNode(vcfg, random.Random(f"{self.seed}-v-{n}"))
                              for n in self.names}
         self.rng = random.Random(f"{self.seed}-{selector}-{ratio}")
@@ -173,7 +183,9 @@ class CitySimulation:
         self.by_name = {c.name: c for c in self.clients}
         self.meridian: MeridianOverlay | None = None
         if selector == "meridian":
-            self.meridian = MeridianOverlay(self.names, self._measure, messages=self.messages)
+            self.meridian = MeridianOverlay(
+                self.names, self._measure,
+                MeridianConfig(termination=study.meridian_termination), self.messages)
         self.meridian_queries: list[tuple[int, int, int]] = []  # (messages, probes, hops)
     # ---- set-up ------------------------------------------------------------------
     def _make_clients(self, vcfg: VivaldiConfig) -> list[_Client]:
@@ -207,7 +219,11 @@ class CitySimulation:
         return metres / 1000.0 * self.p.propagation_ms_per_km + self.proc
 
     def load_term(self, n: str, extra: int = 0) -> float:
-        return _load_ms(self.load[n] + extra, self.slots[n], self.p)
+        key = (self.load[n] + extra, self.slots[n])
+        ms = self._load_terms.get(key)
+        if ms is None:  # a plain dict: hashing LatencyParams per call cost a fifth
+            ms = self._load_terms[key] = load_ms(key[0], key[1], self.p)
+        return ms
 
     def _measure(self, a: str, b: str) -> float:
         """RTT between any two named hosts under the current loads (Meridian's probes)."""
@@ -281,8 +297,10 @@ class CitySimulation:
     def context(self, c: _Client, static: dict[str, float], excluded: frozenset[str]
                 ) -> SelectionContext:
         kind = self.kind
-        true = {n: static[n] + self.load_term(n) for n in self.names} \
-            if kind == "optimal" else None
+        true = None
+        if kind == "optimal":
+            true = dict(static) if self.static_reference else \
+                {n: static[n] + self.load_term(n) for n in self.names}
         est = None
         if c.vivaldi is not None:
             est = {n: c.vivaldi.coord.distance_to(self.node_vivaldi[n].coord)

@@ -111,6 +111,15 @@ class CityStudy(_Frozen):
     realtime: bool = True
     mobility: MobilitySpec = MobilitySpec()
     latency: dict[str, float | bool] = Field(default_factory=dict)
+    # the simulator's modelling choices (sim/seed003_presets.py names them; the live run
+    # keeps the defaults): what "optimal" means for the baseline and the scores
+    # ("current": lowest latency now, load included; "static": lowest network distance,
+    # load-agnostic, as the seed's omniscient baseline), the Vivaldi variant ("serf":
+    # with serf's filter, adjustment and gravity; "plain": as the seed describes it) and
+    # Meridian's termination (nodes/ncs/meridian.MeridianConfig)
+    optimal_reference: Literal["current", "static"] = "current"
+    vivaldi: Literal["serf", "plain"] = "serf"
+    meridian_termination: Literal["wong", "seed"] = "wong"
     full_scale: FullScale = FullScale()
 
     @model_validator(mode="after")

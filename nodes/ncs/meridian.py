@@ -18,7 +18,9 @@ A closest-node query for a target starts at any node: the node measures its late
 to the target and asks its primary members whose latency to it lies in
 [(1 - beta) d, (1 + beta) d] to measure theirs; answers above (2 beta + 1) d cannot
 come from a closer node and are ignored (a live node stops waiting then). When the best
-answer is at most beta * d the query moves there and repeats; otherwise it stops. We
+answer is at most beta * d the query moves there and repeats; otherwise it stops
+(`termination="seed"`, seed 003's wording: it moves to the best answer whenever there
+is one, and stops only when no node answered). We
 answer with the closest node measured along the way (the node where it stopped, unless
 an answer seen earlier was closer, which the measurements already paid for). Nodes the
 caller marks ineligible (full fog nodes) route but are never the answer; when that
@@ -35,6 +37,7 @@ import random
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
@@ -54,6 +57,10 @@ class MeridianConfig:
     s: float = 1.5
     rings: int = 8
     beta: float = 0.5
+    # when the query moves on: "wong" (Wong et al. 2005) only to an answer at most
+    # beta * d; "seed" (seed 003's wording) to the nearest answer whenever any node
+    # answered within (2 beta + 1) d, stopping only when none did
+    termination: Literal["wong", "seed"] = "wong"
 
     def __post_init__(self) -> None:
         if not self.alpha_ms > 0:
@@ -233,11 +240,13 @@ def within_cutoff(config: MeridianConfig, d: float, dm: float) -> bool:
 
 
 def next_step(config: MeridianConfig, d: float, answers: dict[str, float]) -> QueryStep:
-    """The nearest answer (ties by name) and whether it is at most beta * d."""
+    """The nearest answer (ties by name) and whether the query moves there: when it is at
+    most beta * d ("wong"), or whenever there is one ("seed")."""
     if not answers:
         return QueryStep(None, math.inf, False)
     nearest = min(answers, key=lambda m: (answers[m], m))
-    return QueryStep(nearest, answers[nearest], answers[nearest] <= config.beta * d)
+    forward = config.termination == "seed" or answers[nearest] <= config.beta * d
+    return QueryStep(nearest, answers[nearest], forward)
 
 
 def fallback_groups(node: MeridianNode, eligible: Callable[[str], bool]) -> list[list[str]]:

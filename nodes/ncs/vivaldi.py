@@ -49,6 +49,7 @@ class VivaldiConfig:
     gravity_rho_ms: float = 150_000.0
     max_rtt_ms: float = 10_000.0
     zero_threshold_ms: float = 1e-6
+    gravity: bool = True  # False: no pull toward the origin (plain Vivaldi)
 
     def __post_init__(self) -> None:
         checks = {
@@ -112,7 +113,7 @@ class Coordinate:
 
     def raw_distance_to(self, other: Coordinate) -> float:
         """Euclidean distance plus both heights, in ms (what the springs act on)."""
-        return _norm(_sub(self.vec, other.vec)) + self.height + other.height
+        return math.dist(self.vec, other.vec) + self.height + other.height
 
     def distance_to(self, other: Coordinate) -> float:
         """The RTT estimate in ms: the raw distance plus both adjustments when that stays
@@ -245,9 +246,20 @@ class VivaldiNode:
         self.coord = replace(self.coord, adjustment=sum(self._residuals) / (2.0 * window))
 
     def _apply_gravity(self) -> None:
+        if not self.config.gravity:
+            return
         origin = Coordinate.origin(self.config)
         dist = self.coord.raw_distance_to(origin)
         self._apply_force(origin, -((dist / self.config.gravity_rho_ms) ** 2))
+
+
+def plain_config(dimensions: int, initial_error: float = 10.0) -> VivaldiConfig:
+    """Vivaldi as Dabek et al. (and seed 003) describe it: the adaptive timestep and error
+    weighting only; every RTT sample is used as it comes (no latency filter), no
+    adjustment term, no gravity; the error starts at `initial_error` (seed 003: 10) and
+    is never capped below it."""
+    return VivaldiConfig(dimensions=dimensions, error_max=initial_error, latency_filter_size=1,
+                         adjustment_window=0, gravity=False)
 
 
 def relative_errors(coords: Sequence[Coordinate], truth: Sequence[Sequence[float]]) -> list[float]:
