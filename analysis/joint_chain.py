@@ -57,7 +57,7 @@ class JointChain:
         return int(self.avail.shape[0])
 
 
-def _enumerate(m: PolicyModel) -> tuple[tuple[int, ...], np.ndarray, np.ndarray, np.ndarray,
+def enumerate_states(m: PolicyModel) -> tuple[tuple[int, ...], np.ndarray, np.ndarray, np.ndarray,
                                         np.ndarray, list[dict[tuple[bool, int], int]]]:
     K = len(m.nodes)
     ph = [m.phases(k) for k in range(K)]
@@ -85,6 +85,26 @@ def _phase_map(tables: list[dict[tuple[bool, int], int]], k: int,
     return out
 
 
+def arrival_targets(m: PolicyModel, strides: np.ndarray, phase: np.ndarray,
+                    tables: list[dict[tuple[bool, int], int]]) -> np.ndarray:
+    """[N, K]: the state after a request sent to node k in state s is accepted there, or
+    -1 where node k blocks it (down, or full): the one place the chain says so."""
+    N, K = phase.shape
+    out = np.full((N, K), -1, dtype=np.int64)
+    s = np.arange(N, dtype=np.int64)
+    for k, node in enumerate(m.nodes):
+        cap = node.capacity
+
+        def arrive(a: bool, c: int, cap: int = cap) -> tuple[bool, int] | None:
+            return (a, c + 1) if a and c < cap else None
+
+        pk = phase[:, k]
+        dst = _phase_map(tables, k, arrive)[pk]
+        ok = dst >= 0
+        out[ok, k] = s[ok] + (dst[ok] - pk[ok]) * strides[k]
+    return out
+
+
 def transitions(m: PolicyModel, dims: tuple[int, ...], strides: np.ndarray,
                  avail: np.ndarray, count: np.ndarray, phase: np.ndarray,
                  tables: list[dict[tuple[bool, int], int]], routes: np.ndarray,
@@ -98,19 +118,14 @@ def transitions(m: PolicyModel, dims: tuple[int, ...], strides: np.ndarray,
     s = np.arange(N, dtype=np.int64)
     lam = np.asarray(m.lam)
     out: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    arrived = arrival_targets(m, strides, phase, tables)
     for k, node in enumerate(m.nodes):
-        cap = node.capacity
-
-        def arrive(a: bool, c: int, cap: int = cap) -> tuple[bool, int] | None:
-            return (a, c + 1) if a and c < cap else None
-
-        up = _phase_map(tables, k, arrive)
         down = _phase_map(tables, k, lambda a, c: (a, c - 1) if c >= 1 else None)
         pk = phase[:, k]
         rate = lam @ routes[:, :, k]
-        dst = up[pk]
+        dst = arrived[:, k]
         ok = (dst >= 0) & (rate > 0)
-        out.append((s[ok], s[ok] + (dst[ok] - pk[ok]) * strides[k], rate[ok]))
+        out.append((s[ok], dst[ok], rate[ok]))
         if k != skip_ofn_events:
             rate = service_rate(node, count[:, k])
             dst = down[pk]
@@ -152,7 +167,7 @@ def _routes_for_states(m: PolicyModel, oracle: PolicyOracle, avail: np.ndarray,
 
 
 def build_joint(m: PolicyModel, oracle: PolicyOracle) -> JointChain:
-    dims, strides, avail, count, phase, tables = _enumerate(m)
+    dims, strides, avail, count, phase, tables = enumerate_states(m)
     routes = _routes_for_states(m, oracle, avail, count)
     N = avail.shape[0]
     parts = transitions(m, dims, strides, avail, count, phase, tables, routes)

@@ -90,8 +90,7 @@ def _class_responses(m: PolicyModel, weights: list[list[np.ndarray]],
             w = weights[c][k]
             if w.size == 0 or w.sum() <= 0:
                 continue
-            kill = m.eta if (node.role is Role.OFN and m.leave is LeaveMode.DROP
-                             and m.churns) else 0.0
+            kill = m.kill_rate(node)
             ww = np.array([w.sum()]) if node.multi else w
             comps.append(ErlangMixture(ww, node.rate, kill))
         resp = ClassResponse(comps, blocking[c])

@@ -86,6 +86,12 @@ class PolicyModel:
         vecs = len(self.availability_set()) ** len(self.ofns)
         return sum(vecs * (n.capacity + 1) for n in self.nodes)
 
+    def kill_rate(self, node: NodeSpecView) -> float:
+        """The rate at which a request held at `node` is lost: an OFN's leave under
+        `drop` while it churns, else 0."""
+        churn_drop = self.leave is LeaveMode.DROP and self.churns
+        return self.eta if node.role is Role.OFN and churn_drop else 0.0
+
     def lumpable(self) -> bool:
         """Each node's count with the availability vector is a chain of its own when
         routing depends on availability alone and no leave moves requests."""

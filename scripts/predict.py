@@ -3,11 +3,14 @@
     python scripts/predict.py --scheme proposed --lam-hp 0.3 --lam-lp 0.5 --mu-f 1 \
         --mu-of 0.3 --cap-f 20 --cap-o 10 --eta 0.333 --xi 0.333 [--json]
     python scripts/predict.py --scenario scenarios/default.yaml [--json]
+    python scripts/predict.py --scenario FILE --optimum all.W --subject-to "hp.W<=2.4"
 
 With --scenario, any state-based policy (threshold, a user's own) on any number of
 FNs and OFNs gets the chain built from the policy object (docs/model.md); the state
 count and the solve time are printed, and a state space above what this machine
-solves in a minute is refused with one line.
+solves in a minute is refused with one line. --optimum adds the optimal state-based
+policy's value for that objective (scripts/optimize_policy.py) and this policy's
+distance from it.
 """
 
 from __future__ import annotations
@@ -62,7 +65,44 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--policy-module", metavar="FILE_OR_MODULE",
                     help="with --scenario: the scenario's policy is yours (outside the "
                          "model, which says so)")
+    ap.add_argument("--optimum", metavar="EXPR",
+                    help="with --scenario: also the optimum of this objective over every "
+                         "state-based policy (e.g. all.W), and this policy's distance from it")
+    ap.add_argument("--subject-to", action="append", default=[], metavar="CONSTRAINT",
+                    help="with --optimum: a constraint, e.g. 'hp.W<=2.4' (repeatable)")
+    ap.add_argument("--reject", action="store_true",
+                    help="with --optimum: the optimum may block on purpose (admission control)")
     return ap.parse_args(argv)
+
+
+def optimum_block(sc: object, pred: object, ns: argparse.Namespace) -> dict[str, object]:
+    """The optimum for --optimum/--subject-to and this policy's distance from it."""
+    from analysis.objective import evaluate, parse_constraint, parse_expr
+    from analysis.optimal_policy import optimize, prediction_figures
+
+    objective = parse_expr(ns.optimum)
+    constraints = tuple(parse_constraint(c) for c in ns.subject_to)
+    opt = optimize(sc, objective, constraints, reject=ns.reject)  # type: ignore[arg-type]
+    mine = prediction_figures(sc, pred)  # type: ignore[arg-type]
+    value = evaluate(objective, mine)
+    meets = {c.text: c.holds(evaluate(c.expr, mine)) for c in constraints}
+    return {"objective": str(objective), "constraints": [c.text for c in constraints],
+            "optimum": opt.value, "policy_value": value, "distance": value - opt.value,
+            "relative": (value - opt.value) / abs(opt.value) if opt.value else math.nan,
+            "policy_meets": meets, "states": opt.n_states, "seconds": opt.seconds,
+            "optimal": {k: v for k, v in opt.figures.items()}}
+
+
+def optimum_lines(o: dict[str, object]) -> str:
+    cons = ", ".join(o["constraints"]) or "none"  # type: ignore[arg-type]
+    meets = o["policy_meets"]
+    assert isinstance(meets, dict)
+    ok = "; ".join(f"{k}: {'met' if v else 'NOT met'}" for k, v in meets.items())
+    return (f"optimum {o['objective']} = {_fmt(o['optimum'])} subject to {cons} "
+            f"({o['states']:,} states, {_fmt(o['seconds'])} s; scripts/optimize_policy.py)\n"
+            f"this policy: {o['objective']} = {_fmt(o['policy_value'])}, "
+            f"{_fmt(o['distance'])} from the optimum "
+            f"({100 * float(o['relative']):+.1f} %){'; ' + ok if ok else ''}")  # type: ignore[arg-type]
 
 
 def _params(ns: argparse.Namespace) -> ModelParams:
@@ -190,7 +230,11 @@ def main(argv: list[str] | None = None) -> int:
             share = network_share(sc)
             head = (f"scenario={sc.name} policy={sc.policy.name} leave={sc.churn.leave} "
                     f"deadline={sc.deadline_ms:g} ms\n{chain_line(d, seconds)}")
+            if ns.optimum:
+                d["optimum"] = optimum_block(sc, pred, ns)
         else:
+            if ns.optimum:
+                raise ModelError("--optimum needs --scenario")
             params = _params(ns)
             d = predict(params).to_dict()
             head = header(params)
@@ -213,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{'W_e2e':<18}{_fmt(e2e[0] if e2e[0] is not None else math.nan):>14}"
                   f"{_fmt(e2e[1] if e2e[1] is not None else math.nan):>14}")
             print(f"network: {share.why}")
+        if "optimum" in d:
+            print(optimum_lines(d["optimum"]))  # type: ignore[arg-type]
     return 0
 
 

@@ -1,0 +1,514 @@
+"""The optimal state-based dispatch of a scenario, from the exact chain (pure).
+
+A constrained Markov decision process on the joint chain's states
+(`analysis.joint_chain`: each OFN's availability and each node's count), solved
+exactly as one linear program over state-action frequencies (scipy's HiGHS).
+
+Variables: y_c(s, k), the long-run fraction of time the chain is in state s *and* a
+class-c arrival would be sent to node k. HP and LP arrivals are independent Poisson
+streams, so each class has its own decision variables sharing the state's occupation,
+p(s) = sum_k y_hp(s, k) = sum_k y_lp(s, k). Constraints: global balance of the chain
+(service, churn and leave moves as the chain has them, `transitions` with no routes;
+an arrival moves the state where `arrival_targets` says, or is blocked), sum p = 1.
+The decision is a node; a request sent to a node that is down or full is blocked, as
+in every engine. By default a policy only names nodes that are up (so blocking happens
+only at capacity, as in every built-in policy); `reject=True` also lets it name a node
+that is down, which is admission control.
+
+Every figure is linear in y because a FIFO node's future for a request is fixed when it
+arrives: with n held ahead of it, it needs n + 1 stages of the node's rate (one with
+`servers: multi`), lost at rate eta on an OFN that leaves under `drop`
+(`analysis.response_time.ErlangMixture`: E[T; completed], P(completed), P(not answered
+by the deadline), E[stay]). So the state needs no per-class counts. W = E[T; answered] /
+P(answered) is a ratio: it is optimised by the Charnes-Cooper transform (z = y / D,
+t = 1 / D, minimise the numerator with D(z) = 1), one LP, exact; a W bound W <= b is
+the linear N_W - b D <= 0. `handoff` with churn is outside: a handed-off request's
+stay then depends on decisions taken after it arrived.
+
+The extracted policy is y_c(s, k) / p(s); states the optimum never visits (p = 0)
+keep the table policy's fallback (`controller.policies.state_table`). A vertex of this
+LP randomises in at most as many states as there are constraints.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linprog
+
+from analysis.compare import node_busy
+from analysis.joint_chain import arrival_targets, enumerate_states, transitions
+from analysis.model_params import AnyPrediction
+from analysis.objective import Constraint, Expr, Metric, evaluate
+from analysis.policy_chain import predict_policy
+from analysis.policy_chain_model import PolicyModel, policy_model
+from analysis.response_time import ErlangMixture
+from controller.policies import make_policy
+from controller.policies.state_table import (
+    CODES,
+    FALLBACK_MARK,
+    MIXED_MARK,
+    StateTablePolicy,
+    encode_choice,
+)
+from fogsdn.scenario import LeaveMode, PolicySpec, Role, Scenario
+from models.power_model import server_power_w
+
+# y / p below this share of a state's decisions is dropped as solver noise
+_MIN_SHARE = 1e-9
+# states with no more occupation than this keep the fallback decision
+UNVISITED = 0.0
+# The largest joint chain the optimiser accepts. Measured on this machine kind (2 cores,
+# shared): 462 states (seed 000) 0.7 s, 1,584 (one FN, two OFNs) 9-15 s, 1,722 about 8 s
+# per LP; 10,164 states did not finish in 8 minutes (HiGHS on the degenerate
+# balance equations), so the limit sits well below that (docs/policies.md).
+MAX_OPT_STATES = 5_000
+
+
+
+class OptimizeError(ValueError):
+    """The optimum cannot be computed (infeasible, outside the model); one line."""
+
+
+@dataclass(frozen=True)
+class _Forms:
+    """Per-arrival figures of every (state, node) decision, for one class block."""
+
+    acc: np.ndarray  # 1 where the request is accepted
+    p_complete: np.ndarray
+    t_complete: np.ndarray
+    t_sojourn: np.ndarray
+    late: np.ndarray  # P(accepted and not answered by the deadline)
+
+
+@dataclass(frozen=True)
+class OptimalPolicy:
+    """The LP's optimum and its decision table."""
+
+    model: PolicyModel
+    objective: Expr
+    constraints: tuple[Constraint, ...]
+    value: float
+    figures: dict[str, float]  # flat {"hp.W": ..., "power": ...} at the optimum
+    probs: np.ndarray  # [2, N, K]: per class, state and node; NaN rows: unvisited
+    phases: tuple[tuple[tuple[bool, int], ...], ...]
+    n_states: int
+    n_variables: int
+    n_rows: int
+    randomised: int  # (state, class) decisions that randomise
+    seconds: float
+    reject: bool
+
+    def table(self) -> tuple[str, str, dict[tuple[str, int], dict[str, float]]]:
+        """(HP codes, LP codes, mixed rows) for `StateTablePolicy`."""
+        names = [n.name for n in self.model.nodes]
+        codes: list[str] = []
+        mixed: dict[tuple[str, int], dict[str, float]] = {}
+        for c, cls in enumerate(("hp", "lp")):
+            chars = []
+            for s in range(self.n_states):
+                row = self.probs[c, s]
+                if np.isnan(row).any():
+                    chars.append(FALLBACK_MARK)
+                    continue
+                nz = np.flatnonzero(row > 0)
+                if nz.size == 1:
+                    chars.append(encode_choice(int(nz[0])))
+                else:
+                    chars.append(MIXED_MARK)
+                    mixed[(cls, s)] = {names[k]: float(row[k]) for k in nz}
+            codes.append("".join(chars))
+        return codes[0], codes[1], mixed
+
+
+def _per_arrival(m: PolicyModel, count: np.ndarray, arr: np.ndarray, s_idx: np.ndarray,
+                 k_idx: np.ndarray) -> _Forms:
+    """The figures of a request sent to node k in state s, from `ErlangMixture` with
+    one stage count at a time (the chain's own formulas)."""
+    P = s_idx.size
+    out = {f: np.zeros(P) for f in ("acc", "p_complete", "t_complete", "t_sojourn", "late")}
+    for k, node in enumerate(m.nodes):
+        stages = 1 if node.multi else node.capacity
+        per = [ErlangMixture(np.eye(stages)[0 if node.multi else i], node.rate,
+                             m.kill_rate(node)) for i in range(stages)]
+        late = np.array([float(e.not_completed_by(np.array([m.deadline]))[0]) for e in per])
+        vals = {"p_complete": np.array([e.p_complete for e in per]),
+                "t_complete": np.array([e.t_complete for e in per]),
+                "t_sojourn": np.array([e.t_sojourn for e in per]), "late": late}
+        on = (k_idx == k) & (arr[s_idx, k_idx] >= 0)
+        n = np.minimum(count[s_idx[on], k], stages - 1) if not node.multi \
+            else np.zeros(int(on.sum()), dtype=np.int64)
+        out["acc"][on] = 1.0
+        for f, v in vals.items():
+            out[f][on] = v[n]
+    return _Forms(**out)
+
+
+def _actions(m: PolicyModel, avail: np.ndarray, arr: np.ndarray, reject: bool
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """(state, node) pairs a decision may name: nodes that are up (any node with
+    `reject`); of the ones that block, only the first (they all do the same)."""
+    N, K = avail.shape
+    allowed = np.ones((N, K), dtype=bool) if reject else avail.copy()
+    none = ~allowed.any(axis=1)
+    allowed[none] = True
+    blocks = allowed & (arr < 0)
+    first = np.argmax(blocks, axis=1)
+    keep = np.zeros_like(blocks)
+    has = blocks.any(axis=1)
+    keep[np.flatnonzero(has), first[has]] = True
+    allowed &= ~blocks | keep
+    s_idx, k_idx = np.nonzero(allowed)
+    return s_idx.astype(np.int64), k_idx.astype(np.int64)
+
+
+class _Program:
+    """The LP's matrices over z = [y_hp (P), y_lp (P), t] and the figures' forms."""
+
+    def __init__(self, scenario: Scenario, m: PolicyModel, reject: bool) -> None:
+        self.m = m
+        dims, strides, avail, count, phase, tables = enumerate_states(m)
+        N, K = avail.shape
+        self.N, self.K = N, K
+        self.phases = tuple(tuple(sorted(t, key=lambda st: t[st])) for t in tables)
+        arr = arrival_targets(m, strides, phase, tables)
+        s_idx, k_idx = _actions(m, avail, arr, reject)
+        self.s_idx, self.k_idx = s_idx, k_idx
+        P = s_idx.size
+        self.P = P
+        self.forms = _per_arrival(m, count, arr, s_idx, k_idx)
+        # the chain's moves that no decision changes: service, churn, leave
+        parts = transitions(m, dims, strides, avail, count, phase, tables,
+                            np.zeros((2, N, K)))
+        src = np.concatenate([p[0] for p in parts])
+        dst = np.concatenate([p[1] for p in parts])
+        rate = np.concatenate([p[2] for p in parts])
+        keep = src != dst
+        src, dst, rate = src[keep], dst[keep], rate[keep]
+        fixed = sp.csr_matrix((np.concatenate([rate, -rate]),
+                               (np.concatenate([dst, src]), np.concatenate([src, src]))),
+                              shape=(N, N))
+        occupy = sp.csr_matrix((np.ones(P), (s_idx, np.arange(P))), shape=(N, P))
+        blocks = []
+        for c in range(2):
+            lam = m.lam[c]
+            acc = arr[s_idx, k_idx] >= 0
+            j = np.flatnonzero(acc)
+            move = sp.csr_matrix((np.concatenate([np.full(j.size, lam), np.full(j.size, -lam)]),
+                                  (np.concatenate([arr[s_idx[j], k_idx[j]], s_idx[j]]),
+                                   np.concatenate([j, j]))), shape=(N, P))
+            blocks.append(move + (fixed @ occupy if c == 0 else sp.csr_matrix((N, P))))
+        zero_t = sp.csr_matrix((N, 1))
+        # balance: one row is redundant with the others; the normalisation replaces it
+        balance = sp.hstack([blocks[0], blocks[1], zero_t]).tocsr()[1:]
+        coupling = sp.hstack([-occupy, occupy, zero_t])
+        norm = sp.hstack([sp.csr_matrix(np.ones((1, P))), sp.csr_matrix((1, P)),
+                          sp.csr_matrix([[-1.0]])])
+        self.A_eq = sp.vstack([balance, coupling, norm]).tocsr()
+        self.occupy = occupy
+        self.count = count
+        self.busy_power, self.idle_power = self._power(scenario, count)
+
+    def _power(self, scenario: Scenario, count: np.ndarray) -> tuple[np.ndarray, float]:
+        """Mean server power as (per-state watts above idle, idle watts): P(n > 0) or
+        E[n] / C busy, as `models.power_model.busy_fraction`."""
+        per_state = np.zeros(self.N)
+        idle = 0.0
+        for k, (node, spec) in enumerate(zip(self.m.nodes, scenario.nodes, strict=True)):
+            span = spec.power.max_w - spec.power.idle_w
+            busy = count[:, k] / node.capacity if node.multi else (count[:, k] > 0)
+            per_state += span * busy
+            idle += spec.power.idle_w
+        return per_state, idle
+
+    def block(self, c: int, v: np.ndarray) -> np.ndarray:
+        """A per-pair vector placed in class c's columns of z (t column 0)."""
+        out = np.zeros(2 * self.P + 1)
+        out[c * self.P:(c + 1) * self.P] = v
+        return out
+
+    def linear(self, mt: Metric) -> np.ndarray:
+        """Coefficients over z of a non-ratio metric, its constant on the t column."""
+        f, lam = self.forms, self.m.lam
+        if mt.name == "power":
+            out = self.block(0, self.busy_power[self.s_idx])
+            out[-1] = self.idle_power
+            return out
+        per = {"blocking": lambda c: 1.0 - f.acc,
+               "outage": lambda c: (1.0 - f.acc) + f.late,
+               "N": lambda c: lam[c] * f.t_sojourn,
+               "throughput": lambda c: lam[c] * f.acc}[mt.name]
+        if mt.cls != "all":
+            c = 0 if mt.cls == "hp" else 1
+            return self.block(c, per(c))
+        both = self.block(0, per(0)) + self.block(1, per(1))
+        if mt.name in ("blocking", "outage"):
+            total = lam[0] + lam[1]
+            return (self.block(0, lam[0] * per(0)) + self.block(1, lam[1] * per(1))) / total
+        return both
+
+    def ratio(self, mt: Metric) -> tuple[np.ndarray, np.ndarray]:
+        """(numerator, denominator) over z of W: E[T; answered] and P(answered)."""
+        f, lam = self.forms, self.m.lam
+        if mt.cls == "all":
+            return (self.block(0, lam[0] * f.t_complete) + self.block(1, lam[1] * f.t_complete),
+                    self.block(0, lam[0] * f.p_complete) + self.block(1, lam[1] * f.p_complete))
+        c = 0 if mt.cls == "hp" else 1
+        return self.block(c, f.t_complete), self.block(c, f.p_complete)
+
+    def expr_rows(self, e: Expr) -> tuple[np.ndarray, np.ndarray | None]:
+        """(numerator, denominator or None) of an expression over z."""
+        r = e.ratio
+        if r is not None:
+            num, den = self.ratio(r)
+            return e.terms[0][0] * num, den
+        return sum((c * self.linear(mt) for c, mt in e.terms), np.zeros(2 * self.P + 1)), None
+
+    def figures(self, z: np.ndarray) -> dict[str, float]:
+        """Every metric at the (un-normalised) solution z."""
+        out: dict[str, float] = {}
+        for cls in ("hp", "lp", "all"):
+            for name in ("W", "blocking", "outage", "N", "throughput"):
+                mt = Metric(cls, name)
+                if mt.is_ratio:
+                    num, den = self.ratio(mt)
+                    d = float(den @ z)
+                    out[str(mt)] = float(num @ z) / d if d > 0 else math.nan
+                else:
+                    out[str(mt)] = float(self.linear(mt) @ z) / z[-1]
+        out["power"] = float(self.linear(Metric("", "power")) @ z) / z[-1]
+        return out
+
+
+def _solve(prog: _Program, objective: Expr, constraints: tuple[Constraint, ...]
+           ) -> tuple[np.ndarray | None, str]:
+    """The LP (Charnes-Cooper where the objective is a ratio); z, or None and why."""
+    nz = 2 * prog.P + 1
+    num, den = prog.expr_rows(objective)
+    eq_rows = [prog.A_eq]
+    b_eq = [np.zeros(prog.A_eq.shape[0])]
+    last = den if den is not None else np.eye(1, nz, nz - 1).ravel()
+    eq_rows.append(sp.csr_matrix(last[None, :]))
+    b_eq.append(np.ones(1))
+    ub = []
+    for con in constraints:
+        cn, cd = prog.expr_rows(con.expr)
+        row = cn - con.bound * (cd if cd is not None else np.eye(1, nz, nz - 1).ravel())
+        ub.append(row if con.sense == "<=" else -row)
+    res = linprog(num, A_ub=np.array(ub) if ub else None, b_ub=np.zeros(len(ub)) if ub else None,
+                  A_eq=sp.vstack(eq_rows).tocsr(), b_eq=np.concatenate(b_eq),
+                  bounds=(0, None), method="highs",
+                  options={"primal_feasibility_tolerance": 1e-10,
+                           "dual_feasibility_tolerance": 1e-10})
+    if res.status != 0 or res.x is None:
+        return None, str(res.message)
+    return np.asarray(res.x), ""
+
+
+def _why_infeasible(prog: _Program, constraints: tuple[Constraint, ...]) -> str:
+    """One line naming the constraint that cannot hold, with the best value reachable."""
+    for con in constraints:
+        z, _ = _solve(prog, con.expr if con.sense == "<=" else _negate(con.expr), ())
+        if z is None:
+            continue
+        best = evaluate(con.expr, prog.figures(z))
+        if not con.holds(best):
+            word = "least" if con.sense == "<=" else "largest"
+            return (f"constraint {con.text!r} cannot be met: the {word} {con.expr} any "
+                    f"state-based policy reaches here is {best:.6g}")
+    names = ", ".join(repr(c.text) for c in constraints)
+    return f"constraints {names} cannot all be met together"
+
+
+def _negate(e: Expr) -> Expr:
+    return Expr(tuple((-c, mt) for c, mt in e.terms), f"-({e.text})")
+
+
+def optimize(scenario: Scenario, objective: Expr, constraints: tuple[Constraint, ...] = (),
+             reject: bool = False, max_states: int = MAX_OPT_STATES) -> OptimalPolicy:
+    """The optimal state-based policy of `scenario` for `objective` under `constraints`."""
+    t0 = time.perf_counter()
+    if scenario.churn.leave is LeaveMode.HANDOFF and scenario.churn.eta > 0 \
+            and scenario.churn.xi > 0 and any(n.role.value == "ofn" for n in scenario.nodes):
+        raise OptimizeError("leave: handoff makes a handed-off request's stay depend on later "
+                            "decisions; the optimiser takes drain and drop")
+    try:
+        m = policy_model(scenario, make_policy(scenario.policy))
+    except ValueError as err:
+        raise OptimizeError(str(err)) from None
+    if m.n_states() > max_states:
+        raise OptimizeError(f"{m.n_states():,} states: above the {max_states:,} the "
+                            "optimiser solves here in a minute or so (docs/policies.md)")
+    prog = _Program(scenario, m, reject)
+    z, why = _solve(prog, objective, constraints)
+    if z is None:
+        if "nfeasible" in why and constraints:
+            raise OptimizeError(_why_infeasible(prog, constraints))
+        raise OptimizeError(f"the LP for {objective} found no optimum: {why}")
+    figures = prog.figures(z)
+    probs = _decisions(prog, z)
+    seconds = time.perf_counter() - t0
+    randomised = int(sum(((probs[c] > 0).sum(axis=1) > 1).sum() for c in range(2)))
+    return OptimalPolicy(m, objective, constraints, evaluate(objective, figures), figures,
+                         probs, prog.phases, prog.N, 2 * prog.P + 1,
+                         prog.A_eq.shape[0] + 1 + len(constraints), randomised, seconds,
+                         reject)
+
+
+def _decisions(prog: _Program, z: np.ndarray) -> np.ndarray:
+    """Per class, state and node, y / p; NaN rows where the optimum never is."""
+    P = prog.P
+    p = prog.occupy @ z[:P]
+    probs = np.full((2, prog.N, prog.K), np.nan)
+    seen = p > UNVISITED
+    for c in range(2):
+        y = np.maximum(z[c * P:(c + 1) * P], 0.0)
+        row = np.zeros((prog.N, prog.K))
+        np.add.at(row, (prog.s_idx, prog.k_idx), y)
+        tot = row.sum(axis=1)
+        ok = seen & (tot > 0)
+        share = np.where(ok[:, None], row / np.where(tot > 0, tot, 1.0)[:, None], 0.0)
+        share[share < _MIN_SHARE] = 0.0
+        share /= np.where(share.sum(axis=1) > 0, share.sum(axis=1), 1.0)[:, None]
+        probs[c, ok] = share[ok]
+    return probs
+
+
+def table_policy_class(opt: OptimalPolicy, policy_name: str = "optimal"
+                       ) -> type[StateTablePolicy]:
+    """The decision table as a policy class (what the written file defines)."""
+    hp, lp, mixed = opt.table()
+    attrs = {"name": policy_name, "NODES": tuple(n.name for n in opt.model.nodes),
+             "PHASES": opt.phases, "HP": hp, "LP": lp, "MIXED": mixed,
+             "__module__": __name__}
+    return type("Optimal", (StateTablePolicy,), attrs)
+
+
+def policy_source(opt: OptimalPolicy, scenario_name: str, policy_name: str = "optimal") -> str:
+    """The text of a user policy file holding the table (docs/policies.md)."""
+    hp, lp, mixed = opt.table()
+    cons = "; ".join(c.text for c in opt.constraints) or "none"
+
+    def wrap(s: str) -> str:
+        return "\n".join(f"        {s[i:i + 80]!r}" for i in range(0, len(s), 80)) or "        ''"
+
+    mixed_lines = "\n".join(f"        ({k[0]!r}, {k[1]}): {v!r}," for k, v in sorted(mixed.items()))
+    return f'''"""Optimal state-based dispatch for scenario {scenario_name!r}, written by
+scripts/optimize_policy.py: minimise {opt.objective} subject to {cons}
+(optimum {opt.value:.9g}; {opt.n_states} states, {opt.randomised} randomised decisions).
+
+A decision table over the exact chain's states (controller/policies/state_table.py);
+load it like any policy file: --policy-module THIS_FILE.
+"""
+
+from typing import ClassVar
+
+from controller.policies.state_table import StateTablePolicy
+
+
+class Optimal(StateTablePolicy):
+    name: ClassVar[str] = {policy_name!r}
+    NODES = {tuple(n.name for n in opt.model.nodes)!r}
+    PHASES = {opt.phases!r}
+    HP = (
+{wrap(hp)}
+    )
+    LP = (
+{wrap(lp)}
+    )
+    MIXED = {{
+{mixed_lines}
+    }}
+'''
+
+
+def prediction_figures(scenario: Scenario, pred: AnyPrediction) -> dict[str, float]:
+    """Every metric of the objective syntax from an exact prediction (any chain)."""
+    out: dict[str, float] = {}
+    answered, answered_t, lam_total, blocked, late = 0.0, 0.0, 0.0, 0.0, 0.0
+    for cls, cp in (("hp", pred.hp), ("lp", pred.lp)):
+        out[f"{cls}.W"] = cp.W
+        out[f"{cls}.blocking"] = cp.blocking
+        out[f"{cls}.outage"] = cp.outage
+        out[f"{cls}.N"] = cp.N
+        out[f"{cls}.throughput"] = cp.throughput
+        pc = cp.lam * cp.response.p_complete
+        answered += pc
+        answered_t += pc * cp.W if pc > 0 else 0.0
+        lam_total += cp.lam
+        blocked += cp.lam * cp.blocking
+        late += cp.lam * cp.outage
+    out["all.W"] = answered_t / answered if answered > 0 else math.nan
+    out["all.blocking"] = blocked / lam_total
+    out["all.outage"] = late / lam_total
+    out["all.N"] = out["hp.N"] + out["lp.N"]
+    out["all.throughput"] = out["hp.throughput"] + out["lp.throughput"]
+    busy = node_busy(scenario, pred)
+    out["power"] = math.fsum(server_power_w(n.power, busy[n.name]) for n in scenario.nodes)
+    return out
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """One built-in policy at one setting, with its exact figures."""
+
+    family: str
+    setting: dict[str, float]
+    figures: dict[str, float]
+    feasible: bool
+    value: float
+
+    @property
+    def label(self) -> str:
+        if not self.setting:
+            return self.family
+        return self.family + "(" + ",".join(f"{k}={v:g}" for k, v in self.setting.items()) + ")"
+
+
+def _builtin_specs(scenario: Scenario) -> list[tuple[str, dict[str, float], PolicySpec]]:
+    """The built-in state-based policies of seed 000 over their parameter ranges:
+    prioritized, basic, nodiff at alpha 0, 0.1, ..., 1, threshold 0..C_F."""
+    out: list[tuple[str, dict[str, float], PolicySpec]] = [
+        ("prioritized", {}, PolicySpec(name="prioritized")),
+        ("basic", {}, PolicySpec(name="basic"))]
+    for i in range(11):
+        a = i / 10
+        out.append(("nodiff", {"alpha": a}, PolicySpec(name="nodiff", alpha=a)))
+    cap = max(n.capacity for n in scenario.nodes if n.role is Role.FN)
+    for t in range(cap + 1):
+        out.append(("threshold", {"threshold": t},
+                    PolicySpec(name="threshold", params={"threshold": t})))
+    return out
+
+
+def baselines(scenario: Scenario, objective: Expr, constraints: tuple[Constraint, ...] = ()
+              ) -> list[Baseline]:
+    """Every built-in state-based policy's exact figures, and whether it meets the
+    constraints (the policy chain, as `predict` gives it)."""
+    out = []
+    for family, setting, spec in _builtin_specs(scenario):
+        sc = scenario.model_copy(update={"policy": spec})
+        pred = predict_policy(sc, make_policy(spec))
+        fig = prediction_figures(sc, pred)
+        ok = all(c.holds(evaluate(c.expr, fig)) for c in constraints)
+        out.append(Baseline(family, setting, fig, ok, evaluate(objective, fig)))
+    return out
+
+
+def best_of_families(points: list[Baseline]) -> dict[str, Baseline]:
+    """Per family, the best feasible setting (the best overall where none is)."""
+    out: dict[str, Baseline] = {}
+    for b in points:
+        cur = out.get(b.family)
+        if cur is None or (b.feasible, -b.value) > (cur.feasible, -cur.value):
+            out[b.family] = b
+    return out
+
+
+__all__ = ["Baseline", "CODES", "MAX_OPT_STATES", "OptimalPolicy", "OptimizeError",
+           "baselines", "best_of_families", "optimize", "policy_source", "prediction_figures",
+           "table_policy_class"]
