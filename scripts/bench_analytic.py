@@ -23,7 +23,7 @@ the policy and build the generator, to solve it, and to add outage and percentil
 reduction (GTH, where it costs under 1e9 flops) and with plain scipy `spsolve`
 (COLAMD) on the same chain (both including building the generator), best of
 --repeat runs in this process (CPU seconds, so other load on the machine counts
-less), with the chosen answer's componentwise residual and |W diff| the two
+less), with the chosen answer's componentwise residual and |dE n_O| the two
 answers' difference in mean OFN count; then the time split of the largest joint
 chain (--split: build the generator, order and factorise, the whole prediction):
 
@@ -204,7 +204,7 @@ def solvers_main(ns: argparse.Namespace) -> int:
     )
 
     hdr = (f"{'leave':<8}{'C_F':>6}{'C_O':>5}{'states':>9}  {'chosen':<7}{'chosen s':>9}"
-           f"{'gth s':>9}{'spsolve s':>10}{'spsolve/chosen':>15}{'check':>9}{'|W diff|':>10}")
+           f"{'gth s':>9}{'spsolve s':>10}{'spsolve/chosen':>15}{'check':>9}{'|dE n_O|':>10}")
     print(hdr)
     print("-" * len(hdr))
     for leave in ns.leaves.split(","):
