@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import LinearOperator, bicgstab, splu
+from scipy.sparse.linalg import LinearOperator, bicgstab, gmres, splu
 
 # Above this many unknowns the full LU's fill (and time) grows too fast: BiCGSTAB.
 DIRECT_MAX = 6_000
@@ -141,3 +141,80 @@ def checked_stationary(G: sp.spmatrix, order: np.ndarray | None = None
             pi, err = again, err_again
     pi = np.maximum(pi, 0.0)
     return pi / pi.sum(), err
+
+
+def _triangle(A: sp.csr_matrix, lower: bool):  # type: ignore[no-untyped-def]
+    """A factorised triangle of A (no fill: the solve is one substitution)."""
+    t = sp.tril(A, format="csc") if lower else sp.triu(A, format="csc")
+    return splu(t, permc_spec="NATURAL", diag_pivot_thresh=0.0,
+                options={"SymmetricMode": True})
+
+
+# Where the two-level solve stops: GMRES's relative residual on the pinned system and
+# the most iterations (measured: 24 on drain chains of 251,502 and 1,003,002 states).
+TWO_LEVEL_RTOL = 1e-12
+TWO_LEVEL_MAXITER = 300
+
+
+def two_level_stationary(G: sp.spmatrix, groups: np.ndarray,
+                         coarse_order: np.ndarray | None = None
+                         ) -> tuple[np.ndarray, int] | None:
+    """Stationary vector by GMRES with a two-level preconditioner, or None.
+
+    The pinned system (state 0) is preconditioned by one forward Gauss-Seidel sweep,
+    an exact correction on the aggregates `groups` (state -> aggregate; the
+    Galerkin product P^T A P, factorised once in `coarse_order`, or minimum degree),
+    and one backward sweep. On the joint chain's grid, aggregates of 2 x 2 grid points
+    (both availabilities) cut the LU's size 8x and its fill more, and the iteration
+    count stays at ~24 from 40,000 to 1,000,000 states. Accurate in absolute terms
+    (||pi G|| ~ 1e-15), not entry by entry. None where GMRES does not converge (the
+    caller falls back to the LU).
+    """
+    n = G.shape[0]
+    At = sp.csr_matrix(G).T.tocsr()
+    B = At[1:, 1:].tocsr()
+    rhs = -At[1:, 0].toarray().ravel()
+    agg = np.asarray(groups)[1:]
+    nc = int(agg.max()) + 1
+    if (np.bincount(agg, minlength=nc) == 0).any():
+        return None  # an aggregate of state 0 alone: no coarse unknown for it
+    P = sp.csr_matrix((np.ones(n - 1), (np.arange(n - 1), agg)), shape=(n - 1, nc))
+    Bc = (P.T @ B @ P).tocsc()
+    if coarse_order is None:
+        coarse = splu(Bc, permc_spec=ORDER)
+        solve_c = coarse.solve
+    else:
+        order = np.asarray(coarse_order)
+        coarse = splu(Bc[order][:, order].tocsc(), permc_spec="NATURAL",
+                      diag_pivot_thresh=0.0, options={"SymmetricMode": True})
+
+        def solve_c(r: np.ndarray) -> np.ndarray:
+            out = np.empty_like(r)
+            out[order] = coarse.solve(r[order])
+            return out
+
+    lower, upper = _triangle(B, True), _triangle(B, False)
+
+    def precondition(r: np.ndarray) -> np.ndarray:
+        x = lower.solve(r)
+        x += P @ solve_c(P.T @ (r - B @ x))
+        x += upper.solve(r - B @ x)
+        return x
+
+    M = LinearOperator(B.shape, precondition)
+    its = [0]
+
+    def count(_: object) -> None:
+        its[0] += 1
+
+    x, info = gmres(B, rhs, M=M, rtol=TWO_LEVEL_RTOL, atol=0.0, restart=30,
+                    maxiter=TWO_LEVEL_MAXITER // 30 + 1, callback=count,
+                    callback_type="pr_norm")
+    if info != 0 or not np.isfinite(x).all():
+        return None
+    pi = np.concatenate([[1.0], np.maximum(x, 0.0)])
+    pi /= pi.sum()
+    scale = float(np.abs(sp.csr_matrix(G).diagonal()).max())
+    if float(np.abs(pi @ G).max()) > 1e-12 * scale:
+        return None
+    return pi, its[0]

@@ -227,46 +227,56 @@ def solvers_main(ns: argparse.Namespace) -> int:
                 return pi / pi.sum()
 
             t_n, pn = _best(naive, rep)
-            pi, err = checked_sparse(chain) if method == "sparse" else (gth_levels(chain), 0.0)
+            pi, err = (checked_sparse(chain)[:2] if method != "gth"
+                       else (gth_levels(chain), 0.0))
             w_diff = abs(float(pi @ chain.n) - float(np.asarray(pn) @ chain.n))
             gs = f"{t_g:9.4f}" if t_g is not None else f"{'-':>9}"
             print(f"{leave:<8}{cf:>6}{co:>5}{p.n_states():>9}  {method:<7}{t_ch:>9.4f}{gs}"
                   f"{t_n:>10.4f}{t_n / t_ch:>14.1f}x{err:>9.0e}{w_diff:>10.0e}", flush=True)
     if ns.split:
         cf, co = (int(x) for x in ns.split.lower().split("x"))
-        split_main(cf, co)
+        split_main(cf, co, compare_lu=not ns.no_lu)
     return 0
 
 
-def split_main(cf: int, co: int) -> None:
-    """Where the time of the largest joint chain (drain, forced joint) goes."""
-    from analysis.ctmc import (
-        build_chain,
-        checked_sparse,
-        generator,
-        lumpable,
-        nd_order,
-        predict,
-    )
-    from analysis.linsolve import stationary_error
+def split_main(cf: int, co: int, compare_lu: bool = True) -> None:
+    """Where the time of the largest joint chain (drain, forced joint) goes, and how
+    the two-level solve compares with the LU (nested dissection) it replaced there."""
+    from analysis import ctmc
+    from analysis.ctmc import build_chain, checked_sparse, coarse_grid, generator, predict
+    from analysis.linsolve import checked_stationary
 
     p = _params(cf, co, "drain")
-    by: Literal["fn", "ofn"] = "ofn" if (not lumpable(p) or cf < co) else "fn"
+    by: Literal["fn", "ofn"] = "ofn" if cf < co else "fn"
     t0 = time.perf_counter()
     chain = build_chain(p, cf, co, by)
     G = generator(chain)
     t1 = time.perf_counter()
-    nd_order(chain)
+    coarse_grid(chain)
     t2 = time.perf_counter()
-    pi, err = checked_sparse(chain)
+    pi, err, route = checked_sparse(chain)
     t3 = time.perf_counter()
     pr = predict(p, "sparse")
-    pr.means()
+    w = (pr.hp.W, pr.lp.W)
     t4 = time.perf_counter()
-    print(f"\njoint chain drain {cf}x{co}, {p.n_states():,} states (wall s): build "
-          f"{t1 - t0:.2f}, order {t2 - t1:.2f}, order+LU+check {t3 - t1:.2f}, "
-          f"whole predict(sparse) {t4 - t3:.2f}; check {err:.0e}, "
-          f"check recomputed {stationary_error(G, pi):.0e}")
+    res = float(abs(pi @ G).max())
+    print(f"\njoint chain drain {cf}x{co}, {p.n_states():,} states, wall s: build "
+          f"{t1 - t0:.2f}, coarse grid {t2 - t1:.2f}, solve ({route}) {t3 - t2:.2f}, "
+          f"whole predict(sparse) {t4 - t3:.2f}; ||pi Q|| {res:.0e}", flush=True)
+    if compare_lu:
+        t5 = time.perf_counter()
+        ref, _ = checked_stationary(G, ctmc.nd_order(chain))
+        t6 = time.perf_counter()
+        saved = ctmc.TWO_LEVEL_MIN_STATES
+        ctmc.TWO_LEVEL_MIN_STATES = 10**12
+        pr_lu = predict(p, "sparse")
+        ctmc.TWO_LEVEL_MIN_STATES = saved
+        t7 = time.perf_counter()
+        dw = max(abs(a - b) / b for a, b in zip(w, (pr_lu.hp.W, pr_lu.lp.W), strict=True))
+        print(f"the LU (nested dissection) on it: solve {t6 - t5:.2f}, whole predict "
+              f"{t7 - t6:.2f}; ||pi Q|| {float(abs(ref @ G).max()):.0e}; "
+              f"max |pi - pi_LU| {float(abs(pi - ref).max()):.0e}; W of HP, LP differ by "
+              f"{dw:.0e} relative")
 
 
 def _spawn(case: str, cf: int, co: int, leave: str, timeout: float) -> dict[str, object]:
@@ -298,6 +308,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="chosen stationary solve vs GTH vs plain spsolve, per size")
     ap.add_argument("--split", default="", help="with --solvers: CFxCO of the time split")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-lu", action="store_true",
+                    help="with --split: skip the LU it is compared with (~30 s at 1M)")
     ns = ap.parse_args(argv)
     if ns.solvers:
         if ns.sizes == DEFAULT_SIZES:

@@ -139,3 +139,52 @@ def test_stationary_error_is_rounding_for_an_exact_vector() -> None:
     pi = np.array([b, a]) / (a + b)
     assert linsolve.stationary_error(G, pi) < 1e-15
     assert linsolve.stationary_error(G, pi * np.array([1.0, 1.0 + 1e-6])) > 1e-7
+
+
+# -- the two-level iterative solve of large chains ----------------------------------
+
+
+@pytest.mark.parametrize("leave", ["drain", "handoff"])
+def test_two_level_matches_gth_in_absolute_terms(leave: str,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    p = params(7, leave, cf=40, co=20)
+    chain = build_chain(p, p.cap_f, p.cap_o, "ofn")
+    G = generator(chain)
+    ref = gth_levels(chain)
+    groups, order = ctmc.coarse_grid(chain)
+    assert groups.max() + 1 < G.shape[0] / 3  # 2 x 2 grid points, both availabilities
+    got = linsolve.two_level_stationary(G, groups, order)
+    assert got is not None
+    pi, iterations = got
+    assert 0 < iterations < linsolve.TWO_LEVEL_MAXITER
+    assert np.abs(pi - ref).max() < 1e-12
+    assert np.abs(pi @ G).max() < 1e-13
+    assert abs(float(pi @ chain.n) - float(ref @ chain.n)) < 1e-10
+    # the route is taken from TWO_LEVEL_MIN_STATES on, and named
+    monkeypatch.setattr(ctmc, "TWO_LEVEL_MIN_STATES", 100)
+    st = solve_stationary(p, "sparse")
+    assert st.method == "two-level"
+    want = solve_stationary(p, "gth")
+    assert np.abs(st.p_fn - want.p_fn).max() < 1e-12
+
+
+def test_two_level_that_does_not_converge_falls_back_to_the_lu(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    p = params(8, "handoff", cf=30, co=16)
+    monkeypatch.setattr(ctmc, "TWO_LEVEL_MIN_STATES", 100)
+    monkeypatch.setattr(linsolve, "TWO_LEVEL_RTOL", 1e-30)  # unreachable
+    monkeypatch.setattr(linsolve, "TWO_LEVEL_MAXITER", 2)
+    chain = build_chain(p, p.cap_f, p.cap_o, "ofn")
+    assert linsolve.two_level_stationary(generator(chain), *ctmc.coarse_grid(chain)) is None
+    st = solve_stationary(p, "sparse")
+    assert st.method == "sparse"
+    want = solve_stationary(p, "gth")
+    assert np.allclose(st.p_fn, want.p_fn, rtol=1e-11, atol=0)
+
+
+def test_two_level_refuses_an_aggregate_of_state_0_alone() -> None:
+    p = params(9, "drain")
+    chain = build_chain(p, p.cap_f, p.cap_o, "ofn")
+    groups = np.ones(chain.Q.shape[0], dtype=np.int64)
+    groups[0] = 0  # aggregate 0 empties when state 0 is pinned
+    assert linsolve.two_level_stationary(generator(chain), groups) is None
