@@ -456,13 +456,13 @@ def nd_order(chain: Chain) -> np.ndarray:
     return np.argsort(key, kind="stable")
 
 
-def coarse_grid(chain: Chain) -> tuple[np.ndarray, np.ndarray]:
-    """Aggregates of 2 x 2 grid points (both availabilities), and their ND order.
+def coarse_grid(chain: Chain, step: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """Aggregates of step x step grid points (both availabilities), and their ND order.
 
     Returns each state's aggregate and the aggregates in nested-dissection order over
-    the coarse (n_F / 2, n_O / 2) grid, for `linsolve.two_level_stationary`.
+    the coarse (n_F / step, n_O / step) grid, for `linsolve.two_level_stationary`.
     """
-    ck, cn = chain.k // 2, chain.n // 2
+    ck, cn = chain.k // step, chain.n // step
     width = int(cn.max()) + 1
     keys, groups = np.unique(ck * width + cn, return_inverse=True)
     kg, ng = nested_dissection(int(ck.max()), width - 1)
