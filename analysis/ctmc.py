@@ -59,9 +59,12 @@ LU_S_PER_STATE = 10e-6
 # Below this many states SuperLU's own minimum degree (on A^T + A) fills no more than
 # nested dissection and skips its ordering step; above, nested dissection.
 ND_MIN_STATES = 30_000
-# From this many states the two-level iterative solve beats the LU (measured, CPU s:
-# 2.0 against 3.1-3.8 at 251,502 states; 8.8 against ~25 at 1,003,002).
-TWO_LEVEL_MIN_STATES = 200_000
+# From this many states the two-level iterative solve beats the LU on chains without
+# jumps into level 0 (measured, CPU s: 0.21 against 0.40 at 40,602 states, 0.53
+# against 1.01 at 90,902, 6.4 against ~25 at 1,003,002). With them (handoff) it does
+# not (2.6 against 1.3 at 126,252: each leave links a whole anti-diagonal to one
+# state, which 2 x 2 aggregates do not capture), so those keep the LU.
+TWO_LEVEL_MIN_STATES = 50_000
 
 
 class ModelError(ValueError):
@@ -474,7 +477,8 @@ def coarse_grid(chain: Chain, step: int = 2) -> tuple[np.ndarray, np.ndarray]:
 def checked_sparse(chain: Chain) -> tuple[np.ndarray, float, str]:
     """Stationary vector by sparse solves, its componentwise residual, and the route.
 
-    Up to TWO_LEVEL_MIN_STATES one pinned LU (`sparse`): minimum degree below
+    Up to TWO_LEVEL_MIN_STATES, and for chains with jumps into level 0 (`hub`) at any
+    size, one pinned LU (`sparse`): minimum degree below
     ND_MIN_STATES, nested dissection above; ordinary Gaussian elimination, accurate
     in absolute terms always and entry by entry where the check
     (`linsolve.stationary_error`) says so; the caller falls back on that. Above,
@@ -483,7 +487,7 @@ def checked_sparse(chain: Chain) -> tuple[np.ndarray, float, str]:
     the full LU if it does not converge.
     """
     G = generator(chain)
-    if chain.Q.shape[0] >= TWO_LEVEL_MIN_STATES:
+    if chain.Q.shape[0] >= TWO_LEVEL_MIN_STATES and not chain.hub:
         groups, coarse_order = coarse_grid(chain)
         got = linsolve.two_level_stationary(G, groups, coarse_order)
         if got is not None:
