@@ -25,7 +25,8 @@ reduction (GTH, where it costs under 1e9 flops) and with plain scipy `spsolve`
 --repeat runs in this process (CPU seconds, so other load on the machine counts
 less), with the chosen answer's componentwise residual and |dE n_O| the two
 answers' difference in mean OFN count; then the time split of the largest joint
-chain (--split: build the generator, order and factorise, the whole prediction):
+chain (--split, CPU s: build the generator, the coarse grid, the solve, the whole
+prediction; then the LU on the same chain, unless --no-lu):
 
     python scripts/bench_analytic.py --solvers [--sizes 10x5,...] [--split 1000x500]
 """
@@ -203,7 +204,7 @@ def solvers_main(ns: argparse.Namespace) -> int:
         solve_stationary,
     )
 
-    hdr = (f"{'leave':<8}{'C_F':>6}{'C_O':>5}{'states':>9}  {'chosen':<7}{'chosen s':>9}"
+    hdr = (f"{'leave':<8}{'C_F':>6}{'C_O':>5}{'states':>9}  {'chosen':<10}{'chosen s':>9}"
            f"{'gth s':>9}{'spsolve s':>10}{'spsolve/chosen':>15}{'check':>9}{'|dE n_O|':>10}")
     print(hdr)
     print("-" * len(hdr))
@@ -231,7 +232,7 @@ def solvers_main(ns: argparse.Namespace) -> int:
                        else (gth_levels(chain), 0.0))
             w_diff = abs(float(pi @ chain.n) - float(np.asarray(pn) @ chain.n))
             gs = f"{t_g:9.4f}" if t_g is not None else f"{'-':>9}"
-            print(f"{leave:<8}{cf:>6}{co:>5}{p.n_states():>9}  {method:<7}{t_ch:>9.4f}{gs}"
+            print(f"{leave:<8}{cf:>6}{co:>5}{p.n_states():>9}  {method:<10}{t_ch:>9.4f}{gs}"
                   f"{t_n:>10.4f}{t_n / t_ch:>14.1f}x{err:>9.0e}{w_diff:>10.0e}", flush=True)
     if ns.split:
         cf, co = (int(x) for x in ns.split.lower().split("x"))
@@ -248,30 +249,30 @@ def split_main(cf: int, co: int, compare_lu: bool = True) -> None:
 
     p = _params(cf, co, "drain")
     by: Literal["fn", "ofn"] = "ofn" if cf < co else "fn"
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     chain = build_chain(p, cf, co, by)
     G = generator(chain)
-    t1 = time.perf_counter()
+    t1 = time.process_time()
     coarse_grid(chain)
-    t2 = time.perf_counter()
+    t2 = time.process_time()
     pi, err, route = checked_sparse(chain)
-    t3 = time.perf_counter()
+    t3 = time.process_time()
     pr = predict(p, "sparse")
     w = (pr.hp.W, pr.lp.W)
-    t4 = time.perf_counter()
+    t4 = time.process_time()
     res = float(abs(pi @ G).max())
-    print(f"\njoint chain drain {cf}x{co}, {p.n_states():,} states, wall s: build "
+    print(f"\njoint chain drain {cf}x{co}, {p.n_states():,} states, CPU s: build "
           f"{t1 - t0:.2f}, coarse grid {t2 - t1:.2f}, solve ({route}) {t3 - t2:.2f}, "
           f"whole predict(sparse) {t4 - t3:.2f}; ||pi Q|| {res:.0e}", flush=True)
     if compare_lu:
-        t5 = time.perf_counter()
+        t5 = time.process_time()
         ref, _ = checked_stationary(G, ctmc.nd_order(chain))
-        t6 = time.perf_counter()
+        t6 = time.process_time()
         saved = ctmc.TWO_LEVEL_MIN_STATES
         ctmc.TWO_LEVEL_MIN_STATES = 10**12
         pr_lu = predict(p, "sparse")
         ctmc.TWO_LEVEL_MIN_STATES = saved
-        t7 = time.perf_counter()
+        t7 = time.process_time()
         dw = max(abs(a - b) / b for a, b in zip(w, (pr_lu.hp.W, pr_lu.lp.W), strict=True))
         print(f"the LU (nested dissection) on it: solve {t6 - t5:.2f}, whole predict "
               f"{t7 - t6:.2f}; ||pi Q|| {float(abs(ref @ G).max()):.0e}; "
