@@ -7,8 +7,10 @@ Stationary vectors come from GTH-style level reduction (only additions, products
 divisions of non-negative numbers), so probabilities of 1e-13 keep full relative
 accuracy. Under `drain` and `drop` the joint chain is exactly lumpable onto (a, n_F)
 and onto (a, n_O), so those small chains give every metric at any size; `handoff`
-couples the nodes and needs the joint chain, solved by level reduction when it is
-small and by a sparse LU (nested-dissection order) when it is large. Pure: no I/O.
+couples the nodes and needs the joint chain, solved by whichever of level reduction
+and a sparse LU the measured cost model (`joint_method`) says is cheaper; the LU's
+answer is checked entry by entry and falls back to level reduction where it lost
+digits (`linsolve.checked_stationary`). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from typing import Literal
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import splu
 
+from analysis import linsolve
 from analysis.response_time import (
     Among,
     ClassResponse,
@@ -41,8 +43,28 @@ CLASSES: tuple[str, ...] = ("hp", "lp")
 A, U = 0, 1  # availability index of the OFN
 
 # Level reduction costs about N * (2p) * (3p) flops for N states in levels of p phases
-# (5p with jumps into level 0): above this budget the sparse LU takes over.
+# (5p with jumps into level 0): above this budget it is never tried, not even as the
+# sparse LU's fallback (2e9 flops: ~3 s here).
 GTH_MAX_FLOPS = 2e9
+
+# Cost model of the two exact routes, seconds on this machine (2 shared cores;
+# scripts/bench_analytic.py --solvers, handoff and drain chains of 77 to 40,602
+# states): level reduction ~55 us per state (its per-state Python step) plus
+# ~1.6 ns per flop of gth_flops; the pinned sparse LU ~2 ms plus ~10 us per state
+# (it grows as N^1.5 on these 2-D grids, but by then level reduction costs far more).
+GTH_S_PER_STATE = 55e-6
+GTH_S_PER_FLOP = 1.6e-9
+LU_S_FIXED = 2e-3
+LU_S_PER_STATE = 10e-6
+# Below this many states SuperLU's own minimum degree (on A^T + A) fills no more than
+# nested dissection and skips its ordering step; above, nested dissection.
+ND_MIN_STATES = 30_000
+# From this many states the two-level iterative solve beats the LU on chains without
+# jumps into level 0 (measured, CPU s: 0.21 against 0.40 at 40,602 states, 0.53
+# against 1.01 at 90,902, 6.4 against ~25 at 1,003,002). With them (handoff) it does
+# not (2.6 against 1.3 at 126,252: each leave links a whole anti-diagonal to one
+# state, which 2 x 2 aggregates do not capture), so those keep the LU.
+TWO_LEVEL_MIN_STATES = 50_000
 
 
 class ModelError(ValueError):
@@ -421,15 +443,12 @@ def nested_dissection(kmax: int, nmax: int, leaf: int = 64) -> tuple[np.ndarray,
     return np.concatenate(ks), np.concatenate(ns)
 
 
-def sparse_stationary(chain: Chain) -> np.ndarray:
-    """Stationary vector by one sparse LU (pins state 0, which every state reaches).
+def nd_order(chain: Chain) -> np.ndarray:
+    """All states in nested-dissection order over the (n_F, n_O) grid.
 
-    Unknowns in nested-dissection order over the (n_F, n_O) grid, with the U states
-    that a handoff or drop jumps into (one per n_F, each reached from a whole
-    anti-diagonal) last. Ordinary Gaussian elimination, so accurate in absolute
-    terms: use it for means, not for probabilities far below 1e-12.
+    The U states that a handoff or drop jumps into (one per n_F, each reached from a
+    whole anti-diagonal) come last.
     """
-    size = chain.Q.shape[0]
     kmax, nmax = int(chain.k.max()), int(chain.n.max())
     kg, ng = nested_dissection(kmax, nmax)
     rank = np.empty((kmax + 1, nmax + 1), dtype=np.int64)
@@ -437,18 +456,65 @@ def sparse_stationary(chain: Chain) -> np.ndarray:
     key = rank[chain.k, chain.n] * 2 + chain.a
     if chain.hub or (nmax > 0 and not (chain.n[chain.a == U] > 0).any()):
         key = np.where(chain.a == U, 2 * kg.size + chain.k, key)
-    perm = np.argsort(key, kind="stable")
-    perm = perm[perm != 0]
-    At = generator(chain).T.tocsc()
-    B = At[perm][:, perm].tocsc()
-    rhs = -np.asarray(At[perm, 0].toarray()).ravel()
-    # an M-matrix: no pivoting needed, so keep the fill-reducing order as it is
-    lu = splu(B, permc_spec="NATURAL", diag_pivot_thresh=0.0,
-              options={"SymmetricMode": True})
-    pi = np.zeros(size)
-    pi[0] = 1.0
-    pi[perm] = np.maximum(lu.solve(rhs), 0.0)
-    return pi / pi.sum()
+    return np.argsort(key, kind="stable")
+
+
+def coarse_grid(chain: Chain, step: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """Aggregates of step x step grid points (both availabilities), and their ND order.
+
+    Returns each state's aggregate and the aggregates in nested-dissection order over
+    the coarse (n_F / step, n_O / step) grid, for `linsolve.two_level_stationary`.
+    """
+    ck, cn = chain.k // step, chain.n // step
+    width = int(cn.max()) + 1
+    keys, groups = np.unique(ck * width + cn, return_inverse=True)
+    kg, ng = nested_dissection(int(ck.max()), width - 1)
+    rank = np.empty((int(ck.max()) + 1, width), dtype=np.int64)
+    rank[kg, ng] = np.arange(kg.size)
+    return groups, np.argsort(rank[keys // width, keys % width], kind="stable")
+
+
+def checked_sparse(chain: Chain) -> tuple[np.ndarray, float, str]:
+    """Stationary vector by sparse solves, its componentwise residual, and the route.
+
+    Up to TWO_LEVEL_MIN_STATES, and for chains with jumps into level 0 (`hub`) at any
+    size, one pinned LU (`sparse`): minimum degree below
+    ND_MIN_STATES, nested dissection above; ordinary Gaussian elimination, accurate
+    in absolute terms always and entry by entry where the check
+    (`linsolve.stationary_error`) says so; the caller falls back on that. Above,
+    GMRES with a two-level preconditioner (`two-level`: the LU of the chain
+    aggregated 2 x 2 over the grid, 8x fewer unknowns), accurate in absolute terms;
+    the full LU if it does not converge.
+    """
+    G = generator(chain)
+    if chain.Q.shape[0] >= TWO_LEVEL_MIN_STATES and not chain.hub:
+        groups, coarse_order = coarse_grid(chain)
+        got = linsolve.two_level_stationary(G, groups, coarse_order)
+        if got is not None:
+            return got[0], linsolve.stationary_error(G, got[0]), "two-level"
+    order = nd_order(chain) if chain.Q.shape[0] >= ND_MIN_STATES else None
+    pi, err = linsolve.checked_stationary(G, order)
+    return pi, err, "sparse"
+
+
+def sparse_stationary(chain: Chain) -> np.ndarray:
+    """Stationary vector by sparse solves (`checked_sparse`, the vector only)."""
+    return checked_sparse(chain)[0]
+
+
+def joint_method(n_states: int, flops: float, *,
+                 gth_per_state: float = GTH_S_PER_STATE,
+                 gth_per_flop: float = GTH_S_PER_FLOP,
+                 lu_fixed: float = LU_S_FIXED,
+                 lu_per_state: float = LU_S_PER_STATE) -> Literal["gth", "sparse"]:
+    """The route the cost model says is faster; GTH only within GTH_MAX_FLOPS.
+
+    With this machine's constants the LU wins at every size measured (level reduction
+    is 3x slower at 77 states, 20x at 5,252), so GTH serves as the LU's fallback.
+    """
+    gth_s = gth_per_state * n_states + gth_per_flop * flops
+    lu_s = lu_fixed + lu_per_state * n_states
+    return "gth" if (flops <= GTH_MAX_FLOPS and gth_s < lu_s) else "sparse"
 
 
 @dataclass(frozen=True)
@@ -503,15 +569,19 @@ def solve_stationary(p: ModelParams, method: Method = "auto") -> Stationary:
 
     `lumped`: the two small per-node chains (not for handoff with churn);
     `gth`: the joint chain by level reduction; `sparse`: the joint chain by sparse LU;
-    `joint`: gth when small, sparse when large; `auto`: lumped where exact, else joint.
+    `joint`: the cheaper of the two by `joint_method`, and an LU answer whose check
+    fails (some probability lost its relative accuracy: the pinned states are far
+    less likely than others, as in overload) is redone by level reduction where that
+    fits in GTH_MAX_FLOPS; `auto`: lumped where exact, else joint.
     """
     cap_o = p.cap_o if p.has_ofn else 0
     n_states = p.n_states()
     if method == "auto":
         method = "lumped" if lumpable(p) else "joint"
     by: Literal["fn", "ofn"] = "ofn" if (not lumpable(p) or p.cap_f < cap_o) else "fn"
+    checked = method == "joint"
     if method == "joint":
-        method = "gth" if gth_flops(p, by) <= GTH_MAX_FLOPS else "sparse"
+        method = joint_method(n_states, gth_flops(p, by))
     if method == "lumped":
         if not lumpable(p):
             raise ModelError("handoff with churn couples the nodes: use the joint chain")
@@ -527,9 +597,15 @@ def solve_stationary(p: ModelParams, method: Method = "auto") -> Stationary:
         raise ModelError(f"unknown method {method!r}")
     # levels of fewer phases reduce faster; handoff jumps need levels by n_O
     chain = build_chain(p, p.cap_f, cap_o, by)
-    pi = gth_levels(chain) if method == "gth" else sparse_stationary(chain)
+    route: str = method
+    if method == "gth":
+        pi = gth_levels(chain)
+    else:
+        pi, err, route = checked_sparse(chain)
+        if checked and err > linsolve.STATIONARY_TOL and gth_flops(p, by) <= GTH_MAX_FLOPS:
+            pi, route = gth_levels(chain), "gth"
     pf, po, ja = _marginals(chain, pi, p.cap_f, cap_o)
-    return Stationary(pf, po, None if lumpable(p) else ja, method, n_states)
+    return Stationary(pf, po, None if lumpable(p) else ja, route, n_states)
 
 
 # -- per-class metrics ----------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The joint chain of a policy: the availability of each OFN and the count at each node,
 in mixed radix, with its generator built from the policy's answers and its stationary
-vector (GTH when small, a sparse LU when large; pure)."""
+vector (a checked sparse LU, GTH where the LU lost digits, BiCGSTAB when large; pure)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from analysis import linsolve
-from analysis.ctmc import CLASSES, gth_dense
+from analysis.ctmc import CLASSES, gth_dense, joint_method
 from analysis.policy_chain_model import PolicyModel, service_rate
 from analysis.policy_probe import PolicyOracle
 from fogsdn.scenario import LeaveMode, Role
@@ -26,7 +26,8 @@ from fogsdn.scenario import LeaveMode, Role
 MAX_STATES = 200_000
 
 
-# Dense GTH (subtraction-free, O(N^3)) below this many states; sparse LU above.
+# Dense GTH (subtraction-free, O(N^3)) is tried up to this many states: where the
+# cost model (analysis.ctmc.joint_method) picks it, or where the sparse LU's check fails.
 GTH_MAX_STATES = 1_500
 
 
@@ -182,15 +183,27 @@ def build_joint(m: PolicyModel, oracle: PolicyOracle) -> JointChain:
 
 
 def joint_stationary(Q: sp.csr_matrix) -> tuple[np.ndarray, str]:
-    """Stationary vector of a chain in which every state reaches state 0."""
+    """Stationary vector of a chain in which every state reaches state 0.
+
+    Up to linsolve.DIRECT_MAX states: the cheaper of dense GTH and a sparse LU by the
+    cost model, the LU's answer checked entry by entry (`linsolve.checked_stationary`)
+    and redone by GTH (up to GTH_MAX_STATES) where it lost digits. Above: BiCGSTAB.
+    """
     N = Q.shape[0]
-    if N <= GTH_MAX_STATES:
+    dense_flops = 2.0 * N**3 / 3.0
+    if N <= GTH_MAX_STATES and joint_method(N, dense_flops) == "gth":
         return gth_dense(Q.toarray()), "gth"
     out = np.asarray(Q.sum(axis=1)).ravel()
-    At = (Q - sp.diags(out)).T.tocsc()
+    G = (Q - sp.diags(out)).tocsr()
+    if N <= linsolve.DIRECT_MAX:
+        pi, err = linsolve.checked_stationary(G)
+        if err > linsolve.STATIONARY_TOL and N <= GTH_MAX_STATES:
+            return gth_dense(Q.toarray()), "gth"
+        return pi, "sparse"
+    At = G.T.tocsc()
     B = At[1:, 1:].tocsc()
     rhs = -np.asarray(At[1:, 0].toarray()).ravel()
     pi = np.zeros(N)
     pi[0] = 1.0
     pi[1:] = np.maximum(linsolve.solve(B, rhs), 0.0)
-    return pi / pi.sum(), "sparse" if N <= linsolve.DIRECT_MAX else "bicgstab"
+    return pi / pi.sum(), "bicgstab"

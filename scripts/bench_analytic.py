@@ -17,6 +17,18 @@ several OFNs, each case in its own process, reporting the states, the time to as
 the policy and build the generator, to solve it, and to add outage and percentiles:
 
     python scripts/bench_analytic.py --policy-chain [--clusters 20x10x1,20x10x2,...]
+
+`--solvers` compares, per chain kind and size, the stationary solve the model chooses
+(`solve_stationary(p, "joint")`: cost model, checked LU, GTH fallback) with level
+reduction (GTH, where it costs under 1e9 flops) and with plain scipy `spsolve`
+(COLAMD) on the same chain (both including building the generator), best of
+--repeat runs in this process (CPU seconds, so other load on the machine counts
+less), with the chosen answer's componentwise residual and |dE n_O| the two
+answers' difference in mean OFN count; then the time split of the largest joint
+chain (--split, CPU s: build the generator, the coarse grid, the solve, the whole
+prediction; then the LU on the same chain, unless --no-lu):
+
+    python scripts/bench_analytic.py --solvers [--sizes 10x5,...] [--split 1000x500]
 """
 
 from __future__ import annotations
@@ -28,6 +40,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Literal
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -164,6 +177,109 @@ def policy_chain_main(ns: argparse.Namespace) -> int:
     return 0
 
 
+SOLVER_SIZES = "10x5,20x10,40x20,60x30,100x50,140x70,200x100,300x150,500x250"
+
+
+def _best(fn, repeat: int) -> tuple[float, object]:  # type: ignore[no-untyped-def]
+    best, out = float("inf"), None
+    for _ in range(repeat):
+        t0 = time.process_time()
+        out = fn()
+        best = min(best, time.process_time() - t0)
+    return best, out
+
+
+def solvers_main(ns: argparse.Namespace) -> int:
+    """Chosen route vs GTH vs plain spsolve, per chain kind and size; then the split."""
+    import numpy as np
+    from scipy.sparse.linalg import spsolve
+
+    from analysis.ctmc import (
+        build_chain,
+        checked_sparse,
+        generator,
+        gth_flops,
+        gth_levels,
+        lumpable,
+        solve_stationary,
+    )
+
+    hdr = (f"{'leave':<8}{'C_F':>6}{'C_O':>5}{'states':>9}  {'chosen':<10}{'chosen s':>9}"
+           f"{'gth s':>9}{'spsolve s':>10}{'spsolve/chosen':>15}{'check':>9}{'|dE n_O|':>10}")
+    print(hdr)
+    print("-" * len(hdr))
+    for leave in ns.leaves.split(","):
+        for size in ns.sizes.split(","):
+            cf, co = (int(x) for x in size.lower().split("x"))
+            p = _params(cf, co, leave)
+            by: Literal["fn", "ofn"] = "ofn" if (not lumpable(p) or cf < co) else "fn"
+            chain = build_chain(p, cf, co, by)
+            rep = ns.repeat if p.n_states() < 50_000 else 1
+            t_ch, got = _best(lambda: solve_stationary(p, "joint"), rep)  # noqa: B023
+            method = str(getattr(got, "method", "?"))
+            flops = gth_flops(p, by)
+            t_g = _best(lambda: gth_levels(chain), rep)[0] if flops <= 1e9 else None  # noqa: B023
+
+            def naive() -> np.ndarray:  # builds the chain too, as the chosen route does
+                g = generator(build_chain(p, cf, co, by))  # noqa: B023
+                At = g.T.tocsc()
+                x = spsolve(At[1:, 1:].tocsc(), -np.asarray(At[1:, 0].toarray()).ravel())
+                pi = np.concatenate([[1.0], x])
+                return pi / pi.sum()
+
+            t_n, pn = _best(naive, rep)
+            pi, err = (checked_sparse(chain)[:2] if method != "gth"
+                       else (gth_levels(chain), 0.0))
+            w_diff = abs(float(pi @ chain.n) - float(np.asarray(pn) @ chain.n))
+            gs = f"{t_g:9.4f}" if t_g is not None else f"{'-':>9}"
+            print(f"{leave:<8}{cf:>6}{co:>5}{p.n_states():>9}  {method:<10}{t_ch:>9.4f}{gs}"
+                  f"{t_n:>10.4f}{t_n / t_ch:>14.1f}x{err:>9.0e}{w_diff:>10.0e}", flush=True)
+    if ns.split:
+        cf, co = (int(x) for x in ns.split.lower().split("x"))
+        split_main(cf, co, compare_lu=not ns.no_lu)
+    return 0
+
+
+def split_main(cf: int, co: int, compare_lu: bool = True) -> None:
+    """Where the time of the largest joint chain (drain, forced joint) goes, and how
+    the two-level solve compares with the LU (nested dissection) it replaced there."""
+    from analysis import ctmc
+    from analysis.ctmc import build_chain, checked_sparse, coarse_grid, generator, predict
+    from analysis.linsolve import checked_stationary
+
+    p = _params(cf, co, "drain")
+    by: Literal["fn", "ofn"] = "ofn" if cf < co else "fn"
+    t0 = time.process_time()
+    chain = build_chain(p, cf, co, by)
+    G = generator(chain)
+    t1 = time.process_time()
+    coarse_grid(chain)
+    t2 = time.process_time()
+    pi, err, route = checked_sparse(chain)
+    t3 = time.process_time()
+    pr = predict(p, "sparse")
+    w = (pr.hp.W, pr.lp.W)
+    t4 = time.process_time()
+    res = float(abs(pi @ G).max())
+    print(f"\njoint chain drain {cf}x{co}, {p.n_states():,} states, CPU s: build "
+          f"{t1 - t0:.2f}, coarse grid {t2 - t1:.2f}, solve ({route}) {t3 - t2:.2f}, "
+          f"whole predict(sparse) {t4 - t3:.2f}; ||pi Q|| {res:.0e}", flush=True)
+    if compare_lu:
+        t5 = time.process_time()
+        ref, _ = checked_stationary(G, ctmc.nd_order(chain))
+        t6 = time.process_time()
+        saved = ctmc.TWO_LEVEL_MIN_STATES
+        ctmc.TWO_LEVEL_MIN_STATES = 10**12
+        pr_lu = predict(p, "sparse")
+        ctmc.TWO_LEVEL_MIN_STATES = saved
+        t7 = time.process_time()
+        dw = max(abs(a - b) / b for a, b in zip(w, (pr_lu.hp.W, pr_lu.lp.W), strict=True))
+        print(f"the LU (nested dissection) on it: solve {t6 - t5:.2f}, whole predict "
+              f"{t7 - t6:.2f}; ||pi Q|| {float(abs(ref @ G).max()):.0e}; "
+              f"max |pi - pi_LU| {float(abs(pi - ref).max()):.0e}; W of HP, LP differ by "
+              f"{dw:.0e} relative")
+
+
 def _spawn(case: str, cf: int, co: int, leave: str, timeout: float) -> dict[str, object]:
     cmd = [sys.executable, __file__, "--one", json.dumps([case, cf, co, leave])]
     try:
@@ -189,7 +305,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="measure the chain built from the policy object instead")
     ap.add_argument("--clusters", default=DEFAULT_CLUSTERS, help="CFxCOxOFNS,...")
     ap.add_argument("--one-policy", help=argparse.SUPPRESS)
+    ap.add_argument("--solvers", action="store_true",
+                    help="chosen stationary solve vs GTH vs plain spsolve, per size")
+    ap.add_argument("--split", default="", help="with --solvers: CFxCO of the time split")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-lu", action="store_true",
+                    help="with --split: skip the LU it is compared with (~30 s at 1M)")
     ns = ap.parse_args(argv)
+    if ns.solvers:
+        if ns.sizes == DEFAULT_SIZES:
+            ns.sizes = SOLVER_SIZES
+        return solvers_main(ns)
     if ns.one_policy:
         cf, co, ofns, leave = json.loads(ns.one_policy)
         print(json.dumps(one_policy_chain(int(cf), int(co), int(ofns), leave)))

@@ -295,7 +295,7 @@ def test_predict_cli_gives_threshold_exact_figures(capsys: pytest.CaptureFixture
     assert rc == 0, err
     d = json.loads(out)
     assert d["model"] == {"chain": "policy", "policy": "threshold", "states": 462,
-                          "method": "gth", "solved_states": 462}
+                          "method": "sparse", "solved_states": 462}
     from fogsdn.scenario import load_scenario
 
     s = load_scenario(ROOT / "scenarios/threshold.yaml")
