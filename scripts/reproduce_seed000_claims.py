@@ -5,7 +5,7 @@ and the simulator (mean and 95 % interval over replications, fixed capacities).
 
     python scripts/reproduce_seed000_claims.py [--replications 5] [--requests 150000] \
         [--json docs/figures/seed000-claims.json] [--markdown docs/figures/seed000-claims.md] \
-        [--doc docs/reproduction.md]
+        [--doc docs/reproduction.md] [--from-json docs/figures/seed000-claims.json]
 
 --doc replaces the table between the markers `<!-- seed000-claims:begin -->` and
 `<!-- seed000-claims:end -->`. Runs in this process, one replication at a time.
@@ -60,12 +60,12 @@ def _exact(d: dict[str, Any]) -> Figures:
             "outage_hp": float(d["hp"]["outage"])}
 
 
-def _fmt(x: float, unit: str) -> str:
-    if not math.isfinite(x):
+def _fmt(x: float | None, unit: str) -> str:
+    if x is None or not math.isfinite(x):  # NaN, or None as the JSON writes it
         return "n/a"
     if unit == "":
         return f"{x:.2g}"
-    return f"{x:.2f}" if abs(x) < 10 else f"{x:.1f}"
+    return f"{x:.3g}" if abs(x) < 10 else f"{x:.1f}"
 
 
 def run(replications: int, requests: int) -> dict[str, Any]:
@@ -126,8 +126,9 @@ def markdown(result: dict[str, Any]) -> str:
     for r in result["rows"]:
         u = r["unit"]
         s = r["simulated"]
-        half = (s["hi"] - s["lo"]) / 2
-        simtxt = (f"{_fmt(s['mean'], u)} ± {_fmt(half, u)}" if math.isfinite(s["mean"])
+        ok = all(isinstance(s[k], (int, float)) and math.isfinite(s[k])
+                 for k in ("mean", "lo", "hi"))
+        simtxt = (f"{_fmt(s['mean'], u)} ± {_fmt((s['hi'] - s['lo']) / 2, u)}" if ok
                   else "n/a")
         lines.append(
             f"| {r['figure']} | {r['claim']} | {r['paper_text']} | {_fmt(r['printed'], u)} "
@@ -152,8 +153,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=ROOT / "docs/figures/seed000-claims.json")
     ap.add_argument("--markdown", type=Path, default=ROOT / "docs/figures/seed000-claims.md")
     ap.add_argument("--doc", type=Path, default=None)
+    ap.add_argument("--from-json", type=Path, default=None,
+                    help="render the table of an earlier run's JSON (no simulation)")
     a = ap.parse_args(argv)
-    result = run(a.replications, a.requests)
+    result = (json.loads(a.from_json.read_text()) if a.from_json is not None
+              else run(a.replications, a.requests))
     table = markdown(result)
     a.json.parent.mkdir(parents=True, exist_ok=True)
     a.json.write_text(json.dumps(json_safe(result), indent=1) + "\n")
