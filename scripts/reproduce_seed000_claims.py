@@ -107,7 +107,8 @@ def run(replications: int, requests: int) -> dict[str, Any]:
             "simulated": sim.to_dict(), "verdict_exact": verdict(c, ours),
             "verdict_printed": verdict(c, shown)})
     return {"label_printed": LABEL, "reading_shown": SHOWN.label(),
-            "mu_OF": 0.3, "capacities": {"fixed": [20, 10], "drawn": [[17, 23], [7, 13]]},
+            "mu_OF": scenario("4a@0.5", "prioritized").node("ofn1").mu,
+            "capacities": {"fixed": [20, 10], "drawn": [[17, 23], [7, 13]]},
             "leave": "drain", "simulated": {"replications": replications,
                                             "requests_per_replication": requests,
                                             "capacities": "fixed 20/10"},
