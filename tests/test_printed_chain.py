@@ -194,3 +194,21 @@ def test_cli_printed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
         rc, _, err = call_main(cli.main, argv, capsys)
         assert rc == 2
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_claims_table_in_the_docs_is_the_committed_runs(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    import reproduce_seed000_claims as claims  # type: ignore[import-not-found]
+
+    run = ROOT / "docs/figures/seed000-claims.json"
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"head\n{claims.BEGIN}\nold\n{claims.END}\ntail\n")
+    rc, out, _ = call_main(claims.main, ["--from-json", str(run), "--json", str(tmp_path / "j"),
+                                         "--markdown", str(tmp_path / "m"), "--doc", str(doc)],
+                           capsys)
+    assert rc == 0
+    table = (tmp_path / "m").read_text()
+    assert len(table.splitlines()) == 2 + len(CLAIMS) and "old" not in doc.read_text()
+    assert doc.read_text() == f"head\n{claims.BEGIN}\n{table}{claims.END}\ntail\n"
+    assert table in (ROOT / "docs/reproduction.md").read_text()
+    assert table == (ROOT / "docs/figures/seed000-claims.md").read_text()
