@@ -4,6 +4,8 @@
         --mu-of 0.3 --cap-f 20 --cap-o 10 --eta 0.333 --xi 0.333 [--json]
     python scripts/predict.py --scenario scenarios/default.yaml [--json]
     python scripts/predict.py --scenario FILE --optimum all.W --subject-to "hp.W<=2.4"
+    python scripts/predict.py --scenario scenarios/default.yaml --printed  # beside the
+        # seed's chain as printed (its eqs. 1-10: analysis/printed_chain.py)
 
 With --scenario, any state-based policy (threshold, a user's own) on any number of
 FNs and OFNs gets the chain built from the policy object (docs/model.md); the state
@@ -72,6 +74,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
                     help="with --optimum: a constraint, e.g. 'hp.W<=2.4' (repeatable)")
     ap.add_argument("--reject", action="store_true",
                     help="with --optimum: the optimum may block on purpose (admission control)")
+    ap.add_argument("--printed", action="store_true",
+                    help="with --scenario: W beside the seed's chain as printed (seed 000's "
+                         "model only: one FN, one OFN, exponential sizes, a built-in scheme)")
     return ap.parse_args(argv)
 
 
@@ -209,8 +214,38 @@ def _capacity_mean(sc: Scenario, as_json: bool) -> int:
     return 0
 
 
+def _printed(ns: argparse.Namespace) -> int:
+    """Our exact W beside the seed's chain as printed (analysis/printed_chain.py)."""
+    from analysis.printed_chain import LABEL, SHOWN, OutsidePrintedModel, printed_figures
+
+    if ns.scenario is None:
+        print("predict.py: error: --printed needs --scenario", file=sys.stderr)
+        return 2
+    try:
+        sc = load_scenario(ns.scenario)
+        printed = printed_figures(sc)
+        ours = timed_prediction(sc)[0].to_dict()
+    except (OutsidePrintedModel, OutsideModel, ModelError, ScenarioError, ValueError) as err:
+        print(f"predict.py: error: --printed: {err}", file=sys.stderr)
+        return 2
+    if ns.json:
+        print(json.dumps(json_safe({"exact": ours, "printed": printed.to_dict()})))
+        return 0
+    hp, lp = ours["hp"], ours["lp"]
+    assert isinstance(hp, dict) and isinstance(lp, dict)
+    print(f"scenario={sc.name} policy={sc.policy.name}")
+    print(f"{'W (ms)':<8}{'ours (exact)':>16}{LABEL:>32}")
+    print(f"{'HP':<8}{_fmt(hp['W']):>16}{_fmt(printed.W_hp):>32}")
+    print(f"{'LP':<8}{_fmt(lp['W']):>16}{_fmt(printed.W_lp):>32}")
+    print(f"printed: eqs. 1 and 3-8 as the seed prints them ({SHOWN.label()}; "
+          "docs/model.md); no blocking, no outage")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ns = _args(argv)
+    if ns.printed:
+        return _printed(ns)
     try:
         done = _size_based(ns)
         if done is not None:

@@ -1,0 +1,131 @@
+"""Seed 000's numeric and ordering claims for Figs. 4-6, as checkable rows (pure).
+
+Each `Claim` is one statement of the paper's text: its figure, the paper's value (a
+number, or None where the text only says which is larger: the value must be > 0), and
+a function of the figures at the claim's points. The same function is evaluated on the
+printed chain (analysis/printed_chain.py), our exact chain, the exact mean over the
+paper's drawn capacities, and each simulated replication (common random numbers: every
+scheme of a replication runs on the same seed), so a difference or a percentage gets its
+interval from the replications' own values.
+
+Verdict of a value against the paper's: a number within 10 % is "reproduced", one of the
+same sign within a factor of 2 "same order", anything else "not"; an ordering claim is
+"reproduced" when its value is > 0. NaN (no printed outage equation) is "n/a".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+# a claim's point: (figure scenario, overrides of the scenario)
+POINTS: dict[str, tuple[str, dict[str, float]]] = {
+    "4a@0.5": ("seed000_fig4a", {"workload.lambda_lp": 0.5}),
+    "4a@0.1": ("seed000_fig4a", {"workload.lambda_lp": 0.1}),
+    "4b@0.1": ("seed000_fig4b", {"workload.lambda_lp": 0.1}),
+    "4b@0.5": ("seed000_fig4b", {"workload.lambda_lp": 0.5}),
+    "5b@0.3": ("seed000_fig5b", {"workload.lambda_hp": 0.15}),
+    "5b@1": ("seed000_fig5b", {"workload.lambda_hp": 0.5}),
+}
+SCHEMES: tuple[str, ...] = ("prioritized", "nodiff", "basic")
+# (point, scheme, metric) -> value; metrics: W_hp, W_lp, outage_hp
+Get = Callable[[str, str, str], float]
+
+
+@dataclass(frozen=True)
+class Claim:
+    figure: str
+    text: str
+    paper: float | None  # None: the text says only that the value is > 0
+    unit: str
+    needs: tuple[tuple[str, str], ...]  # (point, scheme) pairs the value reads
+    value: Callable[[Get], float]
+
+    def paper_text(self) -> str:
+        return "> 0" if self.paper is None else f"{self.paper:g}{self.unit}"
+
+
+def _pct(a: float, b: float) -> float:
+    return 100.0 * (1.0 - a / b)
+
+
+CLAIMS: tuple[Claim, ...] = (
+    Claim("4a", "proposed HP shorter than NoDiff at lambda_LP = 0.5", 49.0, " %",
+          (("4a@0.5", "prioritized"), ("4a@0.5", "nodiff")),
+          lambda g: _pct(g("4a@0.5", "prioritized", "W_hp"), g("4a@0.5", "nodiff", "W_hp"))),
+    Claim("4a", "proposed HP shorter than Basic at lambda_LP = 0.5", 62.0, " %",
+          (("4a@0.5", "prioritized"), ("4a@0.5", "basic")),
+          lambda g: _pct(g("4a@0.5", "prioritized", "W_hp"), g("4a@0.5", "basic", "W_hp"))),
+    Claim("4a", "NoDiff above Basic at low load: NoDiff - Basic at lambda_LP = 0.1", None,
+          " ms", (("4a@0.1", "nodiff"), ("4a@0.1", "basic")),
+          lambda g: g("4a@0.1", "nodiff", "W_hp") - g("4a@0.1", "basic", "W_hp")),
+    Claim("4a", "proposed LP above NoDiff: proposed LP - NoDiff at lambda_LP = 0.5", None,
+          " ms", (("4a@0.5", "prioritized"), ("4a@0.5", "nodiff")),
+          lambda g: g("4a@0.5", "prioritized", "W_lp") - g("4a@0.5", "nodiff", "W_hp")),
+    Claim("4b", "proposed HP lowest of all schemes: min(NoDiff, Basic) - proposed HP at "
+          "lambda_LP = 0.1", None, " ms",
+          (("4b@0.1", "prioritized"), ("4b@0.1", "nodiff"), ("4b@0.1", "basic")),
+          lambda g: min(g("4b@0.1", "nodiff", "W_hp"), g("4b@0.1", "basic", "W_hp"))
+          - g("4b@0.1", "prioritized", "W_hp")),
+    Claim("4b", "proposed LP improves from 4a to 4b: LP(4a) - LP(4b) at lambda_LP = 0.5",
+          None, " ms", (("4a@0.5", "prioritized"), ("4b@0.5", "prioritized")),
+          lambda g: g("4a@0.5", "prioritized", "W_lp") - g("4b@0.5", "prioritized", "W_lp")),
+    Claim("5b", "NoDiff - proposed HP at ratio 0.3", 12.9, " ms",
+          (("5b@0.3", "prioritized"), ("5b@0.3", "nodiff")),
+          lambda g: g("5b@0.3", "nodiff", "W_hp") - g("5b@0.3", "prioritized", "W_hp")),
+    Claim("5b", "proposed LP - proposed HP at ratio 0.3", 21.5, " ms",
+          (("5b@0.3", "prioritized"),),
+          lambda g: g("5b@0.3", "prioritized", "W_lp") - g("5b@0.3", "prioritized", "W_hp")),
+    Claim("5b", "NoDiff - proposed HP at ratio 1", 0.6, " ms",
+          (("5b@1", "prioritized"), ("5b@1", "nodiff")),
+          lambda g: g("5b@1", "nodiff", "W_hp") - g("5b@1", "prioritized", "W_hp")),
+    Claim("5b", "proposed LP - proposed HP at ratio 1", 0.9, " ms",
+          (("5b@1", "prioritized"),),
+          lambda g: g("5b@1", "prioritized", "W_lp") - g("5b@1", "prioritized", "W_hp")),
+    Claim("6a", "proposed HP outage lowest: min(NoDiff, Basic) - proposed at "
+          "lambda_LP = 0.5 (D = 30 ms)", None, "",
+          (("4a@0.5", "prioritized"), ("4a@0.5", "nodiff"), ("4a@0.5", "basic")),
+          lambda g: min(g("4a@0.5", "nodiff", "outage_hp"), g("4a@0.5", "basic", "outage_hp"))
+          - g("4a@0.5", "prioritized", "outage_hp")),
+    Claim("6b", "proposed HP outage rises from 6a to 6b: 6b - 6a at lambda_LP = 0.5", None,
+          "", (("4a@0.5", "prioritized"), ("4b@0.5", "prioritized")),
+          lambda g: g("4b@0.5", "prioritized", "outage_hp")
+          - g("4a@0.5", "prioritized", "outage_hp")),
+)
+
+
+def needed() -> list[tuple[str, str]]:
+    """Every (point, scheme) some claim reads, in a fixed order."""
+    seen: dict[tuple[str, str], None] = {}
+    for c in CLAIMS:
+        for k in c.needs:
+            seen.setdefault(k, None)
+    return list(seen)
+
+
+def lookup(table: Mapping[tuple[str, str], Mapping[str, float]]) -> Get:
+    """A `Get` over {(point, scheme): {metric: value}}; a missing metric is NaN."""
+    def get(point: str, scheme: str, metric: str) -> float:
+        return float(table[(point, scheme)].get(metric, math.nan))
+    return get
+
+
+def evaluate(claim: Claim, get: Get) -> float:
+    try:
+        return float(claim.value(get))
+    except ZeroDivisionError:
+        return math.nan
+
+
+def verdict(claim: Claim, value: float) -> str:
+    """The module docstring's rule."""
+    if not math.isfinite(value):
+        return "n/a"
+    if claim.paper is None:
+        return "reproduced" if value > 0 else "not"
+    if abs(value - claim.paper) <= 0.1 * abs(claim.paper):
+        return "reproduced"
+    if value * claim.paper > 0 and 0.5 <= value / claim.paper <= 2.0:
+        return "same order"
+    return "not"

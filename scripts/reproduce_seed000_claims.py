@@ -1,0 +1,173 @@
+"""Seed 000's claims for Figs. 4-6 (analysis/seed000_claims.py) as one table: the paper's
+value, the seed's chain as printed (analysis/printed_chain.py), our exact chain at the
+fixed capacities 20/10, its mean over the paper's drawn capacities (C_F 17-23, C_O 7-13),
+and the simulator (mean and 95 % interval over replications, fixed capacities).
+
+    python scripts/reproduce_seed000_claims.py [--replications 5] [--requests 150000] \
+        [--json docs/figures/seed000-claims.json] [--markdown docs/figures/seed000-claims.md] \
+        [--doc docs/reproduction.md] [--from-json docs/figures/seed000-claims.json]
+
+--doc replaces the table between the markers `<!-- seed000-claims:begin -->` and
+`<!-- seed000-claims:end -->`. Runs in this process, one replication at a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+import bootstrap  # noqa: E402
+
+bootstrap.bootstrap(needs_network_stack=False, extras="")
+
+from analysis.model_params import capacity_mean_prediction, exact_prediction  # noqa: E402
+from analysis.printed_chain import LABEL, SHOWN, all_readings, printed_figures  # noqa: E402
+from analysis.seed000_claims import (  # noqa: E402
+    CLAIMS,
+    POINTS,
+    evaluate,
+    lookup,
+    needed,
+    verdict,
+)
+from fogsdn.scenario import Scenario, load_scenario  # noqa: E402
+from fogsdn.summary import json_safe  # noqa: E402
+from sim.runner import run_simulation  # noqa: E402
+from sim.seed003_claims import interval  # noqa: E402
+
+BEGIN, END = "<!-- seed000-claims:begin -->", "<!-- seed000-claims:end -->"
+DRAWN = {"nodes.fn.capacity": {"uniform": [17, 23]}, "nodes.ofn1.capacity": {"uniform": [7, 13]}}
+Figures = dict[str, float]
+
+
+def scenario(point: str, scheme: str) -> Scenario:
+    name, overrides = POINTS[point]
+    base = load_scenario(ROOT / "scenarios" / f"{name}.yaml")
+    return base.with_overrides({**overrides, "policy.name": scheme})
+
+
+def _exact(d: dict[str, Any]) -> Figures:
+    return {"W_hp": float(d["hp"]["W"]), "W_lp": float(d["lp"]["W"]),
+            "outage_hp": float(d["hp"]["outage"])}
+
+
+def _fmt(x: float | None, unit: str) -> str:
+    if x is None or not math.isfinite(x):  # NaN, or None as the JSON writes it
+        return "n/a"
+    if unit == "":
+        return f"{x:.2g}"
+    return f"{x:.3g}" if abs(x) < 10 else f"{x:.1f}"
+
+
+def run(replications: int, requests: int) -> dict[str, Any]:
+    keys = needed()
+    printed: dict[str, dict[tuple[str, str], Figures]] = {r.label(): {} for r in all_readings()}
+    exact: dict[tuple[str, str], Figures] = {}
+    drawn: dict[tuple[str, str], Figures] = {}
+    sims: list[dict[tuple[str, str], Figures]] = [{} for _ in range(replications)]
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        for point, scheme in keys:
+            sc = scenario(point, scheme)
+            for reading in all_readings():
+                f = printed_figures(sc, reading)
+                printed[reading.label()][(point, scheme)] = (
+                    {"W_hp": f.W_hp, "W_lp": f.W_lp} if f.is_distribution else {})
+            exact[(point, scheme)] = _exact(exact_prediction(sc).to_dict())
+            mean = capacity_mean_prediction(sc.with_overrides(DRAWN))
+            assert not isinstance(mean, str), mean
+            drawn[(point, scheme)] = _exact(mean)
+            for r in range(replications):
+                s = run_simulation(sc, Path(tmp) / f"{point}-{scheme}-{r}", requests=requests,
+                                   replication=r, trace=False, compare=False)
+                m = s["measured"]
+                sims[r][(point, scheme)] = {"W_hp": float(m["hp"]["W"]),
+                                            "W_lp": float(m["lp"]["W"]),
+                                            "outage_hp": float(m["hp"]["outage"])}
+            print(f"{point} {scheme}: done ({time.perf_counter() - t0:.0f} s)", flush=True)
+    rows = []
+    for c in CLAIMS:
+        per_reading = {label: evaluate(c, lookup(t)) for label, t in printed.items()}
+        shown = per_reading[SHOWN.label()]
+        ours = evaluate(c, lookup(exact))
+        sim = interval([evaluate(c, lookup(t)) for t in sims])
+        rows.append({
+            "figure": c.figure, "claim": c.text, "paper": c.paper, "paper_text": c.paper_text(),
+            "unit": c.unit.strip(), "printed": shown, "printed_readings": per_reading,
+            "exact": ours, "exact_drawn_capacities": evaluate(c, lookup(drawn)),
+            "simulated": sim.to_dict(), "verdict_exact": verdict(c, ours),
+            "verdict_printed": verdict(c, shown)})
+    return {"label_printed": LABEL, "reading_shown": SHOWN.label(),
+            "mu_OF": scenario("4a@0.5", "prioritized").node("ofn1").mu,
+            "capacities": {"fixed": [20, 10], "drawn": [[17, 23], [7, 13]]},
+            "leave": "drain", "simulated": {"replications": replications,
+                                            "requests_per_replication": requests,
+                                            "capacities": "fixed 20/10"},
+            "points": {k: {"scenario": v[0], "overrides": v[1]} for k, v in POINTS.items()},
+            "rows": rows, "wall_s": time.perf_counter() - t0}
+
+
+def markdown(result: dict[str, Any]) -> str:
+    sim = result["simulated"]
+    lines = [
+        "| Fig. | claim | paper | printed chain | ours (exact) | ours, drawn capacities "
+        f"| simulated ({sim['replications']} x {sim['requests_per_replication']:,}) "
+        "| verdict (ours) | verdict (printed) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in result["rows"]:
+        u = r["unit"]
+        s = r["simulated"]
+        ok = all(isinstance(s[k], (int, float)) and math.isfinite(s[k])
+                 for k in ("mean", "lo", "hi"))
+        simtxt = (f"{_fmt(s['mean'], u)} ± {_fmt((s['hi'] - s['lo']) / 2, u)}" if ok
+                  else "n/a")
+        lines.append(
+            f"| {r['figure']} | {r['claim']} | {r['paper_text']} | {_fmt(r['printed'], u)} "
+            f"| {_fmt(r['exact'], u)} | {_fmt(r['exact_drawn_capacities'], u)} | {simtxt} "
+            f"| {r['verdict_exact']} | {r['verdict_printed']} |")
+    return "\n".join(lines) + "\n"
+
+
+def update_doc(doc: Path, table: str) -> None:
+    text = doc.read_text()
+    head, sep1, rest = text.partition(BEGIN)
+    _, sep2, tail = rest.partition(END)
+    if not (sep1 and sep2):
+        raise SystemExit(f"{doc}: no {BEGIN} ... {END} markers")
+    doc.write_text(f"{head}{BEGIN}\n{table}{END}{tail}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="seed 000's claims table (Figs. 4-6)")
+    ap.add_argument("--replications", type=int, default=5)
+    ap.add_argument("--requests", type=int, default=150_000)
+    ap.add_argument("--json", type=Path, default=ROOT / "docs/figures/seed000-claims.json")
+    ap.add_argument("--markdown", type=Path, default=ROOT / "docs/figures/seed000-claims.md")
+    ap.add_argument("--doc", type=Path, default=None)
+    ap.add_argument("--from-json", type=Path, default=None,
+                    help="render the table of an earlier run's JSON (no simulation)")
+    a = ap.parse_args(argv)
+    result = (json.loads(a.from_json.read_text()) if a.from_json is not None
+              else run(a.replications, a.requests))
+    table = markdown(result)
+    a.json.parent.mkdir(parents=True, exist_ok=True)
+    a.json.write_text(json.dumps(json_safe(result), indent=1) + "\n")
+    a.markdown.write_text(table)
+    if a.doc is not None:
+        update_doc(a.doc, table)
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,214 @@
+"""Seed 000's chain as printed (analysis/printed_chain.py): closed forms, each documented
+reading, the claims' rule, and predict.py --printed."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from conftest import call_main
+
+from analysis.ctmc import ModelParams, predict
+from analysis.printed_chain import (
+    Reading,
+    balance_rows,
+    figures,
+    printed_figures,
+    states,
+    stationary,
+    transitions,
+)
+from analysis.seed000_claims import CLAIMS, POINTS, evaluate, lookup, needed, verdict
+from fogsdn.scenario import load_scenario, parse_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+FIG4A = ROOT / "scenarios" / "seed000_fig4a.yaml"
+
+
+def _p(scheme: str, lam_hp: float = 0.3, lam_lp: float = 0.5, mu_of: float = 0.3,
+       cap_f: int = 20, cap_o: int = 10, eta: float = 1 / 3, xi: float = 1 / 3) -> ModelParams:
+    return ModelParams(scheme=scheme, lam_hp=lam_hp, lam_lp=lam_lp, mu_f=1.0,  # type: ignore[arg-type]
+                       mu_of=mu_of, cap_f=cap_f, cap_o=cap_o, eta=eta, xi=xi)
+
+
+def mm1c_mean(rho: float, c: int) -> float:
+    """Mean number in M/M/1/C, written out (rho != 1)."""
+    return rho / (1 - rho) - (c + 1) * rho ** (c + 1) / (1 - rho ** (c + 1))
+
+
+# -- closed forms ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("lam_lp", [0.1, 0.5, 0.9])
+def test_basic_is_mm1c_and_its_w_is_little_without_blocking(lam_lp: float) -> None:
+    f = figures(_p("basic", lam_lp=lam_lp, cap_f=7))
+    lam = 0.3 + lam_lp
+    assert f.states == 8
+    assert f.W_hp == pytest.approx(mm1c_mean(lam, 7) / lam, rel=1e-12)  # eq. 7, lambda_e = lambda
+    verbatim = figures(_p("basic", lam_lp=lam_lp, cap_f=7), Reading(eq5_rates="verbatim"))
+    assert verbatim.W_hp == pytest.approx(mm1c_mean(lam, 7) / 0.3, rel=1e-12)
+
+
+@pytest.mark.parametrize("mu_of", [0.1, 0.3, 2.0])
+def test_proposed_hp_with_the_ofn_never_leaving_is_mm1c_at_lambda_hp(mu_of: float) -> None:
+    # eta = 0: status U is never entered; the OFN's excursions leave and re-enter (A,F,0)
+    # only, so the FN's part is M/M/1/C at lambda_HP whatever mu_OF is
+    f = figures(_p("proposed", eta=0.0, mu_of=mu_of, cap_f=5, cap_o=3))
+    assert f.W_hp == pytest.approx(mm1c_mean(0.3, 5) / 0.3, rel=1e-12)
+
+
+@pytest.mark.parametrize("eta, xi", [(1 / 3, 1 / 3), (2 / 3, 1 / 3)])
+def test_proposed_hp_is_the_fn_mean_over_its_offered_rate(eta: float, xi: float) -> None:
+    # the printed FN part is our exact FN chain (drain); eq. 5 is its offered rate
+    ours = predict(_p("proposed", eta=eta, xi=xi))
+    p_a = xi / (eta + xi)
+    expected = ours.mean_fn / (0.3 * p_a + 0.8 * (1 - p_a))
+    for mu_of in (0.1, 0.3, 2.0):
+        assert figures(_p("proposed", eta=eta, xi=xi, mu_of=mu_of)).W_hp == pytest.approx(
+            expected, rel=1e-9)
+
+
+def test_fig4a_reductions_are_48_and_7_percent_for_any_mu_of() -> None:
+    for mu_of in (0.1, 0.3, 1.0):
+        hp = figures(_p("proposed", mu_of=mu_of)).W_hp
+        basic = figures(_p("basic", mu_of=mu_of)).W
+        nodiff = figures(_p("nodiff", mu_of=mu_of)).W
+        assert 100 * (1 - hp / basic) == pytest.approx(47.87, abs=0.01)  # the paper: 62
+        assert 100 * (1 - hp / nodiff) == pytest.approx(7.34, abs=0.01)  # the paper: 49
+
+
+# -- each reading of the text ------------------------------------------------------------
+
+def test_state_space_is_the_papers() -> None:  # item 1
+    s = states(_p("proposed", cap_f=4, cap_o=3))
+    assert len(s) == 2 * 5 + 3
+    assert ("A", "O", 0) not in s and not any(x[:2] == ("U", "O") for x in s)
+    assert len(states(_p("basic", cap_f=4))) == 5
+
+
+def test_boundaries_misprint_and_ofn_return() -> None:  # items 2-5
+    p = _p("proposed", cap_f=4, cap_o=3, mu_of=0.3, eta=0.25, xi=0.5)
+    t = transitions(p)
+    assert (("A", "F", 4), ("A", "F", 5)) not in t  # no state above C_F
+    assert (("A", "F", 1), ("A", "O", 2)) not in t  # eq. 1's j = 1 line: a misprint
+    assert t[(("A", "O", 1), ("A", "F", 0))] == 0.3  # once, not twice
+    assert not any(b == ("A", "O", 0) for _a, b in t)
+    assert t[(("A", "F", 2), ("U", "F", 2))] == 0.25  # eta is the A -> U rate
+    assert not any(a[:2] == ("A", "O") and b[0] == "U" for a, b in t)  # never leaves busy
+    assert t[(("A", "F", 0), ("A", "O", 1))] == 0.5  # lambda_LP
+    nd = transitions(_p("nodiff", cap_f=4, cap_o=3))
+    assert nd[(("A", "F", 1), ("A", "F", 2))] == pytest.approx(0.4)  # alpha * lambda
+    assert nd[(("A", "F", 0), ("A", "O", 1))] == pytest.approx(0.4)  # beta * lambda
+
+
+def test_printed_balance_equations_are_not_eq1s_and_define_no_distribution() -> None:
+    p = _p("proposed")
+    rows = balance_rows(p)
+    assert len(rows) == len(states(p)) - 1  # no equation for (A,O,C_O)
+    first, o1 = rows[0], rows[2 * 21]
+    assert first[("A", "F", 0)] == pytest.approx(0.8)  # no eta in the outflow
+    assert o1[("U", "F", 0)] == pytest.approx(-0.5)  # eq. 2 (7): fed from (U,F,0)
+    for scheme in ("proposed", "nodiff"):
+        st = stationary(_p(scheme), "balance")
+        assert st.residual < 1e-12  # solved exactly ...
+        assert st.min_prob < -1e-3  # ... by a vector with negative entries
+        f = figures(_p(scheme), Reading(stationary="balance"))
+        assert not f.is_distribution
+    assert figures(_p("proposed")).is_distribution
+
+
+def test_eq4_reads_u_o_as_the_fn_in_u() -> None:  # item 7
+    p = _p("proposed")
+    st = stationary(p)
+    n_uf = sum(s[2] * st.pi[k] for k, s in enumerate(states(p)) if s[:2] == ("U", "F"))
+    fn, zero = figures(p, Reading(eq4_u="fn")), figures(p, Reading(eq4_u="zero"))
+    assert fn.N_lp - zero.N_lp == pytest.approx(n_uf, rel=1e-12)
+    assert fn.N_hp == zero.N_hp
+
+
+def test_eq5_rates_node_or_verbatim() -> None:  # item 8
+    p = _p("nodiff")
+    st = stationary(p)
+    mass = {k: sum(st.pi[i] for i, s in enumerate(states(p)) if s[:2] == k)
+            for k in (("A", "F"), ("U", "F"), ("A", "O"))}
+    node, verbatim = figures(p), figures(p, Reading(eq5_rates="verbatim"))
+    assert node.lam_e_hp == pytest.approx(0.4 * mass[("A", "F")] + 0.8 * mass[("U", "F")])
+    assert verbatim.lam_e_hp == pytest.approx(0.3 * mass[("A", "F")] + 0.8 * mass[("U", "F")])
+    assert node.lam_e_lp == pytest.approx(0.4 * mass[("A", "O")] + 0.8 * mass[("U", "F")])
+    prop = _p("proposed")
+    assert figures(prop).W_hp == figures(prop, Reading(eq5_rates="verbatim")).W_hp
+
+
+# -- the claims' rule ----------------------------------------------------------------------
+
+def test_claims_rule_and_points() -> None:
+    c49, c_order = CLAIMS[0], CLAIMS[2]
+    assert c49.paper == 49.0 and c_order.paper is None
+    assert verdict(c49, 50.2) == "reproduced"
+    assert verdict(c49, 30.0) == "same order"
+    assert verdict(c49, -5.0) == "not" and verdict(c49, math.nan) == "n/a"
+    assert verdict(c_order, 0.1) == "reproduced" and verdict(c_order, -0.1) == "not"
+    table = {k: {"W_hp": 2.0, "W_lp": 5.0} for k in needed()}
+    table[("4a@0.5", "nodiff")] = {"W_hp": 4.0}
+    assert evaluate(c49, lookup(table)) == pytest.approx(50.0)
+    assert math.isnan(evaluate(CLAIMS[-1], lookup(table)))  # no outage: n/a
+    assert {p for p, _s in needed()} == set(POINTS)
+    assert POINTS["5b@0.3"][1] == {"workload.lambda_hp": 0.15}  # ratio 0.3 of lambda_LP 0.5
+
+
+# -- predict.py --printed --------------------------------------------------------------------
+
+def test_printed_from_a_scenario_and_outside_it(tmp_path: Path) -> None:
+    sc = load_scenario(FIG4A)
+    assert printed_figures(sc).W_hp == pytest.approx(figures(_p("proposed")).W_hp)
+    d = sc.to_dict()
+    d["nodes"].append({"name": "ofn2", "role": "ofn", "mu": 0.3, "capacity": 10})
+    from analysis.printed_chain import OutsidePrintedModel
+
+    with pytest.raises(OutsidePrintedModel, match="one OFN"):
+        printed_figures(parse_scenario(d))
+    with pytest.raises(OutsidePrintedModel, match="single"):
+        printed_figures(sc.with_overrides({"nodes.fn.servers": "multi"}))
+
+
+def test_cli_printed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import predict as cli  # type: ignore[import-not-found]
+
+    rc, out, err = call_main(cli.main, ["--scenario", str(FIG4A), "--printed"], capsys)
+    assert rc == 0, err
+    assert "the seed's chain as printed" in out and "ours (exact)" in out
+    hp = next(line for line in out.splitlines() if line.startswith("HP")).split()
+    assert float(hp[1]) == pytest.approx(2.36314, rel=1e-5)
+    assert float(hp[2]) == pytest.approx(2.47899, rel=1e-5)
+    rc, out, _ = call_main(cli.main, ["--scenario", str(FIG4A), "--printed", "--json"], capsys)
+    d = json.loads(out)
+    assert d["printed"]["label"] == "the seed's chain as printed"
+    assert d["printed"]["hp"]["W"] == pytest.approx(2.47899, rel=1e-5)
+    outside = tmp_path / "deterministic.yaml"
+    outside.write_text(load_scenario(FIG4A).with_overrides(
+        {"workload.size.distribution": "deterministic"}).to_yaml())
+    for argv in (["--scenario", str(ROOT / "scenarios/seed000_drawn.yaml"), "--printed"],
+                 ["--scenario", str(outside), "--printed"],
+                 ["--printed"]):
+        rc, _, err = call_main(cli.main, argv, capsys)
+        assert rc == 2
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_claims_table_in_the_docs_is_the_committed_runs(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    import reproduce_seed000_claims as claims  # type: ignore[import-not-found]
+
+    run = ROOT / "docs/figures/seed000-claims.json"
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"head\n{claims.BEGIN}\nold\n{claims.END}\ntail\n")
+    rc, out, _ = call_main(claims.main, ["--from-json", str(run), "--json", str(tmp_path / "j"),
+                                         "--markdown", str(tmp_path / "m"), "--doc", str(doc)],
+                           capsys)
+    assert rc == 0
+    table = (tmp_path / "m").read_text()
+    assert len(table.splitlines()) == 2 + len(CLAIMS) and "old" not in doc.read_text()
+    assert doc.read_text() == f"head\n{claims.BEGIN}\n{table}{claims.END}\ntail\n"
+    assert table in (ROOT / "docs/reproduction.md").read_text()
+    assert table == (ROOT / "docs/figures/seed000-claims.md").read_text()
