@@ -1,4 +1,5 @@
-"""The memory a run holds: the resident set of its whole process tree, sampled.
+"""The memory a run holds: the resident set of its whole process tree, sampled; and
+the CPU time its kinds of process used (clients, fog daemons, relays, Open vSwitch).
 
 Why: the live city at the paper's scale is some 260 processes (fog daemons, clients,
 the hosts' shells, link relays, the controller); the figure that says whether it fits
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,23 @@ def parse_status_kb(status: str, key: str) -> int:
     return 0
 
 
+def parse_stat_cpu_ticks(stat: str) -> int:
+    """utime + stime (clock ticks) from a /proc/PID/stat line."""
+    fields = stat[stat.rindex(")") + 2:].split()
+    return int(fields[11]) + int(fields[12])
+
+
+# what a process is, by a word of its command line (the first that matches)
+KINDS = (("city_client", "clients"), ("city_fog", "fog daemons"),
+         ("linkem_relay", "link relays"), ("controller", "controller"),
+         ("mininet:", "host shells"))
+TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
+
+
+def process_kind(cmdline: str) -> str:
+    return next((kind for word, kind in KINDS if word in cmdline), "runner and other")
+
+
 def descendants(root: int, parents: dict[int, int]) -> list[int]:
     """`root` and every process below it, from a pid -> parent pid map."""
     children: dict[int, list[int]] = {}
@@ -49,6 +67,13 @@ def _read(path: Path) -> str | None:
     try:
         return path.read_text()
     except OSError:  # gone meanwhile, or not ours to read
+        return None
+
+
+def _ovs_pid() -> int | None:
+    try:
+        return int(Path("/var/run/openvswitch/ovs-vswitchd.pid").read_text().strip())
+    except (OSError, ValueError):
         return None
 
 
@@ -86,14 +111,51 @@ class MemoryPeak:
     peak_processes: int = 0
     samples: int = 0
     last: float = 0.0  # time.monotonic() of the last sample
+    # CPU: each process's last-seen ticks and kind; Open vSwitch's at the first sample
+    _ticks: dict[int, tuple[str, int]] = field(default_factory=dict)
+    _ovs: tuple[int, int, float] | None = None  # pid, ticks, time at the first sample
+    _ovs_now: tuple[int, float] = (0, 0.0)
+    _first: float = 0.0
 
     def sample(self) -> None:
         self.last = time.monotonic()
+        if not self._first:
+            self._first = self.last
+        self._sample_cpu()
         rss, pss, n = tree_memory_kb(self.root)
         self.peak_rss_kb = max(self.peak_rss_kb, rss)
         self.peak_pss_kb = max(self.peak_pss_kb, pss)
         self.peak_processes = max(self.peak_processes, n)
         self.samples += 1
+
+    def _sample_cpu(self) -> None:
+        for pid in descendants(self.root, process_parents()):
+            stat = _read(PROC / str(pid) / "stat")
+            if stat is None:
+                continue
+            kind = self._ticks[pid][0] if pid in self._ticks else \
+                process_kind((_read(PROC / str(pid) / "cmdline") or "").replace("\0", " "))
+            self._ticks[pid] = (kind, parse_stat_cpu_ticks(stat))
+        ovs = _ovs_pid()
+        if ovs is not None:
+            stat = _read(PROC / str(ovs) / "stat")
+            if stat is not None:
+                ticks = parse_stat_cpu_ticks(stat)
+                if self._ovs is None or self._ovs[0] != ovs:
+                    self._ovs = (ovs, ticks, self.last)
+                self._ovs_now = (ticks, self.last)
+
+    def cpu_s(self) -> dict[str, float]:
+        """CPU seconds by kind of process since each started (the runner's own since it
+        started), and Open vSwitch's since the first sample; with the span sampled."""
+        out: dict[str, float] = {}
+        for kind, ticks in self._ticks.values():
+            out[kind] = out.get(kind, 0.0) + ticks * TICK_S
+        if self._ovs is not None:
+            out["open vswitch"] = (self._ovs_now[0] - self._ovs[1]) * TICK_S
+        out = {k: round(v, 1) for k, v in out.items()}
+        out["span_s"] = round(self.last - self._first, 1)
+        return out
 
     @property
     def peak_mb(self) -> float:
@@ -102,4 +164,5 @@ class MemoryPeak:
     def summary(self) -> dict[str, Any]:
         return {"peak_rss_mb": round(self.peak_rss_kb / 1024, 1),
                 "peak_pss_mb": round(self.peak_pss_kb / 1024, 1),
-                "peak_processes": self.peak_processes, "samples": self.samples}
+                "peak_processes": self.peak_processes, "samples": self.samples,
+                "cpu_s": self.cpu_s()}

@@ -16,7 +16,15 @@ from fogsdn.scenario import scenario_graph
 from fogsdn.topology import HostSpec, build_graph, host_address
 from nodes.city_fog import CityConfig
 from runner.city_live import live_scenario, start_positions
-from runner.proc_memory import descendants, parse_stat_ppid, parse_status_kb, tree_memory_kb
+from runner.proc_memory import (
+    MemoryPeak,
+    descendants,
+    parse_stat_cpu_ticks,
+    parse_stat_ppid,
+    parse_status_kb,
+    process_kind,
+    tree_memory_kb,
+)
 from topologies.city_net import (
     STAR_CLIENTS_PER_SWITCH,
     STAR_PORTS_PER_SWITCH,
@@ -128,3 +136,14 @@ def test_memory_of_a_process_tree() -> None:
     assert sorted(descendants(1, {2: 1, 3: 2, 4: 1, 5: 9})) == [1, 2, 3, 4]
     rss, _pss, n = tree_memory_kb(os.getpid())
     assert rss > 10_000 and n >= 1
+    line = "9 (x y) S 1 9 9 0 -1 4194560 100 0 0 0 250 31 0 0 20 0 1 0 5 0 0"
+    assert parse_stat_cpu_ticks(line) == 281
+    assert process_kind("python -m nodes.city_client --name c1") == "clients"
+    assert process_kind("build/linkem/linkem_relay ctl a b") == "link relays"
+    assert process_kind("bash --norc") == "runner and other"
+    peak = MemoryPeak(os.getpid())
+    peak.sample()
+    sum(i * i for i in range(300_000))  # some CPU of our own
+    peak.sample()
+    cpu = peak.summary()["cpu_s"]
+    assert cpu["runner and other"] > 0 and peak.peak_mb > 10
