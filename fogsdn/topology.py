@@ -109,6 +109,17 @@ VIP_MAC = "02:00:00:00:00:fa"
 SERVICE_PORT = 9000
 MAX_PORTS = 99  # switch veths are named <bridge>-ethNN and must fit IFNAMSIZ
 MAX_SWITCHES = 99
+HOST_PREFIX_LEN = 16  # hosts' netmask: 10.0.0.0/16 holds the clients past 10.0.0.249
+MAX_CLIENTS = 149 + 249 * 4
+
+
+def host_address(idx: int) -> str:
+    """Host number `idx` (fog nodes 1.., clients 101..) as an address: 10.0.0.idx up to
+    .249 (the service address is .250), then 10.0.1.1-249, 10.0.2.1-249, ..."""
+    if idx <= 249:
+        return f"{SUBNET_PREFIX}{idx}"
+    over = idx - 250
+    return f"10.0.{1 + over // 249}.{1 + over % 249}"
 
 
 class TopologyError(ValueError):
@@ -247,7 +258,8 @@ def _generate(spec: TopologySpec, hosts: Sequence[HostSpec]) -> _Layout:
 def build_graph(spec: TopologySpec, hosts: Sequence[HostSpec], name: str = "fog") -> nx.Graph:
     """The graph for `spec` with `hosts` (fog nodes first, then clients) attached.
 
-    Fog nodes get 10.0.0.1, .2, ... and clients 10.0.0.101, ... in the order given,
+    Fog nodes get 10.0.0.1, .2, ... and clients 10.0.0.101, ... in the order given
+    (past .249, 10.0.1.1, ...: `host_address`),
     and each switch numbers its ports in the order hosts, then links, attach, so the
     star is exactly seed 000's fog star (hosts on ports 1..n). Raises TopologyError."""
     layout = _generate(spec, hosts)
@@ -294,11 +306,12 @@ def build_graph(spec: TopologySpec, hosts: Sequence[HostSpec], name: str = "fog"
         else:
             n_fog += 1
             idx = n_fog
-        if idx > 249:
-            raise TopologyError("topology: more hosts than one /24 around the service address "
-                                "holds")
+            if idx > 100:
+                raise TopologyError("topology: more than 100 fog nodes and cloud hosts")
+        if n_client > MAX_CLIENTS:
+            raise TopologyError(f"topology: more than {MAX_CLIENTS} clients")
         port = port_on(sw)
-        g.add_node(h.name, kind="host", role=h.role, ip=f"{SUBNET_PREFIX}{idx}", mac=_mac(idx),
+        g.add_node(h.name, kind="host", role=h.role, ip=host_address(idx), mac=_mac(idx),
                    port=port, switch=sw)
         g.add_edge(h.name, sw, id=f"{h.name}-{sw}", port=port, ports={sw: port},
                    **link.model_dump())

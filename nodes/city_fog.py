@@ -37,7 +37,7 @@ import socket
 import time
 from collections import Counter
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -86,14 +86,30 @@ class CityConfig:
     duration_s: float
     seed: int
     client: ClientParams = ClientParams(start_s=(0.5, 2.0))
+    # set: `epoch` is not known yet; the runner writes it (one number) to this file once
+    # every process of the point is started, which takes minutes with hundreds of them
+    epoch_file: Path | None = None
 
     def write(self, path: Path) -> Path:
         path.write_bytes(TypeAdapter(CityConfig).dump_json(self))
         return path
 
     @staticmethod
-    def read(path: Path) -> CityConfig:
-        return TypeAdapter(CityConfig).validate_json(Path(path).read_bytes())
+    def read(path: Path, wait_s: float = 900.0) -> CityConfig:
+        """The point's configuration, with its epoch (waiting, asleep, for the epoch file
+        where there is one)."""
+        cfg = TypeAdapter(CityConfig).validate_json(Path(path).read_bytes())
+        if cfg.epoch_file is None:
+            return cfg
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                return replace(cfg, epoch=float(cfg.epoch_file.read_text()), epoch_file=None)
+            except (OSError, ValueError):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"no epoch in {cfg.epoch_file} after {wait_s:.0f} s"
+                                       ) from None
+                time.sleep(0.05)
 
 
 def go_realtime() -> bool:

@@ -1,8 +1,9 @@
 """Seed 003's city, live: fog daemons and mobile clients on an emulated city network.
 
 One network for the whole study (`topologies.city_net`: a switch per fog node and per
-client, link delays from the latency model, under our controller), built for the
-largest client count; then, per selector and client/slot ratio, fresh fog daemons
+client with a link element per pair, or, `network: star`, one element per fog node
+with a per-peer delay table; delays from the latency model, under our controller),
+built for the largest client count; then, per selector and client/slot ratio, fresh fog daemons
 (`nodes.city_fog`) and that many clients (`nodes.city_client`) for `duration_s`
 seconds. Meanwhile the runner moves the clients (random waypoint or a trace, every
 `tick_s`) and changes their links' delays to follow them, changes each fog node's
@@ -14,14 +15,17 @@ The network is a `runner.live_network.LiveNetwork`; the daemons and clients are 
 through it, so its `Supervisor` watches them: one that dies says so at once in one line,
 the run is marked crashed and exits 3 (`runner.supervisor.exit_code`). Ctrl-C or SIGTERM
 ends the current point early and keeps what was collected (exit 130). Every run writes
-`summary.json` (its `crashed`, `incidents`, ... as the queueing run's) beside the
-points' folders.
+`summary.json` (its `crashed`, `incidents`, ... as the queueing run's, and the run's
+`scale`, `startup_s`, `peak_memory_mb` and `offset_ms`) beside the points' folders.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
 import random
+import statistics
 import subprocess
 import sys
 import threading
@@ -30,10 +34,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from fogsdn.scenario import NodeSpec, Role, Scenario, Workload
 from fogsdn.topology import LinkSpec
 from nodes.city_fog import CityConfig, FogInfo, write_json_atomic
 from runner.live_network import LiveNetwork, new_supervisor
+from runner.proc_memory import MemoryPeak
 from runner.results import crash_report
 from sim.city_output import live_metrics
 from sim.city_study import client_params
@@ -50,14 +57,15 @@ from topologies.city_layout import (
 )
 from topologies.city_net import (
     CityStudy,
+    city_star_topology,
     city_topology,
-    client_fog_ms,
+    client_fog_matrix,
     client_name,
     client_switch,
     fog_access_ms,
     fog_switch,
     link_id,
-    true_rtt_ms,
+    star_peer_delays,
 )
 
 Point = tuple[float, float]
@@ -74,7 +82,11 @@ def live_scenario(study: CityStudy, layout: CityLayout, positions: list[Point],
         workload=Workload(lambda_hp=0.0, lambda_lp=0.001, clients=len(positions)),
         nodes=tuple(NodeSpec(name=s.name, role=Role.FN, mu=1.0, capacity=s.slots)
                     for s in layout.fog_nodes),
-        topology=city_topology(layout, positions, p))
+        topology=city_star_topology(layout, len(positions), p) if study.network == "star"
+        else city_topology(layout, positions, p))
+
+
+EPOCH_AFTER_START_S = 2.0  # from the last process started to the point's epoch
 
 
 def start_positions(study: CityStudy, layout: CityLayout, n: int) -> list[Point]:
@@ -136,7 +148,12 @@ class CityLive:
         self.fog_index = {s.name: i for i, s in enumerate(self.layout.fog_nodes)}
         self.live: LiveNetwork | None = None
         self.current: dict[str, float] = {}  # link id -> model ms now
+        self.tables: dict[str, dict[str, float]] = {}  # star: fog host link -> its table
+        self._hosts_at_start: list[Point] = []
         self.link_updates = 0
+        self.memory = MemoryPeak(os.getpid())
+        self.startup_s = math.nan
+        self.elements = 0
 
     def _say(self, msg: str) -> None:
         if self.show:
@@ -155,25 +172,57 @@ class CityLive:
         self.link_updates += 1
 
     def _place(self, positions: list[Point], members: dict[str, int]) -> None:
-        for k, pos in enumerate(positions):
-            for s in self.layout.fog_nodes:
-                i = self.fog_index[s.name]
-                self._set(link_id(client_switch(k), fog_switch(i)),
-                          client_fog_ms(pos, s, self.layout, self.p))
+        if self.study.network == "star":
+            self._place_star(positions)
+        else:
+            cf = client_fog_matrix(positions, self.layout, self.p)
+            for k in range(len(positions)):
+                for i in range(len(self.layout.fog_nodes)):
+                    self._set(link_id(client_switch(k), fog_switch(i)), float(cf[k, i]))
         for name, s in self.sites.items():
             self._set(self.net.host_link(name), fog_access_ms(members[name], s, self.p))
 
+    def _place_star(self, positions: list[Point]) -> None:
+        """Each fog node's per-peer table, written where it changed (one slice each)."""
+        fog_ips = [self.net.ip(s.name) for s in self.layout.fog_nodes]
+        if not self._hosts_at_start:
+            self._hosts_at_start = start_positions(self.study, self.layout,
+                                                   self.study.max_clients)
+        # the hosts of no client this point stand where they started
+        moved = [*positions, *self._hosts_at_start[len(positions):]]
+        ips = [self.net.ip(client_name(k)) for k in range(len(moved))]
+        tables = star_peer_delays(moved, self.layout, self.p, fog_ips, ips)
+        for s, table in zip(self.layout.fog_nodes, tables, strict=True):
+            lid = self.net.host_link(s.name)
+            old = self.tables.get(lid)
+            if old is not None and all(abs(old[a] - v) < 1e-4 for a, v in table.items()):
+                continue
+            self.net.update_peers(lid, table)
+            self.tables[lid] = table
+            self.link_updates += 1
+
     def _truth(self, positions: list[Point], members: dict[str, int]) -> dict[str, Any]:
-        out = {}
-        for k, pos in enumerate(positions):
-            rtt = {n: true_rtt_ms(pos, s, members[n], self.layout, self.p)
-                   for n, s in self.sites.items()}
-            join = {n: true_rtt_ms(pos, s, members[n] + 1, self.layout, self.p)
-                    for n, s in self.sites.items()}
-            out[client_name(k)] = {"rtt": rtt, "join_rtt": join, "pos": pos}
+        """Each client's configured RTTs (eq. 7: twice the one-way path and the node's
+        access term, now and with one more client)."""
+        cf = client_fog_matrix(positions, self.layout, self.p)
+        names = list(self.sites)
+        now = np.array([fog_access_ms(members[n], self.sites[n], self.p) for n in names])
+        more = np.array([fog_access_ms(members[n] + 1, self.sites[n], self.p) for n in names])
+        rtt, join = 2.0 * (cf + now), 2.0 * (cf + more)
+        out = {client_name(k): {"rtt": dict(zip(names, rtt[k].tolist(), strict=True)),
+                                "join_rtt": dict(zip(names, join[k].tolist(), strict=True)),
+                                "pos": pos}
+               for k, pos in enumerate(positions)}
         return {"t": time.monotonic(), "clients": out}
 
-    def _config(self, n: int, state_dir: Path, epoch: float) -> CityConfig:
+    @staticmethod
+    def _write_truth(folder: Path, truth: dict[str, Any]) -> None:
+        """One small file per client (what it reads each step), not one for all: 200
+        clients each parsing everyone's RTTs every step would cost a core here."""
+        for c, mine in truth["clients"].items():
+            write_json_atomic(folder / f"{c}.json", {"t": truth["t"], "clients": {c: mine}})
+
+    def _config(self, n: int, state_dir: Path, epoch: float | Path) -> CityConfig:
         """What every daemon and client of one point reads: the fog nodes, the clients,
         the study's timing and selection parameters."""
         st = self.study
@@ -182,7 +231,9 @@ class CityLive:
                                 tuple(load_ms(c, s.slots, self.p) for c in range(s.slots + 2)))
                   for name, s in self.sites.items()},
             clients={client_name(k): self.net.ip(client_name(k)) for k in range(n)},
-            time_scale=st.time_scale, state_dir=state_dir, epoch=epoch,
+            time_scale=st.time_scale, state_dir=state_dir,
+            epoch=epoch if isinstance(epoch, float) else 0.0,
+            epoch_file=epoch if isinstance(epoch, Path) else None,
             duration_s=st.duration_s, seed=st.seed, client=client_params(st))
 
     def _start(self, host: str, label: str, log: Path, args: list[str], action: str, *,
@@ -203,12 +254,14 @@ class CityLive:
         positions = [w.position for w in mobility.walkers]
         members = dict.fromkeys(self.sites, 0)
         self._place(positions, members)
-        truth_path = state_dir / "truth.json"
-        write_json_atomic(truth_path, self._truth(positions, members))
-        epoch = time.monotonic() + 3.0  # time for the processes to start
-        sup = self.net.supervisor
-        sup.epoch, sup.time_scale = epoch, st.time_scale
-        cfg = self._config(n, state_dir, epoch)
+        truth_dir = state_dir / "truth"
+        truth_dir.mkdir(exist_ok=True)
+        self._write_truth(truth_dir, self._truth(positions, members))
+        t_start = time.monotonic()
+        # the epoch once every process is started (each imports for some 0.4 CPU s: with
+        # hundreds of them on two cores that is minutes); they wait for it asleep
+        epoch_file = state_dir / "epoch"
+        cfg = self._config(n, state_dir, epoch_file)
         cfg_path = cfg.write(point / "city.json")
         rt = ["--realtime"] if st.realtime else []
         fogs = {name: self._start(
@@ -216,16 +269,26 @@ class CityLive:
             ["nodes.city_fog", "--config", str(cfg_path), "--name", name, *rt],
             f"point {point.name}: its clients' tasks are lost; the run goes on and exits "
             "non-zero", ends_itself=False) for name in self.sites}
+        self.memory.sample()
         clients = {c: self._start(
             c, f"client {c}", self.out / f"{point.name}-{c}.log",
             ["nodes.city_client", "--config", str(cfg_path), "--name", c, "--selector",
-             selector, "--truth", str(truth_path), "--out", str(point / f"{c}.json"), *rt],
+             selector, "--truth", str(truth_dir / f"{c}.json"), "--out",
+             str(point / f"{c}.json"), *rt],
             f"point {point.name}: it reports nothing; the run goes on and exits non-zero",
             ends_itself=True) for c in cfg.clients}
+        spawned_s = time.monotonic() - t_start
+        epoch = time.monotonic() + EPOCH_AFTER_START_S
+        sup = self.net.supervisor
+        sup.epoch, sup.time_scale = epoch, st.time_scale
+        write_json_atomic(epoch_file, epoch)
         updates0 = self.link_updates
         last = time.monotonic()
+        busy: list[float] = []  # seconds each tick's work took (updates, truth)
         while time.monotonic() < epoch + st.duration_s and not self.stop.is_set():
             time.sleep(st.tick_s)
+            if time.monotonic() - self.memory.last >= 1.0:  # a walk of /proc: once a second
+                self.memory.sample()
             now = time.monotonic()
             for name in self.sites:
                 try:
@@ -237,7 +300,8 @@ class CityLive:
                 positions = mobility.positions(now - epoch, now - last)
             last = now
             self._place(positions, members)
-            write_json_atomic(truth_path, self._truth(positions, members))
+            self._write_truth(truth_dir, self._truth(positions, members))
+            busy.append(time.monotonic() - now)
         self._stop_point(fogs, clients)
         results = {}
         for c in clients:
@@ -259,6 +323,9 @@ class CityLive:
         row["link_updates"] = self.link_updates - updates0
         row["clients_reporting"] = len(results)
         row["fogs_reporting"] = len(fog_states)
+        row["spawned_s"] = round(spawned_s, 2)
+        row["tick_busy_ms"] = round(1000 * statistics.median(busy), 1) if busy else math.nan
+        row["excess"] = [x for r in results.values() for x in r.get("excess", [])]
         return row
 
     def _stop_point(self, fogs: dict[str, subprocess.Popen[Any]],
@@ -288,13 +355,26 @@ class CityLive:
                 proc.kill()
 
     def _summary(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
-        """summary.json: how the run went (the queueing run's keys), its start-up, its
-        links, and what each point collected."""
-        return {"engine": "emulate", "study": "city", "scenario": self.study.name,
+        """summary.json: its scale, how the run went (the queueing run's keys), its
+        start-up (network up, s), peak memory (RSS of all its processes), the emulation's
+        own offset per round trip (median task RTT minus the configured one, model ms),
+        its links, and what each point collected."""
+        excess = [x for r in rows for x in r.get("excess", [])]
+        st = self.study
+        return {"scale": {"fog_nodes": len(self.sites), "slots": self.layout.total_slots,
+                          "clients": st.max_clients},
+                "startup_s": round(self.startup_s, 2),
+                "peak_memory_mb": round(self.memory.peak_mb, 1),
+                "offset_ms": round(statistics.median(excess), 3) if excess else math.nan,
+                "engine": "emulate", "study": "city", "scenario": st.name,
+                "network": st.network, "cpus": os.cpu_count(),
                 **self.net.supervisor.summary_fields(),
-                "startup_s": dict(self.net.timings), "links": dict(self.net.links),
+                "startup": dict(self.net.timings), "memory": self.memory.summary(),
+                "links": dict(self.net.links), "link_elements": self.elements,
                 "points": [{k: r[k] for k in ("selector", "ratio", "clients",
-                                              "clients_reporting", "fogs_reporting")}
+                                              "clients_reporting", "fogs_reporting",
+                                              "rtt_excess_ms", "spawned_s",
+                                              "tick_busy_ms")}
                            for r in rows]}
 
     def run(self) -> CityLiveResult:
@@ -304,16 +384,24 @@ class CityLive:
         positions = start_positions(st, self.layout, k)
         sc = live_scenario(st, self.layout, positions, self.p)
         net_dir = self.out / "network"
-        self.live = live = LiveNetwork(sc, net_dir, new_supervisor(net_dir, self.stop))
+        tables = {f"{s.name}-s0": len(self.sites) - 1 + k for s in self.layout.fog_nodes} \
+            if st.network == "star" else None
+        self.live = live = LiveNetwork(sc, net_dir, new_supervisor(net_dir, self.stop),
+                                       peer_tables=tables)
         sup = live.supervisor
         t0 = time.monotonic()
         rows: list[dict[str, Any]] = []
         try:
             live.start({}, t0)
             self.current = live.link_delays_ms()
+            if st.network == "star":
+                self._place(positions, dict.fromkeys(self.sites, 0))
+            self.startup_s = time.monotonic() - t0
+            self.elements = live.link_elements
+            self.memory.sample()
             self._say(f"{len(self.sites)} fog nodes ({self.layout.total_slots} slots), "
                       f"{k} client hosts, {live.link_elements} link elements up in "
-                      f"{time.monotonic() - t0:.1f} s")
+                      f"{self.startup_s:.1f} s")
             for selector in st.selectors:
                 for ratio in st.ratios:
                     if self.stop.is_set():
@@ -335,6 +423,8 @@ class CityLive:
             live.teardown()
         sup.interrupted = self.stop.is_set() and sup.failure is None
         summary = self._summary(rows)
+        for r in rows:
+            r.pop("excess", None)
         (self.out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
         if summary["interrupted"]:
             print("[city] INTERRUPTED: partial results", file=sys.stderr, flush=True)

@@ -100,8 +100,12 @@ class LiveNetwork:
     """The controller and the network of one scenario, and the processes in its hosts."""
 
     def __init__(self, scenario: Scenario, out_dir: Path, supervisor: Supervisor,
-                 show_progress: bool = False) -> None:
+                 show_progress: bool = False, peer_tables: dict[str, int] | None = None
+                 ) -> None:
+        """`peer_tables`: host link id -> size of its element's per-peer delay table
+        (`update_peers`; these need the userspace relay, chosen then)."""
         self.sc = scenario
+        self.peer_tables = dict(peer_tables or {})
         self.out = out_dir
         self.supervisor = supervisor
         self.show_progress = show_progress
@@ -187,7 +191,10 @@ class LiveNetwork:
         shaped = shaped_links(self.graph)
         if not shaped:
             return None
-        mechanism = choose_mechanism(os.environ.get("FOGSDN_LINKS", "auto"))
+        prefer = os.environ.get("FOGSDN_LINKS", "auto")
+        if self.peer_tables and prefer == "auto":
+            prefer = "userspace"  # per-peer tables are the relay's alone
+        mechanism = choose_mechanism(prefer)
         self.links = {"mechanism": mechanism, "shaped": len(shaped)}
         if self.show_progress:
             why = "kernel netem" if mechanism == "netem" else "our relay (no netem here)"
@@ -201,7 +208,8 @@ class LiveNetwork:
         rec.save()
         mechanism = self._choose_links()
         self.network = build_network(self.graph, self.controller_port, self.tag,
-                                     self.sc.time_scale, mechanism, self.sock_dir, self.sc.seed)
+                                     self.sc.time_scale, mechanism, self.sock_dir, self.sc.seed,
+                                     self.peer_tables)
         self.bridges = self.network.bridges
         for name, pid in self.network.host_pids().items():
             self.supervisor.track(f"host {name}", pid)
@@ -264,6 +272,11 @@ class LiveNetwork:
         """New delay, jitter, loss or rate (model units) on a shaped link, at once."""
         assert self.network is not None, "the network is not up"
         self.network.update_link(link_id, link)
+
+    def update_peers(self, link_id: str, delays_ms: dict[str, float]) -> None:
+        """A host link's per-peer table (peer address -> model one-way ms), at once."""
+        assert self.network is not None, "the network is not up"
+        self.network.update_peers(link_id, delays_ms)
 
     def link_delays_ms(self) -> dict[str, float]:
         """Every link's configured delay (model ms) by link id."""

@@ -22,6 +22,16 @@ the direct link (kept when delays later change: the routes are fixed at start). 
 fog-to-fog round trip pays both nodes' processing and load terms, not one (the seed
 does not say what a node-to-node probe costs).
 
+The star (`network: star`) gives the same round trips with link elements that grow
+with the hosts, not the client-node pairs: every host hangs off a few unshaped
+switches (the fog hosts on `s0`, the clients on `s1..` at most 40 each), and each fog
+host's access link has one element that adds the fog node's processing and load term
+(as above) plus a per-peer delay from a table keyed by the peer's address:
+`client_fog_ms` for each client (the whole path's one-way propagation, paid at the
+node's end alone), half of `fog_fog_ms` for each other node (paid at both ends). So a
+client-node round trip and a node-node one are what they are in the pair graph, with
+N elements instead of N x K + N x (N - 1) / 2 + N (docs/links.md, docs/coordinates.md).
+
 The study file (`study: city`, `scenarios/city.yaml`) is validated here once.
 """
 
@@ -33,6 +43,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -47,6 +58,15 @@ from topologies.city_layout import CityLayout, FogSite, make_city
 
 SELECTOR_NAMES = ("optimal", "random", "vivaldi", "meridian", "load_aware")
 MIN_LINK_MS = 0.001  # a link with no delay has no element and cannot change later
+PAIRS_MAX_CLIENTS = 99  # a switch per client, N links each: 99 ports on a fog switch
+STAR_MAX_CLIENTS = 300
+# Mininet adds a bridge's ports in one ovs-vsctl line typed into the switch's shell, and
+# a terminal line holds 4095 bytes: some 85 bytes a port with our names, so at most 44
+# ports; more and the line is cut, the command fails and the bridge is never made
+STAR_PORTS_PER_SWITCH = 44
+STAR_CLIENTS_PER_SWITCH = 40  # and the link to s0
+STAR_MAX_FOG_NODES = STAR_PORTS_PER_SWITCH - -(-STAR_MAX_CLIENTS // STAR_CLIENTS_PER_SWITCH)
+NetworkShape = Literal["pairs", "star"]
 
 
 class CityStudyError(ValueError):
@@ -92,7 +112,9 @@ class CityStudy(_Frozen):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
     seed: int = Field(1, ge=0)
-    fog_nodes: int = Field(4, ge=1, le=29)
+    fog_nodes: int = Field(4, ge=1, le=STAR_MAX_FOG_NODES)
+    network: NetworkShape = Field("pairs", description="pairs: a link element per client-"
+                                  "node pair; star: one per fog node, with a per-peer table")
     total_slots: int = Field(16, ge=1)
     area_km2: float = Field(2.25, gt=0)
     ratios: tuple[float, ...] = Field((0.5,), min_length=1)
@@ -132,8 +154,13 @@ class CityStudy(_Frozen):
                 raise ValueError(f"ratios: each must be in (0, 10], got {r}")
         if self.total_slots < self.fog_nodes:
             raise ValueError("total_slots: need at least one slot per fog node")
-        if self.max_clients > 99:
-            raise ValueError(f"ratios: {self.max_clients} clients; the live city holds 99")
+        most = PAIRS_MAX_CLIENTS if self.network == "pairs" else STAR_MAX_CLIENTS
+        if self.max_clients > most:
+            raise ValueError(f"ratios: {self.max_clients} clients; the live city "
+                             f"(network: {self.network}) holds {most}")
+        if self.network == "pairs" and self.fog_nodes > 29:
+            raise ValueError("fog_nodes: the pair network holds 29 (network: star holds "
+                             f"{STAR_MAX_FOG_NODES})")
         if not 0 < self.period_s[0] <= self.period_s[1]:
             raise ValueError(f"period_s: need 0 < min <= max, got {self.period_s}")
         if not 0 <= self.start_s[0] <= self.start_s[1]:
@@ -217,6 +244,45 @@ def fog_fog_ms(a: FogSite, b: FogSite, layout: CityLayout, p: LatencyParams) -> 
     return client_fog_ms(a.position, b, layout, p)
 
 
+def client_fog_matrix(positions: Sequence[Position], layout: CityLayout, p: LatencyParams
+                      ) -> np.ndarray:
+    """`client_fog_ms` for every client (rows) and fog node (columns) at once."""
+    towers = np.asarray(layout.towers, dtype=np.float64)
+    sites = np.asarray([s.position for s in layout.fog_nodes], dtype=np.float64)
+    pos = np.asarray(positions, dtype=np.float64).reshape(-1, 2)
+
+    def nearest_tower(pts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        d = np.hypot(pts[:, None, 0] - towers[None, :, 0], pts[:, None, 1] - towers[None, :, 1])
+        i = np.argmin(d, axis=1)  # the first of equals, as `nearest`'s min()
+        return i, d[np.arange(len(pts)), i]
+
+    ti, di = nearest_tower(pos)
+    tj, dj = nearest_tower(sites)
+    back = np.zeros((len(pos), len(sites)))
+    if p.backhaul:
+        a, b = towers[ti], towers[tj]
+        back = np.hypot(a[:, None, 0] - b[None, :, 0], a[:, None, 1] - b[None, :, 1])
+    ms = (di[:, None] + back + dj[None, :]) / 1000.0 * p.propagation_ms_per_km / 2.0
+    return np.maximum(MIN_LINK_MS, ms)
+
+
+def star_peer_delays(positions: Sequence[Position], layout: CityLayout, p: LatencyParams,
+                     fog_ips: Sequence[str], client_ips: Sequence[str]
+                     ) -> list[dict[str, float]]:
+    """Each fog node's per-peer table in the star (address -> model one-way ms): each
+    client's whole `client_fog_ms`, and half of `fog_fog_ms` for each other node."""
+    cf = client_fog_matrix(positions, layout, p)
+    sites = layout.fog_nodes
+    out: list[dict[str, float]] = []
+    for i, a in enumerate(sites):
+        table = {ip: float(cf[k, i]) for k, ip in enumerate(client_ips)}
+        for j, b in enumerate(sites):
+            if j != i:
+                table[fog_ips[j]] = fog_fog_ms(a, b, layout, p) / 2.0
+        out.append(table)
+    return out
+
+
 def fog_access_ms(clients: int, site: FogSite, p: LatencyParams) -> float:
     """One way on the fog host's access link: half of processing (eq. 11) plus load
     (transmission and queueing at the node's bandwidth, eqs. 8, 9, 12)."""
@@ -241,6 +307,11 @@ def client_switch(k: int) -> str:
 
 def client_name(k: int) -> str:
     return f"c{k + 1}"
+
+
+def star_switch(k: int) -> str:
+    """The star's switch of client k (`s1`, `s2`, ...; the fog hosts are on `s0`)."""
+    return f"s{1 + k // STAR_CLIENTS_PER_SWITCH}"
 
 
 def link_id(a: str, b: str) -> str:
@@ -274,3 +345,16 @@ def city_topology(layout: CityLayout, positions: Sequence[Position], p: LatencyP
                         hosts=hosts, positions=km)
 
 
+
+
+def city_star_topology(layout: CityLayout, clients: int, p: LatencyParams) -> TopologySpec:
+    """The star for `layout` and `clients` clients: fog hosts on `s0` behind their
+    access elements (processing and load now; the per-peer tables come at run time),
+    clients on `s1..` unshaped, those switches linked to `s0` unshaped."""
+    sites = layout.fog_nodes
+    edge = sorted({star_switch(k) for k in range(clients)}, key=lambda n: int(n[1:]))
+    links = tuple(EdgeSpec(a="s0", b=sw) for sw in edge)
+    hosts: dict[str, str | HostAttach] = {
+        s.name: HostAttach(switch="s0", delay_ms=fog_access_ms(0, s, p)) for s in sites}
+    hosts |= {client_name(k): star_switch(k) for k in range(clients)}
+    return TopologySpec(kind="graph", switches=("s0", *edge), links=links, hosts=hosts)

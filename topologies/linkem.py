@@ -22,6 +22,10 @@ a shaper to splice them. Semantics, for both (docs/links.md):
 - `bw_mbps`: serialization at this rate before the delay, both directions, with a
   queue of `queue_pkts` full-size frames (netem's default limit is also 1000).
   The relay does it itself (exact per-frame departure times); netem with its `rate`.
+- a per-peer table (the relay only, `attach(..., peers=N)`, `update_peers`): side a is
+  a host, and each frame also pays its peer's delay (destination address going out,
+  source coming in), order kept per peer; so one element on a host's access link
+  gives that host a different delay to every other host (docs/links.md).
 
 Pure parts (`LinkParams`, `decide_mechanism`, `netem_qdisc_args`, the control block
 layout) have no I/O; the shapers are thin adapters that run `ip`, `tc` and the relay.
@@ -35,13 +39,17 @@ import mmap
 import os
 import re
 import shutil
+import socket
 import struct
 import subprocess
 import time
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
+
+import numpy as np
 
 from fogsdn.processes import proc_start_time
 
@@ -119,6 +127,10 @@ def link_seed(seed: int, link_id: str) -> int:
 CTL_MAGIC = 0x666F67736C6E6B31
 CTL_SIZE = 512
 _OFF_VERSION, _OFF_PARAMS, _OFF_STOP, _OFF_READY, _OFF_COUNTERS = 8, 16, 64, 72, 128
+_OFF_TABLE_CAP, _OFF_TABLE_LEN, _OFF_TABLE_VERSION = 80, 88, 96
+# one entry of the per-peer table after CTL_SIZE: the address's four wire bytes read as
+# one native word (struct table_entry), and the peer's one-way delay
+TABLE_ENTRY = np.dtype([("ip", "<u4"), ("pad", "<u4"), ("delay_ns", "<i8")])
 _PARAMS = struct.Struct("<qqQQQQ")  # delay_ns, jitter_ns, loss_x32, rate_bps, queue_pkts, up
 
 
@@ -127,6 +139,26 @@ def encode_params(params: LinkParams, up: bool) -> bytes:
     rate = 0 if params.bw_mbps is None else max(1, round(params.bw_mbps * 1e6))
     return _PARAMS.pack(round(params.delay_ms * 1e6), round(params.jitter_ms * 1e6),
                         round(params.loss * 2**32), rate, params.queue_pkts, int(up))
+
+
+def encode_peer_table(delays_ms: Mapping[str, float]) -> bytes:
+    """A per-peer table (IPv4 address -> one-way real ms) as the relay reads it."""
+    t = np.zeros(len(delays_ms), dtype=TABLE_ENTRY)
+    if delays_ms:
+        t["ip"] = np.frombuffer(b"".join(socket.inet_aton(ip) for ip in delays_ms), "<u4")
+        ms = np.fromiter(delays_ms.values(), dtype=np.float64, count=len(delays_ms))
+        if not np.all(np.isfinite(ms) & (ms >= 0)):
+            raise ValueError("peer delays must be finite numbers >= 0")
+        t["delay_ns"] = np.rint(ms * 1e6).astype(np.int64)
+    return t.tobytes()
+
+
+def decode_peer_table(block: bytes) -> dict[str, float]:
+    """The table a control block holds now (address -> real ms): for tests and stats."""
+    cap, n = struct.unpack_from("<QQ", block, _OFF_TABLE_CAP)
+    t = np.frombuffer(block, dtype=TABLE_ENTRY, count=min(n, cap), offset=CTL_SIZE)
+    return {socket.inet_ntoa(struct.pack("<I", int(e["ip"]))): int(e["delay_ns"]) / 1e6
+            for e in t}
 
 
 def decode_counters(block: bytes) -> dict[str, int]:
@@ -144,14 +176,34 @@ class ControlBlock:
     """The mmapped file through which Python sets a running relay's parameters (seqlock)
     and reads its counters; a write takes effect for the next frame the relay receives."""
 
-    def __init__(self, path: Path, params: LinkParams, up: bool = True) -> None:
+    def __init__(self, path: Path, params: LinkParams, up: bool = True, peers: int = 0
+                 ) -> None:
+        """`peers` > 0: room for a per-peer table of that many addresses after the block."""
         self.path = path
+        self.peers = peers
+        size = CTL_SIZE + peers * TABLE_ENTRY.itemsize
         with open(path, "wb") as f:
-            f.write(bytes(CTL_SIZE))
+            f.write(bytes(size))
         self._fd = os.open(path, os.O_RDWR)
-        self._mm = mmap.mmap(self._fd, CTL_SIZE)
+        self._mm = mmap.mmap(self._fd, size)
         struct.pack_into("<Q", self._mm, 0, CTL_MAGIC)
+        struct.pack_into("<Q", self._mm, _OFF_TABLE_CAP, peers)
         self.write(params, up)
+
+    def write_peers(self, delays_ms: Mapping[str, float]) -> None:
+        """Replace the whole per-peer table (address -> real ms), one slice under its own
+        seqlock: the relay applies it to the next frame it receives."""
+        if len(delays_ms) > self.peers:
+            raise ValueError(f"{len(delays_ms)} peers; this control block holds {self.peers}")
+        table = encode_peer_table(delays_ms)
+        (version,) = struct.unpack_from("<Q", self._mm, _OFF_TABLE_VERSION)
+        struct.pack_into("<Q", self._mm, _OFF_TABLE_VERSION, version + 1)
+        self._mm[CTL_SIZE:CTL_SIZE + len(table)] = table
+        struct.pack_into("<Q", self._mm, _OFF_TABLE_LEN, len(delays_ms))
+        struct.pack_into("<Q", self._mm, _OFF_TABLE_VERSION, version + 2)
+
+    def peer_table(self) -> dict[str, float]:
+        return decode_peer_table(bytes(self._mm))
 
     def write(self, params: LinkParams, up: bool) -> None:
         (version,) = struct.unpack_from("<Q", self._mm, _OFF_VERSION)
@@ -250,9 +302,12 @@ class LinkShaper(Protocol):
     mechanism: str
 
     def attach(self, link_id: str, intf_a: str, intf_b: str, params: LinkParams,
-               netns_a: str | None = None, netns_b: str | None = None) -> None: ...
+               netns_a: str | None = None, netns_b: str | None = None, peers: int = 0
+               ) -> None: ...
 
     def update(self, link_id: str, params: LinkParams) -> None: ...
+
+    def update_peers(self, link_id: str, delays_ms: Mapping[str, float]) -> None: ...
 
     def set_up(self, link_id: str, up: bool, carrier: bool = True) -> None: ...
 
@@ -342,13 +397,16 @@ class UserspaceShaper(_AttachedLinks):
         self._binary = relay_binary()
 
     def attach(self, link_id: str, intf_a: str, intf_b: str, params: LinkParams,
-               netns_a: str | None = None, netns_b: str | None = None) -> None:
+               netns_a: str | None = None, netns_b: str | None = None, peers: int = 0
+               ) -> None:
+        """`peers` > 0: the element also keeps a per-peer table of up to that many
+        addresses (`update_peers`); side a must then be the host."""
         _check_new(self._links, link_id)
         for intf, ns in ((intf_a, netns_a), (intf_b, netns_b)):
             _prepare_interface(intf, ns)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         link = _Link(intf_a, intf_b, netns_a, netns_b, params)
-        link.ctl = ControlBlock(self.state_dir / f"linkem-{link_id}.ctl", params)
+        link.ctl = ControlBlock(self.state_dir / f"linkem-{link_id}.ctl", params, peers=peers)
         link.log = self.state_dir / f"linkem-{link_id}.log"
         parent_r, link.parent_w = os.pipe()  # the relay exits when this pipe closes
         self._links[link_id] = link
@@ -380,6 +438,12 @@ class UserspaceShaper(_AttachedLinks):
         link.params = params
         assert link.ctl is not None
         link.ctl.write(params, link.up)
+
+    def update_peers(self, link_id: str, delays_ms: Mapping[str, float]) -> None:
+        """The link's whole per-peer table (IPv4 address -> real one-way ms), at once."""
+        ctl = self._get(link_id).ctl
+        assert ctl is not None
+        ctl.write_peers(delays_ms)
 
     def set_up(self, link_id: str, up: bool, carrier: bool = True) -> None:
         """Down: the relay drops every frame at once (queued ones too); with `carrier`, the
@@ -446,8 +510,11 @@ class NetemShaper(_AttachedLinks):
         self._links: dict[str, _Link] = {}
 
     def attach(self, link_id: str, intf_a: str, intf_b: str, params: LinkParams,
-               netns_a: str | None = None, netns_b: str | None = None) -> None:
+               netns_a: str | None = None, netns_b: str | None = None, peers: int = 0
+               ) -> None:
         _check_new(self._links, link_id)
+        if peers:
+            raise ValueError("per-peer delay tables need the userspace relay, not netem")
         if netns_a != netns_b:
             raise ValueError("the netem mechanism splices two interfaces of one namespace; "
                              f"got netns_a={netns_a!r}, netns_b={netns_b!r}")
@@ -472,6 +539,9 @@ class NetemShaper(_AttachedLinks):
         for dst in (link.intf_a, link.intf_b):
             _sh(_in_netns(link.netns_a, ["tc", "qdisc", "change", "dev", dst, "root", "netem",
                                          *netem_qdisc_args(params)]))
+
+    def update_peers(self, link_id: str, delays_ms: Mapping[str, float]) -> None:
+        raise ValueError("per-peer delay tables need the userspace relay, not netem")
 
     def set_up(self, link_id: str, up: bool, carrier: bool = True) -> None:
         """netem has no drop-all switch: down is always the interfaces going down."""

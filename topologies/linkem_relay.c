@@ -20,6 +20,15 @@
  * It exits when the parent closes the pipe passed as `parent_fd` (parent death, any
  * thread), when the control block says stop, or on SIGTERM.
  *
+ * Per-peer table (optional; a control file longer than CTL_SIZE): side a is the table's
+ * owner (a host), side b the network. Each frame also pays its peer's delay from the
+ * table: the destination IPv4 address for frames a->b, the source for b->a (ARP: the
+ * target and sender addresses); a peer not in the table, or a non-IP frame, pays none.
+ * Order is then kept per peer (a frame leaves no earlier than the previous frame of
+ * that peer and direction), not per direction: frames wait in a heap ordered by
+ * departure (ties in arrival order), so a near peer's frame never waits behind a far
+ * one's. The table has its own seqlock; a new table applies to the next frame.
+ *
  * usage: linkem_relay CTL_FILE IF_A IF_B NETNS_A|- NETNS_B|- SEED PARENT_FD [RT_PRIORITY]
  */
 #define _GNU_SOURCE
@@ -67,7 +76,10 @@ struct ctl {
     uint64_t up;           /* 56 */
     uint64_t stop;         /* 64 */
     uint64_t ready;        /* 72: set by the relay once both sockets are bound */
-    uint64_t pad[6];       /* 80..127 */
+    uint64_t table_cap;    /* 80: entries the file holds after CTL_SIZE (0: no table) */
+    uint64_t table_len;    /* 88: entries in use */
+    uint64_t table_version; /* 96: the table's seqlock, odd while the writer is writing */
+    uint64_t pad[3];       /* 104..127 */
     uint64_t counters[2][C_COUNT]; /* 128: [direction a->b, b->a][counter] */
 };
 
@@ -89,12 +101,49 @@ struct ring {
     size_t size, head, tail, count;
 };
 
+/* One table entry in the control file (after CTL_SIZE): the peer's IPv4 address as
+ * its four bytes on the wire read as one native word, and its one-way delay. */
+struct table_entry {
+    uint32_t ip;
+    uint32_t pad;
+    int64_t delay_ns;
+};
+
+/* ---- heap of frames ordered by departure (table mode): order per peer, not per
+ * direction ---- */
+struct hrec {
+    uint64_t depart, seq;
+    uint8_t *data;
+    uint32_t len;
+};
+
+struct heap {
+    struct hrec *a;
+    size_t n, cap, bytes;
+    uint64_t seq;
+};
+
 struct direction {
     int rx_fd, tx_fd;
     struct ring ring;
+    struct heap heap;
     uint64_t link_free, last_depart;
     uint64_t *counters;
+    int index; /* 0: a->b, 1: b->a */
 };
+
+/* The relay's own copy of the table: open addressing, keyed by address; an entry stays
+ * (not live) when a new table drops its peer, so that the peer's order is kept. */
+struct peer {
+    uint32_t ip;
+    uint8_t used, live;
+    int64_t delay_ns;
+    uint64_t last_depart[2];
+};
+static struct peer *peers, other_peer; /* other_peer: not in the table, or not IP */
+static size_t peers_mask, peers_used;
+static uint64_t table_seen = 1; /* odd: nothing copied yet */
+static int table_mode;
 
 static volatile sig_atomic_t terminate;
 static uint64_t rng_state;
@@ -186,6 +235,107 @@ static void ring_pop(struct ring *r) {
     if (--r->count == 0) r->head = r->tail = 0;
 }
 
+static int heap_less(const struct hrec *x, const struct hrec *y) {
+    return x->depart < y->depart || (x->depart == y->depart && x->seq < y->seq);
+}
+
+static int heap_push(struct heap *h, uint64_t depart, const uint8_t *data, uint32_t len) {
+    if (h->bytes + len > RING_BYTES) return 0;
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? 2 * h->cap : 256;
+        struct hrec *a = realloc(h->a, cap * sizeof *a);
+        if (!a) return 0;
+        h->a = a;
+        h->cap = cap;
+    }
+    uint8_t *copy = malloc(len);
+    if (!copy) return 0;
+    memcpy(copy, data, len);
+    struct hrec r = {.depart = depart, .seq = h->seq++, .data = copy, .len = len};
+    size_t i = h->n++;
+    while (i > 0) {
+        size_t up = (i - 1) / 2;
+        if (!heap_less(&r, &h->a[up])) break;
+        h->a[i] = h->a[up];
+        i = up;
+    }
+    h->a[i] = r;
+    h->bytes += len;
+    return 1;
+}
+
+static struct hrec heap_pop(struct heap *h) {
+    struct hrec top = h->a[0], last = h->a[--h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, m = l;
+        if (l >= h->n) break;
+        if (l + 1 < h->n && heap_less(&h->a[l + 1], &h->a[l])) m = l + 1;
+        if (!heap_less(&h->a[m], &last)) break;
+        h->a[i] = h->a[m];
+        i = m;
+    }
+    if (h->n) h->a[i] = last;
+    h->bytes -= top.len;
+    return top;
+}
+
+static struct peer *peer_slot(uint32_t ip, int insert) {
+    size_t i = (size_t)((ip * 2654435761u) >> 7) & peers_mask;
+    for (;; i = (i + 1) & peers_mask) {
+        if (!peers[i].used) {
+            if (!insert || 2 * (peers_used + 1) > peers_mask + 1) return NULL; /* kept half empty */
+            peers_used++;
+            peers[i].used = 1;
+            peers[i].ip = ip;
+            return &peers[i];
+        }
+        if (peers[i].ip == ip) return &peers[i];
+    }
+}
+
+/* Copy the control block's table when its seqlock says it changed (and is whole). */
+static void refresh_table(volatile struct ctl *c) {
+    uint64_t v1 = __atomic_load_n(&c->table_version, __ATOMIC_ACQUIRE);
+    if (v1 == table_seen || (v1 & 1)) return;
+    static struct table_entry *tmp;
+    uint64_t cap = c->table_cap;
+    if (!tmp) tmp = malloc(cap * sizeof *tmp);
+    uint64_t len = c->table_len;
+    if (len > cap) len = cap;
+    memcpy(tmp, (const void *)((const volatile uint8_t *)c + CTL_SIZE), len * sizeof *tmp);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&c->table_version, __ATOMIC_ACQUIRE) != v1) return; /* next time */
+    for (size_t i = 0; i <= peers_mask; i++) peers[i].live = 0;
+    for (uint64_t i = 0; i < len; i++) {
+        struct peer *pe = peer_slot(tmp[i].ip, 1);
+        if (!pe) break; /* more distinct peers than the table holds: the rest pay none */
+        pe->live = 1;
+        pe->delay_ns = tmp[i].delay_ns;
+    }
+    table_seen = v1;
+}
+
+/* The frame's peer (dir 0, a->b: its destination; dir 1: its source), or other_peer. */
+static struct peer *frame_peer(const uint8_t *frame, uint32_t len, int dir) {
+    if (len < 14) return &other_peer;
+    uint32_t off = 12;
+    uint16_t type = (uint16_t)(frame[off] << 8 | frame[off + 1]);
+    if (type == 0x8100 && len >= 18) {
+        off += 4;
+        type = (uint16_t)(frame[off] << 8 | frame[off + 1]);
+    }
+    uint32_t l3 = off + 2, at;
+    if (type == 0x0800) at = l3 + (dir == 0 ? 16 : 12);
+    else if (type == 0x0806) at = l3 + (dir == 0 ? 24 : 14);
+    else return &other_peer;
+    if (len < at + 4) return &other_peer;
+    uint32_t ip;
+    memcpy(&ip, frame + at, 4);
+    struct peer *pe = peer_slot(ip, 0);
+    return pe && pe->live ? pe : &other_peer;
+}
+
 /* ---- sockets ---- */
 
 static int enter_netns(const char *name) {
@@ -266,6 +416,7 @@ static void receive(struct direction *d, volatile struct ctl *c) {
         if (n <= 0) return; /* EAGAIN, or ENETDOWN while the interface is down */
         struct params p;
         read_params(c, &p);
+        if (table_mode) refresh_table(c);
         struct timespec rt;
         uint64_t t = now_ns();
         clock_gettime(CLOCK_REALTIME, &rt);
@@ -306,6 +457,18 @@ static void receive(struct direction *d, volatile struct ctl *c) {
                 delay += (int64_t)((2.0 * u - 1.0) * (double)p.jitter_ns);
                 if (delay < 0) delay = 0;
             }
+            if (table_mode) {
+                int dir = d->index;
+                struct peer *pe = frame_peer((uint8_t *)iov[i].iov_base + VNET_LEN, wire, dir);
+                uint64_t depart = ready + (uint64_t)delay + (uint64_t)pe->delay_ns;
+                if (depart < pe->last_depart[dir]) depart = pe->last_depart[dir];
+                if (!heap_push(&d->heap, depart, iov[i].iov_base, len)) {
+                    bump(&d->counters[C_DROP_QUEUE], 1);
+                    continue;
+                }
+                pe->last_depart[dir] = depart;
+                continue;
+            }
             uint64_t depart = ready + (uint64_t)delay;
             if (depart < d->last_depart) depart = d->last_depart;
             struct rec *r = ring_push(&d->ring, len);
@@ -321,8 +484,57 @@ static void receive(struct direction *d, volatile struct ctl *c) {
     }
 }
 
+/* Table mode: send every frame whose departure has come, earliest first. */
+static uint64_t transmit_heap(struct direction *d, volatile struct ctl *c) {
+    struct mmsghdr msgs[BATCH];
+    struct iovec iov[BATCH];
+    struct hrec out[BATCH];
+    for (;;) {
+        uint64_t t = now_ns();
+        int n = 0;
+        while (d->heap.n > 0 && n < BATCH) {
+            uint64_t dep = d->heap.a[0].depart;
+            if (dep > t && n == 0 && dep - t <= (uint64_t)late_est_ns + 10000) {
+                while ((t = now_ns()) < dep) { /* spin: at most late_est + 10 us */ }
+            }
+            if (dep > t) break;
+            out[n] = heap_pop(&d->heap);
+            iov[n].iov_base = out[n].data;
+            iov[n].iov_len = out[n].len;
+            memset(&msgs[n].msg_hdr, 0, sizeof msgs[n].msg_hdr);
+            msgs[n].msg_hdr.msg_iov = &iov[n];
+            msgs[n].msg_hdr.msg_iovlen = 1;
+            n++;
+        }
+        if (n == 0) return d->heap.n ? d->heap.a[0].depart : 0;
+        struct params p;
+        read_params(c, &p);
+        int done = 0;
+        while (done < n) {
+            if (!p.up) {
+                for (; done < n; done++) bump(&d->counters[C_DROP_DOWN], 1);
+                break;
+            }
+            int k = sendmmsg(d->tx_fd, msgs + done, (unsigned)(n - done), 0);
+            if (k < 0) {
+                if (errno == EINTR) continue;
+                bump(&d->counters[C_DROP_ERROR], 1);
+                done++;
+                continue;
+            }
+            for (int i = 0; i < k; i++) {
+                bump(&d->counters[C_TX_PKTS], 1);
+                bump(&d->counters[C_TX_BYTES], msgs[done + i].msg_len - VNET_LEN);
+            }
+            done += k;
+        }
+        for (int i = 0; i < n; i++) free(out[i].data);
+    }
+}
+
 /* Send every frame whose departure time has come; returns the next departure (0: none). */
 static uint64_t transmit(struct direction *d, volatile struct ctl *c) {
+    if (table_mode) return transmit_heap(d, c);
     struct mmsghdr msgs[BATCH];
     struct iovec iov[BATCH];
     for (;;) {
@@ -400,11 +612,26 @@ int main(int argc, char **argv) {
 
     int cfd = open(argv[1], O_RDWR | O_CLOEXEC);
     if (cfd < 0) die(argv[1]);
-    volatile struct ctl *c = mmap(NULL, CTL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, cfd, 0);
+    off_t file_size = lseek(cfd, 0, SEEK_END);
+    size_t map_size = file_size > CTL_SIZE ? (size_t)file_size : CTL_SIZE;
+    volatile struct ctl *c = mmap(NULL, map_size, PROT_READ | PROT_WRITE, MAP_SHARED, cfd, 0);
     if (c == MAP_FAILED) die("mmap");
     if (c->magic != CTL_MAGIC) {
         fprintf(stderr, "linkem_relay: %s is not a control block\n", argv[1]);
         return 1;
+    }
+    if (c->table_cap) {
+        if ((size_t)file_size < CTL_SIZE + c->table_cap * sizeof(struct table_entry)) {
+            fprintf(stderr, "linkem_relay: %s is too short for its table\n", argv[1]);
+            return 1;
+        }
+        size_t slots = 16;
+        while (slots < 2 * c->table_cap) slots *= 2;
+        peers = calloc(slots, sizeof *peers);
+        if (!peers) die("calloc");
+        peers_mask = slots - 1;
+        table_mode = 1;
+        refresh_table(c);
     }
     int home_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
     if (home_ns < 0) die("/proc/self/ns/net");
@@ -414,7 +641,7 @@ int main(int argc, char **argv) {
     rx_bufs = malloc((size_t)BATCH * FRAME_MAX);
     struct direction dirs[2] = {
         {.rx_fd = fd_a, .tx_fd = fd_b, .counters = (uint64_t *)c->counters[0]},
-        {.rx_fd = fd_b, .tx_fd = fd_a, .counters = (uint64_t *)c->counters[1]},
+        {.rx_fd = fd_b, .tx_fd = fd_a, .counters = (uint64_t *)c->counters[1], .index = 1},
     };
     for (int i = 0; i < 2; i++) {
         dirs[i].ring.size = RING_BYTES;

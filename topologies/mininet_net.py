@@ -17,6 +17,7 @@ from __future__ import annotations
 import fcntl
 import socket
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from mininet.net import Mininet
 from mininet.node import Node, OVSSwitch, RemoteController
 
 from fogsdn.processes import stop_signals_deferred
-from fogsdn.topology import LinkSpec, link_params
+from fogsdn.topology import HOST_PREFIX_LEN, LinkSpec, link_params
 from topologies.linkem import LinkParams, LinkShaper, make_shaper
 
 
@@ -94,6 +95,13 @@ class Network:
             raise ValueError(f"link {link_id} has no link element (it was built unshaped)")
         self.shaper.update(link_id, real_params(link, self.time_scale))
 
+    def update_peers(self, link_id: str, delays_ms: Mapping[str, float]) -> None:
+        """A host link's whole per-peer table (peer IPv4 address -> model one-way ms)."""
+        if self.shaper is None or link_id not in self.elements:
+            raise ValueError(f"link {link_id} has no link element (it was built unshaped)")
+        scale = self.time_scale
+        self.shaper.update_peers(link_id, {ip: ms * scale for ip, ms in delays_ms.items()})
+
     def host_link(self, host: str) -> str:
         return str(self.graph.edges[host, self.graph.nodes[host]["switch"]]["id"])
 
@@ -124,10 +132,12 @@ class Network:
 
 def build_network(g: nx.Graph, controller_port: int, prefix: str, time_scale: float = 1.0,
                   mechanism: str | None = None, state_dir: Path | None = None,
-                  seed: int = 0) -> Network:
+                  seed: int = 0, peer_tables: Mapping[str, int] | None = None) -> Network:
     """Build and start; bridges, elements and veths get `prefix` so they are ours alone.
 
-    `mechanism` ("netem" or "userspace") is needed only when some link is shaped."""
+    `mechanism` ("netem" or "userspace") is needed only when some link is shaped.
+    `peer_tables`: host link id -> addresses its element's per-peer table holds (the
+    userspace relay only; the host is the element's side a)."""
     # Mininet forks a shell per node as it adds it: a Ctrl-C then would hang it, not
     # stop the run (fogsdn.processes.stop_signals_deferred)
     with stop_signals_deferred():
@@ -143,7 +153,7 @@ def build_network(g: nx.Graph, controller_port: int, prefix: str, time_scale: fl
                               protocols="OpenFlow13", failMode="secure")
         for n, d in g.nodes(data=True):
             if d["kind"] == "host":
-                net.addHost(n, ip=f"{d['ip']}/24", mac=d["mac"])
+                net.addHost(n, ip=f"{d['ip']}/{HOST_PREFIX_LEN}", mac=d["mac"])
         shaped: list[tuple[str, LinkSpec]] = []
         network = Network(net, bridges, g, time_scale)
         for u, v, d in g.edges(data=True):
@@ -173,7 +183,8 @@ def build_network(g: nx.Graph, controller_port: int, prefix: str, time_scale: fl
         for link_id, link in shaped:
             el = network.elements[link_id]
             network.shaper.attach(link_id, el.intfNames()[0], el.intfNames()[1],
-                                  real_params(link, time_scale))
+                                  real_params(link, time_scale),
+                                  peers=(peer_tables or {}).get(link_id, 0))
     return network
 
 
