@@ -34,6 +34,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="with --clean: also stop the Open vSwitch daemons fogsdn started "
                          "(never ones it found running)")
     ap.add_argument("--quiet", action="store_true", help="no progress lines")
+    ap.add_argument("--no-measure-rt", action="store_true",
+                    help="emulate: the controller does not time connections (no SYN/FIN "
+                         "copies to it, no rt_measurement_error; docs/learning.md)")
     return ap.parse_args(argv)
 
 
@@ -111,7 +114,8 @@ def main(argv: list[str] | None = None,
     stop = threading.Event()
     stop_on_signals(stop)
     try:
-        summary = run_emulation(sc, out, stop, show_progress=not args.quiet)
+        summary = run_emulation(sc, out, stop, show_progress=not args.quiet,
+                                measure_rt=not args.no_measure_rt)
     except ScenarioError as err:  # live limits, checked before anything starts
         print(f"error: {args.scenario}: {err}", file=sys.stderr)
         return 2

@@ -100,8 +100,9 @@ class LiveNetwork:
     """The controller and the network of one scenario, and the processes in its hosts."""
 
     def __init__(self, scenario: Scenario, out_dir: Path, supervisor: Supervisor,
-                 show_progress: bool = False) -> None:
+                 show_progress: bool = False, measure_rt: bool = True) -> None:
         self.sc = scenario
+        self.measure_rt = measure_rt  # the controller times connections (controller.rt_measure)
         self.out = out_dir
         self.supervisor = supervisor
         self.show_progress = show_progress
@@ -147,6 +148,7 @@ class LiveNetwork:
             ready=self.sock_dir / "controller.ready",
             registration=self.sock_dir / "controller.sock",
             workers={n.name: str(self.sock_dir / f"{n.name}.sock") for n in self.sc.nodes},
+            measure_rt=self.measure_rt,
         )
         rec = self.supervisor.record
         for path in (str(conf.ready), str(conf.registration)):
