@@ -56,6 +56,7 @@ from controller.pipeline import (
     failover_groups,
     forward_flows,
     group_mods,
+    sample_mask,
     stage_flows,
 )
 from controller.policies import (
@@ -131,7 +132,8 @@ class FogController(app_manager.OSKenApp):
         self._installed: dict[TaskClass, list[tuple[str, int]]] = {}
         self._events = open(self.events_path, "a")  # noqa: SIM115
         # response time as the network sees it: SYN to the server's FIN (controller.rt_measure)
-        self.measure_rt = conf.measure_rt
+        self.measure_rt = conf.measure_rt  # 0: off; N: one connection in N is timed
+        self._rt_mask = sample_mask(self.measure_rt) if self.measure_rt else 0
         self.rt_timer = ConnectionTimer(scenario.time_scale / 1000.0,
                                         max_open_s=max(2.0, 2 * scenario.timeout_ms
                                                        * scenario.time_scale / 1000.0))
@@ -551,7 +553,7 @@ class FogController(app_manager.OSKenApp):
                                        actions=[self._action(dp, a)
                                                 for a in connection_actions(worker_ip)],
                                        data=msg.data))
-        if self.measure_rt:  # the decision's packet-in is the connection's SYN
+        if self.measure_rt and not seg.src_port & self._rt_mask:  # the decision's SYN
             self._observe(Segment(ip.src, seg.src_port, ip.dst, seg.dst_port, seg.seq,
                                   seg.bits), t_in, node)
         self._event(event="decision", cls=str(cls), client=src, port=seg.src_port,

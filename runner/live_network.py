@@ -100,9 +100,10 @@ class LiveNetwork:
     """The controller and the network of one scenario, and the processes in its hosts."""
 
     def __init__(self, scenario: Scenario, out_dir: Path, supervisor: Supervisor,
-                 show_progress: bool = False, measure_rt: bool = True) -> None:
+                 show_progress: bool = False, measure_rt: int = 1) -> None:
         self.sc = scenario
-        self.measure_rt = measure_rt  # the controller times connections (controller.rt_measure)
+        # the controller times one connection in N (0: none; controller.rt_measure)
+        self.measure_rt = measure_rt
         self.out = out_dir
         self.supervisor = supervisor
         self.show_progress = show_progress

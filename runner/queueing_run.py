@@ -23,6 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from controller.pipeline import sample_mask
 from controller.policies import stage_plan
 from fogsdn.churn import ReactionLead, Transition, churn_schedule
 from fogsdn.scenario import LeaveMode, Role, Scenario, ScenarioError
@@ -60,7 +61,7 @@ class Progress:
 class QueueingRun:
     def __init__(self, scenario: Scenario, out_dir: Path, stop: threading.Event,
                  show_progress: bool = True, churn_lead: bool = True,
-                 measure_rt: bool = True) -> None:
+                 measure_rt: int = 1) -> None:
         self.sc = scenario
         self.out = out_dir
         self.stop = stop
@@ -365,11 +366,13 @@ def check_live_limits(sc: Scenario) -> None:
 
 def run_emulation(scenario: Scenario, out_dir: Path, stop: threading.Event | None = None,
                   show_progress: bool = True, churn_lead: bool = True,
-                  measure_rt: bool = True) -> dict[str, Any]:
+                  measure_rt: int = 1) -> dict[str, Any]:
     """Run one scenario live; returns summary.json's content. `churn_lead`: issue each
     OFN change one measured reaction time before its drawn instant (ReactionLead).
-    `measure_rt`: the controller times each connection, SYN to the server's FIN
-    (controller.rt_measure; summary `rt_measurement_error`)."""
+    `measure_rt`: the controller times one connection in N (0: none; a power of two),
+    SYN to the server's FIN (controller.rt_measure; summary `rt_measurement_error`)."""
     check_live_limits(scenario)
+    if measure_rt:
+        sample_mask(measure_rt)  # a power of two, or a one-line error before anything starts
     return QueueingRun(scenario, out_dir, stop or threading.Event(), show_progress,
                        churn_lead, measure_rt).run()

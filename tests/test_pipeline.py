@@ -23,6 +23,7 @@ from controller.pipeline import (
     failover_groups,
     forward_flows,
     group_mods,
+    sample_mask,
 )
 from fogsdn.routing import next_hops, shortest_path
 from fogsdn.scenario import TaskClass, parse_scenario, scenario_graph
@@ -230,3 +231,16 @@ def test_measuring_a_per_request_policy_adds_no_second_syn_copy() -> None:
     g, _, net = _net({"kind": "line", "length": 3}, proactive=False, measure_rt=True)
     d = net.send("c1", {**_request(g, "c1", 0), "tcp_flags": 0x002})
     assert d.to_controller == "s1" and not net.copies  # the decision's packet-in is the SYN
+
+
+def test_measuring_one_connection_in_n_copies_only_its_ports() -> None:
+    g, _, net = _net({"kind": "star"}, measure_rt=4)  # ports with the low two bits 0
+    for port, timed in ((40000, True), (40001, False), (40002, False), (40004, True)):
+        net.copies.clear()
+        syn = net.send("c1", {**_request(g, "c1", DSCP_HP, port), "tcp_flags": 0x002})
+        fin = net.send("fn", {**_reply(g, "fn", "c1", port), "tcp_flags": 0x011})
+        assert syn.host == "fn" and fin.host == "c1"
+        assert len(net.copies) == (2 if timed else 0), port
+    assert sample_mask(1) == 0 and sample_mask(8) == 7
+    with pytest.raises(ValueError, match="power of two"):
+        sample_mask(6)

@@ -11,11 +11,11 @@ flows), estimated utilisation, its path's network time / RT_ref (the path's dela
 the share of the epoch's flows sent to it (the path's load). Per switch: the share of
 its ports that carried a flow. Then the response time / RT_ref, measured (the chosen
 nodes' recent SYN-to-FIN figure, `observed_response_ms`; estimated from queue and path
-until a node has one), and the estimated power / P_ref. Utilisation is estimated by what arrivals see (PASTA): the
-share of flows that found a single-server node busy, or the mean held / servers for a
-multi-server node. Power is `models.power_model` on those figures: each server's linear
-model, each switch's chassis plus its active ports (the traffic term, about 0.01 W at
-fog loads, is left out).
+until a node has one), and the estimated power / P_ref. Utilisation is estimated by
+what arrivals see (PASTA): the share of flows that found a single-server node busy, or
+the mean held / servers for a multi-server node. Power is `models.power_model` on those
+figures: each server's linear model, each switch's chassis plus its active ports (the
+traffic term, about 0.01 W at fog loads, is left out).
 
 Per flow, the agent's epoch weights act as preferences: a flow goes to the available
 node with room that has the least expected response time (latency-greedy's measure,
