@@ -63,7 +63,9 @@ TCP_FLAGS_FIN = (0x001, 0x001)  # FIN set
 TCP_FLAGS_CLIENT_SYN = (0x002, 0x012)  # SYN set, ACK clear: a client's first segment
 TCP_FLAGS_SYNACK = (0x012, 0x012)  # SYN and ACK: the server's handshake answer
 TCP_FLAGS_PURE_ACK = (0x010, 0x01F)  # ACK, no FIN/SYN/RST/PSH: e.g. the handshake's end
-LEG_SAMPLE_MASK = 0x7  # client ports whose low bits are 0 also show their handshake
+# Linux picks a connection's port in steps of 2 (connect() keeps to even ports), so
+# samples by port use the bits above bit 0
+LEG_SAMPLE_MASK = 0x1E  # one client port in 16 also shows its handshake
 PRIO_OBSERVE = 520  # above every IPv4 rule of table 0
 
 
@@ -193,10 +195,10 @@ def base_flows(topo: Topology, switch: str, hops: NextHops, proactive: bool,
 
 def sample_mask(one_in: int) -> int:
     """The client-port bits that must be 0 for a connection to be timed, one in `one_in`
-    (a power of two)."""
+    (a power of two): bits 1 and up, as bit 0 is the same for every connect() port."""
     if one_in < 1 or one_in & (one_in - 1):
         raise ValueError(f"measure_rt: one connection in N needs N a power of two, got {one_in}")
-    return one_in - 1
+    return (one_in - 1) << 1
 
 
 def observe_flows(topo: Topology, switch: str, proactive: bool, mask: int = 0) -> list[Flow]:

@@ -185,7 +185,7 @@ def test_groups_only_at_switches_with_clients() -> None:
 def test_measuring_copies_the_syn_and_the_servers_fin_and_forwards_both(
         topology: dict[str, Any]) -> None:
     g, topo, net = _net(topology, measure_rt=True)
-    port = 40001  # not a sampled port: no handshake copies
+    port = 40002  # not a sampled port: no handshake copies
     for client in ("c1", "c2"):
         edge = g.nodes[client]["switch"]
         net.copies.clear()
@@ -234,13 +234,14 @@ def test_measuring_a_per_request_policy_adds_no_second_syn_copy() -> None:
 
 
 def test_measuring_one_connection_in_n_copies_only_its_ports() -> None:
-    g, _, net = _net({"kind": "star"}, measure_rt=4)  # ports with the low two bits 0
-    for port, timed in ((40000, True), (40001, False), (40002, False), (40004, True)):
+    g, _, net = _net({"kind": "star"}, measure_rt=4)  # ports with bits 1-2 zero
+    for port, timed in ((40000, True), (40001, True), (40002, False), (40004, False),
+                        (40008, True)):
         net.copies.clear()
         syn = net.send("c1", {**_request(g, "c1", DSCP_HP, port), "tcp_flags": 0x002})
         fin = net.send("fn", {**_reply(g, "fn", "c1", port), "tcp_flags": 0x011})
         assert syn.host == "fn" and fin.host == "c1"
         assert len(net.copies) == (2 if timed else 0), port
-    assert sample_mask(1) == 0 and sample_mask(8) == 7
+    assert sample_mask(1) == 0 and sample_mask(8) == 0b1110
     with pytest.raises(ValueError, match="power of two"):
         sample_mask(6)
