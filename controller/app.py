@@ -35,7 +35,7 @@ from os_ken.ofproto import ofproto_v1_3
 
 from controller.cluster import ClusterState
 from controller.config import ControllerConfig
-from controller.flow_tables import GROUP_ID, bucket_weights
+from controller.flow_tables import GROUP_ID, TABLE_CLASSIFY, bucket_weights
 from controller.pipeline import (
     DSCP_HP,
     ETH_ARP,
@@ -56,6 +56,7 @@ from controller.pipeline import (
     failover_groups,
     forward_flows,
     group_mods,
+    sample_mask,
     stage_flows,
 )
 from controller.policies import (
@@ -72,6 +73,7 @@ from controller.policies import (
     safe_routes,
     stage_plan,
 )
+from controller.rt_measure import ConnectionTimer, Measurement, PathStats, Segment, parse_segment
 from fogsdn.latency import node_net_ms
 from fogsdn.local_rpc import recv_line, send_json, unix_call
 from fogsdn.routing import next_hops
@@ -81,6 +83,9 @@ from fogsdn.stages import StagePlan
 NX_NAT_F_DST = 1 << 1
 NX_CT_F_COMMIT = 1 << 0
 BARRIER_TIMEOUT_S = 2.0
+# controller-rt.csv, one row per timed connection (docs/learning.md)
+RT_COLUMNS = "client,client_port,node,t_syn,t_fin,rt_ms,span_ms,leg_ms\n"
+EXPIRE_EVERY_S = 1.0
 
 
 def _key(f: Flow) -> tuple[Any, ...]:
@@ -126,6 +131,23 @@ class FogController(app_manager.OSKenApp):
         self._barriers: dict[tuple[int, int], threading.Event] = {}
         self._installed: dict[TaskClass, list[tuple[str, int]]] = {}
         self._events = open(self.events_path, "a")  # noqa: SIM115
+        # response time as the network sees it: SYN to the server's FIN (controller.rt_measure)
+        self.measure_rt = conf.measure_rt  # 0: off; N: one connection in N is timed
+        self._rt_mask = sample_mask(self.measure_rt) if self.measure_rt else 0
+        self.rt_timer = ConnectionTimer(scenario.time_scale / 1000.0,
+                                        max_open_s=max(2.0, 2 * scenario.timeout_ms
+                                                       * scenario.time_scale / 1000.0))
+        self.rt_stats = PathStats()
+        self._rt_expired = time.monotonic()
+        self._wall_minus_mono = time.time() - time.monotonic()  # os-ken stamps events in wall time
+        self._node_of_ip = {h.ip: h.name for h in self.fabric.hosts}
+        self._rt_file = None
+        if self.measure_rt:
+            path = self.events_path.with_name("controller-rt.csv")
+            fresh = not path.exists() or path.stat().st_size == 0
+            self._rt_file = open(path, "a")  # noqa: SIM115 (a restarted controller appends)
+            if fresh:
+                self._rt_file.write(RT_COLUMNS)
 
     def _switch_name(self, dpid: int) -> str | None:
         """The topology's switch a datapath is; on a one-switch topology any datapath is
@@ -217,7 +239,7 @@ class FogController(app_manager.OSKenApp):
         if isinstance(a, Flood):
             return parser.OFPActionOutput(ofp.OFPP_FLOOD)
         if isinstance(a, ToController):
-            return parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)
+            return parser.OFPActionOutput(ofp.OFPP_CONTROLLER, a.max_len or ofp.OFPCML_NO_BUFFER)
         if isinstance(a, SetField):
             return parser.OFPActionSetField(**{a.name: a.value})
         if isinstance(a, Group):
@@ -264,7 +286,8 @@ class FogController(app_manager.OSKenApp):
         for g in groups:
             self._send(self._group_mod(dp, g))
         self._failover[dpid] = {g.group_id: replace(g, add=False) for g in groups}
-        for f in base_flows(self.topo, switch, self.hops, not self._per_request):
+        for f in base_flows(self.topo, switch, self.hops, not self._per_request,
+                            self.measure_rt):
             self._send(self._flow_mod(dp, f))
         stage_ips = [self.fabric.host(n).ip for n in self.stages.hosts]
         for f in stage_flows(self.topo, switch, stage_ips):  # size-based (seed 002b)
@@ -428,11 +451,20 @@ class FogController(app_manager.OSKenApp):
 
     @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)
     def _on_packet_in(self, ev: Any) -> None:
+        # when os-ken read it off the switch's connection, before it waited in the app's
+        # event queue (the response-time timer's clock: monotonic, as every stamp here)
+        t = ev.timestamp - self._wall_minus_mono
         msg = ev.msg
+        if (self.measure_rt and msg.table_id == TABLE_CLASSIFY
+                and msg.reason == msg.datapath.ofproto.OFPR_ACTION):
+            copy = parse_segment(msg.data)  # a header copy from observe_flows
+            if copy is not None:
+                self._observe(copy, t)
+                return
         pkt = packet.Packet(msg.data)
         ip, seg = pkt.get_protocol(ipv4.ipv4), pkt.get_protocol(tcp.tcp)
         if ip is not None and seg is not None and ip.dst == self.fabric.vip:
-            self._dispatch_connection(msg, ip, seg)
+            self._dispatch_connection(msg, ip, seg, t)
             return
         req = pkt.get_protocol(arp.arp)
         if req is None or req.opcode != arp.ARP_REQUEST or req.dst_ip != self.fabric.vip:
@@ -468,10 +500,37 @@ class FogController(app_manager.OSKenApp):
                     work = float(stats["work_left_ms"])
                 except (OSError, ValueError, KeyError, TypeError):
                     pass
-            nodes.append(replace(n, in_system=load, work_left=work))
+            nodes.append(replace(n, in_system=load, work_left=work,
+                                 measured_rt_ms=self.rt_stats.recent(n.name)))
         return ClusterView(tuple(nodes))
 
-    def _dispatch_connection(self, msg: Any, ip: Any, seg: Any) -> None:
+    # -- response time as the network sees it (controller.rt_measure) ---------------
+    def _observe(self, seg: Segment, t: float, node: str | None = None) -> None:
+        """One SYN or server FIN: pair it, record what pairs (the os-ken event thread
+        handles packet-ins one at a time, so the timer needs no lock)."""
+        m: Measurement | None = None
+        if seg.client_syn and seg.dst_ip == self.fabric.vip:
+            m = self.rt_timer.syn((seg.src_ip, seg.src_port), seg.seq, t, node)
+        elif seg.fin:
+            m = self.rt_timer.fin((seg.dst_ip, seg.dst_port), t, self._node_of_ip.get(seg.src_ip))
+        elif seg.synack:
+            self.rt_timer.synack((seg.dst_ip, seg.dst_port), t)
+        elif seg.pure_ack:
+            self.rt_timer.ack((seg.src_ip, seg.src_port), t)
+        if m is not None:
+            self.rt_stats.add(m.node, m.rt_ms)
+            if self._rt_file is not None:
+                client = self._node_of_ip.get(m.client_ip, m.client_ip)
+                self._rt_file.write(f"{client},{m.client_port},{m.node},{m.t_syn:.6f},"
+                                    f"{m.t_fin:.6f},{m.rt_ms:.6f},{m.span_ms:.6f},"
+                                    f"{m.leg_ms:.6f}\n")
+                self._rt_file.flush()
+        if t - self._rt_expired > EXPIRE_EVERY_S:
+            self._rt_expired = t
+            self.rt_timer.expire(t)
+            self._wall_minus_mono = time.time() - time.monotonic()  # follows clock slewing
+
+    def _dispatch_connection(self, msg: Any, ip: Any, seg: Any, t_in: float) -> None:
         """Decide one new connection, pin it with a 5-tuple rule, and re-inject its SYN."""
         dp = msg.datapath
         ofp, parser = dp.ofproto, dp.ofproto_parser
@@ -494,6 +553,9 @@ class FogController(app_manager.OSKenApp):
                                        actions=[self._action(dp, a)
                                                 for a in connection_actions(worker_ip)],
                                        data=msg.data))
+        if self.measure_rt and not seg.src_port & self._rt_mask:  # the decision's SYN
+            self._observe(Segment(ip.src, seg.src_port, ip.dst, seg.dst_port, seg.seq,
+                                  seg.bits), t_in, node)
         self._event(event="decision", cls=str(cls), client=src, port=seg.src_port,
                     flags=seg.bits, node=node, decide_ms=round(decide_ms, 4),
                     load={n.name: n.in_system for n in view.nodes})

@@ -24,12 +24,16 @@ class ControllerConfig:
     registration: Path  # Unix socket for OFN join/leave registrations
     available: Mapping[str, bool] = field(default_factory=dict)  # OFN state at start
     workers: Mapping[str, str] = field(default_factory=dict)  # node -> control socket
+    # time connections, SYN to the server's FIN (controller.rt_measure): 0 none, N one in
+    # N (a power of two, by the client port's low bits; 1 every one); one or two header
+    # packet-ins per timed request, recorded in controller-rt.csv beside `events`
+    measure_rt: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         return {"fabric": self.fabric.to_dict(), "scenario": str(self.scenario),
                 "events": str(self.events), "ready": str(self.ready),
                 "registration": str(self.registration), "available": dict(self.available),
-                "workers": dict(self.workers)}
+                "workers": dict(self.workers), "measure_rt": self.measure_rt}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ControllerConfig:
@@ -37,7 +41,8 @@ class ControllerConfig:
                    events=Path(d["events"]), ready=Path(d["ready"]),
                    registration=Path(d["registration"]),
                    available={str(k): bool(v) for k, v in d.get("available", {}).items()},
-                   workers={str(k): str(v) for k, v in d.get("workers", {}).items()})
+                   workers={str(k): str(v) for k, v in d.get("workers", {}).items()},
+                   measure_rt=int(d.get("measure_rt", 1)))
 
     def write(self, path: Path) -> Path:
         path.write_text(json.dumps(self.to_dict(), indent=1))

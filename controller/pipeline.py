@@ -55,7 +55,18 @@ class Flood:
 
 @dataclass(frozen=True)
 class ToController:
-    pass
+    max_len: int | None = None  # bytes of the packet sent; None: all of it
+
+
+OBSERVE_MAX_LEN = 128  # a copy for the controller's timer: headers only (controller.rt_measure)
+TCP_FLAGS_FIN = (0x001, 0x001)  # FIN set
+TCP_FLAGS_CLIENT_SYN = (0x002, 0x012)  # SYN set, ACK clear: a client's first segment
+TCP_FLAGS_SYNACK = (0x012, 0x012)  # SYN and ACK: the server's handshake answer
+TCP_FLAGS_PURE_ACK = (0x010, 0x01F)  # ACK, no FIN/SYN/RST/PSH: e.g. the handshake's end
+# Linux picks a connection's port in steps of 2 (connect() keeps to even ports), so
+# samples by port use the bits above bit 0
+LEG_SAMPLE_MASK = 0x1E  # one client port in 16 also shows its handshake
+PRIO_OBSERVE = 520  # above every IPv4 rule of table 0
 
 
 @dataclass(frozen=True)
@@ -143,8 +154,11 @@ class Topology:
 
 
 # -- the pipeline -------------------------------------------------------------------------------
-def base_flows(topo: Topology, switch: str, hops: NextHops, proactive: bool) -> list[Flow]:
-    """Everything a switch needs at start, table-miss last (its presence says 'ready')."""
+def base_flows(topo: Topology, switch: str, hops: NextHops, proactive: bool,
+               measure_rt: int = 0) -> list[Flow]:
+    """Everything a switch needs at start, table-miss last (its presence says 'ready');
+    with `measure_rt` N > 0, the copies the controller times one connection in N by
+    (observe_flows)."""
     out: list[Flow] = [flow(TABLE_CLASSIFY, 1000, eth_type=ETH_IPV6)]
     clients = topo.local_clients(switch)
     edge = bool(clients) or topo.single()
@@ -173,8 +187,57 @@ def base_flows(topo: Topology, switch: str, hops: NextHops, proactive: bool) -> 
             out.append(flow(TABLE_DISPATCH, 290, [ToController()], **new_svc))
         out.append(flow(TABLE_DISPATCH, 1, goto=TABLE_FORWARD))
     out += forward_flows(topo, switch, hops)  # its groups: failover_groups, sent first
+    if measure_rt:
+        out += observe_flows(topo, switch, proactive, sample_mask(measure_rt))
     out.append(flow(TABLE_CLASSIFY, 0, [ToController()]))
     return out
+
+
+def sample_mask(one_in: int) -> int:
+    """The client-port bits that must be 0 for a connection to be timed, one in `one_in`
+    (a power of two): bits 1 and up, as bit 0 is the same for every connect() port."""
+    if one_in < 1 or one_in & (one_in - 1):
+        raise ValueError(f"measure_rt: one connection in N needs N a power of two, got {one_in}")
+    return (one_in - 1) << 1
+
+
+def observe_flows(topo: Topology, switch: str, proactive: bool, mask: int = 0) -> list[Flow]:
+    """At a client's edge switch, a header copy to the controller of each client SYN to the
+    service address (proactive policies only: a per-request policy's SYN comes to the
+    controller anyway), of each server FIN to a local client, before conntrack undoes
+    the NAT, so its source names the worker, and, for a sample of client ports, of the
+    handshake's SYN-ACK and the client's pure ACKs (the client's leg,
+    `controller.rt_measure`). The packet itself goes on through ct as table 0's own IPv4
+    rules send it; the copy does not hold it. `mask`: only connections whose client port
+    has these bits 0 are copied (sample_mask)."""
+    if switch not in edge_switches(topo):
+        return []
+    copy_and_on = (ToController(OBSERVE_MAX_LEN), Conntrack(TABLE_DISPATCH))
+    from_sampled: dict[str, Any] = {"tcp_src": (0, mask)} if mask else {}
+    to_sampled: dict[str, Any] = {"tcp_dst": (0, mask)} if mask else {}
+    out = []
+    if proactive:
+        out.append(flow(TABLE_CLASSIFY, PRIO_OBSERVE, copy_and_on, eth_type=ETH_IPV4,
+                        ip_proto=6, ipv4_dst=topo.vip, tcp_flags=TCP_FLAGS_CLIENT_SYN,
+                        **from_sampled))
+    clients = _clients(topo) if topo.single() else topo.local_clients(switch)
+    # a sample of connections (client port & LEG_SAMPLE_MASK == 0) also shows its handshake:
+    # the SYN-ACK toward the client and the client's pure ACKs, the client's own leg
+    out.append(flow(TABLE_CLASSIFY, PRIO_OBSERVE, copy_and_on, eth_type=ETH_IPV4, ip_proto=6,
+                    ipv4_dst=topo.vip, tcp_src=(0, LEG_SAMPLE_MASK | mask),
+                    tcp_flags=TCP_FLAGS_PURE_ACK))
+    for _, c in clients:
+        out.append(flow(TABLE_CLASSIFY, PRIO_OBSERVE, copy_and_on, eth_type=ETH_IPV4,
+                        ip_proto=6, ipv4_dst=c["ip"], tcp_src=topo.service_port,
+                        tcp_flags=TCP_FLAGS_FIN, **to_sampled))
+        out.append(flow(TABLE_CLASSIFY, PRIO_OBSERVE, copy_and_on, eth_type=ETH_IPV4,
+                        ip_proto=6, ipv4_dst=c["ip"], tcp_src=topo.service_port,
+                        tcp_dst=(0, LEG_SAMPLE_MASK | mask), tcp_flags=TCP_FLAGS_SYNACK))
+    return out
+
+
+def _clients(topo: Topology) -> list[tuple[str, dict[str, Any]]]:
+    return [(n, d) for n, d in topo.hosts() if d["role"] == "client"]
 
 
 def arp_flows(topo: Topology, switch: str, hops: NextHops) -> list[Flow]:

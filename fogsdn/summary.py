@@ -50,6 +50,9 @@ class RunSummary(TypedDict):
     containers: NotRequired[dict[str, Any]]  # limits and cgroup accounting (docs/containers.md)
     cpu_work: NotRequired[dict[str, Any]]  # work: cpu calibration
     links: NotRequired[dict[str, Any]]  # the link element: {"mechanism", "shaped"}
+    # the controller's SYN-to-FIN response time against the clients' (analysis.rt_measurement)
+    rt_measurement: NotRequired[dict[str, Any]]
+    rt_measurement_error: NotRequired[float]  # the largest per-node relative gap
     # simulate
     seed: NotRequired[int]
     replication: NotRequired[int]

@@ -48,6 +48,9 @@ class TraceRow:
     # model ms of service killed at hosts before the last
     hosts: str = ""
     wasted_ms: float = math.nan
+    # live runs: the client's own TCP port of each connection ("p1>p2" across stages), by
+    # which the controller's measurement of the same connection is found
+    ports: str = ""
 
 
 COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(TraceRow))

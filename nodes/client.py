@@ -67,10 +67,12 @@ class Client:
         self.writer.write(row)
         self.done += 1
 
-    async def _exchange(self, req: TaskRequest, port: int) -> tuple[dict[str, object], float]:
+    async def _exchange(self, req: TaskRequest, port: int, local_ports: list[int]
+                        ) -> tuple[dict[str, object], float]:
         """One connection to the service address at `port`: the request out, the reply in
         (and when the kernel received it, `time.monotonic()`: the response ends there, not
-        when this loop got round to reading it)."""
+        when this loop got round to reading it). The connection's own port is appended to
+        `local_ports` (the controller names connections by it, controller.rt_measure)."""
         loop = asyncio.get_running_loop()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
@@ -78,6 +80,7 @@ class Client:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.setblocking(False)
             await loop.sock_connect(sock, (self.service[0], port))
+            local_ports.append(sock.getsockname()[1])
             await loop.sock_sendall(sock, req.encode())
             rx_stamp.enable(sock)
             buf = b""
@@ -98,13 +101,14 @@ class Client:
         timeout_s = self.sc.timeout_ms * self.ms_real
         stage = self.stages.first_stage(arrival.size)
         visited: list[str] = []
+        local_ports: list[int] = []
         spent = {"node_ms": 0.0, "wait_ms": 0.0, "service_ms": 0.0}  # over killed stages
         wasted = 0.0
         try:
             async with asyncio.timeout(timeout_s):
                 while True:
                     port = self.service[1] if stage is None else stage_port(self.service[1], stage)
-                    reply, received = await self._exchange(req, port)
+                    reply, received = await self._exchange(req, port, local_ports)
                     visited.append(str(reply.get("node", "")))
                     if reply["status"] != "killed" or stage is None:
                         break
@@ -148,8 +152,10 @@ class Client:
             row.outcome = Outcome.TIMEOUT
             row.t_done = self.model_now()
             row.error = "interrupted"
+            row.ports = ">".join(map(str, local_ports))
             self._finish(row)
             raise
+        row.ports = ">".join(map(str, local_ports))
         self._finish(row)
 
     async def _report(self) -> None:

@@ -34,6 +34,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="with --clean: also stop the Open vSwitch daemons fogsdn started "
                          "(never ones it found running)")
     ap.add_argument("--quiet", action="store_true", help="no progress lines")
+    ap.add_argument("--no-measure-rt", action="store_true",
+                    help="emulate: the controller does not time connections (no SYN/FIN "
+                         "copies to it, no rt_measurement_error; docs/learning.md)")
+    ap.add_argument("--rt-sample", type=int, default=1, metavar="N",
+                    help="emulate: the controller times one connection in N (a power of "
+                         "two, by client port; default every one)")
     return ap.parse_args(argv)
 
 
@@ -100,6 +106,9 @@ def main(argv: list[str] | None = None,
         print(f"results: {out}")
         return 0
 
+    if args.rt_sample < 1 or args.rt_sample & (args.rt_sample - 1):
+        print(f"error: --rt-sample: a power of two >= 1, got {args.rt_sample}", file=sys.stderr)
+        return 2
     if os.geteuid() != 0:
         print("error: the emulate engine needs root (Mininet, Open vSwitch): use sudo",
               file=sys.stderr)
@@ -111,7 +120,8 @@ def main(argv: list[str] | None = None,
     stop = threading.Event()
     stop_on_signals(stop)
     try:
-        summary = run_emulation(sc, out, stop, show_progress=not args.quiet)
+        summary = run_emulation(sc, out, stop, show_progress=not args.quiet,
+                                measure_rt=0 if args.no_measure_rt else args.rt_sample)
     except ScenarioError as err:  # live limits, checked before anything starts
         print(f"error: {args.scenario}: {err}", file=sys.stderr)
         return 2

@@ -100,12 +100,14 @@ class LiveNetwork:
     """The controller and the network of one scenario, and the processes in its hosts."""
 
     def __init__(self, scenario: Scenario, out_dir: Path, supervisor: Supervisor,
-                 show_progress: bool = False, peer_tables: dict[str, int] | None = None
-                 ) -> None:
+                 show_progress: bool = False, peer_tables: dict[str, int] | None = None,
+                 measure_rt: int = 1) -> None:
         """`peer_tables`: host link id -> size of its element's per-peer delay table
-        (`update_peers`; these need the userspace relay, chosen then)."""
+        (`update_peers`; these need the userspace relay, chosen then). `measure_rt`: the
+        controller times one connection in N (0: none; controller.rt_measure)."""
         self.sc = scenario
         self.peer_tables = dict(peer_tables or {})
+        self.measure_rt = measure_rt
         self.out = out_dir
         self.supervisor = supervisor
         self.show_progress = show_progress
@@ -151,6 +153,7 @@ class LiveNetwork:
             ready=self.sock_dir / "controller.ready",
             registration=self.sock_dir / "controller.sock",
             workers={n.name: str(self.sock_dir / f"{n.name}.sock") for n in self.sc.nodes},
+            measure_rt=self.measure_rt,
         )
         rec = self.supervisor.record
         for path in (str(conf.ready), str(conf.registration)):

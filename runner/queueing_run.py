@@ -23,6 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from controller.pipeline import sample_mask
 from controller.policies import stage_plan
 from fogsdn.churn import ReactionLead, Transition, churn_schedule
 from fogsdn.scenario import LeaveMode, Role, Scenario, ScenarioError
@@ -60,13 +61,15 @@ class Progress:
 
 class QueueingRun:
     def __init__(self, scenario: Scenario, out_dir: Path, stop: threading.Event,
-                 show_progress: bool = True, churn_lead: bool = True) -> None:
+                 show_progress: bool = True, churn_lead: bool = True,
+                 measure_rt: int = 1) -> None:
         self.sc = scenario
         self.out = out_dir
         self.stop = stop
         self.show_progress = show_progress
         self.supervisor = new_supervisor(out_dir, stop)
-        self.live = LiveNetwork(scenario, out_dir, self.supervisor, show_progress)
+        self.live = LiveNetwork(scenario, out_dir, self.supervisor, show_progress,
+                                measure_rt=measure_rt)
         self.workers: dict[str, subprocess.Popen[Any]] = {}
         self.stages = StagePlan("none")  # size-based dispatch (seed 002b), set with the workers
         self.clients: dict[str, subprocess.Popen[Any]] = {}
@@ -364,10 +367,15 @@ def check_live_limits(sc: Scenario) -> None:
 
 
 def run_emulation(scenario: Scenario, out_dir: Path, stop: threading.Event | None = None,
-                  show_progress: bool = True, churn_lead: bool = True) -> dict[str, Any]:
+                  show_progress: bool = True, churn_lead: bool = True,
+                  measure_rt: int = 1) -> dict[str, Any]:
     """Run one scenario live; returns summary.json's content. `churn_lead`: issue each
-    OFN change one measured reaction time before its drawn instant (ReactionLead)."""
+    OFN change one measured reaction time before its drawn instant (ReactionLead).
+    `measure_rt`: the controller times one connection in N (0: none; a power of two),
+    SYN to the server's FIN (controller.rt_measure; summary `rt_measurement_error`)."""
     check_live_limits(scenario)
     scenario = draw_capacities(scenario, 0)  # a drawn capacity: the first replication's
+    if measure_rt:
+        sample_mask(measure_rt)  # a power of two, or a one-line error before anything starts
     return QueueingRun(scenario, out_dir, stop or threading.Event(), show_progress,
-                       churn_lead).run()
+                       churn_lead, measure_rt).run()

@@ -17,6 +17,7 @@ import numpy as np
 
 from analysis.compare import attach_prediction
 from analysis.metrics import measured_summary, summary_table
+from analysis.rt_measurement import ControllerRt, compare_rt, rt_report_line
 from fogsdn.scenario import Scenario
 from fogsdn.summary import PolicyReport, RunSummary, policy_report
 from fogsdn.trace import Outcome, TraceRow, read_trace, write_trace
@@ -55,6 +56,24 @@ def merge_traces(out: Path, clients: list[str]) -> list[TraceRow]:
     rows.sort(key=lambda r: r.t_send)
     write_trace(out / "trace.csv", rows)
     return rows
+
+
+def read_controller_rt(path: Path, epoch: float, ms_real: float) -> list[ControllerRt]:
+    """controller-rt.csv (controller.app: client, client_port, node, t_syn, t_fin, rt_ms;
+    times on the controller's monotonic clock), SYN stamps made model ms from `epoch`;
+    a torn last line is skipped."""
+    out: list[ControllerRt] = []
+    if not path.exists():
+        return out
+    with open(path, newline="") as fh:
+        for rec in csv.DictReader(fh):
+            try:
+                out.append(ControllerRt(rec["client"], int(rec["client_port"]), rec["node"],
+                                        (float(rec["t_syn"]) - epoch) / ms_real,
+                                        float(rec["rt_ms"])))
+            except (TypeError, ValueError):
+                continue
+    return out
 
 
 def write_availability(out: Path, rows: list[dict[str, Any]]) -> None:
@@ -152,6 +171,11 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
             "accounting": live.container_stats,
         },
     }
+    measured_rt = read_controller_rt(out / "controller-rt.csv", run.epoch,
+                                     sc.time_scale / 1000.0)
+    if measured_rt:
+        summary["rt_measurement"] = compare_rt(measured_rt, rows, sc.warmup_ms)
+        summary["rt_measurement_error"] = summary["rt_measurement"]["rt_measurement_error"]
     if sc.workload.work == "cpu":
         summary["cpu_work"] = {"bytes_per_cpu_ms": run.bytes_per_ms,
                                "kernel": "sha256 (nodes/cpu_work.py)"}
@@ -178,6 +202,8 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
         print(f"estimated power: {pw['total_W']:.1f} W in total ({pw['servers_W']:.1f} W "
               f"servers), {pw['energy_J']:.0f} J, {pw['energy_per_request_J']:.3f} J per "
               "answered request")
+    if "rt_measurement" in summary:
+        print(rt_report_line(summary["rt_measurement"]))
     pol = summary["policy"]
     if pol["errors"]:
         print(f"[run] POLICY FAILED {pol['errors']} times; the controller sent those "

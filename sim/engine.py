@@ -71,6 +71,7 @@ from controller.policies import (
     policy_failure,
     routes_for,
 )
+from controller.rt_measure import PathStats
 from fogsdn.churn import ofn_changes
 from fogsdn.latency import node_net_ms
 from fogsdn.scenario import LeaveMode, Role, Scenario, Servers, TaskClass, scenario_graph
@@ -265,6 +266,11 @@ def simulate(
     kill_ids = 0
 
     # -- settling ------------------------------------------------------------------
+    # the response time a per-request policy sees measured (NodeView.measured_rt_ms), taken
+    # as the controller takes it live: each answered request's SYN-to-FIN span, its
+    # sojourn plus its path's network time, known once it completes (controller.rt_measure)
+    measured = PathStats() if reads_load else None
+
     def settle(rec: Row) -> None:
         if rec[1]:  # KILLED: its restart is a kill event, not a row
             return
@@ -273,6 +279,8 @@ def simulate(
                         *rec[11:]))
         else:
             out_append(rec)
+            if measured is not None:
+                measured.add(names[rec[7]], rec[0] - rec[6] + (net_ms[rec[7]] or 0.0))
 
     def advance(k: int, t: float) -> None:
         """Settle node k's completions up to time t."""
@@ -401,7 +409,8 @@ def simulate(
                              multi_server=multi[k], power_idle_w=idle_w[k],
                              power_max_w=max_w[k], net_ms=net_ms[k],
                              work_left=sum(r[0] - t for r in held[k]) if multi[k]
-                             else (last[k] - t if last[k] > t else 0.0))
+                             else (last[k] - t if last[k] > t else 0.0),
+                             measured_rt_ms=measured.recent(names[k]) if measured else None)
                     for k in range(nn)
                 )
             )

@@ -39,8 +39,10 @@ _F = "%.6f"
 _ZERO = "0.000000"
 _ROUNDS_TO_ZERO = 4e-7  # below this (a negative wait is 0) %.6f writes _ZERO
 # columns: request_id, client, cls, size, t_send, t_done, node, outcome, response_ms,
-# node_ms, wait_ms, service_ms, nominal_ms, error, hosts, wasted_ms
+# node_ms, wait_ms, service_ms, nominal_ms, error, hosts, wasted_ms, ports
 HEADER = ",".join(COLUMNS) + _EOL
+# the last column, `ports` (a live connection's client port), is empty here
+_NO_PORTS = "," + _EOL
 # rows tallied into the accumulator at a time (a flush brings FLUSH_ROWS)
 TALLY_ROWS = 1024
 
@@ -94,13 +96,13 @@ class TraceCsvSink:
                 for node in self.nodes:
                     head = f"{client}-%07d,{client},{cls},{_F},{_F},{_F},{node},"
                     self._plain.append(f"{client}-%07d,{client},{cls},%s,{_F},{_F},{node},"
-                                       f"ok,%s,%s,%s,%s,%s,,,{_EOL}")
+                                       "ok,%s,%s,%s,%s,%s,,," + _NO_PORTS)
                     self._fmt.append((
-                        head + f"ok,{_F},{_F},{_F},{_F},{_F},%s{_EOL}",
-                        head + f"blocked,0.000000,,,,,%s{_EOL}",
-                        head + f"timeout,,,,,{_F},%s{_EOL}",
-                        head + f"lost,,,,,{_F},%s{_EOL}",
-                        head + f"lost,,,,,,%s{_EOL}",
+                        head + f"ok,{_F},{_F},{_F},{_F},{_F},%s" + _NO_PORTS,
+                        head + "blocked,0.000000,,,,,%s" + _NO_PORTS,
+                        head + f"timeout,,,,,{_F},%s" + _NO_PORTS,
+                        head + f"lost,,,,,{_F},%s" + _NO_PORTS,
+                        head + "lost,,,,,,%s" + _NO_PORTS,
                     ))
 
     def __call__(self, rows: list[Row]) -> None:

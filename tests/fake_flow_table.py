@@ -40,9 +40,9 @@ class Delivery:
 
 def _matches(match: Mapping[str, Any], pkt: Packet) -> bool:
     for k, v in match.items():
-        if k == "ct_state":
+        if isinstance(v, tuple):  # masked: (value, mask)
             value, mask = v
-            if pkt.get("ct_state", 0) & mask != value:
+            if pkt.get(k, 0) & mask != value:
                 return False
         elif pkt.get(k) != v:
             return False
@@ -63,6 +63,7 @@ class FakeNetwork:
         self.pick = pick or (lambda weights: 0)
         self.conntrack: list[tuple[Key, Key, str]] = []  # (original, reply, nat dst)
         self.down: set[str] = set()  # link ids
+        self.copies: list[tuple[str, Packet]] = []  # header copies sent up (switch, packet)
 
     def install(self, switch: str, flows: Sequence[Flow]) -> None:
         """Add or replace (same table, priority and match), as OFPFC_ADD does."""
@@ -114,6 +115,8 @@ class FakeNetwork:
                     ports.append(a.port)
                 elif isinstance(a, Flood):
                     ports.append(-1)
+                elif isinstance(a, ToController) and a.max_len is not None:
+                    self.copies.append((switch, dict(pkt)))  # a copy; the packet goes on
                 elif isinstance(a, ToController):
                     return ports, True
                 elif isinstance(a, Group):

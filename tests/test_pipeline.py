@@ -14,6 +14,8 @@ from controller.pipeline import (
     DSCP_HP,
     ETH_ARP,
     ETH_IPV4,
+    LEG_SAMPLE_MASK,
+    PRIO_OBSERVE,
     Flood,
     Topology,
     base_flows,
@@ -21,6 +23,7 @@ from controller.pipeline import (
     failover_groups,
     forward_flows,
     group_mods,
+    sample_mask,
 )
 from fogsdn.routing import next_hops, shortest_path
 from fogsdn.scenario import TaskClass, parse_scenario, scenario_graph
@@ -30,11 +33,11 @@ SYN = {"eth_type": ETH_IPV4, "ip_proto": 6, "tcp_src": 40000, "tcp_dst": 9000}
 
 def _net(topology: dict[str, Any], proactive: bool = True,
          buckets: dict[TaskClass, list[tuple[str, int]]] | None = None,
-         **over: Any) -> tuple[nx.Graph, Topology, FakeNetwork]:
+         measure_rt: bool = False, **over: Any) -> tuple[nx.Graph, Topology, FakeNetwork]:
     g = scenario_graph(parse_scenario(scenario_dict(topology=topology, **over)))
     topo = Topology.of(g)
     hops = next_hops(g)
-    flows = {s: base_flows(topo, s, hops, proactive) for s in topo.switches()}
+    flows = {s: base_flows(topo, s, hops, proactive, measure_rt) for s in topo.switches()}
     ips = {n: d["ip"] for n, d in topo.hosts()}
     b = buckets or {TaskClass.HP: [("fn", 1000)], TaskClass.LP: [("ofn1", 1000)]}
     groups = {s: failover_groups(topo, s, hops, add=True)
@@ -175,3 +178,70 @@ def test_groups_only_at_switches_with_clients() -> None:
                       {"fn": "10.0.0.1", "ofn1": "10.0.0.2"}, add=False)
     assert [m.group_id for m in mods] == [GROUP_ID[TaskClass.HP]]
     assert [b[0] for b in mods[0].buckets] == [600, 400] and not mods[0].add
+
+
+@pytest.mark.parametrize("topology", [{"kind": "star"}, {"kind": "line", "length": 3},
+                                      {"kind": "fat_tree", "k": 4}])
+def test_measuring_copies_the_syn_and_the_servers_fin_and_forwards_both(
+        topology: dict[str, Any]) -> None:
+    g, topo, net = _net(topology, measure_rt=True)
+    port = 40002  # not a sampled port: no handshake copies
+    for client in ("c1", "c2"):
+        edge = g.nodes[client]["switch"]
+        net.copies.clear()
+        syn = net.send(client, {**_request(g, client, DSCP_HP, port), "tcp_flags": 0x002})
+        assert syn.host == "fn"  # forwarded as without the copy, NATed to the worker
+        assert [(s, p["ipv4_dst"], p["tcp_src"]) for s, p in net.copies] == [
+            (edge, g.graph["vip"], port)]
+        net.copies.clear()
+        synack = net.send("fn", {**_reply(g, "fn", client, port), "tcp_flags": 0x012})
+        data = net.send("fn", {**_reply(g, "fn", client, port), "tcp_flags": 0x018})  # PSH ACK
+        assert synack.host == data.host == client and not net.copies
+        fin = net.send("fn", {**_reply(g, "fn", client, port), "tcp_flags": 0x011})  # FIN ACK
+        assert fin.host == client and fin.packet["ipv4_src"] == g.graph["vip"]
+        # the copy is taken before conntrack undoes the NAT: its source is the worker
+        assert [(s, p["ipv4_src"], p["tcp_dst"]) for s, p in net.copies] == [
+            (edge, g.nodes["fn"]["ip"], port)]
+        net.copies.clear()
+        ack = net.send(client, {**_request(g, client, DSCP_HP, port), "tcp_flags": 0x010})
+        client_fin = net.send(client, {**_request(g, client, DSCP_HP, port), "tcp_flags": 0x011})
+        assert ack.host == client_fin.host == "fn" and not net.copies
+    copying = [s for s in topo.switches()
+               if any(f.priority == PRIO_OBSERVE for f in base_flows(
+                   topo, s, next_hops(g), True, measure_rt=True))]
+    assert copying == edge_switches(topo)
+
+
+@pytest.mark.parametrize("topology", [{"kind": "star"}, {"kind": "line", "length": 3}])
+def test_a_sampled_port_also_shows_its_handshake(topology: dict[str, Any]) -> None:
+    g, _, net = _net(topology, measure_rt=True)
+    port = 40000  # & LEG_SAMPLE_MASK == 0
+    assert port & LEG_SAMPLE_MASK == 0
+    edge = g.nodes["c1"]["switch"]
+    net.send("c1", {**_request(g, "c1", DSCP_HP, port), "tcp_flags": 0x002})
+    net.copies.clear()
+    synack = net.send("fn", {**_reply(g, "fn", "c1", port), "tcp_flags": 0x012})
+    ack = net.send("c1", {**_request(g, "c1", DSCP_HP, port), "tcp_flags": 0x010})
+    data = net.send("c1", {**_request(g, "c1", DSCP_HP, port), "tcp_flags": 0x018})
+    assert synack.host == "c1" and ack.host == data.host == "fn"
+    assert [(s, p["tcp_flags"]) for s, p in net.copies] == [(edge, 0x012), (edge, 0x010)]
+
+
+def test_measuring_a_per_request_policy_adds_no_second_syn_copy() -> None:
+    g, _, net = _net({"kind": "line", "length": 3}, proactive=False, measure_rt=True)
+    d = net.send("c1", {**_request(g, "c1", 0), "tcp_flags": 0x002})
+    assert d.to_controller == "s1" and not net.copies  # the decision's packet-in is the SYN
+
+
+def test_measuring_one_connection_in_n_copies_only_its_ports() -> None:
+    g, _, net = _net({"kind": "star"}, measure_rt=4)  # ports with bits 1-2 zero
+    for port, timed in ((40000, True), (40001, True), (40002, False), (40004, False),
+                        (40008, True)):
+        net.copies.clear()
+        syn = net.send("c1", {**_request(g, "c1", DSCP_HP, port), "tcp_flags": 0x002})
+        fin = net.send("fn", {**_reply(g, "fn", "c1", port), "tcp_flags": 0x011})
+        assert syn.host == "fn" and fin.host == "c1"
+        assert len(net.copies) == (2 if timed else 0), port
+    assert sample_mask(1) == 0 and sample_mask(8) == 0b1110
+    with pytest.raises(ValueError, match="power of two"):
+        sample_mask(6)

@@ -39,6 +39,9 @@ class NodeView:
     power_max_w: float | None = None
     net_ms: float | None = None  # mean network time a request to it spends on its path
     work_left: float | None = None  # model ms of work it holds now, where the engine knows it
+    # the recent mean response time of requests it answered, as the network measured it:
+    # client SYN to the server's FIN (controller.rt_measure; the simulator the same span)
+    measured_rt_ms: float | None = None
 
 
 def node_view(spec: NodeSpec, available: bool, net_ms: float | None = None,

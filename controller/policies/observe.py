@@ -3,18 +3,19 @@
 The same code builds the observation in the simulator env (agents/env.py) and inside the
 controller (controller/policies/rl.py), from what a per-flow policy is shown there: the
 cluster view at each new flow (who is up, requests held, each node's power figures and
-its path's network time) and the policy's own choices. Nothing else: the controller
-measures no response times, so an agent trained on richer inputs could not decide live.
+its path's network time, each node's recent measured response time) and the policy's
+own choices. Nothing else, so an agent trained on it can decide live.
 
 Per node: up (1/0) at the epoch's end, requests held / capacity (mean over the epoch's
 flows), estimated utilisation, its path's network time / RT_ref (the path's delay), and
 the share of the epoch's flows sent to it (the path's load). Per switch: the share of
-its ports that carried a flow. Then the estimated response time / RT_ref and the
-estimated power / P_ref. Utilisation is estimated by what arrivals see (PASTA): the
-share of flows that found a single-server node busy, or the mean held / servers for a
-multi-server node. Power is `models.power_model` on those figures: each server's linear
-model, each switch's chassis plus its active ports (the traffic term, about 0.01 W at
-fog loads, is left out).
+its ports that carried a flow. Then the response time / RT_ref, measured (the chosen
+nodes' recent SYN-to-FIN figure, `observed_response_ms`; estimated from queue and path
+until a node has one), and the estimated power / P_ref. Utilisation is estimated by
+what arrivals see (PASTA): the share of flows that found a single-server node busy, or
+the mean held / servers for a multi-server node. Power is `models.power_model` on those
+figures: each server's linear model, each switch's chassis plus its active ports (the
+traffic term, about 0.01 W at fog loads, is left out).
 
 Per flow, the agent's epoch weights act as preferences: a flow goes to the available
 node with room that has the least expected response time (latency-greedy's measure,
@@ -97,6 +98,13 @@ class ObservationLayout:
             raise PolicyError(f"layout: missing or bad field ({err})") from None
 
 
+def observed_response_ms(node: NodeView) -> float:
+    """A node's response time as the policy reads it: what the network measured for its
+    recent requests (SYN to FIN, `NodeView.measured_rt_ms`, both engines), or, before the
+    first of them completes, the estimate from its queue and path."""
+    return node.measured_rt_ms if node.measured_rt_ms is not None else expected_response_ms(node)
+
+
 @dataclass
 class EpochObserver:
     """Accumulates one epoch of (view, choice) pairs; `close` gives the observation."""
@@ -126,7 +134,7 @@ class EpochObserver:
             self._held[k] += h / node.capacity
             self._busy[k] += min(1.0, h / servers(node))
         self._sent[chosen] += 1
-        self._rt += expected_response_ms(view.nodes[chosen])
+        self._rt += observed_response_ms(view.nodes[chosen])
 
     def power_w(self, util: Sequence[float], sent: Sequence[int],
                 nodes: Sequence[NodeView]) -> tuple[float, dict[str, int]]:

@@ -15,8 +15,9 @@ epoch for one forward pass (a 2 x 64 MLP in numpy, or the RNN's fixed point).
 * `rl_rnn`: the seed's random neural network (models/rnn_learner.py), one neuron per menu
   entry, trained in the simulator and saved as JSON (`rnn_<scenario>.json`); it goes on
   learning where it decides, from the goal G = a RT/RT_ref + b P/P_ref computed on the
-  observer's estimates (the controller measures no response times; it estimates them
-  from queue lengths and path delays, and power from models.power_model), R = 1 / G.
+  observer's figures (response time as the network measured it, SYN to FIN, in both
+  engines, `observe.observed_response_ms`; power estimated by models.power_model),
+  R = 1 / G.
 
 `policy.params.weights` names the file (relative to the project root unless absolute).
 """

@@ -1,0 +1,260 @@
+"""Response time as the network sees it: each connection's client SYN to the server's FIN.
+
+Pure (no os-ken, no I/O), so the pairing is tested with fakes. The controller gets a
+copy of both segments (`controller.pipeline.observe_flows`): the client's SYN to the
+service address, and the server's first FIN, which the worker sends right after its
+reply line (`nodes/worker.py`: send, then close), so the reply is complete when it is
+sent. A connection is named by its client end (address, port): NAT rewrites only the
+server end, so the SYN (to the service address) and the FIN (from the worker's own
+address, before conntrack undoes the NAT) carry the same client end, and the FIN's
+source names the node that answered.
+
+    timer = ConnectionTimer(ms_real=0.005)        # time scale 5: 5 real ms per model ms
+    timer.syn(("10.0.0.11", 40000), seq=7, t=1.000)
+    m = timer.fin(("10.0.0.11", 40000), t=1.012, node="fn")   # m.rt_ms == 2.4 model ms
+
+Events may be handled out of order (a FIN before its SYN): a FIN with no open SYN is
+kept for `max_open_s` and paired with a SYN stamped before it. A retransmitted SYN (same
+client end, same sequence number) keeps the first stamp, which is when the client
+started; a SYN with a new sequence number on the same client end is a new connection
+(the port was reused) and the old one, never answered, is abandoned.
+
+What the switch cannot see is the client's own leg: the SYN's way from the client to
+the switch (on the userspace datapath, mostly the wait until OVS reads the client's
+port) and the reply's way from the switch to the client. Together they are one
+round trip between switch and client, which the handshake shows: the server's SYN-ACK
+passes the switch, the client answers with its ACK at once. For a sample of connections
+(`pipeline.LEG_SAMPLE_MASK` on the client port) the controller also gets those two
+copies; ACK minus SYN-ACK is a sample of the client's leg, and each measurement adds
+its own connection's leg, or the mean of the client's recent samples
+(`rt_ms = span_ms + leg_ms`), as passive TCP monitors estimate a client's RTT.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["ConnKey", "ConnectionTimer", "Measurement", "PathStats", "Segment",
+           "TCP_ACK", "TCP_FIN", "TCP_RST", "TCP_SYN", "parse_segment"]
+
+TCP_FIN, TCP_SYN, TCP_RST, TCP_ACK = 0x01, 0x02, 0x04, 0x10
+ETH_IPV4, ETH_VLAN = 0x0800, 0x8100
+IP_TCP = 6
+ConnKey = tuple[str, int]  # the client end of a connection: (address, port)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """What the controller needs of one TCP segment's copy."""
+
+    src_ip: str
+    src_port: int
+    dst_ip: str
+    dst_port: int
+    seq: int
+    flags: int
+
+    @property
+    def client_syn(self) -> bool:
+        return bool(self.flags & TCP_SYN) and not self.flags & TCP_ACK
+
+    @property
+    def synack(self) -> bool:
+        return self.flags & (TCP_SYN | TCP_ACK) == TCP_SYN | TCP_ACK
+
+    @property
+    def pure_ack(self) -> bool:
+        """An ACK with no SYN, FIN, RST or PSH (the handshake's last segment)."""
+        return self.flags & 0x1F == TCP_ACK
+
+    @property
+    def fin(self) -> bool:
+        return bool(self.flags & TCP_FIN)
+
+
+def _ip(b: bytes) -> str:
+    return f"{b[0]}.{b[1]}.{b[2]}.{b[3]}"
+
+
+def parse_segment(data: bytes) -> Segment | None:
+    """An Ethernet/IPv4/TCP frame's addresses, ports, sequence number and flags; None if
+    it is not one or is cut before the flags. Hand-parsed: os-ken's full packet parser
+    costs several times more, and this runs twice per request."""
+    off = 14
+    if len(data) < off:
+        return None
+    (eth_type,) = struct.unpack_from("!H", data, 12)
+    if eth_type == ETH_VLAN and len(data) >= 18:
+        (eth_type,) = struct.unpack_from("!H", data, 16)
+        off = 18
+    if eth_type != ETH_IPV4 or len(data) < off + 20 or data[off] >> 4 != 4:
+        return None
+    ihl = (data[off] & 0x0F) * 4
+    if data[off + 9] != IP_TCP or ihl < 20:
+        return None
+    src, dst = _ip(data[off + 12:off + 16]), _ip(data[off + 16:off + 20])
+    t = off + ihl
+    if len(data) < t + 14:
+        return None
+    sport, dport, seq = struct.unpack_from("!HHI", data, t)
+    return Segment(src, sport, dst, dport, seq, data[t + 13])
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One connection's response time as the network saw it: SYN to the server's FIN."""
+
+    client_ip: str
+    client_port: int
+    node: str
+    t_syn: float  # the controller's clock (time.monotonic(), seconds)
+    t_fin: float
+    rt_ms: float  # model ms: span_ms + leg_ms, the client's response time
+    span_ms: float = 0.0  # SYN to FIN at the switch
+    leg_ms: float = 0.0  # the client's round trip to the switch (this connection's, or recent)
+
+
+@dataclass
+class _Open:
+    seq: int
+    t: float
+    node: str | None
+    t_synack: float | None = None
+    leg: float | None = None  # seconds, from this connection's handshake
+
+
+@dataclass
+class ConnectionTimer:
+    """Pairs each connection's first SYN with its server's first FIN.
+
+    `ms_real`: real seconds per model ms (time_scale / 1000). `max_open_s`: a connection
+    open longer (no FIN: reset, dropped, timed out) is abandoned; an unpaired FIN is
+    kept as long.
+    """
+
+    ms_real: float
+    max_open_s: float = 30.0
+    leg_window: int = 50  # leg samples kept per client
+    open: dict[ConnKey, _Open] = field(default_factory=dict)
+    legs: dict[str, deque[float]] = field(default_factory=dict)  # client -> recent legs (s)
+    _early_fins: dict[ConnKey, tuple[float, str]] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
+        ("syn", "syn_retransmitted", "fin", "paired", "fin_unmatched", "abandoned", "legs",
+         "no_leg"), 0))
+
+    def syn(self, key: ConnKey, seq: int, t: float, node: str | None = None
+            ) -> Measurement | None:
+        """A client's SYN stamped at `t` (`node`: where a per-request policy sent it).
+        Returns a measurement only when the connection's FIN was handled first."""
+        self.counts["syn"] += 1
+        held = self.open.get(key)
+        if held is not None and held.seq == seq:
+            self.counts["syn_retransmitted"] += 1
+            held.t = min(held.t, t)
+            held.node = held.node or node
+            return None
+        if held is not None:
+            self.counts["abandoned"] += 1  # the port was reused: the old one never ended
+        early = self._early_fins.get(key)
+        if early is not None and t <= early[0] <= t + self.max_open_s:
+            del self._early_fins[key]
+            return self._paired(key, t, early[0], early[1])
+        self.open[key] = _Open(seq, t, node)
+        return None
+
+    def synack(self, key: ConnKey, t: float) -> None:
+        """The server's SYN-ACK passed the switch toward the client at `t` (the first one)."""
+        held = self.open.get(key)
+        if held is not None and held.t_synack is None and t >= held.t:
+            held.t_synack = t
+
+    def ack(self, key: ConnKey, t: float) -> None:
+        """A pure ACK from the client at `t`: the first after the SYN-ACK ends the handshake,
+        a sample of the client's leg; later ones are ignored."""
+        held = self.open.get(key)
+        if held is None or held.t_synack is None or held.leg is not None or t < held.t_synack:
+            return
+        held.leg = t - held.t_synack
+        self.counts["legs"] += 1
+        self.legs.setdefault(key[0], deque(maxlen=self.leg_window)).append(held.leg)
+
+    def client_leg_s(self, client_ip: str) -> float | None:
+        """The mean of the client's recent leg samples (seconds), None before the first."""
+        r = self.legs.get(client_ip)
+        return sum(r) / len(r) if r else None
+
+    def fin(self, key: ConnKey, t: float, node: str | None = None) -> Measurement | None:
+        """A server's FIN stamped at `t`, from `node` (its source address's node)."""
+        self.counts["fin"] += 1
+        held = self.open.get(key)
+        if held is None or held.t > t:
+            self.counts["fin_unmatched"] += 1
+            self._early_fins[key] = (t, node or "")
+            return None
+        del self.open[key]
+        return self._paired(key, held.t, t, node or held.node or "", held.leg)
+
+    def _paired(self, key: ConnKey, t_syn: float, t_fin: float, node: str,
+                leg: float | None = None) -> Measurement:
+        self.counts["paired"] += 1
+        if leg is None:
+            leg = self.client_leg_s(key[0])
+        if leg is None:
+            self.counts["no_leg"] += 1
+            leg = 0.0
+        span_ms, leg_ms = (t_fin - t_syn) / self.ms_real, leg / self.ms_real
+        return Measurement(key[0], key[1], node, t_syn, t_fin, span_ms + leg_ms, span_ms,
+                           leg_ms)
+
+    def expire(self, now: float) -> int:
+        """Forget connections open and FINs unpaired for longer than max_open_s; returns
+        how many connections were abandoned."""
+        cut = now - self.max_open_s
+        stale = [k for k, o in self.open.items() if o.t < cut]
+        for k in stale:
+            del self.open[k]
+        self.counts["abandoned"] += len(stale)
+        for k in [k for k, (t, _) in self._early_fins.items() if t < cut]:
+            del self._early_fins[k]
+        return len(stale)
+
+
+@dataclass
+class PathStats:
+    """Per node (each node is reached over its own path here) the running mean of the
+    measured response time, and the mean of the last `window` measurements (what a
+    policy reads as the current figure; O(1), as the simulator asks it per request)."""
+
+    window: int = 100
+    count: dict[str, int] = field(default_factory=dict)
+    total_ms: dict[str, float] = field(default_factory=dict)
+    _recent: dict[str, deque[float]] = field(default_factory=dict)
+    _recent_sum: dict[str, float] = field(default_factory=dict)
+
+    def add(self, node: str, rt_ms: float) -> None:
+        self.count[node] = self.count.get(node, 0) + 1
+        self.total_ms[node] = self.total_ms.get(node, 0.0) + rt_ms
+        r = self._recent.setdefault(node, deque())
+        r.append(rt_ms)
+        total = self._recent_sum.get(node, 0.0) + rt_ms
+        if len(r) > self.window:
+            total -= r.popleft()
+        self._recent_sum[node] = total
+
+    def extend(self, measurements: Iterable[Measurement]) -> None:
+        for m in measurements:
+            self.add(m.node, m.rt_ms)
+
+    def mean(self, node: str) -> float | None:
+        n = self.count.get(node, 0)
+        return self.total_ms[node] / n if n else None
+
+    def recent(self, node: str) -> float | None:
+        r = self._recent.get(node)
+        return self._recent_sum[node] / len(r) if r else None
+
+    def recent_all(self) -> Mapping[str, float]:
+        return {n: self._recent_sum[n] / len(r) for n, r in self._recent.items() if r}
