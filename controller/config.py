@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller.pipeline import RT_SAMPLE_DEFAULT
 from fogsdn.fabric import Fabric
 
 CONFIG_ENV = "FOGSDN_CONTROLLER_CONFIG"  # the path of the config file, in the environment
@@ -27,7 +28,7 @@ class ControllerConfig:
     # time connections, SYN to the server's FIN (controller.rt_measure): 0 none, N one in
     # N (a power of two, by the client port's low bits; 1 every one); one or two header
     # packet-ins per timed request, recorded in controller-rt.csv beside `events`
-    measure_rt: int = 1
+    measure_rt: int = RT_SAMPLE_DEFAULT
 
     def to_dict(self) -> dict[str, Any]:
         return {"fabric": self.fabric.to_dict(), "scenario": str(self.scenario),
@@ -42,7 +43,7 @@ class ControllerConfig:
                    registration=Path(d["registration"]),
                    available={str(k): bool(v) for k, v in d.get("available", {}).items()},
                    workers={str(k): str(v) for k, v in d.get("workers", {}).items()},
-                   measure_rt=int(d.get("measure_rt", 1)))
+                   measure_rt=int(d.get("measure_rt", RT_SAMPLE_DEFAULT)))
 
     def write(self, path: Path) -> Path:
         path.write_text(json.dumps(self.to_dict(), indent=1))

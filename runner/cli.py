@@ -15,6 +15,8 @@ from pathlib import Path
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    from controller.pipeline import RT_SAMPLE_DEFAULT
+
     ap = argparse.ArgumentParser(description="Run a fogsdn scenario.")
     root = Path(__file__).resolve().parent.parent  # a checkout; installed: pass --scenario
     ap.add_argument("--scenario", default=str(root / "scenarios" / "default.yaml"))
@@ -37,9 +39,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--no-measure-rt", action="store_true",
                     help="emulate: the controller does not time connections (no SYN/FIN "
                          "copies to it, no rt_measurement_error; docs/learning.md)")
-    ap.add_argument("--rt-sample", type=int, default=1, metavar="N",
+    ap.add_argument("--rt-sample", type=int, default=RT_SAMPLE_DEFAULT, metavar="N",
                     help="emulate: the controller times one connection in N (a power of "
-                         "two, by client port; default every one)")
+                         f"two, by client port; default {RT_SAMPLE_DEFAULT}: timing every "
+                         "one costs the FN a few %% of its service rate)")
     return ap.parse_args(argv)
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from controller.config import ControllerConfig
 from controller.launch import start_controller
+from controller.pipeline import RT_SAMPLE_DEFAULT
 from controller.registration import register
 from fogsdn.fabric import Fabric
 from fogsdn.scenario import NodeSpec, Role, Scenario, scenario_graph
@@ -101,7 +102,7 @@ class LiveNetwork:
 
     def __init__(self, scenario: Scenario, out_dir: Path, supervisor: Supervisor,
                  show_progress: bool = False, peer_tables: dict[str, int] | None = None,
-                 measure_rt: int = 1) -> None:
+                 measure_rt: int = RT_SAMPLE_DEFAULT) -> None:
         """`peer_tables`: host link id -> size of its element's per-peer delay table
         (`update_peers`; these need the userspace relay, chosen then). `measure_rt`: the
         controller times one connection in N (0: none; controller.rt_measure)."""

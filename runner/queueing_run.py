@@ -23,7 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from controller.pipeline import sample_mask
+from controller.pipeline import RT_SAMPLE_DEFAULT, sample_mask
 from controller.policies import stage_plan
 from fogsdn.churn import ReactionLead, Transition, churn_schedule
 from fogsdn.scenario import LeaveMode, Role, Scenario, ScenarioError
@@ -62,8 +62,9 @@ class Progress:
 class QueueingRun:
     def __init__(self, scenario: Scenario, out_dir: Path, stop: threading.Event,
                  show_progress: bool = True, churn_lead: bool = True,
-                 measure_rt: int = 1) -> None:
+                 measure_rt: int = RT_SAMPLE_DEFAULT, meter_power: bool = True) -> None:
         self.sc = scenario
+        self.meter_power = meter_power
         self.out = out_dir
         self.stop = stop
         self.show_progress = show_progress
@@ -152,6 +153,9 @@ class QueueingRun:
 
     def _start_power(self) -> None:
         """Poll busy time and port counters once a second from the start instant on."""
+        if not self.meter_power:
+            self.live.notes.append("power not metered (meter_power off)")
+            return
         cgroups = self.live.cgroups
 
         def busy(name: str) -> tuple[float, float]:
@@ -368,14 +372,17 @@ def check_live_limits(sc: Scenario) -> None:
 
 def run_emulation(scenario: Scenario, out_dir: Path, stop: threading.Event | None = None,
                   show_progress: bool = True, churn_lead: bool = True,
-                  measure_rt: int = 1) -> dict[str, Any]:
+                  measure_rt: int = RT_SAMPLE_DEFAULT,
+                  meter_power: bool = True) -> dict[str, Any]:
     """Run one scenario live; returns summary.json's content. `churn_lead`: issue each
     OFN change one measured reaction time before its drawn instant (ReactionLead).
     `measure_rt`: the controller times one connection in N (0: none; a power of two),
-    SYN to the server's FIN (controller.rt_measure; summary `rt_measurement_error`)."""
+    SYN to the server's FIN (controller.rt_measure; summary `rt_measurement_error`).
+    `meter_power` off: no per-second polling of switches and workers (and no power
+    figures), to measure what the polling costs (scripts/bench_fidelity.py)."""
     check_live_limits(scenario)
     scenario = draw_capacities(scenario, 0)  # a drawn capacity: the first replication's
     if measure_rt:
         sample_mask(measure_rt)  # a power of two, or a one-line error before anything starts
     return QueueingRun(scenario, out_dir, stop or threading.Event(), show_progress,
-                       churn_lead, measure_rt).run()
+                       churn_lead, measure_rt, meter_power).run()

@@ -10,13 +10,20 @@ ideal node: measured minus ideal sojourn, `analysis.fidelity`); the network's sh
 
     sudo python scripts/bench_fidelity.py [--scenario scenarios/default.yaml]
                                           [--scales 2 5 10 20] [--model-ms 6000]
-                                          [--replications 1]
+                                          [--replications 1] [--json F]
+                                          [--rt-sample N] [--no-power-meter]
+                                          [--no-containers] [--no-churn-lead]
+
+The last four switch one suspect of the emulation's own cost off at a time (the
+controller's response-time copies, the per-second power meter, the workers' containers,
+the early issue of OFN changes); docs/emulation.md has what each cost.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import threading
@@ -42,6 +49,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-churn-lead", action="store_true",
                     help="issue each OFN change at its drawn instant, not one measured "
                          "reaction time ahead (to see what the lead does)")
+    ap.add_argument("--rt-sample", type=int, default=None, metavar="N",
+                    help="the controller times one connection in N (0: none; default: "
+                         "run_testbed.py's)")
+    ap.add_argument("--no-power-meter", action="store_true",
+                    help="no per-second power meter (to see what polling costs)")
+    ap.add_argument("--no-containers", action="store_true",
+                    help="workers as plain processes in their hosts (scenario containers: "
+                         "false), to see what the containers cost")
     a = ap.parse_args(argv)
 
     import bootstrap
@@ -52,9 +67,15 @@ def main(argv: list[str] | None = None) -> int:
     from analysis.fidelity import replay
     from analysis.metrics import replications_ci
     from analysis.model_params import model_params_from_scenario
+    from controller.pipeline import RT_SAMPLE_DEFAULT
     from fogsdn.scenario import LeaveMode, load_scenario
     from fogsdn.trace import Outcome, read_trace
     from runner.queueing_run import run_emulation
+    from runner.supervisor import stop_on_signals
+
+    stop = threading.Event()  # Ctrl-C or SIGTERM: the run in progress tears down, no more
+    stop_on_signals(stop)
+    rt_sample = RT_SAMPLE_DEFAULT if a.rt_sample is None else a.rt_sample
 
     base = load_scenario(a.scenario)
     exact = predict(model_params_from_scenario(base)).means()
@@ -66,18 +87,30 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         reps: list[dict] = []
         for r in range(a.replications):
+            if stop.is_set():
+                break
             sc = base.with_overrides({"time_scale": scale, "duration_ms": a.model_ms,
-                                      "seed": base.seed + r})
+                                      "seed": base.seed + r}
+                                     | ({"containers": False} if a.no_containers else {}))
             run_dir = out_root / f"scale{scale:g}" / f"rep{r:03d}"
-            s = run_emulation(sc, run_dir, threading.Event(), show_progress=False,
-                              churn_lead=not a.no_churn_lead)
+            s = run_emulation(sc, run_dir, stop, show_progress=False,
+                              churn_lead=not a.no_churn_lead, measure_rt=rt_sample,
+                              meter_power=not a.no_power_meter)
+            if stop.is_set():  # an interrupted run is not a replication
+                break
             rows = [x for x in read_trace(run_dir / "trace.csv") if x.t_send >= sc.warmup_ms]
             ok = [x for x in rows if x.outcome is Outcome.OK]
             fid = replay(sc.nodes, rows)
             reps.append({"summary": s, "fid": fid,
                          "net": sum(x.response_ms - x.node_ms for x in ok) / max(1, len(ok))})
         wall = time.monotonic() - t0
+        if not reps:
+            break
         rec: dict = {"scale": scale, "replications": len(reps), "wall_s": wall,
+                     "config": {"rt_sample": rt_sample, "power_meter": not a.no_power_meter,
+                                "containers": not a.no_containers,
+                                "churn_lead": not a.no_churn_lead},
+                     "loadavg_1m_after": os.getloadavg()[0],
                      "network_ms": sum(x["net"] for x in reps) / len(reps),
                      "churn_lag_p99": max(x["summary"]["churn_lag_ms"]["p99"] for x in reps),
                      "rule_update_p99_ms": max(x["summary"]["rule_update_ms"]["p99"]
