@@ -57,6 +57,7 @@ class Progress:
     sent: int = 0
     answered: int = 0
     ofn_state: dict[str, bool] = field(default_factory=dict)
+    per_client: dict[str, tuple[int, int]] = field(default_factory=dict)  # sent, answered
 
 
 class QueueingRun:
@@ -217,15 +218,18 @@ class QueueingRun:
 
     # -- main loop ------------------------------------------------------------
     def _read_progress(self) -> None:
-        sent = answered = 0
+        """Each client's last counts: a file caught mid-rewrite (empty) keeps the client's
+        previous reading, so the totals never go backwards."""
         for name in self.clients:
             f = self.out / f"trace-{name}.progress"
             try:
                 s, a = f.read_text().split()
-                sent, answered = sent + int(s), answered + int(a)
+                self.progress.per_client[name] = (int(s), int(a))
             except (OSError, ValueError):
                 pass
-        self.progress.sent, self.progress.answered = sent, answered
+        counts = self.progress.per_client.values()
+        self.progress.sent = sum(s for s, _ in counts)
+        self.progress.answered = sum(a for _, a in counts)
 
     def _print_progress(self, final: bool = False) -> None:
         if not self.show_progress:
