@@ -49,7 +49,6 @@ from nodes.city_fog import (
     PROBE_PORT,
     CityConfig,
     Counts,
-    go_realtime,
     write_json_atomic,
 )
 from nodes.city_meridian import query_message
@@ -62,6 +61,7 @@ from nodes.ncs.discovery import (
 from nodes.ncs.selection import SELECTORS, ProbeAnswer, SelectionContext, Selector
 from nodes.ncs.vivaldi import Coordinate, VivaldiConfig, VivaldiError, VivaldiNode
 from nodes.probe import EchoResponder, Prober
+from nodes.realtime import go_realtime
 
 
 class Transport(Protocol):

@@ -55,6 +55,7 @@ from nodes.probe import (
     ProbeMessage,
     decode,
 )
+from nodes.realtime import go_realtime
 
 PROBE_PORT = 7000
 OPS_PORT = 7001
@@ -110,17 +111,6 @@ class CityConfig:
                     raise RuntimeError(f"no epoch in {cfg.epoch_file} after {wait_s:.0f} s"
                                        ) from None
                 time.sleep(0.05)
-
-
-def go_realtime() -> bool:
-    """SCHED_FIFO priority 1, like the link relays, once the imports are done: on a
-    loaded machine the probes then time the links, not the scheduler. False where the
-    process may not (not root): it runs as before."""
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
-    except (OSError, AttributeError):
-        return False
-    return True
 
 
 def write_json_atomic(path: Path, obj: object) -> None:

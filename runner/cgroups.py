@@ -81,6 +81,18 @@ class Layout:
                           "(v1) and no unified one offering cpu and memory (v2)")
 
 
+# real-time budget of a node's group (cgroup v1): a short period, so that a thread that
+# overran its share waits at most the rest of 100 ms, not of the kernel's default 1 s
+RT_PERIOD_US = 100_000
+
+
+def rt_share(n_groups: int) -> float:
+    """Each of `n_groups` node groups' real-time share: 30 % (a worker's completion thread
+    spins at most 0.5 ms per reply), and all of them together at most 60 %, below the
+    kernel's 95 % for every real-time task (the link relays run in the root group)."""
+    return min(0.3, 0.6 / max(1, n_groups))
+
+
 def cpu_quota_us(cores: float, period_us: int = CFS_PERIOD_US) -> int:
     """The CFS quota per period for a limit of `cores` CPUs (at least 1 ms)."""
     if not cores > 0:
@@ -108,8 +120,12 @@ class NodeCgroup:
     def mem_dir(self) -> Path:
         return self.layout.memory / self.name
 
-    def create(self, cpu: float | None, memory_mb: int | None) -> None:
-        """Make the group(s) and set the limits (None: no limit, accounting only)."""
+    def create(self, cpu: float | None, memory_mb: int | None,
+               rt_share: float | None = None) -> None:
+        """Make the group(s) and set the limits (None: no limit, accounting only).
+        `rt_share`: where the kernel groups real-time time too (cgroup v1 with
+        `cpu.rt_runtime_us`, whose child groups get none, so SCHED_FIFO is refused in
+        them), that share of each RT_PERIOD_US for the group's real-time threads."""
         for d in dict.fromkeys((self.cpu_dir, self.acct_dir, self.mem_dir)):
             try:
                 d.mkdir(exist_ok=True)
@@ -129,6 +145,9 @@ class NodeCgroup:
                 _write(self.cpu_dir / "cpu.cfs_quota_us", str(cpu_quota_us(cpu)))
             if memory_mb is not None:
                 _write(self.mem_dir / "memory.limit_in_bytes", str(memory_mb * 1024 * 1024))
+            if rt_share is not None and (self.cpu_dir / "cpu.rt_runtime_us").exists():
+                _write(self.cpu_dir / "cpu.rt_period_us", str(RT_PERIOD_US))
+                _write(self.cpu_dir / "cpu.rt_runtime_us", str(round(rt_share * RT_PERIOD_US)))
 
     def procs_files(self) -> list[str]:
         """The cgroup.procs files a process writes its pid to, to join every group."""

@@ -32,7 +32,7 @@ from controller.registration import register
 from fogsdn.fabric import Fabric
 from fogsdn.scenario import NodeSpec, Role, Scenario, scenario_graph
 from fogsdn.topology import LinkSpec, fabric_of
-from runner.cgroups import CgroupError, Layout, NodeCgroup, remove_cgroup
+from runner.cgroups import CgroupError, Layout, NodeCgroup, remove_cgroup, rt_share
 from runner.cleanup import stop_pid
 from runner.supervisor import Restart, Supervisor, die_with_parent
 from topologies.linkem import choose_mechanism
@@ -350,7 +350,7 @@ class LiveNetwork:
                 rec.cgroups.append(str(d))
             rec.save()
             try:
-                cg.create(node.cpu, node.memory_mb)
+                cg.create(node.cpu, node.memory_mb, rt_share(len(self.sc.nodes)))
             except CgroupError as err:
                 raise EmulationError(f"node {node.name}: {err}") from None
             self.cgroups[node.name] = cg

@@ -63,9 +63,11 @@ class Progress:
 class QueueingRun:
     def __init__(self, scenario: Scenario, out_dir: Path, stop: threading.Event,
                  show_progress: bool = True, churn_lead: bool = True,
-                 measure_rt: int = RT_SAMPLE_DEFAULT, meter_power: bool = True) -> None:
+                 measure_rt: int = RT_SAMPLE_DEFAULT, meter_power: bool = True,
+                 realtime_workers: bool = True) -> None:
         self.sc = scenario
         self.meter_power = meter_power
+        self.realtime_workers = realtime_workers
         self.out = out_dir
         self.stop = stop
         self.show_progress = show_progress
@@ -104,7 +106,10 @@ class QueueingRun:
                     "--control", str(ctl),
                     "--events", str(self.out.resolve() / f"worker-{node.name}.jsonl"),
                     "--max-size", repr(max_task_size(self.sc.workload.size)), *work,
-                    *(["--kill-after", repr(kill)] if kill is not None else [])]
+                    *(["--kill-after", repr(kill)] if kill is not None else []),
+                    # real work (cpu) runs as ordinary threads: hashing at SCHED_FIFO
+                    # would spend the group's real-time budget and be throttled
+                    *(["--realtime"] if self.realtime_workers and not work else [])]
             self.workers[node.name] = self.live.start_in_host(
                 node.name, f"worker {node.name}", argv, self.out / f"worker-{node.name}.log",
                 action="its requests are lost; the run goes on and exits non-zero",
@@ -377,16 +382,18 @@ def check_live_limits(sc: Scenario) -> None:
 def run_emulation(scenario: Scenario, out_dir: Path, stop: threading.Event | None = None,
                   show_progress: bool = True, churn_lead: bool = True,
                   measure_rt: int = RT_SAMPLE_DEFAULT,
-                  meter_power: bool = True) -> dict[str, Any]:
+                  meter_power: bool = True, realtime_workers: bool = True) -> dict[str, Any]:
     """Run one scenario live; returns summary.json's content. `churn_lead`: issue each
     OFN change one measured reaction time before its drawn instant (ReactionLead).
     `measure_rt`: the controller times one connection in N (0: none; a power of two),
     SYN to the server's FIN (controller.rt_measure; summary `rt_measurement_error`).
     `meter_power` off: no per-second polling of switches and workers (and no power
-    figures), to measure what the polling costs (scripts/bench_fidelity.py)."""
+    figures), to measure what the polling costs (scripts/bench_fidelity.py).
+    `realtime_workers` off: the workers' completion threads stay ordinary threads (to
+    measure what SCHED_FIFO buys; nodes/worker.py)."""
     check_live_limits(scenario)
     scenario = draw_capacities(scenario, 0)  # a drawn capacity: the first replication's
     if measure_rt:
         sample_mask(measure_rt)  # a power of two, or a one-line error before anything starts
     return QueueingRun(scenario, out_dir, stop or threading.Event(), show_progress,
-                       churn_lead, measure_rt, meter_power).run()
+                       churn_lead, measure_rt, meter_power, realtime_workers).run()

@@ -179,6 +179,15 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
     if sc.workload.work == "cpu":
         summary["cpu_work"] = {"bytes_per_cpu_ms": run.bytes_per_ms,
                                "kernel": "sha256 (nodes/cpu_work.py)"}
+    # whether each worker's completion thread got SCHED_FIFO (nodes/worker.py --realtime)
+    realtime = {f.stem.removeprefix("worker-"): bool(ev.get("granted"))
+                for f in sorted(out.glob("worker-*.jsonl")) for ev in _events(f, "realtime")}
+    if realtime:
+        summary["realtime_workers"] = realtime
+        refused = sorted(n for n, ok in realtime.items() if not ok)
+        if refused:
+            live.notes.append(f"real-time scheduling refused for {', '.join(refused)}: "
+                              "their replies may leave late on a busy machine")
     if live.notes:
         summary["notes"] = list(live.notes)
     meter = run.power

@@ -13,10 +13,12 @@ ideal node: measured minus ideal sojourn, `analysis.fidelity`); the network's sh
                                           [--replications 1] [--json F]
                                           [--rt-sample N] [--no-power-meter]
                                           [--no-containers] [--no-churn-lead]
+                                          [--no-realtime-workers]
 
-The last four switch one suspect of the emulation's own cost off at a time (the
+The last five switch one suspect of the emulation's own cost off at a time (the
 controller's response-time copies, the per-second power meter, the workers' containers,
-the early issue of OFN changes); docs/emulation.md has what each cost.
+the early issue of OFN changes, the workers' real-time completion threads);
+docs/emulation.md has what each cost.
 """
 
 from __future__ import annotations
@@ -32,6 +34,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def cpu_times() -> tuple[int, int]:
+    """(steal, total) jiffies of all CPUs: the share a hypervisor took while a run ran."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (fields[7] if len(fields) > 7 else 0), sum(fields[:8])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-containers", action="store_true",
                     help="workers as plain processes in their hosts (scenario containers: "
                          "false), to see what the containers cost")
+    ap.add_argument("--no-realtime-workers", action="store_true",
+                    help="the workers' completion threads as ordinary threads (to see what "
+                         "SCHED_FIFO buys)")
     a = ap.parse_args(argv)
 
     import bootstrap
@@ -93,15 +104,19 @@ def main(argv: list[str] | None = None) -> int:
                                       "seed": base.seed + r}
                                      | ({"containers": False} if a.no_containers else {}))
             run_dir = out_root / f"scale{scale:g}" / f"rep{r:03d}"
+            steal0, total0 = cpu_times()
             s = run_emulation(sc, run_dir, stop, show_progress=False,
                               churn_lead=not a.no_churn_lead, measure_rt=rt_sample,
-                              meter_power=not a.no_power_meter)
+                              meter_power=not a.no_power_meter,
+                              realtime_workers=not a.no_realtime_workers)
             if stop.is_set():  # an interrupted run is not a replication
                 break
             rows = [x for x in read_trace(run_dir / "trace.csv") if x.t_send >= sc.warmup_ms]
             ok = [x for x in rows if x.outcome is Outcome.OK]
             fid = replay(sc.nodes, rows)
-            reps.append({"summary": s, "fid": fid,
+            steal1, total1 = cpu_times()
+            reps.append({"summary": s, "fid": fid, "loadavg": os.getloadavg()[0],
+                         "steal": (steal1 - steal0) / max(1, total1 - total0),
                          "net": sum(x.response_ms - x.node_ms for x in ok) / max(1, len(ok))})
         wall = time.monotonic() - t0
         if not reps:
@@ -109,8 +124,16 @@ def main(argv: list[str] | None = None) -> int:
         rec: dict = {"scale": scale, "replications": len(reps), "wall_s": wall,
                      "config": {"rt_sample": rt_sample, "power_meter": not a.no_power_meter,
                                 "containers": not a.no_containers,
-                                "churn_lead": not a.no_churn_lead},
-                     "loadavg_1m_after": os.getloadavg()[0],
+                                "churn_lead": not a.no_churn_lead,
+                                "realtime_workers": not a.no_realtime_workers},
+                     "per_replication": [
+                         {"seed": base.seed + i, "loadavg_1m_after": x["loadavg"],
+                          "cpu_steal_share": x["steal"],
+                          "service_ratio": {n: v.get("ratio") for n, v in
+                                            x["summary"]["measured"]["nodes"].items()},
+                          "routing_share": (x["summary"].get("routing") or {}).get("share"),
+                          "emulation_bias": x["summary"].get("emulation_bias")}
+                         for i, x in enumerate(reps)],
                      "network_ms": sum(x["net"] for x in reps) / len(reps),
                      "churn_lag_p99": max(x["summary"]["churn_lag_ms"]["p99"] for x in reps),
                      "rule_update_p99_ms": max(x["summary"]["rule_update_ms"]["p99"]

@@ -20,7 +20,15 @@ from conftest import ROOT, assert_clean, footprint, start_runner, wait_for_run_t
 
 from fogsdn.scenario import ScenarioError, parse_scenario
 from nodes.container import in_cgroup, kept_under_private, needed_dirs
-from runner.cgroups import CgroupError, Layout, NodeCgroup, cpu_quota_us, remove_cgroup
+from runner.cgroups import (
+    RT_PERIOD_US,
+    CgroupError,
+    Layout,
+    NodeCgroup,
+    cpu_quota_us,
+    remove_cgroup,
+    rt_share,
+)
 
 V1_SELF = "4:memory:/sandbox/x\n3:cpuacct:/\n2:cpu:/\n1:name=systemd:/\n0::/\n"
 
@@ -46,6 +54,25 @@ def test_layout_v1_nests_below_the_runners_own_groups(tmp_path: Path) -> None:
     (cg.mem_dir / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n")
     (cg.acct_dir / "cpuacct.usage").write_text("1500000000\n")
     assert cg.oom_kills() == 2 and cg.cpu_usage_s() == pytest.approx(1.5)
+
+
+def test_v1_real_time_budget_is_set_where_the_kernel_groups_it(tmp_path: Path) -> None:
+    """cgroup v1 with real-time group scheduling gives a child group no real-time time,
+    so a worker's SCHED_FIFO request would be refused: the group gets its share."""
+    _v1_tree(tmp_path)
+    lay = Layout.detect(tmp_path, V1_SELF)
+    plain = NodeCgroup(lay, "fogsdn-t-plain")
+    plain.create(cpu=None, memory_mb=None, rt_share=0.3)  # no rt files: nothing written
+    assert not (plain.cpu_dir / "cpu.rt_runtime_us").exists()
+    cg = NodeCgroup(lay, "fogsdn-t-fn")
+    cg.cpu_dir.mkdir()
+    (cg.cpu_dir / "cpu.rt_runtime_us").write_text("0")  # as the kernel makes it
+    (cg.cpu_dir / "cpu.rt_period_us").write_text("1000000")
+    cg.create(cpu=None, memory_mb=None, rt_share=rt_share(2))
+    assert (cg.cpu_dir / "cpu.rt_period_us").read_text() == str(RT_PERIOD_US)
+    assert (cg.cpu_dir / "cpu.rt_runtime_us").read_text() == str(round(0.3 * RT_PERIOD_US))
+    # all groups together stay within 60 % of the kernel's budget for real-time tasks
+    assert rt_share(1) == rt_share(2) == 0.3 and rt_share(10) * 10 == pytest.approx(0.6)
 
 
 def test_layout_v2_uses_cpu_max_and_memory_max(tmp_path: Path) -> None:
@@ -154,6 +181,29 @@ def test_container_namespaces_and_cpu_quota(tmp_path: Path) -> None:
             f.unlink()
         keep.rmdir()
     assert not any(d.exists() for d in cg.dirs)
+
+
+@pytest.mark.emulation
+def test_a_thread_in_a_node_group_may_run_sched_fifo() -> None:
+    """What a worker's completion thread asks for (nodes/realtime.py), granted inside its
+    node's group on this machine's cgroups, and refused without the group's budget where
+    the kernel groups real-time time."""
+    code = ("from nodes.realtime import go_realtime; import os\n"
+            "print(go_realtime(), os.sched_getscheduler(0) == os.SCHED_FIFO)")
+    lay = Layout.detect()
+    cg = NodeCgroup(lay, f"fogsdn-test{os.getpid()}-rt")
+    try:
+        cg.create(None, None, rt_share(2))
+        r = _launch(cg, code)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.split() == ["True", "True"]
+        if (cg.cpu_dir / "cpu.rt_runtime_us").exists():  # v1 with RT groups, as here
+            (cg.cpu_dir / "cpu.rt_runtime_us").write_text("0")
+            r = _launch(cg, code)
+            assert r.stdout.split() == ["False", "False"], r.stdout
+    finally:
+        for d in cg.dirs:
+            remove_cgroup(d)
 
 
 @pytest.mark.emulation

@@ -255,6 +255,9 @@ def test_default_run_serves_at_its_nominal_rate(tmp_path: Path) -> None:
     summary = run_emulation(sc, tmp_path / "default", show_progress=False)
     assert summary["crashed"] is False
     assert isinstance(summary["emulation_bias"]["large"], bool)
+    # the workers run SCHED_FIFO in their containers (root; runner/cgroups.py gives each
+    # node's group its real-time share where the kernel groups it)
+    assert summary["realtime_workers"] == {"fn": True, "ofn1": True}
     rows = [r for r in read_trace(tmp_path / "default" / "trace.csv")
             if r.outcome is Outcome.OK and r.nominal_ms >= 0.5]  # above timer granularity
     for node in ("fn", "ofn1"):
