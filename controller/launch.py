@@ -16,13 +16,17 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 def start_controller(config: ControllerConfig, config_path: Path, port: int, log_path: Path,
                      *, apps: Sequence[str] = (), env: dict[str, str] | None = None,
                      preexec_fn: Callable[[], object] | None = None,
-                     python: str = sys.executable) -> subprocess.Popen[bytes]:
+                     python: str = sys.executable,
+                     realtime: bool = False) -> subprocess.Popen[bytes]:
     """Write `config` to `config_path` and start the controller on 127.0.0.1:`port`,
-    its output appended to `log_path`, in a session of its own (stopped by PID)."""
+    its output appended to `log_path`, in a session of its own (stopped by PID);
+    `realtime`: it runs SCHED_FIFO."""
     config.write(config_path)
     cmd = [python, "-m", "controller.main", "--port", str(port)]
     for app in apps:
         cmd += ["--app", app]
+    if realtime:
+        cmd.append("--realtime")
     base = dict(os.environ) if env is None else dict(env)
     base.setdefault("PYTHONPATH", str(PROJECT_ROOT))
     base["PYTHONUNBUFFERED"] = "1"

@@ -21,6 +21,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--app", action="append", default=None,
                     help="os-ken app module(s) to run (default: controller.app)")
+    ap.add_argument("--realtime", action="store_true",
+                    help="run SCHED_FIFO (root): a churn change reaches the switch without "
+                         "waiting for the CPU (docs/emulation.md)")
     a = ap.parse_args(argv)
 
     from os_ken import cfg
@@ -41,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
         os._exit(0)
 
     signal.signal(signal.SIGTERM, _term)
+    if a.realtime:  # before os-ken starts its threads, so that all inherit it
+        from nodes.realtime import go_realtime
+
+        logging.info("SCHED_FIFO %s", "granted" if go_realtime() else "refused")
     apps = a.app or ["controller.app"]
     AppManager.run_apps(["os_ken.controller.ofp_handler", *apps])
     return 0

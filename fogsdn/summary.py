@@ -47,6 +47,7 @@ class RunSummary(TypedDict):
     routing: NotRequired[dict[str, Any] | None]
     emulation_bias: NotRequired[dict[str, Any]]  # own artefacts large enough to mislead
     workers: NotRequired[dict[str, Any]]
+    realtime_workers: NotRequired[dict[str, bool]]  # whether each worker got SCHED_FIFO
     containers: NotRequired[dict[str, Any]]  # limits and cgroup accounting (docs/containers.md)
     cpu_work: NotRequired[dict[str, Any]]  # work: cpu calibration
     links: NotRequired[dict[str, Any]]  # the link element: {"mechanism", "shaped"}

@@ -102,10 +102,12 @@ class LiveNetwork:
 
     def __init__(self, scenario: Scenario, out_dir: Path, supervisor: Supervisor,
                  show_progress: bool = False, peer_tables: dict[str, int] | None = None,
-                 measure_rt: int = RT_SAMPLE_DEFAULT) -> None:
+                 measure_rt: int = RT_SAMPLE_DEFAULT, realtime: bool = True) -> None:
         """`peer_tables`: host link id -> size of its element's per-peer delay table
         (`update_peers`; these need the userspace relay, chosen then). `measure_rt`: the
-        controller times one connection in N (0: none; controller.rt_measure)."""
+        controller times one connection in N (0: none; controller.rt_measure).
+        `realtime`: the controller runs SCHED_FIFO (docs/emulation.md, fidelity)."""
+        self.realtime = realtime
         self.sc = scenario
         self.peer_tables = dict(peer_tables or {})
         self.measure_rt = measure_rt
@@ -167,7 +169,7 @@ class LiveNetwork:
             return start_controller(
                 replace(conf, available=dict(self.available)), self.out / "controller.json",
                 self.controller_port, self.out / "controller.log", env=child_env(),
-                python=sys.executable, preexec_fn=die_with_parent)
+                python=sys.executable, preexec_fn=die_with_parent, realtime=self.realtime)
 
         first = launch()
         self.supervisor.watch("controller", first,

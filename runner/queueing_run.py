@@ -13,6 +13,7 @@ what it collected.
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 import threading
@@ -32,6 +33,7 @@ from fogsdn.streams import draw_capacities
 from fogsdn.workload import max_task_size
 from models.power_model import server_count
 from nodes.cpu_work import calibrate
+from nodes.realtime import go_realtime
 from nodes.worker import control_request
 from runner.cleanup import stop_pid
 from runner.live_network import (
@@ -64,16 +66,16 @@ class QueueingRun:
     def __init__(self, scenario: Scenario, out_dir: Path, stop: threading.Event,
                  show_progress: bool = True, churn_lead: bool = True,
                  measure_rt: int = RT_SAMPLE_DEFAULT, meter_power: bool = True,
-                 realtime_workers: bool = True) -> None:
+                 realtime: bool = True) -> None:
         self.sc = scenario
         self.meter_power = meter_power
-        self.realtime_workers = realtime_workers
+        self.realtime = realtime
         self.out = out_dir
         self.stop = stop
         self.show_progress = show_progress
         self.supervisor = new_supervisor(out_dir, stop)
         self.live = LiveNetwork(scenario, out_dir, self.supervisor, show_progress,
-                                measure_rt=measure_rt)
+                                measure_rt=measure_rt, realtime=realtime)
         self.workers: dict[str, subprocess.Popen[Any]] = {}
         self.stages = StagePlan("none")  # size-based dispatch (seed 002b), set with the workers
         self.clients: dict[str, subprocess.Popen[Any]] = {}
@@ -109,7 +111,7 @@ class QueueingRun:
                     *(["--kill-after", repr(kill)] if kill is not None else []),
                     # real work (cpu) runs as ordinary threads: hashing at SCHED_FIFO
                     # would spend the group's real-time budget and be throttled
-                    *(["--realtime"] if self.realtime_workers and not work else [])]
+                    *(["--realtime"] if self.realtime and not work else [])]
             self.workers[node.name] = self.live.start_in_host(
                 node.name, f"worker {node.name}", argv, self.out / f"worker-{node.name}.log",
                 action="its requests are lost; the run goes on and exits non-zero",
@@ -258,6 +260,18 @@ class QueueingRun:
         """Replay the churn and show progress until every client ended or the run stops
         (Ctrl-C, SIGTERM, or the supervisor after the controller kept crashing)."""
         pending = [tr for tr in self.churn if tr.t_ms > 0]
+        # the replay thread runs SCHED_FIFO while it replays (the drawn instants are the
+        # measurement's), and as an ordinary thread again for the analysis after it
+        if self.realtime and not go_realtime():
+            self.live.notes.append("the churn replay ran without real-time scheduling")
+        try:
+            self._replay_loop(pending)
+        finally:
+            if self.realtime:
+                with suppress(OSError):
+                    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+
+    def _replay_loop(self, pending: list[Transition]) -> None:
         ms_real = self.sc.time_scale / 1000.0
         next_print = time.monotonic()
         print_every = 1.0 if sys.stdout.isatty() else 5.0
@@ -382,18 +396,18 @@ def check_live_limits(sc: Scenario) -> None:
 def run_emulation(scenario: Scenario, out_dir: Path, stop: threading.Event | None = None,
                   show_progress: bool = True, churn_lead: bool = True,
                   measure_rt: int = RT_SAMPLE_DEFAULT,
-                  meter_power: bool = True, realtime_workers: bool = True) -> dict[str, Any]:
+                  meter_power: bool = True, realtime: bool = True) -> dict[str, Any]:
     """Run one scenario live; returns summary.json's content. `churn_lead`: issue each
     OFN change one measured reaction time before its drawn instant (ReactionLead).
     `measure_rt`: the controller times one connection in N (0: none; a power of two),
     SYN to the server's FIN (controller.rt_measure; summary `rt_measurement_error`).
     `meter_power` off: no per-second polling of switches and workers (and no power
     figures), to measure what the polling costs (scripts/bench_fidelity.py).
-    `realtime_workers` off: the workers' completion threads stay ordinary threads (to
-    measure what SCHED_FIFO buys; nodes/worker.py)."""
+    `realtime` off: the workers, the controller and the churn replay run as ordinary
+    processes (to measure what SCHED_FIFO buys; docs/emulation.md)."""
     check_live_limits(scenario)
     scenario = draw_capacities(scenario, 0)  # a drawn capacity: the first replication's
     if measure_rt:
         sample_mask(measure_rt)  # a power of two, or a one-line error before anything starts
     return QueueingRun(scenario, out_dir, stop or threading.Event(), show_progress,
-                       churn_lead, measure_rt, meter_power, realtime_workers).run()
+                       churn_lead, measure_rt, meter_power, realtime).run()

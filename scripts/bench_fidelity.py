@@ -13,11 +13,12 @@ ideal node: measured minus ideal sojourn, `analysis.fidelity`); the network's sh
                                           [--replications 1] [--json F]
                                           [--rt-sample N] [--no-power-meter]
                                           [--no-containers] [--no-churn-lead]
-                                          [--no-realtime-workers]
+                                          [--no-realtime]
 
 The last five switch one suspect of the emulation's own cost off at a time (the
 controller's response-time copies, the per-second power meter, the workers' containers,
-the early issue of OFN changes, the workers' real-time completion threads);
+the early issue of OFN changes, real-time scheduling of the workers, the
+controller and the churn replay);
 docs/emulation.md has what each cost.
 """
 
@@ -65,9 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-containers", action="store_true",
                     help="workers as plain processes in their hosts (scenario containers: "
                          "false), to see what the containers cost")
-    ap.add_argument("--no-realtime-workers", action="store_true",
-                    help="the workers' completion threads as ordinary threads (to see what "
-                         "SCHED_FIFO buys)")
+    ap.add_argument("--no-realtime", action="store_true",
+                    help="workers, controller and churn replay as ordinary processes (to see "
+                         "what SCHED_FIFO buys)")
     a = ap.parse_args(argv)
 
     import bootstrap
@@ -108,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
             s = run_emulation(sc, run_dir, stop, show_progress=False,
                               churn_lead=not a.no_churn_lead, measure_rt=rt_sample,
                               meter_power=not a.no_power_meter,
-                              realtime_workers=not a.no_realtime_workers)
+                              realtime=not a.no_realtime)
             if stop.is_set():  # an interrupted run is not a replication
                 break
             rows = [x for x in read_trace(run_dir / "trace.csv") if x.t_send >= sc.warmup_ms]
@@ -125,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                      "config": {"rt_sample": rt_sample, "power_meter": not a.no_power_meter,
                                 "containers": not a.no_containers,
                                 "churn_lead": not a.no_churn_lead,
-                                "realtime_workers": not a.no_realtime_workers},
+                                "realtime": not a.no_realtime},
                      "per_replication": [
                          {"seed": base.seed + i, "loadavg_1m_after": x["loadavg"],
                           "cpu_steal_share": x["steal"],
