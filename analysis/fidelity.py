@@ -152,14 +152,19 @@ def _p50_p99(xs: list[float]) -> tuple[float, float]:
 
 SERVICE_RATIO_TOLERANCE = 0.03  # a node's achieved/nominal mean service beyond 1 +- this
 ROUTING_SHARE_LIMIT = 0.10  # requests routed against the drawn availability beyond this
+STEAL_SHARE_LIMIT = 0.02  # CPU time a hypervisor took from the machine beyond this
 
 
 def emulation_bias(service_ratios: Mapping[str, float], routing_share: float | None,
                    ratio_tolerance: float = SERVICE_RATIO_TOLERANCE,
-                   routing_limit: float = ROUTING_SHARE_LIMIT) -> dict[str, object]:
+                   routing_limit: float = ROUTING_SHARE_LIMIT,
+                   steal_share: float | None = None,
+                   steal_limit: float = STEAL_SHARE_LIMIT) -> dict[str, object]:
     """Whether this run's own emulation artefacts are large enough that a reader could
     take them for a policy effect: a node that served slower or faster than specified,
-    or a data plane that followed the churn late for many requests. One reason a line."""
+    or a data plane that followed the churn late for many requests. One reason a line;
+    where there is one, a hypervisor that took more than `steal_limit` of the CPU is
+    named as the likely cause (it is no artefact by itself)."""
     reasons = [f"node {n} served at x{r:.3f} its nominal mean service"
                for n, r in sorted(service_ratios.items())
                if math.isfinite(r) and abs(r - 1.0) > ratio_tolerance]
@@ -167,5 +172,9 @@ def emulation_bias(service_ratios: Mapping[str, float], routing_share: float | N
             routing_share > routing_limit:
         reasons.append(f"{100 * routing_share:.1f} % of requests were routed against the "
                        "drawn OFN availability")
+    if reasons and steal_share is not None and steal_share > steal_limit:
+        reasons.append(f"likely cause: the hypervisor took {100 * steal_share:.1f} % of this "
+                       "machine's CPU time during the run (steal)")
     return {"large": bool(reasons), "reasons": reasons,
-            "limits": {"service_ratio": ratio_tolerance, "routing_share": routing_limit}}
+            "limits": {"service_ratio": ratio_tolerance, "routing_share": routing_limit,
+                       "steal_share": steal_limit}}

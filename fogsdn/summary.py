@@ -46,6 +46,7 @@ class RunSummary(TypedDict):
     churn_lag_ms: NotRequired[dict[str, float]]
     routing: NotRequired[dict[str, Any] | None]
     emulation_bias: NotRequired[dict[str, Any]]  # own artefacts large enough to mislead
+    cpu_steal_share: NotRequired[float]  # CPU time a hypervisor took during the run
     workers: NotRequired[dict[str, Any]]
     realtime_workers: NotRequired[dict[str, bool]]  # whether each worker got SCHED_FIFO
     containers: NotRequired[dict[str, Any]]  # limits and cgroup accounting (docs/containers.md)

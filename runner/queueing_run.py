@@ -36,6 +36,7 @@ from nodes.cpu_work import calibrate
 from nodes.realtime import go_realtime
 from nodes.worker import control_request
 from runner.cleanup import stop_pid
+from runner.cpu_steal import read_cpu_times, steal_share
 from runner.live_network import (
     STARTUP_TIMEOUT_S,
     EmulationError,
@@ -84,6 +85,7 @@ class QueueingRun:
         self.progress = Progress()
         self.lead = ReactionLead(enabled=churn_lead)
         self.epoch = math.nan
+        self.cpu_steal: float | None = None  # the hypervisor's share while the clients ran
         self.churn: list[Transition] = []
         self.power: LivePowerMeter | None = None
         self.bytes_per_ms = math.nan  # work: cpu calibration (bytes hashed per CPU-ms)
@@ -356,7 +358,11 @@ class QueueingRun:
             if self.show_progress:
                 print(f"[run] {self.supervisor.tag}: network up in {startup_s:.2f} s; "
                       f"{len(self.clients)} clients, results in {self.out}", flush=True)
-            self._drive()
+            cpu0 = read_cpu_times()
+            try:
+                self._drive()
+            finally:
+                self.cpu_steal = steal_share(cpu0, read_cpu_times())
         except KeyboardInterrupt:
             self.supervisor.interrupted = True
         except EmulationError as err:

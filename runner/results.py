@@ -125,7 +125,8 @@ def _bias(summary: Mapping[str, Any]) -> dict[str, Any]:
     nodes = summary["measured"].get("nodes") or {}
     ratios = {n: float(v["ratio"]) for n, v in nodes.items() if v.get("ratio") is not None}
     routing = summary.get("routing") or {}
-    return emulation_bias(ratios, routing.get("share"))
+    return emulation_bias(ratios, routing.get("share"),
+                          steal_share=summary.get("cpu_steal_share"))
 
 
 def crash_report(summary: Mapping[str, Any]) -> str:
@@ -197,6 +198,8 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
         summary["power"] = power_block(meter.samples, answered)
         if meter.errors:
             summary["power"]["errors"] = meter.errors
+    if getattr(run, "cpu_steal", None) is not None:
+        summary["cpu_steal_share"] = run.cpu_steal
     summary["emulation_bias"] = _bias(summary)
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     print(("\n[run] INTERRUPTED: partial results\n" if summary["interrupted"] else "\n")

@@ -37,12 +37,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-def cpu_times() -> tuple[int, int]:
-    """(steal, total) jiffies of all CPUs: the share a hypervisor took while a run ran."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    return (fields[7] if len(fields) > 7 else 0), sum(fields[:8])
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--scenario", default="scenarios/default.yaml")
@@ -105,7 +99,6 @@ def main(argv: list[str] | None = None) -> int:
                                       "seed": base.seed + r}
                                      | ({"containers": False} if a.no_containers else {}))
             run_dir = out_root / f"scale{scale:g}" / f"rep{r:03d}"
-            steal0, total0 = cpu_times()
             s = run_emulation(sc, run_dir, stop, show_progress=False,
                               churn_lead=not a.no_churn_lead, measure_rt=rt_sample,
                               meter_power=not a.no_power_meter,
@@ -115,9 +108,8 @@ def main(argv: list[str] | None = None) -> int:
             rows = [x for x in read_trace(run_dir / "trace.csv") if x.t_send >= sc.warmup_ms]
             ok = [x for x in rows if x.outcome is Outcome.OK]
             fid = replay(sc.nodes, rows)
-            steal1, total1 = cpu_times()
             reps.append({"summary": s, "fid": fid, "loadavg": os.getloadavg()[0],
-                         "steal": (steal1 - steal0) / max(1, total1 - total0),
+                         "steal": s.get("cpu_steal_share"),
                          "net": sum(x.response_ms - x.node_ms for x in ok) / max(1, len(ok))})
         wall = time.monotonic() - t0
         if not reps:

@@ -188,3 +188,21 @@ def test_a_large_emulation_bias_is_named() -> None:
                                "12.0 % of requests were routed against the drawn OFN "
                                "availability"]
     assert emulation_bias({"fn": 0.96}, None)["large"] is True  # too fast counts too
+
+
+def test_a_hypervisor_that_took_the_cpu_is_named_as_the_likely_cause(tmp_path: Path) -> None:
+    from analysis.fidelity import emulation_bias
+    from runner.cpu_steal import read_cpu_times, steal_share
+
+    slow = emulation_bias({"fn": 1.06}, 0.05, steal_share=0.14)
+    assert slow["reasons"][-1].startswith("likely cause: the hypervisor took 14.0 %")
+    # stolen time alone is no artefact, and a little of it is not named
+    assert emulation_bias({"fn": 1.0}, 0.05, steal_share=0.14)["large"] is False
+    assert len(emulation_bias({"fn": 1.06}, 0.05, steal_share=0.01)["reasons"]) == 1
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 0 50 800 0 0 0 50 0 0\ncpu0 1 2 3\n")
+    before = read_cpu_times(stat)
+    stat.write_text("cpu  200 0 100 1600 0 0 0 100 0 0\n")
+    assert before == (50, 1000)
+    assert steal_share(before, read_cpu_times(stat)) == 0.05  # 50 of 1000 jiffies
+    assert steal_share(before, before) == 0.0
