@@ -42,7 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from analysis.compare import node_busy
+from analysis.comparison import node_busy
 from analysis.joint_chain import arrival_targets, enumerate_states, transitions
 from analysis.model_params import AnyPrediction
 from analysis.objective import CLASS_METRICS, CLASS_NAMES, Constraint, Expr, Metric, evaluate
