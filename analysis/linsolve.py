@@ -243,7 +243,7 @@ GTH_MAX_FLOPS = 2e9
 # Cost model of the two exact routes, seconds on this machine (2 shared cores;
 # scripts/bench_analytic.py --solvers, handoff and drain chains of 77 to 40,602
 # states): level reduction ~55 us per state (its per-state Python step) plus
-# ~1.6 ns per flop of gth_flops; the pinned sparse LU ~2 ms plus ~10 us per state
+# ~1.6 ns per flop of `ctmc.gth_flops`; the pinned sparse LU ~2 ms plus ~10 us per state
 # (it grows as N^1.5 on these 2-D grids, but by then level reduction costs far more).
 GTH_S_PER_STATE = 55e-6
 GTH_S_PER_FLOP = 1.6e-9
@@ -266,7 +266,9 @@ class Chain:
 
     States are numbered level by level (`starts[l]:starts[l+1]` is level l); level 0
     starts with the empty state, which every state reaches. Transitions go only to
-    the same level, the next one up or down, or (`hub`) into level 0.
+    the same level, the next one up or down, or (`hub`) into level 0. `a`, `k`, `n`:
+    each state's OFN availability (A or U), FN count and OFN count, the grid the
+    nested-dissection orders follow.
     """
 
     Q: sp.csr_matrix
