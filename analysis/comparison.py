@@ -56,18 +56,12 @@ def _interval(measured: float, ci: float, predicted: float) -> dict[str, Any]:
 def comparison_block(measured: dict[str, Any], predicted: dict[str, Any]) -> dict[str, Any]:
     """Measured vs predicted for one class: W, blocking, outage and the percentiles, each
     with its 95 % interval and whether that interval covers the prediction."""
-    w_m, ci = number(measured.get("W")), number(measured.get("W_ci95"))
-    w_p = number(predicted.get("W"))
-    gap = (w_m - w_p) / w_p if (w_p and math.isfinite(w_p) and math.isfinite(w_m)) else math.nan
-    out: dict[str, Any] = {
-        "basis": "node_ms",
-        "W": {**_interval(w_m, ci, w_p), "rel_gap": gap},
-        "blocking": _interval(number(measured.get("blocking")),
-                              number(measured.get("blocking_ci95")),
-                              number(predicted.get("blocking"))),
-        "outage": _interval(number(measured.get("outage")), number(measured.get("outage_ci95")),
-                            number(predicted.get("outage"))),
-    }
+    out: dict[str, Any] = {"basis": "node_ms", **{
+        k: _interval(number(measured.get(k)), number(measured.get(f"{k}_ci95")),
+                     number(predicted.get(k))) for k in ("W", "blocking", "outage")}}
+    w_m, w_p = out["W"]["measured"], out["W"]["predicted"]
+    out["W"]["rel_gap"] = ((w_m - w_p) / w_p if (w_p and math.isfinite(w_p)
+                                                  and math.isfinite(w_m)) else math.nan)
     m_pct = measured.get("percentiles") or {}
     p_pct = predicted.get("percentiles") or {}
     if m_pct:
@@ -119,6 +113,12 @@ def _f(x: Any, digits: int = 4) -> str:
     return f"{v:.{digits}g}"
 
 
+def _gap(x: Any) -> str:
+    """A relative gap as a signed percentage, or n/a."""
+    v = number(x)
+    return f"{v:+.1%}" if math.isfinite(v) else "n/a"
+
+
 def _pm(x: dict[str, Any], digits: int = 3) -> str:
     """'measured ± half-width' of one compared figure."""
     return f"{_f(x['measured'], digits)} ± {_f(x['ci95'], 2)}"
@@ -137,10 +137,9 @@ def comparison_table(sc: Scenario, comp: dict[str, Any],
     for cls in CLASSES:
         c = comp[cls]
         w, b, o = c["W"], c["blocking"], c["outage"]
-        gap = number(w["rel_gap"])
         lines.append(
             f"{cls.upper():<6}{_pm(w, 4):>17}{_f(w['predicted']):>10}"
-            f"{(f'{gap:+.1%}' if math.isfinite(gap) else 'n/a'):>8}{ok(w):>4}"
+            f"{_gap(w['rel_gap']):>8}{ok(w):>4}"
             f"{_pm(b):>22}{_f(b['predicted'], 3):>10}{ok(b):>4}"
             f"{_pm(o):>22}{_f(o['predicted'], 3):>10}{ok(o):>4}")
     if any("percentiles" in comp[cls] for cls in CLASSES):
@@ -157,9 +156,8 @@ def comparison_table(sc: Scenario, comp: dict[str, Any],
         for name, v in power["nodes"].items():
             lines.append(f"{'  ' + name:<16}{_f(v['measured']):>10}{_f(v['predicted']):>10}")
         sv = power["servers_W"]
-        gap = number(sv["rel_gap"])
         lines.append(f"{'  servers':<16}{_f(sv['measured']):>10}{_f(sv['predicted']):>10}"
-                     f"{(f'{gap:+.1%}' if math.isfinite(gap) else 'n/a'):>8}")
+                     f"{_gap(sv['rel_gap']):>8}")
         sw = power["switches_W"]
         lines.append(f"{'  switches':<16}{_f(sw['measured']):>10}{_f(sw['predicted']):>10}"
                      "  (estimate)")
