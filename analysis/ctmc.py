@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from analysis import linsolve
+from analysis.linsolve import GTH_MAX_FLOPS, A, Chain, U, checked_sparse, gth_levels, joint_method
 from analysis.response_time import (
     Among,
     ClassResponse,
@@ -40,31 +41,6 @@ SCHEMES: tuple[str, ...] = ("proposed", "nodiff", "basic")
 LEAVES: tuple[str, ...] = ("drain", "handoff", "drop")
 SERVERS: tuple[str, ...] = ("single", "multi")
 CLASSES: tuple[str, ...] = ("hp", "lp")
-A, U = 0, 1  # availability index of the OFN
-
-# Level reduction costs about N * (2p) * (3p) flops for N states in levels of p phases
-# (5p with jumps into level 0): above this budget it is never tried, not even as the
-# sparse LU's fallback (2e9 flops: ~3 s here).
-GTH_MAX_FLOPS = 2e9
-
-# Cost model of the two exact routes, seconds on this machine (2 shared cores;
-# scripts/bench_analytic.py --solvers, handoff and drain chains of 77 to 40,602
-# states): level reduction ~55 us per state (its per-state Python step) plus
-# ~1.6 ns per flop of gth_flops; the pinned sparse LU ~2 ms plus ~10 us per state
-# (it grows as N^1.5 on these 2-D grids, but by then level reduction costs far more).
-GTH_S_PER_STATE = 55e-6
-GTH_S_PER_FLOP = 1.6e-9
-LU_S_FIXED = 2e-3
-LU_S_PER_STATE = 10e-6
-# Below this many states SuperLU's own minimum degree (on A^T + A) fills no more than
-# nested dissection and skips its ordering step; above, nested dissection.
-ND_MIN_STATES = 30_000
-# From this many states the two-level iterative solve beats the LU on chains without
-# jumps into level 0 (measured, CPU s: 0.21 against 0.40 at 40,602 states, 0.53
-# against 1.01 at 90,902, 6.4 against ~25 at 1,003,002). With them (handoff) it does
-# not (2.6 against 1.3 at 126,252: each leave links a whole anti-diagonal to one
-# state, which 2 x 2 aggregates do not capture), so those keep the LU.
-TWO_LEVEL_MIN_STATES = 50_000
 
 
 class ModelError(ValueError):
@@ -217,23 +193,6 @@ def service_rates(mu: float, cap: int, kind: str) -> np.ndarray:
 # -- state space and generator --------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Chain:
-    """A generator in level order: `Q` holds off-diagonal rates only (row = from).
-
-    States are numbered level by level (`starts[l]:starts[l+1]` is level l); level 0
-    starts with the empty state, which every state reaches. Transitions go only to
-    the same level, the next one up or down, or (`hub`) into level 0.
-    """
-
-    Q: sp.csr_matrix
-    a: np.ndarray
-    k: np.ndarray
-    n: np.ndarray
-    starts: np.ndarray
-    hub: bool
-
-
 def build_chain(
     p: ModelParams, cap_f: int, cap_o: int, levels: Literal["fn", "ofn"]
 ) -> Chain:
@@ -310,211 +269,6 @@ def build_chain(
     starts = np.searchsorted(level, np.arange(n_levels + 1))
     hub = levels == "ofn" and p.leave != "drain" and both
     return Chain(Q=Q, a=a_s, k=k_s, n=n_s, starts=starts, hub=hub)
-
-
-def generator(chain: Chain) -> sp.csr_matrix:
-    """Full generator (diagonal = minus the row's out-rate)."""
-    out = np.asarray(chain.Q.sum(axis=1)).ravel()
-    return (chain.Q - sp.diags(out)).tocsr()
-
-
-# -- stationary solvers ---------------------------------------------------------------
-
-
-def gth_dense(Q: np.ndarray) -> np.ndarray:
-    """Stationary vector by Grassmann-Taksar-Heyman: no subtractions at all.
-
-    Only off-diagonal rates are read. State 0 must be reachable from every state
-    (states that cannot be reached from it get probability 0).
-    """
-    W = np.array(Q, dtype=float, copy=True)
-    np.fill_diagonal(W, 0.0)
-    m = W.shape[0]
-    s = np.zeros(m)
-    for i in range(m - 1, 0, -1):
-        s[i] = W[i, :i].sum()
-        if s[i] <= 0:
-            raise ArithmeticError(f"GTH: state {i} cannot reach the states below it")
-        W[:i, :i] += np.outer(W[:i, i], W[i, :i] / s[i])
-    pi = np.zeros(m)
-    pi[0] = 1.0
-    for i in range(1, m):
-        pi[i] = pi[:i] @ W[:i, i] / s[i]
-    return pi / pi.sum()
-
-
-def gth_levels(chain: Chain) -> np.ndarray:
-    """GTH state reduction done level by level, keeping only the levels it touches.
-
-    Eliminating the top level l couples level l-1 (and level 0, for jumps into it)
-    only, so the working matrix stays at the size of two or three levels: O(N p^2)
-    time for N states in levels of p phases, and still subtraction-free.
-    """
-    Q, st = chain.Q, chain.starts
-    L = len(st) - 2
-    if L == 0:
-        return gth_dense(Q[: st[1], : st[1]].toarray())
-    p = np.diff(st)
-
-    def blk(r: int, c: int) -> np.ndarray:
-        return Q[st[r] : st[r + 1], st[c] : st[c + 1]].toarray()
-
-    T = blk(L, L)  # censored local block of the top level
-    D = blk(L, L - 1)  # its (censored) block one level down
-    Z = blk(L, 0) if (chain.hub and L >= 2) else None  # censored jumps into level 0
-    records: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    for lev in range(L, 0, -1):
-        nb, nc = int(p[lev - 1]), int(p[lev])
-        n0 = int(p[0]) if Z is not None else 0
-        # rows: [level lev-1, level lev]; columns: [level 0 (jumps), lev-1, lev]
-        W = np.zeros((nb + nc, n0 + nb + nc))
-        W[:nb, n0 : n0 + nb] = blk(lev - 1, lev - 1)
-        W[:nb, n0 + nb :] = blk(lev - 1, lev)
-        W[nb:, n0 : n0 + nb] = D
-        W[nb:, n0 + nb :] = T
-        if Z is not None:
-            W[:nb, :n0] = blk(lev - 1, 0)
-            W[nb:, :n0] = Z
-        s = np.zeros(nc)
-        colB = np.zeros((nb, nc))
-        colC = np.zeros((nc, nc))
-        for i in range(nc - 1, -1, -1):
-            rb, cb = nb + i, n0 + nb + i
-            row = W[rb, :cb] / 1.0
-            s[i] = row.sum()
-            if not s[i] > 0:
-                raise ArithmeticError("GTH: a state cannot reach the levels below it")
-            col = W[:rb, cb].copy()
-            colB[:, i] = col[:nb]
-            colC[:i, i] = col[nb:]
-            nz = np.flatnonzero(col)
-            if nz.size:
-                lo = int(nz[0])
-                W[lo:rb, :cb] += np.outer(col[lo:], row / s[i])
-        records.append((colB, colC, s))
-        T = W[:nb, n0 : n0 + nb].copy()
-        np.fill_diagonal(T, 0.0)
-        if Z is not None and lev - 1 >= 2:
-            Z = W[:nb, :n0].copy()
-            D = blk(lev - 1, lev - 2)
-        elif Z is not None:  # lev - 1 == 1: its jumps into level 0 are its down block
-            D = W[:nb, :n0].copy()
-            Z = None
-        elif lev - 1 >= 1:
-            D = blk(lev - 1, lev - 2)
-    parts = [gth_dense(T)]
-    for colB, colC, s in reversed(records):
-        base = parts[-1] @ colB
-        x = np.zeros(len(s))
-        for i in range(len(s)):
-            x[i] = (base[i] + x[:i] @ colC[:i, i]) / s[i]
-        parts.append(x)
-    pi = np.concatenate(parts)
-    return pi / pi.sum()
-
-
-def nested_dissection(kmax: int, nmax: int, leaf: int = 64) -> tuple[np.ndarray, np.ndarray]:
-    """Grid points (k, n) in nested-dissection order: halves first, separator last.
-
-    The joint chain lives on a 2-D grid, where this order keeps LU fill at
-    O(N log N) instead of the band's O(N sqrt N).
-    """
-    ks: list[np.ndarray] = []
-    ns: list[np.ndarray] = []
-    stack: list[tuple[int, int, int, int, bool]] = [(0, kmax + 1, 0, nmax + 1, False)]
-    # iterative post-order: a region is expanded into (left, right, separator)
-    while stack:
-        k0, k1, n0, n1, is_sep = stack.pop()
-        dk, dn = k1 - k0, n1 - n0
-        if dk <= 0 or dn <= 0:
-            continue
-        if is_sep or dk * dn <= leaf:
-            kg, ng = np.meshgrid(np.arange(k0, k1), np.arange(n0, n1), indexing="ij")
-            ks.append(kg.ravel())
-            ns.append(ng.ravel())
-            continue
-        if dk >= dn:
-            m = (k0 + k1) // 2
-            parts = [(k0, m, n0, n1, False), (m + 1, k1, n0, n1, False), (m, m + 1, n0, n1, True)]
-        else:
-            m = (n0 + n1) // 2
-            parts = [(k0, k1, n0, m, False), (k0, k1, m + 1, n1, False), (k0, k1, m, m + 1, True)]
-        stack.extend(reversed(parts))
-    return np.concatenate(ks), np.concatenate(ns)
-
-
-def nd_order(chain: Chain) -> np.ndarray:
-    """All states in nested-dissection order over the (n_F, n_O) grid.
-
-    The U states that a handoff or drop jumps into (one per n_F, each reached from a
-    whole anti-diagonal) come last.
-    """
-    kmax, nmax = int(chain.k.max()), int(chain.n.max())
-    kg, ng = nested_dissection(kmax, nmax)
-    rank = np.empty((kmax + 1, nmax + 1), dtype=np.int64)
-    rank[kg, ng] = np.arange(kg.size)
-    key = rank[chain.k, chain.n] * 2 + chain.a
-    if chain.hub or (nmax > 0 and not (chain.n[chain.a == U] > 0).any()):
-        key = np.where(chain.a == U, 2 * kg.size + chain.k, key)
-    return np.argsort(key, kind="stable")
-
-
-def coarse_grid(chain: Chain, step: int = 2) -> tuple[np.ndarray, np.ndarray]:
-    """Aggregates of step x step grid points (both availabilities), and their ND order.
-
-    Returns each state's aggregate and the aggregates in nested-dissection order over
-    the coarse (n_F / step, n_O / step) grid, for `linsolve.two_level_stationary`.
-    """
-    ck, cn = chain.k // step, chain.n // step
-    width = int(cn.max()) + 1
-    keys, groups = np.unique(ck * width + cn, return_inverse=True)
-    kg, ng = nested_dissection(int(ck.max()), width - 1)
-    rank = np.empty((int(ck.max()) + 1, width), dtype=np.int64)
-    rank[kg, ng] = np.arange(kg.size)
-    return groups, np.argsort(rank[keys // width, keys % width], kind="stable")
-
-
-def checked_sparse(chain: Chain) -> tuple[np.ndarray, float, str]:
-    """Stationary vector by sparse solves, its componentwise residual, and the route.
-
-    Up to TWO_LEVEL_MIN_STATES, and for chains with jumps into level 0 (`hub`) at any
-    size, one pinned LU (`sparse`): minimum degree below
-    ND_MIN_STATES, nested dissection above; ordinary Gaussian elimination, accurate
-    in absolute terms always and entry by entry where the check
-    (`linsolve.stationary_error`) says so; the caller falls back on that. Above,
-    GMRES with a two-level preconditioner (`two-level`: the LU of the chain
-    aggregated 2 x 2 over the grid, 8x fewer unknowns), accurate in absolute terms;
-    the full LU if it does not converge.
-    """
-    G = generator(chain)
-    if chain.Q.shape[0] >= TWO_LEVEL_MIN_STATES and not chain.hub:
-        groups, coarse_order = coarse_grid(chain)
-        got = linsolve.two_level_stationary(G, groups, coarse_order)
-        if got is not None:
-            return got[0], linsolve.stationary_error(G, got[0]), "two-level"
-    order = nd_order(chain) if chain.Q.shape[0] >= ND_MIN_STATES else None
-    pi, err = linsolve.checked_stationary(G, order)
-    return pi, err, "sparse"
-
-
-def sparse_stationary(chain: Chain) -> np.ndarray:
-    """Stationary vector by sparse solves (`checked_sparse`, the vector only)."""
-    return checked_sparse(chain)[0]
-
-
-def joint_method(n_states: int, flops: float, *,
-                 gth_per_state: float = GTH_S_PER_STATE,
-                 gth_per_flop: float = GTH_S_PER_FLOP,
-                 lu_fixed: float = LU_S_FIXED,
-                 lu_per_state: float = LU_S_PER_STATE) -> Literal["gth", "sparse"]:
-    """The route the cost model says is faster; GTH only within GTH_MAX_FLOPS.
-
-    With this machine's constants the LU wins at every size measured (level reduction
-    is 3x slower at 77 states, 20x at 5,252), so GTH serves as the LU's fallback.
-    """
-    gth_s = gth_per_state * n_states + gth_per_flop * flops
-    lu_s = lu_fixed + lu_per_state * n_states
-    return "gth" if (flops <= GTH_MAX_FLOPS and gth_s < lu_s) else "sparse"
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from analysis import linsolve
-from analysis.ctmc import CLASSES, gth_dense, joint_method
+from analysis.ctmc import CLASSES
+from analysis.linsolve import gth_dense, joint_method
 from analysis.policy_chain_model import PolicyModel, service_rate
 from analysis.policy_probe import PolicyOracle
 from fogsdn.scenario import LeaveMode, Role
@@ -27,7 +28,7 @@ MAX_STATES = 200_000
 
 
 # Dense GTH (subtraction-free, O(N^3)) is tried up to this many states: where the
-# cost model (analysis.ctmc.joint_method) picks it, or where the sparse LU's check fails.
+# cost model (analysis.linsolve.joint_method) picks it, or where the sparse LU's check fails.
 GTH_MAX_STATES = 1_500
 
 

@@ -9,7 +9,7 @@ from itertools import product
 import numpy as np
 import scipy.sparse as sp
 
-from analysis.ctmc import Chain, gth_dense, gth_levels
+from analysis.linsolve import Chain, gth_dense, gth_levels
 from analysis.policy_chain_model import PolicyModel, service_rate
 from fogsdn.scenario import LeaveMode
 

@@ -34,22 +34,23 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from analysis.compare import node_busy
+from analysis.comparison import node_busy
 from analysis.joint_chain import arrival_targets, enumerate_states, transitions
 from analysis.model_params import AnyPrediction
-from analysis.objective import Constraint, Expr, Metric, evaluate
+from analysis.objective import CLASS_METRICS, CLASS_NAMES, Constraint, Expr, Metric, evaluate
 from analysis.policy_chain import predict_policy
 from analysis.policy_chain_model import PolicyModel, policy_model
 from analysis.response_time import ErlangMixture
 from controller.policies import make_policy
 from controller.policies.state_table import (
-    CODES,
     FALLBACK_MARK,
     MIXED_MARK,
     StateTablePolicy,
@@ -67,7 +68,6 @@ UNVISITED = 0.0
 # per LP; 10,164 states did not finish in 8 minutes (HiGHS on the degenerate
 # balance equations), so the limit sits well below that (docs/policies.md).
 MAX_OPT_STATES = 5_000
-
 
 
 class OptimizeError(ValueError):
@@ -129,16 +129,14 @@ def _per_arrival(m: PolicyModel, count: np.ndarray, arr: np.ndarray, s_idx: np.n
                  k_idx: np.ndarray) -> _Forms:
     """The figures of a request sent to node k in state s, from `ErlangMixture` with
     one stage count at a time (the chain's own formulas)."""
-    P = s_idx.size
-    out = {f: np.zeros(P) for f in ("acc", "p_complete", "t_complete", "t_sojourn", "late")}
+    out = {f.name: np.zeros(s_idx.size) for f in fields(_Forms)}
     for k, node in enumerate(m.nodes):
         stages = 1 if node.multi else node.capacity
         per = [ErlangMixture(np.eye(stages)[0 if node.multi else i], node.rate,
                              m.kill_rate(node)) for i in range(stages)]
-        late = np.array([float(e.not_completed_by(np.array([m.deadline]))[0]) for e in per])
-        vals = {"p_complete": np.array([e.p_complete for e in per]),
-                "t_complete": np.array([e.t_complete for e in per]),
-                "t_sojourn": np.array([e.t_sojourn for e in per]), "late": late}
+        vals = {f: np.array([getattr(e, f) for e in per])
+                for f in ("p_complete", "t_complete", "t_sojourn")}
+        vals["late"] = np.array([float(e.not_completed_by(np.array([m.deadline]))[0]) for e in per])
         on = (k_idx == k) & (arr[s_idx, k_idx] >= 0)
         n = np.minimum(count[s_idx[on], k], stages - 1) if not node.multi \
             else np.zeros(int(on.sum()), dtype=np.int64)
@@ -184,9 +182,7 @@ class _Program:
         # the chain's moves that no decision changes: service, churn, leave
         parts = transitions(m, dims, strides, avail, count, phase, tables,
                             np.zeros((2, N, K)))
-        src = np.concatenate([p[0] for p in parts])
-        dst = np.concatenate([p[1] for p in parts])
-        rate = np.concatenate([p[2] for p in parts])
+        src, dst, rate = (np.concatenate([p[i] for p in parts]) for i in range(3))
         keep = src != dst
         src, dst, rate = src[keep], dst[keep], rate[keep]
         fixed = sp.csr_matrix((np.concatenate([rate, -rate]),
@@ -194,10 +190,9 @@ class _Program:
                               shape=(N, N))
         occupy = sp.csr_matrix((np.ones(P), (s_idx, np.arange(P))), shape=(N, P))
         blocks = []
+        j = np.flatnonzero(arr[s_idx, k_idx] >= 0)  # the pairs whose arrival is accepted
         for c in range(2):
             lam = m.lam[c]
-            acc = arr[s_idx, k_idx] >= 0
-            j = np.flatnonzero(acc)
             move = sp.csr_matrix((np.concatenate([np.full(j.size, lam), np.full(j.size, -lam)]),
                                   (np.concatenate([arr[s_idx[j], k_idx[j]], s_idx[j]]),
                                    np.concatenate([j, j]))), shape=(N, P))
@@ -210,7 +205,6 @@ class _Program:
                           sp.csr_matrix([[-1.0]])])
         self.A_eq = sp.vstack([balance, coupling, norm]).tocsr()
         self.occupy = occupy
-        self.count = count
         self.busy_power, self.idle_power = self._power(scenario, count)
 
     def _power(self, scenario: Scenario, count: np.ndarray) -> tuple[np.ndarray, float]:
@@ -231,6 +225,16 @@ class _Program:
         out[c * self.P:(c + 1) * self.P] = v
         return out
 
+    def of_class(self, cls: str, per: Callable[[int], np.ndarray], weighted: bool
+                 ) -> np.ndarray:
+        """`per(c)` in class c's columns for `hp` or `lp`; for `all`, both classes',
+        each times its arrival rate where `weighted` (a per-arrival figure)."""
+        if cls != "all":
+            c = 0 if cls == "hp" else 1
+            return self.block(c, per(c))
+        w = self.m.lam if weighted else (1.0, 1.0)
+        return self.block(0, w[0] * per(0)) + self.block(1, w[1] * per(1))
+
     def linear(self, mt: Metric) -> np.ndarray:
         """Coefficients over z of a non-ratio metric, its constant on the t column."""
         f, lam = self.forms, self.m.lam
@@ -242,23 +246,15 @@ class _Program:
                "outage": lambda c: (1.0 - f.acc) + f.late,
                "N": lambda c: lam[c] * f.t_sojourn,
                "throughput": lambda c: lam[c] * f.acc}[mt.name]
-        if mt.cls != "all":
-            c = 0 if mt.cls == "hp" else 1
-            return self.block(c, per(c))
-        both = self.block(0, per(0)) + self.block(1, per(1))
-        if mt.name in ("blocking", "outage"):
-            total = lam[0] + lam[1]
-            return (self.block(0, lam[0] * per(0)) + self.block(1, lam[1] * per(1))) / total
-        return both
+        share = mt.name in ("blocking", "outage")  # of every arrival, both classes'
+        out = self.of_class(mt.cls, per, weighted=share)
+        return out / (lam[0] + lam[1]) if share and mt.cls == "all" else out
 
     def ratio(self, mt: Metric) -> tuple[np.ndarray, np.ndarray]:
         """(numerator, denominator) over z of W: E[T; answered] and P(answered)."""
-        f, lam = self.forms, self.m.lam
-        if mt.cls == "all":
-            return (self.block(0, lam[0] * f.t_complete) + self.block(1, lam[1] * f.t_complete),
-                    self.block(0, lam[0] * f.p_complete) + self.block(1, lam[1] * f.p_complete))
-        c = 0 if mt.cls == "hp" else 1
-        return self.block(c, f.t_complete), self.block(c, f.p_complete)
+        f = self.forms
+        return (self.of_class(mt.cls, lambda c: f.t_complete, weighted=True),
+                self.of_class(mt.cls, lambda c: f.p_complete, weighted=True))
 
     def expr_rows(self, e: Expr) -> tuple[np.ndarray, np.ndarray | None]:
         """(numerator, denominator or None) of an expression over z."""
@@ -271,15 +267,13 @@ class _Program:
     def figures(self, z: np.ndarray) -> dict[str, float]:
         """Every metric at the (un-normalised) solution z."""
         out: dict[str, float] = {}
-        for cls in ("hp", "lp", "all"):
-            for name in ("W", "blocking", "outage", "N", "throughput"):
-                mt = Metric(cls, name)
-                if mt.is_ratio:
-                    num, den = self.ratio(mt)
-                    d = float(den @ z)
-                    out[str(mt)] = float(num @ z) / d if d > 0 else math.nan
-                else:
-                    out[str(mt)] = float(self.linear(mt) @ z) / z[-1]
+        for mt in (Metric(cls, name) for cls in CLASS_NAMES for name in CLASS_METRICS):
+            if mt.is_ratio:
+                num, den = self.ratio(mt)
+                d = float(den @ z)
+                out[str(mt)] = float(num @ z) / d if d > 0 else math.nan
+            else:
+                out[str(mt)] = float(self.linear(mt) @ z) / z[-1]
         out["power"] = float(self.linear(Metric("", "power")) @ z) / z[-1]
         return out
 
@@ -288,19 +282,17 @@ def _solve(prog: _Program, objective: Expr, constraints: tuple[Constraint, ...]
            ) -> tuple[np.ndarray | None, str]:
     """The LP (Charnes-Cooper where the objective is a ratio); z, or None and why."""
     nz = 2 * prog.P + 1
+    t_only = np.eye(1, nz, nz - 1).ravel()  # a linear figure's denominator: t
     num, den = prog.expr_rows(objective)
-    eq_rows = [prog.A_eq]
-    b_eq = [np.zeros(prog.A_eq.shape[0])]
-    last = den if den is not None else np.eye(1, nz, nz - 1).ravel()
-    eq_rows.append(sp.csr_matrix(last[None, :]))
-    b_eq.append(np.ones(1))
+    last = den if den is not None else t_only
     ub = []
     for con in constraints:
         cn, cd = prog.expr_rows(con.expr)
-        row = cn - con.bound * (cd if cd is not None else np.eye(1, nz, nz - 1).ravel())
+        row = cn - con.bound * (cd if cd is not None else t_only)
         ub.append(row if con.sense == "<=" else -row)
     res = linprog(num, A_ub=np.array(ub) if ub else None, b_ub=np.zeros(len(ub)) if ub else None,
-                  A_eq=sp.vstack(eq_rows).tocsr(), b_eq=np.concatenate(b_eq),
+                  A_eq=sp.vstack([prog.A_eq, sp.csr_matrix(last[None, :])]).tocsr(),
+                  b_eq=np.concatenate([np.zeros(prog.A_eq.shape[0]), np.ones(1)]),
                   bounds=(0, None), method="highs",
                   options={"primal_feasibility_tolerance": 1e-10,
                            "dual_feasibility_tolerance": 1e-10})
@@ -332,14 +324,13 @@ def optimize(scenario: Scenario, objective: Expr, constraints: tuple[Constraint,
              reject: bool = False, max_states: int = MAX_OPT_STATES) -> OptimalPolicy:
     """The optimal state-based policy of `scenario` for `objective` under `constraints`."""
     t0 = time.perf_counter()
-    if scenario.churn.leave is LeaveMode.HANDOFF and scenario.churn.eta > 0 \
-            and scenario.churn.xi > 0 and any(n.role.value == "ofn" for n in scenario.nodes):
-        raise OptimizeError("leave: handoff makes a handed-off request's stay depend on later "
-                            "decisions; the optimiser takes drain and drop")
     try:
         m = policy_model(scenario, make_policy(scenario.policy))
     except ValueError as err:
         raise OptimizeError(str(err)) from None
+    if m.leave is LeaveMode.HANDOFF and m.churns:
+        raise OptimizeError("leave: handoff makes a handed-off request's stay depend on later "
+                            "decisions; the optimiser takes drain and drop")
     if m.n_states() > max_states:
         raise OptimizeError(f"{m.n_states():,} states: above the {max_states:,} the "
                             "optimiser solves here in a minute or so (docs/policies.md)")
@@ -378,25 +369,30 @@ def _decisions(prog: _Program, z: np.ndarray) -> np.ndarray:
     return probs
 
 
+def _table_attrs(opt: OptimalPolicy, policy_name: str) -> dict[str, Any]:
+    """The class attributes of the decision table's `StateTablePolicy`."""
+    hp, lp, mixed = opt.table()
+    return {"name": policy_name, "NODES": tuple(n.name for n in opt.model.nodes),
+            "PHASES": opt.phases, "HP": hp, "LP": lp, "MIXED": mixed}
+
+
 def table_policy_class(opt: OptimalPolicy, policy_name: str = "optimal"
                        ) -> type[StateTablePolicy]:
     """The decision table as a policy class (what the written file defines)."""
-    hp, lp, mixed = opt.table()
-    attrs = {"name": policy_name, "NODES": tuple(n.name for n in opt.model.nodes),
-             "PHASES": opt.phases, "HP": hp, "LP": lp, "MIXED": mixed,
-             "__module__": __name__}
+    attrs = {**_table_attrs(opt, policy_name), "__module__": __name__}
     return type("Optimal", (StateTablePolicy,), attrs)
 
 
 def policy_source(opt: OptimalPolicy, scenario_name: str, policy_name: str = "optimal") -> str:
     """The text of a user policy file holding the table (docs/policies.md)."""
-    hp, lp, mixed = opt.table()
+    t = _table_attrs(opt, policy_name)
     cons = "; ".join(c.text for c in opt.constraints) or "none"
 
     def wrap(s: str) -> str:
         return "\n".join(f"        {s[i:i + 80]!r}" for i in range(0, len(s), 80)) or "        ''"
 
-    mixed_lines = "\n".join(f"        ({k[0]!r}, {k[1]}): {v!r}," for k, v in sorted(mixed.items()))
+    mixed_lines = "\n".join(f"        ({k[0]!r}, {k[1]}): {v!r},"
+                             for k, v in sorted(t["MIXED"].items()))
     return f'''"""Optimal state-based dispatch for scenario {scenario_name!r}, written by
 scripts/optimize_policy.py: minimise {opt.objective} subject to {cons}
 (optimum {opt.value:.9g}; {opt.n_states} states, {opt.randomised} randomised decisions).
@@ -412,13 +408,13 @@ from controller.policies.state_table import StateTablePolicy
 
 class Optimal(StateTablePolicy):
     name: ClassVar[str] = {policy_name!r}
-    NODES = {tuple(n.name for n in opt.model.nodes)!r}
-    PHASES = {opt.phases!r}
+    NODES = {t["NODES"]!r}
+    PHASES = {t["PHASES"]!r}
     HP = (
-{wrap(hp)}
+{wrap(t["HP"])}
     )
     LP = (
-{wrap(lp)}
+{wrap(t["LP"])}
     )
     MIXED = {{
 {mixed_lines}
@@ -428,25 +424,16 @@ class Optimal(StateTablePolicy):
 
 def prediction_figures(scenario: Scenario, pred: AnyPrediction) -> dict[str, float]:
     """Every metric of the objective syntax from an exact prediction (any chain)."""
-    out: dict[str, float] = {}
-    answered, answered_t, lam_total, blocked, late = 0.0, 0.0, 0.0, 0.0, 0.0
-    for cls, cp in (("hp", pred.hp), ("lp", pred.lp)):
-        out[f"{cls}.W"] = cp.W
-        out[f"{cls}.blocking"] = cp.blocking
-        out[f"{cls}.outage"] = cp.outage
-        out[f"{cls}.N"] = cp.N
-        out[f"{cls}.throughput"] = cp.throughput
-        pc = cp.lam * cp.response.p_complete
-        answered += pc
-        answered_t += pc * cp.W if pc > 0 else 0.0
-        lam_total += cp.lam
-        blocked += cp.lam * cp.blocking
-        late += cp.lam * cp.outage
-    out["all.W"] = answered_t / answered if answered > 0 else math.nan
-    out["all.blocking"] = blocked / lam_total
-    out["all.outage"] = late / lam_total
-    out["all.N"] = out["hp.N"] + out["lp.N"]
-    out["all.throughput"] = out["hp.throughput"] + out["lp.throughput"]
+    both = (pred.hp, pred.lp)
+    out = {f"{cp.cls}.{name}": getattr(cp, name) for cp in both for name in CLASS_METRICS}
+    answered = [(cp.lam * cp.response.p_complete, cp.W) for cp in both]
+    n_ok = sum(a for a, _ in answered)
+    out["all.W"] = sum(a * w for a, w in answered if a > 0) / n_ok if n_ok > 0 else math.nan
+    lam = sum(cp.lam for cp in both)
+    for name in ("blocking", "outage"):  # shares of every arrival
+        out[f"all.{name}"] = sum(cp.lam * getattr(cp, name) for cp in both) / lam
+    for name in ("N", "throughput"):
+        out[f"all.{name}"] = out[f"hp.{name}"] + out[f"lp.{name}"]
     busy = node_busy(scenario, pred)
     out["power"] = math.fsum(server_power_w(n.power, busy[n.name]) for n in scenario.nodes)
     return out
@@ -472,16 +459,14 @@ class Baseline:
 def _builtin_specs(scenario: Scenario) -> list[tuple[str, dict[str, float], PolicySpec]]:
     """The built-in state-based policies of seed 000 over their parameter ranges:
     prioritized, basic, nodiff at alpha 0, 0.1, ..., 1, threshold 0..C_F."""
+    cap = max(n.capacity for n in scenario.nodes if n.role is Role.FN)
     out: list[tuple[str, dict[str, float], PolicySpec]] = [
         ("prioritized", {}, PolicySpec(name="prioritized")),
         ("basic", {}, PolicySpec(name="basic"))]
-    for i in range(11):
-        a = i / 10
-        out.append(("nodiff", {"alpha": a}, PolicySpec(name="nodiff", alpha=a)))
-    cap = max(n.capacity for n in scenario.nodes if n.role is Role.FN)
-    for t in range(cap + 1):
-        out.append(("threshold", {"threshold": t},
-                    PolicySpec(name="threshold", params={"threshold": t})))
+    out += [("nodiff", {"alpha": a}, PolicySpec(name="nodiff", alpha=a))
+            for a in (i / 10 for i in range(11))]
+    out += [("threshold", {"threshold": t}, PolicySpec(name="threshold", params={"threshold": t}))
+            for t in range(cap + 1)]
     return out
 
 
@@ -509,6 +494,6 @@ def best_of_families(points: list[Baseline]) -> dict[str, Baseline]:
     return out
 
 
-__all__ = ["Baseline", "CODES", "MAX_OPT_STATES", "OptimalPolicy", "OptimizeError",
+__all__ = ["Baseline", "MAX_OPT_STATES", "OptimalPolicy", "OptimizeError",
            "baselines", "best_of_families", "optimize", "policy_source", "prediction_figures",
            "table_policy_class"]

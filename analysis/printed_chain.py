@@ -50,7 +50,8 @@ from typing import Literal
 
 import numpy as np
 
-from analysis.ctmc import ModelParams, gth_dense
+from analysis.ctmc import ModelParams
+from analysis.linsolve import gth_dense
 from fogsdn.scenario import Role, Scenario
 
 Status = Literal["A", "U"]

@@ -39,8 +39,9 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -60,19 +61,38 @@ def _params(cf: int, co: int, leave: str):  # type: ignore[no-untyped-def]
     return ModelParams("proposed", 0.3, 0.5, 1.0, 0.3, cf, co, 1 / 3, 1 / 3, leave=leave)
 
 
-def _naive(cf: int, co: int, leave: str) -> float:
+def _naive_pi(chain):  # type: ignore[no-untyped-def]
+    """The stationary vector by scipy's spsolve in its default (COLAMD) order."""
     import numpy as np
     from scipy.sparse.linalg import spsolve
 
-    from analysis.ctmc import build_chain, generator
+    from analysis.linsolve import generator
 
-    p = _params(cf, co, leave)
-    chain = build_chain(p, cf, co, "ofn")
     At = generator(chain).T.tocsc()
     x = spsolve(At[1:, 1:].tocsc(), -np.asarray(At[1:, 0].toarray()).ravel())
     pi = np.concatenate([[1.0], x])
-    pi /= pi.sum()
-    return float(pi @ chain.k)  # mean at the FN, to have used the answer
+    return pi / pi.sum()
+
+
+def _table(hdr: str, leaves: str, specs: str) -> Iterator[tuple[str, tuple[int, ...]]]:
+    """Print a table's header, then give each leave mode with each "AxB[xC]" spec."""
+    print(hdr)
+    print("-" * len(hdr))
+    for leave in leaves.split(","):
+        for spec in specs.split(","):
+            yield leave, tuple(int(x) for x in spec.lower().split("x"))
+
+
+def _spawn(flag: str, args: list[object], timeout: float) -> dict[str, Any]:
+    """One measurement in a fresh process: its JSON line, or {"error": why}."""
+    cmd = [sys.executable, __file__, flag, json.dumps(args)]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return {"error": f">{timeout:.0f}s"}
+    if r.returncode != 0:
+        return {"error": (r.stderr.strip().splitlines() or ["?"])[-1]}
+    return dict(json.loads(r.stdout.strip().splitlines()[-1]))
 
 
 def one(case: str, cf: int, co: int, leave: str) -> dict[str, object]:
@@ -80,13 +100,14 @@ def one(case: str, cf: int, co: int, leave: str) -> dict[str, object]:
     import numpy as np  # noqa: F401  (imports are not timed)
     import scipy.sparse  # noqa: F401
 
-    from analysis.ctmc import predict
+    from analysis.ctmc import build_chain, predict
 
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     p = _params(cf, co, leave)
     t0 = time.perf_counter()
     if case == "naive":
-        _naive(cf, co, leave)
+        chain = build_chain(p, cf, co, "ofn")
+        float(_naive_pi(chain) @ chain.k)  # mean at the FN, to have used the answer
         method = "spsolve/COLAMD"
     else:
         pr = predict(p, "sparse" if case == "joint/means" else "auto")
@@ -150,28 +171,16 @@ def one_policy_chain(cf: int, co: int, ofns: int, leave: str) -> dict[str, objec
 def policy_chain_main(ns: argparse.Namespace) -> int:
     hdr = (f"{'leave':<8}{'C_F':>5}{'C_O':>5}{'OFNs':>5}{'states':>10}  {'method':<10}"
            f"{'build s':>9}{'solve s':>9}{'predict s':>10}{'+dist s':>9}{'peak MB':>9}")
-    print(hdr)
-    print("-" * len(hdr))
     rows = []
-    for leave in ns.leaves.split(","):
-        for spec in ns.clusters.split(","):
-            cf, co, ofns = (int(x) for x in spec.lower().split("x"))
-            cmd = [sys.executable, __file__, "--one-policy", json.dumps([cf, co, ofns, leave])]
-            try:
-                r = subprocess.run(cmd, capture_output=True, text=True, timeout=ns.timeout,
-                                   cwd=ROOT)
-            except subprocess.TimeoutExpired:
-                print(f"{leave:<8}{cf:>5}{co:>5}{ofns:>5}  > {ns.timeout:.0f} s", flush=True)
-                continue
-            if r.returncode != 0:
-                tail = (r.stderr.strip().splitlines() or ["?"])[-1]
-                print(f"{leave:<8}{cf:>5}{co:>5}{ofns:>5}  error: {tail}", flush=True)
-                continue
-            g = json.loads(r.stdout.strip().splitlines()[-1])
-            rows.append(g)
-            print(f"{leave:<8}{cf:>5}{co:>5}{ofns:>5}{g['states']:>10}  {g['method']:<10}"
-                  f"{g['build_s']:>9.2f}{g['solve_s']:>9.2f}{g['predict_s']:>10.2f}"
-                  f"{g['full_s'] - g['predict_s']:>9.2f}{g['peak_mb']:>9.0f}", flush=True)
+    for leave, (cf, co, ofns) in _table(hdr, ns.leaves, ns.clusters):
+        g = _spawn("--one-policy", [cf, co, ofns, leave], ns.timeout)
+        if "error" in g:
+            print(f"{leave:<8}{cf:>5}{co:>5}{ofns:>5}  error: {g['error']}", flush=True)
+            continue
+        rows.append(g)
+        print(f"{leave:<8}{cf:>5}{co:>5}{ofns:>5}{g['states']:>10}  {g['method']:<10}"
+              f"{g['build_s']:>9.2f}{g['solve_s']:>9.2f}{g['predict_s']:>10.2f}"
+              f"{g['full_s'] - g['predict_s']:>9.2f}{g['peak_mb']:>9.0f}", flush=True)
     if ns.json:
         ns.json.write_text(json.dumps(rows, indent=1))
     return 0
@@ -192,48 +201,29 @@ def _best(fn, repeat: int) -> tuple[float, object]:  # type: ignore[no-untyped-d
 def solvers_main(ns: argparse.Namespace) -> int:
     """Chosen route vs GTH vs plain spsolve, per chain kind and size; then the split."""
     import numpy as np
-    from scipy.sparse.linalg import spsolve
 
-    from analysis.ctmc import (
-        build_chain,
-        checked_sparse,
-        generator,
-        gth_flops,
-        gth_levels,
-        lumpable,
-        solve_stationary,
-    )
+    from analysis.ctmc import build_chain, gth_flops, lumpable, solve_stationary
+    from analysis.linsolve import checked_sparse, gth_levels
 
     hdr = (f"{'leave':<8}{'C_F':>6}{'C_O':>5}{'states':>9}  {'chosen':<10}{'chosen s':>9}"
            f"{'gth s':>9}{'spsolve s':>10}{'spsolve/chosen':>15}{'check':>9}{'|dE n_O|':>10}")
-    print(hdr)
-    print("-" * len(hdr))
-    for leave in ns.leaves.split(","):
-        for size in ns.sizes.split(","):
-            cf, co = (int(x) for x in size.lower().split("x"))
-            p = _params(cf, co, leave)
-            by: Literal["fn", "ofn"] = "ofn" if (not lumpable(p) or cf < co) else "fn"
-            chain = build_chain(p, cf, co, by)
-            rep = ns.repeat if p.n_states() < 50_000 else 1
-            t_ch, got = _best(lambda: solve_stationary(p, "joint"), rep)  # noqa: B023
-            method = str(getattr(got, "method", "?"))
-            flops = gth_flops(p, by)
-            t_g = _best(lambda: gth_levels(chain), rep)[0] if flops <= 1e9 else None  # noqa: B023
-
-            def naive() -> np.ndarray:  # builds the chain too, as the chosen route does
-                g = generator(build_chain(p, cf, co, by))  # noqa: B023
-                At = g.T.tocsc()
-                x = spsolve(At[1:, 1:].tocsc(), -np.asarray(At[1:, 0].toarray()).ravel())
-                pi = np.concatenate([[1.0], x])
-                return pi / pi.sum()
-
-            t_n, pn = _best(naive, rep)
-            pi, err = (checked_sparse(chain)[:2] if method != "gth"
-                       else (gth_levels(chain), 0.0))
-            w_diff = abs(float(pi @ chain.n) - float(np.asarray(pn) @ chain.n))
-            gs = f"{t_g:9.4f}" if t_g is not None else f"{'-':>9}"
-            print(f"{leave:<8}{cf:>6}{co:>5}{p.n_states():>9}  {method:<10}{t_ch:>9.4f}{gs}"
-                  f"{t_n:>10.4f}{t_n / t_ch:>14.1f}x{err:>9.0e}{w_diff:>10.0e}", flush=True)
+    for leave, (cf, co) in _table(hdr, ns.leaves, ns.sizes):
+        p = _params(cf, co, leave)
+        by: Literal["fn", "ofn"] = "ofn" if (not lumpable(p) or cf < co) else "fn"
+        chain = build_chain(p, cf, co, by)
+        rep = ns.repeat if p.n_states() < 50_000 else 1
+        t_ch, got = _best(lambda: solve_stationary(p, "joint"), rep)  # noqa: B023
+        method = str(getattr(got, "method", "?"))
+        flops = gth_flops(p, by)
+        t_g = _best(lambda: gth_levels(chain), rep)[0] if flops <= 1e9 else None  # noqa: B023
+        # the naive route builds the chain too, as the chosen one does
+        t_n, pn = _best(lambda: _naive_pi(build_chain(p, cf, co, by)), rep)  # noqa: B023
+        pi, err = (checked_sparse(chain)[:2] if method != "gth"
+                   else (gth_levels(chain), 0.0))
+        w_diff = abs(float(pi @ chain.n) - float(np.asarray(pn) @ chain.n))
+        gs = f"{t_g:9.4f}" if t_g is not None else f"{'-':>9}"
+        print(f"{leave:<8}{cf:>6}{co:>5}{p.n_states():>9}  {method:<10}{t_ch:>9.4f}{gs}"
+              f"{t_n:>10.4f}{t_n / t_ch:>14.1f}x{err:>9.0e}{w_diff:>10.0e}", flush=True)
     if ns.split:
         cf, co = (int(x) for x in ns.split.lower().split("x"))
         split_main(cf, co, compare_lu=not ns.no_lu)
@@ -243,9 +233,9 @@ def solvers_main(ns: argparse.Namespace) -> int:
 def split_main(cf: int, co: int, compare_lu: bool = True) -> None:
     """Where the time of the largest joint chain (drain, forced joint) goes, and how
     the two-level solve compares with the LU (nested dissection) it replaced there."""
-    from analysis import ctmc
-    from analysis.ctmc import build_chain, checked_sparse, coarse_grid, generator, predict
-    from analysis.linsolve import checked_stationary
+    from analysis import linsolve
+    from analysis.ctmc import build_chain, predict
+    from analysis.linsolve import checked_sparse, checked_stationary, coarse_grid, generator
 
     p = _params(cf, co, "drain")
     by: Literal["fn", "ofn"] = "ofn" if cf < co else "fn"
@@ -266,30 +256,18 @@ def split_main(cf: int, co: int, compare_lu: bool = True) -> None:
           f"whole predict(sparse) {t4 - t3:.2f}; ||pi Q|| {res:.0e}", flush=True)
     if compare_lu:
         t5 = time.process_time()
-        ref, _ = checked_stationary(G, ctmc.nd_order(chain))
+        ref, _ = checked_stationary(G, linsolve.nd_order(chain))
         t6 = time.process_time()
-        saved = ctmc.TWO_LEVEL_MIN_STATES
-        ctmc.TWO_LEVEL_MIN_STATES = 10**12
+        saved = linsolve.TWO_LEVEL_MIN_STATES
+        linsolve.TWO_LEVEL_MIN_STATES = 10**12
         pr_lu = predict(p, "sparse")
-        ctmc.TWO_LEVEL_MIN_STATES = saved
+        linsolve.TWO_LEVEL_MIN_STATES = saved
         t7 = time.process_time()
         dw = max(abs(a - b) / b for a, b in zip(w, (pr_lu.hp.W, pr_lu.lp.W), strict=True))
         print(f"the LU (nested dissection) on it: solve {t6 - t5:.2f}, whole predict "
               f"{t7 - t6:.2f}; ||pi Q|| {float(abs(ref @ G).max()):.0e}; "
               f"max |pi - pi_LU| {float(abs(pi - ref).max()):.0e}; W of HP, LP differ by "
               f"{dw:.0e} relative")
-
-
-def _spawn(case: str, cf: int, co: int, leave: str, timeout: float) -> dict[str, object]:
-    cmd = [sys.executable, __file__, "--one", json.dumps([case, cf, co, leave])]
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        return {"case": case, "cf": cf, "co": co, "leave": leave, "error": f">{timeout:.0f}s"}
-    if r.returncode != 0:
-        tail = (r.stderr.strip().splitlines() or ["?"])[-1]
-        return {"case": case, "cf": cf, "co": co, "leave": leave, "error": tail}
-    return json.loads(r.stdout.strip().splitlines()[-1])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -329,31 +307,29 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, object]] = []
     hdr = (f"{'leave':<8}{'C_F':>6}{'C_O':>5}{'states':>10}  {'case':<12}{'method':<15}"
            f"{'seconds':>9}{'peak MB':>9}{'+MB':>8}{'naive/this':>11}")
-    print(hdr)
-    print("-" * len(hdr))
-    for leave in ns.leaves.split(","):
-        for size in ns.sizes.split(","):
-            cf, co = (int(x) for x in size.lower().split("x"))
-            states = _params(cf, co, leave).n_states()
-            cases = ["ours/means", "ours/full"]
-            if leave == "drain":
-                cases.append("joint/means")
-            if states <= ns.naive_max:
-                cases.append("naive")
-            got = {c: _spawn(c, cf, co, leave, ns.timeout) for c in cases}
-            naive = got.get("naive", {})
-            for c in cases:
-                r = got[c]
-                rows.append(r)
-                if "error" in r:
-                    print(f"{leave:<8}{cf:>6}{co:>5}{states:>10}  {c:<12}{r['error']}")
-                    continue
-                ratio = ""
-                if "seconds" in naive and c != "naive":
-                    ratio = f"{float(naive['seconds']) / float(r['seconds']):.1f}x"
-                print(f"{leave:<8}{cf:>6}{co:>5}{states:>10}  {c:<12}{r['method']!s:<15}"
-                      f"{float(r['seconds']):>9.3f}{float(r['peak_mb']):>9.0f}"
-                      f"{float(r['delta_mb']):>8.0f}{ratio:>11}", flush=True)
+    for leave, (cf, co) in _table(hdr, ns.leaves, ns.sizes):
+        states = _params(cf, co, leave).n_states()
+        cases = ["ours/means", "ours/full"]
+        if leave == "drain":
+            cases.append("joint/means")
+        if states <= ns.naive_max:
+            cases.append("naive")
+        got: dict[str, dict[str, Any]] = {
+            c: {"case": c, "cf": cf, "co": co, "leave": leave,
+                **_spawn("--one", [c, cf, co, leave], ns.timeout)} for c in cases}
+        naive = got.get("naive", {})
+        for c in cases:
+            r = got[c]
+            rows.append(r)
+            if "error" in r:
+                print(f"{leave:<8}{cf:>6}{co:>5}{states:>10}  {c:<12}{r['error']}")
+                continue
+            ratio = ""
+            if "seconds" in naive and c != "naive":
+                ratio = f"{float(naive['seconds']) / float(r['seconds']):.1f}x"
+            print(f"{leave:<8}{cf:>6}{co:>5}{states:>10}  {c:<12}{r['method']!s:<15}"
+                  f"{float(r['seconds']):>9.3f}{float(r['peak_mb']):>9.0f}"
+                  f"{float(r['delta_mb']):>8.0f}{ratio:>11}", flush=True)
     if ns.json:
         ns.json.write_text(json.dumps(rows, indent=1))
     return 0

@@ -23,7 +23,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -35,12 +35,6 @@ import numpy as np  # noqa: E402
 
 from nodes.ncs.meridian import MeridianConfig, MeridianError  # noqa: E402
 from rigs.ncs_accuracy import MatrixError, meridian_and_random, vivaldi_median_error  # noqa: E402
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        print(f"bench_ncs.py: error: {message}", file=sys.stderr)
-        raise SystemExit(2)
 
 
 def load_matrix(path: Path, key: str) -> np.ndarray:
@@ -90,7 +84,8 @@ def bench(m: np.ndarray, cycles: int, servers: int, seed: int,
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = _Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = bootstrap.OneLineParser(prog="bench_ncs.py", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--matrix", type=Path, required=True)
     ap.add_argument("--key", default="rtt_ms")
     ap.add_argument("--json", action="store_true", help="print one JSON object")

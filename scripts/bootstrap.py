@@ -1,12 +1,14 @@
 """First-run set-up, standard library only: apt packages, the virtual environment, OVS.
 
-Imported by `scripts/run_testbed.py` and `scripts/run_tests.py` before anything
-else, so that one command works on a fresh Debian machine. Every step checks
-first and says what it does; running it again does nothing.
+Imported by every script before anything else, so that one command works on a fresh
+Debian machine. Every step checks first and says what it does; running it again does
+nothing. Also the scripts' argument parser (`OneLineParser`), which needs nothing
+installed either.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import os
 import shutil
@@ -15,6 +17,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
@@ -180,3 +183,12 @@ def bootstrap(needs_network_stack: bool = True, extras: str = "test") -> None:
         os.execv(str(VENV_PY), [str(VENV_PY), *sys.orig_argv[1:]])
     elif needs_network_stack:
         ensure_ovs()
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line, `PROG: error: ...`, exit 2, like the scripts' own
+    errors (argparse prints the whole usage first); give `prog`, the script's name."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(2)

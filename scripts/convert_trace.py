@@ -18,7 +18,7 @@ import gzip
 import math
 import sys
 from pathlib import Path
-from typing import IO, NoReturn, cast
+from typing import IO, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -41,14 +41,8 @@ from topologies.mobility_traces import (  # noqa: E402
 PROG = "convert_trace.py"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, exit 2, like our own errors
-        print(f"{PROG}: error: {message}", file=sys.stderr)
-        raise SystemExit(2)
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = _Parser(prog=PROG, description=__doc__.split("\n")[0])
+    p = bootstrap.OneLineParser(prog=PROG, description=__doc__.split("\n")[0])
     p.add_argument("--format", required=True, choices=FORMATS)
     p.add_argument("input", type=Path, help="the trace (.gz is read compressed)")
     p.add_argument("output", type=Path, help="the CSV to write")

@@ -47,14 +47,9 @@ from fogsdn.summary import json_safe  # noqa: E402
 SHOWN = ("W", "blocking", "outage", "N", "throughput")
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, like our own errors
-        print(f"optimize_policy.py: error: {message}", file=sys.stderr)
-        raise SystemExit(2)
-
-
 def _args(argv: list[str] | None) -> argparse.Namespace:
-    ap = _Parser(description="Optimal state-based dispatch from the exact model.")
+    ap = bootstrap.OneLineParser(prog="optimize_policy.py",
+                                 description="Optimal state-based dispatch from the exact model.")
     ap.add_argument("--scenario", type=Path, required=True)
     ap.add_argument("--minimize", "--objective", dest="minimize", default="all.W",
                     metavar="EXPR", help="e.g. all.W, lp.blocking, 'all.N + 0.01*power'")

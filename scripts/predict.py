@@ -29,7 +29,7 @@ import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside
 
 bootstrap.bootstrap(needs_network_stack=False, extras="")
 
-from analysis.compare import predicted_power_block  # noqa: E402
+from analysis.comparison import predicted_power_block  # noqa: E402
 from analysis.ctmc import ModelError, ModelParams, predict  # noqa: E402
 from analysis.model_params import (  # noqa: E402
     OutsideModel,
@@ -41,14 +41,9 @@ from fogsdn.scenario import Scenario, ScenarioError, load_scenario  # noqa: E402
 from fogsdn.summary import json_safe  # noqa: E402
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, like our own errors
-        print(f"predict.py: error: {message}", file=sys.stderr)
-        raise SystemExit(2)
-
-
 def _args(argv: list[str] | None) -> argparse.Namespace:
-    ap = _Parser(description="Exact prediction of the FN/OFN CTMC (seed 000).")
+    ap = bootstrap.OneLineParser(prog="predict.py",
+                                 description="Exact prediction of the FN/OFN CTMC (seed 000).")
     ap.add_argument("--scenario", type=Path, help="scenario YAML (instead of the flags)")
     ap.add_argument("--scheme", choices=["proposed", "nodiff", "basic"])
     ap.add_argument("--lam-hp", type=float)

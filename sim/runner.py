@@ -172,8 +172,8 @@ def replications_summary(summaries: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _replications_comparison(rc: dict[str, Any], predicted: dict[str, Any]) -> dict[str, Any]:
-    """analysis.compare's per-class block, with the across-replications intervals."""
-    from analysis.compare import comparison_block
+    """analysis.comparison's per-class block, with the across-replications intervals."""
+    from analysis.comparison import comparison_block
 
     return {
         cls: comparison_block(

@@ -11,12 +11,11 @@ from analysis.ctmc import (
     ModelError,
     ModelParams,
     build_chain,
-    gth_dense,
-    gth_levels,
     predict,
     service_rates,
     solve_stationary,
 )
+from analysis.linsolve import gth_dense, gth_levels
 
 BASE = dict(lam_hp=0.3, lam_lp=0.5, mu_f=1.0, mu_of=0.3, cap_f=20, cap_o=10,
             eta=1 / 3, xi=1 / 3)

@@ -8,16 +8,8 @@ import pytest
 import scipy.sparse as sp
 
 from analysis import ctmc, joint_chain, linsolve
-from analysis.ctmc import (
-    GTH_MAX_FLOPS,
-    ModelParams,
-    build_chain,
-    generator,
-    gth_levels,
-    joint_method,
-    nd_order,
-    solve_stationary,
-)
+from analysis.ctmc import ModelParams, build_chain, solve_stationary
+from analysis.linsolve import GTH_MAX_FLOPS, generator, gth_levels, joint_method, nd_order
 
 
 def params(seed: int, leave: str = "handoff", load: float = 1.0, cf: int = 14,
@@ -91,7 +83,7 @@ def test_policy_joint_stationary_matches_dense_gth(seed: int) -> None:
     Q = build_chain(p, p.cap_f, p.cap_o, "ofn").Q
     pi, method = joint_chain.joint_stationary(Q)
     assert method == "sparse"
-    assert max_rel(pi, ctmc.gth_dense(Q.toarray())) < 1e-11
+    assert max_rel(pi, linsolve.gth_dense(Q.toarray())) < 1e-11
 
 
 # -- the check and the fallback ----------------------------------------------------
@@ -151,7 +143,7 @@ def test_two_level_matches_gth_in_absolute_terms(leave: str,
     chain = build_chain(p, p.cap_f, p.cap_o, "ofn")
     G = generator(chain)
     ref = gth_levels(chain)
-    groups, order = ctmc.coarse_grid(chain)
+    groups, order = linsolve.coarse_grid(chain)
     assert groups.max() + 1 < G.shape[0] / 3  # 2 x 2 grid points, both availabilities
     got = linsolve.two_level_stationary(G, groups, order)
     assert got is not None
@@ -162,7 +154,7 @@ def test_two_level_matches_gth_in_absolute_terms(leave: str,
     assert abs(float(pi @ chain.n) - float(ref @ chain.n)) < 1e-10
     # the route is taken from TWO_LEVEL_MIN_STATES on, and named; not for chains with
     # jumps into level 0 (handoff), where it was measured slower than the LU
-    monkeypatch.setattr(ctmc, "TWO_LEVEL_MIN_STATES", 100)
+    monkeypatch.setattr(linsolve, "TWO_LEVEL_MIN_STATES", 100)
     st = solve_stationary(p, "sparse")
     assert chain.hub == (leave == "handoff")
     assert st.method == ("sparse" if chain.hub else "two-level")
@@ -173,11 +165,11 @@ def test_two_level_matches_gth_in_absolute_terms(leave: str,
 def test_two_level_that_does_not_converge_falls_back_to_the_lu(
         monkeypatch: pytest.MonkeyPatch) -> None:
     p = params(8, "drain", cf=30, co=16)
-    monkeypatch.setattr(ctmc, "TWO_LEVEL_MIN_STATES", 100)
+    monkeypatch.setattr(linsolve, "TWO_LEVEL_MIN_STATES", 100)
     monkeypatch.setattr(linsolve, "TWO_LEVEL_RTOL", 1e-30)  # unreachable
     monkeypatch.setattr(linsolve, "TWO_LEVEL_MAXITER", 2)
     chain = build_chain(p, p.cap_f, p.cap_o, "ofn")
-    assert linsolve.two_level_stationary(generator(chain), *ctmc.coarse_grid(chain)) is None
+    assert linsolve.two_level_stationary(generator(chain), *linsolve.coarse_grid(chain)) is None
     st = solve_stationary(p, "sparse")
     assert st.method == "sparse"
     want = solve_stationary(p, "gth")

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from analysis.compare import predicted_power_block
+from analysis.comparison import predicted_power_block
 from analysis.ctmc import predict
 from analysis.model_params import model_params_from_scenario
 from fogsdn.scenario import ScenarioError, ServerPower, SwitchPower, parse_scenario
@@ -171,7 +171,7 @@ def test_policy_chain_busy_matches_the_closed_chain() -> None:
     """The policy chain's P(node busy) equals the closed chain's for a built-in scheme."""
     from conftest import ROOT
 
-    from analysis.compare import node_busy
+    from analysis.comparison import node_busy
     from analysis.policy_chain import predict_policy
     from controller.policies import make_policy
     from fogsdn.scenario import load_scenario

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest, poisson
 
-from analysis.compare import compare_phases, phase_scenario
+from analysis.comparison import compare_phases, phase_scenario
 from analysis.model_params import OutsideModel, exact_prediction
 from fogsdn.rate_profile import ProfileError, RateProfile
 from fogsdn.scenario import ScenarioError, load_scenario
