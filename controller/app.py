@@ -33,16 +33,10 @@ from os_ken.lib import hub
 from os_ken.lib.packet import arp, ipv4, packet, tcp
 from os_ken.ofproto import ofproto_v1_3
 
+from controller import of_messages as of
 from controller.cluster import ClusterState, LinkState
 from controller.config import ControllerConfig
 from controller.flow_tables import GROUP_ID, TABLE_CLASSIFY, bucket_weights
-from controller.of_messages import (
-    arp_reply,
-    delete_all_groups,
-    flow_mod,
-    group_mod,
-    packet_out,
-)
 from controller.pipeline import (
     DSCP_HP,
     Output,
@@ -185,13 +179,13 @@ class FogController(app_manager.OSKenApp):
         dp, switch = self.dps[dpid], self.names[dpid]
         groups = failover_groups(self.topo, switch, self.hops, add=True)
         for g in groups:
-            self._send(group_mod(dp, g))
+            self._send(of.group_mod(dp, g))
         for f in base_flows(self.topo, switch, self.hops, not self._per_request,
                             self.measure_rt):
-            self._send(flow_mod(dp, f))
+            self._send(of.flow_mod(dp, f))
         stage_ips = [self.fabric.host(n).ip for n in self.stages.hosts]
         for f in stage_flows(self.topo, switch, stage_ips):  # size-based (seed 002b)
-            self._send(flow_mod(dp, f))
+            self._send(of.flow_mod(dp, f))
         self._tables[dpid] = SwitchTables.installed(groups,
                                                     forward_flows(self.topo, switch, self.hops))
 
@@ -213,7 +207,7 @@ class FogController(app_manager.OSKenApp):
                    else self._datapaths(self.edges))
         for _, dp in targets:
             for g in group_mods(send, ips, add=initial):
-                self._send(group_mod(dp, g))
+                self._send(of.group_mod(dp, g))
         return changed
 
     def _reconcile(self, node: str, up: bool, source: str, t_event: float) -> dict[str, Any]:
@@ -244,9 +238,9 @@ class FogController(app_manager.OSKenApp):
                     failover_groups(self.topo, switch, self.hops, add=False),
                     forward_flows(self.topo, switch, self.hops))
                 for g in groups:  # before the flows that use them
-                    self._send(group_mod(dp, g))
+                    self._send(of.group_mod(dp, g))
                 for f in flows:
-                    self._send(flow_mod(dp, f))
+                    self._send(of.flow_mod(dp, f))
                 if (groups or flows) and switch not in touched:
                     touched.append(switch)
         ok = self._barrier(touched)
@@ -273,7 +267,7 @@ class FogController(app_manager.OSKenApp):
             # a restarted controller finds the previous one's groups (fail-mode secure keeps
             # them): clear them so that the ADDs below cannot fail; the flows that pointed
             # at them go too, and are re-added at once by _install_base
-            self._send(delete_all_groups(dp))
+            self._send(of.delete_all_groups(dp))
             if switch in self.edges:  # groups before the flows that use them
                 groups = self._install_groups(initial=True, only=dpid)
             self._install_base(dpid)
@@ -353,8 +347,8 @@ class FogController(app_manager.OSKenApp):
         req = pkt.get_protocol(arp.arp)
         if req is None or req.opcode != arp.ARP_REQUEST or req.dst_ip != self.fabric.vip:
             return
-        self._send(packet_out(msg.datapath, [Output(msg.match["in_port"])],
-                              arp_reply(req, self.fabric.vip, self.fabric.vip_mac)))
+        self._send(of.packet_out(msg.datapath, [Output(msg.match["in_port"])],
+                                 of.arp_reply(req, self.fabric.vip, self.fabric.vip_mac)))
         self._event(event="arp_reply", to=req.src_ip)
 
     # -- per-request policies ---------------------------------------------------------
@@ -398,14 +392,14 @@ class FogController(app_manager.OSKenApp):
         node = self.policy.decide(view, Request(cls, src))
         decide_ms = (time.perf_counter() - t0) * 1000.0  # the policy's own time (issue 9)
         worker_ip = self.fabric.host(node).ip
-        self._send(flow_mod(dp, connection_flow(ip.src, seg.src_port, self.fabric.vip,
-                                                seg.dst_port, worker_ip)))
+        self._send(of.flow_mod(dp, connection_flow(ip.src, seg.src_port, self.fabric.vip,
+                                                   seg.dst_port, worker_ip)))
         # The SYN is committed and NATed by the packet-out itself: re-injecting it into
         # table 0 would meet the datapath's cached "to controller" megaflow until OVS's
         # revalidators catch up with the new rule (seen here: 2-8 packet-ins per SYN).
         # The rule above catches a retransmitted SYN.
-        self._send(packet_out(dp, connection_actions(worker_ip), msg.data,
-                              in_port=msg.match["in_port"]))
+        self._send(of.packet_out(dp, connection_actions(worker_ip), msg.data,
+                                 in_port=msg.match["in_port"]))
         if self.measure_rt and self.rt.sampled(seg.src_port):  # the decision's SYN
             self._observe(Segment(ip.src, seg.src_port, ip.dst, seg.dst_port, seg.seq,
                                   seg.bits), t_in, node)

@@ -25,9 +25,6 @@ from controller.pipeline import (
     ToController,
 )
 
-__all__ = ["NX_CT_F_COMMIT", "NX_NAT_F_DST", "arp_reply", "delete_all_groups", "flow_mod",
-           "group_mod", "of_action", "packet_out"]
-
 NX_NAT_F_DST = 1 << 1
 NX_CT_F_COMMIT = 1 << 0
 

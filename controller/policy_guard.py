@@ -24,8 +24,6 @@ from controller.policies import (
     safe_routes,
 )
 
-__all__ = ["GuardedPolicy"]
-
 
 class GuardedPolicy:
     """`policy`, each call guarded; `rng` draws its per-request choices and the fallback's."""
