@@ -30,24 +30,17 @@ from os_ken.controller.handler import (
     set_ev_cls,
 )
 from os_ken.lib import hub
-from os_ken.lib.packet import arp, ethernet, ipv4, packet, tcp
+from os_ken.lib.packet import arp, ipv4, packet, tcp
 from os_ken.ofproto import ofproto_v1_3
 
-from controller.cluster import ClusterState
+from controller import of_messages as of
+from controller.cluster import ClusterState, LinkState
 from controller.config import ControllerConfig
 from controller.flow_tables import GROUP_ID, TABLE_CLASSIFY, bucket_weights
 from controller.pipeline import (
     DSCP_HP,
-    ETH_ARP,
-    Action,
-    Conntrack,
-    Flood,
-    Flow,
-    Group,
-    GroupMod,
     Output,
-    SetField,
-    ToController,
+    SwitchTables,
     Topology,
     base_flows,
     connection_actions,
@@ -61,36 +54,22 @@ from controller.pipeline import (
 )
 from controller.policies import (
     ClusterView,
-    Policy,
     PolicyError,
     Request,
-    RouteTable,
     is_per_request,
     make_policy,
-    policy_failure,
-    route_problems,
     routes_for,
-    safe_routes,
     stage_plan,
 )
-from controller.rt_measure import ConnectionTimer, Measurement, PathStats, Segment, parse_segment
+from controller.policy_guard import GuardedPolicy
+from controller.rt_measure import RT_COLUMNS, ConnectionTimer, RtRecorder, Segment, parse_segment
 from fogsdn.latency import node_net_ms
 from fogsdn.local_rpc import recv_line, send_json, unix_call
 from fogsdn.routing import next_hops
 from fogsdn.scenario import Role, TaskClass, load_scenario
 from fogsdn.stages import StagePlan
 
-NX_NAT_F_DST = 1 << 1
-NX_CT_F_COMMIT = 1 << 0
 BARRIER_TIMEOUT_S = 2.0
-# controller-rt.csv, one row per timed connection (docs/learning.md)
-RT_COLUMNS = "client,client_port,node,t_syn,t_fin,rt_ms,span_ms,leg_ms\n"
-EXPIRE_EVERY_S = 1.0
-
-
-def _key(f: Flow) -> tuple[Any, ...]:
-    """What makes two flow entries the same entry to the switch."""
-    return (f.table, f.priority, f.match)
 
 
 class FogController(app_manager.OSKenApp):
@@ -101,28 +80,28 @@ class FogController(app_manager.OSKenApp):
         conf = ControllerConfig.from_environment()
         self.fabric = conf.fabric
         scenario = load_scenario(conf.scenario)
-        self.policy: Policy = make_policy(scenario.policy, scenario.workload)
+        policy = make_policy(scenario.policy, scenario.workload)
+        # a failing policy never takes the controller down (controller.policy_guard)
+        self.policy = GuardedPolicy(policy, random.Random(scenario.seed), self._policy_failed)
         try:  # size-based stages (seed 002b), by TCP destination port
             self.stages = stage_plan(scenario)
         except PolicyError as err:  # e.g. TAGS with no stable cutoffs: no stage rules
             self.stages = StagePlan("none")
             self.logger.error("no size-based stage rules: %s", err)
-        self._per_request = is_per_request(self.policy)  # as the simulator decides it
-        self.events_path = conf.events
+        self._per_request = is_per_request(policy)  # as the simulator decides it
         self.ready_path = conf.ready
         self.registration_path = conf.registration
         self.worker_sockets: dict[str, str] = dict(conf.workers)
-        self._rng = random.Random(scenario.seed)
+        self.events_path = conf.events
+        self._events = open(self.events_path, "a")  # noqa: SIM115 (policy_error may come next)
         graph = self.fabric.topology()
-        self.topo = replace(Topology.of(graph), pinned=self._pinned_paths(graph))
+        self.topo = replace(Topology.of(graph), pinned=self.policy.paths(graph))
         # each node's path time in the view (latency-aware policies, issue 9)
         self.cluster = ClusterState.from_scenario(scenario, dict(conf.available),
                                                   node_net_ms(scenario, self.topo.pinned))
-        self.failed: set[str] = set()  # link ids with an end reported down
-        self.ports_down: set[tuple[str, int]] = set()  # (switch, port) reported down
+        self.links = LinkState()  # switch-to-switch links and ports reported down
         self.hops = next_hops(graph)
-        self._forwarding: dict[int, dict[tuple[Any, ...], Flow]] = {}  # what each dpid holds
-        self._failover: dict[int, dict[int, GroupMod]] = {}  # and its fast-failover groups
+        self._tables: dict[int, SwitchTables] = {}  # what each dpid holds of table 2 and groups
         self.edges = edge_switches(self.topo)
         self.dps: dict[int, Any] = {}  # dpid -> datapath
         self.names: dict[int, str] = {}  # dpid -> the topology's switch it is
@@ -130,17 +109,15 @@ class FogController(app_manager.OSKenApp):
         self._lock = threading.RLock()  # one cluster change and one xid at a time
         self._barriers: dict[tuple[int, int], threading.Event] = {}
         self._installed: dict[TaskClass, list[tuple[str, int]]] = {}
-        self._events = open(self.events_path, "a")  # noqa: SIM115
         # response time as the network sees it: SYN to the server's FIN (controller.rt_measure)
         self.measure_rt = conf.measure_rt  # 0: off; N: one connection in N is timed
-        self._rt_mask = sample_mask(self.measure_rt) if self.measure_rt else 0
-        self.rt_timer = ConnectionTimer(scenario.time_scale / 1000.0,
-                                        max_open_s=max(2.0, 2 * scenario.timeout_ms
-                                                       * scenario.time_scale / 1000.0))
-        self.rt_stats = PathStats()
-        self._rt_expired = time.monotonic()
+        self.rt = RtRecorder(
+            ConnectionTimer(scenario.time_scale / 1000.0,
+                            max_open_s=max(2.0, 2 * scenario.timeout_ms
+                                           * scenario.time_scale / 1000.0)),
+            self.fabric.vip, {h.ip: h.name for h in self.fabric.hosts},
+            sample_mask(self.measure_rt) if self.measure_rt else 0, last_expiry=time.monotonic())
         self._wall_minus_mono = time.time() - time.monotonic()  # os-ken stamps events in wall time
-        self._node_of_ip = {h.ip: h.name for h in self.fabric.hosts}
         self._rt_file = None
         if self.measure_rt:
             path = self.events_path.with_name("controller-rt.csv")
@@ -166,6 +143,10 @@ class FogController(app_manager.OSKenApp):
     def _event(self, **rec: object) -> None:
         self._events.write(json.dumps({"t": time.monotonic(), **rec}) + "\n")
         self._events.flush()
+
+    def _policy_failed(self, call: str, error: str) -> None:
+        self.logger.error("policy failed, falling back to the FNs: %s", error)
+        self._event(event="policy_error", call=call, error=error)
 
     def _send(self, msg: Any) -> int:
         dp = msg.datapath  # the switch the message was built for
@@ -193,118 +174,28 @@ class FogController(app_manager.OSKenApp):
             self._barriers.pop(key, None)
         return ok
 
-    # -- the policy, guarded: a failing policy never takes the controller down ------
-    def _policy_failed(self, call: str, error: str) -> None:
-        self.logger.error("policy failed, falling back to the FNs: %s", error)
-        self._event(event="policy_error", call=call, error=error)
-
-    def _routes(self, view: ClusterView) -> RouteTable:
-        """The policy's table, or the safe one (HP and LP to the FNs) when it fails."""
-        try:
-            table = self.policy.routes(view)
-        except Exception as err:
-            self._policy_failed("routes", policy_failure(self.policy, "routes", err))
-            return safe_routes(view)
-        problems = route_problems(table, view)
-        if problems:
-            self._policy_failed("routes", f"policy {self.policy.name!r}: routes: {problems[0]}")
-            return safe_routes(view)
-        return table
-
-    def _decide(self, view: ClusterView, request: Request) -> str:
-        """The policy's node for one request, or one of the FNs when it fails."""
-        try:
-            node = self.policy.decide(view, request, self._rng)
-            if node not in self.cluster.nodes:
-                raise PolicyError(f"chose {node!r}, not a node of the cluster")
-            return node
-        except Exception as err:
-            self._policy_failed("decide", policy_failure(self.policy, "decide", err))
-        weights = routes_for(safe_routes(view), request.cls)
-        return self._rng.choices(list(weights), weights=list(weights.values()))[0]
-
-    def _pinned_paths(self, graph: Any) -> dict[tuple[str, str], tuple[str, ...]]:
-        """The policy's own paths, or none (shortest by delay) when asking it fails."""
-        try:
-            return {k: tuple(v) for k, v in self.policy.paths(graph).items()}
-        except Exception as err:
-            self._policy_failed("paths", policy_failure(self.policy, "paths", err))
-            return {}
-
-    # -- pipeline messages to os-ken objects -------------------------------------
-    def _action(self, dp: Any, a: Action) -> Any:
-        ofp, parser = dp.ofproto, dp.ofproto_parser
-        if isinstance(a, Output):
-            return parser.OFPActionOutput(a.port)
-        if isinstance(a, Flood):
-            return parser.OFPActionOutput(ofp.OFPP_FLOOD)
-        if isinstance(a, ToController):
-            return parser.OFPActionOutput(ofp.OFPP_CONTROLLER, a.max_len or ofp.OFPCML_NO_BUFFER)
-        if isinstance(a, SetField):
-            return parser.OFPActionSetField(**{a.name: a.value})
-        if isinstance(a, Group):
-            return parser.OFPActionGroup(a.group_id)
-        if isinstance(a, Conntrack):
-            nat = (parser.NXActionNAT(flags=NX_NAT_F_DST, range_ipv4_min=a.nat_dst,
-                                      range_ipv4_max=a.nat_dst, range_proto_min=a.nat_port,
-                                      range_proto_max=a.nat_port)
-                   if a.nat_dst is not None else parser.NXActionNAT(flags=0))
-            return parser.NXActionCT(flags=NX_CT_F_COMMIT if a.commit else 0, zone_src="",
-                                     zone_ofs_nbits=a.zone, recirc_table=a.recirc_table,
-                                     alg=0, actions=[nat])
-        raise TypeError(f"unknown pipeline action {a!r}")
-
-    def _flow_mod(self, dp: Any, f: Flow) -> Any:
-        ofp, parser = dp.ofproto, dp.ofproto_parser
-        inst: list[Any] = []
-        if f.actions:
-            inst.append(parser.OFPInstructionActions(
-                ofp.OFPIT_APPLY_ACTIONS, [self._action(dp, a) for a in f.actions]))
-        if f.goto is not None:
-            inst.append(parser.OFPInstructionGotoTable(f.goto))
-        return parser.OFPFlowMod(dp, table_id=f.table, priority=f.priority,
-                                 match=parser.OFPMatch(**f.match_dict()), instructions=inst,
-                                 idle_timeout=f.idle_timeout, hard_timeout=f.hard_timeout)
-
-    def _group_mod(self, dp: Any, g: GroupMod) -> Any:
-        ofp, parser = dp.ofproto, dp.ofproto_parser
-        buckets = [parser.OFPBucket(weight=w, watch_port=ofp.OFPP_ANY, watch_group=ofp.OFPG_ANY,
-                                    actions=[self._action(dp, a) for a in acts])
-                   for w, acts in g.buckets]
-        cmd = ofp.OFPGC_ADD if g.add else ofp.OFPGC_MODIFY
-        if g.kind == "fast_failover":
-            buckets = [parser.OFPBucket(weight=0, watch_port=port, watch_group=ofp.OFPG_ANY,
-                                        actions=[self._action(dp, a) for a in acts])
-                       for port, (_, acts) in zip(g.watch_ports, g.buckets, strict=True)]
-            return parser.OFPGroupMod(dp, cmd, ofp.OFPGT_FF, g.group_id, buckets)
-        return parser.OFPGroupMod(dp, cmd, ofp.OFPGT_SELECT, g.group_id, buckets)
-
-    # -- pipeline -------------------------------------------------------------
+    # -- pipeline (controller.pipeline's messages, as controller.of_messages builds them) ---
     def _install_base(self, dpid: int) -> None:
         dp, switch = self.dps[dpid], self.names[dpid]
         groups = failover_groups(self.topo, switch, self.hops, add=True)
         for g in groups:
-            self._send(self._group_mod(dp, g))
-        self._failover[dpid] = {g.group_id: replace(g, add=False) for g in groups}
+            self._send(of.group_mod(dp, g))
         for f in base_flows(self.topo, switch, self.hops, not self._per_request,
                             self.measure_rt):
-            self._send(self._flow_mod(dp, f))
+            self._send(of.flow_mod(dp, f))
         stage_ips = [self.fabric.host(n).ip for n in self.stages.hosts]
         for f in stage_flows(self.topo, switch, stage_ips):  # size-based (seed 002b)
-            self._send(self._flow_mod(dp, f))
-        self._forwarding[dpid] = {_key(f): f for f in
-                                  forward_flows(self.topo, switch, self.hops)}
-
-    def _group_table(self) -> dict[TaskClass, list[tuple[str, int]]]:
-        table = self._routes(self.cluster.view())
-        return {cls: bucket_weights(routes_for(table, cls)) for cls in GROUP_ID}
+            self._send(of.flow_mod(dp, f))
+        self._tables[dpid] = SwitchTables.installed(groups,
+                                                    forward_flows(self.topo, switch, self.hops))
 
     def _install_groups(self, initial: bool, only: int | None = None) -> dict[str, dict[str, int]]:
         """(Re)write each class's select group, at every edge switch, from the route table."""
         changed: dict[str, dict[str, int]] = {}
         if self._per_request:
             return changed
-        wanted = self._group_table()
+        table = self.policy.routes(self.cluster.view())
+        wanted = {cls: bucket_weights(routes_for(table, cls)) for cls in GROUP_ID}
         send = {cls: b for cls, b in wanted.items()
                 if initial or self._installed.get(cls) != b}
         self._installed.update(send)
@@ -316,7 +207,7 @@ class FogController(app_manager.OSKenApp):
                    else self._datapaths(self.edges))
         for _, dp in targets:
             for g in group_mods(send, ips, add=initial):
-                self._send(self._group_mod(dp, g))
+                self._send(of.group_mod(dp, g))
         return changed
 
     def _reconcile(self, node: str, up: bool, source: str, t_event: float) -> dict[str, Any]:
@@ -339,28 +230,23 @@ class FogController(app_manager.OSKenApp):
         the rules that change are rewritten (same match and priority: replaced in place),
         and only the switches that got one are asked for a barrier."""
         with self._lock:
-            self.hops = next_hops(self.topo.graph, self.failed)
+            self.hops = next_hops(self.topo.graph, self.links.failed)
             touched = []
             for dpid, dp in self._datapaths():
                 switch = self.names[dpid]
-                groups = self._failover.setdefault(dpid, {})
-                for g in failover_groups(self.topo, switch, self.hops, add=False):
-                    if groups.get(g.group_id) != g:  # new groups are added, others modified
-                        self._send(self._group_mod(dp, replace(g, add=g.group_id not in groups)))
-                        groups[g.group_id] = g
-                        if switch not in touched:
-                            touched.append(switch)
-                held = self._forwarding.setdefault(dpid, {})
-                for f in forward_flows(self.topo, switch, self.hops):
-                    if held.get(_key(f)) != f:
-                        self._send(self._flow_mod(dp, f))
-                        held[_key(f)] = f
-                        if switch not in touched:
-                            touched.append(switch)
+                groups, flows = self._tables.setdefault(dpid, SwitchTables()).changes(
+                    failover_groups(self.topo, switch, self.hops, add=False),
+                    forward_flows(self.topo, switch, self.hops))
+                for g in groups:  # before the flows that use them
+                    self._send(of.group_mod(dp, g))
+                for f in flows:
+                    self._send(of.flow_mod(dp, f))
+                if (groups or flows) and switch not in touched:
+                    touched.append(switch)
         ok = self._barrier(touched)
         t_done = time.monotonic()
         self._event(event="reroute", link=link, up=up, t_event=t_event, t_installed=t_done,
-                    barrier_ok=ok, failed=sorted(self.failed), switches=touched)
+                    barrier_ok=ok, failed=sorted(self.links.failed), switches=touched)
 
     # -- OpenFlow events ---------------------------------------------------------
     @set_ev_cls(ofp_event.EventOFPSwitchFeatures, CONFIG_DISPATCHER)
@@ -376,13 +262,12 @@ class FogController(app_manager.OSKenApp):
 
     def _initialise(self, dpid: int) -> None:
         dp, switch = self.dps[dpid], self.names[dpid]
-        ofp, parser = dp.ofproto, dp.ofproto_parser
         with self._lock:
             groups: dict[str, dict[str, int]] = {}
             # a restarted controller finds the previous one's groups (fail-mode secure keeps
             # them): clear them so that the ADDs below cannot fail; the flows that pointed
             # at them go too, and are re-added at once by _install_base
-            self._send(parser.OFPGroupMod(dp, ofp.OFPGC_DELETE, 0, ofp.OFPG_ALL))
+            self._send(of.delete_all_groups(dp))
             if switch in self.edges:  # groups before the flows that use them
                 groups = self._install_groups(initial=True, only=dpid)
             self._install_base(dpid)
@@ -427,25 +312,18 @@ class FogController(app_manager.OSKenApp):
         if switch is None:
             return
         down = bool(desc.state & ofp.OFPPS_LINK_DOWN) or bool(desc.config & ofp.OFPPC_PORT_DOWN)
-        g = self.topo.graph
-        peer = next((n for n in g.neighbors(switch)
-                     if g.edges[switch, n]["ports"].get(switch) == desc.port_no), None)
+        peer = self.topo.peer(switch, desc.port_no)
         if peer is None:
             return
+        g = self.topo.graph
         if g.nodes[peer]["kind"] == "switch":
-            # a link has failed while either of its ends is down; the state is updated
-            # here, in event order, and each transition re-routes once
-            end = (switch, int(desc.port_no))
-            if down:
-                self.ports_down.add(end)
-            else:
-                self.ports_down.discard(end)
-            ports = g.edges[switch, peer]["ports"]
-            link = str(g.edges[switch, peer]["id"])
-            failed = any((s, int(p)) in self.ports_down for s, p in ports.items())
-            if failed != (link in self.failed):
-                (self.failed.add if failed else self.failed.discard)(link)
-                hub.spawn(self._reroute, link, not failed, t)
+            # the link state is updated here, in event order, and each transition (a link
+            # fails while either end is down) re-routes once
+            edge = g.edges[switch, peer]
+            link = str(edge["id"])
+            up = self.links.report(link, edge["ports"], switch, int(desc.port_no), down)
+            if up is not None:
+                hub.spawn(self._reroute, link, up, t)
         elif g.nodes[peer]["role"] == Role.OFN.value:
             hub.spawn(self._reconcile, peer, not down, "port_status", t)
 
@@ -469,19 +347,8 @@ class FogController(app_manager.OSKenApp):
         req = pkt.get_protocol(arp.arp)
         if req is None or req.opcode != arp.ARP_REQUEST or req.dst_ip != self.fabric.vip:
             return
-        dp = msg.datapath
-        ofp, parser = dp.ofproto, dp.ofproto_parser
-        reply = packet.Packet()
-        reply.add_protocol(ethernet.ethernet(dst=req.src_mac, src=self.fabric.vip_mac,
-                                             ethertype=ETH_ARP))
-        reply.add_protocol(arp.arp(opcode=arp.ARP_REPLY, src_mac=self.fabric.vip_mac,
-                                   src_ip=self.fabric.vip, dst_mac=req.src_mac,
-                                   dst_ip=req.src_ip))
-        reply.serialize()
-        in_port = msg.match["in_port"]
-        self._send(parser.OFPPacketOut(dp, buffer_id=ofp.OFP_NO_BUFFER, in_port=ofp.OFPP_CONTROLLER,
-                                       actions=[parser.OFPActionOutput(in_port)],
-                                       data=reply.data))
+        self._send(of.packet_out(msg.datapath, [Output(msg.match["in_port"])],
+                                 of.arp_reply(req, self.fabric.vip, self.fabric.vip_mac)))
         self._event(event="arp_reply", to=req.src_ip)
 
     # -- per-request policies ---------------------------------------------------------
@@ -501,59 +368,39 @@ class FogController(app_manager.OSKenApp):
                 except (OSError, ValueError, KeyError, TypeError):
                     pass
             nodes.append(replace(n, in_system=load, work_left=work,
-                                 measured_rt_ms=self.rt_stats.recent(n.name)))
+                                 measured_rt_ms=self.rt.stats.recent(n.name)))
         return ClusterView(tuple(nodes))
 
     # -- response time as the network sees it (controller.rt_measure) ---------------
     def _observe(self, seg: Segment, t: float, node: str | None = None) -> None:
-        """One SYN or server FIN: pair it, record what pairs (the os-ken event thread
-        handles packet-ins one at a time, so the timer needs no lock)."""
-        m: Measurement | None = None
-        if seg.client_syn and seg.dst_ip == self.fabric.vip:
-            m = self.rt_timer.syn((seg.src_ip, seg.src_port), seg.seq, t, node)
-        elif seg.fin:
-            m = self.rt_timer.fin((seg.dst_ip, seg.dst_port), t, self._node_of_ip.get(seg.src_ip))
-        elif seg.synack:
-            self.rt_timer.synack((seg.dst_ip, seg.dst_port), t)
-        elif seg.pure_ack:
-            self.rt_timer.ack((seg.src_ip, seg.src_port), t)
-        if m is not None:
-            self.rt_stats.add(m.node, m.rt_ms)
-            if self._rt_file is not None:
-                client = self._node_of_ip.get(m.client_ip, m.client_ip)
-                self._rt_file.write(f"{client},{m.client_port},{m.node},{m.t_syn:.6f},"
-                                    f"{m.t_fin:.6f},{m.rt_ms:.6f},{m.span_ms:.6f},"
-                                    f"{m.leg_ms:.6f}\n")
-                self._rt_file.flush()
-        if t - self._rt_expired > EXPIRE_EVERY_S:
-            self._rt_expired = t
-            self.rt_timer.expire(t)
+        """One copied segment to the recorder; a completed pairing to controller-rt.csv."""
+        m = self.rt.observe(seg, t, node)
+        if m is not None and self._rt_file is not None:
+            self._rt_file.write(self.rt.row(m))
+            self._rt_file.flush()
+        if self.rt.expire_due(t):
             self._wall_minus_mono = time.time() - time.monotonic()  # follows clock slewing
 
     def _dispatch_connection(self, msg: Any, ip: Any, seg: Any, t_in: float) -> None:
         """Decide one new connection, pin it with a 5-tuple rule, and re-inject its SYN."""
         dp = msg.datapath
-        ofp, parser = dp.ofproto, dp.ofproto_parser
         cls = TaskClass.HP if (ip.tos >> 2) == DSCP_HP else TaskClass.LP
         src = next((h.name for h in self.fabric.hosts if h.ip == ip.src), ip.src)
         view = self._live_view()
         # packet-ins are handled one at a time (os-ken's event thread): decide needs no lock
         t0 = time.perf_counter()
-        node = self._decide(view, Request(cls, src))
+        node = self.policy.decide(view, Request(cls, src))
         decide_ms = (time.perf_counter() - t0) * 1000.0  # the policy's own time (issue 9)
         worker_ip = self.fabric.host(node).ip
-        self._send(self._flow_mod(dp, connection_flow(ip.src, seg.src_port, self.fabric.vip,
-                                                      seg.dst_port, worker_ip)))
+        self._send(of.flow_mod(dp, connection_flow(ip.src, seg.src_port, self.fabric.vip,
+                                                   seg.dst_port, worker_ip)))
         # The SYN is committed and NATed by the packet-out itself: re-injecting it into
         # table 0 would meet the datapath's cached "to controller" megaflow until OVS's
         # revalidators catch up with the new rule (seen here: 2-8 packet-ins per SYN).
         # The rule above catches a retransmitted SYN.
-        self._send(parser.OFPPacketOut(dp, buffer_id=ofp.OFP_NO_BUFFER,
-                                       in_port=msg.match["in_port"],
-                                       actions=[self._action(dp, a)
-                                                for a in connection_actions(worker_ip)],
-                                       data=msg.data))
-        if self.measure_rt and not seg.src_port & self._rt_mask:  # the decision's SYN
+        self._send(of.packet_out(dp, connection_actions(worker_ip), msg.data,
+                                 in_port=msg.match["in_port"]))
+        if self.measure_rt and self.rt.sampled(seg.src_port):  # the decision's SYN
             self._observe(Segment(ip.src, seg.src_port, ip.dst, seg.dst_port, seg.seq,
                                   seg.bits), t_in, node)
         self._event(event="decision", cls=str(cls), client=src, port=seg.src_port,

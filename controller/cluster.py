@@ -1,4 +1,5 @@
-"""The controller's view of the cluster: who is up, fed by PortStatus and registrations (pure).
+"""The controller's view of the cluster and its links: who is up, fed by PortStatus and
+registrations (pure).
 
 PortStatus arrives 2-3 times per link-down and once per link-up (docs/architecture.md), and a
 registration may repeat what PortStatus said: only transitions change the view.
@@ -37,3 +38,25 @@ class ClusterState:
 
     def view(self) -> ClusterView:
         return ClusterView(tuple(self.nodes.values()))
+
+
+@dataclass
+class LinkState:
+    """Switch-to-switch links: one has failed while either of its ends is reported down."""
+
+    failed: set[str] = field(default_factory=set)  # link ids
+    ports_down: set[tuple[str, int]] = field(default_factory=set)  # (switch, port)
+
+    def report(self, link: str, ends: Mapping[str, int], switch: str, port: int,
+               down: bool) -> bool | None:
+        """`switch`'s `port`, one of `link`'s `ends` (switch -> port), is down or up: the
+        link's new state (True: up) when that changed it, else None."""
+        if down:
+            self.ports_down.add((switch, port))
+        else:
+            self.ports_down.discard((switch, port))
+        failed = any((s, int(p)) in self.ports_down for s, p in ends.items())
+        if failed == (link in self.failed):
+            return None
+        (self.failed.add if failed else self.failed.discard)(link)
+        return not failed

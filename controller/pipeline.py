@@ -26,7 +26,7 @@ A re-route rewrites only table 2; established connections keep their worker.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import networkx as nx
@@ -107,6 +107,11 @@ class Flow:
     def match_dict(self) -> dict[str, Any]:
         return dict(self.match)
 
+    @property
+    def entry(self) -> tuple[Any, ...]:
+        """What makes two flows the same entry to the switch (a flow-mod replaces it)."""
+        return (self.table, self.priority, self.match)
+
 
 @dataclass(frozen=True)
 class GroupMod:
@@ -151,6 +156,44 @@ class Topology:
 
     def switch_of_dpid(self, dpid: int) -> str | None:
         return next((n for n in self.switches() if self.graph.nodes[n]["dpid"] == dpid), None)
+
+    def peer(self, switch: str, port: int) -> str | None:
+        """The node at the other end of `switch`'s `port` (None: no link there)."""
+        g = self.graph
+        return next((n for n in g.neighbors(switch)
+                     if g.edges[switch, n]["ports"].get(switch) == port), None)
+
+
+# -- what a datapath holds, so that a change sends only what differs ----------------------------
+@dataclass
+class SwitchTables:
+    """What one datapath was sent of table 2 (`forward_flows`, by entry) and of its
+    fast-failover groups (by id, kept as modifications)."""
+
+    forwarding: dict[tuple[Any, ...], Flow] = field(default_factory=dict)
+    failover: dict[int, GroupMod] = field(default_factory=dict)
+
+    @classmethod
+    def installed(cls, groups: Sequence[GroupMod], flows: Sequence[Flow]) -> SwitchTables:
+        """A switch just sent `groups` (added) and `flows`."""
+        return cls({f.entry: f for f in flows}, {g.group_id: replace(g, add=False) for g in groups})
+
+    def changes(self, groups: Sequence[GroupMod], flows: Sequence[Flow]
+                ) -> tuple[list[GroupMod], list[Flow]]:
+        """The messages that bring the switch to `groups` (built with add=False) and
+        `flows`, recorded as sent: a new group is added, a changed one modified; a changed
+        flow replaces the entry with its match and priority."""
+        send_groups = []
+        for g in groups:
+            if self.failover.get(g.group_id) != g:
+                send_groups.append(replace(g, add=g.group_id not in self.failover))
+                self.failover[g.group_id] = g
+        send_flows = []
+        for f in flows:
+            if self.forwarding.get(f.entry) != f:
+                send_flows.append(f)
+                self.forwarding[f.entry] = f
+        return send_groups, send_flows
 
 
 # -- the pipeline -------------------------------------------------------------------------------

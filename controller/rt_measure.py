@@ -37,13 +37,15 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["ConnKey", "ConnectionTimer", "Measurement", "PathStats", "Segment",
-           "TCP_ACK", "TCP_FIN", "TCP_RST", "TCP_SYN", "parse_segment"]
+__all__ = ["RT_COLUMNS", "ConnKey", "ConnectionTimer", "Measurement", "PathStats", "RtRecorder",
+           "Segment", "TCP_ACK", "TCP_FIN", "TCP_RST", "TCP_SYN", "parse_segment"]
 
 TCP_FIN, TCP_SYN, TCP_RST, TCP_ACK = 0x01, 0x02, 0x04, 0x10
 ETH_IPV4, ETH_VLAN = 0x0800, 0x8100
 IP_TCP = 6
 ConnKey = tuple[str, int]  # the client end of a connection: (address, port)
+# controller-rt.csv, one row per timed connection (docs/learning.md)
+RT_COLUMNS = "client,client_port,node,t_syn,t_fin,rt_ms,span_ms,leg_ms\n"
 
 
 @dataclass(frozen=True)
@@ -258,3 +260,58 @@ class PathStats:
 
     def recent_all(self) -> Mapping[str, float]:
         return {n: self._recent_sum[n] / len(r) for n, r in self._recent.items() if r}
+
+
+@dataclass
+class RtRecorder:
+    """The controller's side: each copied segment to the timer, each pairing into the
+    per-node `stats` and a CSV row, stale entries expired about once `expire_every_s`.
+    The os-ken event thread hands it packet-ins one at a time, so it needs no lock.
+
+    `vip`: the service address (a client's SYN goes to it); `node_of_ip`: host address
+    -> name (a FIN's source names the node that answered); `mask`: the client-port bits
+    that must be 0 for a connection to be timed (`pipeline.sample_mask`; 0: every one).
+    """
+
+    timer: ConnectionTimer
+    vip: str
+    node_of_ip: Mapping[str, str]
+    mask: int = 0
+    stats: PathStats = field(default_factory=PathStats)
+    expire_every_s: float = 1.0
+    last_expiry: float = 0.0  # when stale entries were last expired (the timer's clock)
+
+    def sampled(self, client_port: int) -> bool:
+        """Whether the connection from `client_port` is one of those timed."""
+        return not client_port & self.mask
+
+    def observe(self, seg: Segment, t: float, node: str | None = None) -> Measurement | None:
+        """One SYN, SYN-ACK, pure ACK or server FIN stamped at `t` (`node`: where a
+        per-request decision sent the SYN); the measurement when it completes a pair."""
+        m: Measurement | None = None
+        if seg.client_syn and seg.dst_ip == self.vip:
+            m = self.timer.syn((seg.src_ip, seg.src_port), seg.seq, t, node)
+        elif seg.fin:
+            m = self.timer.fin((seg.dst_ip, seg.dst_port), t, self.node_of_ip.get(seg.src_ip))
+        elif seg.synack:
+            self.timer.synack((seg.dst_ip, seg.dst_port), t)
+        elif seg.pure_ack:
+            self.timer.ack((seg.src_ip, seg.src_port), t)
+        if m is not None:
+            self.stats.add(m.node, m.rt_ms)
+        return m
+
+    def expire_due(self, t: float) -> bool:
+        """Expire the timer's stale entries if `expire_every_s` has passed since the last
+        time; True when it did."""
+        if t - self.last_expiry <= self.expire_every_s:
+            return False
+        self.last_expiry = t
+        self.timer.expire(t)
+        return True
+
+    def row(self, m: Measurement) -> str:
+        """`m` as a line of controller-rt.csv (RT_COLUMNS), the client named where known."""
+        client = self.node_of_ip.get(m.client_ip, m.client_ip)
+        return (f"{client},{m.client_port},{m.node},{m.t_syn:.6f},{m.t_fin:.6f},"
+                f"{m.rt_ms:.6f},{m.span_ms:.6f},{m.leg_ms:.6f}\n")

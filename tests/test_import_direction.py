@@ -22,7 +22,7 @@ PACKAGES = ("fogsdn", "models", "controller", "topologies", "nodes", "analysis",
 CHECKED = (*PACKAGES, "rigs")  # rigs/ may import any package, and must not form cycles
 PURE = ("fogsdn", "models", "controller.policies", "controller.flow_tables",
         "controller.cluster", "controller.config", "analysis", "controller.pipeline",
-        "controller.rt_measure",
+        "controller.rt_measure", "controller.policy_guard", "controller.of_messages",
         "nodes.protocol", "nodes.service_queue", "nodes.ncs", "topologies.city_latency",
         "topologies.city_layout", "topologies.city_net", "topologies.mobility_traces")
 FORBIDDEN: dict[str, tuple[str, ...]] = {

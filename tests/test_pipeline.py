@@ -17,6 +17,7 @@ from controller.pipeline import (
     LEG_SAMPLE_MASK,
     PRIO_OBSERVE,
     Flood,
+    SwitchTables,
     Topology,
     base_flows,
     edge_switches,
@@ -124,6 +125,46 @@ def test_reroute_after_a_link_failure_keeps_the_connection() -> None:
     assert back.host == "c1" and back.switches == ["s5", "s4", "s3", "s1"]
     assert back.packet["ipv4_src"] == g.graph["vip"]
     assert shortest_path(g, "c1", "fn", failed)[1:-1] == ["s1", "s3", "s4", "s5"]
+
+
+def test_a_reroute_sends_only_what_changed_and_routes_as_the_full_tables_do() -> None:
+    g, topo, net = _net({"kind": "multipath"})
+    hops = next_hops(g)
+    held = {s: SwitchTables.installed(failover_groups(topo, s, hops, add=True),
+                                      forward_flows(topo, s, hops)) for s in topo.switches()}
+    assert all(held[s].changes(failover_groups(topo, s, hops, add=False),
+                               forward_flows(topo, s, hops)) == ([], [])
+               for s in topo.switches())  # nothing changed: nothing to send
+    link = g.edges["s1", "s2"]["id"]
+    for failed in ({link}, set()):  # the link fails, then comes back
+        net.down = set(failed)
+        hops = next_hops(g, failed)
+        sent = 0
+        for s in topo.switches():
+            before = set(held[s].failover)
+            groups, flows = held[s].changes(failover_groups(topo, s, hops, add=False),
+                                            forward_flows(topo, s, hops))
+            assert all(m.add == (m.group_id not in before) for m in groups)  # else modified
+            sent += len(flows)
+            net.install_groups(s, groups)
+            net.install(s, flows)
+            assert held[s].changes(failover_groups(topo, s, hops, add=False),
+                                   forward_flows(topo, s, hops)) == ([], [])
+        assert 0 < sent < sum(len(forward_flows(topo, s, hops)) for s in topo.switches())
+        path = net.send("c1", _request(g, "c1", DSCP_HP, port=40000 + len(failed)))
+        assert path.host == "fn"
+        assert path.switches == shortest_path(g, "c1", "fn", failed)[1:-1]
+
+
+def test_a_new_failover_group_is_added_and_a_port_names_its_peer() -> None:
+    g, topo, _ = _net({"kind": "multipath"})
+    hops = next_hops(g)
+    wanted = failover_groups(topo, "s1", hops, add=False)
+    groups, _ = SwitchTables().changes(wanted, [])
+    assert groups and all(m.add for m in groups)  # not held before: added
+    for n in g.neighbors("s1"):
+        assert topo.peer("s1", g.edges["s1", n]["ports"]["s1"]) == n
+    assert topo.peer("s1", 999) is None
 
 
 def test_backups_are_loop_free_and_only_where_they_exist() -> None:

@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 from conftest import scenario_dict
 
-from controller.cluster import ClusterState
+from controller.cluster import ClusterState, LinkState
 from controller.flow_tables import bucket_weights
 from controller.policies import PolicyError, Request, initial_view, make_policy, routes_for
 from fogsdn.scenario import PolicySpec, TaskClass, parse_scenario
@@ -51,6 +51,19 @@ def test_bucket_weights_are_integer_and_proportional() -> None:
     assert bucket_weights({"fn": 0.75, "ofn1": 0.25}) == [("fn", 750), ("ofn1", 250)]
     assert bucket_weights({"fn": 1.0, "ofn1": 0.0}) == [("fn", 1000)]
     assert bucket_weights({}) == []
+
+
+def test_link_state_fails_a_link_while_either_end_is_down_and_reports_transitions() -> None:
+    links = LinkState()
+    ends = {"s1": 2, "s2": 3}
+    assert links.report("L1", ends, "s1", 2, down=True) is False  # failed
+    assert links.report("L1", ends, "s1", 2, down=True) is None  # PortStatus repeats
+    assert links.report("L1", ends, "s2", 3, down=True) is None  # the other end too
+    assert links.report("L1", ends, "s1", 2, down=False) is None  # s2's end is still down
+    assert links.failed == {"L1"}
+    assert links.report("L1", ends, "s2", 3, down=False) is True  # both up: the link is up
+    assert links.failed == set() and links.ports_down == set()
+    assert links.report("L2", {"s1": 4, "s3": 1}, "s3", 1, down=False) is None  # up already
 
 
 def test_cluster_state_acts_on_transitions_only() -> None:

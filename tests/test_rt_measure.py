@@ -7,11 +7,14 @@ import struct
 import pytest
 
 from controller.rt_measure import (
+    RT_COLUMNS,
     TCP_ACK,
     TCP_FIN,
     TCP_SYN,
     ConnectionTimer,
     PathStats,
+    RtRecorder,
+    Segment,
     parse_segment,
 )
 
@@ -203,3 +206,44 @@ def test_the_simulator_shows_per_request_policies_the_same_measured_figure() -> 
     t, measured = seen[-1]
     done = [r[0] - r[6] for r in ok if r[0] <= t][-100:]  # net time 0 on this star
     assert measured == pytest.approx(sum(done) / len(done))
+
+
+# -- the controller's recorder: segments in, measurements, stats and CSV rows out ----------
+VIP = "10.0.0.250"
+HOSTS = {"10.0.0.11": "c1", "10.0.0.1": "fn", "10.0.0.2": "ofn1"}
+
+
+def _recorder(mask: int = 0) -> RtRecorder:
+    return RtRecorder(ConnectionTimer(MS_REAL, max_open_s=2.0), VIP, HOSTS, mask)
+
+
+def test_recorder_pairs_a_syn_to_the_service_with_the_workers_fin() -> None:
+    rec = _recorder()
+    assert rec.observe(Segment("10.0.0.11", 40000, VIP, 9000, 7, TCP_SYN), 1.000) is None
+    rec.observe(Segment("10.0.0.2", 9000, "10.0.0.11", 40000, 0, TCP_SYN | TCP_ACK), 1.001)
+    rec.observe(Segment("10.0.0.11", 40000, VIP, 9000, 8, TCP_ACK), 1.002)  # the client's leg
+    m = rec.observe(Segment("10.0.0.2", 9000, "10.0.0.11", 40000, 0, TCP_FIN | TCP_ACK), 1.012)
+    assert m is not None and m.node == "ofn1"  # the FIN's source names the node
+    assert m.rt_ms == pytest.approx(2.4 + 0.2) and m.leg_ms == pytest.approx(0.2)
+    assert rec.stats.recent("ofn1") == pytest.approx(m.rt_ms)
+    row = rec.row(m)
+    assert row.count(",") == RT_COLUMNS.count(",") and row.endswith("\n")
+    assert row.startswith("c1,40000,ofn1,1.000000,1.012000,2.600000,")  # the client by name
+
+
+def test_recorder_ignores_a_syn_not_to_the_service_and_samples_by_port() -> None:
+    rec = _recorder(mask=0x1E)
+    assert rec.observe(Segment("10.0.0.11", 40000, "10.0.0.1", 9000, 7, TCP_SYN), 1.0) is None
+    assert rec.timer.open == {}
+    assert rec.sampled(40000) and rec.sampled(40001) and not rec.sampled(40002)
+    assert _recorder().sampled(40002)  # no mask: every connection
+
+
+def test_recorder_expires_stale_connections_about_once_a_second() -> None:
+    rec = _recorder()
+    rec.observe(Segment("10.0.0.11", 40000, VIP, 9000, 7, TCP_SYN), 0.5)
+    assert not rec.expire_due(0.9)  # within a second of the start (last_expiry 0)
+    assert rec.expire_due(1.1) and rec.timer.open  # expired, but 0.6 s open is not stale
+    assert not rec.expire_due(2.0)
+    assert rec.expire_due(2.6) and rec.timer.open == {}  # open 2.1 s > max_open_s
+    assert rec.timer.counts["abandoned"] == 1

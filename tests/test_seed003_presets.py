@@ -206,6 +206,20 @@ def test_baseline_optimal_rate_and_others_under_ten_percent() -> None:
                     _results(vals | {("vivaldi", 0.1, m): 0.01})) == "holds"
 
 
+@pytest.mark.parametrize(("cid", "m"), [("4b-vivaldi-baseline-lose", "client_lost"),
+                                        ("7a-baseline-vivaldi-higher", "mean_latency_ms")])
+def test_baseline_and_vivaldi_above_meridian_and_random_at_every_ratio(cid: str, m: str) -> None:
+    claim = _claim(cid)
+    vals = {(s, r, m): v + r for s, v in (("optimal", 5.0), ("vivaldi", 4.0),
+                                          ("meridian", 2.0), ("random", 3.0))
+            for r in (0.1, 1.0)}
+    assert evaluate(claim, _results(vals)) == "holds"
+    # random above Vivaldi (not the baseline) at one ratio: the other seven hold
+    assert evaluate(claim, _results(vals | {("random", 1.0, m): 5.5})) == "partly"
+    low = {k: (0.0 if k[0] in ("optimal", "vivaldi") else v) for k, v in vals.items()}
+    assert evaluate(claim, _results(low)) == "fails"
+
+
 def test_growth_claim_needs_every_selector() -> None:
     m = "client_lost"
     vals = {(s, r, m): r for s in ("optimal", "random", "vivaldi", "meridian")

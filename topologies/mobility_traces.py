@@ -20,6 +20,7 @@ import math
 import random
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Literal, NamedTuple
 
@@ -56,6 +57,15 @@ def _number(text: str | None, what: str) -> float:
     return v
 
 
+@contextmanager
+def _place(where: str, sep: str = ": ") -> Iterator[None]:
+    """A `TraceError` raised inside is raised again with `where` (source, line...) first."""
+    try:
+        yield
+    except TraceError as err:
+        raise TraceError(f"{where}{sep}{err}") from None
+
+
 class _Order:
     """Each client's fixes must come in time order: a repeat of the same fix is dropped,
     anything else at or before the previous time is an error."""
@@ -63,12 +73,14 @@ class _Order:
     def __init__(self) -> None:
         self.last: dict[str, Fix] = {}
 
-    def admit(self, fix: Fix) -> bool:
+    def admit(self, fix: Fix, who: str, after: str = "") -> bool:
+        """True for a new fix; the error names `who` (place and client), then `after`."""
         prev = self.last.get(fix.client)
         if prev is not None and fix.t_s <= prev.t_s:
             if fix == prev:
                 return False
-            raise TraceError(f"at t={fix.t_s:g} is not after its fix at t={prev.t_s:g}")
+            raise TraceError(f"{who} at t={fix.t_s:g} is not after its fix at t={prev.t_s:g}"
+                             + after)
         self.last[fix.client] = fix
         return True
 
@@ -99,10 +111,8 @@ def read_sumo_fcd(source: IO[bytes] | str, name: str,
                 continue
             step += 1
             where = f"{name}: timestep {step}"
-            try:
+            with _place(where):
                 t = _number(elem.get("time"), "time")
-            except TraceError as err:
-                raise TraceError(f"{where}: {err}") from None
             if t < prev_t:
                 raise TraceError(f"{where}: time {t:g} is before the previous timestep's "
                                  f"{prev_t:g}")
@@ -113,12 +123,11 @@ def read_sumo_fcd(source: IO[bytes] | str, name: str,
                 cid = child.get("id")
                 if not cid:
                     raise TraceError(f"{where}: a {child.tag} has no id")
-                try:
+                who = f"{where}: {child.tag} {cid!r}"
+                with _place(who, " "):
                     fix = Fix(t, cid, _number(child.get("x"), "x"), _number(child.get("y"), "y"))
-                    if order.admit(fix):
-                        yield fix
-                except TraceError as err:
-                    raise TraceError(f"{where}: {child.tag} {cid!r} {err}") from None
+                if order.admit(fix, who):
+                    yield fix
             root.clear()  # keep one timestep in memory, not the file
             if t > until_s:
                 return
@@ -139,25 +148,17 @@ def read_bonnmotion(lines: Iterable[str], name: str) -> Iterator[Fix]:
     """BonnMotion's native `.movements` file: one line per node, `t1 x1 y1 t2 x2 y2 ...`
     (2D). Nodes are named by their line's order, from 0."""
     order = _Order()
-    node = 0
-    for n, fields in _data_lines(lines):
+    for node, (n, fields) in enumerate(_data_lines(lines)):
         where = f"{name}: line {n}"
         if len(fields) % 3:
             raise TraceError(f"{where}: {len(fields)} numbers, expected (t x y) triples "
                              "(3D or status files are not supported)")
         client = str(node)
-        node += 1
         for i in range(0, len(fields), 3):
-            try:
+            with _place(where):
                 t, x, y = (_number(fields[i + k], f"field {i + k + 1}") for k in range(3))
-            except TraceError as err:
-                raise TraceError(f"{where}: {err}") from None
             fix = Fix(t, client, x, y)
-            try:
-                admitted = order.admit(fix)
-            except TraceError as err:
-                raise TraceError(f"{where}: node {client} {err} (field {i + 1})") from None
-            if admitted:
+            if order.admit(fix, f"{where}: node {client}", f" (field {i + 1})"):
                 yield fix
 
 
@@ -170,7 +171,7 @@ def read_one(lines: Iterable[str], name: str) -> Iterator[Fix]:
     prev_t = -math.inf
     for n, fields in _data_lines(lines):
         where = f"{name}: line {n}"
-        try:
+        with _place(where):
             if header is None:
                 if len(fields) < 6:
                     raise TraceError("header needs minTime maxTime minX maxX minY maxY, got "
@@ -188,13 +189,7 @@ def read_one(lines: Iterable[str], name: str) -> Iterator[Fix]:
             prev_t = t
             fix = Fix(t, fields[1], _number(fields[2], "x") - header[2],
                       _number(fields[3], "y") - header[4])
-        except TraceError as err:
-            raise TraceError(f"{where}: {err}") from None
-        try:
-            admitted = order.admit(fix)
-        except TraceError as err:
-            raise TraceError(f"{where}: id {fix.client!r} {err}") from None
-        if admitted:
+        if order.admit(fix, f"{where}: id {fix.client!r}"):
             yield fix
     if header is None:
         raise TraceError(f"{name}: empty file (no header line)")
@@ -256,9 +251,7 @@ class Placement:
             f = self.side_m / max(w, h) if max(w, h) > 0 else 1.0
             kx, ky = kx * f, ky * f
             at = ((self.side_m - w * f) / 2, (self.side_m - h * f) / 2)
-        ax, ay = at
-        rx, ry = ref
-        return lambda x, y: (ax + (x - rx) * kx, ay + (y - ry) * ky)
+        return lambda x, y: (at[0] + (x - ref[0]) * kx, at[1] + (y - ref[1]) * ky)
 
 
 def metres_per_degree(lat_deg: float) -> tuple[float, float]:
@@ -344,8 +337,7 @@ class ConvertOptions:
             raise TraceError(f"clients: must be >= 1, got {self.clients}")
         if self.min_span_s < 0:
             raise TraceError(f"min span: must be >= 0 s, got {self.min_span_s}")
-        if self.step_s is not None and not (math.isfinite(self.step_s)
-                                            and self.step_s >= 0.001):
+        if self.step_s is not None and not (math.isfinite(self.step_s) and self.step_s >= 0.001):
             raise TraceError(f"step: must be >= 0.001 s, got {self.step_s}")
         if self.rename is not None and not _csv_safe(self.rename, allow_empty=True):
             raise TraceError(f"rename: prefix {self.rename!r} cannot stand in a CSV field")
@@ -480,11 +472,9 @@ def csv_lines(tracks: dict[str, list[Sample]]) -> Iterator[str]:
     for client, track in tracks.items():
         last = ""
         for t, x, y in track:
-            ts = f"{t:.3f}"
-            if ts == last:
-                continue
-            last = ts
-            yield f"{ts},{client},{x:.2f},{y:.2f}"
+            if (ts := f"{t:.3f}") != last:
+                last = ts
+                yield f"{ts},{client},{x:.2f},{y:.2f}"
 
 
 def read_fixes(fmt: TraceFormat, stream: IO[bytes], name: str,

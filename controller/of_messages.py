@@ -1,0 +1,106 @@
+"""The pipeline's messages (`controller.pipeline`) as os-ken OpenFlow 1.3 objects.
+
+Builds, sends nothing: each function takes the datapath only for its `ofproto` and
+`ofproto_parser` (and as the message's target), so the translation is tested with a
+stand-in datapath and os-ken's own parser, without a switch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from os_ken.lib.packet import arp, ethernet, packet
+
+from controller.pipeline import (
+    ETH_ARP,
+    Action,
+    Conntrack,
+    Flood,
+    Flow,
+    Group,
+    GroupMod,
+    Output,
+    SetField,
+    ToController,
+)
+
+NX_NAT_F_DST = 1 << 1
+NX_CT_F_COMMIT = 1 << 0
+
+
+def of_action(dp: Any, a: Action) -> Any:
+    ofp, parser = dp.ofproto, dp.ofproto_parser
+    if isinstance(a, Output):
+        return parser.OFPActionOutput(a.port)
+    if isinstance(a, Flood):
+        return parser.OFPActionOutput(ofp.OFPP_FLOOD)
+    if isinstance(a, ToController):
+        return parser.OFPActionOutput(ofp.OFPP_CONTROLLER, a.max_len or ofp.OFPCML_NO_BUFFER)
+    if isinstance(a, SetField):
+        return parser.OFPActionSetField(**{a.name: a.value})
+    if isinstance(a, Group):
+        return parser.OFPActionGroup(a.group_id)
+    if isinstance(a, Conntrack):
+        nat = (parser.NXActionNAT(flags=NX_NAT_F_DST, range_ipv4_min=a.nat_dst,
+                                  range_ipv4_max=a.nat_dst, range_proto_min=a.nat_port,
+                                  range_proto_max=a.nat_port)
+               if a.nat_dst is not None else parser.NXActionNAT(flags=0))
+        return parser.NXActionCT(flags=NX_CT_F_COMMIT if a.commit else 0, zone_src="",
+                                 zone_ofs_nbits=a.zone, recirc_table=a.recirc_table,
+                                 alg=0, actions=[nat])
+    raise TypeError(f"unknown pipeline action {a!r}")
+
+
+def flow_mod(dp: Any, f: Flow) -> Any:
+    ofp, parser = dp.ofproto, dp.ofproto_parser
+    inst: list[Any] = []
+    if f.actions:
+        inst.append(parser.OFPInstructionActions(
+            ofp.OFPIT_APPLY_ACTIONS, [of_action(dp, a) for a in f.actions]))
+    if f.goto is not None:
+        inst.append(parser.OFPInstructionGotoTable(f.goto))
+    return parser.OFPFlowMod(dp, table_id=f.table, priority=f.priority,
+                             match=parser.OFPMatch(**f.match_dict()), instructions=inst,
+                             idle_timeout=f.idle_timeout, hard_timeout=f.hard_timeout)
+
+
+def group_mod(dp: Any, g: GroupMod) -> Any:
+    ofp, parser = dp.ofproto, dp.ofproto_parser
+    cmd = ofp.OFPGC_ADD if g.add else ofp.OFPGC_MODIFY
+    if g.kind == "fast_failover":
+        buckets = [parser.OFPBucket(weight=0, watch_port=port, watch_group=ofp.OFPG_ANY,
+                                    actions=[of_action(dp, a) for a in acts])
+                   for port, (_, acts) in zip(g.watch_ports, g.buckets, strict=True)]
+        return parser.OFPGroupMod(dp, cmd, ofp.OFPGT_FF, g.group_id, buckets)
+    buckets = [parser.OFPBucket(weight=w, watch_port=ofp.OFPP_ANY, watch_group=ofp.OFPG_ANY,
+                                actions=[of_action(dp, a) for a in acts])
+               for w, acts in g.buckets]
+    return parser.OFPGroupMod(dp, cmd, ofp.OFPGT_SELECT, g.group_id, buckets)
+
+
+def delete_all_groups(dp: Any) -> Any:
+    """What a restarted controller sends first: the previous one's groups go (and the
+    flows that point at them)."""
+    ofp, parser = dp.ofproto, dp.ofproto_parser
+    return parser.OFPGroupMod(dp, ofp.OFPGC_DELETE, 0, ofp.OFPG_ALL)
+
+
+def packet_out(dp: Any, actions: Sequence[Action], data: bytes, in_port: int | None = None
+               ) -> Any:
+    """`data` sent through `actions`, as if it came in on `in_port` (None: from the
+    controller itself)."""
+    ofp, parser = dp.ofproto, dp.ofproto_parser
+    return parser.OFPPacketOut(dp, buffer_id=ofp.OFP_NO_BUFFER,
+                               in_port=ofp.OFPP_CONTROLLER if in_port is None else in_port,
+                               actions=[of_action(dp, a) for a in actions], data=data)
+
+
+def arp_reply(request: arp.arp, vip: str, vip_mac: str) -> bytes:
+    """The frame that answers an ARP request for the service address with its MAC."""
+    reply = packet.Packet()
+    reply.add_protocol(ethernet.ethernet(dst=request.src_mac, src=vip_mac, ethertype=ETH_ARP))
+    reply.add_protocol(arp.arp(opcode=arp.ARP_REPLY, src_mac=vip_mac, src_ip=vip,
+                               dst_mac=request.src_mac, dst_ip=request.src_ip))
+    reply.serialize()
+    return bytes(reply.data)

@@ -1,0 +1,68 @@
+"""A policy asked so that it never takes the live controller down (pure).
+
+Where `routes`, `decide` or `paths` raises, `routes` returns a table that does not fit
+the view, or `decide` names no node of the cluster, `on_failure(call, line)` hears of it
+(the controller logs it and writes a `policy_error` event) and the safe answer stands
+in: HP and LP to the FNs (`safe_routes`), and no pinned paths (shortest by delay).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+from controller.policies import (
+    ClusterView,
+    Policy,
+    PolicyError,
+    Request,
+    RouteTable,
+    policy_failure,
+    route_problems,
+    routes_for,
+    safe_routes,
+)
+
+
+class GuardedPolicy:
+    """`policy`, each call guarded; `rng` draws its per-request choices and the fallback's."""
+
+    def __init__(self, policy: Policy, rng: random.Random,
+                 on_failure: Callable[[str, str], None]) -> None:
+        self.policy = policy
+        self.rng = rng
+        self.on_failure = on_failure
+
+    def routes(self, view: ClusterView) -> RouteTable:
+        """The policy's table, or the safe one (HP and LP to the FNs) when it fails."""
+        try:
+            table = self.policy.routes(view)
+        except Exception as err:
+            self.on_failure("routes", policy_failure(self.policy, "routes", err))
+            return safe_routes(view)
+        problems = route_problems(table, view)
+        if problems:
+            self.on_failure("routes", f"policy {self.policy.name!r}: routes: {problems[0]}")
+            return safe_routes(view)
+        return table
+
+    def decide(self, view: ClusterView, request: Request) -> str:
+        """The policy's node for one request, or one of the FNs when it fails."""
+        try:
+            node = self.policy.decide(view, request, self.rng)
+            if not any(n.name == node for n in view.nodes):
+                raise PolicyError(f"chose {node!r}, not a node of the cluster")
+            return node
+        except Exception as err:
+            self.on_failure("decide", policy_failure(self.policy, "decide", err))
+        weights = routes_for(safe_routes(view), request.cls)
+        return self.rng.choices(list(weights), weights=list(weights.values()))[0]
+
+    def paths(self, graph: Any) -> dict[tuple[str, str], tuple[str, ...]]:
+        """The policy's own paths, or none (shortest by delay) when asking it fails."""
+        try:
+            return {k: tuple(v) for k, v in self.policy.paths(graph).items()}
+        except Exception as err:
+            self.on_failure("paths", policy_failure(self.policy, "paths", err))
+            return {}
