@@ -1,0 +1,256 @@
+"""Node disciplines (issue 22): which waiting request a single server takes next.
+
+The pure `ClassQueue` on hand-built sequences (round robin alternates, priority goes
+first, preemption resumes), the scenario field's errors, and the simulator: identical
+to its inlined FIFO path wherever the order cannot matter, and the priority classes
+clearly apart at an overloaded FN."""
+
+from __future__ import annotations
+
+import random
+import statistics
+from typing import Any
+
+import pytest
+from conftest import merged, scenario_dict
+
+from fogsdn.scenario import Discipline, Scenario, ScenarioError, parse_scenario
+from nodes.service_queue import ClassQueue, ServiceQueue
+from sim.engine import BLOCKED, OK, simulate
+
+# -- the pure queue ----------------------------------------------------------------------
+
+
+def _finish_order(discipline: Discipline, arrivals: list[tuple[float, bool, float, str]],
+                  capacity: int = 10) -> list[tuple[str, float]]:
+    q: ClassQueue[str] = ClassQueue(capacity, discipline)
+    for t, hp, work, name in arrivals:
+        assert q.admit(t, hp, work, name) is not None
+    q.advance(float("inf"))
+    return [(j.payload, j.end) for j in q.take_done()]
+
+
+# an LP in service from 0 to 1, then LP c, LP d, HP a, HP b arrive while it is served
+BUSY_LP_THEN_MIXED = [(0.0, False, 1.0, "lp0"), (0.1, False, 1.0, "c"), (0.2, False, 1.0, "d"),
+                      (0.3, True, 1.0, "a"), (0.4, True, 1.0, "b")]
+
+
+BACK_TO_BACK = [1.0, 2.0, 3.0, 4.0, 5.0]
+
+
+@pytest.mark.parametrize(("discipline", "order", "ends"), [
+    (Discipline.FIFO, ["lp0", "c", "d", "a", "b"], BACK_TO_BACK),
+    (Discipline.ROUND_ROBIN, ["lp0", "a", "c", "b", "d"], BACK_TO_BACK),  # HP, LP, HP, ...
+    (Discipline.PRIORITY, ["lp0", "a", "b", "c", "d"], BACK_TO_BACK),
+    # a preempts lp0 at 0.3; lp0 resumes after b with the 0.7 it has left
+    (Discipline.PRIORITY_PREEMPTIVE, ["a", "b", "lp0", "c", "d"], [1.3, 2.3, 3.0, 4.0, 5.0]),
+])
+def test_each_discipline_serves_in_its_order(discipline: Discipline, order: list[str],
+                                             ends: list[float]) -> None:
+    got = _finish_order(discipline, BUSY_LP_THEN_MIXED)
+    assert [name for name, _ in got] == order
+    # work-conserving: the server never idles while it holds work, whatever the order
+    assert [end for _, end in got] == pytest.approx(ends)
+
+
+def test_round_robin_takes_the_same_class_when_the_other_is_empty() -> None:
+    got = _finish_order(Discipline.ROUND_ROBIN, [
+        (0.0, True, 1.0, "h0"), (0.1, True, 1.0, "h1"), (0.2, True, 1.0, "h2"),
+        (0.3, False, 1.0, "l0"), (0.4, False, 1.0, "l1")])
+    assert [name for name, _ in got] == ["h0", "l0", "h1", "l1", "h2"]
+
+
+def test_preemption_resumes_the_lp_with_the_work_it_has_left() -> None:
+    q: ClassQueue[str] = ClassQueue(5, Discipline.PRIORITY_PREEMPTIVE)
+    lp = q.admit(0.0, False, 2.0, "lp")
+    hp = q.admit(0.5, True, 1.0, "hp")
+    assert lp is not None and hp is not None
+    assert q.in_service is hp and hp.end == pytest.approx(1.5)
+    assert lp.work == pytest.approx(1.5) and lp.served == pytest.approx(0.5)
+    assert q.work_left(0.5) == pytest.approx(2.5)
+    q.advance(10.0)
+    assert [j.payload for j in q.take_done()] == ["hp", "lp"]
+    assert lp.start == pytest.approx(1.5) and lp.end == pytest.approx(3.0)
+    assert lp.served + (lp.end - lp.start) == pytest.approx(2.0)  # all of its work, once
+    assert q.busy_s(10.0) == pytest.approx(3.0)
+    # non-preemptive priority lets the LP finish first
+    got = _finish_order(Discipline.PRIORITY, [(0.0, False, 2.0, "lp"), (0.5, True, 1.0, "hp")])
+    assert got == [("lp", 2.0), ("hp", 3.0)]
+
+
+def test_an_hp_never_preempts_an_hp() -> None:
+    got = _finish_order(Discipline.PRIORITY_PREEMPTIVE,
+                        [(0.0, True, 2.0, "h0"), (0.5, True, 1.0, "h1")])
+    assert got == [("h0", 2.0), ("h1", 3.0)]
+
+
+def test_capacity_counts_both_classes() -> None:
+    q: ClassQueue[int] = ClassQueue(2, Discipline.PRIORITY_PREEMPTIVE)
+    assert q.admit(0.0, False, 5.0, 1) is not None
+    assert q.admit(0.1, False, 5.0, 2) is not None
+    assert q.admit(0.2, True, 1.0, 3) is None  # full: blocked, preempts nothing
+    assert q.in_service is not None and q.in_service.payload == 1
+    assert q.admit(5.0, True, 1.0, 4) is not None  # 1 ended at 5: room again
+
+
+def test_clear_takes_the_one_in_service_first_then_the_discipline_order() -> None:
+    q: ClassQueue[str] = ClassQueue(10, Discipline.PRIORITY)
+    for t, hp, work, name in BUSY_LP_THEN_MIXED:
+        q.admit(t, hp, work, name)
+    taken = q.clear(0.75)
+    assert [j.payload for j in taken] == ["lp0", "a", "b", "c", "d"]
+    assert taken[0].work == pytest.approx(0.25)  # what it has left
+    assert len(q) == 0 and q.last_end() == pytest.approx(0.75)
+    assert q.busy_s(0.75) == pytest.approx(0.75)
+
+
+def test_a_late_arrival_counts_at_the_clock() -> None:
+    """A worker thread may read a request after the completion thread moved the clock
+    on; it arrives then, never in the past (no retroactive preemption)."""
+    q: ClassQueue[str] = ClassQueue(5, Discipline.PRIORITY_PREEMPTIVE)
+    q.admit(0.0, False, 1.0, "lp")
+    q.admit(0.1, False, 1.0, "lp2")
+    q.advance(1.0)  # lp done at 1, lp2 starts at 1
+    hp = q.admit(0.9, True, 1.0, "hp")
+    assert hp is not None and hp.arrival == 1.0 and hp.start == 1.0
+    assert [j.payload for j in q.take_done()] == ["lp"]
+
+
+def test_fifo_class_queue_ends_as_the_service_queue() -> None:
+    rng = random.Random(4)
+    sq = ServiceQueue(6)
+    cq: ClassQueue[int] = ClassQueue(6, Discipline.FIFO)
+    t = 0.0
+    ends: dict[int, float] = {}
+    for i in range(3000):
+        t += rng.expovariate(1.1)
+        work = rng.expovariate(1.0)
+        adm = sq.admit(t, work)
+        job = cq.admit(t, rng.random() < 0.4, work, i)
+        assert (adm is None) == (job is None)
+        if adm is not None:
+            ends[i] = adm.end
+    cq.advance(float("inf"))
+    done = cq.take_done()
+    assert len(done) == len(ends)
+    assert all(j.end == ends[j.payload] for j in done)
+
+
+# -- the scenario field ------------------------------------------------------------------
+
+
+def _with_fn(**fn: Any) -> dict[str, Any]:
+    d = scenario_dict()
+    d["nodes"] = [{**d["nodes"][0], **fn}, d["nodes"][1]]
+    return d
+
+
+def test_default_is_fifo_and_an_unknown_value_is_one_line() -> None:
+    assert parse_scenario(scenario_dict()).nodes[0].discipline is Discipline.FIFO
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario(_with_fn(discipline="lifo"))
+    msg = str(err.value)
+    assert "\n" not in msg and "discipline" in msg and "round_robin" in msg
+
+
+@pytest.mark.parametrize(("over", "words"), [
+    ({"discipline": "priority", "servers": "multi"}, "servers: single"),
+])
+def test_a_discipline_a_node_cannot_have_is_refused(over: dict[str, Any], words: str) -> None:
+    with pytest.raises(ScenarioError, match=words):
+        parse_scenario(_with_fn(**over))
+
+
+def test_cpu_work_refuses_a_discipline() -> None:
+    d = merged(_with_fn(discipline="round_robin"), {"workload": {"work": "cpu"}})
+    with pytest.raises(ScenarioError, match="nodes.fn.discipline: round_robin needs workload"):
+        parse_scenario(d)
+
+
+# -- the simulator -----------------------------------------------------------------------
+
+
+def _sim(sc: Scenario, n: int) -> list[tuple[Any, ...]]:
+    rows: list[tuple[Any, ...]] = []
+    simulate(sc, rows.extend, requests=n)
+    return rows
+
+
+def _one_class(discipline: str, leave: str) -> Scenario:
+    """HP only, to both nodes (nodiff): with one class every discipline is FIFO."""
+    d = scenario_dict(
+        seed=11, duration_ms=1e9, timeout_ms=12.0,
+        workload={"lambda_hp": 0.9, "lambda_lp": 0.0},
+        churn={"eta": 0.2, "xi": 0.2, "leave": leave}, policy={"name": "nodiff"})
+    d["nodes"] = [{**nd, "capacity": 6, "discipline": discipline} for nd in d["nodes"]]
+    return parse_scenario(d)
+
+
+@pytest.mark.parametrize("leave", ["drain", "drop"])
+@pytest.mark.parametrize("discipline", ["round_robin", "priority", "priority_preemptive"])
+def test_with_one_class_every_discipline_is_the_inlined_fifo(discipline: str,
+                                                             leave: str) -> None:
+    """The ClassQueue path in the simulator gives the same rows, bit for bit, as the
+    inlined FIFO path where the order cannot matter (blocking, timeouts, churn)."""
+    fifo = _sim(_one_class("fifo", leave), 20_000)
+    other = _sim(_one_class(discipline, leave), 20_000)
+    assert {r[1] for r in fifo} >= {OK, BLOCKED}
+    assert sorted(fifo, key=repr) == sorted(other, key=repr)
+
+
+def test_with_one_class_a_handoff_is_the_inlined_fifo() -> None:
+    """Handoff moves the work left (t + left - t: equal up to rounding)."""
+    fifo = sorted(_sim(_one_class("fifo", "handoff"), 20_000), key=lambda r: (r[3], r[2]))
+    other = sorted(_sim(_one_class("priority", "handoff"), 20_000),
+                   key=lambda r: (r[3], r[2]))
+    assert [r[1:3] for r in fifo] == [r[1:3] for r in other]
+    assert [r[0] for r in fifo] == pytest.approx([r[0] for r in other], abs=1e-9)
+    assert any("handoff" in str(r[10]) for r in other if len(r) > 10)
+
+
+def _overloaded(discipline: str) -> Scenario:
+    """Seed 000's FN in status U (the OFN never returns after t=0): HP and LP share it
+    at load 1.05, capacity 20."""
+    d = scenario_dict(
+        seed=21, duration_ms=1e9, timeout_ms=1e6,
+        workload={"lambda_hp": 0.35, "lambda_lp": 0.7},
+        churn={"eta": 0.0, "xi": 0.0, "initial": "unavailable"})
+    d["nodes"] = [{**d["nodes"][0], "discipline": discipline}, d["nodes"][1]]
+    return parse_scenario(d)
+
+
+def _class_stats(rows: list[tuple[Any, ...]]) -> dict[int, tuple[float, float]]:
+    """Per class: mean sojourn of the served, share blocked."""
+    out = {}
+    for c in (0, 1):
+        mine = [r for r in rows if r[4] == c]
+        ok = [r[0] - r[6] for r in mine if r[1] == OK]
+        out[c] = (statistics.fmean(ok), sum(r[1] == BLOCKED for r in mine) / len(mine))
+    return out
+
+
+def test_priority_puts_hp_ahead_at_an_overloaded_fn() -> None:
+    stats = {d: _class_stats(_sim(_overloaded(d), 60_000))
+             for d in ("fifo", "round_robin", "priority", "priority_preemptive")}
+    fifo_hp, fifo_lp = stats["fifo"][0][0], stats["fifo"][1][0]
+    assert fifo_hp == pytest.approx(fifo_lp, rel=0.05)  # FIFO: one queue for both
+    for d in ("priority", "priority_preemptive"):
+        assert stats[d][0][0] < 0.4 * fifo_hp  # HP clearly faster
+        assert stats[d][1][0] > 1.05 * fifo_lp  # LP slower
+    assert stats["priority_preemptive"][0][0] < 0.8 * stats["priority"][0][0]
+    # round robin: HP (the smaller stream) gains, less than under priority
+    assert stats["priority"][0][0] < stats["round_robin"][0][0] < 0.8 * fifo_hp
+    # blocking counts both classes alike: the same for both, under every discipline
+    for d, s in stats.items():
+        assert s[0][1] == pytest.approx(s[1][1], abs=0.01), d
+        assert s[0][1] == pytest.approx(stats["fifo"][0][1], abs=0.01), d
+
+
+def test_a_policy_that_kills_refuses_a_discipline() -> None:
+    d = scenario_dict(policy={"name": "tags", "params": {"cutoffs": "3"}},
+                      churn={"eta": 0.0, "xi": 0.0})
+    d["nodes"] = [{"name": "h1", "role": "fn", "mu": 1.0, "capacity": 50,
+                   "discipline": "priority"},
+                  {"name": "h2", "role": "fn", "mu": 1.0, "capacity": 50}]
+    with pytest.raises(ValueError, match="nodes.h1.discipline: priority cannot be simulated"):
+        simulate(parse_scenario(d), lambda rows: None, requests=100)
