@@ -7,15 +7,29 @@ clearly apart at an overloaded FN."""
 
 from __future__ import annotations
 
+import json
 import random
+import socket
 import statistics
+import threading
+import time
 from typing import Any
 
 import pytest
 from conftest import merged, scenario_dict
 
-from fogsdn.scenario import Discipline, Scenario, ScenarioError, parse_scenario
+from fogsdn.local_rpc import recv_line
+from fogsdn.scenario import (
+    Discipline,
+    Scenario,
+    ScenarioError,
+    Servers,
+    TaskClass,
+    parse_scenario,
+)
+from nodes.protocol import TaskRequest
 from nodes.service_queue import ClassQueue, ServiceQueue
+from nodes.worker import Worker
 from sim.engine import BLOCKED, OK, simulate
 
 # -- the pure queue ----------------------------------------------------------------------
@@ -254,3 +268,98 @@ def test_a_policy_that_kills_refuses_a_discipline() -> None:
                   {"name": "h2", "role": "fn", "mu": 1.0, "capacity": 50}]
     with pytest.raises(ValueError, match="nodes.h1.discipline: priority cannot be simulated"):
         simulate(parse_scenario(d), lambda rows: None, requests=100)
+
+
+# -- the worker (in process: socket pairs, no network) ------------------------------------
+
+
+class _InProcessWorker:
+    """A Worker fed through socket pairs, its completion thread running."""
+
+    def __init__(self, discipline: Discipline, capacity: int = 10) -> None:
+        self.w = Worker("fn", 1.0, capacity, Servers.SINGLE, time_scale=20.0,
+                        discipline=discipline)
+        self.thread = threading.Thread(target=self.w.serve_completions, daemon=True)
+        self.thread.start()
+        self.clients: dict[str, socket.socket] = {}
+
+    def send(self, rid: str, cls: TaskClass, size: float) -> None:
+        mine, theirs = socket.socketpair()
+        mine.sendall(TaskRequest(rid, cls, size, "c").encode())
+        self.w.handle(theirs)
+        self.clients[rid] = mine
+
+    def reply(self, rid: str) -> dict[str, Any]:
+        s = self.clients.pop(rid)
+        s.settimeout(10)
+        with s:
+            return json.loads(recv_line(s))
+
+    def close(self) -> None:
+        self.w.stop()
+        self.thread.join(5)
+
+
+@pytest.mark.parametrize("discipline", [Discipline.FIFO, Discipline.PRIORITY])
+def test_the_worker_serves_a_waiting_hp_first_under_priority(discipline: Discipline) -> None:
+    """An LP in service (5 model ms), then an LP and an HP wait: priority serves the HP
+    next. Waits come from the schedule (start - arrival), not from when threads woke."""
+    iw = _InProcessWorker(discipline)
+    try:
+        iw.send("lp1", TaskClass.LP, 5.0)
+        iw.send("lp2", TaskClass.LP, 1.0)
+        iw.send("hp", TaskClass.HP, 1.0)
+        r = {rid: iw.reply(rid) for rid in ("lp1", "lp2", "hp")}
+    finally:
+        iw.close()
+    assert all(x["status"] == "ok" for x in r.values())
+    # the one served second waits 1 model ms more, plus (minus) the arrival gap
+    gap = r["lp2"]["wait_ms"] - r["hp"]["wait_ms"]
+    if discipline is Discipline.PRIORITY:
+        assert 1.0 - 1e-9 <= gap < 1.5
+    else:
+        assert -1.0 - 1e-9 <= gap < -0.5
+    for x in r.values():
+        assert x["service_ms"] >= x["nominal_ms"] - 1e-9
+        assert x["node_ms"] == pytest.approx(x["wait_ms"] + x["service_ms"])
+
+
+def test_the_worker_preempts_and_resumes_an_lp() -> None:
+    iw = _InProcessWorker(Discipline.PRIORITY_PREEMPTIVE)
+    try:
+        iw.send("lp", TaskClass.LP, 5.0)
+        time.sleep(0.02)  # 1 model ms into its service
+        iw.send("hp", TaskClass.HP, 1.0)
+        hp, lp = iw.reply("hp"), iw.reply("lp")
+        st = iw.w.stats()
+    finally:
+        iw.close()
+    assert hp["wait_ms"] == pytest.approx(0.0, abs=1e-9)  # took the server at once
+    assert lp["wait_ms"] == pytest.approx(1.0, abs=1e-6)  # the HP's whole service
+    assert lp["service_ms"] >= 5.0 - 1e-9  # its own 5 ms, in two stints
+    assert st["completed"] == 2 and st["in_system"] == 0
+    assert st["busy_s"] == pytest.approx(6.0 * 0.02, abs=1e-6)  # 6 model ms at 20 ms each
+
+
+def test_the_worker_blocks_when_full_and_drops_what_it_holds() -> None:
+    iw = _InProcessWorker(Discipline.ROUND_ROBIN, capacity=2)
+    try:
+        iw.send("a", TaskClass.LP, 50.0)
+        iw.send("b", TaskClass.HP, 50.0)
+        iw.send("c", TaskClass.HP, 1.0)
+        assert iw.reply("c")["status"] == "blocked"
+        st = iw.w.stats()
+        assert st["in_system"] == 2 and st["blocked"] == 1
+        assert st["work_left_ms"] == pytest.approx(100.0, abs=1.0)
+        assert iw.w.drop_all() == 2
+        assert iw.w.stats()["in_system"] == 0
+        for rid in ("a", "b"):
+            s = iw.clients.pop(rid)
+            s.settimeout(5)
+            with s:
+                try:
+                    assert s.recv(100) == b""
+                except ConnectionResetError:
+                    pass
+    finally:
+        iw.close()
