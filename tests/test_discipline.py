@@ -43,7 +43,7 @@ from fogsdn.trace import read_trace
 from nodes.protocol import TaskRequest
 from nodes.service_queue import ClassQueue, ServiceQueue
 from nodes.worker import Worker
-from sim.engine import BLOCKED, OK, simulate
+from sim.engine import BLOCKED, LOST, OK, simulate
 from sim.runner import run_simulation
 
 # -- the pure queue ----------------------------------------------------------------------
@@ -204,12 +204,12 @@ def _sim(sc: Scenario, n: int) -> list[tuple[Any, ...]]:
     return rows
 
 
-def _one_class(discipline: str, leave: str) -> Scenario:
+def _one_class(discipline: str, leave: str, policy: str = "nodiff") -> Scenario:
     """HP only, to both nodes (nodiff): with one class every discipline is FIFO."""
     d = scenario_dict(
         seed=11, duration_ms=1e9, timeout_ms=12.0,
         workload={"lambda_hp": 0.9, "lambda_lp": 0.0},
-        churn={"eta": 0.2, "xi": 0.2, "leave": leave}, policy={"name": "nodiff"})
+        churn={"eta": 0.2, "xi": 0.2, "leave": leave}, policy={"name": policy})
     d["nodes"] = [{**nd, "capacity": 6, "discipline": discipline} for nd in d["nodes"]]
     return parse_scenario(d)
 
@@ -224,6 +224,29 @@ def test_with_one_class_every_discipline_is_the_inlined_fifo(discipline: str,
     other = _sim(_one_class(discipline, leave), 20_000)
     assert {r[1] for r in fifo} >= {OK, BLOCKED}
     assert sorted(fifo, key=repr) == sorted(other, key=repr)
+
+
+@pytest.mark.parametrize("policy", ["least_work_left", "least_loaded"])
+def test_a_policy_that_reads_load_sees_the_same_views(policy: str) -> None:
+    """Per-request policies read `in_system` and `work_left` of a ClassQueue node as of a
+    FIFO one: the same decisions, the same rows."""
+    fifo = _sim(_one_class("fifo", "drop", policy), 20_000)
+    other = _sim(_one_class("priority_preemptive", "drop", policy), 20_000)
+    assert sorted(fifo, key=repr) == sorted(other, key=repr)
+
+
+@pytest.mark.parametrize("leave", ["drop", "handoff"])
+def test_two_classes_through_a_leaving_ordered_ofn_each_once(leave: str) -> None:
+    d = scenario_dict(seed=5, duration_ms=1e9, timeout_ms=30.0, policy={"name": "nodiff"},
+                      workload={"lambda_hp": 0.4, "lambda_lp": 0.6},
+                      churn={"eta": 0.2, "xi": 0.2, "leave": leave})
+    d["nodes"] = [{**d["nodes"][0], "discipline": "round_robin"},
+                  {**d["nodes"][1], "discipline": "priority_preemptive"}]
+    rows = _sim(parse_scenario(d), 30_000)
+    assert len(rows) == len({(r[3], r[2]) for r in rows}) == 30_000
+    moved = [r for r in rows if len(r) > 10 and str(r[10]).startswith("handoff from")]
+    assert (len(moved) > 100) == (leave == "handoff")
+    assert any(r[1] == LOST for r in rows)
 
 
 def test_with_one_class_a_handoff_is_the_inlined_fifo() -> None:
