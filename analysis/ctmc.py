@@ -80,8 +80,8 @@ class ModelParams:
     `servers_*`: `single` is one FIFO server (rate mu while non-empty); `multi` is
     C servers and no waiting room (rate n*mu). With eta = xi = 0 the OFN never
     changes state and `initial_available` says which state that is. `discipline_f`:
-    the FN's order, `fifo` or `priority_preemptive` (HP first, an HP arrival preempts
-    an LP; `analysis.priority_chain`, under drain and drop).
+    the FN's order, `fifo`, `round_robin`, `priority` or `priority_preemptive`
+    (`analysis.priority_chain`, under drain and drop).
     """
 
     scheme: Scheme
@@ -631,10 +631,10 @@ PERCENTILES: tuple[tuple[str, float], ...] = (
 
 @functools.lru_cache(maxsize=16)
 def _priority_fn(p: ModelParams) -> tuple[Component | None, Component | None]:
-    """The FN's part of the HP and the LP response under preemptive priority."""
+    """The FN's part of the HP and the LP response under its class discipline."""
     (hp_f, _), (lp_f, _) = routing(p, "hp"), routing(p, "lp")
     return fn_class_components(p.lam_hp * hp_f, p.lam_lp * lp_f, hp_f, lp_f, p.mu_f,
-                               p.cap_f, availability_states(p), p.eta, p.xi)
+                               p.cap_f, availability_states(p), p.eta, p.xi, p.discipline_f)
 
 
 def class_response(p: ModelParams, st: Stationary, cls: str) -> ClassResponse:

@@ -40,13 +40,10 @@ class DisciplineOutsideModel(OutsideModel):
 def _fn_discipline(scenario: Scenario, scheme: str) -> str:
     """The FN's discipline as the closed chain takes it, or DisciplineOutsideModel.
 
-    The chain has fifo and preemptive priority at the FN. An OFN's order matters only
-    where it holds both classes (nodiff): under the proposed scheme it holds LP alone."""
+    The chain has every discipline at the FN (`analysis.priority_chain`). An OFN's order
+    matters only where it holds both classes (nodiff): under the proposed scheme it
+    holds LP alone."""
     fn = scenario.nodes_with(Role.FN)[0]
-    if fn.discipline not in (Discipline.FIFO, Discipline.PRIORITY_PREEMPTIVE):
-        raise DisciplineOutsideModel(
-            f"nodes.{fn.name}.discipline: {fn.discipline.value} is outside the exact "
-            "chains (they have fifo and priority_preemptive FNs); simulate it")
     for ofn in scenario.nodes_with(Role.OFN):
         if ofn.discipline is not Discipline.FIFO and scheme == "nodiff":
             raise DisciplineOutsideModel(

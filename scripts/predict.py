@@ -62,8 +62,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--alpha", type=float, default=0.5)
     ap.add_argument("--leave", choices=["drain", "handoff", "drop"], default="drain")
     ap.add_argument("--servers", choices=["single", "multi"], default="single")
-    ap.add_argument("--discipline", choices=["fifo", "priority_preemptive"], default="fifo",
-                    help="the FN's order: fifo, or HP first preempting LP (drain, drop)")
+    ap.add_argument("--discipline", default="fifo",
+                    choices=["fifo", "round_robin", "priority", "priority_preemptive"],
+                    help="the FN's order (docs/simulator.md; drain and drop only)")
     ap.add_argument("--deadline", type=float, default=30.0)
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--policy-module", metavar="FILE_OR_MODULE",
