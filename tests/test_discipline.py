@@ -29,7 +29,13 @@ from analysis.ctmc import (
 )
 from analysis.fidelity import replay
 from analysis.model_params import OutsideModel, exact_prediction
-from analysis.priority_chain import fn_class_service_stationary, fn_class_stationary, next_class
+from analysis.priority_chain import (
+    fn_class_service_stationary,
+    fn_class_stationary,
+    next_class,
+    tagged_component,
+)
+from analysis.response_time import ErlangMixture
 from fogsdn.local_rpc import recv_line
 from fogsdn.scenario import (
     Discipline,
@@ -465,6 +471,31 @@ def test_the_non_preemptive_chain_sums_to_the_fifo_fn_chain() -> None:
             for m in range(p.cap_f + 1 - h):
                 by_total[:, h + m] += q[:, h, m, :].sum(axis=-1)
         assert by_total == pytest.approx(st.p_fn, abs=1e-12), d
+
+
+def test_the_tagged_hp_under_priority_is_its_closed_form() -> None:
+    """Non-preemptive priority: a tagged HP waits for the one in service (whatever its
+    class), the HP waiting ahead, then its own service: an Erlang mixture. The general
+    tagged chain must give the same distribution."""
+    p = ModelParams(scheme="proposed", lam_hp=0.35, lam_lp=0.7, mu_f=1.0, mu_of=0.3,
+                    cap_f=15, cap_o=6, eta=0.4, xi=0.2, discipline_f="priority")
+    (hp_f, _), (lp_f, _) = routing(p, "hp"), routing(p, "lp")
+    q = fn_class_service_stationary(p.lam_hp * hp_f, p.lam_lp * lp_f, p.mu_f, p.cap_f,
+                                    availability_states(p), p.eta, p.xi, "priority")
+    w = np.zeros(p.cap_f + 1)  # w[i]: i + 1 stages
+    for a in (0, 1):
+        for h in range(p.cap_f + 1):
+            for m in range(p.cap_f - h):
+                for c in (0, 1):
+                    waiting_hp = h - (c == 0)
+                    w[0 if h + m == 0 else 1 + waiting_hp] += hp_f[a] * q[a, h, m, c]
+    closed = ErlangMixture(w, p.mu_f)
+    chain = tagged_component(q, 0, hp_f, p.lam_hp * hp_f, p.lam_lp * lp_f, p.mu_f,
+                             availability_states(p), p.eta, p.xi, "priority")
+    assert chain is not None
+    assert chain.t_complete == pytest.approx(closed.t_complete, rel=1e-9)
+    t = np.array([0.5, 2.0, 8.0, 25.0])
+    assert chain.completed_by(t) == pytest.approx(closed.completed_by(t), abs=1e-12)
 
 
 def test_the_next_class_rule_is_the_class_queues() -> None:
