@@ -15,6 +15,7 @@ digits (`linsolve.checked_stationary`). Pure: no I/O.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Literal
@@ -24,6 +25,7 @@ import scipy.sparse as sp
 
 from analysis import linsolve
 from analysis.linsolve import GTH_MAX_FLOPS, A, Chain, U, checked_sparse, gth_levels, joint_method
+from analysis.priority_chain import DISCIPLINES_F, fn_class_components
 from analysis.response_time import (
     Among,
     ClassResponse,
@@ -53,7 +55,9 @@ class ModelParams:
 
     `servers_*`: `single` is one FIFO server (rate mu while non-empty); `multi` is
     C servers and no waiting room (rate n*mu). With eta = xi = 0 the OFN never
-    changes state and `initial_available` says which state that is.
+    changes state and `initial_available` says which state that is. `discipline_f`:
+    the FN's order, `fifo`, `round_robin`, `priority` or `priority_preemptive`
+    (`analysis.priority_chain`, under drain and drop).
     """
 
     scheme: Scheme
@@ -71,6 +75,7 @@ class ModelParams:
     servers_o: ServersKind = "single"
     deadline: float = 30.0
     initial_available: bool = True
+    discipline_f: str = "fifo"
 
     def __post_init__(self) -> None:
         validate(self)
@@ -132,6 +137,15 @@ def validate(p: ModelParams) -> None:
             raise ModelError(f"mu_of must be > 0 for scheme {p.scheme}, got {p.mu_of}")
     elif p.cap_o < 0:
         raise ModelError(f"cap_o must be >= 0, got {p.cap_o}")
+    if p.discipline_f not in DISCIPLINES_F:
+        raise ModelError(f"discipline_f must be one of {', '.join(DISCIPLINES_F)}, "
+                         f"got {p.discipline_f!r}")
+    if p.discipline_f != "fifo":
+        if p.servers_f != "single":
+            raise ModelError(f"discipline_f {p.discipline_f} needs servers_f single")
+        if p.leave == "handoff" and p.has_ofn and len(availability_states(p)) == 2:
+            raise ModelError(f"discipline_f {p.discipline_f}: a handoff moves tasks into "
+                             "the FN; the model has it under drain and drop")
 
 
 # -- rates ---------------------------------------------------------------------------
@@ -369,15 +383,27 @@ PERCENTILES: tuple[tuple[str, float], ...] = (
 )
 
 
+@functools.lru_cache(maxsize=16)
+def _priority_fn(p: ModelParams) -> tuple[Component | None, Component | None]:
+    """The FN's part of the HP and the LP response under its class discipline."""
+    (hp_f, _), (lp_f, _) = routing(p, "hp"), routing(p, "lp")
+    return fn_class_components(p.lam_hp * hp_f, p.lam_lp * lp_f, hp_f, lp_f, p.mu_f,
+                               p.cap_f, availability_states(p), p.eta, p.xi, p.discipline_f)
+
+
 def class_response(p: ModelParams, st: Stationary, cls: str) -> ClassResponse:
     """Where an arrival of `cls` goes (PASTA) and what happens to it there."""
     rf, ro = routing(p, cls)
     cf = p.cap_f
     wf = rf @ st.p_fn  # per k: P(sent to FN and finds k there)
     comps: list[Component] = []
-    blocking = float(wf[cf])
+    blocking = float(wf[cf])  # the FN's total count: the same under every discipline
     multi_f = p.servers_f == "multi"
-    if wf[:cf].sum() > 0:
+    if wf[:cf].sum() > 0 and p.discipline_f != "fifo":
+        fn_comp = _priority_fn(p)[CLASSES.index(cls)]
+        if fn_comp is not None:
+            comps.append(fn_comp)
+    elif wf[:cf].sum() > 0:
         w = np.array([wf[:cf].sum()]) if multi_f else wf[:cf]
         comps.append(ErlangMixture(w, p.mu_f))
     if p.has_ofn and ro[A] > 0:

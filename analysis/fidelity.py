@@ -2,7 +2,8 @@
 
 Comparing emulated means with the exact model needs long runs (the LP queue's
 variance is large). Replaying the very requests a node received, at the instants it
-received them, with their nominal service times, through an ideal FIFO node gives the
+received them, with their nominal service times, through an ideal node (FIFO, or the
+node's discipline: `ClassQueue`, the worker's own) gives the
 sojourn each request *should* have had on that path: the per-request difference
 isolates what the emulation added (timer overshoot, scheduling jitter), with a far
 smaller variance than the gap to the model.
@@ -19,9 +20,9 @@ import numpy as np
 
 from analysis.metrics import MeanCI, batch_means_ci
 from controller.policies import ClusterView, Policy, RouteTable
-from fogsdn.scenario import NodeSpec, TaskClass
+from fogsdn.scenario import Discipline, NodeSpec, TaskClass
 from fogsdn.trace import Outcome, TraceRow
-from nodes.service_queue import ServiceQueue
+from nodes.service_queue import ClassQueue, ServiceQueue
 
 
 @dataclass(frozen=True)
@@ -45,11 +46,31 @@ def replay_node(spec: NodeSpec, rows: Iterable[TraceRow]) -> NodeFidelity:
     got = sorted((r for r in rows if r.node == spec.name and r.outcome in
                   (Outcome.OK, Outcome.BLOCKED) and not math.isnan(r.nominal_ms)),
                  key=_arrival)
-    queue = ServiceQueue(spec.capacity, spec.servers)  # the worker's own node model
     diffs: list[float] = []
     ideal: list[float] = []
     measured: list[float] = []
     disagree = 0
+    if spec.discipline is not Discipline.FIFO:  # ends known once the queue has run on
+        cq: ClassQueue[TraceRow] = ClassQueue(spec.capacity, spec.discipline)
+        held = []
+        for r in got:
+            t = _arrival(r)
+            job = cq.admit(t, r.cls == TaskClass.HP.value, r.nominal_ms, r)
+            if job is None or r.outcome is Outcome.BLOCKED:
+                disagree += (job is None) == (r.outcome is Outcome.OK)
+                continue
+            held.append((job, t, r))
+        cq.advance(math.inf)
+        for job, t, r in held:
+            ideal.append(job.end - t)
+            measured.append(r.node_ms)
+            diffs.append(r.node_ms - (job.end - t))
+        return NodeFidelity(
+            spec.name, len(diffs),
+            float(np.mean(ideal)) if ideal else math.nan,
+            float(np.mean(measured)) if measured else math.nan,
+            batch_means_ci(diffs), disagree)
+    queue = ServiceQueue(spec.capacity, spec.servers)  # the worker's own node model
     for r in got:
         t = _arrival(r)
         admitted = queue.admit(t, r.nominal_ms)

@@ -19,7 +19,7 @@ from analysis.policy_chain import PolicyPrediction, predict_policy
 from analysis.policy_probe import PolicyOutsideModel
 from controller.policies import Basic, NoDiff, Prioritized, make_policy
 from controller.policies.base import PolicyError
-from fogsdn.scenario import Role, Scenario
+from fogsdn.scenario import Discipline, Role, Scenario
 
 AnyPrediction = Prediction | PolicyPrediction
 CLOSED_SCHEMES: tuple[type, ...] = (Prioritized, NoDiff, Basic)
@@ -30,6 +30,26 @@ POLICY_TO_SCHEME: dict[str, str] = {"prioritized": "proposed", "nodiff": "nodiff
 
 class OutsideModel(ValueError):
     """The scenario is valid but the CTMC does not describe it; the message says why."""
+
+
+class DisciplineOutsideModel(OutsideModel):
+    """A node's discipline that no chain has: no other chain is tried (the policy chain
+    has FIFO nodes only), so the reason names the field."""
+
+
+def _fn_discipline(scenario: Scenario, scheme: str) -> str:
+    """The FN's discipline as the closed chain takes it, or DisciplineOutsideModel.
+
+    The chain has every discipline at the FN (`analysis.priority_chain`). An OFN's order
+    matters only where it holds both classes (nodiff): under the proposed scheme it
+    holds LP alone."""
+    fn = scenario.nodes_with(Role.FN)[0]
+    for ofn in scenario.nodes_with(Role.OFN):
+        if ofn.discipline is not Discipline.FIFO and scheme == "nodiff":
+            raise DisciplineOutsideModel(
+                f"nodes.{ofn.name}.discipline: {ofn.discipline.value} at an OFN that holds "
+                "both classes (nodiff) is outside the exact chains; simulate it")
+    return fn.discipline.value
 
 
 def model_params_from_scenario(scenario: Scenario) -> ModelParams:
@@ -58,6 +78,7 @@ def model_params_from_scenario(scenario: Scenario) -> ModelParams:
     fn = fns[0]
     ofn = ofns[0] if ofns else None
     scheme = POLICY_TO_SCHEME[policy] if ofn is not None else "basic"
+    discipline_f = _fn_discipline(scenario, scheme)
     churn = scenario.churn
     try:
         return ModelParams(
@@ -76,8 +97,12 @@ def model_params_from_scenario(scenario: Scenario) -> ModelParams:
             servers_o=(ofn.servers.value if ofn is not None else "single"),  # type: ignore[arg-type]
             deadline=scenario.deadline_ms,
             initial_available=churn.initial != "unavailable",
+            discipline_f=discipline_f,
         )
     except ModelError as err:
+        if str(err).startswith("discipline_f"):
+            raise DisciplineOutsideModel(f"nodes.{fn.name}.discipline: "
+                                         f"{str(err).removeprefix('discipline_f ')}") from None
         raise OutsideModel(str(err)) from None
 
 
@@ -102,6 +127,8 @@ def exact_prediction(scenario: Scenario, max_states: int = MAX_STATES) -> AnyPre
     if type(policy) in CLOSED_SCHEMES:
         try:
             return predict(model_params_from_scenario(scenario))
+        except DisciplineOutsideModel:
+            raise
         except OutsideModel:
             pass  # several nodes, a cloud: the policy chain below
     try:

@@ -11,7 +11,7 @@ import numpy as np
 
 from analysis.policy_probe import NodeSpecView, PolicyOutsideModel
 from controller.policies.base import Policy, is_per_request
-from fogsdn.scenario import LeaveMode, Role, Scenario, Servers
+from fogsdn.scenario import Discipline, LeaveMode, Role, Scenario, Servers
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,10 @@ def policy_model(scenario: Scenario, policy: Policy) -> PolicyModel:
     if size.distribution != "exponential":
         raise PolicyOutsideModel(f"task sizes are {size.distribution}; the model needs "
                                  "exponential")
+    for n in scenario.nodes:
+        if n.discipline is not Discipline.FIFO:
+            raise PolicyOutsideModel(f"nodes.{n.name}.discipline: {n.discipline.value}: the "
+                                     "policy chain has FIFO nodes only; simulate it")
     nodes = tuple(NodeSpecView(n.name, n.role, n.capacity, n.mu, n.mu / size.mean,
                                n.servers is Servers.MULTI) for n in scenario.nodes)
     ch = scenario.churn

@@ -50,6 +50,21 @@ class Servers(StrEnum):
     MULTI = "multi"
 
 
+class Discipline(StrEnum):
+    """Which waiting request a single-server node serves next (docs/simulator.md).
+
+    fifo: in arrival order. round_robin: alternate between the HP and the LP queue
+    (each FIFO; the other class than the one served last when both wait).
+    priority: HP before LP, non-preemptive. priority_preemptive: HP before LP, and an
+    HP arrival preempts an LP in service, which resumes later with the work it has
+    left (preempt-resume)."""
+
+    FIFO = "fifo"
+    ROUND_ROBIN = "round_robin"
+    PRIORITY = "priority"
+    PRIORITY_PREEMPTIVE = "priority_preemptive"
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -184,6 +199,8 @@ class NodeSpec(_Frozen):
     # `capacity` then holds the midpoint until an engine draws (fogsdn.streams)
     capacity_range: tuple[int, int] | None = None
     servers: Servers = Servers.SINGLE
+    # which waiting request the server takes next; anything but fifo needs one server
+    discipline: Discipline = Discipline.FIFO
     power: ServerPower = ServerPower()
     # live only: the node's container (docs/containers.md); None leaves it unlimited
     cpu: float | None = Field(None, gt=0, le=1024, description="CPU limit in cores (CFS quota)")
@@ -210,6 +227,9 @@ class NodeSpec(_Frozen):
         r = self.capacity_range
         if r is not None and not 1 <= r[0] <= self.capacity <= r[1]:
             raise ValueError("capacity_range: [lo, hi] with 1 <= lo <= capacity <= hi")
+        if self.discipline is not Discipline.FIFO and self.servers is Servers.MULTI:
+            raise ValueError(f"discipline: {self.discipline.value} needs servers: single "
+                             "(a multi node serves everything it holds at once)")
         return self
 
 
@@ -296,6 +316,11 @@ class Scenario(_Frozen):
             raise ValueError(f"node names must be unique, got {names}")
         if not any(n.role is Role.FN for n in self.nodes):
             raise ValueError("nodes need at least one node with role fn")
+        if self.workload.work == "cpu":
+            for n in self.nodes:
+                if n.discipline is not Discipline.FIFO:
+                    raise ValueError(f"nodes.{n.name}.discipline: {n.discipline.value} needs "
+                                     "workload.work model (cpu work is served in arrival order)")
         if self.workload.work == "cpu" and self.churn.leave is LeaveMode.HANDOFF:
             raise ValueError("workload.work cpu cannot hand off a task in service: "
                              "use churn.leave drain or drop")

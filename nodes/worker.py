@@ -2,8 +2,12 @@
 
 One `ServiceQueue` (capacity C, FIFO single server or C servers), exponential work
 carried by each request as `size`, served in size/mu model ms stretched by the time
-scale. A full node replies `blocked` at once. Replies leave at the scheduled
-absolute end of service, so timer overshoot never accumulates; each reply carries the
+scale. A single server with another `--discipline` (round robin between the classes,
+HP priority, preemptive or not; the class is the request's `cls`) holds a `ClassQueue`
+instead, the simulator's own: a request's end is then known when it starts, and the
+completion thread starts the next one at the previous one's scheduled end.
+A full node replies `blocked` at once. Replies leave at the scheduled absolute end of
+service, so timer overshoot never accumulates; each reply carries the
 request's own wait and achieved service time. A Unix control socket (filesystems are
 shared across Mininet hosts, networks are not) answers `stats` and `drop`.
 
@@ -22,6 +26,7 @@ import argparse
 import heapq
 import itertools
 import json
+import math
 import os
 import signal
 import socket
@@ -36,7 +41,7 @@ from typing import IO, Any
 
 from fogsdn import rx_stamp
 from fogsdn.local_rpc import recv_line, send_json, unix_call
-from fogsdn.scenario import Servers, TaskClass
+from fogsdn.scenario import Discipline, Servers, TaskClass
 from nodes.cpu_work import CpuServers, CpuTask
 from nodes.protocol import (
     MAX_REQUEST_BYTES,
@@ -47,7 +52,7 @@ from nodes.protocol import (
     parse_request,
 )
 from nodes.realtime import go_realtime
-from nodes.service_queue import ServiceQueue
+from nodes.service_queue import ClassQueue, Job, ServiceQueue
 
 READ_TIMEOUT_S = 5.0  # for the whole request line, not per read
 MAX_READING = 256  # connections whose request line is still being read
@@ -84,7 +89,8 @@ class Worker:
                  time_scale: float, events: IO[str] | None = None,
                  max_size: float = float("inf"), read_timeout_s: float = READ_TIMEOUT_S,
                  bytes_per_ms: float | None = None,
-                 kill_after: float = float("inf")) -> None:
+                 kill_after: float = float("inf"),
+                 discipline: Discipline = Discipline.FIFO) -> None:
         self.name = name
         self.mu = mu
         self.kill_after = kill_after  # TAGS stage limit (size units): serve up to it, then kill
@@ -93,6 +99,13 @@ class Worker:
         self._reading = 0
         self.ms_real = time_scale / 1000.0  # real seconds per model ms
         self.queue = ServiceQueue(capacity, servers)
+        if discipline is not Discipline.FIFO and (servers is Servers.MULTI
+                                                  or bytes_per_ms is not None):
+            raise ValueError(f"discipline {discipline.value} needs one server and model work")
+        # not FIFO: the held requests, each a _Pending whose start and end are set when
+        # it completes (or leaves); None: `queue` and `_pending` as always
+        self.ordered: ClassQueue[_Pending] | None = (
+            None if discipline is Discipline.FIFO else ClassQueue(capacity, discipline))
         self._pending: list[_Pending] = []
         self._seq = itertools.count()
         self._cond = threading.Condition()
@@ -153,6 +166,9 @@ class Worker:
                 self._reply_now(conn, encode_reply(id=req.id, status="blocked", node=self.name,
                                                    nominal_ms=nominal_ms))
             return
+        if self.ordered is not None:
+            self._admit_ordered(conn, req, arrival, nominal_ms, killed)
+            return
         with self._cond:
             adm = self.queue.admit(arrival, nominal_ms * self.ms_real)
             if adm is None:
@@ -164,6 +180,23 @@ class Worker:
                                                        str(req.cls), req.client, killed))
                 self._cond.notify()
         if adm is None:
+            self._reply_now(conn, encode_reply(id=req.id, status="blocked", node=self.name,
+                                               nominal_ms=nominal_ms))
+
+    def _admit_ordered(self, conn: socket.socket, req: TaskRequest, arrival: float,
+                       nominal_ms: float, killed: bool) -> None:
+        """Hold a request in the ClassQueue (or block it); the completion thread is woken,
+        since it may now have an earlier end to wait for (an idle server, a preemption)."""
+        assert self.ordered is not None
+        p = _Pending(math.nan, next(self._seq), conn, req.id, arrival, math.nan, nominal_ms,
+                     str(req.cls), req.client, killed)
+        with self._cond:
+            job = self.ordered.admit(arrival, req.cls is TaskClass.HP,
+                                     nominal_ms * self.ms_real, p)
+            self.counts["blocked" if job is None else "admitted"] += 1
+            if job is not None:
+                self._cond.notify()
+        if job is None:
             self._reply_now(conn, encode_reply(id=req.id, status="blocked", node=self.name,
                                                nominal_ms=nominal_ms))
 
@@ -207,6 +240,9 @@ class Worker:
         thread wakes SPIN_S early and spins the rest of the way outside the lock. With
         `--realtime` every thread of the worker runs SCHED_FIFO (see main).
         """
+        if self.ordered is not None:
+            self._serve_ordered(self.ordered)
+            return
         while not self._stop.is_set():
             with self._cond:
                 if not self._pending:
@@ -219,14 +255,47 @@ class Worker:
                 p = heapq.heappop(self._pending)
                 self.counts["completed"] += 1
                 self._busy_done += p.end - p.start
-            while time.monotonic() < p.end:
-                pass
-            done = time.monotonic()
-            s = self.ms_real
-            self._reply_now(p.conn, encode_reply(
-                id=p.rid, status="killed" if p.killed else "ok", node=self.name,
-                wait_ms=(p.start - p.arrival) / s, service_ms=(done - p.start) / s,
-                node_ms=(done - p.arrival) / s, nominal_ms=p.nominal_ms))
+            self._reply_at_end(p)
+
+    def _serve_ordered(self, q: ClassQueue[_Pending]) -> None:
+        """`serve_completions` for a ClassQueue: when the request in service is about to
+        end, move the queue's clock to that end (which starts the next one there), then
+        reply to what finished."""
+        while not self._stop.is_set():
+            with self._cond:
+                if not q.done:
+                    end = q.next_end()
+                    if end is None:
+                        self._cond.wait(0.2)
+                        continue
+                    wait = end - time.monotonic()
+                    if wait > SPIN_S:
+                        self._cond.wait(min(wait - SPIN_S, 1.0))
+                        continue
+                    q.advance(end)
+                p = self._ended(q.done.pop(0))
+                self.counts["completed"] += 1
+            self._reply_at_end(p)
+
+    @staticmethod
+    def _ended(job: Job[_Pending]) -> _Pending:
+        """The request of a finished (or taken away) job, its start set so that end -
+        start is the service it got (preempted stints included) and start - arrival
+        the time it waited."""
+        p = job.payload
+        p.end = job.end
+        p.start = job.start - job.served
+        return p
+
+    def _reply_at_end(self, p: _Pending) -> None:
+        while time.monotonic() < p.end:
+            pass
+        done = time.monotonic()
+        s = self.ms_real
+        self._reply_now(p.conn, encode_reply(
+            id=p.rid, status="killed" if p.killed else "ok", node=self.name,
+            wait_ms=(p.start - p.arrival) / s, service_ms=(done - p.start) / s,
+            node_ms=(done - p.arrival) / s, nominal_ms=p.nominal_ms))
 
     def _cpu_done(self, task: CpuTask, start: float, end: float) -> None:
         """A real-work task finished on a server thread: reply with what it took."""
@@ -253,10 +322,13 @@ class Worker:
                 self._log(event="dropped", id=t.payload[1], t=time.monotonic())
             return len(waiting)
         with self._cond:
-            victims, self._pending = self._pending, []
             now = time.monotonic()
-            self._busy_done += self._busy_in(victims, now)
-            self.queue.clear(now)
+            if self.ordered is not None:
+                victims = [j.payload for j in self.ordered.clear(now)]
+            else:
+                victims, self._pending = self._pending, []
+                self._busy_done += self._busy_in(victims, now)
+                self.queue.clear(now)
             self.counts["dropped"] += len(victims)
         for p in victims:
             _abort(p.conn)
@@ -274,9 +346,12 @@ class Worker:
         """
         now = time.monotonic()
         with self._cond:
-            victims, self._pending = sorted(self._pending), []
-            self._busy_done += self._busy_in(victims, now)
-            self.queue.clear(now)
+            if self.ordered is not None:  # in service first, then as it would serve them
+                victims = [self._moving(j, now) for j in self.ordered.clear(now)]
+            else:
+                victims, self._pending = sorted(self._pending), []
+                self._busy_done += self._busy_in(victims, now)
+                self.queue.clear(now)
             self.counts["handed_off"] = self.counts.get("handed_off", 0) + len(victims)
         moves = []
         for p in victims:
@@ -293,6 +368,14 @@ class Worker:
         for p, fn in moves:  # in arrival order at the FN; answers come back in parallel
             threading.Thread(target=self._relay, args=(p, fn), daemon=True).start()
         return len(victims)
+
+    @staticmethod
+    def _moving(job: Job[_Pending], now: float) -> _Pending:
+        """A job taken away at `now`, as a pending request whose work left is its end -
+        now (a preempted one's remainder; a never-started one's whole size)."""
+        p = job.payload
+        p.start, p.end = now, now + job.work
+        return p
 
     def _relay_failed(self, p: _Pending, why: str) -> None:
         self._reply_now(p.conn, encode_reply(id=p.rid, status="dropped", node=self.name,
@@ -340,17 +423,27 @@ class Worker:
         once a second and takes the difference as the node's utilisation (power)."""
         now = time.monotonic() if now is None else now
         with self._cond:
-            return self._busy_done + self._busy_in(self._pending, now)
+            return self._busy_now(now)
+
+    def _busy_now(self, now: float) -> float:
+        """Server-seconds so far (the caller holds the lock)."""
+        if self.ordered is not None:
+            return self._busy_done + self.ordered.busy_s(now)
+        return self._busy_done + self._busy_in(self._pending, now)
 
     def stats(self) -> dict[str, object]:
         now = time.monotonic()
         with self._cond:
-            busy = self._busy_done + self._busy_in(self._pending, now)
-            # single server: what it holds ends when its last pending task does
-            last_end = max((p.end for p in self._pending), default=now)
-            return {"node": self.name, "in_system": len(self._pending), **self.counts,
+            busy = self._busy_now(now)
+            if self.ordered is not None:
+                held, work_left = len(self.ordered), self.ordered.work_left(now)
+            else:
+                # single server: what it holds ends when its last pending task does
+                held = len(self._pending)
+                work_left = max((p.end for p in self._pending), default=now) - now
+            return {"node": self.name, "in_system": held, **self.counts,
                     "busy_s": busy, "t": now,
-                    "work_left_ms": max(0.0, last_end - now) / self.ms_real}
+                    "work_left_ms": max(0.0, work_left) / self.ms_real}
 
     def control(self, sock: socket.socket) -> None:
         while not self._stop.is_set():
@@ -413,6 +506,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mu", type=float, required=True)
     ap.add_argument("--capacity", type=int, required=True)
     ap.add_argument("--servers", choices=[s.value for s in Servers], default="single")
+    ap.add_argument("--discipline", choices=[d.value for d in Discipline], default="fifo",
+                    help="which waiting request a single server takes next (by `cls`)")
     ap.add_argument("--time-scale", type=float, required=True, help="real ms per model ms")
     ap.add_argument("--control", required=True, help="Unix socket path for control commands")
     ap.add_argument("--events", help="JSON-lines file for drops, errors and final counts")
@@ -436,6 +531,10 @@ def main(argv: list[str] | None = None) -> int:
     if a.bytes_per_ms is not None and not a.bytes_per_ms > 0:
         print("worker: --bytes-per-ms must be > 0", file=sys.stderr)
         return 2
+    if a.discipline != "fifo" and (a.servers != "single" or a.bytes_per_ms is not None):
+        print("worker: --discipline other than fifo needs --servers single and model work",
+              file=sys.stderr)
+        return 2
     if not a.max_size > 0 or not a.kill_after > 0:
         print("worker: --max-size and --kill-after must be > 0", file=sys.stderr)
         return 2
@@ -453,7 +552,8 @@ def main(argv: list[str] | None = None) -> int:
     events = open(a.events, "a") if a.events else None  # noqa: SIM115
     w = Worker(a.name, a.mu, a.capacity, Servers(a.servers), a.time_scale, events,
                max_size=a.max_size, read_timeout_s=a.read_timeout,
-               bytes_per_ms=a.bytes_per_ms, kill_after=a.kill_after)
+               bytes_per_ms=a.bytes_per_ms, kill_after=a.kill_after,
+               discipline=Discipline(a.discipline))
     srv = socket.create_server((a.host, a.port), backlog=512, reuse_port=False)
     rx_stamp.enable(srv)  # a request arrives when the kernel has it (fogsdn/rx_stamp.py)
     srv.settimeout(0.2)

@@ -106,7 +106,8 @@ class QueueingRun:
             self.supervisor.record.paths.append(str(ctl))
             argv = ["nodes.worker", "--name", node.name, "--port", "9000",
                     "--mu", repr(node.mu), "--capacity", str(node.capacity),
-                    "--servers", node.servers.value, "--time-scale", repr(self.sc.time_scale),
+                    "--servers", node.servers.value, "--discipline", node.discipline.value,
+                    "--time-scale", repr(self.sc.time_scale),
                     "--control", str(ctl),
                     "--events", str(self.out.resolve() / f"worker-{node.name}.jsonl"),
                     "--max-size", repr(max_task_size(self.sc.workload.size)), *work,

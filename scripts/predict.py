@@ -57,6 +57,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--alpha", type=float, default=0.5)
     ap.add_argument("--leave", choices=["drain", "handoff", "drop"], default="drain")
     ap.add_argument("--servers", choices=["single", "multi"], default="single")
+    ap.add_argument("--discipline", default="fifo",
+                    choices=["fifo", "round_robin", "priority", "priority_preemptive"],
+                    help="the FN's order (docs/simulator.md; drain and drop only)")
     ap.add_argument("--deadline", type=float, default=30.0)
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--policy-module", metavar="FILE_OR_MODULE",
@@ -114,6 +117,7 @@ def _params(ns: argparse.Namespace) -> ModelParams:
         scheme=ns.scheme, lam_hp=ns.lam_hp, lam_lp=ns.lam_lp, mu_f=ns.mu_f, mu_of=ns.mu_of,
         cap_f=ns.cap_f, cap_o=ns.cap_o, eta=ns.eta, xi=ns.xi, alpha=ns.alpha, leave=ns.leave,
         servers_f=ns.servers, servers_o=ns.servers, deadline=ns.deadline,
+        discipline_f=ns.discipline,
     )
 
 
@@ -126,7 +130,8 @@ def _fmt(x: object) -> str:
 
 
 def header(p: ModelParams) -> str:
-    return (f"scheme={p.scheme} leave={p.leave} servers={p.servers_f}/{p.servers_o} "
+    order = f" discipline={p.discipline_f}" if p.discipline_f != "fifo" else ""
+    return (f"scheme={p.scheme} leave={p.leave} servers={p.servers_f}/{p.servers_o}{order} "
             f"deadline={p.deadline:g} ms")
 
 

@@ -74,9 +74,18 @@ from controller.policies import (
 from controller.rt_measure import PathStats
 from fogsdn.churn import ofn_changes
 from fogsdn.latency import node_net_ms
-from fogsdn.scenario import LeaveMode, Role, Scenario, Servers, TaskClass, scenario_graph
+from fogsdn.scenario import (
+    Discipline,
+    LeaveMode,
+    Role,
+    Scenario,
+    Servers,
+    TaskClass,
+    scenario_graph,
+)
 from fogsdn.streams import BLOCK, Stream, draw_capacities, python_stream, replication_seed
 from fogsdn.workload import arrival_blocks, client_names, hp_share
+from nodes.service_queue import ClassQueue
 
 OK, BLOCKED, TIMEOUT, LOST = 0, 1, 2, 3
 KILLED = 4  # held at a host that will kill it at its stage limit; never a row
@@ -166,7 +175,12 @@ def simulate(
     mus = [n.mu for n in nodes]
     inv_mu = [1.0 / n.mu for n in nodes]
     multi = [n.servers is Servers.MULTI for n in nodes]
-    held: list[Any] = [[] if multi[k] else deque() for k in range(nn)]
+    # a single node that does not serve in arrival order is a ClassQueue (shared with
+    # the worker); its completions are known only when each request starts
+    ordered = [n.discipline is not Discipline.FIFO for n in nodes]
+    special = [multi[k] or ordered[k] for k in range(nn)]  # not the inlined FIFO path
+    held: list[Any] = [[] if multi[k] else ClassQueue(caps[k], nodes[k].discipline)
+                       if ordered[k] else deque() for k in range(nn)]
     # what a view tells policies besides load: power figures and each path's network time
     net = node_net_ms(scenario, policy.paths(scenario_graph(scenario)))
     base_view = [node_view(nodes[k], True, net.get(names[k])) for k in range(nn)]
@@ -258,6 +272,11 @@ def simulate(
     staged = stage_table(ClusterView(tuple(base_view)))[2]
     kill_at, next_at, has_stages = stage_table(state_view())
     staged = staged or has_stages
+    if staged and any(ordered):
+        k = ordered.index(True)
+        raise ValueError(f"nodes.{names[k]}.discipline: {nodes[k].discipline.value} cannot be "
+                         f"simulated with policy {policy.name}, which kills and restarts "
+                         "tasks (only fifo can)")
 
     # -- kills: (t, event id, next node, seq, client, cls, size, t_send, busy, wasted,
     #    hosts), in time order; a kill the churn made void is in `void` ----------------
@@ -288,6 +307,11 @@ def simulate(
         if multi[k]:
             while h and h[0][0] <= t:
                 settle(heapq.heappop(h))
+        elif ordered[k]:
+            h.advance(t)
+            if h.done:
+                for job in h.take_done():
+                    settle((job.end, *job.payload))
         else:
             while h and h[0][0] <= t:
                 settle(h.popleft())
@@ -299,6 +323,9 @@ def simulate(
         if multi[k]:
             done = t + svc
             heapq.heappush(held[k], (done, *rec_tail))
+        elif ordered[k]:  # not staged (refused above): its end is not needed
+            held[k].admit(t, rec_tail[3] == 0, svc, rec_tail)
+            done = NAN
         else:
             start = last[k] if last[k] > t else t
             done = start + svc
@@ -358,8 +385,11 @@ def simulate(
         if up or churn.leave is LeaveMode.DRAIN:
             return
         h = held[k]
-        recs = sorted(h, key=lambda r: r[6]) if multi[k] else list(h)
-        h.clear()
+        if ordered[k]:  # each with the work it has left, as if in service: t + left
+            recs = [(t + job.work, *job.payload) for job in h.clear(t)]
+        else:
+            recs = sorted(h, key=lambda r: r[6]) if multi[k] else list(h)
+            h.clear()
         last[k] = t
         for r in recs:
             if r[1]:  # it would have been killed here and restarted: no longer
@@ -372,7 +402,7 @@ def simulate(
         advance(fn0, t)
         note = f"handoff from {names[k]} at {t:.6f}"
         for i, r in enumerate(recs):
-            in_service = i == 0 or multi[k]
+            in_service = i == 0 or special[k]
             if r[1]:  # killed at this stage: all the work it has left moves
                 left_here = max(0.0, r[0] - t) if in_service else r[9]
                 svc = (r[5] - (r[9] - left_here) * mus[k]) * inv_mu[fn0]
@@ -409,6 +439,7 @@ def simulate(
                              multi_server=multi[k], power_idle_w=idle_w[k],
                              power_max_w=max_w[k], net_ms=net_ms[k],
                              work_left=sum(r[0] - t for r in held[k]) if multi[k]
+                             else held[k].work_left(t) if ordered[k]
                              else (last[k] - t if last[k] > t else 0.0),
                              measured_rt_ms=measured.recent(names[k]) if measured else None)
                     for k in range(nn)
@@ -438,7 +469,7 @@ def simulate(
     cu: Sequence[float] = ()
     cl: Sequence[int] = ()
     sz: Sequence[float] = ()
-    popleft_of = [None if multi[k] else held[k].popleft for k in range(nn)]
+    popleft_of = [None if special[k] else held[k].popleft for k in range(nn)]
     while n < max_n:
         if j == BLOCK:
             block = next(blocks)
@@ -478,15 +509,21 @@ def simulate(
             arrive(t, k, seq, c, cls, size, t, 0.0, 0.0, "")
             if kills and kills[0][0] < t_next:
                 t_next = kills[0][0]
-        elif multi[k]:
-            while h and h[0][0] <= t:
-                settle(heapq.heappop(h))
+        elif special[k]:
+            if multi[k]:
+                while h and h[0][0] <= t:
+                    settle(heapq.heappop(h))
+            else:
+                advance(k, t)
             if len(h) >= caps[k] or not avail[k]:
                 out_append((t, BLOCKED, seq, c, cls, size, t, k, NAN, NAN,
                             "" if avail[k] else "node unavailable"))
-            else:
+            elif multi[k]:
                 svc = size * inv_mu[k]
                 heapq.heappush(h, (t + svc, OK, seq, c, cls, size, t, k, svc, svc))
+            else:
+                svc = size * inv_mu[k]
+                h.admit(t, cls == 0, svc, (OK, seq, c, cls, size, t, k, svc, svc))
         else:
             if h and h[0][0] <= t:
                 pop = popleft_of[k]
@@ -517,7 +554,8 @@ def simulate(
         t_kill = next_kill()
         if t_kill <= t_churn:
             if t_kill == INF:  # no more events: every node finishes what it holds
-                end = max(end, max(max(r[0] for r in h) for h in held if h))
+                end = max(end, max(h.last_end() if ordered[k] else max(r[0] for r in h)
+                                   for k, h in enumerate(held) if h))
                 for k in range(nn):
                     advance(k, INF)
                 break

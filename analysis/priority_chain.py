@@ -1,0 +1,285 @@
+"""Seed 000's FN under a class discipline, exactly (issue 22).
+
+With exponential service the FN serves whatever it holds at rate mu whatever the
+order (every discipline here is work-conserving; preemption is preempt-resume), so
+its total count, and every class's blocking (capacity counts both), are the FIFO
+chain's. Per class they are not:
+
+* `priority_preemptive`: the FN's state is (a, h, l), HP and LP held, served HP
+  first. A tagged HP finds h HP ahead and no one passes it (an LP never, a later HP
+  queues behind): Erlang(h+1, mu). A tagged LP waits for the h HP and l LP ahead and
+  every HP that arrives before it is done (each preempts it); HP arrivals are blocked
+  when the FN is full, which counts the LP that came after it: (a, h, ahead, behind).
+* `priority` (non-preemptive) and `round_robin`: which class goes next depends on the
+  class in service, so the state is (a, h, l, s). A tagged request of class X is
+  followed through (a, X ahead, Y held, X behind, class in service), then its own
+  service; the discipline's rule picks the next class at each completion, exactly as
+  `nodes.service_queue.ClassQueue` does.
+
+Exact under `drain` and `drop`, where the FN's counts are a chain of their own; a
+handoff moves tasks into the FN and is outside this model. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from analysis import linsolve
+from analysis.response_time import AbsorbingChain, Component, ErlangMixture, TransientChain
+
+# the FN disciplines the closed chain has; fifo is `analysis.ctmc`'s own
+DISCIPLINES_F: tuple[str, ...] = ("fifo", "round_robin", "priority", "priority_preemptive")
+HP, LP = 0, 1
+
+
+def next_class(discipline: str, last: int, hp_waiting: bool, lp_waiting: bool) -> int | None:
+    """The class a non-preemptive discipline serves after a completion of class `last`
+    (None: nothing waits); `ClassQueue._pick`'s rule."""
+    if not hp_waiting and not lp_waiting:
+        return None
+    if not lp_waiting:
+        return HP
+    if not hp_waiting:
+        return LP
+    if discipline == "round_robin":
+        return LP if last == HP else HP
+    return HP  # priority
+
+
+def _generator(rows: list[int], cols: list[int], vals: list[float], n: int) -> sp.csr_matrix:
+    Q = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
+    Q.sum_duplicates()
+    return Q
+
+
+def fn_class_stationary(lam_hp: np.ndarray, lam_lp: np.ndarray, mu: float, cap: int,
+                        avail: tuple[int, ...], eta: float, xi: float) -> np.ndarray:
+    """P(a, h, l) of the FN under preemptive priority, as an array [2, cap+1, cap+1].
+
+    `lam_hp[a]`, `lam_lp[a]`: each class's arrival rate to the FN in availability a;
+    `avail`: the availability states the chain visits (A = 0 leaves at eta, U = 1
+    returns at xi, where both are visited)."""
+    states = [(a, h, m) for a in avail for h in range(cap + 1) for m in range(cap + 1 - h)]
+    index = {s: i for i, s in enumerate(states)}
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+
+    def add(i: int, to: tuple[int, int, int], rate: float) -> None:
+        if rate > 0:
+            rows.append(i)
+            cols.append(index[to])
+            vals.append(rate)
+
+    both = len(avail) == 2
+    for i, (a, h, m) in enumerate(states):
+        if h + m < cap:
+            add(i, (a, h + 1, m), lam_hp[a])
+            add(i, (a, h, m + 1), lam_lp[a])
+        if h > 0:
+            add(i, (a, h - 1, m), mu)
+        elif m > 0:
+            add(i, (a, h, m - 1), mu)
+        if both:
+            add(i, (1 - a, h, m), eta if a == 0 else xi)
+    Q = _generator(rows, cols, vals, len(states))
+    out = np.asarray(Q.sum(axis=1)).ravel()
+    pi, _ = linsolve.checked_stationary((Q - sp.diags(out)).tocsr())  # state 0: empty
+    p = np.zeros((2, cap + 1, cap + 1))
+    for (a, h, m), v in zip(states, pi, strict=True):
+        p[a, h, m] = v
+    return p
+
+
+def fn_class_service_stationary(lam_hp: np.ndarray, lam_lp: np.ndarray, mu: float, cap: int,
+                                avail: tuple[int, ...], eta: float, xi: float,
+                                discipline: str) -> np.ndarray:
+    """P(a, h, l, s) of the FN under a non-preemptive class discipline, as an array
+    [2, cap+1, cap+1, 2]; s is the class in service (HP on the empty state)."""
+    states = [(a, h, m, c) for a in avail for h in range(cap + 1) for m in range(cap + 1 - h)
+              for c in (HP, LP)
+              if (h == m == 0 and c == HP) or (c == HP and h > 0) or (c == LP and m > 0)]
+    index = {st: i for i, st in enumerate(states)}
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+
+    def add(i: int, to: tuple[int, int, int, int], rate: float) -> None:
+        if rate > 0:
+            rows.append(i)
+            cols.append(index[to])
+            vals.append(rate)
+
+    both = len(avail) == 2
+    for i, (a, h, m, c) in enumerate(states):
+        if h + m < cap:
+            empty = h + m == 0
+            add(i, (a, h + 1, m, HP if empty else c), lam_hp[a])
+            add(i, (a, h, m + 1, LP if empty else c), lam_lp[a])
+        if h + m > 0:
+            h2, m2 = h - (c == HP), m - (c == LP)
+            nxt = next_class(discipline, c, h2 > 0, m2 > 0)
+            add(i, (a, h2, m2, HP if nxt is None else nxt), mu)
+        if both:
+            add(i, (1 - a, h, m, c), eta if a == 0 else xi)
+    Q = _generator(rows, cols, vals, len(states))
+    out = np.asarray(Q.sum(axis=1)).ravel()
+    pi, _ = linsolve.checked_stationary((Q - sp.diags(out)).tocsr())  # state 0: empty
+    p = np.zeros((2, cap + 1, cap + 1, 2))
+    for (a, h, m, c), v in zip(states, pi, strict=True):
+        p[a, h, m, c] = v
+    return p
+
+
+def tagged_component(p_ahls: np.ndarray, cls: int, route: np.ndarray, lam_hp: np.ndarray,
+                     lam_lp: np.ndarray, mu: float, avail: tuple[int, ...], eta: float,
+                     xi: float, discipline: str) -> AbsorbingChain | None:
+    """A tagged request of class `cls` (X; Y the other) at the FN under a non-preemptive
+    discipline: (a, X waiting ahead, Y held, X behind, class in service) while it waits,
+    then one state for its own service. X behind never goes first, but counts for
+    capacity (it blocks later arrivals that would)."""
+    cap = p_ahls.shape[1] - 1
+    x, y = cls, 1 - cls
+    lam_x = lam_hp if x == HP else lam_lp
+    lam_y = lam_lp if x == HP else lam_hp
+    states = [(a, xa, yy, xb, c) for a in avail for c in (x, y) for xa in range(cap)
+              for yy in range(cap - xa) for xb in range(cap - xa - yy)
+              if (c == y and yy >= 1 and xa + yy + xb + 1 <= cap)
+              or (c == x and xa + 1 + yy + xb + 1 <= cap)]
+    n = len(states) + 1
+    serving = n - 1  # the tagged one in service: done at rate mu
+    index = {st: i for i, st in enumerate(states)}
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+    done = np.zeros(n)
+    done[serving] = mu
+    v0 = np.zeros(n)
+    both = len(avail) == 2
+
+    def add(i: int, j: int, rate: float) -> None:
+        if rate > 0:
+            rows.append(i)
+            cols.append(j)
+            vals.append(rate)
+
+    def after(a: int, xa: int, yy: int, xb: int, last: int) -> int:
+        """Where a completion of class `last` leaves it (Y held `yy`, X ahead `xa`)."""
+        hp_wait, lp_wait = (True, yy > 0) if x == HP else (yy > 0, True)
+        nxt = next_class(discipline, last, hp_wait, lp_wait)
+        if nxt == y:
+            return index[(a, xa, yy, xb, y)]
+        return index[(a, xa - 1, yy, xb, x)] if xa > 0 else serving
+
+    for i, (a, xa, yy, xb, c) in enumerate(states):
+        total = xa + (c == x) + yy + xb + 1
+        if total < cap:
+            add(i, index[(a, xa, yy, xb + 1, c)], lam_x[a])
+            add(i, index[(a, xa, yy + 1, xb, c)], lam_y[a])
+        if c == x:
+            add(i, after(a, xa, yy, xb, x), mu)
+        else:
+            add(i, after(a, xa, yy - 1, xb, y), mu)
+        if both:
+            add(i, index[(1 - a, xa, yy, xb, c)], eta if a == 0 else xi)
+    for a in avail:  # PASTA: an arrival finds (a, h, l, s) with room
+        if route[a] <= 0:
+            continue
+        for h in range(cap + 1):
+            for m in range(cap - h):
+                nx, ny = (h, m) if x == HP else (m, h)
+                for c in (HP, LP):
+                    w = route[a] * p_ahls[a, h, m, c]
+                    if w <= 0:
+                        continue
+                    if h + m == 0:
+                        v0[serving] += w
+                    elif c == x:
+                        v0[index[(a, nx - 1, ny, 0, x)]] += w
+                    else:
+                        v0[index[(a, nx, ny, 0, y)]] += w
+    if v0.sum() <= 0:
+        return None
+    T = _generator(rows, cols, vals, n)
+    out = np.asarray(T.sum(axis=1)).ravel() + done
+    return AbsorbingChain(TransientChain(T, out, done, np.zeros(n)), v0)
+
+
+def hp_component(p_ahl: np.ndarray, route_hp: np.ndarray, mu: float) -> ErlangMixture | None:
+    """A tagged HP at the FN: h HP ahead, Erlang(h+1, mu); weights per arrival."""
+    cap = p_ahl.shape[1] - 1
+    w = np.zeros(cap)
+    for a in (0, 1):
+        for h in range(cap):
+            w[h] += route_hp[a] * p_ahl[a, h, : cap - h].sum()
+    return ErlangMixture(w, mu) if w.sum() > 0 else None
+
+
+def lp_component(p_ahl: np.ndarray, route_lp: np.ndarray, lam_hp: np.ndarray,
+                 lam_lp: np.ndarray, mu: float, avail: tuple[int, ...], eta: float,
+                 xi: float) -> AbsorbingChain | None:
+    """A tagged LP at the FN, followed through (a, h, ahead, behind) until it is served."""
+    cap = p_ahl.shape[1] - 1
+    states = [(a, h, m, b) for a in avail for h in range(cap) for m in range(cap - h)
+              for b in range(cap - h - m)]  # h + m + b + 1 <= cap: the tagged one counts
+    n = len(states)
+    index = {s: i for i, s in enumerate(states)}
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+    done = np.zeros(n)
+    v0 = np.zeros(n)
+    both = len(avail) == 2
+
+    def add(i: int, to: tuple[int, int, int, int], rate: float) -> None:
+        if rate > 0:
+            rows.append(i)
+            cols.append(index[to])
+            vals.append(rate)
+
+    for i, (a, h, m, b) in enumerate(states):
+        if b == 0 and route_lp[a] > 0:
+            v0[i] = route_lp[a] * p_ahl[a, h, m]
+        if h + m + b + 1 < cap:
+            add(i, (a, h + 1, m, b), lam_hp[a])
+            add(i, (a, h, m, b + 1), lam_lp[a])
+        if h > 0:
+            add(i, (a, h - 1, m, b), mu)
+        elif m > 0:
+            add(i, (a, h, m - 1, b), mu)
+        else:
+            done[i] = mu
+        if both:
+            add(i, (1 - a, h, m, b), eta if a == 0 else xi)
+    if v0.sum() <= 0:
+        return None
+    T = _generator(rows, cols, vals, n)
+    out = np.asarray(T.sum(axis=1)).ravel() + done
+    chain = TransientChain(T, out, done, np.zeros(n))
+    return AbsorbingChain(chain, v0)
+
+
+def fn_class_components(lam_hp: np.ndarray, lam_lp: np.ndarray, route_hp: np.ndarray,
+                        route_lp: np.ndarray, mu: float, cap: int, avail: tuple[int, ...],
+                        eta: float, xi: float, discipline: str = "priority_preemptive"
+                        ) -> tuple[Component | None, Component | None]:
+    """The FN's part of each class's response under `discipline`: (HP, LP).
+
+    `lam_*[a]` are the class's rates into the FN, `route_*[a]` the share of the class's
+    arrivals sent there (per arrival weights), both per availability a."""
+    if discipline == "priority_preemptive":
+        p = fn_class_stationary(lam_hp, lam_lp, mu, cap, avail, eta, xi)
+        return (hp_component(p, route_hp, mu),
+                lp_component(p, route_lp, lam_hp, lam_lp, mu, avail, eta, xi))
+    if discipline not in ("round_robin", "priority"):
+        raise ValueError(f"no class chain for discipline {discipline!r}")
+    q = fn_class_service_stationary(lam_hp, lam_lp, mu, cap, avail, eta, xi, discipline)
+    return tuple(  # type: ignore[return-value]
+        tagged_component(q, c, route, lam_hp, lam_lp, mu, avail, eta, xi, discipline)
+        for c, route in ((HP, route_hp), (LP, route_lp)))
+
+
+__all__ = ["DISCIPLINES_F", "fn_class_components", "fn_class_service_stationary",
+           "fn_class_stationary", "hp_component", "lp_component", "next_class",
+           "tagged_component"]
