@@ -65,11 +65,7 @@ def replay_node(spec: NodeSpec, rows: Iterable[TraceRow]) -> NodeFidelity:
             ideal.append(job.end - t)
             measured.append(r.node_ms)
             diffs.append(r.node_ms - (job.end - t))
-        return NodeFidelity(
-            spec.name, len(diffs),
-            float(np.mean(ideal)) if ideal else math.nan,
-            float(np.mean(measured)) if measured else math.nan,
-            batch_means_ci(diffs), disagree)
+        return _node_fidelity(spec.name, ideal, measured, diffs, disagree)
     queue = ServiceQueue(spec.capacity, spec.servers)  # the worker's own node model
     for r in got:
         t = _arrival(r)
@@ -83,11 +79,14 @@ def replay_node(spec: NodeSpec, rows: Iterable[TraceRow]) -> NodeFidelity:
         ideal.append(admitted.end - t)
         measured.append(r.node_ms)
         diffs.append(r.node_ms - (admitted.end - t))
-    return NodeFidelity(
-        spec.name, len(diffs),
-        float(np.mean(ideal)) if ideal else math.nan,
-        float(np.mean(measured)) if measured else math.nan,
-        batch_means_ci(diffs), disagree)
+    return _node_fidelity(spec.name, ideal, measured, diffs, disagree)
+
+
+def _node_fidelity(name: str, ideal: list[float], measured: list[float], diffs: list[float],
+                   disagree: int) -> NodeFidelity:
+    return NodeFidelity(name, len(diffs), float(np.mean(ideal)) if ideal else math.nan,
+                        float(np.mean(measured)) if measured else math.nan,
+                        batch_means_ci(diffs), disagree)
 
 
 def replay(nodes: Iterable[NodeSpec], rows: list[TraceRow]) -> Mapping[str, NodeFidelity]:
