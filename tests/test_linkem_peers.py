@@ -127,10 +127,13 @@ def test_a_near_peer_never_waits_behind_a_far_one(
     t.join()
     # one FIFO per direction would hold each near frame behind the far frames before it
     # (some 40 ms); the first reply also waited for ARP (through the table too: 2 ms).
-    # Scheduling adds a few ms to the odd reply, never the far peer's 20 ms per way.
+    # Scheduling adds a few ms to the odd reply, never the far peer's 20 ms per way. On a
+    # quiet machine p90 is under 3.5 ms; a clean-clone CI run on a machine losing CPU to
+    # its hypervisor measured 4.8, so the bound is the bug's signature, not the timing:
+    # behind the far frames, nearly every near reply would take over 20 ms.
     rtts = [rtt for _, rtt in near[1:]]
     assert len(near) == 100 and max(rtts) < 20.0, near
-    assert float(np.percentile(rtts, 90)) < 2.0 + 1.5, near
+    assert float(np.percentile(rtts, 90)) < 10.0, near
     assert len(far) == 200 and min(rtt for _, rtt in far) >= 41.0
 
 
