@@ -17,6 +17,7 @@ next run after a crash.
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import time
@@ -147,7 +148,7 @@ class NodeCgroup:
                 _write(self.mem_dir / "memory.limit_in_bytes", str(memory_mb * 1024 * 1024))
             if rt_share is not None and (self.cpu_dir / "cpu.rt_runtime_us").exists():
                 _write(self.cpu_dir / "cpu.rt_period_us", str(RT_PERIOD_US))
-                _write(self.cpu_dir / "cpu.rt_runtime_us", str(round(rt_share * RT_PERIOD_US)))
+                _write_rt_runtime(self.cpu_dir, round(rt_share * RT_PERIOD_US))
 
     def procs_files(self) -> list[str]:
         """The cgroup.procs files a process writes its pid to, to join every group."""
@@ -197,6 +198,36 @@ def _write(path: Path, value: str) -> None:
         path.write_text(value)
     except OSError as err:
         raise CgroupError(f"cannot write {value!r} to {path}: {err.strerror}") from None
+
+
+RT_BUDGET_WAIT_S = 3.0
+
+
+def _write_rt_runtime(cpu_dir: Path, runtime_us: int, wait_s: float = RT_BUDGET_WAIT_S) -> None:
+    """Give the group its real-time budget, waiting for removed groups to return theirs.
+
+    The kernel refuses (EINVAL) a budget that would take all groups past its real-time
+    limit, and a removed group keeps its budget until the kernel frees it some time after
+    the rmdir (10-20 ms measured here; a run started right after another met it). If the
+    budget is still taken after `wait_s`, the error names the groups that hold it."""
+    f = cpu_dir / "cpu.rt_runtime_us"
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            f.write_text(str(runtime_us))
+            return
+        except OSError as err:
+            if err.errno != errno.EINVAL or time.monotonic() >= deadline:
+                holders = sorted(
+                    f"{d.name}={(d / 'cpu.rt_runtime_us').read_text().strip()}"
+                    for d in cpu_dir.parent.iterdir()
+                    if d.is_dir() and d != cpu_dir and (d / "cpu.rt_runtime_us").exists()
+                    and (d / "cpu.rt_runtime_us").read_text().strip() not in ("0", ""))
+                raise CgroupError(
+                    f"cannot write {str(runtime_us)!r} to {f}: {err.strerror}"
+                    f" (real-time budget held by: {', '.join(holders) or 'no visible group'})"
+                ) from None
+        time.sleep(0.02)
 
 
 def remove_cgroup(path: str | Path, grace_s: float = 2.0) -> bool:

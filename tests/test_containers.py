@@ -8,6 +8,7 @@ cause while the run goes on.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -299,3 +300,46 @@ def test_a_killed_runs_cgroups_are_removed_by_clean(tmp_path: Path) -> None:
     assert "cgroup" in r.stdout + r.stderr
     assert _fogsdn_cgroups() - groups_before == set()
     assert_clean(before)
+
+
+def test_real_time_budget_waits_for_a_removed_group_to_return_its_share(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel frees a removed group's real-time budget some ms after the rmdir, and
+    refuses (EINVAL) a new group's meanwhile: the write is retried, not failed."""
+    from runner import cgroups
+    d = tmp_path / "fogsdn-t-fn"
+    d.mkdir()
+    (d / "cpu.rt_runtime_us").write_text("0")
+    refusals = [2]
+    real_write = Path.write_text
+
+    def kernel_write(self: Path, data: str, *a: object, **k: object) -> int:
+        if self.name == "cpu.rt_runtime_us" and refusals[0] > 0:
+            refusals[0] -= 1
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real_write(self, data)
+
+    monkeypatch.setattr(Path, "write_text", kernel_write)
+    cgroups._write_rt_runtime(d, 30000, wait_s=2.0)
+    assert refusals == [0] and (d / "cpu.rt_runtime_us").read_text() == "30000"
+
+
+def test_real_time_budget_still_taken_names_the_groups_holding_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from runner import cgroups
+    holder = tmp_path / "fogsdn-old-fn"
+    holder.mkdir()
+    (holder / "cpu.rt_runtime_us").write_text("70000")
+    d = tmp_path / "fogsdn-t-fn"
+    d.mkdir()
+    (d / "cpu.rt_runtime_us").write_text("0")
+    real_write = Path.write_text
+
+    def refuse(self: Path, data: str, *a: object, **k: object) -> int:
+        if self == d / "cpu.rt_runtime_us":
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real_write(self, data)
+
+    monkeypatch.setattr(Path, "write_text", refuse)
+    with pytest.raises(CgroupError, match=r"budget held by: fogsdn-old-fn=70000"):
+        cgroups._write_rt_runtime(d, 30000, wait_s=0.05)
