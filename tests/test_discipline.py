@@ -49,7 +49,8 @@ from fogsdn.trace import read_trace
 from nodes.protocol import TaskRequest
 from nodes.service_queue import ClassQueue, ServiceQueue
 from nodes.worker import Worker
-from sim.engine import BLOCKED, LOST, OK, simulate
+from sim.engine import simulate
+from sim.rows import BLOCKED, LOST, OK
 from sim.runner import run_simulation
 
 # -- the pure queue ----------------------------------------------------------------------
