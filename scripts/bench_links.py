@@ -57,12 +57,8 @@ from rigs.linkem_testnet import (  # noqa: E402
     tcp_transfer,
     udp_rtts,
 )
-from topologies.linkem import (  # noqa: E402
-    LinkParams,
-    LinkShaper,
-    choose_mechanism,
-    make_shaper,
-)
+from topologies.link_params import LinkParams  # noqa: E402
+from topologies.linkem import LinkShaper, choose_mechanism, make_shaper  # noqa: E402
 
 DELAYS_MS = (1.0, 5.0, 20.0, 50.0)
 LINK = "bench"
