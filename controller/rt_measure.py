@@ -258,9 +258,6 @@ class PathStats:
         r = self._recent.get(node)
         return self._recent_sum[node] / len(r) if r else None
 
-    def recent_all(self) -> Mapping[str, float]:
-        return {n: self._recent_sum[n] / len(r) for n, r in self._recent.items() if r}
-
 
 @dataclass
 class RtRecorder:

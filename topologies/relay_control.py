@@ -108,9 +108,6 @@ class ControlBlock:
         struct.pack_into("<Q", self._mm, _OFF_TABLE_LEN, len(delays_ms))
         struct.pack_into("<Q", self._mm, _OFF_TABLE_VERSION, version + 2)
 
-    def peer_table(self) -> dict[str, float]:
-        return decode_peer_table(bytes(self._mm))
-
     def write(self, params: LinkParams, up: bool) -> None:
         (version,) = struct.unpack_from("<Q", self._mm, _OFF_VERSION)
         struct.pack_into("<Q", self._mm, _OFF_VERSION, version + 1)  # odd: writing
