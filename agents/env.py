@@ -59,8 +59,10 @@ from controller.policies.observe import (
 )
 from fogsdn.latency import request_network
 from fogsdn.scenario import Scenario
+from fogsdn.workload import client_names
 from models.power_model import server_power_w, switch_power_w
-from sim.engine import OK, Row, client_names, simulate
+from sim.engine import simulate
+from sim.rows import OK, Row
 
 
 @dataclass

@@ -31,9 +31,9 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
-from agents.live_policy import write_atomically
 from controller.policies.observe import Obs, layout_of
 from controller.policies.rl import goal
+from fogsdn.local_rpc import write_json_atomic
 from fogsdn.scenario import PolicySpec, Scenario
 
 Runner = Callable[[Scenario, Path, threading.Event], Any]
@@ -109,7 +109,7 @@ class LiveRoutingEnv(gym.Env[Obs, npt.NDArray[np.float32]]):
                            f"{self.step_timeout_s} s")
 
     def _put(self, weights: npt.NDArray[np.float64]) -> None:
-        write_atomically(self.folder / "action.json", {"weights": [float(w) for w in weights]})
+        write_json_atomic(self.folder / "action.json", {"weights": [float(w) for w in weights]})
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[Obs, dict[str, Any]]:
@@ -119,7 +119,7 @@ class LiveRoutingEnv(gym.Env[Obs, npt.NDArray[np.float32]]):
         self.error, self._epoch, self._steps = None, 0, 0
         self.folder.mkdir(parents=True, exist_ok=True)
         (self.folder / "obs.json").unlink(missing_ok=True)
-        write_atomically(self.folder / "layout.json", self.layout.to_json())
+        write_json_atomic(self.folder / "layout.json", self.layout.to_json())
         self._put(np.ones(len(self.layout.nodes)))
         sc = self.live_scenario()
         if seed is not None:

@@ -13,21 +13,15 @@ what an action meets live depends on timing (the env is registered nondeterminis
 from __future__ import annotations
 
 import json
-import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from controller.policies.base import ClusterView, Policy, PolicyError, Request, RouteTable
 from controller.policies.observe import EpochObserver, ObservationLayout, weighted_choice
+from fogsdn.local_rpc import write_json_atomic
 from fogsdn.scenario import TaskClass
-
-
-def write_atomically(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
 
 
 @dataclass
@@ -73,7 +67,7 @@ class ExchangePolicy(Policy):
             if self.decisions > 0:
                 obs, estimate = self.observer.close()
                 self.epoch += 1
-                write_atomically(self.folder / "obs.json", {
+                write_json_atomic(self.folder / "obs.json", {
                     "epoch": self.epoch, "obs": [float(x) for x in obs], "estimate": estimate})
             self._read_action()
         k = weighted_choice(view, self.weights)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from analysis.class_prediction import CLASSES
 from analysis.comparison import (
     compare_phases,
     comparison_block,
@@ -22,7 +23,6 @@ from analysis.comparison import (
     power_comparison,
     predicted_power_block,
 )
-from analysis.ctmc import CLASSES
 from analysis.metrics import measured_summary, percentiles_ci
 from analysis.model_params import AnyPrediction, OutsideModel, exact_prediction
 from fogsdn.scenario import Scenario, load_scenario

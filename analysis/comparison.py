@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from analysis.ctmc import CLASSES, Prediction
+from analysis.class_prediction import CLASSES
+from analysis.ctmc import Prediction
 from analysis.metrics import measured_summary
 from analysis.model_params import AnyPrediction, OutsideModel, exact_prediction
 from fogsdn.scenario import Role, Scenario

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from analysis.ctmc import CLASSES
+from analysis.class_prediction import CLASSES
 from analysis.joint_chain import JointChain, transitions
 from analysis.policy_chain_model import PolicyModel
 from analysis.response_time import AbsorbingChain, TransientChain

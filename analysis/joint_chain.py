@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from analysis import linsolve
-from analysis.ctmc import CLASSES
+from analysis.class_prediction import CLASSES
 from analysis.linsolve import gth_dense, joint_method
 from analysis.policy_chain_model import PolicyModel, service_rate
 from analysis.policy_probe import PolicyOracle

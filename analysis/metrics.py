@@ -143,7 +143,6 @@ class ClassMetrics:
 
 def class_metrics(rows: Iterable[TraceRow], deadline_ms: float) -> ClassMetrics:
     rows = sorted(rows, key=lambda r: r.t_send)
-    n = len(rows)
     ok = [r for r in rows if r.outcome is Outcome.OK]
     count = {o: sum(1 for r in rows if r.outcome is o) for o in Outcome}
     w = batch_means_ci([r.node_ms for r in ok])
@@ -154,29 +153,43 @@ def class_metrics(rows: Iterable[TraceRow], deadline_ms: float) -> ClassMetrics:
     by_node: dict[str, int] = {}
     for r in ok:
         by_node[r.node] = by_node.get(r.node, 0) + 1
+    return _class_metrics(
+        {o.value: count[o] for o in Outcome}, w, e2e,
+        sum(1 for r in ok if r.node_ms <= deadline_ms),
+        sum(1 for r in ok if r.response_ms <= deadline_ms), by_node,
+        blocked_ci.half_width, late_ci.half_width, percentiles_ci([r.node_ms for r in ok]))
+
+
+def _class_metrics(counts: dict[str, int], w: MeanCI, e2e: MeanCI, in_deadline: int,
+                   in_deadline_e2e: int, by_node: dict[str, int], blocking_ci95: float,
+                   outage_ci95: float, percentiles: dict[str, dict[str, float]] | None = None
+                   ) -> ClassMetrics:
+    """One class's metrics from its outcome counts (by Outcome value), the answered
+    requests' means, and how many of them were answered within the deadline."""
+    n = sum(counts.values())
 
     def share(k: int) -> float:
         return k / n if n else math.nan
 
     return ClassMetrics(
         count=n,
-        ok=len(ok),
-        blocked=count[Outcome.BLOCKED],
-        timeout=count[Outcome.TIMEOUT],
-        lost=count[Outcome.LOST],
+        ok=counts["ok"],
+        blocked=counts["blocked"],
+        timeout=counts["timeout"],
+        lost=counts["lost"],
         W=w.mean,
         W_ci95=w.half_width,
         W_e2e=e2e.mean,
         W_e2e_ci95=e2e.half_width,
-        blocking=share(count[Outcome.BLOCKED]),
-        timeout_prob=share(count[Outcome.TIMEOUT]),
-        lost_prob=share(count[Outcome.LOST]),
-        outage=share(n - sum(1 for r in ok if r.node_ms <= deadline_ms)),
-        outage_e2e=share(n - sum(1 for r in ok if r.response_ms <= deadline_ms)),
+        blocking=share(counts["blocked"]),
+        timeout_prob=share(counts["timeout"]),
+        lost_prob=share(counts["lost"]),
+        outage=share(n - in_deadline),
+        outage_e2e=share(n - in_deadline_e2e),
         by_node=by_node,
-        blocking_ci95=blocked_ci.half_width,
-        outage_ci95=late_ci.half_width,
-        percentiles=percentiles_ci([r.node_ms for r in ok]),
+        blocking_ci95=blocking_ci95,
+        outage_ci95=outage_ci95,
+        percentiles=percentiles or {},
     )
 
 
@@ -355,32 +368,9 @@ class _ClassAccumulator:
         self.by_node: dict[str, int] = {}
 
     def metrics(self) -> ClassMetrics:
-        n = sum(self.counts.values())
-        ok = self.counts["ok"]
-        w, e2e = self.w.result(), self.e2e.result()
-
-        def share(k: int) -> float:
-            return k / n if n else math.nan
-
-        return ClassMetrics(
-            count=n,
-            ok=ok,
-            blocked=self.counts["blocked"],
-            timeout=self.counts["timeout"],
-            lost=self.counts["lost"],
-            W=w.mean,
-            W_ci95=w.half_width,
-            W_e2e=e2e.mean,
-            W_e2e_ci95=e2e.half_width,
-            blocking=share(self.counts["blocked"]),
-            timeout_prob=share(self.counts["timeout"]),
-            lost_prob=share(self.counts["lost"]),
-            outage=share(n - self.in_deadline),
-            outage_e2e=share(n - self.in_deadline_e2e),
-            by_node=dict(self.by_node),
-            blocking_ci95=self.blocked.half_width(),
-            outage_ci95=self.late.half_width(),
-        )
+        return _class_metrics(dict(self.counts), self.w.result(), self.e2e.result(),
+                              self.in_deadline, self.in_deadline_e2e, dict(self.by_node),
+                              self.blocked.half_width(), self.late.half_width())
 
 
 class MeasuredAccumulator:

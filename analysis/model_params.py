@@ -12,7 +12,8 @@ import itertools
 import math
 import time
 
-from analysis.ctmc import ModelError, ModelParams, Prediction, predict
+from analysis.class_prediction import ModelError
+from analysis.ctmc import ModelParams, Prediction, predict
 from analysis.joint_chain import MAX_STATES, StateSpaceTooLarge
 from analysis.linsolve import NoConvergence
 from analysis.policy_chain import PolicyPrediction, predict_policy

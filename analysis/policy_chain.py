@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analysis.ctmc import CLASSES, ClassPair, ClassPrediction
+from analysis.class_prediction import CLASSES, ClassPair, ClassPrediction
 from analysis.handoff_chain import handoff_components
 from analysis.joint_chain import (
     MAX_STATES,

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.ctmc import CLASSES
+from analysis.class_prediction import CLASSES
 from controller.policies.base import ClusterView, NodeView, Policy, Request, routes_for
 from fogsdn.scenario import Role, TaskClass
 

@@ -19,7 +19,6 @@ from typing import Literal, Protocol
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.linalg import solve_banded
 from scipy.optimize import brentq
 from scipy.special import gammainc, gammaincc
 from scipy.stats import poisson
@@ -52,7 +51,7 @@ class Component(Protocol):
 
 
 @dataclass
-class _Totals:
+class ComponentTotals:
     """The per-arrival totals every `Component` carries, filled in by its __post_init__."""
 
     mass: float = field(init=False)
@@ -63,7 +62,7 @@ class _Totals:
 
 
 @dataclass
-class ErlangMixture(_Totals):
+class ErlangMixture(ComponentTotals):
     """A FIFO node where the tagged request has p stages of rate `rate` to go.
 
     `weights[i]` is the probability (per arrival) of starting with i+1 stages. A
@@ -117,196 +116,6 @@ class ErlangMixture(_Totals):
         t = np.atleast_1d(np.asarray(t, dtype=float))
         later = self._completing(t, gammaincc)
         return np.zeros_like(t) if later is None else later + self.p_drop
-
-
-@dataclass
-class HandoffChain(_Totals):
-    """A request accepted by the OFN under `handoff`, followed jointly with the FN.
-
-    Transient states: (j ahead of it at the OFN, k at the FN) while the OFN is up,
-    then its position at the FN after a leave (FIFO: later arrivals never matter).
-    When the OFN leaves, the j requests ahead and then it join the FN's tail; it is
-    dropped if k + j + 1 > C_F. Its response time runs from arrival at the OFN to
-    completion wherever that happens.
-    """
-
-    weights: np.ndarray  # [k, j], per arrival
-    lam_f: float  # arrival rate to the FN while the OFN is up
-    serv_f: np.ndarray  # FN completion rate with k held, k = 0..C_F
-    mu_f: float
-    mu_o: float
-    eta: float
-    multi_f: bool
-    multi_o: bool
-
-    def __post_init__(self) -> None:
-        w = np.asarray(self.weights, dtype=float)
-        self.weights = w
-        self._cf = w.shape[0] - 1
-        self._jn = w.shape[1]
-        self.mass = float(w.sum())
-        h_done, h_drop, soj = self._solve_columns(self._absorb_done(), self._absorb_drop(), 1.0)
-        (g,) = self._solve_columns(None, None, None, rhs_ofn=h_done[1], rhs_fn=h_done[0])
-        self.p_complete = float((w * h_done[1]).sum())
-        self.p_drop = float((w * h_drop[1]).sum())
-        self.t_sojourn = float((w * soj[1]).sum())
-        self.t_complete = float((w * g[1]).sum())
-        self._u: Uniformised | None = None
-
-    # -- structure ------------------------------------------------------------------
-    def _ahead_rate(self, j: int) -> float:
-        if j == 0:
-            return 0.0
-        return j * self.mu_o if self.multi_o else self.mu_o
-
-    def _done_rate(self, j: int) -> float:
-        return self.mu_o if (self.multi_o or j == 0) else 0.0
-
-    def _absorb_done(self) -> tuple[np.ndarray, np.ndarray]:
-        n_fn = 1 if self.multi_f else self._cf
-        fn = np.zeros(n_fn)
-        fn[0] = self.mu_f
-        if self.multi_f:
-            fn[:] = self.mu_f
-        ofn = np.zeros((self._cf + 1, self._jn))
-        for j in range(self._jn):
-            ofn[:, j] = self._done_rate(j)
-        return fn, ofn
-
-    def _absorb_drop(self) -> tuple[np.ndarray, np.ndarray]:
-        n_fn = 1 if self.multi_f else self._cf
-        k = np.arange(self._cf + 1)[:, None]
-        j = np.arange(self._jn)[None, :]
-        return np.zeros(n_fn), self.eta * (k + j + 1 > self._cf).astype(float)
-
-    def _fn_target(self, j: int) -> np.ndarray:
-        """FN state index a leave sends (k, j) to, or -1 when it does not fit."""
-        pos = np.arange(self._cf + 1) + j + 1
-        if self.multi_f:
-            return np.where(pos <= self._cf, 0, -1)
-        return np.where(pos <= self._cf, pos - 1, -1)
-
-    def _solve_columns(
-        self,
-        done: tuple[np.ndarray, np.ndarray] | None,
-        drop: tuple[np.ndarray, np.ndarray] | None,
-        ones: float | None,
-        rhs_ofn: np.ndarray | None = None,
-        rhs_fn: np.ndarray | None = None,
-    ) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
-        """Solve (-T) x = b for up to three right-hand sides, block by block.
-
-        The chain only moves to fewer requests ahead or to the FN, so forward
-        substitution over j with one tridiagonal solve per j does it in O(C_F C_O).
-        """
-        n_fn = 1 if self.multi_f else self._cf
-        bs_fn: list[np.ndarray] = []
-        bs_ofn: list[np.ndarray] = []
-        if done is not None and drop is not None and ones is not None:
-            bs_fn = [done[0], drop[0], np.full(n_fn, ones)]
-            bs_ofn = [done[1], drop[1], np.full((self._cf + 1, self._jn), ones)]
-        else:
-            assert rhs_ofn is not None and rhs_fn is not None
-            bs_fn, bs_ofn = [rhs_fn], [rhs_ofn]
-        nr = len(bs_fn)
-        B_fn = np.stack(bs_fn, axis=1)
-        x_fn = np.zeros((n_fn, nr))
-        if self.multi_f:
-            x_fn[0] = B_fn[0] / self.mu_f
-        else:
-            acc = np.zeros(nr)
-            for pidx in range(n_fn):  # position p = pidx + 1 goes to p - 1
-                acc = acc + B_fn[pidx] / self.mu_f
-                x_fn[pidx] = acc
-        kk = np.arange(self._cf + 1)
-        up = self.lam_f * (kk < self._cf)
-        down = self.serv_f
-        x_ofn = np.zeros((self._cf + 1, self._jn, nr))
-        ab = np.zeros((3, self._cf + 1))
-        for j in range(self._jn):
-            out = up + down + self._ahead_rate(j) + self._done_rate(j) + self.eta
-            rhs = np.stack([b[:, j] for b in bs_ofn], axis=1)
-            if j >= 1:
-                rhs = rhs + self._ahead_rate(j) * x_ofn[:, j - 1]
-            tgt = self._fn_target(j)
-            ok = tgt >= 0
-            rhs[ok] += self.eta * x_fn[tgt[ok]]
-            # row k of (-T) x: out_k x_k - up_k x_{k+1} - down_k x_{k-1}
-            ab[0, 1:] = -up[:-1]
-            ab[1] = out
-            ab[2, :-1] = -down[1:]
-            # rounding can leave -1e-18 where the exact value is a tiny positive
-            x_ofn[:, j] = np.maximum(solve_banded((1, 1), ab, rhs), 0.0)
-        return tuple((x_fn[:, r], x_ofn[:, :, r]) for r in range(nr))
-
-    # -- distribution -------------------------------------------------------------
-    def _transient(self) -> Uniformised:
-        """The tagged chain's transient rates, for the distribution (uniformised)."""
-        cf, jn = self._cf, self._jn
-        n_fn = 1 if self.multi_f else cf
-        n_ofn = (cf + 1) * jn
-
-        def sid(k: np.ndarray, j: np.ndarray) -> np.ndarray:
-            return n_fn + j * (cf + 1) + k
-
-        rows, cols, vals = [], [], []
-        out = np.zeros(n_fn + n_ofn)
-        if not self.multi_f and cf > 1:
-            rows.append(np.arange(1, n_fn))
-            cols.append(np.arange(0, n_fn - 1))
-            vals.append(np.full(n_fn - 1, self.mu_f))
-        out[:n_fn] = self.mu_f
-        kk = np.arange(cf + 1)
-        size = n_fn + n_ofn
-        done = np.zeros(size)
-        done[0] = self.mu_f
-        if self.multi_f:
-            done[:n_fn] = self.mu_f
-        drop = np.zeros(size)
-        drop_rate = self._absorb_drop()[1]
-        for j in range(jn):
-            src = sid(kk, np.full_like(kk, j))
-            up = self.lam_f * (kk < cf)
-            m = up > 0
-            rows.append(src[m])
-            cols.append(src[m] + 1)
-            vals.append(up[m])
-            dn = self.serv_f
-            m = dn > 0
-            rows.append(src[m])
-            cols.append(src[m] - 1)
-            vals.append(dn[m])
-            a = self._ahead_rate(j)
-            if a > 0:
-                rows.append(src)
-                cols.append(sid(kk, np.full_like(kk, j - 1)))
-                vals.append(np.full(kk.size, a))
-            tgt = self._fn_target(j)
-            ok = tgt >= 0
-            if self.eta > 0 and ok.any():
-                rows.append(src[ok])
-                cols.append(tgt[ok])
-                vals.append(np.full(int(ok.sum()), self.eta))
-            out[src] = up + dn + a + self._done_rate(j) + self.eta
-            done[src] = self._done_rate(j)
-            drop[src] = drop_rate[:, j]
-        r = np.concatenate(rows) if rows else np.zeros(0, dtype=int)
-        c = np.concatenate(cols) if cols else np.zeros(0, dtype=int)
-        v = np.concatenate(vals) if vals else np.zeros(0)
-        T = sp.csr_matrix((v, (r, c)), shape=(size, size))
-        v0 = np.zeros(size)
-        v0[n_fn:] = self.weights.T.ravel()  # j-major, then k
-        return Uniformised(T, out, done, drop, v0)
-
-    def completed_by(self, t: np.ndarray) -> np.ndarray:
-        if self._u is None:
-            self._u = self._transient()
-        return self._u.completed_by(t)
-
-    def not_completed_by(self, t: np.ndarray) -> np.ndarray:
-        if self._u is None:
-            self._u = self._transient()
-        return self._u.not_completed_by(t)
 
 
 class Uniformised:
@@ -392,7 +201,7 @@ class TransientChain:
 
 
 @dataclass
-class AbsorbingChain(_Totals):
+class AbsorbingChain(ComponentTotals):
     """A tagged request that starts in `chain` with `weights` (per arrival): means from
     the chain's solves, the distribution from `Uniformised`."""
 

@@ -3,7 +3,7 @@
 Pure (no os-ken, no I/O), so the pairing is tested with fakes. The controller gets a
 copy of both segments (`controller.pipeline.observe_flows`): the client's SYN to the
 service address, and the server's first FIN, which the worker sends right after its
-reply line (`nodes/worker.py`: send, then close), so the reply is complete when it is
+reply line (`nodes/task_server.py`: send, then close), so the reply is complete when it is
 sent. A connection is named by its client end (address, port): NAT rewrites only the
 server end, so the SYN (to the service address) and the FIN (from the worker's own
 address, before conntrack undoes the NAT) carry the same client end, and the FIN's
@@ -257,9 +257,6 @@ class PathStats:
     def recent(self, node: str) -> float | None:
         r = self._recent.get(node)
         return self._recent_sum[node] / len(r) if r else None
-
-    def recent_all(self) -> Mapping[str, float]:
-        return {n: self._recent_sum[n] / len(r) for n, r in self._recent.items() if r}
 
 
 @dataclass

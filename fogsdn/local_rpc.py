@@ -1,9 +1,11 @@
 """One JSON line each way over a Unix socket: the runner, controller and workers' control
-channel (filesystems are shared across Mininet hosts, networks are not)."""
+channel (filesystems are shared across Mininet hosts, networks are not); and a JSON file
+replaced whole, for a process that polls it."""
 
 from __future__ import annotations
 
 import json
+import os
 import socket
 from pathlib import Path
 from typing import Any
@@ -36,3 +38,10 @@ def unix_call(path: str | Path, request: dict[str, Any], timeout: float = 2.0) -
     if not isinstance(answer, dict):
         raise ValueError(f"{path}: answer is not a JSON object")
     return answer
+
+
+def write_json_atomic(path: Path, obj: object) -> None:
+    """Write JSON that another process may read at any moment: it sees all or nothing."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(obj))
+    os.replace(tmp, path)

@@ -43,13 +43,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from fogsdn.local_rpc import write_json_atomic
 from nodes.city_fog import (
     MERIDIAN_PORT,
     OPS_PORT,
     PROBE_PORT,
     CityConfig,
     Counts,
-    write_json_atomic,
 )
 from nodes.city_meridian import query_message
 from nodes.ncs.discovery import (

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import select
 import signal
@@ -43,6 +42,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from fogsdn.local_rpc import write_json_atomic
 from nodes.city_meridian import AgentTiming, MeridianAgent, Ping, Send
 from nodes.ncs.discovery import ClientParams
 from nodes.ncs.meridian import MeridianConfig
@@ -111,12 +111,6 @@ class CityConfig:
                     raise RuntimeError(f"no epoch in {cfg.epoch_file} after {wait_s:.0f} s"
                                        ) from None
                 time.sleep(0.05)
-
-
-def write_json_atomic(path: Path, obj: object) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(json.dumps(obj))
-    os.replace(tmp, path)
 
 
 @dataclass

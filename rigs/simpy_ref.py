@@ -19,7 +19,7 @@ from fogsdn.churn import churn_events
 from fogsdn.scenario import LeaveMode, Role, Scenario, Servers
 from fogsdn.streams import BLOCK, Stream, python_stream, replication_seed
 from fogsdn.workload import arrival_blocks, hp_share
-from sim.engine import BLOCKED, CLASSES, OK, TIMEOUT, Row, RowSink, node_names
+from sim.rows import BLOCKED, CLASSES, OK, TIMEOUT, Row, RowSink, node_names
 
 
 def simulate_simpy(

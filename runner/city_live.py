@@ -36,9 +36,10 @@ from typing import Any
 
 import numpy as np
 
+from fogsdn.local_rpc import write_json_atomic
 from fogsdn.scenario import NodeSpec, Role, Scenario, Workload
 from fogsdn.topology import LinkSpec
-from nodes.city_fog import CityConfig, FogInfo, write_json_atomic
+from nodes.city_fog import CityConfig, FogInfo
 from runner.live_network import LiveNetwork, new_supervisor
 from runner.proc_memory import MemoryPeak
 from runner.results import crash_report

@@ -117,14 +117,14 @@ def main(argv: list[str] | None = None,
               file=sys.stderr)
         return 2
     from runner.live_network import EmulationError
-    from runner.queueing_run import run_emulation
+    from runner.queueing_run import LiveOptions, run_emulation
     from runner.supervisor import exit_code, stop_on_signals
 
     stop = threading.Event()
     stop_on_signals(stop)
     try:
-        summary = run_emulation(sc, out, stop, show_progress=not args.quiet,
-                                measure_rt=0 if args.no_measure_rt else args.rt_sample)
+        options = LiveOptions(measure_rt=0 if args.no_measure_rt else args.rt_sample)
+        summary = run_emulation(sc, out, stop, show_progress=not args.quiet, options=options)
     except ScenarioError as err:  # live limits, checked before anything starts
         print(f"error: {args.scenario}: {err}", file=sys.stderr)
         return 2

@@ -11,6 +11,7 @@ is kept beside it where the kernel gives it.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -61,6 +62,12 @@ def descendants(root: int, parents: dict[int, int]) -> list[int]:
         out.append(pid)
         todo.extend(children.get(pid, ()))
     return out
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """CPU seconds a process has used so far; NaN where it is unknown or gone."""
+    stat = None if pid is None else _read(PROC / str(pid) / "stat")
+    return parse_stat_cpu_ticks(stat) * TICK_S if stat else math.nan
 
 
 def _read(path: Path) -> str | None:

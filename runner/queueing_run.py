@@ -63,27 +63,44 @@ class Progress:
     per_client: dict[str, tuple[int, int]] = field(default_factory=dict)  # sent, answered
 
 
+@dataclass(frozen=True)
+class LiveOptions:
+    """The live run's switches; the defaults are what a run should use, the others
+    measure what each costs or buys (scripts/bench_fidelity.py).
+
+    `churn_lead`: issue each OFN change one measured reaction time before its drawn
+    instant (ReactionLead). `measure_rt`: the controller times one connection in N (0:
+    none; a power of two), SYN to the server's FIN (controller.rt_measure; summary
+    `rt_measurement_error`). `meter_power` off: no per-second polling of switches and
+    workers (and no power figures), to measure what the polling costs. `realtime` off:
+    the workers, the controller and the churn replay run as ordinary processes (to
+    measure what SCHED_FIFO buys; docs/emulation.md)."""
+
+    churn_lead: bool = True
+    measure_rt: int = RT_SAMPLE_DEFAULT
+    meter_power: bool = True
+    realtime: bool = True
+
+
 class QueueingRun:
     def __init__(self, scenario: Scenario, out_dir: Path, stop: threading.Event,
-                 show_progress: bool = True, churn_lead: bool = True,
-                 measure_rt: int = RT_SAMPLE_DEFAULT, meter_power: bool = True,
-                 realtime: bool = True) -> None:
+                 show_progress: bool = True, options: LiveOptions = LiveOptions()) -> None:
         self.sc = scenario
-        self.meter_power = meter_power
-        self.realtime = realtime
+        self.meter_power = options.meter_power
+        self.realtime = options.realtime
         self.out = out_dir
         self.stop = stop
         self.show_progress = show_progress
         self.supervisor = new_supervisor(out_dir, stop)
         self.live = LiveNetwork(scenario, out_dir, self.supervisor, show_progress,
-                                measure_rt=measure_rt, realtime=realtime)
+                                measure_rt=options.measure_rt, realtime=options.realtime)
         self.workers: dict[str, subprocess.Popen[Any]] = {}
         self.stages = StagePlan("none")  # size-based dispatch (seed 002b), set with the workers
         self.clients: dict[str, subprocess.Popen[Any]] = {}
         self.availability: list[dict[str, Any]] = []
         self.update_latency_ms: list[float] = []
         self.progress = Progress()
-        self.lead = ReactionLead(enabled=churn_lead)
+        self.lead = ReactionLead(enabled=options.churn_lead)
         self.epoch = math.nan
         self.cpu_steal: float | None = None  # the hypervisor's share while the clients ran
         self.churn: list[Transition] = []
@@ -401,20 +418,14 @@ def check_live_limits(sc: Scenario) -> None:
 
 
 def run_emulation(scenario: Scenario, out_dir: Path, stop: threading.Event | None = None,
-                  show_progress: bool = True, churn_lead: bool = True,
-                  measure_rt: int = RT_SAMPLE_DEFAULT,
-                  meter_power: bool = True, realtime: bool = True) -> dict[str, Any]:
-    """Run one scenario live; returns summary.json's content. `churn_lead`: issue each
-    OFN change one measured reaction time before its drawn instant (ReactionLead).
-    `measure_rt`: the controller times one connection in N (0: none; a power of two),
-    SYN to the server's FIN (controller.rt_measure; summary `rt_measurement_error`).
-    `meter_power` off: no per-second polling of switches and workers (and no power
-    figures), to measure what the polling costs (scripts/bench_fidelity.py).
-    `realtime` off: the workers, the controller and the churn replay run as ordinary
-    processes (to measure what SCHED_FIFO buys; docs/emulation.md)."""
+                  show_progress: bool = True,
+                  options: LiveOptions = LiveOptions()) -> dict[str, Any]:
+    """Run one scenario live with the switches in `options`; returns summary.json's
+    content."""
     check_live_limits(scenario)
     scenario = draw_capacities(scenario, 0)  # a drawn capacity: the first replication's
-    if measure_rt:
-        sample_mask(measure_rt)  # a power of two, or a one-line error before anything starts
+    if options.measure_rt:
+        # a power of two, or a one-line error before anything starts
+        sample_mask(options.measure_rt)
     return QueueingRun(scenario, out_dir, stop or threading.Event(), show_progress,
-                       churn_lead, measure_rt, meter_power, realtime).run()
+                       options).run()

@@ -18,7 +18,7 @@ from typing import Any
 from analysis.figures import CLASSES, Curves, draw_sweep
 from analysis.metrics import replications_ci
 from fogsdn.scenario import Scenario
-from runner.study import Engine, Executor, StudyError, run_study
+from runner.study import Engine, StudyError
 
 CSV_COLUMNS: tuple[str, ...] = (
     "index", "policy", "parameter", "value", "replication", "cls", "count", "ok",
@@ -178,21 +178,6 @@ class SweepStudy:
                 "live" if self.engine == "emulate" else "sim")
             out.append(self.figure_path)
         return out
-
-
-def run_sweep(scenario: Scenario, out_dir: Path, *, engine: Engine = "simulate",
-              executor: Executor = "process", workers: int | None = None,
-              ray_address: str | None = None, requests: int | None = None,
-              duration_ms: float | None = None, trace: bool = True, figure: bool = True,
-              log: Callable[[str], None] | None = None, time_scale: float | None = None
-              ) -> SweepStudy:
-    """Run every point, writing sweep.csv as they finish, then the figure (sweep.png);
-    the finished study holds the rows, the failures and the figure's path."""
-    study = SweepStudy(scenario, Path(out_dir), engine, requests, duration_ms, trace, figure,
-                       time_scale)
-    run_study(study, Path(out_dir), executor=executor, workers=workers,
-              ray_address=ray_address, log=log)
-    return study
 
 
 def aggregate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

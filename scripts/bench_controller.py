@@ -69,6 +69,7 @@ from rigs.fake_switch import (  # noqa: E402
     connect,
     probe,
 )
+from runner.proc_memory import cpu_seconds  # noqa: E402
 
 SCENARIO = ROOT / "scenarios" / "default.yaml"
 BASELINE_APP = "scripts.bench_apps.simple_switch_13"
@@ -108,17 +109,6 @@ class PhaseResult:
     ctl_cpu: float  # the controller's CPU share while measuring (NaN: unknown)
 
 
-def _cpu_s(pid: int | None) -> float:
-    """CPU seconds used so far by a process (Linux /proc), NaN if unknown."""
-    if pid is None:
-        return math.nan
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return math.nan
-
-
 async def _phase(controller: str, mode: str, switches: list[FakeSwitch], tally: Tally,
                  window: int, duration_s: float, warmup_s: float,
                  limit: int | None, ctl_pid: int | None) -> PhaseResult:
@@ -135,17 +125,17 @@ async def _phase(controller: str, mode: str, switches: list[FakeSwitch], tally: 
         sw.send_packet_ins(window if limit is None else min(window, limit))
     if limit is None:
         await asyncio.sleep(warmup_s)
-        gen0, ctl0, w0 = time.process_time(), _cpu_s(ctl_pid), time.perf_counter()
+        gen0, ctl0, w0 = time.process_time(), cpu_seconds(ctl_pid), time.perf_counter()
         await asyncio.sleep(duration_s)
     else:
-        gen0, ctl0, w0 = time.process_time(), _cpu_s(ctl_pid), time.perf_counter()
+        gen0, ctl0, w0 = time.process_time(), cpu_seconds(ctl_pid), time.perf_counter()
         total, deadline = limit * len(switches), t0 + warmup_s + duration_s
         while (tally.sent < total or tally.outstanding) and time.perf_counter() < deadline:
             await asyncio.sleep(0.002)
     t_stop = time.perf_counter()
     tally.t_stop = t_stop
     wall = max(t_stop - w0, 1e-9)
-    gen_cpu, ctl_cpu = (time.process_time() - gen0) / wall, (_cpu_s(ctl_pid) - ctl0) / wall
+    gen_cpu, ctl_cpu = (time.process_time() - gen0) / wall, (cpu_seconds(ctl_pid) - ctl0) / wall
     tally.replenish = False
     deadline = t_stop + DRAIN_TIMEOUT_S
     while tally.outstanding and time.perf_counter() < deadline:

@@ -76,12 +76,14 @@ def main(argv: list[str] | None = None) -> int:
     from controller.pipeline import RT_SAMPLE_DEFAULT
     from fogsdn.scenario import LeaveMode, load_scenario
     from fogsdn.trace import Outcome, read_trace
-    from runner.queueing_run import run_emulation
+    from runner.queueing_run import LiveOptions, run_emulation
     from runner.supervisor import stop_on_signals
 
     stop = threading.Event()  # Ctrl-C or SIGTERM: the run in progress tears down, no more
     stop_on_signals(stop)
     rt_sample = RT_SAMPLE_DEFAULT if a.rt_sample is None else a.rt_sample
+    options = LiveOptions(churn_lead=not a.no_churn_lead, measure_rt=rt_sample,
+                          meter_power=not a.no_power_meter, realtime=not a.no_realtime)
 
     base = load_scenario(a.scenario)
     exact = predict(model_params_from_scenario(base)).means()
@@ -99,10 +101,7 @@ def main(argv: list[str] | None = None) -> int:
                                       "seed": base.seed + r}
                                      | ({"containers": False} if a.no_containers else {}))
             run_dir = out_root / f"scale{scale:g}" / f"rep{r:03d}"
-            s = run_emulation(sc, run_dir, stop, show_progress=False,
-                              churn_lead=not a.no_churn_lead, measure_rt=rt_sample,
-                              meter_power=not a.no_power_meter,
-                              realtime=not a.no_realtime)
+            s = run_emulation(sc, run_dir, stop, show_progress=False, options=options)
             if stop.is_set():  # an interrupted run is not a replication
                 break
             rows = [x for x in read_trace(run_dir / "trace.csv") if x.t_send >= sc.warmup_ms]

@@ -57,12 +57,9 @@ from rigs.linkem_testnet import (  # noqa: E402
     tcp_transfer,
     udp_rtts,
 )
-from topologies.linkem import (  # noqa: E402
-    LinkParams,
-    LinkShaper,
-    choose_mechanism,
-    make_shaper,
-)
+from runner.proc_memory import cpu_seconds  # noqa: E402
+from topologies.link_params import LinkParams  # noqa: E402
+from topologies.linkem import LinkShaper, choose_mechanism, make_shaper  # noqa: E402
 
 DELAYS_MS = (1.0, 5.0, 20.0, 50.0)
 LINK = "bench"
@@ -95,11 +92,6 @@ def _rtt_figures(rig: Rig, ctx: BenchContext) -> dict[str, float]:
             "udp_rtt_ms_p50": u["p50"], "udp_rtt_ms_p99": u["p99"], "udp_replies": len(udp)}
 
 
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _relay_pid(shaper: LinkShaper) -> int | None:
     pids = shaper.created().pids
     return next(iter(pids.values()))[0] if pids else None
@@ -119,7 +111,7 @@ def delay_section(ctx: BenchContext) -> dict[str, Any]:
         try:
             shaper.attach(LINK, rig.intf_a, rig.intf_b, LinkParams())
             pid = _relay_pid(shaper)
-            cpu0, t0 = (_cpu_seconds(pid) if pid else 0.0), time.monotonic()
+            cpu0, t0 = (cpu_seconds(pid) if pid else 0.0), time.monotonic()
             zero = _rtt_figures(rig, ctx)
             print(f"  element, 0 ms   RTT p50 {zero['rtt_ms_p50']:8.3f} ms  p99 "
                   f"{zero['rtt_ms_p99']:8.3f}  (UDP echo p50 {zero['udp_rtt_ms_p50']:.3f})",
@@ -144,7 +136,7 @@ def delay_section(ctx: BenchContext) -> dict[str, Any]:
                       f"(target +-{tol:.2f}: {'met' if row['within_target'] else 'MISSED'})",
                       flush=True)
             # pings every few ms: the cost of waking (and spinning) for sparse frames
-            light = (_cpu_seconds(pid) - cpu0) / (time.monotonic() - t0) if pid else None
+            light = (cpu_seconds(pid) - cpu0) / (time.monotonic() - t0) if pid else None
         finally:
             shaper.close()
     if light is not None:
@@ -221,10 +213,10 @@ def throughput_section(ctx: BenchContext) -> dict[str, Any]:
         try:
             shaper.attach(LINK, rig.intf_a, rig.intf_b, LinkParams(delay_ms=delay))
             pid = _relay_pid(shaper)
-            cpu0, t0 = (_cpu_seconds(pid) if pid else 0.0), time.monotonic()
+            cpu0, t0 = (cpu_seconds(pid) if pid else 0.0), time.monotonic()
             with tcp_transfer(rig, ctx.seconds) as t:
                 pass
-            cores = (_cpu_seconds(pid) - cpu0) / (time.monotonic() - t0) if pid else None
+            cores = (cpu_seconds(pid) - cpu0) / (time.monotonic() - t0) if pid else None
             st = shaper.stats(LINK)
             shaper.update(LINK, LinkParams(delay_ms=delay, bw_mbps=cap))
             with tcp_transfer(rig, ctx.seconds) as capped:

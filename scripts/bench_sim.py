@@ -40,8 +40,9 @@ bootstrap.bootstrap(needs_network_stack=False, extras="bench")
 
 from analysis.metrics import MeasuredAccumulator  # noqa: E402
 from fogsdn.scenario import Scenario, load_scenario  # noqa: E402
-from sim.engine import Row, simulate  # noqa: E402
+from sim.engine import simulate  # noqa: E402
 from sim.output import TraceCsvSink  # noqa: E402
+from sim.rows import Row  # noqa: E402
 from sim.runner import run_simulation  # noqa: E402
 
 

@@ -29,8 +29,9 @@ import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside
 
 bootstrap.bootstrap(needs_network_stack=False, extras="")
 
+from analysis.class_prediction import ModelError  # noqa: E402
 from analysis.comparison import predicted_power_block  # noqa: E402
-from analysis.ctmc import ModelError, ModelParams, predict  # noqa: E402
+from analysis.ctmc import ModelParams, predict  # noqa: E402
 from analysis.model_params import (  # noqa: E402
     OutsideModel,
     capacity_mean_prediction,

@@ -54,9 +54,8 @@ import math
 import time
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from itertools import accumulate
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from controller.policies import (
@@ -69,7 +68,6 @@ from controller.policies import (
     make_policy,
     node_view,
     policy_failure,
-    routes_for,
 )
 from controller.rt_measure import PathStats
 from fogsdn.churn import ofn_changes
@@ -80,41 +78,29 @@ from fogsdn.scenario import (
     Role,
     Scenario,
     Servers,
-    TaskClass,
     scenario_graph,
 )
 from fogsdn.streams import BLOCK, Stream, draw_capacities, python_stream, replication_seed
 from fogsdn.workload import arrival_blocks, client_names, hp_share
 from nodes.service_queue import ClassQueue
-
-OK, BLOCKED, TIMEOUT, LOST = 0, 1, 2, 3
-KILLED = 4  # held at a host that will kill it at its stage limit; never a row
-OUTCOME_NAMES: tuple[str, ...] = ("ok", "blocked", "timeout", "lost")
-CLASSES: tuple[TaskClass, ...] = (TaskClass.HP, TaskClass.LP)
-
-# A row is a plain tuple: (t_done, outcome, seq, client, cls, size, t_send, node,
-# service, nominal[, note[, hosts, wasted]]). client/cls/node are indices into
-# client_names(), CLASSES and node_names(); seq counts per client; service is the
-# achieved service time at the final node (NaN if never served), nominal what was asked
-# of it; the optional note (no commas) explains blocked/lost/timeout/handoff rows;
-# hosts and wasted come with a policy that has stages (see above).
-ROW_FIELDS: tuple[str, ...] = (
-    "t_done", "outcome", "seq", "client", "cls", "size", "t_send", "node",
-    "service", "nominal", "note", "hosts", "wasted",
+from sim.policy_tables import PolicyTables
+from sim.rows import (
+    BLOCKED,
+    CLASSES,
+    LOST,
+    OK,
+    TIMEOUT,
+    AvailabilitySink,
+    Row,
+    RowSink,
+    node_names,
 )
-Row = tuple[Any, ...]
-RowSink = Callable[[list[Row]], None]
-AvailabilitySink = Callable[[float, str, bool], None]
 
-RouteEntry = tuple[list[int], list[float], float, int]  # nodes, cumulative weights, total, last
+KILLED = 4  # held at a host that will kill it at its stage limit; never a row
 
 FLUSH_ROWS = 8192
 NAN = math.nan
 INF = math.inf
-
-
-def node_names(scenario: Scenario) -> tuple[str, ...]:
-    return tuple(n.name for n in scenario.nodes)
 
 
 @dataclass(frozen=True)
@@ -210,67 +196,11 @@ def simulate(
     pending = next(changes, None)  # (t, OFN number, new state) of the next change
 
     # -- what the policy says per availability state: routes, stages, a view ----------
-    table_cache: dict[tuple[bool, ...], list[RouteEntry]] = {}
-    stage_cache: dict[tuple[bool, ...], tuple[list[float], list[int], bool]] = {}
-    view_cache: dict[tuple[bool, ...], ClusterView] = {}
-
-    def state_view() -> ClusterView:
-        key = tuple(avail)
-        got = view_cache.get(key)
-        if got is None:
-            got = ClusterView(
-                tuple(replace(base_view[k], available=avail[k]) for k in range(nn)))
-            view_cache[key] = got
-        return got
-
-    def route_table() -> list[RouteEntry]:
-        key = tuple(avail)
-        got = table_cache.get(key)
-        if got is None:
-            try:
-                table = policy.routes(state_view())
-            except Exception as err:  # the user's code: one line naming its file
-                raise PolicyError(policy_failure(policy, "routes", err)) from None
-            got = []
-            for cls in CLASSES:
-                weights = routes_for(table, cls)
-                try:
-                    idx = [index[n] for n in weights]
-                except KeyError as err:
-                    raise ValueError(f"policy {policy.name} routed to unknown node {err}") from None
-                cum = list(accumulate(weights.values()))
-                got.append((idx, cum, cum[-1] + 0.0, len(idx) - 1))
-            table_cache[key] = got
-        return got
-
-    def stage_table(view: ClusterView) -> tuple[list[float], list[int], bool]:
-        """Per node: the size at which it kills a task (inf: never) and where that task
-        restarts, from the policy's stage plan for this view (`Policy.stages`); and
-        whether the plan has stages at all."""
-        key = tuple(n.available for n in view.nodes)
-        got = stage_cache.get(key)
-        if got is None:
-            try:
-                plan = policy.stages(view)
-            except Exception as err:  # the user's code: one line naming its file
-                raise PolicyError(policy_failure(policy, "stages", err)) from None
-            kill_at, next_at = [INF] * nn, [-1] * nn
-            for i, host in enumerate(plan.hosts):
-                lim, nxt = plan.kill_after(host), plan.next_stage(i)
-                if lim is None or nxt is None:
-                    continue
-                try:
-                    k, k2 = index[host], index[plan.hosts[nxt]]
-                except KeyError as err:
-                    raise ValueError(f"policy {policy.name} staged an unknown node {err}") from None
-                kill_at[k], next_at[k] = lim, k2
-            got = (kill_at, next_at, plan.kind != "none")
-            stage_cache[key] = got
-        return got
+    tables = PolicyTables(policy, base_view, index)
 
     # every row of a policy with stages (SITA, TAGS) carries hosts and wasted, as live
-    staged = stage_table(ClusterView(tuple(base_view)))[2]
-    kill_at, next_at, has_stages = stage_table(state_view())
+    staged = tables.stages(ClusterView(tuple(base_view)))[2]
+    kill_at, next_at, has_stages = tables.stages(tables.view(avail))
     staged = staged or has_stages
     if staged and any(ordered):
         k = ordered.index(True)
@@ -381,7 +311,7 @@ def simulate(
             availability(t, names[k], up)
         pending = next(changes, None)
         if staged:
-            kill_at, next_at, _ = stage_table(state_view())
+            kill_at, next_at, _ = tables.stages(tables.view(avail))
         if up or churn.leave is LeaveMode.DRAIN:
             return
         h = held[k]
@@ -446,7 +376,7 @@ def simulate(
                 )
             )
         else:
-            view = state_view()
+            view = tables.view(avail)
         try:
             name = policy.decide(view, Request(CLASSES[cls], cnames[c], size, t_ms=t), route_rng)
         except Exception as err:  # the user's code: one line naming its file
@@ -457,7 +387,7 @@ def simulate(
             raise ValueError(f"policy {policy.name} chose unknown node {name!r}") from None
 
     # -- main loop ---------------------------------------------------------------------
-    table = route_table() if fast else []
+    table = tables.routes(avail) if fast else []
     t_churn = next_churn()
     t_next = t_churn  # the next churn or kill event
     cseq = [0] * n_clients
@@ -485,7 +415,7 @@ def simulate(
                 change(pending_node(), t_churn)
                 t_churn = next_churn()
                 if fast:
-                    table = route_table()
+                    table = tables.routes(avail)
             t_next = min(t_churn, next_kill())
         cls = 0 if cu[j] < p_hp else 1
         c = cl[j]
@@ -583,21 +513,3 @@ def simulate(
         wall_s=time.perf_counter() - wall0,
     )
 
-
-__all__ = [
-    "BLOCKED",
-    "CLASSES",
-    "LOST",
-    "OK",
-    "OUTCOME_NAMES",
-    "ROW_FIELDS",
-    "TIMEOUT",
-    "AvailabilitySink",
-    "Row",
-    "RowSink",
-    "SimResult",
-    "client_names",
-    "is_per_request",
-    "node_names",
-    "simulate",
-]

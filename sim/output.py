@@ -22,16 +22,8 @@ from analysis.metrics import MeasuredAccumulator
 from fogsdn.latency import RequestNetwork
 from fogsdn.scenario import Scenario
 from fogsdn.trace import COLUMNS
-from sim.engine import (
-    BLOCKED,
-    CLASSES,
-    OK,
-    OUTCOME_NAMES,
-    TIMEOUT,
-    Row,
-    client_names,
-    node_names,
-)
+from fogsdn.workload import client_names
+from sim.rows import BLOCKED, CLASSES, OK, OUTCOME_NAMES, TIMEOUT, Row, node_names
 
 NETWORK_STREAM = 100  # spawn key of the network's draws (fogsdn.streams uses 0-6)
 _EOL = "\r\n"  # csv.writer's default, which TraceWriter uses

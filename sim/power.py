@@ -17,6 +17,7 @@ from collections.abc import Callable
 import networkx as nx
 
 from fogsdn.scenario import Scenario
+from fogsdn.workload import client_names
 from models.power_model import (
     BYTES_PER_REQUEST,
     PowerSample,
@@ -27,7 +28,7 @@ from models.power_model import (
     switch_ports,
     switch_power_w,
 )
-from sim.engine import OK, TIMEOUT, Row, client_names, node_names
+from sim.rows import OK, TIMEOUT, Row, node_names
 
 BIN_S = 1.0
 _FINISHED_AT = "node finished at "

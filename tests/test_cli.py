@@ -64,3 +64,18 @@ def test_duration_is_seconds_of_live_load_in_every_cli(tmp_path: Path,
         assert rc == 0, err
         summary = json.loads((out / "summary.json").read_text())
         assert summary["stop"]["duration_ms"] == want
+
+
+def test_every_installed_command_names_a_function_that_exists() -> None:
+    """`pip install .` writes one launcher per [project.scripts] entry; one that names a
+    missing function installs fine and fails only when a user runs it."""
+    import importlib
+    import tomllib
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    missing = []
+    for name, target in scripts.items():
+        module, _, func = target.partition(":")
+        if not callable(getattr(importlib.import_module(module), func, None)):
+            missing.append(f"{name} = {target}")
+    assert scripts and missing == []

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
+from analysis.class_prediction import ModelError
 from analysis.ctmc import (
-    ModelError,
     ModelParams,
     build_chain,
     predict,

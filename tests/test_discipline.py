@@ -48,8 +48,9 @@ from fogsdn.scenario import (
 from fogsdn.trace import read_trace
 from nodes.protocol import TaskRequest
 from nodes.service_queue import ClassQueue, ServiceQueue
-from nodes.worker import Worker
-from sim.engine import BLOCKED, LOST, OK, simulate
+from nodes.task_server import Worker
+from sim.engine import simulate
+from sim.rows import BLOCKED, LOST, OK
 from sim.runner import run_simulation
 
 # -- the pure queue ----------------------------------------------------------------------

@@ -21,13 +21,14 @@ pytestmark = pytest.mark.emulation
 
 
 def _run(tmp: Path, policy: dict[str, Any], measure_rt: int) -> tuple[Path, dict[str, Any]]:
-    from runner.queueing_run import run_emulation
+    from runner.queueing_run import LiveOptions, run_emulation
 
     # a sample needs a longer run for enough timed connections at the OFN
     sc = load_scenario(ROOT / "scenarios" / "default.yaml").with_overrides(
         {"duration_ms": 2000.0 * measure_rt ** 0.5, "warmup_ms": 100.0, "policy": policy})
     out = tmp / str(policy["name"])
-    return out, run_emulation(sc, out, show_progress=False, measure_rt=measure_rt)
+    return out, run_emulation(sc, out, show_progress=False,
+                              options=LiveOptions(measure_rt=measure_rt))
 
 
 @pytest.mark.parametrize(("policy", "one_in"), [

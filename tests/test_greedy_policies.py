@@ -21,7 +21,8 @@ from controller.policies import (
     make_policy,
 )
 from fogsdn.scenario import PolicySpec, Role, TaskClass, parse_scenario
-from sim.engine import OK, simulate
+from sim.engine import simulate
+from sim.rows import OK
 
 RNG = random.Random(0)
 HP = Request(TaskClass.HP, "c1")

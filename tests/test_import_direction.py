@@ -24,7 +24,8 @@ PURE = ("fogsdn", "models", "controller.policies", "controller.flow_tables",
         "controller.cluster", "controller.config", "analysis", "controller.pipeline",
         "controller.rt_measure", "controller.policy_guard", "controller.of_messages",
         "nodes.protocol", "nodes.service_queue", "nodes.ncs", "topologies.city_latency",
-        "topologies.city_layout", "topologies.city_net", "topologies.mobility_traces")
+        "topologies.city_layout", "topologies.city_net", "topologies.mobility_traces",
+        "topologies.link_params", "sim.rows", "sim.policy_tables")
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     # importer -> what it must not import
     "fogsdn": ("models", "controller", "analysis", "sim", "runner", "nodes", "topologies",
@@ -32,10 +33,10 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "models": ("controller", "analysis", "sim", "runner", "nodes", "topologies", "agents"),
     "controller.policies": ("controller.app", "analysis", "sim", "runner", "agents"),
     "analysis": ("sim", "runner", "agents", "controller.app"),
-    "sim": ("runner", "agents", "nodes.worker", "nodes.client", "controller.app",
-            "topologies.mininet_net"),
-    "controller": ("runner", "sim", "analysis", "agents", "nodes.worker", "nodes.client",
-                   "topologies"),
+    "sim": ("runner", "agents", "nodes.worker", "nodes.task_server", "nodes.client",
+            "controller.app", "topologies.mininet_net"),
+    "controller": ("runner", "sim", "analysis", "agents", "nodes.worker", "nodes.task_server",
+                   "nodes.client", "topologies"),
     "nodes": ("runner", "sim", "controller", "topologies", "agents"),
     "topologies": ("controller", "runner", "sim", "nodes", "agents"),
     "runner": ("agents",),

@@ -9,17 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from topologies.linkem import (
+from topologies.link_params import LinkParams, decide_mechanism, link_seed, netem_qdisc_args
+from topologies.linkem import choose_mechanism, make_shaper
+from topologies.relay_control import (
     CTL_SIZE,
     ControlBlock,
-    LinkParams,
-    choose_mechanism,
-    decide_mechanism,
     decode_counters,
     encode_params,
-    link_seed,
-    make_shaper,
-    netem_qdisc_args,
     relay_binary,
 )
 
@@ -114,7 +110,7 @@ def test_set_up_on_a_bare_machine_installs_what_the_relay_includes() -> None:
 
     from bootstrap import missing_apt_packages
 
-    from topologies.linkem import RELAY_SOURCE
+    from topologies.relay_control import RELAY_SOURCE
 
     headers = re.findall(r"^#include <([^>]+)>", RELAY_SOURCE.read_text(), re.MULTILINE)
     assert "arpa/inet.h" in headers and "linux/if_packet.h" in headers

@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 
 from rigs.linkem_testnet import Rig, namespace_rig
-from topologies.linkem import (
+from topologies.link_params import LinkParams
+from topologies.linkem import UserspaceShaper
+from topologies.relay_control import (
     CTL_SIZE,
     TABLE_ENTRY,
     ControlBlock,
-    LinkParams,
-    UserspaceShaper,
     decode_peer_table,
     encode_peer_table,
 )

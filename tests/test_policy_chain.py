@@ -27,7 +27,8 @@ from controller.policies import make_policy
 from controller.policies.base import ClusterView, Policy, Request, RouteTable
 from controller.policies.nodiff import NoDiff
 from fogsdn.scenario import Role, Scenario, TaskClass, parse_scenario
-from sim.engine import OUTCOME_NAMES, simulate
+from sim.engine import simulate
+from sim.rows import OUTCOME_NAMES
 
 
 def sc(**over: Any) -> Scenario:

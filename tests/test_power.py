@@ -127,8 +127,8 @@ def test_power_fields_validated_with_one_line_errors() -> None:
 
 def test_simulator_account_bins_busy_time_and_traffic_by_real_second() -> None:
     from fogsdn.scenario import scenario_graph
-    from sim.engine import BLOCKED, OK, TIMEOUT
     from sim.power import PowerAccount
+    from sim.rows import BLOCKED, OK, TIMEOUT
 
     sc = parse_scenario(_scenario())  # time_scale 5: 200 model ms per real second
     acc = PowerAccount(sc, scenario_graph(sc))

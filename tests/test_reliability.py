@@ -344,7 +344,7 @@ def test_open_connections_are_capped_and_freed(patient_worker: tuple) -> None:
     """Past MAX_READING connections whose request line is still being read, each new
     one is answered `busy` at once; the others are cut off at the read deadline, which
     gives their slots back while the connections are still open."""
-    from nodes.worker import MAX_READING
+    from nodes.task_server import MAX_READING
 
     port, p = patient_worker
     over = 20
@@ -370,7 +370,7 @@ def test_open_connections_are_capped_and_freed(patient_worker: tuple) -> None:
 
 
 def test_a_worker_whose_internal_thread_dies_exits() -> None:
-    code = ("import sys; from nodes.worker import Worker; from fogsdn.scenario import Servers;"
+    code = ("import sys; from nodes.task_server import Worker; from fogsdn.scenario import Servers;"
             "w = Worker('fn', 1.0, 2, Servers.SINGLE, 10.0);"
             "w.guarded(lambda: 1 / 0); sys.exit(0)")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,

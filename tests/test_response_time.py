@@ -7,7 +7,8 @@ import pytest
 from scipy.linalg import expm
 
 from analysis.ctmc import ModelParams, arrival_rates, predict
-from analysis.response_time import ErlangMixture, HandoffChain
+from analysis.response_time import ErlangMixture
+from analysis.two_node_handoff import HandoffChain
 
 
 def brute_handoff_cdf(p: ModelParams, weights: np.ndarray, times: list[float]) -> np.ndarray:

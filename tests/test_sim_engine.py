@@ -19,7 +19,8 @@ from analysis.metrics import MeasuredAccumulator, measured_summary
 from controller.policies import ClusterView, NodeView, Request, make_policy
 from fogsdn.scenario import PolicySpec, Role, Scenario, TaskClass, parse_scenario
 from fogsdn.trace import Outcome, iter_trace, read_trace, write_trace
-from sim.engine import BLOCKED, LOST, OK, TIMEOUT, simulate
+from sim.engine import simulate
+from sim.rows import BLOCKED, LOST, OK, TIMEOUT
 from sim.runner import replicate, run_simulation
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -26,7 +26,8 @@ from analysis.ctmc import predict
 from analysis.metrics import MeanCI, batch_means_ci
 from analysis.model_params import model_params_from_scenario
 from fogsdn.scenario import Scenario, parse_scenario
-from sim.engine import BLOCKED, LOST, OK, simulate
+from sim.engine import simulate
+from sim.rows import BLOCKED, LOST, OK
 
 Z = 4.0  # standard errors
 ABS_TOL = 5e-4  # for probabilities the run may see no event of at all

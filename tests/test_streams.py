@@ -11,7 +11,8 @@ from fogsdn.churn import churn_schedule
 from fogsdn.scenario import parse_scenario
 from fogsdn.streams import replication_seed
 from fogsdn.workload import arrivals, client_arrivals
-from sim.engine import CLASSES, simulate
+from sim.engine import simulate
+from sim.rows import CLASSES
 
 
 def test_each_live_client_sends_the_simulated_clients_requests() -> None:

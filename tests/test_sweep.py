@@ -14,7 +14,8 @@ import pytest
 from conftest import scenario_dict
 
 from fogsdn.scenario import Scenario, parse_scenario
-from runner.sweep import SweepError, plan, run_sweep
+from runner.study import run_study
+from runner.sweep import SweepError, SweepStudy, plan
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,8 +50,8 @@ def test_plan_covers_values_policies_and_replications(tmp_path: Path) -> None:
 
 
 def test_process_pool_sweep_keeps_finished_points_when_one_fails(tmp_path: Path) -> None:
-    res = run_sweep(swept(["prioritized", "no_such_policy"], replications=2), tmp_path,
-                    executor="process", workers=2, log=lambda s: None)
+    res = SweepStudy(swept(["prioritized", "no_such_policy"], replications=2), tmp_path)
+    run_study(res, tmp_path, executor="process", workers=2, log=lambda s: None)
     assert len(res.failures) == 4  # both values x both replications of the bad policy
     assert all(f["policy"] == "no_such_policy" and "unknown policy" in f["error"]
                for f in res.failures)
@@ -66,8 +67,8 @@ def test_ray_sweep_on_a_private_local_ray(tmp_path: Path) -> None:
     pytest.importorskip("ray", reason="ray is not installed (pip install 'fogsdn[sweep]')")
     import ray
 
-    res = run_sweep(swept(), tmp_path, executor="ray", workers=2, requests=1500, trace=False,
-                    log=lambda s: None)
+    res = SweepStudy(swept(), tmp_path, requests=1500, trace=False)
+    run_study(res, tmp_path, executor="ray", workers=2, log=lambda s: None)
     assert not res.failures
     rows = read_csv(tmp_path / "sweep.csv")
     assert sorted((float(r["value"]), r["cls"]) for r in rows) == [
@@ -108,8 +109,8 @@ def test_live_sweep_on_ray_runs_one_emulation_per_node_at_a_time(tmp_path: Path)
     emulation resource, two CPUs): both points run live in Ray workers, never together."""
     pytest.importorskip("ray", reason="the sweep extra (ray) is not installed")
     sc = swept().with_overrides({"time_scale": 20.0, "duration_ms": 150.0, "warmup_ms": 0.0})
-    res = run_sweep(sc, tmp_path / "live", engine="emulate", executor="ray", workers=2,
-                    figure=False, log=lambda s: None)
+    res = SweepStudy(sc, tmp_path / "live", engine="emulate", figure=False)
+    run_study(res, tmp_path / "live", executor="ray", workers=2, log=lambda s: None)
     assert not res.failures, res.failures
     rows = read_csv(tmp_path / "live" / "sweep.csv")
     assert sorted({float(r["value"]) for r in rows}) == [0.2, 0.6]

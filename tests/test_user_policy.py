@@ -139,7 +139,8 @@ def test_a_policy_failing_in_the_simulator_names_its_file(tmp_path: Path) -> Non
 
 
 def test_sweep_workers_load_the_users_policy(tmp_path: Path) -> None:
-    from runner.sweep import run_sweep
+    from runner.study import run_study
+    from runner.sweep import SweepStudy
 
     tmp = _outside(tmp_path)
     write_policy(tmp, HP_AWAY)
@@ -147,8 +148,8 @@ def test_sweep_workers_load_the_users_policy(tmp_path: Path) -> None:
         tmp, "my_policy.py", duration_ms=300,
         sweep={"parameter": "workload.lambda_lp", "values": [0.2, 0.4],
                "policies": ["hp_away", "prioritized"]}))
-    res = run_sweep(sc, tmp / "sw", executor="process", workers=2, figure=False,
-                    log=lambda s: None)
+    res = SweepStudy(sc, tmp / "sw", figure=False)
+    run_study(res, tmp / "sw", executor="process", workers=2, log=lambda s: None)
     assert not res.failures
     with open(tmp / "sw" / "sweep.csv") as fh:
         rows = list(csv.DictReader(fh))

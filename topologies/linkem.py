@@ -27,226 +27,37 @@ a shaper to splice them. Semantics, for both (docs/links.md):
   source coming in), order kept per peer; so one element on a host's access link
   gives that host a different delay to every other host (docs/links.md).
 
-Pure parts (`LinkParams`, `decide_mechanism`, `netem_qdisc_args`, the control block
-layout) have no I/O; the shapers are thin adapters that run `ip`, `tc` and the relay.
+Pure parts (`topologies.link_params`: `LinkParams`, `decide_mechanism`,
+`netem_qdisc_args`; the relay's control block layout in `topologies.relay_control`)
+have no I/O; the shapers here are thin adapters that run `ip`, `tc` and the relay.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import mmap
 import os
 import re
 import shutil
-import socket
-import struct
 import subprocess
 import time
-import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
-
-import numpy as np
+from typing import Protocol
 
 from fogsdn.processes import proc_start_time
+from topologies.link_params import (
+    PREFERENCES,
+    LinkParams,
+    Mechanism,
+    decide_mechanism,
+    link_seed,
+    netem_qdisc_args,
+)
+from topologies.relay_control import ControlBlock, relay_binary
 
-Mechanism = Literal["netem", "userspace"]
-PREFERENCES = ("auto", "netem", "userspace")
-DIRECTIONS = ("ab", "ba")  # a->b (enters at intf_a, leaves at intf_b) and b->a
-COUNTERS = ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "dropped_loss",
-            "dropped_down", "dropped_queue", "dropped_error")
-
-ROOT = Path(__file__).resolve().parent.parent
-RELAY_SOURCE = Path(__file__).resolve().parent / "linkem_relay.c"
-RELAY_BINARY = ROOT / "build" / "linkem" / "linkem_relay"  # build/ is git-ignored
 _LINK_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
-
-
-@dataclass(frozen=True)
-class LinkParams:
-    """One link's emulated properties, in real milliseconds (callers apply time_scale)."""
-
-    delay_ms: float = 0.0  # one-way
-    jitter_ms: float = 0.0
-    loss: float = 0.0  # probability per frame, 0..1
-    bw_mbps: float | None = None
-    queue_pkts: int = 1000  # frames waiting for the rate limit (only with bw_mbps)
-
-    def __post_init__(self) -> None:
-        for name in ("delay_ms", "jitter_ms"):
-            v = getattr(self, name)
-            if not isinstance(v, int | float) or v != v or v < 0 or v == float("inf"):
-                raise ValueError(f"link {name} must be a finite number >= 0, got {v!r}")
-        if not isinstance(self.loss, int | float) or not 0.0 <= self.loss <= 1.0:
-            raise ValueError(f"link loss must be a probability in [0, 1], got {self.loss!r}")
-        if self.bw_mbps is not None and (
-            not isinstance(self.bw_mbps, int | float) or not 0 < self.bw_mbps < float("inf")
-        ):
-            raise ValueError(f"link bw_mbps must be > 0 (or absent), got {self.bw_mbps!r}")
-        if isinstance(self.queue_pkts, bool) or not isinstance(self.queue_pkts, int) \
-                or self.queue_pkts < 1:
-            raise ValueError(f"link queue_pkts must be an integer >= 1, got {self.queue_pkts!r}")
-
-
-def decide_mechanism(prefer: str, netem_ok: bool) -> Mechanism:
-    """auto: netem where the kernel has it, else ours; an explicit choice is obeyed or fails."""
-    if prefer not in PREFERENCES:
-        raise ValueError(f"link mechanism must be one of {', '.join(PREFERENCES)}, got {prefer!r}")
-    if prefer == "userspace":
-        return "userspace"
-    if prefer == "netem" and not netem_ok:
-        raise ValueError("link mechanism 'netem' asked for, but this kernel has no netem qdisc")
-    return "netem" if netem_ok else "userspace"
-
-
-def _tc_time(ms: float) -> str:
-    return f"{round(ms * 1000)}us"
-
-
-def netem_qdisc_args(params: LinkParams) -> list[str]:
-    """The netem options for one direction (after `tc qdisc add|change dev X root netem`)."""
-    args = ["limit", str(params.queue_pkts), "delay", _tc_time(params.delay_ms)]
-    if params.jitter_ms > 0:
-        args += [_tc_time(params.jitter_ms)]
-    args += ["loss", "random", f"{params.loss * 100:.6g}%"]
-    if params.bw_mbps is not None:
-        args += ["rate", f"{round(params.bw_mbps * 1000)}kbit"]
-    return args
-
-
-def link_seed(seed: int, link_id: str) -> int:
-    """Each link's own loss/jitter stream, fixed by the run seed and the link's name."""
-    return (seed * 1_000_003 + zlib.crc32(link_id.encode())) % 2**63
-
-
-# ---- the relay's shared control block (layout: struct ctl in linkem_relay.c) ----
-
-CTL_MAGIC = 0x666F67736C6E6B31
-CTL_SIZE = 512
-_OFF_VERSION, _OFF_PARAMS, _OFF_STOP, _OFF_READY, _OFF_COUNTERS = 8, 16, 64, 72, 128
-_OFF_TABLE_CAP, _OFF_TABLE_LEN, _OFF_TABLE_VERSION = 80, 88, 96
-# one entry of the per-peer table after CTL_SIZE: the address's four wire bytes read as
-# one native word (struct table_entry), and the peer's one-way delay
-TABLE_ENTRY = np.dtype([("ip", "<u4"), ("pad", "<u4"), ("delay_ns", "<i8")])
-_PARAMS = struct.Struct("<qqQQQQ")  # delay_ns, jitter_ns, loss_x32, rate_bps, queue_pkts, up
-
-
-def encode_params(params: LinkParams, up: bool) -> bytes:
-    """The parameter words the relay reads, in its units (ns, loss as a 32-bit threshold)."""
-    rate = 0 if params.bw_mbps is None else max(1, round(params.bw_mbps * 1e6))
-    return _PARAMS.pack(round(params.delay_ms * 1e6), round(params.jitter_ms * 1e6),
-                        round(params.loss * 2**32), rate, params.queue_pkts, int(up))
-
-
-def encode_peer_table(delays_ms: Mapping[str, float]) -> bytes:
-    """A per-peer table (IPv4 address -> one-way real ms) as the relay reads it."""
-    t = np.zeros(len(delays_ms), dtype=TABLE_ENTRY)
-    if delays_ms:
-        t["ip"] = np.frombuffer(b"".join(socket.inet_aton(ip) for ip in delays_ms), "<u4")
-        ms = np.fromiter(delays_ms.values(), dtype=np.float64, count=len(delays_ms))
-        if not np.all(np.isfinite(ms) & (ms >= 0)):
-            raise ValueError("peer delays must be finite numbers >= 0")
-        t["delay_ns"] = np.rint(ms * 1e6).astype(np.int64)
-    return t.tobytes()
-
-
-def decode_peer_table(block: bytes) -> dict[str, float]:
-    """The table a control block holds now (address -> real ms): for tests and stats."""
-    cap, n = struct.unpack_from("<QQ", block, _OFF_TABLE_CAP)
-    t = np.frombuffer(block, dtype=TABLE_ENTRY, count=min(n, cap), offset=CTL_SIZE)
-    return {socket.inet_ntoa(struct.pack("<I", int(e["ip"]))): int(e["delay_ns"]) / 1e6
-            for e in t}
-
-
-def decode_counters(block: bytes) -> dict[str, int]:
-    """Counters section of a control block -> {"ab_tx_packets": n, ...} plus dropped totals."""
-    values = struct.unpack_from(f"<{2 * len(COUNTERS)}Q", block, _OFF_COUNTERS)
-    out: dict[str, int] = {}
-    for i, d in enumerate(DIRECTIONS):
-        for j, name in enumerate(COUNTERS):
-            out[f"{d}_{name}"] = values[i * len(COUNTERS) + j]
-        out[f"{d}_dropped"] = sum(out[f"{d}_{n}"] for n in COUNTERS if n.startswith("dropped"))
-    return out
-
-
-class ControlBlock:
-    """The mmapped file through which Python sets a running relay's parameters (seqlock)
-    and reads its counters; a write takes effect for the next frame the relay receives."""
-
-    def __init__(self, path: Path, params: LinkParams, up: bool = True, peers: int = 0
-                 ) -> None:
-        """`peers` > 0: room for a per-peer table of that many addresses after the block."""
-        self.path = path
-        self.peers = peers
-        size = CTL_SIZE + peers * TABLE_ENTRY.itemsize
-        with open(path, "wb") as f:
-            f.write(bytes(size))
-        self._fd = os.open(path, os.O_RDWR)
-        self._mm = mmap.mmap(self._fd, size)
-        struct.pack_into("<Q", self._mm, 0, CTL_MAGIC)
-        struct.pack_into("<Q", self._mm, _OFF_TABLE_CAP, peers)
-        self.write(params, up)
-
-    def write_peers(self, delays_ms: Mapping[str, float]) -> None:
-        """Replace the whole per-peer table (address -> real ms), one slice under its own
-        seqlock: the relay applies it to the next frame it receives."""
-        if len(delays_ms) > self.peers:
-            raise ValueError(f"{len(delays_ms)} peers; this control block holds {self.peers}")
-        table = encode_peer_table(delays_ms)
-        (version,) = struct.unpack_from("<Q", self._mm, _OFF_TABLE_VERSION)
-        struct.pack_into("<Q", self._mm, _OFF_TABLE_VERSION, version + 1)
-        self._mm[CTL_SIZE:CTL_SIZE + len(table)] = table
-        struct.pack_into("<Q", self._mm, _OFF_TABLE_LEN, len(delays_ms))
-        struct.pack_into("<Q", self._mm, _OFF_TABLE_VERSION, version + 2)
-
-    def peer_table(self) -> dict[str, float]:
-        return decode_peer_table(bytes(self._mm))
-
-    def write(self, params: LinkParams, up: bool) -> None:
-        (version,) = struct.unpack_from("<Q", self._mm, _OFF_VERSION)
-        struct.pack_into("<Q", self._mm, _OFF_VERSION, version + 1)  # odd: writing
-        self._mm[_OFF_PARAMS:_OFF_PARAMS + _PARAMS.size] = encode_params(params, up)
-        struct.pack_into("<Q", self._mm, _OFF_VERSION, version + 2)
-
-    def request_stop(self) -> None:
-        struct.pack_into("<Q", self._mm, _OFF_STOP, 1)
-
-    @property
-    def ready(self) -> bool:
-        return bool(struct.unpack_from("<Q", self._mm, _OFF_READY)[0])
-
-    def counters(self) -> dict[str, int]:
-        return decode_counters(bytes(self._mm))
-
-    def close(self) -> None:
-        self._mm.close()
-        os.close(self._fd)
-        self.path.unlink(missing_ok=True)
-
-
-# ---- building the relay ----
-
-def relay_binary() -> Path:
-    """The compiled relay, built from source on first use or when the source is newer."""
-    src_mtime = RELAY_SOURCE.stat().st_mtime
-    if RELAY_BINARY.exists() and RELAY_BINARY.stat().st_mtime >= src_mtime:
-        return RELAY_BINARY
-    cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
-    if cc is None:
-        raise RuntimeError("the userspace link relay needs a C compiler (gcc or cc) to build "
-                           f"{RELAY_SOURCE.name}; install gcc (Debian: apt-get install gcc)")
-    RELAY_BINARY.parent.mkdir(parents=True, exist_ok=True)
-    tmp = RELAY_BINARY.with_name(f".{RELAY_BINARY.name}.{os.getpid()}")
-    r = subprocess.run([cc, "-O2", "-Wall", "-o", str(tmp), str(RELAY_SOURCE)],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        tmp.unlink(missing_ok=True)
-        raise RuntimeError(f"building the link relay failed ({cc}): {r.stderr.strip()[:500]}")
-    tmp.replace(RELAY_BINARY)  # atomic: concurrent builders each install a whole binary
-    return RELAY_BINARY
 
 
 # ---- probing the kernel ----

@@ -29,7 +29,8 @@ from mininet.node import Node, OVSSwitch, RemoteController
 
 from fogsdn.processes import stop_signals_deferred
 from fogsdn.topology import HOST_PREFIX_LEN, LinkSpec, link_params
-from topologies.linkem import LinkParams, LinkShaper, make_shaper
+from topologies.link_params import LinkParams
+from topologies.linkem import LinkShaper, make_shaper
 
 
 class PlainRemoteController(RemoteController):
