@@ -208,7 +208,7 @@ def _write_rt_runtime(cpu_dir: Path, runtime_us: int, wait_s: float = RT_BUDGET_
 
     The kernel refuses (EINVAL) a budget that would take all groups past its real-time
     limit, and a removed group keeps its budget until the kernel frees it some time after
-    the rmdir (10-20 ms measured here; a run started right after another met it). If the
+    the rmdir (10-20 ms measured here), so a run started right after another can meet it. If the
     budget is still taken after `wait_s`, the error names the groups that hold it."""
     f = cpu_dir / "cpu.rt_runtime_us"
     deadline = time.monotonic() + wait_s
