@@ -47,10 +47,40 @@ def next_class(discipline: str, last: int, hp_waiting: bool, lp_waiting: bool) -
     return HP  # priority
 
 
-def _generator(rows: list[int], cols: list[int], vals: list[float], n: int) -> sp.csr_matrix:
-    Q = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
-    Q.sum_duplicates()
-    return Q
+class _Rates:
+    """A chain's rates gathered one transition at a time (zero rates skipped), from state
+    `i` to a state (looked up in `index`) or to a state number; then as a matrix."""
+
+    def __init__(self, index: dict[tuple[int, ...], int], n: int) -> None:
+        self.index, self.n = index, n
+        self.rows: list[int] = []
+        self.cols: list[int] = []
+        self.vals: list[float] = []
+
+    def add(self, i: int, to: int | tuple[int, ...], rate: float) -> None:
+        if rate > 0:
+            self.rows.append(i)
+            self.cols.append(to if isinstance(to, int) else self.index[to])
+            self.vals.append(rate)
+
+    def matrix(self) -> sp.csr_matrix:
+        """The off-diagonal rates (duplicates summed)."""
+        Q = sp.csr_matrix((self.vals, (self.rows, self.cols)), shape=(self.n, self.n))
+        Q.sum_duplicates()
+        return Q
+
+    def stationary(self) -> np.ndarray:
+        """The stationary vector of the chain these rates make (state 0: empty)."""
+        Q = self.matrix()
+        out = np.asarray(Q.sum(axis=1)).ravel()
+        pi, _ = linsolve.checked_stationary((Q - sp.diags(out)).tocsr())
+        return pi
+
+    def absorbing(self, done: np.ndarray, v0: np.ndarray) -> AbsorbingChain:
+        """A tagged request that starts with weights `v0` and is served at rates `done`."""
+        T = self.matrix()
+        out = np.asarray(T.sum(axis=1)).ravel() + done
+        return AbsorbingChain(TransientChain(T, out, done, np.zeros(self.n)), v0)
 
 
 def fn_class_stationary(lam_hp: np.ndarray, lam_lp: np.ndarray, mu: float, cap: int,
@@ -61,17 +91,8 @@ def fn_class_stationary(lam_hp: np.ndarray, lam_lp: np.ndarray, mu: float, cap: 
     `avail`: the availability states the chain visits (A = 0 leaves at eta, U = 1
     returns at xi, where both are visited)."""
     states = [(a, h, m) for a in avail for h in range(cap + 1) for m in range(cap + 1 - h)]
-    index = {s: i for i, s in enumerate(states)}
-    rows: list[int] = []
-    cols: list[int] = []
-    vals: list[float] = []
-
-    def add(i: int, to: tuple[int, int, int], rate: float) -> None:
-        if rate > 0:
-            rows.append(i)
-            cols.append(index[to])
-            vals.append(rate)
-
+    rates = _Rates({s: i for i, s in enumerate(states)}, len(states))
+    add = rates.add
     both = len(avail) == 2
     for i, (a, h, m) in enumerate(states):
         if h + m < cap:
@@ -83,11 +104,8 @@ def fn_class_stationary(lam_hp: np.ndarray, lam_lp: np.ndarray, mu: float, cap: 
             add(i, (a, h, m - 1), mu)
         if both:
             add(i, (1 - a, h, m), eta if a == 0 else xi)
-    Q = _generator(rows, cols, vals, len(states))
-    out = np.asarray(Q.sum(axis=1)).ravel()
-    pi, _ = linsolve.checked_stationary((Q - sp.diags(out)).tocsr())  # state 0: empty
     p = np.zeros((2, cap + 1, cap + 1))
-    for (a, h, m), v in zip(states, pi, strict=True):
+    for (a, h, m), v in zip(states, rates.stationary(), strict=True):
         p[a, h, m] = v
     return p
 
@@ -100,17 +118,8 @@ def fn_class_service_stationary(lam_hp: np.ndarray, lam_lp: np.ndarray, mu: floa
     states = [(a, h, m, c) for a in avail for h in range(cap + 1) for m in range(cap + 1 - h)
               for c in (HP, LP)
               if (h == m == 0 and c == HP) or (c == HP and h > 0) or (c == LP and m > 0)]
-    index = {st: i for i, st in enumerate(states)}
-    rows: list[int] = []
-    cols: list[int] = []
-    vals: list[float] = []
-
-    def add(i: int, to: tuple[int, int, int, int], rate: float) -> None:
-        if rate > 0:
-            rows.append(i)
-            cols.append(index[to])
-            vals.append(rate)
-
+    rates = _Rates({st: i for i, st in enumerate(states)}, len(states))
+    add = rates.add
     both = len(avail) == 2
     for i, (a, h, m, c) in enumerate(states):
         if h + m < cap:
@@ -123,11 +132,8 @@ def fn_class_service_stationary(lam_hp: np.ndarray, lam_lp: np.ndarray, mu: floa
             add(i, (a, h2, m2, HP if nxt is None else nxt), mu)
         if both:
             add(i, (1 - a, h, m, c), eta if a == 0 else xi)
-    Q = _generator(rows, cols, vals, len(states))
-    out = np.asarray(Q.sum(axis=1)).ravel()
-    pi, _ = linsolve.checked_stationary((Q - sp.diags(out)).tocsr())  # state 0: empty
     p = np.zeros((2, cap + 1, cap + 1, 2))
-    for (a, h, m, c), v in zip(states, pi, strict=True):
+    for (a, h, m, c), v in zip(states, rates.stationary(), strict=True):
         p[a, h, m, c] = v
     return p
 
@@ -149,20 +155,13 @@ def tagged_component(p_ahls: np.ndarray, cls: int, route: np.ndarray, lam_hp: np
               or (c == x and xa + 1 + yy + xb + 1 <= cap)]
     n = len(states) + 1
     serving = n - 1  # the tagged one in service: done at rate mu
-    index = {st: i for i, st in enumerate(states)}
-    rows: list[int] = []
-    cols: list[int] = []
-    vals: list[float] = []
+    index: dict[tuple[int, ...], int] = {st: i for i, st in enumerate(states)}
+    rates = _Rates(index, n)
+    add = rates.add
     done = np.zeros(n)
     done[serving] = mu
     v0 = np.zeros(n)
     both = len(avail) == 2
-
-    def add(i: int, j: int, rate: float) -> None:
-        if rate > 0:
-            rows.append(i)
-            cols.append(j)
-            vals.append(rate)
 
     def after(a: int, xa: int, yy: int, xb: int, last: int) -> int:
         """Where a completion of class `last` leaves it (Y held `yy`, X ahead `xa`)."""
@@ -199,11 +198,7 @@ def tagged_component(p_ahls: np.ndarray, cls: int, route: np.ndarray, lam_hp: np
                         v0[index[(a, nx - 1, ny, 0, x)]] += w
                     else:
                         v0[index[(a, nx, ny, 0, y)]] += w
-    if v0.sum() <= 0:
-        return None
-    T = _generator(rows, cols, vals, n)
-    out = np.asarray(T.sum(axis=1)).ravel() + done
-    return AbsorbingChain(TransientChain(T, out, done, np.zeros(n)), v0)
+    return rates.absorbing(done, v0) if v0.sum() > 0 else None
 
 
 def hp_component(p_ahl: np.ndarray, route_hp: np.ndarray, mu: float) -> ErlangMixture | None:
@@ -224,20 +219,11 @@ def lp_component(p_ahl: np.ndarray, route_lp: np.ndarray, lam_hp: np.ndarray,
     states = [(a, h, m, b) for a in avail for h in range(cap) for m in range(cap - h)
               for b in range(cap - h - m)]  # h + m + b + 1 <= cap: the tagged one counts
     n = len(states)
-    index = {s: i for i, s in enumerate(states)}
-    rows: list[int] = []
-    cols: list[int] = []
-    vals: list[float] = []
+    rates = _Rates({s: i for i, s in enumerate(states)}, n)
+    add = rates.add
     done = np.zeros(n)
     v0 = np.zeros(n)
     both = len(avail) == 2
-
-    def add(i: int, to: tuple[int, int, int, int], rate: float) -> None:
-        if rate > 0:
-            rows.append(i)
-            cols.append(index[to])
-            vals.append(rate)
-
     for i, (a, h, m, b) in enumerate(states):
         if b == 0 and route_lp[a] > 0:
             v0[i] = route_lp[a] * p_ahl[a, h, m]
@@ -252,12 +238,7 @@ def lp_component(p_ahl: np.ndarray, route_lp: np.ndarray, lam_hp: np.ndarray,
             done[i] = mu
         if both:
             add(i, (1 - a, h, m, b), eta if a == 0 else xi)
-    if v0.sum() <= 0:
-        return None
-    T = _generator(rows, cols, vals, n)
-    out = np.asarray(T.sum(axis=1)).ravel() + done
-    chain = TransientChain(T, out, done, np.zeros(n))
-    return AbsorbingChain(chain, v0)
+    return rates.absorbing(done, v0) if v0.sum() > 0 else None
 
 
 def fn_class_components(lam_hp: np.ndarray, lam_lp: np.ndarray, route_hp: np.ndarray,
