@@ -47,6 +47,7 @@ from runner.live_network import (
 from runner.power_meter import LivePowerMeter
 from runner.results import finish_results
 from runner.supervisor import exit_description
+from runner.view_live import ViewConfig
 
 # one TCP connection per request through Python clients, OVS userspace and Python workers
 # on two cores: well above the default load (160/s), well below what saturates the machine
@@ -67,8 +68,10 @@ class QueueingRun:
     def __init__(self, scenario: Scenario, out_dir: Path, stop: threading.Event,
                  show_progress: bool = True, churn_lead: bool = True,
                  measure_rt: int = RT_SAMPLE_DEFAULT, meter_power: bool = True,
-                 realtime: bool = True) -> None:
+                 realtime: bool = True, view: ViewConfig | None = None) -> None:
         self.sc = scenario
+        self.view_config = view  # the browser view and REST API (runner.view_live)
+        self.policy_epochs: list[dict[str, Any]] = []
         self.meter_power = meter_power
         self.realtime = realtime
         self.out = out_dir
@@ -340,6 +343,11 @@ class QueueingRun:
         stats: dict[str, Any] = {}
         t0 = time.monotonic()
         setup_error: EmulationError | None = None
+        view = None
+        if self.view_config is not None:
+            from runner.view_live import start_live_view
+
+            view = start_live_view(self, self.view_config)
         try:
             self.live.start(initial, t0)
             self._start_workers()
@@ -373,6 +381,10 @@ class QueueingRun:
             print(f"\n[run] FAILED: {self.supervisor.failure}; keeping what was collected",
                   file=sys.stderr, flush=True)
         finally:
+            if view is not None:
+                view[0].stop()
+                view[1].stop()
+                self.policy_epochs = view[0].policy_epochs()
             self.live.teardown([
                 ("clients", self._stop_clients),
                 ("power", self._stop_power),
@@ -403,7 +415,8 @@ def check_live_limits(sc: Scenario) -> None:
 def run_emulation(scenario: Scenario, out_dir: Path, stop: threading.Event | None = None,
                   show_progress: bool = True, churn_lead: bool = True,
                   measure_rt: int = RT_SAMPLE_DEFAULT,
-                  meter_power: bool = True, realtime: bool = True) -> dict[str, Any]:
+                  meter_power: bool = True, realtime: bool = True,
+                  view: ViewConfig | None = None) -> dict[str, Any]:
     """Run one scenario live; returns summary.json's content. `churn_lead`: issue each
     OFN change one measured reaction time before its drawn instant (ReactionLead).
     `measure_rt`: the controller times one connection in N (0: none; a power of two),
@@ -411,10 +424,11 @@ def run_emulation(scenario: Scenario, out_dir: Path, stop: threading.Event | Non
     `meter_power` off: no per-second polling of switches and workers (and no power
     figures), to measure what the polling costs (scripts/bench_fidelity.py).
     `realtime` off: the workers, the controller and the churn replay run as ordinary
-    processes (to measure what SCHED_FIFO buys; docs/emulation.md)."""
+    processes (to measure what SCHED_FIFO buys; docs/emulation.md). `view`: serve the
+    browser view and REST API meanwhile (docs/view.md)."""
     check_live_limits(scenario)
     scenario = draw_capacities(scenario, 0)  # a drawn capacity: the first replication's
     if measure_rt:
         sample_mask(measure_rt)  # a power of two, or a one-line error before anything starts
     return QueueingRun(scenario, out_dir, stop or threading.Event(), show_progress,
-                       churn_lead, measure_rt, meter_power, realtime).run()
+                       churn_lead, measure_rt, meter_power, realtime, view).run()

@@ -189,6 +189,9 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
         if refused:
             live.notes.append(f"real-time scheduling refused for {', '.join(refused)}: "
                               "their replies may leave late on a busy machine")
+    epochs = getattr(run, "policy_epochs", None)
+    if epochs:  # the policies a view's swaps ran, per span (analysis.policy_epochs)
+        summary["policy_epochs"] = epochs
     if live.notes:
         summary["notes"] = list(live.notes)
     meter = run.power
