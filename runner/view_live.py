@@ -15,6 +15,7 @@ import os
 import secrets
 import threading
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ from runner.view_state import (
 )
 
 TICK_S = 0.25
+VIEW_NICE = 10  # the view's threads yield the CPU to the emulation's (issue 21: cost)
 MARK_EVERY_S = 1.0  # a chart point per class each real second
 
 
@@ -62,6 +64,13 @@ def write_token(out: Path) -> str:
         fh.write(token + "\n")
     os.chmod(path, 0o600)
     return token
+
+
+def lower_priority(nice: int = VIEW_NICE) -> None:
+    """This thread (and the threads it starts) at a lower CPU priority than the run's:
+    on Linux a thread's nice value is its own and is inherited by the threads it starts."""
+    with suppress(OSError, AttributeError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
 
 
 class _TraceTail:
@@ -89,9 +98,15 @@ class _TraceTail:
 
 def start_live_view(run: Any, config: ViewConfig) -> tuple[LiveView, ViewServer]:
     """Token written, reader and server started, address and token printed."""
+    from runner.live_network import EmulationError
+
     token = write_token(run.out)
     view = LiveView(run, token)
-    server = ViewServer(view, config.port, config.host)
+    try:
+        server = ViewServer(view, config.port, config.host, nice=VIEW_NICE)
+    except OSError as err:
+        raise EmulationError(f"--view: cannot serve on {config.host}:{config.port}: "
+                             f"{err.strerror or err}") from None
     view.start()
     server.start()
     print(f"[view] {server.url}  (writes: Authorization: Bearer {token}; also in "
@@ -142,6 +157,7 @@ class LiveView:
         self.epochs.close(min(self._model_ms(), self.sc.duration_ms))
 
     def _loop(self) -> None:
+        lower_priority()
         while not self._stop.is_set():
             try:
                 self._tick()

@@ -13,8 +13,10 @@ its JSON come from the same origin; the page loads nothing from anywhere else.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
+from contextlib import suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any, Protocol
@@ -133,8 +135,12 @@ class ViewHTTPServer(ThreadingHTTPServer):
 class ViewServer:
     """The server in a daemon thread: start, its URL, stop."""
 
-    def __init__(self, source: ViewSource, port: int, host: str = "127.0.0.1") -> None:
+    def __init__(self, source: ViewSource, port: int, host: str = "127.0.0.1",
+                 nice: int = 0) -> None:
+        """`nice`: the serving threads' CPU priority below the process's (a live run's
+        view yields to the emulation)."""
         self.httpd = ViewHTTPServer((host, port), source)
+        self.nice = nice
         self.host = host
         self._thread: threading.Thread | None = None
 
@@ -150,9 +156,14 @@ class ViewServer:
         if self.host not in LOOPBACK:
             print(f"[view] WARNING: serving on {self.host}, reachable from other machines; "
                   "reads need no token", file=sys.stderr, flush=True)
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="view",
-                                        kwargs={"poll_interval": 0.2}, daemon=True)
+        self._thread = threading.Thread(target=self._serve, name="view", daemon=True)
         self._thread.start()
+
+    def _serve(self) -> None:
+        if self.nice:  # handler threads inherit the serving thread's priority (Linux)
+            with suppress(OSError, AttributeError):
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.nice)
+        self.httpd.serve_forever(poll_interval=0.2)
 
     def stop(self) -> None:
         self.httpd.stopping.set()

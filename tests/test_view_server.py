@@ -123,3 +123,16 @@ def test_page_served_and_self_contained(served: tuple[FakeSource, str]) -> None:
     urls = set(re.findall(r"(?:https?:)?//[\w.-]+[\w/.-]*", page))
     assert urls <= {"http://www.w3.org/2000/svg"}, urls
     assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=\"(?!data:)", page)
+
+
+def test_test_set_up_installs_the_browser() -> None:
+    """The test command's set-up brings Debian's chromium and Playwright (the `browser`
+    extra); a plain run's set-up does not."""
+    from bootstrap import missing_apt_packages
+    from run_tests import TEST_EXTRAS
+
+    bare = missing_apt_packages(which=lambda exe: None, exists=lambda path: False, browser=True)
+    assert "chromium" in bare
+    assert "chromium" not in missing_apt_packages(which=lambda exe: None,
+                                                  exists=lambda path: False)
+    assert "browser" in TEST_EXTRAS.split(",")
