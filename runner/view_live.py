@@ -16,7 +16,7 @@ import secrets
 import threading
 import time
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -235,10 +235,13 @@ class LiveView:
             epochs = self.epochs.to_list()
             meter = getattr(run, "power", None)
             total = meter.last_total_w if meter is not None else None
+            # OFN state as the run applied it this instant (not at the last tick)
+            ofn_state = dict(run.progress.ofn_state)
+            nodes = [replace(n, up=ofn_state.get(n.name, n.up)) for n in self._nodes]
             return state_document(
                 mode="live", t_model_ms=self._model_ms(), duration_ms=self.sc.duration_ms,
                 running=math.isfinite(run.epoch) and not run.stop.is_set(),
-                nodes=list(self._nodes), tallies=self._tallies, prediction=self._prediction,
+                nodes=nodes, tallies=self._tallies, prediction=self._prediction,
                 links=dict(self._loads), policy=self.sc.policy.name,
                 timeline=sorted(churn_timeline(list(run.availability)) + policy_timeline(epochs),
                                 key=lambda e: e["t_ms"]),

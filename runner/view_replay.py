@@ -32,6 +32,7 @@ from runner.view_state import (
 )
 
 CHART_POINTS = 120  # chart points over the whole run
+RECENT_MS = 100.0  # a node's load at t: requests it finished in the last RECENT_MS
 
 
 def finished_at(r: TraceRow) -> float:
@@ -131,16 +132,16 @@ class ReplaySource:
             tally.mark(t)
         nodes, load = [], {}
         recent = [r for r, d in zip(self.rows[:upto], self._done[:upto], strict=True)
-                  if d > t - 100.0 and r.outcome is Outcome.OK]
+                  if d > t - RECENT_MS and r.outcome is Outcome.OK]
         for n in self.sc.nodes:
             q = in_system_at(self.rows, n.name, t)
-            per_s = sum(1 for r in recent if r.node == n.name) * 1000.0 / 100.0
-            load[n.name] = per_s
+            per_ms = sum(1 for r in recent if r.node == n.name) / RECENT_MS
+            load[n.name] = per_ms
             nodes.append(NodeLive(n.name, n.role.value,
                                   up_at(self.availability, n.name, t)
                                   if n.role is Role.OFN else True,
                                   n.capacity, q, min(q, server_count(n)) / server_count(n),
-                                  self._power_at(n.name, t), per_s))
+                                  self._power_at(n.name, t), per_ms))
         epoch = epoch_at(self._epochs, t)
         shown = [e for e in self._epochs if float(e["from_ms"]) <= t]
         return state_document(

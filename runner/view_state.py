@@ -159,7 +159,7 @@ class NodeLive:
     in_system: int | None = None
     utilisation: float | None = None
     power_w: float | None = None
-    load_per_s: float | None = None  # requests the node took per model second
+    load_per_ms: float | None = None  # requests the node took per model ms
 
 
 def utilisation(prev: tuple[float, float] | None, now: tuple[float, float], servers: int
@@ -186,8 +186,8 @@ def topology_document(graph: nx.Graph) -> dict[str, Any]:
 
 
 def link_loads(graph: nx.Graph, per_host: Mapping[str, float]) -> dict[str, float]:
-    """Each host link's load (the host's requests per model second); switch-to-switch
-    links carry the sum of the hosts behind them is not known here: 0 unless given."""
+    """Each host link's load (its host's requests per model ms, where given; 0 for a
+    switch-to-switch link, whose share of each host's flows is not tracked here)."""
     out = {}
     for a, b, d in graph.edges(data=True):
         host = a if graph.nodes[a].get("kind") == "host" else (
@@ -234,9 +234,9 @@ def state_document(*, mode: str, t_model_ms: float, duration_ms: float, running:
         "total_power_w": total_power_w,
         "nodes": [{"name": n.name, "role": n.role, "up": n.up, "capacity": n.capacity,
                    "in_system": n.in_system, "utilisation": n.utilisation,
-                   "power_w": n.power_w, "load_per_s": n.load_per_s} for n in nodes],
+                   "power_w": n.power_w, "load_per_ms": n.load_per_ms} for n in nodes],
         "classes": classes,
-        "links": [{"id": k, "load_per_s": v} for k, v in links.items()],
+        "links": [{"id": k, "load_per_ms": v} for k, v in links.items()],
         "timeline": [dict(e) for e in timeline],
         "policy_epochs": [dict(e) for e in epochs],
     })
