@@ -28,13 +28,14 @@ from fogsdn.scenario import Role, Scenario
 from models.power_model import server_count
 from runner.view_server import ViewServer
 from runner.view_state import (
+    EpochTallies,
     NodeLive,
     RequestError,
     churn_timeline,
     link_loads,
-    new_tallies,
     parse_trace_lines,
     policy_timeline,
+    predicted_figures,
     split_complete,
     state_document,
     topology_document,
@@ -127,14 +128,15 @@ class LiveView:
         self._swap_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._tallies = new_tallies(self.sc.warmup_ms)
+        self._tallies = EpochTallies(self.sc.warmup_ms)
+        self._tallies.open(0.0)
+        self._predictions: list[dict[str, Any] | None] = []  # per epoch, once computed
+        self._noted: set[str] = set()
         self._tails: dict[str, _TraceTail] = {}
         self._busy: dict[str, tuple[float, float]] = {}
         self._counts: dict[str, tuple[float, int]] = {}
         self._nodes: list[NodeLive] = []
         self._loads: dict[str, float] = {}
-        self._prediction: dict[str, Any] | None = None
-        self._predicted_for: str | None = None
         self._topology = topology_document(run.live.graph)
         self._next_mark = 0.0
 
@@ -162,31 +164,38 @@ class LiveView:
             try:
                 self._tick()
             except Exception as err:  # the view never takes the run down
-                self.run.live.notes.append(f"view: {err.__class__.__name__}: {err}")
+                note = f"view: {err.__class__.__name__}: {err}"
+                if note not in self._noted:  # each problem noted once in summary.json
+                    self._noted.add(note)
+                    self.run.live.notes.append(note)
                 self._stop.wait(1.0)
             self._stop.wait(TICK_S)
 
     def _predict(self) -> None:
-        """The exact prediction for the running policy (once per policy)."""
-        name = self.sc.policy.model_dump_json()
-        if self._predicted_for == name:
-            return
-        self._predicted_for = name
-        from analysis.model_params import OutsideModel, exact_prediction
+        """The exact prediction for each epoch's policy (once, in this thread)."""
+        from analysis.model_params import exact_prediction
+        from analysis.policy_epochs import epoch_scenario
 
-        try:
-            self._prediction = exact_prediction(self.sc).to_dict()
-        except (OutsideModel, Exception):
-            self._prediction = None
+        while len(self._predictions) < len(self.epochs.epochs):
+            spec = self.epochs.epochs[len(self._predictions)].spec
+            try:
+                pred: dict[str, Any] | None = exact_prediction(
+                    epoch_scenario(self.run.sc, spec)).to_dict()
+            except Exception:  # OutsideModel, or a model that cannot be built
+                pred = None
+            with self._lock:
+                self._predictions.append(pred)
 
     def _tick(self) -> None:
         self._predict()
-        for name in getattr(self.run, "clients", {}):
+        for name in list(getattr(self.run, "clients", {})):
             tail = self._tails.setdefault(name, _TraceTail(self.run.out / f"trace-{name}.csv"))
             lines = tail.read()
             if tail.header is not None and lines:
-                for r in parse_trace_lines(lines, tail.header):
-                    self._tallies[r.cls].add(r.t_send, r.outcome, r.node_ms)
+                records = parse_trace_lines(lines, tail.header)
+                with self._lock:
+                    for r in records:
+                        self._tallies.add(r.cls, r.t_send, r.outcome, r.node_ms)
         nodes, per_node = [], {}
         power = self._power_by_node()
         ofn_state = dict(self.run.progress.ofn_state)
@@ -216,8 +225,7 @@ class LiveView:
             self._loads = link_loads(self.run.live.graph, per_node)
             if time.monotonic() >= self._next_mark and math.isfinite(self.run.epoch):
                 self._next_mark = time.monotonic() + MARK_EVERY_S
-                for tally in self._tallies.values():
-                    tally.mark(t)
+                self._tallies.mark(t)
 
     def _power_by_node(self) -> dict[str, float]:
         meter = getattr(self.run, "power", None)
@@ -229,10 +237,16 @@ class LiveView:
         return out
 
     # -- ViewSource ---------------------------------------------------------------------
+    def _epochs_with_predictions(self) -> list[dict[str, Any]]:
+        eps = self.epochs.to_list()
+        for i, e in enumerate(eps):
+            e["predicted"] = self._predictions[i] if i < len(self._predictions) else None
+        return eps
+
     def state(self, t_ms: float | None = None) -> dict[str, Any]:
         run = self.run
         with self._lock:
-            epochs = self.epochs.to_list()
+            epochs = self._epochs_with_predictions()
             meter = getattr(run, "power", None)
             total = meter.last_total_w if meter is not None else None
             # OFN state as the run applied it this instant (not at the last tick)
@@ -241,7 +255,8 @@ class LiveView:
             return state_document(
                 mode="live", t_model_ms=self._model_ms(), duration_ms=self.sc.duration_ms,
                 running=math.isfinite(run.epoch) and not run.stop.is_set(),
-                nodes=nodes, tallies=self._tallies, prediction=self._prediction,
+                nodes=nodes, tallies=self._tallies.current(),
+                prediction=epochs[-1]["predicted"], histories=self._tallies.histories(),
                 links=dict(self._loads), policy=self.sc.policy.name,
                 timeline=sorted(churn_timeline(list(run.availability)) + policy_timeline(epochs),
                                 key=lambda e: e["t_ms"]),
@@ -254,10 +269,12 @@ class LiveView:
     def summary(self) -> dict[str, Any]:
         """The running comparison: overall and per policy epoch so far."""
         with self._lock:
-            overall = {c: t.figures() for c, t in self._tallies.items()}
+            epochs = self._epochs_with_predictions()
+            for e, tallies in zip(epochs, self._tallies.tallies, strict=True):
+                e["measured"] = {c: t.figures() for c, t in tallies.items()}
+                e["predicted"] = predicted_figures(e["predicted"])
             return {"t_model_ms": self._model_ms(), "policy": self.sc.policy.name,
-                    "measured": overall, "predicted": self._prediction,
-                    "policy_epochs": self.epochs.to_list()}
+                    "policy_epochs": epochs}
 
     def swap_policy(self, request: dict[str, Any]) -> dict[str, Any]:
         """Check, send to the controller, record: one swap at a time; nothing changes
@@ -282,6 +299,7 @@ class LiveView:
             with self._lock:
                 self.sc = sc
                 self.epochs.start(built.name, sc.policy.model_dump(exclude_none=True), t)
+                self._tallies.open(self.epochs.epochs[-1].from_ms)
             return {"ok": True, "policy": built.name, "from_ms": t,
                     "installed": bool(reply.get("installed"))}
 

@@ -20,12 +20,11 @@ from fogsdn.scenario import Role, Scenario, load_scenario, scenario_graph
 from fogsdn.trace import Outcome, TraceRow, read_trace
 from models.power_model import server_count
 from runner.view_state import (
-    CLASSES,
+    EpochTallies,
     NodeLive,
     RequestError,
     churn_timeline,
     link_loads,
-    new_tallies,
     policy_timeline,
     state_document,
     topology_document,
@@ -117,19 +116,28 @@ class ReplaySource:
         if not math.isfinite(t) or t < 0:
             raise RequestError(400, f"t: model ms in [0, {end:g}], got {t_ms}")
         t = min(t, max(end, self._done[-1] if self._done else end))
-        tallies = new_tallies(self.sc.warmup_ms)
+        tallies = EpochTallies(self.sc.warmup_ms)
+        starts = [float(e["from_ms"]) for e in self._epochs]
         grid = [end * (k + 1) / CHART_POINTS for k in range(CHART_POINTS)]
         g = 0
         upto = bisect.bisect_right(self._done, t)
-        for r, done in zip(self.rows[:upto], self._done[:upto], strict=True):
-            while g < len(grid) and grid[g] < done:
-                for tally in tallies.values():
-                    tally.mark(grid[g])
+
+        def advance(until: float) -> None:
+            nonlocal g
+            while g < len(grid) and grid[g] < until:
+                while len(tallies.starts) < len(starts) and starts[len(tallies.starts)] <= grid[g]:
+                    tallies.open(starts[len(tallies.starts)])
+                tallies.mark(grid[g])
                 g += 1
-            if r.cls in CLASSES:
-                tallies[r.cls].add(r.t_send, r.outcome.value, r.node_ms)
-        for tally in tallies.values():
-            tally.mark(t)
+
+        tallies.open(starts[0] if starts else 0.0)
+        for r, done in zip(self.rows[:upto], self._done[:upto], strict=True):
+            advance(done)
+            while len(tallies.starts) < len(starts) and starts[len(tallies.starts)] <= done:
+                tallies.open(starts[len(tallies.starts)])
+            tallies.add(r.cls, r.t_send, r.outcome.value, r.node_ms)
+        advance(t)
+        tallies.mark(t)
         nodes, load = [], {}
         recent = [r for r, d in zip(self.rows[:upto], self._done[:upto], strict=True)
                   if d > t - RECENT_MS and r.outcome is Outcome.OK]
@@ -146,13 +154,14 @@ class ReplaySource:
         shown = [e for e in self._epochs if float(e["from_ms"]) <= t]
         return state_document(
             mode="replay", t_model_ms=t, duration_ms=end, running=False, nodes=nodes,
-            tallies=tallies, prediction=(epoch or {}).get("predicted"),
+            tallies=tallies.current(), histories=tallies.histories(),
+            prediction=(epoch or {}).get("predicted"),
             links=link_loads(self._graph, load),
             policy=str((epoch or {}).get("policy", self.sc.policy.name)),
             timeline=sorted(churn_timeline([a for a in self.availability
                                             if float(a["t"]) <= t])
                             + policy_timeline(shown), key=lambda e: e["t_ms"]),
-            epochs=[{k: e[k] for k in ("policy", "from_ms", "to_ms") if k in e}
+            epochs=[{k: e[k] for k in ("policy", "from_ms", "to_ms", "predicted") if k in e}
                     for e in shown],
             sent=sum(1 for r in self.rows if r.t_send <= t),
             answered=sum(1 for r in self.rows[:upto] if r.outcome is Outcome.OK))

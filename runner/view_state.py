@@ -6,6 +6,7 @@ finished run (runner.view_live, runner.view_replay) call these; nothing here doe
 
 from __future__ import annotations
 
+import bisect
 import csv
 import hmac
 import json
@@ -95,7 +96,10 @@ class ClassTally:
                 "W": r.mean, "W_ci95": r.half_width, "blocking": b, "blocking_ci95": b_ci}
 
     def mark(self, t_ms: float) -> None:
-        """Add the current figures to the history (at most HISTORY_POINTS, thinned)."""
+        """Add the current figures to the history (at most HISTORY_POINTS, thinned);
+        nothing before the first request counts."""
+        if not self.sent:
+            return
         f = self.figures()
         self.history.append((t_ms, float(f["W"]), float(f["W_ci95"]), float(f["blocking"])))
         if len(self.history) > HISTORY_POINTS:
@@ -104,6 +108,44 @@ class ClassTally:
 
 def new_tallies(warmup_ms: float) -> dict[str, ClassTally]:
     return {c: ClassTally(warmup_ms) for c in CLASSES}
+
+
+@dataclass
+class EpochTallies:
+    """The class figures of each policy epoch apart (a request counts in the epoch it was
+    sent in), so that each stands beside its own policy's prediction."""
+
+    warmup_ms: float = 0.0
+    starts: list[float] = field(default_factory=list)
+    tallies: list[dict[str, ClassTally]] = field(default_factory=list)
+
+    def open(self, from_ms: float) -> None:
+        self.starts.append(from_ms)
+        self.tallies.append(new_tallies(self.warmup_ms))
+
+    def add(self, cls: str, t_send: float, outcome: str, node_ms: float) -> None:
+        if not self.tallies or cls not in CLASSES:
+            return
+        i = max(0, bisect.bisect_right(self.starts, t_send) - 1)
+        self.tallies[i][cls].add(t_send, outcome, node_ms)
+
+    def mark(self, t_ms: float) -> None:
+        if self.tallies:
+            for tally in self.tallies[-1].values():
+                tally.mark(t_ms)
+
+    def current(self) -> dict[str, ClassTally]:
+        return self.tallies[-1] if self.tallies else new_tallies(self.warmup_ms)
+
+    def histories(self) -> dict[str, list[list[float | None]]]:
+        """Each class's chart points over every epoch, a gap (a null point) between two."""
+        out: dict[str, list[list[float | None]]] = {c: [] for c in CLASSES}
+        for i, t in enumerate(self.tallies):
+            for c in CLASSES:
+                if i and out[c]:
+                    out[c].append([self.starts[i], None, None, None])
+                out[c] += [list(p) for p in t[c].history]
+        return out
 
 
 @dataclass(frozen=True)
@@ -220,14 +262,19 @@ def state_document(*, mode: str, t_model_ms: float, duration_ms: float, running:
                    prediction: Mapping[str, Any] | None, links: Mapping[str, float],
                    policy: str, timeline: Sequence[Mapping[str, Any]],
                    epochs: Sequence[Mapping[str, Any]], sent: int = 0, answered: int = 0,
-                   total_power_w: float | None = None) -> dict[str, Any]:
-    """GET /api/state and each server-sent event: the whole picture at one instant."""
+                   total_power_w: float | None = None,
+                   histories: Mapping[str, Sequence[Sequence[float | None]]] | None = None
+                   ) -> dict[str, Any]:
+    """GET /api/state and each server-sent event: the whole picture at one instant.
+    `tallies` and `prediction` are the current policy epoch's; `histories` (default: the
+    tallies' own) the chart's points; each epoch may carry its own `predicted`."""
     pred = predicted_figures(prediction)
     classes = {}
     for c, tally in tallies.items():
+        hist = histories[c] if histories is not None else tally.history
         classes[c] = {**tally.figures(),
                       "predicted": (pred or {}).get(c),
-                      "history": [list(p) for p in tally.history]}
+                      "history": [list(p) for p in hist]}
     return finite({
         "mode": mode, "t_model_ms": t_model_ms, "duration_ms": duration_ms,
         "running": running, "policy": policy, "sent": sent, "answered": answered,
@@ -238,7 +285,8 @@ def state_document(*, mode: str, t_model_ms: float, duration_ms: float, running:
         "classes": classes,
         "links": [{"id": k, "load_per_ms": v} for k, v in links.items()],
         "timeline": [dict(e) for e in timeline],
-        "policy_epochs": [dict(e) for e in epochs],
+        "policy_epochs": [{**e, "predicted": predicted_figures(e.get("predicted"))}
+                          for e in epochs],
     })
 
 

@@ -47,7 +47,13 @@ def test_state_at_a_time(tmp_path: Path) -> None:
     assert {n["name"]: n["up"] for n in late["nodes"]}["ofn1"] is False
     assert late["policy"] == "nodiff" and late["classes"]["hp"]["predicted"] is None
     assert [e["kind"] for e in late["timeline"]].count("policy") == 2
-    assert late["classes"]["lp"]["blocked"] == 1
+    # the figures are the current epoch's: nodiff's requests, sent from 60 on
+    assert late["classes"]["lp"]["blocked"] == 0
+    # sent 60..68, done by 70
+    assert late["classes"]["hp"]["sent"] + late["classes"]["lp"]["sent"] == 9
+    assert src.state(55.0)["classes"]["lp"]["blocked"] == 1
+    gap = [p for p in late["classes"]["hp"]["history"] if p[1:] == [None, None, None]]
+    assert [p[0] for p in gap] == [60.0]  # the chart breaks at the swap
     assert len(src.state()["classes"]["hp"]["history"]) > 50  # the chart over the whole run
     with pytest.raises(RequestError):
         src.state(-1.0)

@@ -143,3 +143,22 @@ def test_state_document_is_strict_json() -> None:
 def test_finite() -> None:
     assert finite({"a": [math.nan, 1.0, math.inf], "b": (2,)}) == {"a": [None, 1.0, None],
                                                                     "b": [2]}
+
+
+def test_epoch_tallies_keep_each_policy_apart() -> None:
+    from runner.view_state import EpochTallies
+
+    et = EpochTallies()
+    et.open(0.0)
+    et.add("hp", 1.0, "ok", 1.0)
+    et.mark(2.0)
+    et.open(10.0)
+    et.add("hp", 9.0, "ok", 5.0)  # sent before the swap, finished after: the first epoch's
+    et.add("hp", 11.0, "ok", 3.0)
+    et.add("xx", 11.0, "ok", 3.0)  # not a class: ignored
+    et.mark(12.0)
+    assert et.tallies[0]["hp"].figures()["W"] == pytest.approx(3.0)
+    assert et.current()["hp"].figures()["W"] == pytest.approx(3.0)
+    assert et.current()["hp"].answered == 1 and et.current()["lp"].sent == 0
+    hist = et.histories()["hp"]
+    assert [p[0] for p in hist] == [2.0, 10.0, 12.0] and hist[1][1:] == [None, None, None]
