@@ -70,3 +70,29 @@ def test_epoch_outside_the_model_says_why(tmp_path) -> None:  # noqa: ANN001
                                  "spec": {"name": "least_loaded"}}])
     assert blocks[0]["predicted"] is None and blocks[0]["outside_model"]
     assert "outside the model" in epochs_table(sc, blocks)
+
+
+def test_compare_run_splits_the_comparison_per_epoch(tmp_path) -> None:  # noqa: ANN001
+    import json
+
+    from analysis.compare import compare_run
+    from fogsdn.trace import write_trace
+
+    sc = parse_scenario(scenario_dict(warmup_ms=0))
+    (tmp_path / "scenario.yaml").write_text(sc.to_yaml())
+    rows = [_row(i, c, float(i), 1.0 + (i % 3)) for i in range(200) for c in ("hp", "lp")]
+    write_trace(tmp_path / "trace.csv", rows)
+    epochs = [{"policy": "prioritized", "from_ms": 0.0, "to_ms": 120.0,
+               "spec": {"name": "prioritized", "alpha": 0.5}},
+              {"policy": "nodiff", "from_ms": 120.0, "to_ms": 200.0,
+               "spec": {"name": "nodiff", "alpha": 0.5}}]
+    (tmp_path / "summary.json").write_text(json.dumps({"policy_epochs": epochs}))
+    text = compare_run(tmp_path, plot=False)
+    out = json.loads((tmp_path / "summary.json").read_text())["policy_epochs"]
+    assert [(e["policy"], e["requests"]) for e in out] == [("prioritized", 240),
+                                                           ("nodiff", 160)]
+    assert all(e["comparison"]["hp"]["W"]["predicted"] > 0 for e in out)
+    assert "epoch nodiff [120, 200)" in text
+    compare_run(tmp_path, plot=False)  # again, over its own output: the same epochs
+    again = json.loads((tmp_path / "summary.json").read_text())["policy_epochs"]
+    assert [e["requests"] for e in again] == [240, 160]
