@@ -28,10 +28,12 @@ from fogsdn.scenario import Role, Scenario
 from models.power_model import server_count
 from runner.view_server import ViewServer
 from runner.view_state import (
+    ClassRoutes,
     EpochTallies,
     NodeLive,
     RequestError,
     churn_timeline,
+    event_lines,
     link_loads,
     parse_trace_lines,
     policy_timeline,
@@ -75,13 +77,14 @@ def lower_priority(nice: int = VIEW_NICE) -> None:
 
 
 class _TraceTail:
-    """A client's trace read as it grows."""
+    """A file read as it grows (a client's trace, with its CSV header; an event log)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, header: bool = True) -> None:
         self.path = path
         self.offset = 0
         self.rest = ""
         self.header: list[str] | None = None
+        self.has_header = header
 
     def read(self) -> list[str]:
         try:
@@ -92,7 +95,7 @@ class _TraceTail:
         except OSError:
             return []
         lines, self.rest = split_complete(self.rest + chunk)
-        if self.header is None and lines:
+        if self.has_header and self.header is None and lines:
             self.header = lines.pop(0).split(",")
         return lines
 
@@ -133,6 +136,8 @@ class LiveView:
         self._predictions: list[dict[str, Any] | None] = []  # per epoch, once computed
         self._noted: set[str] = set()
         self._tails: dict[str, _TraceTail] = {}
+        self._events = _TraceTail(run.out / "controller-events.jsonl", header=False)
+        self._routes = ClassRoutes()
         self._busy: dict[str, tuple[float, float]] = {}
         self._counts: dict[str, tuple[float, int]] = {}
         self._nodes: list[NodeLive] = []
@@ -196,6 +201,11 @@ class LiveView:
                 with self._lock:
                     for r in records:
                         self._tallies.add(r.cls, r.t_send, r.outcome, r.node_ms)
+        events = event_lines(self._events.read())
+        if events:
+            with self._lock:
+                for ev in events:
+                    self._routes.apply(ev)
         nodes, per_node = [], {}
         power = self._power_by_node()
         ofn_state = dict(self.run.progress.ofn_state)
@@ -261,7 +271,7 @@ class LiveView:
                 timeline=sorted(churn_timeline(list(run.availability)) + policy_timeline(epochs),
                                 key=lambda e: e["t_ms"]),
                 epochs=epochs, sent=run.progress.sent, answered=run.progress.answered,
-                total_power_w=total)
+                total_power_w=total, routes=self._routes.document())
 
     def topology(self) -> dict[str, Any]:
         return self._topology

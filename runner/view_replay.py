@@ -12,7 +12,7 @@ import csv
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +20,12 @@ from fogsdn.scenario import Role, Scenario, load_scenario, scenario_graph
 from fogsdn.trace import Outcome, TraceRow, read_trace
 from models.power_model import server_count
 from runner.view_state import (
+    ClassRoutes,
     EpochTallies,
     NodeLive,
     RequestError,
     churn_timeline,
+    event_lines,
     link_loads,
     policy_timeline,
     state_document,
@@ -75,6 +77,7 @@ class ReplaySource:
     availability: list[dict[str, Any]]
     power: list[dict[str, str]]
     summary_json: dict[str, Any]  # summary.json
+    controller_events: list[dict[str, Any]] = field(default_factory=list)  # with t_ms
     token: str = ""  # no writes to a finished run
 
     @classmethod
@@ -91,7 +94,15 @@ class ReplaySource:
                 power = list(csv.DictReader(fh))
         summary = (json.loads((run_dir / "summary.json").read_text())
                    if (run_dir / "summary.json").exists() else {})
-        return cls(sc, rows, avail, power, summary)
+        events: list[dict[str, Any]] = []
+        try:  # the controller's events, on the run's clock made model ms
+            epoch = float((run_dir / "epoch").read_text())
+            for ev in event_lines((run_dir / "controller-events.jsonl").read_text().splitlines()):
+                ev["t_ms"] = (float(ev.get("t", epoch)) - epoch) * 1000.0 / sc.time_scale
+                events.append(ev)
+        except (OSError, ValueError):
+            pass
+        return cls(sc, rows, avail, power, summary, events)
 
     def __post_init__(self) -> None:
         self._done = [finished_at(r) for r in self.rows]
@@ -150,6 +161,10 @@ class ReplaySource:
                                   if n.role is Role.OFN else True,
                                   n.capacity, q, min(q, server_count(n)) / server_count(n),
                                   self._power_at(n.name, t), per_ms))
+        routes = ClassRoutes()
+        for ev in self.controller_events:
+            if ev["t_ms"] <= t:
+                routes.apply(ev)
         epoch = epoch_at(self._epochs, t)
         shown = [e for e in self._epochs if float(e["from_ms"]) <= t]
         return state_document(
@@ -164,7 +179,8 @@ class ReplaySource:
             epochs=[{k: e[k] for k in ("policy", "from_ms", "to_ms", "predicted") if k in e}
                     for e in shown],
             sent=sum(1 for r in self.rows if r.t_send <= t),
-            answered=sum(1 for r in self.rows[:upto] if r.outcome is Outcome.OK))
+            answered=sum(1 for r in self.rows[:upto] if r.outcome is Outcome.OK),
+            routes=routes.document())
 
     def topology(self) -> dict[str, Any]:
         return topology_document(self._graph)

@@ -191,6 +191,64 @@ def split_complete(buffer: str) -> tuple[list[str], str]:
     return [ln for ln in head.split("\n") if ln], rest
 
 
+# -- where each class's flows go (from the controller's events) ---------------------------
+DECISION_WINDOW = 500  # a per-request policy's share per node over its last decisions
+
+
+@dataclass
+class ClassRoutes:
+    """Each class's route as the switch holds it (select-group weights, from the
+    controller's `ready`, `availability` and `policy_swap` events) and, for a
+    per-request policy, its recent decisions per node."""
+
+    weights: dict[str, dict[str, int]] = field(default_factory=dict)
+    per_request: bool = False
+    recent: dict[str, list[str]] = field(default_factory=dict)
+
+    def apply(self, ev: Mapping[str, Any]) -> None:
+        kind = ev.get("event")
+        if kind == "policy_swap":
+            self.per_request = bool(ev.get("per_request"))
+            self.recent = {}
+        if kind in ("ready", "availability", "policy_swap"):
+            for cls, w in (ev.get("groups") or {}).items():
+                if isinstance(w, Mapping):
+                    self.weights[str(cls)] = {str(n): int(x) for n, x in w.items()}
+        elif kind == "decision":
+            self.per_request = True
+            seen = self.recent.setdefault(str(ev.get("cls")), [])
+            seen.append(str(ev.get("node")))
+            del seen[:-DECISION_WINDOW]
+
+    def document(self) -> dict[str, Any]:
+        """Per class: `{"kind": "groups"|"decisions", "share": {node: share}}`."""
+        out: dict[str, Any] = {}
+        for cls in CLASSES:
+            if self.per_request:
+                seen = self.recent.get(cls, [])
+                share = {n: seen.count(n) / len(seen) for n in sorted(set(seen))}
+                out[cls] = {"kind": "decisions", "share": share, "of": len(seen)}
+            else:
+                w = self.weights.get(cls, {})
+                total = sum(w.values())
+                out[cls] = {"kind": "groups",
+                            "share": {n: x / total for n, x in w.items()} if total else {}}
+        return out
+
+
+def event_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
+    """The JSON events of an event log's complete lines (a torn one skipped)."""
+    out = []
+    for ln in lines:
+        try:
+            ev = json.loads(ln)
+        except ValueError:
+            continue
+        if isinstance(ev, dict):
+            out.append(ev)
+    return out
+
+
 # -- the documents ----------------------------------------------------------------------
 @dataclass(frozen=True)
 class NodeLive:
@@ -263,8 +321,8 @@ def state_document(*, mode: str, t_model_ms: float, duration_ms: float, running:
                    policy: str, timeline: Sequence[Mapping[str, Any]],
                    epochs: Sequence[Mapping[str, Any]], sent: int = 0, answered: int = 0,
                    total_power_w: float | None = None,
-                   histories: Mapping[str, Sequence[Sequence[float | None]]] | None = None
-                   ) -> dict[str, Any]:
+                   histories: Mapping[str, Sequence[Sequence[float | None]]] | None = None,
+                   routes: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """GET /api/state and each server-sent event: the whole picture at one instant.
     `tallies` and `prediction` are the current policy epoch's; `histories` (default: the
     tallies' own) the chart's points; each epoch may carry its own `predicted`."""
@@ -274,6 +332,7 @@ def state_document(*, mode: str, t_model_ms: float, duration_ms: float, running:
         hist = histories[c] if histories is not None else tally.history
         classes[c] = {**tally.figures(),
                       "predicted": (pred or {}).get(c),
+                      "routes": (routes or {}).get(c),
                       "history": [list(p) for p in hist]}
     return finite({
         "mode": mode, "t_model_ms": t_model_ms, "duration_ms": duration_ms,

@@ -25,6 +25,10 @@ def _folder(tmp_path: Path) -> Path:
     (tmp_path / "availability.csv").write_text(
         "t,node,state,t_applied,t_installed,dropped,handed_off,lead,error\n"
         "0.0,ofn1,available,0,0,,,,\n40.0,ofn1,unavailable,40,40,,,,\n")
+    (tmp_path / "epoch").write_text("1000.0")
+    (tmp_path / "controller-events.jsonl").write_text(  # t: monotonic s; 10 real ms per model ms
+        '{"t": 999.0, "event": "ready", "groups": {"hp": {"fn": 16}, "lp": {"ofn1": 16}}}\n'
+        '{"t": 1000.4, "event": "availability", "groups": {"lp": {"fn": 16}}}\n')
     (tmp_path / "summary.json").write_text(json.dumps({
         "predicted": {"hp": {"W": 1.5, "blocking": 0.0}, "lp": {"W": 2.5, "blocking": 0.0}},
         "policy_epochs": [
@@ -43,7 +47,9 @@ def test_state_at_a_time(tmp_path: Path) -> None:
     assert early["answered"] == 29  # finished by t = 30 (sent at 0..28)
     assert early["classes"]["hp"]["predicted"] == {"W": 1.5, "blocking": 0.0}
     assert early["classes"]["hp"]["W"] == pytest.approx(2.0)
+    assert early["classes"]["lp"]["routes"]["share"] == {"ofn1": 1.0}
     late = src.state(70.0)
+    assert late["classes"]["lp"]["routes"]["share"] == {"fn": 1.0}  # the OFN left at 40
     assert {n["name"]: n["up"] for n in late["nodes"]}["ofn1"] is False
     assert late["policy"] == "nodiff" and late["classes"]["hp"]["predicted"] is None
     assert [e["kind"] for e in late["timeline"]].count("policy") == 2

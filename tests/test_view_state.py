@@ -162,3 +162,23 @@ def test_epoch_tallies_keep_each_policy_apart() -> None:
     assert et.current()["hp"].answered == 1 and et.current()["lp"].sent == 0
     hist = et.histories()["hp"]
     assert [p[0] for p in hist] == [2.0, 10.0, 12.0] and hist[1][1:] == [None, None, None]
+
+
+def test_class_routes_from_controller_events() -> None:
+    from runner.view_state import ClassRoutes, event_lines
+
+    r = ClassRoutes()
+    for ev in event_lines([
+            '{"event": "ready", "groups": {"hp": {"fn": 16}, "lp": {"ofn1": 16}}}',
+            '{"event": "availability", "groups": {"lp": {"fn": 16}}}',
+            '{"event": "arp_reply"}', "{torn"]):
+        r.apply(ev)
+    doc = r.document()
+    assert doc["hp"] == {"kind": "groups", "share": {"fn": 1.0}}
+    assert doc["lp"]["share"] == {"fn": 1.0}
+    r.apply({"event": "policy_swap", "per_request": True, "groups": {}})
+    for node in ("fn", "fn", "fn", "ofn1"):
+        r.apply({"event": "decision", "cls": "hp", "node": node})
+    doc = r.document()
+    assert doc["hp"] == {"kind": "decisions", "share": {"fn": 0.75, "ofn1": 0.25}, "of": 4}
+    assert doc["lp"]["share"] == {}
