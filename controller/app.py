@@ -62,7 +62,13 @@ from controller.policies import (
     stage_plan,
 )
 from controller.policy_guard import GuardedPolicy
-from controller.policy_swap import SwapError, build_swap, flow_changes
+from controller.policy_swap import (
+    SWAPPED_POLICY_FILE,
+    SwapError,
+    build_swap,
+    flow_changes,
+    restarted_scenario,
+)
 from controller.rt_measure import RT_COLUMNS, ConnectionTimer, RtRecorder, Segment, parse_segment
 from fogsdn.latency import node_net_ms
 from fogsdn.local_rpc import recv_line, send_json, unix_call
@@ -81,6 +87,12 @@ class FogController(app_manager.OSKenApp):
         conf = ControllerConfig.from_environment()
         self.fabric = conf.fabric
         scenario = load_scenario(conf.scenario)
+        swapped = conf.registration.with_name(SWAPPED_POLICY_FILE)
+        try:  # a restarted controller runs the policy last swapped in (issue 21)
+            scenario = restarted_scenario(
+                scenario, swapped.read_text() if swapped.exists() else None)
+        except SwapError as err:
+            self.logger.error("%s", err)
         self.scenario = scenario  # its policy: the one running now (a swap replaces it)
         policy = make_policy(scenario.policy, scenario.workload)
         # a failing policy never takes the controller down (controller.policy_guard)

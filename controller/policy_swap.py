@@ -25,6 +25,9 @@ from fogsdn.scenario import PolicySpec, Scenario, ScenarioError, absolute_policy
 from fogsdn.stages import StagePlan
 
 SWAP_KEYS = frozenset({"name", "module", "params", "alpha"})
+# the swapped policy's spec, kept beside the controller's registration socket: a
+# controller the supervisor restarts runs it instead of the scenario's
+SWAPPED_POLICY_FILE = "policy.json"
 CHECK_VIEWS = 40  # the checker's generated views for a live swap (a second, not minutes)
 CHECK_TIMED = 200
 
@@ -83,6 +86,17 @@ def _stages(sc: Scenario) -> StagePlan:
         return stage_plan(sc)
     except PolicyError:
         return StagePlan("none")
+
+
+def restarted_scenario(scenario: Scenario, spec_json: str | None) -> Scenario:
+    """The scenario a (re)started controller runs: with the last swapped policy where
+    there is one (`SWAPPED_POLICY_FILE`'s text)."""
+    if not spec_json:
+        return scenario
+    try:
+        return build_swap(scenario, PolicySpec.model_validate_json(spec_json))[0]
+    except ValueError as err:  # SwapError, or a torn file: the scenario's own policy
+        raise SwapError(f"swapped policy not restored: {str(err).splitlines()[0]}") from None
 
 
 def build_swap(scenario: Scenario, spec: PolicySpec) -> tuple[Scenario, Policy]:

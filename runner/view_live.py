@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.policy_epochs import EpochLog
-from controller.policy_swap import SwapError, checked_swap, swap_spec
+from controller.policy_swap import SWAPPED_POLICY_FILE, SwapError, checked_swap, swap_spec
 from controller.registration import swap_policy
 from fogsdn.local_rpc import unix_call
 from fogsdn.scenario import Role, Scenario
@@ -305,6 +305,10 @@ class LiveView:
             if not reply.get("ok"):
                 raise RequestError(400 if "error" in reply else 502,
                                    f"controller: {reply.get('error', reply)}")
+            keep = self.run.live.sock_dir / SWAPPED_POLICY_FILE  # for a restarted controller
+            tmp = keep.with_suffix(".tmp")
+            tmp.write_text(sc.policy.model_dump_json(exclude_none=True))
+            tmp.replace(keep)
             t = self._model_ms()
             with self._lock:
                 self.sc = sc

@@ -128,3 +128,15 @@ def test_flow_changes_between_dispatch_kinds() -> None:
     assert after == {f.entry: f for f in per}
     assert sent <= {f.entry for f in per}
     assert flow_changes(pro, pro) == ([], [])
+
+
+def test_restarted_controller_runs_the_swapped_policy() -> None:
+    from controller.policy_swap import restarted_scenario
+
+    sc = _sc()
+    assert restarted_scenario(sc, None) is sc
+    spec = PolicySpec(name="nodiff", alpha=0.2).model_dump_json(exclude_none=True)
+    again = restarted_scenario(sc, spec)
+    assert again.policy.name == "nodiff" and again.policy.alpha == 0.2
+    with pytest.raises(SwapError, match="not restored"):
+        restarted_scenario(sc, '{"name": "nodi')
