@@ -220,9 +220,6 @@ def test_page_api_and_policy_swap_in_a_browser(live: LiveRun) -> None:
               "HP's select group to reach the OFN", 20, 0.25)
         page.wait_for_function("document.getElementById('policy').textContent === 'nodiff'",
                                timeout=5_000)
-        page.screenshot(path=str(live.out.parent / "view.png"), full_page=True)
-        if os.environ.get("FOGSDN_VIEW_SCREENSHOT"):
-            page.screenshot(path=os.environ["FOGSDN_VIEW_SCREENSHOT"], full_page=True)
 
         # a per-request policy: new connections go to the controller, not to a group
         assert any("group:" in ln for ln in _dispatch_rules(bridge))
@@ -238,6 +235,9 @@ def test_page_api_and_policy_swap_in_a_browser(live: LiveRun) -> None:
         state = live.state()
         left_s = (state["duration_ms"] - state["t_model_ms"]) * SCALE / 1000.0
         time.sleep(max(0.0, left_s - 3.0))
+        # the picture docs/view.md shows (FOGSDN_VIEW_SCREENSHOT=docs/figures/view.png)
+        shot = os.environ.get("FOGSDN_VIEW_SCREENSHOT") or str(live.out.parent / "view.png")
+        page.screenshot(path=shot, full_page=True)
         changes = page.evaluate("window.__changes")
         watched_until = time.time()
         assert errors == [], errors
