@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from analysis.comparison import comparison_block
 from analysis.policy_epochs import EpochLog
 from controller.policy_swap import SWAPPED_POLICY_FILE, SwapError, checked_swap, swap_spec
 from controller.registration import swap_policy
@@ -282,7 +283,12 @@ class LiveView:
             epochs = self._epochs_with_predictions()
             for e, tallies in zip(epochs, self._tallies.tallies, strict=True):
                 e["measured"] = {c: t.figures() for c, t in tallies.items()}
-                e["predicted"] = predicted_figures(e["predicted"])
+                full = e["predicted"]
+                e["predicted"] = predicted_figures(full)
+                if full:  # W and blocking, each interval against the exact value
+                    e["comparison"] = {c: {k: v for k, v in comparison_block(
+                        e["measured"][c], full[c]).items() if k in ("W", "blocking")}
+                        for c in e["measured"]}
             return {"t_model_ms": self._model_ms(), "policy": self.sc.policy.name,
                     "policy_epochs": epochs}
 
