@@ -484,10 +484,10 @@ class FogController(app_manager.OSKenApp):
                 gone, send = flow_changes(
                     base_flows(self.topo, switch, self.hops, was_proactive, self.measure_rt),
                     base_flows(self.topo, switch, self.hops, proactive, self.measure_rt))
+                for f in send:  # the new rules first: no new connection finds none
+                    self._send(of.flow_mod(dp, f))
                 for f in gone:
                     self._send(of.flow_delete_strict(dp, f))
-                for f in send:
-                    self._send(of.flow_mod(dp, f))
         ok = self._barrier(self.edges)
         t_done = time.monotonic()
         self._event(event="policy_swap", policy=built.name, spec=sc.policy.model_dump(),
