@@ -139,6 +139,7 @@ class LiveView:
         self._tails: dict[str, _TraceTail] = {}
         self._events = _TraceTail(run.out / "controller-events.jsonl", header=False)
         self._routes = ClassRoutes()
+        self._client_counts: dict[str, tuple[int, int]] = {}
         self._busy: dict[str, tuple[float, float]] = {}
         self._counts: dict[str, tuple[float, int]] = {}
         self._nodes: list[NodeLive] = []
@@ -202,6 +203,7 @@ class LiveView:
                 with self._lock:
                     for r in records:
                         self._tallies.add(r.cls, r.t_send, r.outcome, r.node_ms)
+        self._read_counts()
         events = event_lines(self._events.read())
         if events:
             with self._lock:
@@ -238,6 +240,16 @@ class LiveView:
                 self._next_mark = time.monotonic() + MARK_EVERY_S
                 self._tallies.mark(t)
 
+    def _read_counts(self) -> None:
+        """Requests sent and answered so far, from each client's progress file (the
+        runner reads them only to print progress)."""
+        for name in list(getattr(self.run, "clients", {})):
+            try:
+                sent, answered = (self.run.out / f"trace-{name}.progress").read_text().split()
+                self._client_counts[name] = (int(sent), int(answered))
+            except (OSError, ValueError):
+                pass  # not written yet, or caught mid-rewrite: the last reading stands
+
     def _power_by_node(self) -> dict[str, float]:
         meter = getattr(self.run, "power", None)
         out: dict[str, float] = {}
@@ -271,7 +283,8 @@ class LiveView:
                 links=dict(self._loads), policy=self.sc.policy.name,
                 timeline=sorted(churn_timeline(list(run.availability)) + policy_timeline(epochs),
                                 key=lambda e: e["t_ms"]),
-                epochs=epochs, sent=run.progress.sent, answered=run.progress.answered,
+                epochs=epochs, sent=sum(s for s, _ in self._client_counts.values()),
+                answered=sum(a for _, a in self._client_counts.values()),
                 total_power_w=total, routes=self._routes.document())
 
     def topology(self) -> dict[str, Any]:

@@ -191,6 +191,8 @@ def test_page_api_and_policy_swap_in_a_browser(live: LiveRun) -> None:
         # the node table: one row per node of the scenario
         rows = {r.get_attribute("data-node") for r in page.query_selector_all("tr[data-node]")}
         assert rows == {"fn", "ofn1"}
+        page.wait_for_function("Number(document.getElementById('sent').textContent) > 0",
+                               timeout=10_000)
 
         # a write without the token (or with a wrong one): 401, nothing changed
         before = _hp_group(bridge)
