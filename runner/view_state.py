@@ -22,6 +22,7 @@ from analysis.metrics import StreamingBatchMeans
 CLASSES = ("hp", "lp")
 Z95 = 1.96
 HISTORY_POINTS = 600  # the chart's points per class (older ones thinned)
+TIMELINE_CHURN = 200  # the churn events each state carries (the latest)
 
 
 class RequestError(ValueError):
@@ -343,10 +344,19 @@ def state_document(*, mode: str, t_model_ms: float, duration_ms: float, running:
                    "power_w": n.power_w, "load_per_ms": n.load_per_ms} for n in nodes],
         "classes": classes,
         "links": [{"id": k, "load_per_ms": v} for k, v in links.items()],
-        "timeline": [dict(e) for e in timeline],
+        "timeline": recent_timeline(timeline),
         "policy_epochs": [{**e, "predicted": predicted_figures(e.get("predicted"))}
                           for e in epochs],
     })
+
+
+def recent_timeline(timeline: Sequence[Mapping[str, Any]], keep: int = TIMELINE_CHURN
+                    ) -> list[dict[str, Any]]:
+    """Every policy change and the last `keep` churn events (seed 000's OFN changes every
+    few model ms: a whole run's would make each event large), in time order."""
+    churn = [i for i, e in enumerate(timeline) if e.get("kind") == "churn"]
+    drop = set(churn[:-keep]) if keep else set(churn)
+    return [dict(e) for i, e in enumerate(timeline) if i not in drop]
 
 
 def churn_timeline(availability: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

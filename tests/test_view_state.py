@@ -182,3 +182,16 @@ def test_class_routes_from_controller_events() -> None:
     doc = r.document()
     assert doc["hp"] == {"kind": "decisions", "share": {"fn": 0.75, "ofn1": 0.25}, "of": 4}
     assert doc["lp"]["share"] == {}
+
+
+def test_timeline_keeps_every_policy_change_and_the_latest_churn() -> None:
+    from runner.view_state import recent_timeline
+
+    tl = ([{"t_ms": 0.0, "kind": "policy", "policy": "a"}]
+          + [{"t_ms": float(i), "kind": "churn", "node": "o", "up": i % 2 == 0}
+             for i in range(1, 500)]
+          + [{"t_ms": 600.0, "kind": "policy", "policy": "b"}])
+    kept = recent_timeline(tl, keep=10)
+    assert [e["policy"] for e in kept if e["kind"] == "policy"] == ["a", "b"]
+    assert [e["t_ms"] for e in kept if e["kind"] == "churn"] == [float(i) for i in range(490, 500)]
+    assert [e["t_ms"] for e in kept] == sorted(e["t_ms"] for e in kept)
