@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import re
 import socket
@@ -269,6 +270,10 @@ def test_page_api_and_policy_swap_in_a_browser(live: LiveRun) -> None:
         shown = next((ts for ts, s in seen if s == up and ts >= t - 0.05), None)
         if shown is None or shown - t > FOLLOW_S:
             late.append((round(t, 3), up, None if shown is None else round(shown - t, 3)))
+    lags = [round(next((ts for ts, s in seen if s == up and ts >= t - 0.05), math.inf) - t, 3)
+            for t, up in applied if seen[0][0] + SETTLED_S <= t <= watched_until - FOLLOW_S]
+    (out.parent / "follow.json").write_text(json.dumps({"judged": judged, "late": late,
+                                                         "lags_s": lags}))  # diagnostics
     assert judged >= 3, f"only {judged} OFN changes to judge ({len(applied)} applied)"
     assert late == [], f"{len(late)} of {judged} OFN changes shown late: {late}"
 
