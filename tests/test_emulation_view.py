@@ -292,3 +292,50 @@ def test_page_api_and_policy_swap_in_a_browser(live: LiveRun) -> None:
     swaps = [e for e in events if e.get("event") == "policy_swap"]
     assert [e["policy"] for e in swaps] == ["nodiff", "least_loaded"]
     assert not (out / "api_token").stat().st_mode & 0o077  # mode 0600
+
+
+def test_replay_of_the_finished_run_in_a_browser(live: LiveRun) -> None:
+    """scripts/view.py's page over the run's folder: the slider moves the page through
+    the run (the OFN's state and the policy at the time chosen)."""
+    from playwright.sync_api import sync_playwright
+
+    from runner.view_replay import ReplaySource
+    from runner.view_server import ViewServer
+
+    if live.proc.poll() is None:
+        live.stop()
+    out = live.out
+    with open(out / "availability.csv") as fh:
+        avail = [a for a in csv.DictReader(fh) if a["node"] == "ofn1"]
+    downs = [(float(a["t"]), float(b["t"])) for a, b in zip(avail, avail[1:], strict=False)
+             if a["state"] == "unavailable" and float(b["t"]) - float(a["t"]) > 4.0]
+    assert downs, "the run has no OFN absence to replay"
+    t_down = round((downs[-1][0] + downs[-1][1]) / 2)
+    epochs = json.loads((out / "summary.json").read_text())["policy_epochs"]
+    t_first = round(epochs[0]["to_ms"] / 2)
+    server = ViewServer(ReplaySource.of(out), 0)
+    server.start()
+    errors: list[str] = []
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                         args=["--no-sandbox"])
+            page = browser.new_page()
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(server.url)
+            page.wait_for_selector('tr[data-node="ofn1"]', timeout=30_000)
+            assert page.is_visible("#slider")
+            for t, state, policy in ((t_down, "down", None), (t_first, None, "prioritized")):
+                page.fill("#slider", str(t))
+                page.dispatch_event("#slider", "input")
+                page.wait_for_function(
+                    f"document.getElementById('clock').textContent === '{t}'", timeout=10_000)
+                if state:
+                    assert page.get_attribute('tr[data-node="ofn1"]', "data-state") == state
+                if policy:
+                    assert page.inner_text("#policy") == policy
+            browser.close()
+    finally:
+        server.stop()
+    assert errors == [], errors
