@@ -417,9 +417,11 @@ class FogController(app_manager.OSKenApp):
         if self.measure_rt and self.rt.sampled(seg.src_port):  # the decision's SYN
             self._observe(Segment(ip.src, seg.src_port, ip.dst, seg.dst_port, seg.seq,
                                   seg.bits), t_in, node)
+        describe = getattr(self.policy.policy, "describe", None)  # a learning agent's state
         self._event(event="decision", cls=str(cls), client=src, port=seg.src_port,
                     flags=seg.bits, node=node, decide_ms=round(decide_ms, 4),
-                    load={n.name: n.in_system for n in view.nodes})
+                    load={n.name: n.in_system for n in view.nodes},
+                    **({"agent": describe()} if describe is not None else {}))
 
     # -- registrations (OFN join/leave, from the mobility model) ---------------------
     def start(self) -> Any:

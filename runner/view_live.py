@@ -285,7 +285,8 @@ class LiveView:
                                 key=lambda e: e["t_ms"]),
                 epochs=epochs, sent=sum(s for s, _ in self._client_counts.values()),
                 answered=sum(a for _, a in self._client_counts.values()),
-                total_power_w=total, routes=self._routes.document())
+                total_power_w=total, routes=self._routes.document(),
+                agent=self._routes.agent)
 
     def topology(self) -> dict[str, Any]:
         return self._topology

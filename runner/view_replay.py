@@ -180,7 +180,7 @@ class ReplaySource:
                     for e in shown],
             sent=sum(1 for r in self.rows if r.t_send <= t),
             answered=sum(1 for r in self.rows[:upto] if r.outcome is Outcome.OK),
-            routes=routes.document())
+            routes=routes.document(), agent=routes.agent)
 
     def topology(self) -> dict[str, Any]:
         return topology_document(self._graph)

@@ -205,12 +205,14 @@ class ClassRoutes:
     weights: dict[str, dict[str, int]] = field(default_factory=dict)
     per_request: bool = False
     recent: dict[str, list[str]] = field(default_factory=dict)
+    agent: dict[str, Any] | None = None  # a learning policy's last `describe()`
 
     def apply(self, ev: Mapping[str, Any]) -> None:
         kind = ev.get("event")
         if kind == "policy_swap":
             self.per_request = bool(ev.get("per_request"))
             self.recent = {}
+            self.agent = None
         if kind in ("ready", "availability", "policy_swap"):
             for cls, w in (ev.get("groups") or {}).items():
                 if isinstance(w, Mapping):
@@ -220,6 +222,8 @@ class ClassRoutes:
             seen = self.recent.setdefault(str(ev.get("cls")), [])
             seen.append(str(ev.get("node")))
             del seen[:-DECISION_WINDOW]
+            if isinstance(ev.get("agent"), Mapping):
+                self.agent = dict(ev["agent"])
 
     def document(self) -> dict[str, Any]:
         """Per class: `{"kind": "groups"|"decisions", "share": {node: share}}`."""
@@ -323,7 +327,8 @@ def state_document(*, mode: str, t_model_ms: float, duration_ms: float, running:
                    epochs: Sequence[Mapping[str, Any]], sent: int = 0, answered: int = 0,
                    total_power_w: float | None = None,
                    histories: Mapping[str, Sequence[Sequence[float | None]]] | None = None,
-                   routes: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                   routes: Mapping[str, Any] | None = None,
+                   agent: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """GET /api/state and each server-sent event: the whole picture at one instant.
     `tallies` and `prediction` are the current policy epoch's; `histories` (default: the
     tallies' own) the chart's points; each epoch may carry its own `predicted`."""
@@ -338,6 +343,7 @@ def state_document(*, mode: str, t_model_ms: float, duration_ms: float, running:
     return finite({
         "mode": mode, "t_model_ms": t_model_ms, "duration_ms": duration_ms,
         "running": running, "policy": policy, "sent": sent, "answered": answered,
+        "agent": dict(agent) if agent else None,
         "total_power_w": total_power_w,
         "nodes": [{"name": n.name, "role": n.role, "up": n.up, "capacity": n.capacity,
                    "in_system": n.in_system, "utilisation": n.utilisation,

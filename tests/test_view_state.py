@@ -195,3 +195,14 @@ def test_timeline_keeps_every_policy_change_and_the_latest_churn() -> None:
     assert [e["policy"] for e in kept if e["kind"] == "policy"] == ["a", "b"]
     assert [e["t_ms"] for e in kept if e["kind"] == "churn"] == [float(i) for i in range(490, 500)]
     assert [e["t_ms"] for e in kept] == sorted(e["t_ms"] for e in kept)
+
+
+def test_learning_agent_state_from_decisions() -> None:
+    from runner.view_state import ClassRoutes
+
+    r = ClassRoutes()
+    r.apply({"event": "decision", "cls": "lp", "node": "fn",
+             "agent": {"choice": 2, "decisions": 40, "weights": {"fn": 0.7, "ofn1": 0.3}}})
+    assert r.agent == {"choice": 2, "decisions": 40, "weights": {"fn": 0.7, "ofn1": 0.3}}
+    r.apply({"event": "policy_swap", "per_request": False, "groups": {}})
+    assert r.agent is None
