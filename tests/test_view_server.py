@@ -136,3 +136,16 @@ def test_test_set_up_installs_the_browser() -> None:
     assert "chromium" not in missing_apt_packages(which=lambda exe: None,
                                                   exists=lambda path: False)
     assert "browser" in TEST_EXTRAS.split(",")
+
+
+def test_a_read_only_source_refuses_writes() -> None:
+    src = FakeSource()
+    src.token = ""
+    srv = ViewServer(src, 0)
+    srv.start()
+    try:
+        status, err = _call(srv.url + "api/policy", "PUT", b'{"name": "nodiff"}',
+                            {"Authorization": "Bearer "})
+    finally:
+        srv.stop()
+    assert status == 405 and "read-only" in err["error"] and src.swaps == []
