@@ -25,6 +25,7 @@ from analysis.comparison import (
 )
 from analysis.metrics import measured_summary, percentiles_ci
 from analysis.model_params import AnyPrediction, OutsideModel, exact_prediction
+from analysis.policy_epochs import epoch_comparisons, epochs_table
 from fogsdn.scenario import Scenario, load_scenario
 from fogsdn.summary import json_safe
 from fogsdn.trace import Outcome, TraceRow, read_trace
@@ -140,8 +141,10 @@ def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
     summary_path = run_dir / "summary.json"
     summary: dict[str, Any] = (json.loads(summary_path.read_text())
                                if summary_path.exists() else {})
+    epochs = summary.get("policy_epochs") or []  # a live run's policy swaps (issue 21)
     rows = (read_trace(run_dir / "trace.csv")
-            if plot or "measured" not in summary or sc.workload.profile is not None else [])
+            if plot or "measured" not in summary or sc.workload.profile is not None
+            or epochs else [])
     if "measured" not in summary:
         summary["measured"] = measured_summary(rows, sc.warmup_ms, sc.deadline_ms)
     measured = summary["measured"]
@@ -158,13 +161,17 @@ def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
             m = measured.get(cls)
             if isinstance(m, dict) and not m.get("percentiles"):
                 m["percentiles"] = percentiles_ci(_answered(rows, sc, cls, order="arrival"))
+    epoch_text = ""
+    if epochs:  # each policy's span against its own prediction (analysis.policy_epochs)
+        summary["policy_epochs"] = epoch_comparisons(sc, rows, epochs)
+        epoch_text = "\n" + epochs_table(sc, summary["policy_epochs"])
     if sc.workload.profile is not None:  # per phase (module docstring)
         fields, text = compare_phases(sc, rows)
         for key in ("predicted", "comparison", "outside_model"):
             summary.pop(key, None)
         summary.update(fields)
         summary_path.write_text(json.dumps(json_safe(summary), indent=1, default=str))
-        return text
+        return text + epoch_text
     try:
         pred = exact_prediction(sc)
     except OutsideModel as err:
@@ -172,7 +179,7 @@ def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
         summary["outside_model"] = str(err)
         summary.pop("comparison", None)
         summary_path.write_text(json.dumps(json_safe(summary), indent=1, default=str))
-        return f"exact model: outside the model ({err}); no prediction to compare"
+        return f"exact model: outside the model ({err}); no prediction to compare{epoch_text}"
     d = pred.to_dict()
     d["power"] = predicted_power_block(sc, pred)
     summary["predicted"] = d
@@ -189,9 +196,10 @@ def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
         summary["notes"] = [*summary.get("notes", []), note]
     summary_path.write_text(json.dumps(json_safe(summary), indent=1, default=str))
     if not plot:
-        return comparison_table(sc, comp, power)
+        return comparison_table(sc, comp, power) + epoch_text
     plot_comparison(run_dir / "comparison.png", rows, sc, pred, measured, comp, power)
-    return comparison_table(sc, comp, power) + f"\nplot: {run_dir / 'comparison.png'}"
+    return (comparison_table(sc, comp, power) + epoch_text
+            + f"\nplot: {run_dir / 'comparison.png'}")
 
 
 def attach_prediction(out: Path, plot: bool = True, no_plot_why: str = "",

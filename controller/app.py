@@ -62,6 +62,13 @@ from controller.policies import (
     stage_plan,
 )
 from controller.policy_guard import GuardedPolicy
+from controller.policy_swap import (
+    SWAPPED_POLICY_FILE,
+    SwapError,
+    build_swap,
+    flow_changes,
+    restarted_scenario,
+)
 from controller.rt_measure import RT_COLUMNS, ConnectionTimer, RtRecorder, Segment, parse_segment
 from fogsdn.latency import node_net_ms
 from fogsdn.local_rpc import recv_line, send_json, unix_call
@@ -80,6 +87,13 @@ class FogController(app_manager.OSKenApp):
         conf = ControllerConfig.from_environment()
         self.fabric = conf.fabric
         scenario = load_scenario(conf.scenario)
+        swapped = conf.registration.with_name(SWAPPED_POLICY_FILE)
+        try:  # a restarted controller runs the policy last swapped in (issue 21)
+            scenario = restarted_scenario(
+                scenario, swapped.read_text() if swapped.exists() else None)
+        except SwapError as err:
+            self.logger.error("%s", err)
+        self.scenario = scenario  # its policy: the one running now (a swap replaces it)
         policy = make_policy(scenario.policy, scenario.workload)
         # a failing policy never takes the controller down (controller.policy_guard)
         self.policy = GuardedPolicy(policy, random.Random(scenario.seed), self._policy_failed)
@@ -403,9 +417,11 @@ class FogController(app_manager.OSKenApp):
         if self.measure_rt and self.rt.sampled(seg.src_port):  # the decision's SYN
             self._observe(Segment(ip.src, seg.src_port, ip.dst, seg.dst_port, seg.seq,
                                   seg.bits), t_in, node)
+        describe = getattr(self.policy.policy, "describe", None)  # a learning agent's state
         self._event(event="decision", cls=str(cls), client=src, port=seg.src_port,
                     flags=seg.bits, node=node, decide_ms=round(decide_ms, 4),
-                    load={n.name: n.in_system for n in view.nodes})
+                    load={n.name: n.in_system for n in view.nodes},
+                    **({"agent": describe()} if describe is not None else {}))
 
     # -- registrations (OFN join/leave, from the mobility model) ---------------------
     def start(self) -> Any:
@@ -428,6 +444,10 @@ class FogController(app_manager.OSKenApp):
             try:
                 conn.settimeout(5.0)
                 msg = json.loads(recv_line(conn).decode())
+                if msg.get("cmd") == "policy":  # a policy swap (issue 21)
+                    out = self._swap_policy(msg["spec"])
+                    send_json(conn, out)
+                    return
                 node, state = str(msg["node"]), str(msg["state"])
                 if state not in ("available", "unavailable"):
                     raise ValueError(f"state: must be available or unavailable, got {state!r}")
@@ -435,7 +455,45 @@ class FogController(app_manager.OSKenApp):
                     raise ValueError(f"node: unknown node {node!r}")
                 t = float(msg.get("t", time.monotonic()))
                 out = self._reconcile(node, state == "available", "registration", t)
-            except (OSError, ValueError, KeyError, TypeError) as err:
-                out = {"error": str(err)}
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+                out = {"error": str(err).splitlines()[0] if str(err) else repr(err)}
             with suppress(OSError):
                 send_json(conn, out)
+
+    # -- policy swap (issue 21; controller.policy_swap) ----------------------------------
+    def _swap_policy(self, spec: Any) -> dict[str, Any]:
+        """Build the new policy (nothing changes if that fails), swap it in under the
+        cluster lock, and bring every edge switch's dispatch to it: the select groups
+        rewritten, and the dispatch rules changed where the policy's kind (proactive or
+        per-request) changed. Answers once the barrier replies are in."""
+        from fogsdn.scenario import PolicySpec
+
+        t_event = time.monotonic()
+        try:
+            sc, built = build_swap(self.scenario, PolicySpec.model_validate(spec))
+        except (SwapError, ValueError) as err:
+            return {"error": str(err).splitlines()[0]}
+        with self._lock:
+            was_proactive = not self._per_request
+            self.scenario = sc
+            self.policy = GuardedPolicy(built, random.Random(sc.seed), self._policy_failed)
+            self._per_request = is_per_request(built)
+            proactive = not self._per_request
+            groups = (self._install_groups(initial=not self._installed)
+                      if proactive else {})
+            for dpid, dp in self._datapaths(self.edges):
+                switch = self.names[dpid]
+                gone, send = flow_changes(
+                    base_flows(self.topo, switch, self.hops, was_proactive, self.measure_rt),
+                    base_flows(self.topo, switch, self.hops, proactive, self.measure_rt))
+                for f in send:  # the new rules first: no new connection finds none
+                    self._send(of.flow_mod(dp, f))
+                for f in gone:
+                    self._send(of.flow_delete_strict(dp, f))
+        ok = self._barrier(self.edges)
+        t_done = time.monotonic()
+        self._event(event="policy_swap", policy=built.name, spec=sc.policy.model_dump(),
+                    per_request=self._per_request, t_event=t_event, t_installed=t_done,
+                    barrier_ok=ok, groups=groups)
+        return {"ok": True, "policy": built.name, "per_request": self._per_request,
+                "installed": ok, "t_installed": t_done, "groups": groups}

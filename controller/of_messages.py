@@ -65,6 +65,15 @@ def flow_mod(dp: Any, f: Flow) -> Any:
                              idle_timeout=f.idle_timeout, hard_timeout=f.hard_timeout)
 
 
+def flow_delete_strict(dp: Any, f: Flow) -> Any:
+    """Remove the one entry with `f`'s table, priority and match (a policy swap that
+    changes the dispatch kind: controller.policy_swap.flow_changes)."""
+    ofp, parser = dp.ofproto, dp.ofproto_parser
+    return parser.OFPFlowMod(dp, table_id=f.table, priority=f.priority,
+                             command=ofp.OFPFC_DELETE_STRICT, out_port=ofp.OFPP_ANY,
+                             out_group=ofp.OFPG_ANY, match=parser.OFPMatch(**f.match_dict()))
+
+
 def group_mod(dp: Any, g: GroupMod) -> Any:
     ofp, parser = dp.ofproto, dp.ofproto_parser
     cmd = ofp.OFPGC_ADD if g.add else ofp.OFPGC_MODIFY

@@ -1,4 +1,5 @@
-"""Registration channel: how an OFN's join or leave reaches the controller (stdlib only).
+"""Registration channel: how an OFN's join or leave (and a policy swap) reaches the
+controller (stdlib only).
 
 Seed 000 has OFNs announce entering and leaving to the AP (cellular registration);
 here the mobility model speaks for the OFN over the controller's Unix socket, and
@@ -20,3 +21,10 @@ def register(path: str | Path, node: str, available: bool, timeout: float = 5.0
     body = {"node": node, "state": "available" if available else "unavailable",
             "t": time.monotonic()}
     return unix_call(path, body, timeout)
+
+
+def swap_policy(path: str | Path, spec: dict[str, Any], timeout: float = 10.0
+                ) -> dict[str, Any]:
+    """Have the controller run another policy (a resolved `PolicySpec` as a dict,
+    controller.policy_swap); returns once the switches hold its rules, or `error`."""
+    return unix_call(path, {"cmd": "policy", "spec": spec}, timeout)

@@ -55,6 +55,8 @@ class RunSummary(TypedDict):
     # the controller's SYN-to-FIN response time against the clients' (analysis.rt_measurement)
     rt_measurement: NotRequired[dict[str, Any]]
     rt_measurement_error: NotRequired[float]  # the largest per-node relative gap
+    # the policy of each span of a run whose policy was swapped live (issue 21)
+    policy_epochs: NotRequired[list[dict[str, Any]]]
     # simulate
     seed: NotRequired[int]
     replication: NotRequired[int]

@@ -12,6 +12,10 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from runner.view_live import ViewConfig
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -43,6 +47,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="emulate: the controller times one connection in N (a power of "
                          f"two, by client port; default {RT_SAMPLE_DEFAULT}: timing every "
                          "one costs the FN a few %% of its service rate)")
+    ap.add_argument("--view", nargs="?", type=int, const=8080, metavar="PORT",
+                    help="emulate: serve the run's page and REST API on 127.0.0.1:PORT "
+                         "(default 8080; 0: any free port; docs/view.md)")
+    ap.add_argument("--view-host", metavar="ADDR", default="127.0.0.1",
+                    help="with --view: the address to serve on (anything but loopback is "
+                         "reachable from other machines: a warning is printed)")
     return ap.parse_args(argv)
 
 
@@ -112,6 +122,9 @@ def main(argv: list[str] | None = None,
     if args.rt_sample < 1 or args.rt_sample & (args.rt_sample - 1):
         print(f"error: --rt-sample: a power of two >= 1, got {args.rt_sample}", file=sys.stderr)
         return 2
+    if args.view is not None and not 0 <= args.view < 65536:
+        print(f"error: --view: a port 0-65535, got {args.view}", file=sys.stderr)
+        return 2
     if os.geteuid() != 0:
         print("error: the emulate engine needs root (Mininet, Open vSwitch): use sudo",
               file=sys.stderr)
@@ -124,7 +137,8 @@ def main(argv: list[str] | None = None,
     stop_on_signals(stop)
     try:
         options = LiveOptions(measure_rt=0 if args.no_measure_rt else args.rt_sample)
-        summary = run_emulation(sc, out, stop, show_progress=not args.quiet, options=options)
+        summary = run_emulation(sc, out, stop, show_progress=not args.quiet, options=options,
+                                view=view_config(args))
     except ScenarioError as err:  # live limits, checked before anything starts
         print(f"error: {args.scenario}: {err}", file=sys.stderr)
         return 2
@@ -132,6 +146,15 @@ def main(argv: list[str] | None = None,
         print(f"error: {err}", file=sys.stderr)
         return 1
     return exit_code(summary)
+
+
+def view_config(args: argparse.Namespace) -> ViewConfig | None:
+    """`--view [PORT]` and `--view-host` as the run's view settings (None: no view)."""
+    from runner.view_live import ViewConfig
+
+    if args.view is None:
+        return None
+    return ViewConfig(port=args.view, host=args.view_host)
 
 
 def entry() -> None:

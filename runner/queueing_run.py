@@ -47,6 +47,7 @@ from runner.live_network import (
 from runner.power_meter import LivePowerMeter
 from runner.results import finish_results
 from runner.supervisor import exit_description
+from runner.view_live import ViewConfig
 
 # one TCP connection per request through Python clients, OVS userspace and Python workers
 # on two cores: well above the default load (160/s), well below what saturates the machine
@@ -84,8 +85,11 @@ class LiveOptions:
 
 class QueueingRun:
     def __init__(self, scenario: Scenario, out_dir: Path, stop: threading.Event,
-                 show_progress: bool = True, options: LiveOptions = LiveOptions()) -> None:
+                 show_progress: bool = True, options: LiveOptions = LiveOptions(),
+                 view: ViewConfig | None = None) -> None:
         self.sc = scenario
+        self.view_config = view  # the browser view and REST API (runner.view_live)
+        self.policy_epochs: list[dict[str, Any]] = []
         self.meter_power = options.meter_power
         self.realtime = options.realtime
         self.out = out_dir
@@ -357,6 +361,11 @@ class QueueingRun:
         stats: dict[str, Any] = {}
         t0 = time.monotonic()
         setup_error: EmulationError | None = None
+        view = None
+        if self.view_config is not None:
+            from runner.view_live import start_live_view
+
+            view = start_live_view(self, self.view_config)
         try:
             self.live.start(initial, t0)
             self._start_workers()
@@ -390,6 +399,10 @@ class QueueingRun:
             print(f"\n[run] FAILED: {self.supervisor.failure}; keeping what was collected",
                   file=sys.stderr, flush=True)
         finally:
+            if view is not None:
+                view[0].stop()
+                view[1].stop()
+                self.policy_epochs = view[0].policy_epochs()
             self.live.teardown([
                 ("clients", self._stop_clients),
                 ("power", self._stop_power),
@@ -419,13 +432,14 @@ def check_live_limits(sc: Scenario) -> None:
 
 def run_emulation(scenario: Scenario, out_dir: Path, stop: threading.Event | None = None,
                   show_progress: bool = True,
-                  options: LiveOptions = LiveOptions()) -> dict[str, Any]:
+                  options: LiveOptions = LiveOptions(),
+                  view: ViewConfig | None = None) -> dict[str, Any]:
     """Run one scenario live with the switches in `options`; returns summary.json's
-    content."""
+    content. `view`: serve the browser view and REST API meanwhile (docs/view.md)."""
     check_live_limits(scenario)
     scenario = draw_capacities(scenario, 0)  # a drawn capacity: the first replication's
     if options.measure_rt:
         # a power of two, or a one-line error before anything starts
         sample_mask(options.measure_rt)
     return QueueingRun(scenario, out_dir, stop or threading.Event(), show_progress,
-                       options).run()
+                       options, view).run()

@@ -107,6 +107,16 @@ def _routing(sc: Scenario, rows: list[TraceRow], avail: list[dict[str, Any]]
             "early": rc.early, "early_p50_ms": rc.early_ms[0], "early_p99_ms": rc.early_ms[1]}
 
 
+def _first_policy_rows(rows: list[TraceRow], epochs: list[dict[str, Any]] | None
+                      ) -> list[TraceRow]:
+    """The requests the scenario's own policy dispatched: all of them, or those sent
+    before the first policy swap (a swapped-in policy routes by its own table)."""
+    if not epochs or len(epochs) < 2:
+        return rows
+    end = float(epochs[0]["to_ms"])
+    return [r for r in rows if r.t_send < end]
+
+
 def live_policy_report(out: Path, sc: Scenario) -> PolicyReport:
     """The policy that ran, and whether it failed (the controller then used the FNs)."""
     errors = [str(ev.get("error", ""))
@@ -161,7 +171,8 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
                            "max": max(lat) if lat else math.nan},
         # how late the live network followed the drawn churn schedule (model ms)
         "churn_lag_ms": _lag_stats(run.availability),
-        "routing": _routing(sc, rows, run.availability),
+        "routing": _routing(sc, _first_policy_rows(rows, getattr(run, "policy_epochs", None)),
+                            run.availability),
         "policy": live_policy_report(out, sc),
         # the link element chosen for this run ("none" when no link is shaped)
         "links": live.links,
@@ -189,6 +200,9 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
         if refused:
             live.notes.append(f"real-time scheduling refused for {', '.join(refused)}: "
                               "their replies may leave late on a busy machine")
+    epochs = getattr(run, "policy_epochs", None)
+    if epochs:  # the policies a view's swaps ran, per span (analysis.policy_epochs)
+        summary["policy_epochs"] = epochs
     if live.notes:
         summary["notes"] = list(live.notes)
     meter = run.power

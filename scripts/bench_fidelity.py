@@ -37,6 +37,44 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ViewWatcher:
+    """A page's load on the view: a thread that follows /api/events while the run serves
+    it (connecting again until it can), counting the events it reads."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.events = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._follow, daemon=True)
+        self._thread.start()
+
+    def _follow(self) -> None:
+        import urllib.request
+
+        while not self._stop.is_set():
+            try:
+                url = f"http://127.0.0.1:{self.port}/api/events"
+                with urllib.request.urlopen(url, timeout=5) as r:
+                    for line in r:
+                        if self._stop.is_set():
+                            return
+                        self.events += line.startswith(b"data: ")
+            except OSError:
+                self._stop.wait(0.5)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=6)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--scenario", default="scenarios/default.yaml")
@@ -63,6 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-realtime", action="store_true",
                     help="workers, controller and churn replay as ordinary processes (to see "
                          "what SCHED_FIFO buys)")
+    ap.add_argument("--view", action="store_true",
+                    help="serve the run view (runner.view_live) with one page following its "
+                         "events, to see what the view costs (docs/view.md)")
     a = ap.parse_args(argv)
 
     import bootstrap
@@ -78,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     from fogsdn.trace import Outcome, read_trace
     from runner.queueing_run import LiveOptions, run_emulation
     from runner.supervisor import stop_on_signals
+    from runner.view_live import ViewConfig
 
     stop = threading.Event()  # Ctrl-C or SIGTERM: the run in progress tears down, no more
     stop_on_signals(stop)
@@ -101,7 +143,12 @@ def main(argv: list[str] | None = None) -> int:
                                       "seed": base.seed + r}
                                      | ({"containers": False} if a.no_containers else {}))
             run_dir = out_root / f"scale{scale:g}" / f"rep{r:03d}"
-            s = run_emulation(sc, run_dir, stop, show_progress=False, options=options)
+            watcher = ViewWatcher(free_port()) if a.view else None
+            s = run_emulation(sc, run_dir, stop, show_progress=False, options=options,
+                              view=ViewConfig(port=watcher.port) if watcher else None)
+            if watcher is not None:
+                watcher.stop()
+                print(f"  view: {watcher.events} state events read", flush=True)
             if stop.is_set():  # an interrupted run is not a replication
                 break
             rows = [x for x in read_trace(run_dir / "trace.csv") if x.t_send >= sc.warmup_ms]

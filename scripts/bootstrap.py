@@ -44,6 +44,10 @@ APT_FILES = {
     "/usr/include/linux/virtio_net.h": "linux-libc-dev",
 }
 
+# file -> Debian package: what the run view's browser tests drive (tests/test_emulation_view.py
+# through Playwright, the `browser` extra); installed for the test command only
+APT_BROWSER = {"/usr/bin/chromium": "chromium"}
+
 
 def say(msg: str) -> None:
     print(f"[setup] {msg}", flush=True)
@@ -61,15 +65,18 @@ def _has_venv_module() -> bool:
 
 
 def missing_apt_packages(which: Callable[[str], str | None] = shutil.which,
-                         exists: Callable[[str], bool] = os.path.exists) -> list[str]:
-    """The Debian packages of APT_NEEDS and APT_FILES that this machine lacks."""
+                         exists: Callable[[str], bool] = os.path.exists,
+                         browser: bool = False) -> list[str]:
+    """The Debian packages of APT_NEEDS and APT_FILES (and APT_BROWSER with `browser`)
+    that this machine lacks."""
     missing = {pkg for exe, pkg in APT_NEEDS.items() if which(exe) is None}
-    missing |= {pkg for path, pkg in APT_FILES.items() if not exists(path)}
+    files = {**APT_FILES, **(APT_BROWSER if browser else {})}
+    missing |= {pkg for path, pkg in files.items() if not exists(path)}
     return sorted(missing)
 
 
-def ensure_apt() -> None:
-    missing = missing_apt_packages()
+def ensure_apt(browser: bool = False) -> None:
+    missing = missing_apt_packages(browser=browser)
     if not VENV_PY.exists() and not _has_venv_module():
         missing.append("python3-venv")
     if not missing:
@@ -171,11 +178,13 @@ def in_venv() -> bool:
     return Path(sys.prefix).resolve() == VENV.resolve()
 
 
-def bootstrap(needs_network_stack: bool = True, extras: str = "test") -> None:
-    """Make the machine ready, then re-exec the calling script inside the venv."""
+def bootstrap(needs_network_stack: bool = True, extras: str = "test",
+              browser: bool = False) -> None:
+    """Make the machine ready, then re-exec the calling script inside the venv;
+    `browser`: also Debian's chromium (the view's browser tests)."""
     if not in_venv():
         if needs_network_stack:
-            ensure_apt()
+            ensure_apt(browser)
         ensure_venv(extras)
         if needs_network_stack:
             ensure_ovs()

@@ -4,6 +4,7 @@
     sudo python scripts/run_testbed.py [--scenario FILE] [--policy NAME] [--duration SECONDS]
                                        [--policy-module FILE]
                                        [--engine emulate|simulate] [--requests N] [--out DIR]
+                                       [--view [PORT] [--view-host ADDR]]   # docs/view.md
     sudo python scripts/run_testbed.py --clean     # remove leftovers of crashed runs
 
 The first run sets up what is missing (apt packages, .venv, Open vSwitch); the command

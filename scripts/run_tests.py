@@ -29,7 +29,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 # rl: torch 2.13.0 (pinned to the wheel on disk, no CUDA download), so the DQN test runs
-TEST_EXTRAS = "test,sweep,bench,gym,rl"
+# browser: Playwright for the view's browser tests, which drive Debian's chromium (apt)
+TEST_EXTRAS = "test,sweep,bench,gym,rl,browser"
 STAGES = {"unit": "not emulation", "emulation": "emulation"}
 
 
@@ -96,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     stages, args = _split(sys.argv[1:] if argv is None else argv)
     import bootstrap
 
-    bootstrap.bootstrap(needs_network_stack=os.geteuid() == 0, extras=TEST_EXTRAS)
+    root = os.geteuid() == 0
+    bootstrap.bootstrap(needs_network_stack=root, extras=TEST_EXTRAS, browser=root)
     os.chdir(bootstrap.ROOT)
     if not any(not a.startswith("-") for a in args):
         args = [*args, "tests"]

@@ -25,7 +25,8 @@ PURE = ("fogsdn", "models", "controller.policies", "controller.flow_tables",
         "controller.rt_measure", "controller.policy_guard", "controller.of_messages",
         "nodes.protocol", "nodes.service_queue", "nodes.ncs", "topologies.city_latency",
         "topologies.city_layout", "topologies.city_net", "topologies.mobility_traces",
-        "topologies.link_params", "sim.rows", "sim.policy_tables")
+        "topologies.link_params", "sim.rows", "sim.policy_tables",
+        "controller.policy_swap", "runner.view_state")
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     # importer -> what it must not import
     "fogsdn": ("models", "controller", "analysis", "sim", "runner", "nodes", "topologies",

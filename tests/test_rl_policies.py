@@ -119,6 +119,11 @@ def test_rl_dqn_decides_per_flow_and_switches_weights_per_epoch(tmp_path: Path) 
     # eco alone
     assert picks == ["fn"] * 4 + ["eco"] * 4
     assert policy.epochs == [(4, (0.0, 1.0, 0.0))]
+    # what the run view shows of the agent: its menu entry and each node's weight now
+    d = policy.describe()
+    assert policy.menu[d["choice"]] == (0.0, 1.0, 0.0) and d["decisions"] == 8
+    assert list(d["weights"].values()) == [0.0, 1.0, 0.0]
+    assert list(d["weights"]) == list(LAYOUT.nodes)
 
 
 def test_rl_dqn_rejects_bad_weight_files(tmp_path: Path) -> None:

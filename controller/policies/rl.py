@@ -111,6 +111,12 @@ class _EpochAgent(Policy):
         """The menu entry for the next epoch."""
         raise NotImplementedError
 
+    def describe(self) -> dict[str, Any]:
+        """What the agent decides with now (the run view shows it, issue 21): its menu
+        entry and the weight of each node, and how many flows it has decided."""
+        return {"choice": self.choice, "decisions": self.decisions,
+                "weights": dict(zip(self.layout.nodes, self.weights, strict=True))}
+
     def _check(self, view: ClusterView) -> None:
         names = tuple(n.name for n in view.nodes)
         if names != self.layout.nodes:

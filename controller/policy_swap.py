@@ -1,0 +1,140 @@
+"""A policy swap in a running testbed (issue 21), as pure functions: a request made a
+spec, the spec built and checked before anything changes, and the OpenFlow entries
+that differ between the old policy's pipeline and the new one's.
+
+The runner checks a swap (the policy checker, `controller.policies.check`) and sends
+the resolved spec to the controller; the controller builds it again in its own process
+(loading a policy file runs code in every process that uses it, as `make_policy` does
+everywhere) and swaps it between two packet-ins. A request that fails anywhere changes
+nothing: each step raises `SwapError` with one line.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from controller.pipeline import Flow
+from controller.policies import Policy, PolicyError, make_policy, probe_policy, stage_plan
+from controller.policies.check import check_policy
+from fogsdn.scenario import PolicySpec, Scenario, ScenarioError, absolute_policy_module
+from fogsdn.stages import StagePlan
+
+SWAP_KEYS = frozenset({"name", "module", "params", "alpha"})
+# the swapped policy's spec, kept beside the controller's registration socket: a
+# controller the supervisor restarts runs it instead of the scenario's
+SWAPPED_POLICY_FILE = "policy.json"
+CHECK_VIEWS = 40  # the checker's generated views for a live swap (a second, not minutes)
+CHECK_TIMED = 200
+
+
+class SwapError(ValueError):
+    """A swap refused, one line; nothing was changed."""
+
+
+def _scalar(key: str, v: object) -> float | int | str | bool:
+    if isinstance(v, bool | int | str):
+        return v
+    if isinstance(v, float) and math.isfinite(v):
+        return v
+    raise SwapError(f"params.{key}: a number, string or boolean, got {v!r}")
+
+
+def swap_spec(current: PolicySpec, request: Mapping[str, Any], cwd: Path) -> PolicySpec:
+    """The spec a swap request names: `name` (a registered policy) and/or `module` (a
+    policy file, relative to `cwd`, or a module), `params` merged over the current ones
+    (a policy reads the parameters it knows), `alpha` kept unless given."""
+    unknown = sorted(set(request) - SWAP_KEYS)
+    if unknown:
+        raise SwapError(f"unknown field {unknown[0]!r} (known: {', '.join(sorted(SWAP_KEYS))})")
+    name, module = request.get("name"), request.get("module")
+    if name is None and module is None:
+        raise SwapError("name or module: say which policy to run")
+    for key, v in (("name", name), ("module", module)):
+        if v is not None and (not isinstance(v, str) or not v.strip()):
+            raise SwapError(f"{key}: a non-empty string, got {v!r}")
+    params = request.get("params", {})
+    if not isinstance(params, Mapping):
+        raise SwapError(f"params: an object of name: value, got {type(params).__name__}")
+    merged = {**current.params, **{str(k): _scalar(str(k), v) for k, v in params.items()}}
+    alpha = request.get("alpha", current.alpha)
+    try:
+        return PolicySpec(name=str(name or ""), alpha=alpha, params=merged,
+                          module=absolute_policy_module(str(module), cwd) if module else None)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(x) for x in first["loc"]) or "policy"
+        raise SwapError(f"{where}: {first['msg']}") from None
+
+
+def swapped_scenario(scenario: Scenario, spec: PolicySpec) -> Scenario:
+    """The scenario with `spec` as its policy (re-validated)."""
+    try:
+        return scenario.with_overrides({"policy": spec.model_dump(exclude_none=True)})
+    except ScenarioError as err:
+        raise SwapError(str(err).splitlines()[0]) from None
+
+
+def _stages(sc: Scenario) -> StagePlan:
+    """The stage rules a controller sets up for `sc` (none where the policy gives no
+    cutoffs, as the controller decides it)."""
+    try:
+        return stage_plan(sc)
+    except PolicyError:
+        return StagePlan("none")
+
+
+def restarted_scenario(scenario: Scenario, spec_json: str | None) -> Scenario:
+    """The scenario a (re)started controller runs: with the last swapped policy where
+    there is one (`SWAPPED_POLICY_FILE`'s text)."""
+    if not spec_json:
+        return scenario
+    try:
+        return build_swap(scenario, PolicySpec.model_validate_json(spec_json))[0]
+    except ValueError as err:  # SwapError, or a torn file: the scenario's own policy
+        raise SwapError(f"swapped policy not restored: {str(err).splitlines()[0]}") from None
+
+
+def build_swap(scenario: Scenario, spec: PolicySpec) -> tuple[Scenario, Policy]:
+    """Build the new policy and probe it (routes with the OFNs up and down); refuse a
+    swap that would change size-based stage rules (those are set up with the workers).
+    Returns the scenario with the policy named as built."""
+    sc = swapped_scenario(scenario, spec)
+    try:
+        built = make_policy(sc.policy, sc.workload)
+        if sc.policy.name != built.name:
+            sc = swapped_scenario(sc, sc.policy.model_copy(update={"name": built.name}))
+        probe_policy(built, sc)
+        before, after = _stages(scenario), _stages(sc)
+    except PolicyError as err:
+        raise SwapError(str(err).splitlines()[0]) from None
+    if before != after:
+        raise SwapError(f"policy {built.name!r}: its size-based stages differ from the "
+                        "running ones (set up with the workers); not swappable live")
+    return sc, built
+
+
+def checked_swap(scenario: Scenario, spec: PolicySpec, views: int = CHECK_VIEWS
+                 ) -> tuple[Scenario, Policy]:
+    """`build_swap`, then the policy checker on generated views; its first failure
+    refuses the swap."""
+    sc, built = build_swap(scenario, spec)
+    report = check_policy(built, sc, views=views, timed=CHECK_TIMED)
+    if report.failures:
+        raise SwapError(f"policy {built.name!r} fails the checker: {report.failures[0]}")
+    return sc, built
+
+
+def flow_changes(old: Sequence[Flow], new: Sequence[Flow]) -> tuple[list[Flow], list[Flow]]:
+    """(entries to delete, flows to send) that take a switch from `old` to `new`: an entry
+    the new pipeline lacks goes; a new or different flow is sent (it replaces the entry
+    with its match and priority)."""
+    have = {f.entry: f for f in old}
+    want = {f.entry: f for f in new}
+    gone = [f for e, f in have.items() if e not in want]
+    send = [f for e, f in want.items() if have.get(e) != f]
+    return gone, send
