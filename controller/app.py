@@ -13,6 +13,7 @@ is acknowledged.
 from __future__ import annotations
 
 import json
+import math
 import random
 import socket
 import threading
@@ -37,6 +38,7 @@ from controller import of_messages as of
 from controller.cluster import ClusterState, LinkState
 from controller.config import ControllerConfig
 from controller.flow_tables import GROUP_ID, TABLE_CLASSIFY, bucket_weights
+from controller.path_choice import PathRouter, k_paths
 from controller.pipeline import (
     DSCP_HP,
     Output,
@@ -49,6 +51,7 @@ from controller.pipeline import (
     failover_groups,
     forward_flows,
     group_mods,
+    path_flows,
     sample_mask,
     stage_flows,
 )
@@ -89,6 +92,11 @@ class FogController(app_manager.OSKenApp):
             self.stages = StagePlan("none")
             self.logger.error("no size-based stage rules: %s", err)
         self._per_request = is_per_request(policy)  # as the simulator decides it
+        # seed 002a: a policy that chooses each connection's path (controller.path_choice)
+        self.router = PathRouter.of(scenario, k_paths(policy.spec.params)) \
+            if policy.chooses_paths else None
+        self._model_ms_per_s = 1000.0 / scenario.time_scale
+        self._path_idle_s = math.ceil(scenario.timeout_ms * scenario.time_scale / 1000.0) + 1
         self.ready_path = conf.ready
         self.registration_path = conf.registration
         self.worker_sockets: dict[str, str] = dict(conf.workers)
@@ -389,9 +397,12 @@ class FogController(app_manager.OSKenApp):
         view = self._live_view()
         # packet-ins are handled one at a time (os-ken's event thread): decide needs no lock
         t0 = time.perf_counter()
-        node = self.policy.decide(view, Request(cls, src))
+        request = Request(cls, src)
+        node = self.policy.decide(view, request)
         decide_ms = (time.perf_counter() - t0) * 1000.0  # the policy's own time (issue 9)
         worker_ip = self.fabric.host(node).ip
+        path = (self._install_path(view, request, node, seg.src_port)
+                if self.router is not None and src in self.topo.graph else None)
         self._send(of.flow_mod(dp, connection_flow(ip.src, seg.src_port, self.fabric.vip,
                                                    seg.dst_port, worker_ip)))
         # The SYN is committed and NATed by the packet-out itself: re-injecting it into
@@ -405,7 +416,22 @@ class FogController(app_manager.OSKenApp):
                                   seg.bits), t_in, node)
         self._event(event="decision", cls=str(cls), client=src, port=seg.src_port,
                     flags=seg.bits, node=node, decide_ms=round(decide_ms, 4),
-                    load={n.name: n.in_system for n in view.nodes})
+                    load={n.name: n.in_system for n in view.nodes}, path=path)
+
+    def _install_path(self, view: ClusterView, request: Request, node: str,
+                      client_port: int) -> list[str]:
+        """Seed 002a: the policy's path for this connection, installed on every switch of
+        it, the far ones first (the edge's rule goes with the SYN's packet-out)."""
+        assert self.router is not None
+        option = self.router.choose(
+            lambda menu: self.policy.choose_path(view, request, node, menu), request.client,
+            node, time.monotonic() * self._model_ms_per_s)
+        dps = {self.names[i]: dp for i, dp in self._datapaths(list(option.switches))}
+        for switch, f in reversed(path_flows(self.topo, option.switches, request.client, node,
+                                             client_port, self._path_idle_s)):
+            if switch in dps:
+                self._send(of.flow_mod(dps[switch], f))
+        return list(option.switches)
 
     # -- registrations (OFN join/leave, from the mobility model) ---------------------
     def start(self) -> Any:
