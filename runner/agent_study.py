@@ -31,6 +31,15 @@ from runner.study import Engine, Row
 LOCK = Path("/tmp/fogsdn-emulation.lock")
 POLICIES = ("latency_greedy", "power_greedy", "least_loaded", "round_robin", "random",
             "rl_dqn", "rl_rnn")
+# seed 002a's: the node by least load, the path by each rule (controller/policies/paths.py)
+PATH_POLICIES = ("path_shortest", "path_fewest_switches", "path_goal", "path_rnn")
+
+
+def default_policies(scenario: Scenario) -> tuple[str, ...]:
+    """The path policies where the scenario's own policy chooses paths, else the rest."""
+    from controller.policies import policy_class
+
+    return PATH_POLICIES if policy_class(scenario.policy).chooses_paths else POLICIES
 
 
 @contextmanager
@@ -53,23 +62,30 @@ def policy_spec(label: str, scenario: Scenario) -> PolicySpec:
     return PolicySpec(name=label)
 
 
-def read_figures(run_dir: Path, warmup_ms: float) -> RunFigures:
-    """One run's figures from its trace.csv and power.csv (the same files in both engines)."""
+def read_figures(run_dir: Path, warmup_ms: float, rt_measurement_error: float = math.nan
+                 ) -> RunFigures:
+    """One run's figures from its trace.csv and power.csv (the same files in both engines),
+    the switches' share of power apart (`network_power_W`)."""
     rows = sorted((r for r in read_trace(run_dir / "trace.csv") if r.t_send >= warmup_ms),
                   key=lambda r: r.t_send)
     answered = [r.response_ms for r in rows if r.outcome is Outcome.OK]
     # each element has one sample per (about one) second, live each with its own
     # timestamps: the k-th interval's total is the sum of every element's k-th sample
     series: dict[str, list[tuple[float, float, float]]] = {}
+    switches: set[str] = set()
     with open(run_dir / "power.csv") as fh:
         for rec in csv.DictReader(fh):
             series.setdefault(rec["element"], []).append(
                 (float(rec["t_s"]), float(rec["power_w"]), float(rec["dt_s"])))
+            if rec["kind"] == "switch":
+                switches.add(rec["element"])
     n = min((len(v) for v in series.values()), default=0)
-    ordered = [sorted(v) for v in series.values()]
-    totals = [math.fsum(v[k][1] for v in ordered) for k in range(n)]
-    spans = [sum(v[k][2] for v in ordered) / len(ordered) for k in range(n)]
-    return run_figures(answered, len(rows) - len(answered), totals, spans)
+    ordered = {e: sorted(v) for e, v in series.items()}
+    totals = [math.fsum(v[k][1] for v in ordered.values()) for k in range(n)]
+    network = [math.fsum(ordered[e][k][1] for e in switches) for k in range(n)]
+    spans = [sum(v[k][2] for v in ordered.values()) / len(ordered) for k in range(n)]
+    return run_figures(answered, len(rows) - len(answered), totals, spans, network,
+                       rt_measurement_error)
 
 
 def decide_ms_simulated(scenario: Scenario, calls: int = 5000) -> list[float]:
@@ -130,6 +146,8 @@ def run_agent(run: AgentRun, base: Scenario, engine: Engine, out: Path, requests
 
         run_simulation(scenario, run_dir, requests=requests, compare=False)
         decide = decide_ms_simulated(scenario)
+        # the simulator's controller measures the same span the client sees: 0 by construction
+        rt_error = 0.0
     else:
         from runner.queueing_run import run_emulation
 
@@ -140,8 +158,10 @@ def run_agent(run: AgentRun, base: Scenario, engine: Engine, out: Path, requests
         if summary.get("interrupted"):
             raise KeyboardInterrupt  # the live run tore down; the study keeps its points
         decide = decide_ms_live(run_dir)
+        rt_error = float(summary.get("rt_measurement_error", math.nan))
     return [{"policy": run.policy, "seed": run.seed, "run_dir": str(run_dir),
-             "figures": read_figures(run_dir, scenario.warmup_ms), "decide_ms": decide}]
+             "figures": read_figures(run_dir, scenario.warmup_ms, rt_error),
+             "decide_ms": decide}]
 
 
 class AgentStudy:
@@ -181,7 +201,9 @@ class AgentStudy:
                     [r["figures"] for r in mine], [t for r in mine for t in r["decide_ms"]])
         if not self.results:
             return []
-        print(table(self.results), flush=True)
+        base = next((b for b in ("latency_greedy", "path_shortest") if b in self.results),
+                    "latency_greedy")
+        print(table(self.results, base), flush=True)
         if self.json_path is None:
             return []
         self.json_path.parent.mkdir(parents=True, exist_ok=True)
@@ -189,5 +211,5 @@ class AgentStudy:
         return [self.json_path]
 
 
-__all__ = ["POLICIES", "AgentRun", "AgentStudy", "decide_ms_live", "decide_ms_simulated",
-           "emulation_lock", "policy_spec", "read_figures", "run_agent"]
+__all__ = ["PATH_POLICIES", "POLICIES", "AgentRun", "AgentStudy", "decide_ms_live",
+           "decide_ms_simulated", "default_policies", "emulation_lock", "policy_spec", "read_figures", "run_agent"]
