@@ -212,4 +212,5 @@ class AgentStudy:
 
 
 __all__ = ["PATH_POLICIES", "POLICIES", "AgentRun", "AgentStudy", "decide_ms_live",
-           "decide_ms_simulated", "default_policies", "emulation_lock", "policy_spec", "read_figures", "run_agent"]
+           "decide_ms_simulated", "default_policies", "emulation_lock", "policy_spec",
+           "read_figures", "run_agent"]
