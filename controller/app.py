@@ -97,6 +97,7 @@ class FogController(app_manager.OSKenApp):
             if policy.chooses_paths else None
         self._model_ms_per_s = 1000.0 / scenario.time_scale
         self._path_idle_s = math.ceil(scenario.timeout_ms * scenario.time_scale / 1000.0) + 1
+        self._curve_rows = 0  # the learning curve's epochs written so far
         self.ready_path = conf.ready
         self.registration_path = conf.registration
         self.worker_sockets: dict[str, str] = dict(conf.workers)
@@ -426,6 +427,13 @@ class FogController(app_manager.OSKenApp):
         option = self.router.choose(
             lambda menu: self.policy.choose_path(view, request, node, menu), request.client,
             node, time.monotonic() * self._model_ms_per_s)
+        curve = self.policy.policy.learning_curve()  # an online learner's epochs, as they close
+        if len(curve) > self._curve_rows:
+            out = self.events_path.with_name("learning_curve.csv")
+            head = "" if out.exists() else curve[0].COLUMNS  # a restarted controller appends
+            with open(out, "a") as fh:
+                fh.write(head + "".join(e.csv_row() for e in curve[self._curve_rows:]))
+            self._curve_rows = len(curve)
         dps = {self.names[i]: dp for i, dp in self._datapaths(list(option.switches))}
         for switch, f in reversed(path_flows(self.topo, option.switches, request.client, node,
                                              client_port, self._path_idle_s)):

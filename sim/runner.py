@@ -102,6 +102,10 @@ def run_simulation(
         )
     samples = power.samples()
     (out_dir / "power.csv").write_text(power_csv_text(samples))
+    curve = policy.learning_curve()  # an online learner's epochs (seed 002a's path_rnn)
+    if curve:
+        (out_dir / "learning_curve.csv").write_text(
+            curve[0].COLUMNS + "".join(e.csv_row() for e in curve))
     summary: RunSummary = {
         "engine": "simulate",
         "scenario": scenario.name,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -78,6 +78,25 @@ class Request:
     t_ms: float | None = None  # arrival time (model ms), where the engine gives it
 
 
+@dataclass(frozen=True)
+class Epoch:
+    """One point of an online learner's curve: after `decisions` connections, the epoch's
+    action (e.g. a goal weighting), measured response time (model ms), estimated network
+    power (W) and goal G (lower is better)."""
+
+    decisions: int
+    action: float
+    response_ms: float
+    network_w: float
+    goal: float
+
+    COLUMNS: ClassVar[str] = "decisions,action,response_ms,network_w,goal\n"
+
+    def csv_row(self) -> str:
+        return (f"{self.decisions},{self.action:g},{self.response_ms:.6f},"
+                f"{self.network_w:.6f},{self.goal:.6f}\n")
+
+
 @dataclass
 class Policy(ABC):
     name: ClassVar[str]
@@ -117,6 +136,11 @@ class Policy(ABC):
         delay, shortest first) the request to `node` takes. Asked per request, after
         `decide`, by every engine (`controller.path_choice.PathRouter`)."""
         return 0
+
+    def learning_curve(self) -> Sequence[Epoch]:
+        """An online learner's epochs so far (the engines write them to the run's
+        learning_curve.csv); none for a policy that does not learn while it runs."""
+        return ()
 
     def stages(self, view: ClusterView) -> StagePlan:
         """Size-based stages over this view's hosts (`fogsdn.stages`): "sita", each

@@ -14,16 +14,18 @@ connection among the k shortest (`controller.path_choice`), by one rule each.
   epoch it chose, G = A RT / RT_ref + (1 - A) P / P_ref with RT the response time the
   network measured (`NodeView.measured_rt_ms`), P the mean estimated network power
   over the epoch, the references the first epoch's figures and A `params.rt_weight`;
-  then picks the next epoch's weighting. Its learning curve is `curve`.
+  then picks the next epoch's weighting. Its learning curve is `curve` (each Epoch's
+  action is the weighting a it used).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from controller.policies.base import ClusterView, Request
+from controller.policies.base import ClusterView, Epoch, Request
 from controller.policies.greedy import LeastLoaded, expected_sojourn_ms
 from models.network_power import PathMenu
 from models.rnn_learner import RnnLearner
@@ -78,18 +80,6 @@ class PathGoal(_PathPolicy):
         return goal_choice(view, node, menu, float(self.spec.params.get("rt_weight", 0.5)))
 
 
-@dataclass(frozen=True)
-class Epoch:
-    """One point of the learning curve: after `decisions` connections, the epoch's
-    weighting, measured response time (model ms), estimated network power (W) and goal."""
-
-    decisions: int
-    rt_weight: float
-    response_ms: float
-    network_w: float
-    goal: float
-
-
 @dataclass
 class PathRnn(_PathPolicy):
     name: ClassVar[str] = "path_rnn"
@@ -123,6 +113,9 @@ class PathRnn(_PathPolicy):
         self.learner.learn(self.choice, 1.0 / g if g > 0 and math.isfinite(g) else 0.0)
         self.choice = self.learner.choose()
 
+    def learning_curve(self) -> Sequence[Epoch]:
+        return self.curve
+
     def choose_path(self, view: ClusterView, request: Request, node: str,
                     menu: PathMenu) -> int:
         if self.decisions and self.decisions % self.epoch_requests == 0:
@@ -132,5 +125,5 @@ class PathRnn(_PathPolicy):
         return goal_choice(view, node, menu, WEIGHTINGS[self.choice])
 
 
-__all__ = ["WEIGHTINGS", "Epoch", "PathFewestSwitches", "PathGoal", "PathRnn", "PathShortest",
+__all__ = ["WEIGHTINGS", "PathFewestSwitches", "PathGoal", "PathRnn", "PathShortest",
            "goal_choice"]
