@@ -182,7 +182,7 @@ def test_the_rnn_learns_online_and_keeps_a_curve(scenario: Scenario, tmp_path: P
         name="path_rnn", params={"epoch_requests": 100})})
     run_simulation(sc, tmp_path, requests=3000, compare=False)
     with open(tmp_path / "learning_curve.csv") as fh:
-        curve = [Epoch(int(r["decisions"]), float(r["action"]), float(r["response_ms"]),
+        curve = [Epoch(int(r["decisions"]), r["action"], float(r["response_ms"]),
                        float(r["network_w"]), float(r["goal"])) for r in csv.DictReader(fh)]
     # an epoch closes at the first connection after every 100th: 100, 200, ..., 2900
     assert [e.decisions for e in curve] == list(range(100, 3000, 100))

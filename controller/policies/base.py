@@ -81,11 +81,11 @@ class Request:
 @dataclass(frozen=True)
 class Epoch:
     """One point of an online learner's curve: after `decisions` connections, the epoch's
-    action (e.g. a goal weighting), measured response time (model ms), estimated network
+    action (the rule it followed, no commas), measured response time (model ms), estimated network
     power (W) and goal G (lower is better)."""
 
     decisions: int
-    action: float
+    action: str
     response_ms: float
     network_w: float
     goal: float
@@ -93,7 +93,7 @@ class Epoch:
     COLUMNS: ClassVar[str] = "decisions,action,response_ms,network_w,goal\n"
 
     def csv_row(self) -> str:
-        return (f"{self.decisions},{self.action:g},{self.response_ms:.6f},"
+        return (f"{self.decisions},{self.action},{self.response_ms:.6f},"
                 f"{self.network_w:.6f},{self.goal:.6f}\n")
 
 

@@ -9,13 +9,14 @@ connection among the k shortest (`controller.path_choice`), by one rule each.
   plus the path's delay, RT_0 that of the shortest path, P the network's estimated
   power now (`params.rt_weight` a, default 0.5).
 * `path_rnn`: the seed's random neural network (models/rnn_learner.py), one neuron per
-  weighting a in `WEIGHTINGS`, learning online from untrained weights: every
+  rule of `RULES` (a path rank for every connection, or the per-connection goal with a
+  weighting a), learning online from untrained weights: every
   `params.epoch_requests` connections (default 200) it is rewarded R = 1 / G for the
   epoch it chose, G = A RT / RT_ref + (1 - A) P / P_ref with RT the response time the
   network measured (`NodeView.measured_rt_ms`), P the mean estimated network power
   over the epoch, the references the first epoch's figures and A `params.rt_weight`;
-  then picks the next epoch's weighting. Its learning curve is `curve` (each Epoch's
-  action is the weighting a it used).
+  then picks the next epoch's rule. Its learning curve is `curve` (each Epoch's action
+  is the rule it used).
 """
 
 from __future__ import annotations
@@ -30,7 +31,18 @@ from controller.policies.greedy import LeastLoaded, expected_sojourn_ms
 from models.network_power import PathMenu
 from models.rnn_learner import RnnLearner
 
-WEIGHTINGS: tuple[float, ...] = (1.0, 0.9, 0.75, 0.5, 0.25, 0.0)
+# path_rnn's neurons: "rank r" sends every connection on its r-th shortest path (a plan
+# the whole network follows at once, so consolidating on a shared path is one action);
+# "a x" picks per connection by the goal with weight x (`goal_choice`)
+RULES: tuple[str, ...] = ("rank 0", "rank 1", "rank 2", "a 0.9", "a 0.75", "a 0.5", "a 0.25",
+                          "a 0")
+
+
+def apply_rule(rule: str, view: ClusterView, node: str, menu: PathMenu) -> int:
+    kind, value = rule.split()
+    if kind == "rank":
+        return min(int(value), len(menu.options) - 1)
+    return goal_choice(view, node, menu, float(value))
 
 
 def goal_choice(view: ClusterView, node: str, menu: PathMenu, rt_weight: float) -> int:
@@ -94,7 +106,7 @@ class PathRnn(_PathPolicy):
 
     def __post_init__(self) -> None:
         p = self.spec.params
-        self.learner = RnnLearner(len(WEIGHTINGS), explore=float(p.get("explore", 0.1)),
+        self.learner = RnnLearner(len(RULES), explore=float(p.get("explore", 0.1)),
                                   seed=int(p.get("seed", 0)))
         self.epoch_requests = int(p.get("epoch_requests", 200))
         self.rt_weight = float(p.get("rt_weight", 0.5))
@@ -109,7 +121,7 @@ class PathRnn(_PathPolicy):
         if self._ref is None:
             self._ref = (rt, power if power > 0 else 1.0)
         g = self.rt_weight * rt / self._ref[0] + (1.0 - self.rt_weight) * power / self._ref[1]
-        self.curve.append(Epoch(self.decisions, WEIGHTINGS[self.choice], rt, power, g))
+        self.curve.append(Epoch(self.decisions, RULES[self.choice], rt, power, g))
         self.learner.learn(self.choice, 1.0 / g if g > 0 and math.isfinite(g) else 0.0)
         self.choice = self.learner.choose()
 
@@ -122,8 +134,8 @@ class PathRnn(_PathPolicy):
             self._close(view)
         self.decisions += 1
         self._power.append(menu.network_w)
-        return goal_choice(view, node, menu, WEIGHTINGS[self.choice])
+        return apply_rule(RULES[self.choice], view, node, menu)
 
 
-__all__ = ["WEIGHTINGS", "PathFewestSwitches", "PathGoal", "PathRnn", "PathShortest",
+__all__ = ["RULES", "apply_rule", "PathFewestSwitches", "PathGoal", "PathRnn", "PathShortest",
            "goal_choice"]
