@@ -61,7 +61,8 @@ def test_a_chosen_path_is_installed_end_to_end_and_carries_the_connection(
            for s, lines in tables.items()}
     # s1: the way out (its conntrack and client rule bring the replies home); s6 both ways
     assert len(own["s1"]) == 1 and len(own["s6"]) == 2, own
-    assert all(_packets(ln) >= run["sent"] for ln in own["s1"] + own["s6"]), own
+    # dumped 2 s into the session: over a hundred pings at 10 ms intervals by then
+    assert all(_packets(ln) > 50 for ln in own["s1"] + own["s6"]), own
     assert own["s3"] == own["s5"] == [], own
     # nothing went the shortest way: s3's and s5's rules towards the servers saw no packet
     server_ip = g.nodes[node]["ip"]
