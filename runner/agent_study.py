@@ -108,17 +108,23 @@ def read_phases(run_dir: Path, scenario: Scenario) -> list[dict[str, float]]:
     rt: list[list[float]] = [[] for _ in range(n)]
     for (_, resp), i in zip(ok, profile.phases_at(np.asarray([t for t, _ in ok])), strict=True):
         rt[int(i)].append(resp)
-    net: dict[float, float] = {}  # interval middle (model ms) -> the switches' watts
+    # the k-th interval of every switch (live, each has its own stamps): its middle in
+    # model ms and the switches' watts over it
+    samples: dict[str, list[tuple[float, float, float]]] = {}
     with open(run_dir / "power.csv") as fh:
         for rec in csv.DictReader(fh):
             if rec["kind"] == "switch":
-                mid = (float(rec["t_s"]) + float(rec["dt_s"]) / 2) * 1000.0 / scenario.time_scale
-                net[mid] = net.get(mid, 0.0) + float(rec["power_w"])
-    mids = sorted(net)
+                samples.setdefault(rec["element"], []).append(
+                    (float(rec["t_s"]), float(rec["dt_s"]), float(rec["power_w"])))
+    per = [sorted(v) for v in samples.values()]
+    k_max = min((len(v) for v in per), default=0)
+    mids = [float(np.mean([(v[k][0] + v[k][1] / 2) * 1000.0 / scenario.time_scale
+                           for v in per])) for k in range(k_max)]
+    totals = [math.fsum(v[k][2] for v in per) for k in range(k_max)]
     where = profile.phases_at(np.asarray(mids)) if mids else np.asarray([], dtype=int)
     watts: list[list[float]] = [[] for _ in range(n)]
-    for mid, i in zip(mids, where, strict=True):
-        watts[int(i)].append(net[mid])
+    for total, i in zip(totals, where, strict=True):
+        watts[int(i)].append(total)
     return [{"factor": f, "response_ms": float(np.mean(rt[i])) if rt[i] else math.nan,
              "network_power_W": float(np.mean(watts[i])) if watts[i] else math.nan}
             for i, f in enumerate(profile.factors)]
