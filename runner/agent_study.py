@@ -58,7 +58,8 @@ def emulation_lock() -> Iterator[None]:
 
 def policy_spec(label: str, scenario: Scenario) -> PolicySpec:
     """`rl_dqn_a0.5` is rl_dqn with the weights trained for a = 0.5, `path_rnn_a0.9` and
-    `path_goal_a0.9` those policies with goal weight a = 0.9; others by name."""
+    `path_goal_a0.9` those policies with goal weight a = 0.9, `path_rank_1` path_rank
+    with rank 1; others by name."""
     if label.startswith("rl_dqn_a"):
         a = label[len("rl_dqn_a"):]
         return PolicySpec(name="rl_dqn", params={
@@ -66,6 +67,8 @@ def policy_spec(label: str, scenario: Scenario) -> PolicySpec:
     for name in ("path_goal", "path_rnn"):  # `path_rnn_a0.9`: its goal weight a = 0.9
         if label.startswith(f"{name}_a"):
             return PolicySpec(name=name, params={"rt_weight": float(label[len(name) + 2:])})
+    if label.startswith("path_rank_"):  # `path_rank_1`: every connection on its 2nd path
+        return PolicySpec(name="path_rank", params={"rank": int(label[len("path_rank_"):])})
     return PolicySpec(name=label)
 
 

@@ -79,6 +79,8 @@ def _menu(*wake_delay: tuple[float, float, int]) -> PathMenu:
 
 @pytest.mark.parametrize(("name", "params", "expected"), [
     ("path_shortest", {}, 0),
+    ("path_rank", {"rank": 1}, 1),
+    ("path_rank", {"rank": 5}, 2),  # the last there is
     ("path_fewest_switches", {}, 2),  # least wake cost, then fewer switches
     ("path_goal", {"rt_weight": 1.0}, 0),  # response time only
     ("path_goal", {"rt_weight": 0.0}, 1),  # power only: least wake (ties to the first)

@@ -2,6 +2,7 @@
 connection among the k shortest (`controller.path_choice`), by one rule each.
 
 * `path_shortest`: always the shortest by delay (what destination routing does).
+* `path_rank`: every connection on its `params.rank`-th shortest path, a static plan.
 * `path_fewest_switches`: power-greedy: the path that wakes the fewest watts now
   (`PathOption.wake_w`), ties to fewer switches, then to less delay.
 * `path_goal`: a fixed weighting of the seed's goal, per request: the option with the
@@ -72,6 +73,18 @@ class PathShortest(_PathPolicy):
 
 
 @dataclass
+class PathRank(_PathPolicy):
+    """Every connection on its `params.rank`-th shortest path (0: the shortest): a static
+    plan, to show what a scenario allows (the last rank there is, where fewer)."""
+
+    name: ClassVar[str] = "path_rank"
+
+    def choose_path(self, view: ClusterView, request: Request, node: str,
+                    menu: PathMenu) -> int:
+        return apply_rule(f"rank {int(self.spec.params.get('rank', 0))}", view, node, menu)
+
+
+@dataclass
 class PathFewestSwitches(_PathPolicy):
     name: ClassVar[str] = "path_fewest_switches"
 
@@ -137,5 +150,5 @@ class PathRnn(_PathPolicy):
         return apply_rule(RULES[self.choice], view, node, menu)
 
 
-__all__ = ["RULES", "apply_rule", "PathFewestSwitches", "PathGoal", "PathRnn", "PathShortest",
-           "goal_choice"]
+__all__ = ["RULES", "PathFewestSwitches", "PathGoal", "PathRank", "PathRnn", "PathShortest",
+           "apply_rule", "goal_choice"]
