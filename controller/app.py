@@ -13,6 +13,7 @@ is acknowledged.
 from __future__ import annotations
 
 import json
+import math
 import random
 import socket
 import threading
@@ -37,6 +38,7 @@ from controller import of_messages as of
 from controller.cluster import ClusterState, LinkState
 from controller.config import ControllerConfig
 from controller.flow_tables import GROUP_ID, TABLE_CLASSIFY, bucket_weights
+from controller.path_choice import PathRouter, k_paths
 from controller.pipeline import (
     DSCP_HP,
     Output,
@@ -49,11 +51,13 @@ from controller.pipeline import (
     failover_groups,
     forward_flows,
     group_mods,
+    path_flows,
     sample_mask,
     stage_flows,
 )
 from controller.policies import (
     ClusterView,
+    Policy,
     PolicyError,
     Request,
     is_per_request,
@@ -73,7 +77,7 @@ from controller.rt_measure import RT_COLUMNS, ConnectionTimer, RtRecorder, Segme
 from fogsdn.latency import node_net_ms
 from fogsdn.local_rpc import recv_line, send_json, unix_call
 from fogsdn.routing import next_hops
-from fogsdn.scenario import Role, TaskClass, load_scenario
+from fogsdn.scenario import Role, Scenario, TaskClass, load_scenario
 from fogsdn.stages import StagePlan
 
 BARRIER_TIMEOUT_S = 2.0
@@ -103,6 +107,11 @@ class FogController(app_manager.OSKenApp):
             self.stages = StagePlan("none")
             self.logger.error("no size-based stage rules: %s", err)
         self._per_request = is_per_request(policy)  # as the simulator decides it
+        # seed 002a: a policy that chooses each connection's path (controller.path_choice)
+        self.router = self._path_router(scenario, policy)
+        self._model_ms_per_s = 1000.0 / scenario.time_scale
+        self._path_idle_s = math.ceil(scenario.timeout_ms * scenario.time_scale / 1000.0) + 1
+        self._curve_rows = 0  # the learning curve's epochs written so far
         self.ready_path = conf.ready
         self.registration_path = conf.registration
         self.worker_sockets: dict[str, str] = dict(conf.workers)
@@ -403,9 +412,12 @@ class FogController(app_manager.OSKenApp):
         view = self._live_view()
         # packet-ins are handled one at a time (os-ken's event thread): decide needs no lock
         t0 = time.perf_counter()
-        node = self.policy.decide(view, Request(cls, src))
+        request = Request(cls, src)
+        node = self.policy.decide(view, request)
         decide_ms = (time.perf_counter() - t0) * 1000.0  # the policy's own time (issue 9)
         worker_ip = self.fabric.host(node).ip
+        path = (self._install_path(view, request, node, seg.src_port)
+                if self.router is not None and src in self.topo.graph else None)
         self._send(of.flow_mod(dp, connection_flow(ip.src, seg.src_port, self.fabric.vip,
                                                    seg.dst_port, worker_ip)))
         # The SYN is committed and NATed by the packet-out itself: re-injecting it into
@@ -420,8 +432,30 @@ class FogController(app_manager.OSKenApp):
         describe = getattr(self.policy.policy, "describe", None)  # a learning agent's state
         self._event(event="decision", cls=str(cls), client=src, port=seg.src_port,
                     flags=seg.bits, node=node, decide_ms=round(decide_ms, 4),
-                    load={n.name: n.in_system for n in view.nodes},
+                    load={n.name: n.in_system for n in view.nodes}, path=path,
                     **({"agent": describe()} if describe is not None else {}))
+
+    def _install_path(self, view: ClusterView, request: Request, node: str,
+                      client_port: int) -> list[str]:
+        """Seed 002a: the policy's path for this connection, installed on every switch of
+        it, the far ones first (the edge's rule goes with the SYN's packet-out)."""
+        assert self.router is not None
+        option = self.router.choose(
+            lambda menu: self.policy.choose_path(view, request, node, menu), request.client,
+            node, time.monotonic() * self._model_ms_per_s)
+        curve = self.policy.policy.learning_curve()  # an online learner's epochs, as they close
+        if len(curve) > self._curve_rows:
+            out = self.events_path.with_name("learning_curve.csv")
+            head = "" if out.exists() else curve[0].COLUMNS  # a restarted controller appends
+            with open(out, "a") as fh:
+                fh.write(head + "".join(e.csv_row() for e in curve[self._curve_rows:]))
+            self._curve_rows = len(curve)
+        dps = {self.names[i]: dp for i, dp in self._datapaths(list(option.switches))}
+        for switch, f in reversed(path_flows(self.topo, option.switches, request.client, node,
+                                             client_port, self._path_idle_s)):
+            if switch in dps:
+                self._send(of.flow_mod(dps[switch], f))
+        return list(option.switches)
 
     # -- registrations (OFN join/leave, from the mobility model) ---------------------
     def start(self) -> Any:
@@ -461,6 +495,12 @@ class FogController(app_manager.OSKenApp):
                 send_json(conn, out)
 
     # -- policy swap (issue 21; controller.policy_swap) ----------------------------------
+    @staticmethod
+    def _path_router(scenario: Scenario, policy: Policy) -> PathRouter | None:
+        """The menus of a policy that chooses each connection's path (seed 002a)."""
+        return PathRouter.of(scenario, k_paths(policy.spec.params)) \
+            if policy.chooses_paths else None
+
     def _swap_policy(self, spec: Any) -> dict[str, Any]:
         """Build the new policy (nothing changes if that fails), swap it in under the
         cluster lock, and bring every edge switch's dispatch to it: the select groups
@@ -478,6 +518,8 @@ class FogController(app_manager.OSKenApp):
             self.scenario = sc
             self.policy = GuardedPolicy(built, random.Random(sc.seed), self._policy_failed)
             self._per_request = is_per_request(built)
+            self.router = self._path_router(sc, built)
+            self._curve_rows = 0  # the new policy's own learning curve, if it learns
             proactive = not self._per_request
             groups = (self._install_groups(initial=not self._installed)
                       if proactive else {})

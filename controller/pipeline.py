@@ -405,3 +405,33 @@ def connection_flow(client_ip: str, client_port: int, vip: str, service_port: in
                        "tcp_src": client_port, "ipv4_dst": vip, "tcp_dst": service_port,
                        "ct_state": CT_NEW_TRK}.items()),
                 connection_actions(worker_ip), idle_timeout=2, hard_timeout=10)
+
+
+PRIO_CONNECTION_PATH = 160  # above a policy's pinned (client, node) paths
+
+
+def path_flows(topo: Topology, switches: Sequence[str], client: str, node: str,
+               client_port: int, idle_s: int) -> list[tuple[str, Flow]]:
+    """One connection's own path (seed 002a), as (switch, rule) for every switch on it:
+    table 2 rules matched on the connection's addresses and ports (after the edge's NAT,
+    so towards the worker's address), both ways, expiring `idle_s` after its last packet.
+    The client's edge needs none back: its conntrack un-NATs the reply and its client
+    rule delivers it. Connections in flight keep theirs; new ones get their own."""
+    g = topo.graph
+    full = [client, *switches, node]
+    c, n = g.nodes[client], g.nodes[node]
+    fwd = {"eth_type": ETH_IPV4, "ip_proto": 6, "ipv4_src": c["ip"], "tcp_src": client_port,
+           "ipv4_dst": n["ip"], "tcp_dst": topo.service_port}
+    back = {"eth_type": ETH_IPV4, "ip_proto": 6, "ipv4_src": n["ip"],
+            "tcp_src": topo.service_port, "ipv4_dst": c["ip"], "tcp_dst": client_port}
+    out = []
+    for i, switch in enumerate(full[1:-1], start=1):
+        legs = [(fwd, node, full[i + 1])]
+        if switch != c["switch"]:
+            legs.append((back, client, full[i - 1]))
+        for match, dst, nxt in legs:
+            port = int(g.edges[switch, nxt]["ports"][switch])
+            out.append((switch, Flow(TABLE_FORWARD, PRIO_CONNECTION_PATH, tuple(match.items()),
+                                     (SetField("eth_dst", g.nodes[dst]["mac"]), Output(port)),
+                                     idle_timeout=idle_s)))
+    return out

@@ -1,9 +1,10 @@
 """A policy asked so that it never takes the live controller down (pure).
 
-Where `routes`, `decide` or `paths` raises, `routes` returns a table that does not fit
-the view, or `decide` names no node of the cluster, `on_failure(call, line)` hears of it
-(the controller logs it and writes a `policy_error` event) and the safe answer stands
-in: HP and LP to the FNs (`safe_routes`), and no pinned paths (shortest by delay).
+Where `routes`, `decide`, `paths` or `choose_path` raises, `routes` returns a table
+that does not fit the view, or `decide` names no node of the cluster,
+`on_failure(call, line)` hears of it (the controller logs it and writes a
+`policy_error` event) and the safe answer stands in: HP and LP to the FNs
+(`safe_routes`), no pinned paths (shortest by delay), each connection on its shortest.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from controller.policies import (
     routes_for,
     safe_routes,
 )
+from models.network_power import PathMenu
 
 
 class GuardedPolicy:
@@ -66,3 +68,15 @@ class GuardedPolicy:
         except Exception as err:
             self.on_failure("paths", policy_failure(self.policy, "paths", err))
             return {}
+
+    def choose_path(self, view: ClusterView, request: Request, node: str,
+                    menu: PathMenu) -> int:
+        """The policy's path for one request, or the shortest (0) when it fails."""
+        try:
+            i = self.policy.choose_path(view, request, node, menu)
+            if not isinstance(i, int) or not 0 <= i < len(menu.options):
+                raise PolicyError(f"chose path {i!r} of {len(menu.options)}")
+            return i
+        except Exception as err:
+            self.on_failure("choose_path", policy_failure(self.policy, "choose_path", err))
+            return 0

@@ -38,6 +38,17 @@ def shortest_paths_from(g: nx.Graph, src: str) -> dict[str, list[str]]:
     return {k: list(v) for k, v in nx.single_source_dijkstra_path(g, src, weight=_cost).items()}
 
 
+def k_shortest_paths(g: nx.Graph, src: str, dst: str, k: int) -> list[list[str]]:
+    """Up to k loop-free paths from src to dst, shortest by delay first (ties to fewer
+    hops): the candidates a path-choosing policy picks from (networkx's Yen)."""
+    out: list[list[str]] = []
+    for p in nx.shortest_simple_paths(g, src, dst, weight=_cost):
+        out.append(list(p))
+        if len(out) == k:
+            break
+    return out
+
+
 def path_links(g: nx.Graph, path: Sequence[str]) -> list[dict[str, Any]]:
     return [g.edges[a, b] for a, b in zip(path, path[1:], strict=False)]
 

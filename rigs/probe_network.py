@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from rigs.traffic_probe import Outage, reroute_times
@@ -82,6 +83,20 @@ def tcp_echo_session(live: LiveNetwork, client: str, server: str, seconds: float
     cli = _popen(live, client, f"ping {client}", "tcp-ping", live.ip(server),
                  str(port), str(seconds), "10")
     return srv, cli
+
+
+def service_session(live: LiveNetwork, client: str, servers: Sequence[str], seconds: float
+                    ) -> tuple[list[subprocess.Popen[str]], subprocess.Popen[str]]:
+    """Echo servers on `servers` at the service port and one long TCP connection from
+    `client` to the service address, which the controller dispatches (and, for a policy
+    that chooses paths, routes) like any request; read it with `session_result`."""
+    port = str(live.graph.graph["service_port"])
+    srvs = [_popen(live, s, f"echo {s}", "tcp-echo", port) for s in servers]
+    for srv in srvs:
+        _ready(srv)
+    cli = _popen(live, client, f"ping {client}", "tcp-ping", str(live.graph.graph["vip"]),
+                 port, str(seconds), "10")
+    return srvs, cli
 
 
 def session_result(srv: subprocess.Popen[str], cli: subprocess.Popen[str]) -> dict[str, Any]:

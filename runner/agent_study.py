@@ -23,7 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from analysis.agent_eval import RunFigures, policy_entry, run_figures, table
+from analysis.metrics import replications_ci
 from fogsdn.scenario import PolicySpec, Scenario
 from fogsdn.trace import Outcome, read_trace
 from runner.study import Engine, Row
@@ -31,6 +34,15 @@ from runner.study import Engine, Row
 LOCK = Path("/tmp/fogsdn-emulation.lock")
 POLICIES = ("latency_greedy", "power_greedy", "least_loaded", "round_robin", "random",
             "rl_dqn", "rl_rnn")
+# seed 002a's: the node by least load, the path by each rule (controller/policies/paths.py)
+PATH_POLICIES = ("path_shortest", "path_fewest_switches", "path_goal", "path_rnn")
+
+
+def default_policies(scenario: Scenario) -> tuple[str, ...]:
+    """The path policies where the scenario's own policy chooses paths, else the rest."""
+    from controller.policies import policy_class
+
+    return PATH_POLICIES if policy_class(scenario.policy).chooses_paths else POLICIES
 
 
 @contextmanager
@@ -45,31 +57,80 @@ def emulation_lock() -> Iterator[None]:
 
 
 def policy_spec(label: str, scenario: Scenario) -> PolicySpec:
-    """`rl_dqn_a0.5` is rl_dqn with the weights trained for a = 0.5; others by name."""
+    """`rl_dqn_a0.5` is rl_dqn with the weights trained for a = 0.5, `path_rnn_a0.9` and
+    `path_goal_a0.9` those policies with goal weight a = 0.9, `path_rank_1` path_rank
+    with rank 1; others by name."""
     if label.startswith("rl_dqn_a"):
         a = label[len("rl_dqn_a"):]
         return PolicySpec(name="rl_dqn", params={
             "weights": f"agents/weights/dqn_{scenario.name}_a{a}.json"})
+    for name in ("path_goal", "path_rnn"):  # `path_rnn_a0.9`: its goal weight a = 0.9
+        if label.startswith(f"{name}_a"):
+            return PolicySpec(name=name, params={"rt_weight": float(label[len(name) + 2:])})
+    if label.startswith("path_rank_"):  # `path_rank_1`: every connection on its 2nd path
+        return PolicySpec(name="path_rank", params={"rank": int(label[len("path_rank_"):])})
     return PolicySpec(name=label)
 
 
-def read_figures(run_dir: Path, warmup_ms: float) -> RunFigures:
-    """One run's figures from its trace.csv and power.csv (the same files in both engines)."""
+def read_figures(run_dir: Path, warmup_ms: float, rt_measurement_error: float = math.nan
+                 ) -> RunFigures:
+    """One run's figures from its trace.csv and power.csv (the same files in both engines),
+    the switches' share of power apart (`network_power_W`)."""
     rows = sorted((r for r in read_trace(run_dir / "trace.csv") if r.t_send >= warmup_ms),
                   key=lambda r: r.t_send)
     answered = [r.response_ms for r in rows if r.outcome is Outcome.OK]
     # each element has one sample per (about one) second, live each with its own
     # timestamps: the k-th interval's total is the sum of every element's k-th sample
     series: dict[str, list[tuple[float, float, float]]] = {}
+    switches: set[str] = set()
     with open(run_dir / "power.csv") as fh:
         for rec in csv.DictReader(fh):
             series.setdefault(rec["element"], []).append(
                 (float(rec["t_s"]), float(rec["power_w"]), float(rec["dt_s"])))
+            if rec["kind"] == "switch":
+                switches.add(rec["element"])
     n = min((len(v) for v in series.values()), default=0)
-    ordered = [sorted(v) for v in series.values()]
-    totals = [math.fsum(v[k][1] for v in ordered) for k in range(n)]
-    spans = [sum(v[k][2] for v in ordered) / len(ordered) for k in range(n)]
-    return run_figures(answered, len(rows) - len(answered), totals, spans)
+    ordered = {e: sorted(v) for e, v in series.items()}
+    totals = [math.fsum(v[k][1] for v in ordered.values()) for k in range(n)]
+    network = [math.fsum(ordered[e][k][1] for e in switches) for k in range(n)]
+    spans = [sum(v[k][2] for v in ordered.values()) / len(ordered) for k in range(n)]
+    return run_figures(answered, len(rows) - len(answered), totals, spans, network,
+                       rt_measurement_error)
+
+
+def read_phases(run_dir: Path, scenario: Scenario) -> list[dict[str, float]]:
+    """Under a time-varying workload (`workload.profile`), each phase's mean response time
+    (answered requests sent in it, after warm-up) and network power (power.csv intervals
+    whose middle falls in it): what the profile does to a policy. Empty without a profile."""
+    profile = scenario.workload.rate_profile()
+    if profile is None:
+        return []
+    n = len(profile.factors)
+    ok = [(r.t_send, r.response_ms) for r in read_trace(run_dir / "trace.csv")
+          if r.outcome is Outcome.OK and r.t_send >= scenario.warmup_ms]
+    rt: list[list[float]] = [[] for _ in range(n)]
+    for (_, resp), i in zip(ok, profile.phases_at(np.asarray([t for t, _ in ok])), strict=True):
+        rt[int(i)].append(resp)
+    # the k-th interval of every switch (live, each has its own stamps): its middle in
+    # model ms and the switches' watts over it
+    samples: dict[str, list[tuple[float, float, float]]] = {}
+    with open(run_dir / "power.csv") as fh:
+        for rec in csv.DictReader(fh):
+            if rec["kind"] == "switch":
+                samples.setdefault(rec["element"], []).append(
+                    (float(rec["t_s"]), float(rec["dt_s"]), float(rec["power_w"])))
+    per = [sorted(v) for v in samples.values()]
+    k_max = min((len(v) for v in per), default=0)
+    mids = [float(np.mean([(v[k][0] + v[k][1] / 2) * 1000.0 / scenario.time_scale
+                           for v in per])) for k in range(k_max)]
+    totals = [math.fsum(v[k][2] for v in per) for k in range(k_max)]
+    where = profile.phases_at(np.asarray(mids)) if mids else np.asarray([], dtype=int)
+    watts: list[list[float]] = [[] for _ in range(n)]
+    for total, i in zip(totals, where, strict=True):
+        watts[int(i)].append(total)
+    return [{"factor": f, "response_ms": float(np.mean(rt[i])) if rt[i] else math.nan,
+             "network_power_W": float(np.mean(watts[i])) if watts[i] else math.nan}
+            for i, f in enumerate(profile.factors)]
 
 
 def decide_ms_simulated(scenario: Scenario, calls: int = 5000) -> list[float]:
@@ -130,6 +191,8 @@ def run_agent(run: AgentRun, base: Scenario, engine: Engine, out: Path, requests
 
         run_simulation(scenario, run_dir, requests=requests, compare=False)
         decide = decide_ms_simulated(scenario)
+        # the simulator's controller measures the same span the client sees: 0 by construction
+        rt_error = 0.0
     else:
         from runner.queueing_run import run_emulation
 
@@ -140,8 +203,10 @@ def run_agent(run: AgentRun, base: Scenario, engine: Engine, out: Path, requests
         if summary.get("interrupted"):
             raise KeyboardInterrupt  # the live run tore down; the study keeps its points
         decide = decide_ms_live(run_dir)
+        rt_error = float(summary.get("rt_measurement_error", math.nan))
     return [{"policy": run.policy, "seed": run.seed, "run_dir": str(run_dir),
-             "figures": read_figures(run_dir, scenario.warmup_ms), "decide_ms": decide}]
+             "figures": read_figures(run_dir, scenario.warmup_ms, rt_error),
+             "phases": read_phases(run_dir, scenario), "decide_ms": decide}]
 
 
 class AgentStudy:
@@ -170,6 +235,22 @@ class AgentStudy:
         return (f"mean {figs.response_ms.mean:.3f} ms, power {figs.power_W.mean:.1f} W "
                 f"-> {rows[0]['run_dir']}")
 
+    def _paired_changes(self, by_run: dict[tuple[str, int], Row], base: str) -> None:
+        """Each policy's relative change against `base`, seed by seed (the same arrivals:
+        paired), with its 95 % interval across the seeds: `response_ms_change`,
+        `network_power_W_change` (fractions) and their `_ci`."""
+        for label, entry in self.results.items():
+            pairs = [(by_run[label, s]["figures"], by_run[base, s]["figures"])
+                     for s in self.seeds if (label, s) in by_run and (base, s) in by_run]
+            if label == base or not pairs:
+                continue
+            for key, get in (("response_ms", lambda f: f.response_ms),
+                             ("network_power_W", lambda f: f.network_power_W)):
+                if any(get(f) is None for pair in pairs for f in pair):
+                    continue
+                ci = replications_ci([get(f).mean / get(b).mean - 1.0 for f, b in pairs])
+                entry[f"{key}_change"], entry[f"{key}_change_ci"] = ci.mean, ci.half_width
+
     def finish(self, rows: list[Row], failures: list[tuple[Any, str]]) -> list[Path]:
         # the points finish in any order: each policy's runs in the order of the seeds
         by_run = {(r["policy"], r["seed"]): r for r in rows}
@@ -179,9 +260,28 @@ class AgentStudy:
             if mine:
                 self.results[label] = policy_entry(
                     [r["figures"] for r in mine], [t for r in mine for t in r["decide_ms"]])
+                phases = [r.get("phases") or [] for r in mine]
+                if all(phases):  # each phase's figures, averaged over the runs
+                    self.results[label]["phases"] = [
+                        {k: float(np.nanmean([p[i][k] for p in phases])) for k in phases[0][i]}
+                        for i in range(len(phases[0]))]
         if not self.results:
             return []
-        print(table(self.results), flush=True)
+        base = next((b for b in ("latency_greedy", "path_shortest") if b in self.results),
+                    "latency_greedy")
+        self._paired_changes(by_run, base)
+        print(table(self.results, base), flush=True)
+        for label, e in self.results.items():
+            if "network_power_W_change" in e:
+                print(f"{label:22s} against {base}, paired by seed: response time "
+                      f"{100 * e['response_ms_change']:+.2f} ± "
+                      f"{100 * e['response_ms_change_ci']:.2f} %, network power "
+                      f"{100 * e['network_power_W_change']:+.2f} ± "
+                      f"{100 * e['network_power_W_change_ci']:.2f} %", flush=True)
+            if "phases" in e:
+                print(f"{label:22s} by phase: " + "; ".join(
+                    f"x{p['factor']:g} {p['response_ms']:.3f} ms {p['network_power_W']:.1f} W"
+                    for p in e["phases"]), flush=True)
         if self.json_path is None:
             return []
         self.json_path.parent.mkdir(parents=True, exist_ok=True)
@@ -189,5 +289,6 @@ class AgentStudy:
         return [self.json_path]
 
 
-__all__ = ["POLICIES", "AgentRun", "AgentStudy", "decide_ms_live", "decide_ms_simulated",
-           "emulation_lock", "policy_spec", "read_figures", "run_agent"]
+__all__ = ["PATH_POLICIES", "POLICIES", "AgentRun", "AgentStudy", "decide_ms_live",
+           "decide_ms_simulated", "default_policies", "emulation_lock", "policy_spec",
+           "read_figures", "run_agent"]

@@ -17,7 +17,14 @@ as `rl_dqn_a<A>`: the Pareto front. Intervals: across seeds (t, 95 %) when there
 several, else batch means within the run. Prints a table; `--json FILE` writes
 `{policy: {"response_ms", "response_ms_ci95", "p95_ms", "p95_ms_ci95", "power_W",
 "power_W_ci95", "energy_per_request_J", "energy_per_request_J_ci95", "runs",
-"decide_ms_p50", "decide_ms_p99", ...}}`. Decision times: live, the controller's own
+"decide_ms_p50", "decide_ms_p99", ...}}`, and with switches in the scenario
+`network_power_W` (the switches' share) with its interval, `response_ms_ci` and
+`network_power_W_ci` (the same 95 % half-widths under the issue's names) and
+`rt_measurement_error` (live: the worst run's controller-measured against the clients'
+response time, relative; simulated: 0 by construction, the simulator's controller
+measures the very span the client sees). On seed 002a (`--scenario
+scenarios/seed002a.yaml`) the policies default to the path policies, the table's
+changes are against `path_shortest`. Decision times: live, the controller's own
 time in the policy's `decide` per new flow (controller-events.jsonl); simulated, the
 same call timed on 5000 views with random queue lengths (`--executor serial` times them
 with no other point running). A failed run is reported and the others go on (exit 1).
@@ -40,7 +47,7 @@ _RAY = any(a in ("ray", "--executor=ray") for a in sys.argv[1:])
 bootstrap.bootstrap(needs_network_stack=_ENGINE == "emulate", extras="sweep" if _RAY else "")
 
 from fogsdn.scenario import ScenarioError, load_scenario  # noqa: E402
-from runner.agent_study import POLICIES, AgentStudy  # noqa: E402
+from runner.agent_study import POLICIES, AgentStudy, default_policies  # noqa: E402
 from runner.study import StudyError, run_study  # noqa: E402
 
 
@@ -48,7 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--engine", choices=("emulate", "simulate"), default="simulate")
     ap.add_argument("--scenario", type=Path, default=ROOT / "scenarios/multipath_power.yaml")
-    ap.add_argument("--policies", nargs="*", default=list(POLICIES))
+    ap.add_argument("--policies", nargs="*",
+                    help="default: the path policies on a scenario whose policy chooses "
+                         "paths (seed 002a), else " + " ".join(POLICIES))
     ap.add_argument("--sweep", nargs="*", type=float, default=[],
                     help="goal weights a of the trained rl_dqn_a<A> agents to add")
     ap.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3, 4, 5])
@@ -65,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ScenarioError, OSError) as err:
         print(f"eval_agents.py: {err}", file=sys.stderr)
         return 2
-    labels = list(ns.policies) + [f"rl_dqn_a{a:g}" for a in ns.sweep]
+    labels = list(ns.policies or default_policies(base)) + [f"rl_dqn_a{a:g}" for a in ns.sweep]
     study = AgentStudy(base, labels, ns.seeds, ns.out, ns.engine, ns.requests, ns.duration,
                        ns.json)
     if ns.engine == "emulate":

@@ -58,6 +58,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from controller.path_choice import PathRouter, k_paths
 from controller.policies import (
     ClusterView,
     NodeView,
@@ -82,6 +83,7 @@ from fogsdn.scenario import (
 )
 from fogsdn.streams import BLOCK, Stream, draw_capacities, python_stream, replication_seed
 from fogsdn.workload import arrival_blocks, client_names, hp_share
+from models.network_power import PathOption
 from nodes.service_queue import ClassQueue
 from sim.policy_tables import PolicyTables
 from sim.rows import (
@@ -125,12 +127,15 @@ def simulate(
     per_request: bool | None = None,
     policy: Policy | None = None,
     flush_rows: int = FLUSH_ROWS,
+    paths: dict[tuple[int, int], PathOption] | None = None,
 ) -> SimResult:
     """Run one replication; stop arrivals at `duration_ms` or after `requests` (whichever
     comes first; the scenario's duration when neither is given), then let in-flight
     requests finish. `per_request=True` forces `policy.decide` for every request (the
     trace is the same; it exists to test that). `flush_rows` is how many rows the sink
-    gets at a time (1: each as soon as it is settled, for a caller that learns from them)."""
+    gets at a time (1: each as soon as it is settled, for a caller that learns from them).
+    A policy that `chooses_paths` picks each request's path too; `paths` then gets it, by
+    (client index, seq), for the sinks that time and price it (sim.output, sim.power)."""
     wall0 = time.perf_counter()
     if requests is None and duration_ms is None:
         duration_ms = scenario.duration_ms
@@ -174,6 +179,10 @@ def simulate(
     max_w = [v.power_max_w for v in base_view]
     net_ms = [v.net_ms for v in base_view]
     last = [0.0] * nn  # single server: when its last accepted request completes
+    # seed 002a: each request's path among the k shortest (controller.path_choice)
+    router = PathRouter.of(scenario, k_paths(policy.spec.params)) if policy.chooses_paths \
+        else None
+    chosen: dict[tuple[int, int], PathOption] = paths if paths is not None else {}
     fn0 = next(k for k in range(nn) if roles[k] is Role.FN)  # handoff target
 
     blocks = arrival_blocks(wl, seed)
@@ -229,7 +238,8 @@ def simulate(
         else:
             out_append(rec)
             if measured is not None:
-                measured.add(names[rec[7]], rec[0] - rec[6] + (net_ms[rec[7]] or 0.0))
+                net = chosen[rec[3], rec[2]].delay_ms if router else (net_ms[rec[7]] or 0.0)
+                measured.add(names[rec[7]], rec[0] - rec[6] + net)
 
     def advance(k: int, t: float) -> None:
         """Settle node k's completions up to time t."""
@@ -359,7 +369,7 @@ def simulate(
         return ofns[pending[1]]
 
     # -- per-request decisions ----------------------------------------------------
-    def decide(t: float, cls: int, c: int, size: float) -> int:
+    def decide(t: float, cls: int, c: int, size: float, seq: int) -> int:
         if reads_load:
             for k in range(nn):
                 advance(k, t)
@@ -377,10 +387,17 @@ def simulate(
             )
         else:
             view = tables.view(avail)
+        request = Request(CLASSES[cls], cnames[c], size, t_ms=t)
         try:
-            name = policy.decide(view, Request(CLASSES[cls], cnames[c], size, t_ms=t), route_rng)
+            name = policy.decide(view, request, route_rng)
         except Exception as err:  # the user's code: one line naming its file
             raise PolicyError(policy_failure(policy, "decide", err)) from None
+        if router is not None and name in index:
+            try:
+                chosen[c, seq] = router.choose(
+                    lambda menu: policy.choose_path(view, request, name, menu), cnames[c], name, t)
+            except Exception as err:
+                raise PolicyError(policy_failure(policy, "choose_path", err)) from None
         try:
             return index[name]
         except KeyError:
@@ -433,7 +450,7 @@ def simulate(
                 rnd()  # random.choices draws even from one node; keep the stream in step
                 k = idx[0]
         else:
-            k = decide(t, cls, c, size)
+            k = decide(t, cls, c, size, seq)
         h = held[k]
         if staged:
             arrive(t, k, seq, c, cls, size, t, 0.0, 0.0, "")

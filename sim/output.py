@@ -13,6 +13,7 @@ node_ms. A request whose response exceeds the timeout becomes a `timeout` row.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
@@ -23,6 +24,7 @@ from fogsdn.latency import RequestNetwork
 from fogsdn.scenario import Scenario
 from fogsdn.trace import COLUMNS
 from fogsdn.workload import client_names
+from models.network_power import PathOption
 from sim.rows import BLOCKED, CLASSES, OK, OUTCOME_NAMES, TIMEOUT, Row, node_names
 
 NETWORK_STREAM = 100  # spawn key of the network's draws (fogsdn.streams uses 0-6)
@@ -56,6 +58,7 @@ class TraceCsvSink:
         accumulator: MeasuredAccumulator | None = None,
         network: RequestNetwork | None = None,
         seed: int = 0,
+        paths: Mapping[tuple[int, int], PathOption] | None = None,
     ) -> None:
         self._fh: IO[str] | None = open(path, "w", newline="") if path is not None else None  # noqa: SIM115
         if self._fh is not None:
@@ -75,7 +78,9 @@ class TraceCsvSink:
         self._net_paths = [net.paths[(c, n)] for c in self.clients
                            for n in self.nodes] if net and net.random else []
         self._net_scale = scenario.time_scale
-        self._no_net = net is None  # response_ms = node_ms: the plain rows' fast path
+        # a policy that chooses paths: each request's own (by client index and seq)
+        self._chosen = paths
+        self._no_net = net is None and paths is None  # response_ms = node_ms: the fast path
         # its own stream: the network's draws never shift the engine's
         self._net_rng = np.random.Generator(np.random.PCG64(
             np.random.SeedSequence(seed, spawn_key=(NETWORK_STREAM,))))
@@ -114,6 +119,7 @@ class TraceCsvSink:
         # without a network the response is the node's time: one list serves both
         e2e_ms: list[list[float]] = ok_ms if no_net else [[] for _ in range(ncls)]
         fixed, paths, rng, scale = self._net_fixed, self._net_paths, self._net_rng, self._net_scale
+        chosen = self._chosen
         tmo = self.timeout_ms
         by_node = [0] * (ncls * nn)
         svc_s, nom_s = [0.0] * nn, [0.0] * nn
@@ -149,7 +155,8 @@ class TraceCsvSink:
             if outcome == OK:
                 node_ms = t_done - t_send
                 i = c * nn + k
-                resp = node_ms + (paths[i].sample_ms(rng, scale) if paths else fixed[i])
+                resp = node_ms + (chosen[c, seq].delay_ms if chosen is not None
+                                  else paths[i].sample_ms(rng, scale) if paths else fixed[i])
                 if resp > tmo:  # the client gave up (the node still served it)
                     all_counts[OK] -= 1
                     all_counts[TIMEOUT] += 1

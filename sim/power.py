@@ -3,8 +3,8 @@
 A row sink (`sim.engine.RowSink`) that sees every finished request: an answered (or
 timed-out, but still served) request adds its service interval to its node's busy
 time, every request adds `BYTES_PER_REQUEST` to each switch on its client-to-node
-path (half when sent, half when answered) and marks the two ports it used there
-active. Intervals are binned by real
+path (half when sent, half when answered; the path a policy chose for it where it
+chooses paths, seed 002a) and marks the two ports it used there active. Intervals are binned by real
 second (model ms x time_scale / 1000), as the live runner polls, and
 `models.power_model` turns them into watts. See docs/power.md.
 """
@@ -12,12 +12,13 @@ second (model ms x time_scale / 1000), as the live runner polls, and
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import networkx as nx
 
 from fogsdn.scenario import Scenario
 from fogsdn.workload import client_names
+from models.network_power import Hop, PathOption, path_hops
 from models.power_model import (
     BYTES_PER_REQUEST,
     PowerSample,
@@ -37,7 +38,8 @@ _FINISHED_AT = "node finished at "
 class PowerAccount:
     """Per real second: each node's busy server-seconds, each switch's bytes and ports."""
 
-    def __init__(self, scenario: Scenario, graph: nx.Graph) -> None:
+    def __init__(self, scenario: Scenario, graph: nx.Graph,
+                 chosen: Mapping[tuple[int, int], PathOption] | None = None) -> None:
         self.scenario = scenario
         self.nodes = scenario.nodes
         self.to_s = scenario.time_scale / 1000.0  # real seconds per model ms
@@ -46,14 +48,13 @@ class PowerAccount:
         self.traffic: dict[str, dict[int, float]] = {s: {} for s in self.ports}
         self.active: dict[str, dict[int, set[str]]] = {s: {} for s in self.ports}
         # (client index, node index) -> [(switch, port in, port out)] along the path
-        self.paths: dict[tuple[int, int], list[tuple[str, str, str]]] = {}
+        self.paths: dict[tuple[int, int], tuple[Hop, ...]] = {}
         clients, nodes = client_names(scenario), node_names(scenario)
         for c, cname in enumerate(clients):
             for k, nname in enumerate(nodes):
-                path = nx.shortest_path(graph, cname, nname)
-                self.paths[c, k] = [(path[i], path[i - 1], path[i + 1])
-                                    for i in range(1, len(path) - 1) if path[i] in self.ports]
+                self.paths[c, k] = path_hops(nx.shortest_path(graph, cname, nname), self.ports)
         self.end_s = 0.0
+        self.chosen = chosen  # a path-choosing policy's path per (client index, seq)
 
     def _add_busy(self, k: int, start_ms: float, end_ms: float) -> None:
         a, b = start_ms * self.to_s, end_ms * self.to_s
@@ -84,7 +85,8 @@ class PowerAccount:
             # half the packets when it is sent (handshake, request), half when answered
             for t in (t_send, r[0]):
                 b = int(t * to_s // BIN_S)
-                for sw, p_in, p_out in self.paths[c, k]:
+                hops = self.chosen[c, r[2]].hops if self.chosen is not None else self.paths[c, k]
+                for sw, p_in, p_out in hops:
                     tr = self.traffic[sw]
                     tr[b] = tr.get(b, 0.0) + BYTES_PER_REQUEST / 2.0
                     self.active[sw].setdefault(b, set()).update((p_in, p_out))

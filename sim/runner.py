@@ -23,6 +23,7 @@ from fogsdn.latency import request_network
 from fogsdn.scenario import Scenario, ScenarioError, scenario_graph
 from fogsdn.streams import draw_capacities, replication_seed
 from fogsdn.summary import RunSummary, json_safe, policy_report
+from models.network_power import PathOption
 from models.power_model import power_block, power_csv_text
 from sim.engine import simulate
 from sim.output import AvailabilityCsv, TraceCsvSink
@@ -85,20 +86,26 @@ def run_simulation(
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "scenario.yaml").write_text(scenario.to_yaml())
     acc = MeasuredAccumulator(scenario.warmup_ms, scenario.deadline_ms)
-    power = PowerAccount(scenario, scenario_graph(scenario))
-    network = request_network(scenario, make_policy(scenario.policy).paths(
-        scenario_graph(scenario)))
+    policy = make_policy(scenario.policy, scenario.workload)
+    # a policy that chooses each request's path (seed 002a) says it here, by (client, seq)
+    chosen: dict[tuple[int, int], PathOption] | None = {} if policy.chooses_paths else None
+    power = PowerAccount(scenario, scenario_graph(scenario), chosen)
+    network = request_network(scenario, policy.paths(scenario_graph(scenario)))
     with (
         TraceCsvSink(out_dir / "trace.csv" if trace else None, scenario, acc, network,
-                     replication_seed(scenario.seed, replication)) as sink,
+                     replication_seed(scenario.seed, replication), chosen) as sink,
         AvailabilityCsv(out_dir / "availability.csv") as avail,
     ):
         res = simulate(
             scenario, tee(sink, power), requests=requests, duration_ms=duration_ms,
-            replication=replication, availability=avail,
+            replication=replication, availability=avail, policy=policy, paths=chosen,
         )
     samples = power.samples()
     (out_dir / "power.csv").write_text(power_csv_text(samples))
+    curve = policy.learning_curve()  # an online learner's epochs (seed 002a's path_rnn)
+    if curve:
+        (out_dir / "learning_curve.csv").write_text(
+            curve[0].COLUMNS + "".join(e.csv_row() for e in curve))
     summary: RunSummary = {
         "engine": "simulate",
         "scenario": scenario.name,

@@ -49,3 +49,32 @@ def test_eval_runs_on_the_study_driver_and_keeps_the_runs_that_finish(tmp_path: 
     assert list(data) == ["power_greedy", "latency_greedy"]
     assert data["latency_greedy"]["runs"] == 1
     assert (tmp_path / "runs" / "simulate" / "power_greedy-seed1" / "trace.csv").exists()
+
+
+def test_seed002a_reports_network_power_the_claims_keys_and_each_phase(tmp_path: Path) -> None:
+    """On seed 002a the path policies are the default; each has network power with its
+    interval under the issue's names, the paired change against path_shortest and the
+    profile's three phases."""
+    out = tmp_path / "eval.json"
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "eval_agents.py"), "--engine", "simulate",
+         "--scenario", str(ROOT / "scenarios" / "seed002a.yaml"), "--executor", "serial",
+         "--seeds", "1", "2", "--requests", "1500", "--out", str(tmp_path / "runs"),
+         "--json", str(out)],
+        capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = json.loads(out.read_text())
+    assert list(data) == ["path_shortest", "path_fewest_switches", "path_goal", "path_rnn"]
+    for entry in data.values():
+        for key in ("response_ms", "response_ms_ci", "network_power_W", "network_power_W_ci"):
+            assert math.isfinite(entry[key]) and entry[key] >= 0, key
+        assert entry["rt_measurement_error"] == 0.0  # the simulator: by construction
+        assert [p["factor"] for p in entry["phases"]] == [0.3, 1.0, 1.6]
+    short, greedy = data["path_shortest"], data["path_fewest_switches"]
+    assert short["network_power_W"] < short["power_W"]  # the switches' share only
+    # the direct links let s3 and s4 sleep too (about 38 W less each, of about 219 W)
+    assert greedy["network_power_W"] < 0.7 * short["network_power_W"]
+    assert greedy["network_power_W_change"] < -0.3 and greedy["network_power_W_change_ci"] < 0.01
+    # every connection 0.08 model ms longer on the network (two round trips of +0.02)
+    assert 0.0 < greedy["response_ms_change"] < 0.08
+    assert "response_ms_change" not in short

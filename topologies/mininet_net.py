@@ -177,6 +177,12 @@ def build_network(g: nx.Graph, controller_port: int, prefix: str, time_scale: fl
             # Mininet hosts emit IPv6 solicitations; the fog network is IPv4 only
             h.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 "
                   "net.ipv6.conf.default.disable_ipv6=1")
+        for sw in net.switches:  # so do the switches' own port interfaces, which would
+            # wake a port that carries no connection (docs/power.md, port_hold_s)
+            ports = [i for i in sw.intfNames() if i != "lo"]
+            if ports:
+                sw.cmd("sysctl -qw " + " ".join(f"net.ipv6.conf.{i}.disable_ipv6=1"
+                                                 for i in ports))
     if shaped:
         if mechanism is None or state_dir is None:
             raise ValueError("shaped links need a link mechanism and a state folder")

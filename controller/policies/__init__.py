@@ -28,6 +28,13 @@ from controller.policies.basic import Basic
 from controller.policies.greedy import LatencyGreedy, LeastLoaded, PowerGreedy
 from controller.policies.loader import load_policy_module
 from controller.policies.nodiff import NoDiff
+from controller.policies.paths import (
+    PathFewestSwitches,
+    PathGoal,
+    PathRank,
+    PathRnn,
+    PathShortest,
+)
 from controller.policies.prioritized import Prioritized
 from controller.policies.rl import RlDqn, RlRnn
 from controller.policies.size_based import (
@@ -47,7 +54,9 @@ BUILT_IN_POLICIES: Mapping[str, type[Policy]] = MappingProxyType({
     for p in (Prioritized, NoDiff, Basic, Threshold, SitaE, SitaU, Tags, RandomHost, RoundRobin,
               LeastWorkLeft,
               # the greedy baselines of the learning controller (issue 9) and its agents
-              LeastLoaded, LatencyGreedy, PowerGreedy, RlDqn, RlRnn)
+              LeastLoaded, LatencyGreedy, PowerGreedy, RlDqn, RlRnn,
+              # paths as the action (seed 002a)
+              PathShortest, PathRank, PathFewestSwitches, PathGoal, PathRnn)
 })
 
 # every policy a spec can name without a module: the built-ins, and classes this

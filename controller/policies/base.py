@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from fogsdn.scenario import NodeSpec, PolicySpec, Role, Servers, TaskClass, Workload
 from fogsdn.stages import StagePlan
+from models.network_power import PathMenu
 
 # class -> {node name: weight}; weights are non-negative and need not sum to 1.
 RouteTable = Mapping[TaskClass, Mapping[str, float]]
@@ -77,6 +78,25 @@ class Request:
     t_ms: float | None = None  # arrival time (model ms), where the engine gives it
 
 
+@dataclass(frozen=True)
+class Epoch:
+    """One point of an online learner's curve: after `decisions` connections, the epoch's
+    action (the rule it followed, no commas), measured response time (model ms), estimated network
+    power (W) and goal G (lower is better)."""
+
+    decisions: int
+    action: str
+    response_ms: float
+    network_w: float
+    goal: float
+
+    COLUMNS: ClassVar[str] = "decisions,action,response_ms,network_w,goal\n"
+
+    def csv_row(self) -> str:
+        return (f"{self.decisions},{self.action},{self.response_ms:.6f},"
+                f"{self.network_w:.6f},{self.goal:.6f}\n")
+
+
 @dataclass
 class Policy(ABC):
     name: ClassVar[str]
@@ -90,6 +110,8 @@ class Policy(ABC):
     # decide() reads the view's load (in_system, work_left); False lets an engine hand
     # it the same view until the cluster changes, which is much faster per request
     reads_load: ClassVar[bool] = True
+    # chooses each connection's path as well as its node (`choose_path`, seed 002a)
+    chooses_paths: ClassVar[bool] = False
     spec: PolicySpec = field(default_factory=PolicySpec)
     # the scenario's workload, for policies whose parameters depend on it (size-based)
     workload: Workload | None = None
@@ -108,6 +130,18 @@ class Policy(ABC):
         (networkx); pairs it leaves out take the shortest path by delay."""
         return {}
 
+    def choose_path(self, view: ClusterView, request: Request, node: str,
+                    menu: PathMenu) -> int:
+        """For a policy that `chooses_paths`: which of `menu.options` (the k shortest by
+        delay, shortest first) the request to `node` takes. Asked per request, after
+        `decide`, by every engine (`controller.path_choice.PathRouter`)."""
+        return 0
+
+    def learning_curve(self) -> Sequence[Epoch]:
+        """An online learner's epochs so far (the engines write them to the run's
+        learning_curve.csv); none for a policy that does not learn while it runs."""
+        return ()
+
     def stages(self, view: ClusterView) -> StagePlan:
         """Size-based stages over this view's hosts (`fogsdn.stages`): "sita", each
         size interval's host (the client picks it by size), or "tags", kill and
@@ -121,7 +155,8 @@ class Policy(ABC):
 def is_per_request(policy: Policy) -> bool:
     """Whether engines must call `decide` per request rather than realise `routes`:
     `proactive = False`, or a `decide` of its own. Every engine asks this one question."""
-    return (not policy.proactive) or type(policy).decide is not Policy.decide
+    return ((not policy.proactive) or type(policy).decide is not Policy.decide
+            or policy.chooses_paths)
 
 
 def routes_for(table: RouteTable, cls: TaskClass) -> Mapping[str, float]:

@@ -1,0 +1,154 @@
+"""Path-choosing policies (seed 002a): the node as `least_loaded` picks it, and a path per
+connection among the k shortest (`controller.path_choice`), by one rule each.
+
+* `path_shortest`: always the shortest by delay (what destination routing does).
+* `path_rank`: every connection on its `params.rank`-th shortest path, a static plan.
+* `path_fewest_switches`: power-greedy: the path that wakes the fewest watts now
+  (`PathOption.wake_w`), ties to fewer switches, then to less delay.
+* `path_goal`: a fixed weighting of the seed's goal, per request: the option with the
+  least G = a RT_i / RT_0 + (1 - a) (P + wake_i) / P, RT_i the node's expected sojourn
+  plus the path's delay, RT_0 that of the shortest path, P the network's estimated
+  power now (`params.rt_weight` a, default 0.5).
+* `path_rnn`: the seed's random neural network (models/rnn_learner.py), one neuron per
+  rule of `RULES` (a path rank for every connection, or the per-connection goal with a
+  weighting a), learning online from untrained weights: every
+  `params.epoch_requests` connections (default 200) it is rewarded R = 1 / G for the
+  epoch it chose, G = A RT / RT_ref + (1 - A) P / P_ref with RT the response time the
+  network measured (`NodeView.measured_rt_ms`), P the mean estimated network power
+  over the epoch, the references the first epoch's figures and A `params.rt_weight`;
+  then picks the next epoch's rule. Its learning curve is `curve` (each Epoch's action
+  is the rule it used).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from controller.policies.base import ClusterView, Epoch, Request
+from controller.policies.greedy import LeastLoaded, expected_sojourn_ms
+from models.network_power import PathMenu
+from models.rnn_learner import RnnLearner
+
+# path_rnn's neurons: "rank r" sends every connection on its r-th shortest path (a plan
+# the whole network follows at once, so consolidating on a shared path is one action);
+# "a x" picks per connection by the goal with weight x (`goal_choice`)
+RULES: tuple[str, ...] = ("rank 0", "rank 1", "rank 2", "a 0.9", "a 0.75", "a 0.5", "a 0.25",
+                          "a 0")
+
+
+def apply_rule(rule: str, view: ClusterView, node: str, menu: PathMenu) -> int:
+    kind, value = rule.split()
+    if kind == "rank":
+        return min(int(value), len(menu.options) - 1)
+    return goal_choice(view, node, menu, float(value))
+
+
+def goal_choice(view: ClusterView, node: str, menu: PathMenu, rt_weight: float) -> int:
+    """The option with the least per-request goal G_i (module docstring)."""
+    sojourn = expected_sojourn_ms(view.node(node))
+    rt0 = sojourn + menu.options[0].delay_ms
+    p_ref = menu.network_w if menu.network_w > 0 else max(
+        [o.wake_w for o in menu.options] + [1.0])
+
+    def g(i: int) -> float:
+        o = menu.options[i]
+        rt = (sojourn + o.delay_ms) / rt0 if rt0 > 0 else 1.0
+        return rt_weight * rt + (1.0 - rt_weight) * (menu.network_w + o.wake_w) / p_ref
+
+    return min(range(len(menu.options)), key=g)
+
+
+@dataclass
+class _PathPolicy(LeastLoaded):
+    chooses_paths: ClassVar[bool] = True
+    state_based: ClassVar[bool | None] = False
+
+
+@dataclass
+class PathShortest(_PathPolicy):
+    name: ClassVar[str] = "path_shortest"
+
+
+@dataclass
+class PathRank(_PathPolicy):
+    """Every connection on its `params.rank`-th shortest path (0: the shortest): a static
+    plan, to show what a scenario allows (the last rank there is, where fewer)."""
+
+    name: ClassVar[str] = "path_rank"
+
+    def choose_path(self, view: ClusterView, request: Request, node: str,
+                    menu: PathMenu) -> int:
+        return apply_rule(f"rank {int(self.spec.params.get('rank', 0))}", view, node, menu)
+
+
+@dataclass
+class PathFewestSwitches(_PathPolicy):
+    name: ClassVar[str] = "path_fewest_switches"
+
+    def choose_path(self, view: ClusterView, request: Request, node: str,
+                    menu: PathMenu) -> int:
+        opts = menu.options
+        return min(range(len(opts)),
+                   key=lambda i: (round(opts[i].wake_w, 9), len(opts[i].switches),
+                                  opts[i].delay_ms))
+
+
+@dataclass
+class PathGoal(_PathPolicy):
+    name: ClassVar[str] = "path_goal"
+
+    def choose_path(self, view: ClusterView, request: Request, node: str,
+                    menu: PathMenu) -> int:
+        return goal_choice(view, node, menu, float(self.spec.params.get("rt_weight", 0.5)))
+
+
+@dataclass
+class PathRnn(_PathPolicy):
+    name: ClassVar[str] = "path_rnn"
+    learner: RnnLearner = field(init=False)
+    choice: int = field(init=False, default=0)
+    decisions: int = field(init=False, default=0)
+    curve: list[Epoch] = field(init=False, default_factory=list)
+    epoch_requests: int = field(init=False, default=200)
+    rt_weight: float = field(init=False, default=0.5)
+    _power: list[float] = field(init=False, default_factory=list)
+    _ref: tuple[float, float] | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        p = self.spec.params
+        self.learner = RnnLearner(len(RULES), explore=float(p.get("explore", 0.1)),
+                                  seed=int(p.get("seed", 0)))
+        self.epoch_requests = int(p.get("epoch_requests", 200))
+        self.rt_weight = float(p.get("rt_weight", 0.5))
+        self.choice = self.learner.choose()
+
+    def _close(self, view: ClusterView) -> None:
+        rts = [n.measured_rt_ms for n in view.nodes if n.measured_rt_ms is not None]
+        if not rts or not self._power:
+            return
+        rt, power = sum(rts) / len(rts), sum(self._power) / len(self._power)
+        self._power.clear()
+        if self._ref is None:
+            self._ref = (rt, power if power > 0 else 1.0)
+        g = self.rt_weight * rt / self._ref[0] + (1.0 - self.rt_weight) * power / self._ref[1]
+        self.curve.append(Epoch(self.decisions, RULES[self.choice], rt, power, g))
+        self.learner.learn(self.choice, 1.0 / g if g > 0 and math.isfinite(g) else 0.0)
+        self.choice = self.learner.choose()
+
+    def learning_curve(self) -> Sequence[Epoch]:
+        return self.curve
+
+    def choose_path(self, view: ClusterView, request: Request, node: str,
+                    menu: PathMenu) -> int:
+        if self.decisions and self.decisions % self.epoch_requests == 0:
+            self._close(view)
+        self.decisions += 1
+        self._power.append(menu.network_w)
+        return apply_rule(RULES[self.choice], view, node, menu)
+
+
+__all__ = ["RULES", "PathFewestSwitches", "PathGoal", "PathRank", "PathRnn", "PathShortest",
+           "apply_rule", "goal_choice"]
