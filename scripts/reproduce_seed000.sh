@@ -10,7 +10,7 @@ declare -A args=([simulate]="--requests 200000 --no-trace" [emulate]="--model-ms
 for f in ${@:-4a 4b 5a 5b 6a 6b}; do
   for engine in simulate emulate; do
     out=results/seed000_fig$f-$engine && rm -rf "$out" && mkdir -p docs/figures
-    python scripts/sweep.py --scenario "scenarios/seed000_fig$f.yaml" --engine $engine ${args[$engine]} --out "$out"
+    python scripts/sweep.py --scenario "scenarios/seed000_fig$f.yaml" --optimum --engine $engine ${args[$engine]} --out "$out"
     for x in png csv; do cp "$out/sweep.$x" "docs/figures/seed000_fig$f-$engine.$x"; done
   done
 done
