@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
             pred, seconds = timed_prediction(sc)
             d = pred.to_dict()
             d["power"] = predicted_power_block(sc, pred)  # exact mean server power
-            share = network_share(sc)
+            share = network_share(sc, pred)
             head = (f"scenario={sc.name} policy={sc.policy.name} leave={sc.churn.leave} "
                     f"deadline={sc.deadline_ms:g} ms\n{chain_line(d, seconds)}")
             if ns.optimum:
@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         for cls in ("hp", "lp"):
             block = d[cls]
             assert isinstance(block, dict)
-            block["W_e2e"] = share.e2e(float(block["W"]))
+            block["W_e2e"] = share.e2e(float(block["W"]), cls)
     if ns.json:
         print(json.dumps(json_safe(d)))
     else:

@@ -28,7 +28,7 @@ from controller.policies.basic import Basic
 from controller.policies.greedy import LatencyGreedy, LeastLoaded, PowerGreedy
 from controller.policies.loader import load_policy_module
 from controller.policies.nodiff import NoDiff
-from controller.policies.prioritized import Prioritized
+from controller.policies.prioritized import Prioritized, PrioritizedCloud
 from controller.policies.rl import RlDqn, RlRnn
 from controller.policies.size_based import (
     LeastWorkLeft,
@@ -44,7 +44,7 @@ from fogsdn.stages import StagePlan
 
 BUILT_IN_POLICIES: Mapping[str, type[Policy]] = MappingProxyType({
     p.name: p
-    for p in (Prioritized, NoDiff, Basic, Threshold, SitaE, SitaU, Tags, RandomHost, RoundRobin,
+    for p in (Prioritized, PrioritizedCloud, NoDiff, Basic, Threshold, SitaE, SitaU, Tags, RandomHost, RoundRobin,
               LeastWorkLeft,
               # the greedy baselines of the learning controller (issue 9) and its agents
               LeastLoaded, LatencyGreedy, PowerGreedy, RlDqn, RlRnn)
