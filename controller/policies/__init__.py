@@ -44,8 +44,8 @@ from fogsdn.stages import StagePlan
 
 BUILT_IN_POLICIES: Mapping[str, type[Policy]] = MappingProxyType({
     p.name: p
-    for p in (Prioritized, PrioritizedCloud, NoDiff, Basic, Threshold, SitaE, SitaU, Tags, RandomHost, RoundRobin,
-              LeastWorkLeft,
+    for p in (Prioritized, PrioritizedCloud, NoDiff, Basic, Threshold, SitaE, SitaU, Tags,
+              RandomHost, RoundRobin, LeastWorkLeft,
               # the greedy baselines of the learning controller (issue 9) and its agents
               LeastLoaded, LatencyGreedy, PowerGreedy, RlDqn, RlRnn)
 })
