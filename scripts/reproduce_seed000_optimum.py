@@ -66,7 +66,8 @@ def run() -> dict[str, Any]:
 def markdown(result: dict[str, Any]) -> str:
     """One row per figure point: the bound, the best built-in and the optimum."""
     lines = ["| fig | x | hp.W bound (proposed) | best built-in meeting it | its all.W "
-             "| optimal all.W (lp.W) | gain |", "|---|---|---|---|---|---|---|"]
+             "| optimal all.W (lp.W) | gain | HP outage: proposed, optimal |",
+             "|---|---|---|---|---|---|---|---|"]
     states, lp_s, point_s = set(), [], []
     for fig, block in result["figures"].items():
         name = {"workload.lambda_lp": "λ_LP", "workload.lambda_hp": "λ_HP"}[block["parameter"]]
@@ -75,7 +76,8 @@ def markdown(result: dict[str, Any]) -> str:
             lines.append(f"| {fig}{' / 6' + fig[1] if fig[0] == '4' else ''} | {name} "
                          f"{r['x']:g} | {r['bound_hp_W']:.3f} | {best['label']} | "
                          f"{best['value']:.3f} | {r['value']:.3f} ({r['optimal']['lp.W']:.3f})"
-                         f" | {100 * r['gain']:.1f} % |")
+                         f" | {100 * r['gain']:.1f} % | {r['proposed']['hp.outage']:.1e}, "
+                         f"{r['optimal']['hp.outage']:.1e} |")
             states.add(r["states"])
             lp_s.append(r["lp_seconds"])
             point_s.append(r["seconds"])
