@@ -4,10 +4,11 @@ closed forms, and the simulator against the exact chain."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, call_main
 
 from analysis.model_params import exact_prediction
 from analysis.network import network_share
@@ -77,3 +78,18 @@ def test_the_simulator_agrees_with_the_exact_chain(tmp_path: Path) -> None:
             assert abs(meas - exact) <= 0.03 * exact, (cls, meas, exact)
             assert abs(meas - exact) <= half, (cls, meas, half, exact)
     assert got["lp"]["blocking"] == pytest.approx(pred.lp.blocking, abs=0.003)
+
+
+def test_predict_gives_w_e2e_per_class_and_says_why_no_optimum(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import predict as cli  # type: ignore[import-not-found]
+
+    rc, out, err = call_main(cli.main, ["--scenario", str(SCENARIO), "--json"], capsys)
+    assert rc == 0, err
+    d = json.loads(out)
+    assert d["hp"]["W_e2e"] == pytest.approx(d["hp"]["W"])  # HP never leaves the FN
+    assert d["lp"]["W_e2e"] - d["lp"]["W"] == pytest.approx(d["network"]["by_class"]["lp"])
+    rc, out, err = call_main(cli.main, ["--scenario", str(SCENARIO), "--optimum", "all.W"],
+                             capsys)
+    assert rc == 0, err
+    assert "W_e2e" in out and "optimum all.W: not computed: 23,562 states" in out
