@@ -14,10 +14,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from statistics import fmean
+from typing import TYPE_CHECKING
 
 from analysis.policy_chain import PolicyPrediction
 from fogsdn.latency import CONGESTED_UTILISATION, busiest_link, request_network
 from fogsdn.scenario import Scenario, scenario_graph
+
+if TYPE_CHECKING:
+    from analysis.model_params import AnyPrediction
 
 
 @dataclass(frozen=True)
@@ -37,7 +41,8 @@ class NetworkShare:
         return None if self.fixed_ms is None else w + self.fixed_ms
 
 
-def _class_mix(by_node: dict[str, float], pred: object | None) -> dict[str, float] | None:
+def _class_mix(by_node: dict[str, float], pred: AnyPrediction | None
+               ) -> dict[str, float] | None:
     """Per class, the network time of its answered requests from the exact mix of nodes
     that answers it (`PolicyPrediction.answered_at`); None where the prediction has no
     such mix or it does not account for every answer (a handed-off request)."""
@@ -53,7 +58,7 @@ def _class_mix(by_node: dict[str, float], pred: object | None) -> dict[str, floa
     return out
 
 
-def network_share(scenario: Scenario, pred: object | None = None) -> NetworkShare:
+def network_share(scenario: Scenario, pred: AnyPrediction | None = None) -> NetworkShare:
     """The network's share of W_e2e. With nodes at different distances, a prediction
     that says where each class is answered (the policy chain's) gives it per class."""
     g = scenario_graph(scenario)
