@@ -96,21 +96,23 @@ def draw_sweep(scenario: Scenario, agg: Sequence[dict[str, Any]], path: Path,
     assert scenario.sweep is not None
     fig, (ax_w, ax_o) = plt.subplots(1, 2, figsize=(12, 4.8))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    # measured policies, then exact-only ones (the optimal curve)
     policies = sorted({a["policy"] for a in agg})
+    policies += sorted({p for p, _ in exact or {}} - set(policies))
     style = {"hp": ("o", "--"), "lp": ("s", ":")}  # marker (simulated), line (exact)
     for i, policy in enumerate(policies):
         col = colors[i % len(colors)]
         for cls in CLASSES:
             pts = [a for a in agg if a["policy"] == policy and a["cls"] == cls]
-            if not pts:
-                continue
             x = [a["value"] for a in pts]
             marker, line = style[cls]
             yerr = [a["W_ci95"] if math.isfinite(a["W_ci95"]) else 0.0 for a in pts]
-            ax_w.errorbar(x, [a["W"] for a in pts], yerr=yerr, fmt=marker + "-", color=col,
-                          capsize=3, lw=0.8, label=f"{policy} {cls.upper()} ({measured_label})")
-            ax_o.plot(x, [a["outage"] for a in pts], marker + "-", color=col, lw=0.8,
-                      label=f"{policy} {cls.upper()} ({measured_label})")
+            if pts:
+                ax_w.errorbar(x, [a["W"] for a in pts], yerr=yerr, fmt=marker + "-",
+                              color=col, capsize=3, lw=0.8,
+                              label=f"{policy} {cls.upper()} ({measured_label})")
+                ax_o.plot(x, [a["outage"] for a in pts], marker + "-", color=col, lw=0.8,
+                          label=f"{policy} {cls.upper()} ({measured_label})")
             if exact and (policy, cls) in exact:
                 ex = exact[(policy, cls)]
                 ax_w.plot([e[0] for e in ex], [e[1] for e in ex], line, color=col, lw=1.5,

@@ -278,8 +278,8 @@ class _Program:
         return out
 
 
-def _solve(prog: _Program, objective: Expr, constraints: tuple[Constraint, ...]
-           ) -> tuple[np.ndarray | None, str]:
+def _solve(prog: _Program, objective: Expr, constraints: tuple[Constraint, ...],
+           method: str = "highs") -> tuple[np.ndarray | None, str]:
     """The LP (Charnes-Cooper where the objective is a ratio); z, or None and why."""
     nz = 2 * prog.P + 1
     t_only = np.eye(1, nz, nz - 1).ravel()  # a linear figure's denominator: t
@@ -293,7 +293,7 @@ def _solve(prog: _Program, objective: Expr, constraints: tuple[Constraint, ...]
     res = linprog(num, A_ub=np.array(ub) if ub else None, b_ub=np.zeros(len(ub)) if ub else None,
                   A_eq=sp.vstack([prog.A_eq, sp.csr_matrix(last[None, :])]).tocsr(),
                   b_eq=np.concatenate([np.zeros(prog.A_eq.shape[0]), np.ones(1)]),
-                  bounds=(0, None), method="highs",
+                  bounds=(0, None), method=method,
                   options={"primal_feasibility_tolerance": 1e-10,
                            "dual_feasibility_tolerance": 1e-10})
     if res.status != 0 or res.x is None:
@@ -321,8 +321,10 @@ def _negate(e: Expr) -> Expr:
 
 
 def optimize(scenario: Scenario, objective: Expr, constraints: tuple[Constraint, ...] = (),
-             reject: bool = False, max_states: int = MAX_OPT_STATES) -> OptimalPolicy:
-    """The optimal state-based policy of `scenario` for `objective` under `constraints`."""
+             reject: bool = False, max_states: int = MAX_OPT_STATES, method: str = "highs"
+             ) -> OptimalPolicy:
+    """The optimal state-based policy of `scenario` for `objective` under `constraints`;
+    `method` is scipy's HiGHS variant (scripts/bench_optimize.py compares them)."""
     t0 = time.perf_counter()
     try:
         m = policy_model(scenario, make_policy(scenario.policy))
@@ -335,7 +337,7 @@ def optimize(scenario: Scenario, objective: Expr, constraints: tuple[Constraint,
         raise OptimizeError(f"{m.n_states():,} states: above the {max_states:,} the "
                             "optimiser solves here in a minute or so (docs/policies.md)")
     prog = _Program(scenario, m, reject)
-    z, why = _solve(prog, objective, constraints)
+    z, why = _solve(prog, objective, constraints, method)
     if z is None:
         if "nfeasible" in why and constraints:
             raise OptimizeError(_why_infeasible(prog, constraints))

@@ -54,6 +54,10 @@ class PolicyPrediction(ClassPair):
     # per node, the mean share of its servers busy: P(n > 0), or E[n]/C with `multi`
     # (exact server power, models/power_model.py)
     node_busy: dict[str, float] = field(default_factory=dict)
+    # per node, P(a class's arrival is answered there), (HP, LP): the mix of nodes a
+    # class's answers come from (each node's network time, analysis.network); nodes a
+    # handed-off request may end at are not in it
+    answered_at: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def p_available(self) -> float:
@@ -81,9 +85,11 @@ class PolicyPrediction(ClassPair):
 
 def _class_responses(m: PolicyModel, weights: list[list[np.ndarray]],
                      blocking: list[float], extra: list[list[Component]]
-                     ) -> tuple[ClassPrediction, ClassPrediction]:
-    """weights[c][k][n]: P(class-c arrival accepted at node k finding n there)."""
+                     ) -> tuple[ClassPrediction, ClassPrediction, dict[str, tuple[float, float]]]:
+    """weights[c][k][n]: P(class-c arrival accepted at node k finding n there). Also
+    each node's P(answered there) per class (`PolicyPrediction.answered_at`)."""
     preds = []
+    answered = np.zeros((len(m.nodes), len(CLASSES)))
     for c, name in enumerate(CLASSES):
         comps: list[Component] = list(extra[c])
         for k, node in enumerate(m.nodes):
@@ -93,9 +99,11 @@ def _class_responses(m: PolicyModel, weights: list[list[np.ndarray]],
             kill = m.kill_rate(node)
             ww = np.array([w.sum()]) if node.multi else w
             comps.append(ErlangMixture(ww, node.rate, kill))
+            answered[k, c] = comps[-1].p_complete
         resp = ClassResponse(comps, blocking[c])
         preds.append(ClassPrediction(name, m.lam[c], resp, m.deadline))
-    return preds[0], preds[1]
+    return preds[0], preds[1], {n.name: (float(a[0]), float(a[1]))
+                                for n, a in zip(m.nodes, answered, strict=True)}
 
 
 def solve(m: PolicyModel, oracle: PolicyOracle, max_states: int = MAX_STATES
@@ -134,9 +142,9 @@ def solve(m: PolicyModel, oracle: PolicyOracle, max_states: int = MAX_STATES
                     w += r * pk[v, :-1]
                     blocking[c] += r * pk[v, -1]
                 weights[c][k] = w
-        hp, lp = _class_responses(m, weights, blocking, [[], []])
+        hp, lp, answered_at = _class_responses(m, weights, blocking, [[], []])
         return PolicyPrediction(m, hp, lp, node_means, n_joint, "lumped", m.n_lumped(),
-                                node_busy)
+                                node_busy, answered_at)
     if n_joint > max_states:
         raise StateSpaceTooLarge(too_large_message(n_joint, max_states))
     if n_joint + m.n_tagged() > max_states:
@@ -171,8 +179,9 @@ def solve(m: PolicyModel, oracle: PolicyOracle, max_states: int = MAX_STATES
             ok = ~full
             np.add.at(w, jc.count[ok, k], r[ok])
             weights[c][k] = w
-    hp, lp = _class_responses(m, weights, blocking, extra)
-    return PolicyPrediction(m, hp, lp, node_means, n_joint, method, n_joint, node_busy)
+    hp, lp, answered_at = _class_responses(m, weights, blocking, extra)
+    return PolicyPrediction(m, hp, lp, node_means, n_joint, method, n_joint, node_busy,
+                            answered_at)
 
 
 def _route_avail(m: PolicyModel, oracle: PolicyOracle, vec: tuple[bool, ...]) -> np.ndarray:

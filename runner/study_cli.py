@@ -93,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="override a field (dotted path, YAML value): full_scale.ratios=[0.5]")
     ap.add_argument("--live-scale", action="store_true", help="city, simulate: its live scale")
     ap.add_argument("--plot-only", action="store_true", help="size_based: redraw from --out")
+    ap.add_argument("--optimum", action="store_true",
+                    help="sweep: add the optimal curve (min all.W, hp.W <= the proposed "
+                         "scheme's; docs/reproduction.md)")
     a = ap.parse_args(argv)
     if a.engine == "emulate" and os.geteuid() != 0:
         print("error: --engine emulate needs root (Mininet, Open vSwitch): use sudo",
@@ -118,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
                 from runner.sweep import SweepStudy
 
                 study = SweepStudy(sc, out, a.engine, a.requests, duration_ms, not a.no_trace,
-                                   time_scale=a.time_scale)
+                                   time_scale=a.time_scale, optimum=a.optimum)
             if a.engine == "emulate":
                 def _term(signum: int, frame: object) -> None:
                     raise KeyboardInterrupt  # the live run tears down; the points are kept

@@ -133,9 +133,10 @@ class SweepStudy:
 
     def __init__(self, scenario: Scenario, out_dir: Path, engine: Engine = "simulate",
                  requests: int | None = None, duration_ms: float | None = None,
-                 trace: bool = True, figure: bool = True, time_scale: float | None = None
-                 ) -> None:
+                 trace: bool = True, figure: bool = True, time_scale: float | None = None,
+                 optimum: bool = False) -> None:
         self.scenario, self.out_dir, self.engine, self.figure = scenario, out_dir, engine, figure
+        self.optimum = optimum  # the figure's optimal curve (exact_curves)
         self.job: Callable[..., list[dict[str, Any]]] = \
             emulate_point if engine == "emulate" else run_point
         self.live_summary: Path | None = None  # each live point has its own
@@ -174,7 +175,7 @@ class SweepStudy:
         if self.figure and rows:
             self.figure_path = draw_sweep(
                 self.scenario, aggregate(rows), self.out_dir / "sweep.png",
-                exact_curves(self.scenario, self.points),
+                exact_curves(self.scenario, self.points, self.optimum),
                 "live" if self.engine == "emulate" else "sim")
             out.append(self.figure_path)
         return out
@@ -203,11 +204,16 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def exact_curves(scenario: Scenario, points: Sequence[Point]) -> Curves:
+def exact_curves(scenario: Scenario, points: Sequence[Point], optimum: bool = False
+                 ) -> Curves:
     """(policy, class) -> [(value, exact W, exact outage)] at the swept values, for every
     policy the exact chain can take (the built-in schemes, and any state-based policy
-    through the chain built from the policy object); nothing for points outside it."""
+    through the chain built from the policy object); nothing for points outside it.
+    `optimum` adds ("optimal", class): the best state-based dispatch at each value for
+    `analysis.seed000_optimum`'s objective, where the optimiser takes the point."""
     from analysis.model_params import OutsideModel, exact_prediction
+    from analysis.optimal_policy import OptimizeError
+    from analysis.seed000_optimum import point_optimum
 
     out: Curves = {}
     seen: set[tuple[str, float]] = set()
@@ -221,6 +227,15 @@ def exact_curves(scenario: Scenario, points: Sequence[Point]) -> Curves:
                      for cls in CLASSES}
         except OutsideModel:
             continue
+        if optimum and ("optimal", p.value) not in seen:
+            seen.add(("optimal", p.value))
+            try:
+                f = point_optimum(p.scenario, with_baselines=False).optimal
+            except (OutsideModel, OptimizeError):
+                continue
+            for cls in CLASSES:
+                out.setdefault(("optimal", cls), []).append(
+                    (p.value, f[f"{cls}.W"], f[f"{cls}.outage"]))
         for cls, (w, outage) in exact.items():
             if math.isfinite(w):
                 out.setdefault((p.policy, cls), []).append((p.value, w, outage))

@@ -29,6 +29,13 @@ chain (--split, CPU s: build the generator, the coarse grid, the solve, the whol
 prediction; then the LU on the same chain, unless --no-lu):
 
     python scripts/bench_analytic.py --solvers [--sizes 10x5,...] [--split 1000x500]
+
+`--optimizer` times the optimal-policy LP (analysis.optimal_policy: minimise all.W
+subject to hp.W <= the proposed scheme's, drain) with each of scipy's HiGHS variants,
+each case in its own process under --timeout, with the optimum's value:
+
+    python scripts/bench_analytic.py --optimizer [--clusters 20x10x1,...] \
+        [--methods highs,highs-ds,highs-ipm]
 """
 
 from __future__ import annotations
@@ -53,6 +60,8 @@ bootstrap.bootstrap(needs_network_stack=False, extras="")
 DEFAULT_SIZES = "20x10,100x50,250x125,500x250,1000x500"
 # C_F x C_O x OFNs, for --policy-chain
 DEFAULT_CLUSTERS = "20x10x1,20x10x2,40x20x2,20x10x3"
+# --optimizer: 462, 1,584, 3,024, 5,324 and 10,164 states
+OPTIMIZER_CLUSTERS = "20x10x1,10x5x2,20x5x2,10x10x2,20x10x2"
 
 
 def _params(cf: int, co: int, leave: str):  # type: ignore[no-untyped-def]
@@ -166,6 +175,41 @@ def one_policy_chain(cf: int, co: int, ofns: int, leave: str) -> dict[str, objec
             "method": method, "build_s": t1 - t0, "solve_s": t2 - t1,
             "predict_s": t3 - t2, "full_s": t4 - t2, "peak_mb": peak / 1024,
             "delta_mb": (peak - base) / 1024, "W_lp": pred.lp.W, "mean_pi": float(pi.max())}
+
+
+def one_optimizer(cf: int, co: int, ofns: int, method: str) -> dict[str, object]:
+    from analysis.model_params import exact_prediction
+    from analysis.objective import parse_constraint, parse_expr
+    from analysis.optimal_policy import optimize
+    from fogsdn.scenario import PolicySpec
+
+    sc = _cluster(cf, co, ofns, "drain").model_copy(
+        update={"policy": PolicySpec(name="prioritized")})
+    bound = float(exact_prediction(sc).hp.W)
+    opt = optimize(sc, parse_expr("all.W"), (parse_constraint(f"hp.W<={bound!r}"),),
+                   max_states=10**7, method=method)
+    return {"states": opt.n_states, "variables": opt.n_variables, "seconds": opt.seconds,
+            "value": opt.value, "randomised": opt.randomised}
+
+
+def optimizer_main(ns: argparse.Namespace) -> int:
+    print(f"{'C_F x C_O x OFNs':<18}{'states':>8}{'variables':>11}  {'method':<11}"
+          f"{'seconds':>9}{'all.W':>12}{'randomised':>11}")
+    rows = []
+    for spec in ns.clusters.split(","):
+        cf, co, ofns = (int(v) for v in spec.split("x"))
+        for method in ns.methods.split(","):
+            r = {"cluster": spec, "method": method,
+                 **_spawn("--one-optimizer", [cf, co, ofns, method], ns.timeout)}
+            rows.append(r)
+            if "error" in r:
+                print(f"{spec:<18}{'':>8}{'':>11}  {method:<11}{r['error']}", flush=True)
+                continue
+            print(f"{spec:<18}{r['states']:>8,}{r['variables']:>11,}  {method:<11}"
+                  f"{r['seconds']:>9.2f}{r['value']:>12.6f}{r['randomised']:>11}", flush=True)
+    if ns.json:
+        ns.json.write_text(json.dumps(rows, indent=1))
+    return 0
 
 
 def policy_chain_main(ns: argparse.Namespace) -> int:
@@ -289,7 +333,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-lu", action="store_true",
                     help="with --split: skip the LU it is compared with (~30 s at 1M)")
+    ap.add_argument("--optimizer", action="store_true",
+                    help="the optimal-policy LP per HiGHS variant, per cluster")
+    ap.add_argument("--methods", default="highs,highs-ds,highs-ipm")
+    ap.add_argument("--one-optimizer", help=argparse.SUPPRESS)
     ns = ap.parse_args(argv)
+    if ns.one_optimizer:
+        cf, co, ofns, method = json.loads(ns.one_optimizer)
+        print(json.dumps(one_optimizer(int(cf), int(co), int(ofns), method)))
+        return 0
+    if ns.optimizer:
+        if ns.clusters == DEFAULT_CLUSTERS:
+            ns.clusters = OPTIMIZER_CLUSTERS
+        return optimizer_main(ns)
     if ns.solvers:
         if ns.sizes == DEFAULT_SIZES:
             ns.sizes = SOLVER_SIZES

@@ -80,13 +80,17 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def optimum_block(sc: object, pred: object, ns: argparse.Namespace) -> dict[str, object]:
-    """The optimum for --optimum/--subject-to and this policy's distance from it."""
+    """The optimum for --optimum/--subject-to and this policy's distance from it; where
+    the optimiser cannot (too many states, infeasible), why, beside the prediction."""
     from analysis.objective import evaluate, parse_constraint, parse_expr
-    from analysis.optimal_policy import optimize, prediction_figures
+    from analysis.optimal_policy import OptimizeError, optimize, prediction_figures
 
     objective = parse_expr(ns.optimum)
     constraints = tuple(parse_constraint(c) for c in ns.subject_to)
-    opt = optimize(sc, objective, constraints, reject=ns.reject)  # type: ignore[arg-type]
+    try:
+        opt = optimize(sc, objective, constraints, reject=ns.reject)  # type: ignore[arg-type]
+    except OptimizeError as err:
+        return {"objective": str(objective), "error": str(err)}
     mine = prediction_figures(sc, pred)  # type: ignore[arg-type]
     value = evaluate(objective, mine)
     meets = {c.text: c.holds(evaluate(c.expr, mine)) for c in constraints}
@@ -98,6 +102,8 @@ def optimum_block(sc: object, pred: object, ns: argparse.Namespace) -> dict[str,
 
 
 def optimum_lines(o: dict[str, object]) -> str:
+    if "error" in o:
+        return f"optimum {o['objective']}: not computed: {o['error']}"
     cons = ", ".join(o["constraints"]) or "none"  # type: ignore[arg-type]
     meets = o["policy_meets"]
     assert isinstance(meets, dict)
@@ -259,11 +265,14 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 sc = load_scenario(ns.scenario)
             if sc.capacity_drawn:  # the mean over the capacities' distribution
+                if ns.optimum:
+                    raise ValueError("--optimum: the capacities are drawn per replication; "
+                                     "the optimiser takes fixed ones")
                 return _capacity_mean(sc, ns.json)
             pred, seconds = timed_prediction(sc)
             d = pred.to_dict()
             d["power"] = predicted_power_block(sc, pred)  # exact mean server power
-            share = network_share(sc)
+            share = network_share(sc, pred)
             head = (f"scenario={sc.name} policy={sc.policy.name} leave={sc.churn.leave} "
                     f"deadline={sc.deadline_ms:g} ms\n{chain_line(d, seconds)}")
             if ns.optimum:
@@ -283,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         for cls in ("hp", "lp"):
             block = d[cls]
             assert isinstance(block, dict)
-            block["W_e2e"] = share.e2e(float(block["W"]))
+            block["W_e2e"] = share.e2e(float(block["W"]), cls)
     if ns.json:
         print(json.dumps(json_safe(d)))
     else:

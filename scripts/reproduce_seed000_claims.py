@@ -138,13 +138,13 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def update_doc(doc: Path, table: str) -> None:
+def update_doc(doc: Path, table: str, begin: str = BEGIN, end: str = END) -> None:
     text = doc.read_text()
-    head, sep1, rest = text.partition(BEGIN)
-    _, sep2, tail = rest.partition(END)
+    head, sep1, rest = text.partition(begin)
+    _, sep2, tail = rest.partition(end)
     if not (sep1 and sep2):
-        raise SystemExit(f"{doc}: no {BEGIN} ... {END} markers")
-    doc.write_text(f"{head}{BEGIN}\n{table}{END}{tail}")
+        raise SystemExit(f"{doc}: no {begin} ... {end} markers")
+    doc.write_text(f"{head}{begin}\n{table}{end}{tail}")
 
 
 def main(argv: list[str] | None = None) -> int:

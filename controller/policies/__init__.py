@@ -35,7 +35,7 @@ from controller.policies.paths import (
     PathRnn,
     PathShortest,
 )
-from controller.policies.prioritized import Prioritized
+from controller.policies.prioritized import Prioritized, PrioritizedCloud
 from controller.policies.rl import RlDqn, RlRnn
 from controller.policies.size_based import (
     LeastWorkLeft,
@@ -51,8 +51,8 @@ from fogsdn.stages import StagePlan
 
 BUILT_IN_POLICIES: Mapping[str, type[Policy]] = MappingProxyType({
     p.name: p
-    for p in (Prioritized, NoDiff, Basic, Threshold, SitaE, SitaU, Tags, RandomHost, RoundRobin,
-              LeastWorkLeft,
+    for p in (Prioritized, PrioritizedCloud, NoDiff, Basic, Threshold, SitaE, SitaU, Tags,
+              RandomHost, RoundRobin, LeastWorkLeft,
               # the greedy baselines of the learning controller (issue 9) and its agents
               LeastLoaded, LatencyGreedy, PowerGreedy, RlDqn, RlRnn,
               # paths as the action (seed 002a)
