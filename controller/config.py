@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from controller.pipeline import RT_SAMPLE_DEFAULT
+from controller.rt_measure import RT_SAMPLE_DEFAULT
 from fogsdn.fabric import Fabric
 
 CONFIG_ENV = "FOGSDN_CONTROLLER_CONFIG"  # the path of the config file, in the environment

@@ -236,12 +236,6 @@ def base_flows(topo: Topology, switch: str, hops: NextHops, proactive: bool,
     return out
 
 
-# One connection in 16 by default: every connection's SYN and FIN copied to the
-# controller cost the FN about 3-5 % of its service rate on two cores (docs/emulation.md);
-# one in 16 still times about 10 connections per real second at the default load.
-RT_SAMPLE_DEFAULT = 16
-
-
 def sample_mask(one_in: int) -> int:
     """The client-port bits that must be 0 for a connection to be timed, one in `one_in`
     (a power of two): bits 1 and up, as bit 0 is the same for every connect() port."""

@@ -37,6 +37,13 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+# One connection in 16 by default: every connection's SYN and FIN copied to the
+# controller cost the FN about 3-5 % of its service rate on two cores (docs/emulation.md);
+# one in 16 still times about 10 connections per real second at the default load. Here,
+# in a module of the standard library only, because the command line's defaults need it
+# before the set-up has installed anything.
+RT_SAMPLE_DEFAULT = 16
+
 __all__ = ["RT_COLUMNS", "ConnKey", "ConnectionTimer", "Measurement", "PathStats", "RtRecorder",
            "Segment", "TCP_ACK", "TCP_FIN", "TCP_RST", "TCP_SYN", "parse_segment"]
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    from controller.pipeline import RT_SAMPLE_DEFAULT
+    from controller.rt_measure import RT_SAMPLE_DEFAULT
 
     ap = argparse.ArgumentParser(description="Run a fogsdn scenario.")
     root = Path(__file__).resolve().parent.parent  # a checkout; installed: pass --scenario

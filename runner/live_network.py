@@ -27,8 +27,8 @@ from typing import Any
 
 from controller.config import ControllerConfig
 from controller.launch import start_controller
-from controller.pipeline import RT_SAMPLE_DEFAULT
 from controller.registration import register
+from controller.rt_measure import RT_SAMPLE_DEFAULT
 from fogsdn.fabric import Fabric
 from fogsdn.scenario import NodeSpec, Role, Scenario, scenario_graph
 from fogsdn.topology import LinkSpec, fabric_of

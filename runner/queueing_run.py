@@ -24,8 +24,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from controller.pipeline import RT_SAMPLE_DEFAULT, sample_mask
+from controller.pipeline import sample_mask
 from controller.policies import stage_plan
+from controller.rt_measure import RT_SAMPLE_DEFAULT
 from fogsdn.churn import ReactionLead, Transition, churn_schedule
 from fogsdn.scenario import LeaveMode, Role, Scenario, ScenarioError
 from fogsdn.stages import StagePlan

@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     from analysis.fidelity import replay
     from analysis.metrics import replications_ci
     from analysis.model_params import model_params_from_scenario
-    from controller.pipeline import RT_SAMPLE_DEFAULT
+    from controller.rt_measure import RT_SAMPLE_DEFAULT
     from fogsdn.scenario import LeaveMode, load_scenario
     from fogsdn.trace import Outcome, read_trace
     from runner.queueing_run import LiveOptions, run_emulation

@@ -79,3 +79,30 @@ def test_every_installed_command_names_a_function_that_exists() -> None:
         if not callable(getattr(importlib.import_module(module), func, None)):
             missing.append(f"{name} = {target}")
     assert scripts and missing == []
+
+
+def test_the_set_up_parses_its_arguments_before_anything_is_installed() -> None:
+    """`sudo python scripts/run_testbed.py` on a fresh machine parses its arguments, then
+    sets up the environment: nothing it imports before that may need a package outside
+    the standard library (a fresh machine once failed with "No module named
+    'networkx'"). The child refuses every import that is neither the standard library
+    nor the project's own."""
+    code = (
+        "import sys, importlib.abc\n"
+        "own = {'runner', 'controller', 'fogsdn', 'bootstrap', 'scripts'}\n"
+        "class Fresh(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        top = name.partition('.')[0]\n"
+        "        if top in sys.stdlib_module_names or top in own:\n"
+        "            return None\n"
+        "        raise ModuleNotFoundError(f'No module named {name!r} (not installed yet)')\n"
+        "sys.meta_path.insert(0, Fresh())\n"
+        f"sys.path[:0] = [{str(ROOT / 'scripts')!r}, {str(ROOT)!r}]\n"
+        "from runner.cli import parse_args\n"
+        "a = parse_args(['--view', '--duration', '5'])\n"
+        "import bootstrap\n"
+        "print(a.engine, a.view, a.rt_sample)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["emulate", "8080", "16"]
