@@ -9,6 +9,16 @@ class ArgumentError(ValueError):
     """A command-line value refused; the message names the flag."""
 
 
+def add_view_arguments(ap: argparse.ArgumentParser) -> None:
+    """`--view [PORT]` and `--view-host` (the run command's and the study command's)."""
+    ap.add_argument("--view", nargs="?", type=int, const=8080, metavar="PORT",
+                    help="emulate: serve the run's page and REST API on 127.0.0.1:PORT "
+                         "(default 8080; 0: any free port; docs/view.md)")
+    ap.add_argument("--view-host", metavar="ADDR", default="127.0.0.1",
+                    help="with --view: the address to serve on (anything but loopback is "
+                         "reachable from other machines: a warning is printed)")
+
+
 def add_span_arguments(ap: argparse.ArgumentParser, per: str = "") -> None:
     """`--duration SECONDS` (of live load, as in every CLI) or `--model-ms MS`."""
     span = ap.add_mutually_exclusive_group()

@@ -246,6 +246,11 @@ class CityClient:
         if isinstance(state, dict):
             self._learn(node, state, rtt)
 
+    def status(self) -> dict[str, Any]:
+        """Its chosen node and Vivaldi coordinate (None: none yet, or no coordinate kept)."""
+        return {"node": self.node,
+                "coord": self.vivaldi.coord.to_dict() if self.vivaldi is not None else None}
+
     def coordinate_errors(self, truth: dict[str, Any]) -> dict[str, float]:
         """|estimate - configured| / configured per node, where the client has a coordinate."""
         if self.vivaldi is None:
@@ -325,6 +330,12 @@ class UdpTransport:
         return self._truth
 
 
+def client_status_path(state_dir: Path, name: str) -> Path:
+    """Where a client keeps its chosen node and coordinate, rewritten each step (the
+    run's view reads it: `runner.city_view`)."""
+    return state_dir / f"client-{name}.json"
+
+
 def fog_state_reader(state_dir: Path, fogs: list[str]
                      ) -> Callable[[], dict[str, dict[str, Any]]]:
     def read() -> dict[str, dict[str, Any]]:
@@ -379,6 +390,7 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(min(t - now, 0.05))
             continue
         client.step(now - cfg.epoch)
+        write_json_atomic(client_status_path(cfg.state_dir, args.name), client.status())
         t = max(t + rng.uniform(*cfg.client.period_s), time.monotonic())
     responder.stop()
     counts = client.result.counts

@@ -40,9 +40,12 @@ from fogsdn.local_rpc import write_json_atomic
 from fogsdn.scenario import NodeSpec, Role, Scenario, Workload
 from fogsdn.topology import LinkSpec
 from nodes.city_fog import CityConfig, FogInfo
+from runner.city_view import CityNow, CityView, start_city_view
 from runner.live_network import LiveNetwork, new_supervisor
 from runner.proc_memory import MemoryPeak
 from runner.results import crash_report
+from runner.view_live import ViewConfig
+from runner.view_server import ViewServer
 from sim.city_output import live_metrics
 from sim.city_study import client_params
 from topologies.city_latency import LatencyParams, load_ms
@@ -138,8 +141,10 @@ class CityLiveResult:
 
 class CityLive:
     def __init__(self, study: CityStudy, out: Path, stop: threading.Event,
-                 show: bool = True) -> None:
+                 show: bool = True, view: ViewConfig | None = None) -> None:
         self.study = study
+        self.view_config = view
+        self.view: CityView | None = None
         self.out = out
         self.stop = stop
         self.show = show
@@ -285,6 +290,7 @@ class CityLive:
         write_json_atomic(epoch_file, epoch)
         updates0 = self.link_updates
         last = time.monotonic()
+        self._show(selector, ratio, state_dir, positions, epoch)
         busy: list[float] = []  # seconds each tick's work took (updates, truth)
         while time.monotonic() < epoch + st.duration_s and not self.stop.is_set():
             time.sleep(st.tick_s)
@@ -302,7 +308,9 @@ class CityLive:
             last = now
             self._place(positions, members)
             self._write_truth(truth_dir, self._truth(positions, members))
+            self._show(selector, ratio, state_dir, positions, epoch)
             busy.append(time.monotonic() - now)
+        self._show(selector, ratio, state_dir, positions, epoch, done=True)
         self._stop_point(fogs, clients)
         results = {}
         for c in clients:
@@ -328,6 +336,14 @@ class CityLive:
         row["tick_busy_ms"] = round(1000 * statistics.median(busy), 1) if busy else math.nan
         row["excess"] = [x for r in results.values() for x in r.get("excess", [])]
         return row
+
+    def _show(self, selector: str, ratio: float, state_dir: Path, positions: list[Point],
+              epoch: float, done: bool = False) -> None:
+        """The view's picture of this tick (`--view`)."""
+        if self.view is not None:
+            self.view.now = CityNow(selector, ratio, state_dir,
+                                    tuple(client_name(k) for k in range(len(positions))),
+                                    tuple(positions), epoch, done)
 
     def _stop_point(self, fogs: dict[str, subprocess.Popen[Any]],
                     clients: dict[str, subprocess.Popen[Any]]) -> None:
@@ -392,7 +408,11 @@ class CityLive:
         sup = live.supervisor
         t0 = time.monotonic()
         rows: list[dict[str, Any]] = []
+        server: ViewServer | None = None
         try:
+            if self.view_config is not None:
+                self.view, server = start_city_view(self.layout, st.duration_s, st.time_scale,
+                                                    self.view_config)
             live.start({}, t0)
             self.current = live.link_delays_ms()
             if st.network == "star":
@@ -421,6 +441,8 @@ class CityLive:
             print(f"\n[city] FAILED: {sup.failure}; keeping what was collected",
                   file=sys.stderr, flush=True)
         finally:
+            if server is not None:
+                server.stop()
             live.teardown()
         sup.interrupted = self.stop.is_set() and sup.failure is None
         summary = self._summary(rows)
@@ -435,6 +457,7 @@ class CityLive:
 
 
 def run_city_live(study: CityStudy, out: Path, stop: threading.Event | None = None,
-                  show: bool = True) -> CityLiveResult:
-    """The live study: its rows, and summary.json's content (also written to `out`)."""
-    return CityLive(study, out, stop or threading.Event(), show).run()
+                  show: bool = True, view: ViewConfig | None = None) -> CityLiveResult:
+    """The live study: its rows, and summary.json's content (also written to `out`);
+    `view`: serve the run's page (`runner.city_view`)."""
+    return CityLive(study, out, stop or threading.Event(), show, view).run()

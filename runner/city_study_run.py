@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analysis.figures import draw_city
 from runner.study import Engine, Row
@@ -18,6 +18,9 @@ from sim.city_output import write_csv
 from sim.city_study import run_study
 from topologies.city_layout import PositionTrace, parse_trace
 from topologies.city_net import CityStudy
+
+if TYPE_CHECKING:
+    from runner.view_live import ViewConfig
 
 
 @dataclass(frozen=True)
@@ -31,11 +34,12 @@ class CityPoint:
         return f"{self.selector} ratio {self.ratio:g}" if self.selector else "live city"
 
 
-def run_city_point(point: CityPoint, out: Path, stop: threading.Event | None) -> list[Row]:
+def run_city_point(point: CityPoint, out: Path, stop: threading.Event | None,
+                   view: ViewConfig | None = None) -> list[Row]:
     if not point.selector:
         from runner.city_live import run_city_live
 
-        return run_city_live(point.study, out, stop, show=True).rows
+        return run_city_live(point.study, out, stop, show=True, view=view).rows
     return [run_study(point.study, point.selector, point.ratio, point.trace)
             | {"engine": "simulate"}]
 
@@ -46,11 +50,12 @@ class CityStudyRun:
     name = "city"
 
     def __init__(self, study: CityStudy, out: Path, engine: Engine = "simulate",
-                 live_scale: bool = False, stop: threading.Event | None = None) -> None:
+                 live_scale: bool = False, stop: threading.Event | None = None,
+                 view: ViewConfig | None = None) -> None:
         self.study, self.out, self.engine, self.live_scale = study, out, engine, live_scale
         self.job = run_city_point
         # the stop event stays in this process: only the live point, run here, takes it
-        self.job_args: tuple[Any, ...] = (out, stop if engine == "emulate" else None)
+        self.job_args: tuple[Any, ...] = (out, stop, view) if engine == "emulate" else (out, None)
         self.live_summary = out / "summary.json" if engine == "emulate" else None
         self.tag = "emulate" if engine == "emulate" else \
             "simulate-live-scale" if live_scale else "simulate"

@@ -12,14 +12,11 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from runner.view_live import ViewConfig
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     from controller.rt_measure import RT_SAMPLE_DEFAULT
+    from fogsdn.cli_args import add_view_arguments
 
     ap = argparse.ArgumentParser(description="Run a fogsdn scenario.")
     root = Path(__file__).resolve().parent.parent  # a checkout; installed: pass --scenario
@@ -47,12 +44,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="emulate: the controller times one connection in N (a power of "
                          f"two, by client port; default {RT_SAMPLE_DEFAULT}: timing every "
                          "one costs the FN a few %% of its service rate)")
-    ap.add_argument("--view", nargs="?", type=int, const=8080, metavar="PORT",
-                    help="emulate: serve the run's page and REST API on 127.0.0.1:PORT "
-                         "(default 8080; 0: any free port; docs/view.md)")
-    ap.add_argument("--view-host", metavar="ADDR", default="127.0.0.1",
-                    help="with --view: the address to serve on (anything but loopback is "
-                         "reachable from other machines: a warning is printed)")
+    add_view_arguments(ap)
     return ap.parse_args(argv)
 
 
@@ -90,8 +82,11 @@ def main(argv: list[str] | None = None,
         from runner.study_cli import main as run_study_file
 
         out = args.out or str(root / "results" / time.strftime("%Y%m%d-%H%M%S-city"))
+        view = [] if args.view is None else ["--view", str(args.view), "--view-host",
+                                             args.view_host]
         return run_study_file(["--scenario", args.scenario, "--engine", args.engine, "--out",
-                               out, *(["--duration", str(args.duration)] if args.duration else [])])
+                               out, *(["--duration", str(args.duration)] if args.duration else []),
+                               *view])
     try:
         overrides: dict[str, object] = {}
         if args.duration is not None:
@@ -132,6 +127,7 @@ def main(argv: list[str] | None = None,
     from runner.live_network import EmulationError
     from runner.queueing_run import LiveOptions, run_emulation
     from runner.supervisor import exit_code, stop_on_signals
+    from runner.view_live import view_config
 
     stop = threading.Event()
     stop_on_signals(stop)
@@ -146,15 +142,6 @@ def main(argv: list[str] | None = None,
         print(f"error: {err}", file=sys.stderr)
         return 1
     return exit_code(summary)
-
-
-def view_config(args: argparse.Namespace) -> ViewConfig | None:
-    """`--view [PORT]` and `--view-host` as the run's view settings (None: no view)."""
-    from runner.view_live import ViewConfig
-
-    if args.view is None:
-        return None
-    return ViewConfig(port=args.view, host=args.view_host)
 
 
 def entry() -> None:

@@ -60,7 +60,10 @@ def _city_study(a: argparse.Namespace, over: dict[str, Any], out: Path) -> Study
         from runner.supervisor import stop_on_signals
 
         stop_on_signals(stop)
-    return CityStudyRun(load_city_study(a.scenario, over), out, a.engine, a.live_scale, stop)
+    from runner.view_live import view_config
+
+    return CityStudyRun(load_city_study(a.scenario, over), out, a.engine, a.live_scale, stop,
+                        view_config(a) if a.engine == "emulate" else None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from controller.policies import PolicyError
     from controller.policies.resolve import resolve_scenario
-    from fogsdn.cli_args import ArgumentError, add_span_arguments, span_ms
+    from fogsdn.cli_args import ArgumentError, add_span_arguments, add_view_arguments, span_ms
     from fogsdn.scenario import ScenarioError
     from topologies.city_layout import LayoutError
     from topologies.city_net import CityStudyError
@@ -96,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--optimum", action="store_true",
                     help="sweep: add the optimal curve (min all.W, hp.W <= the proposed "
                          "scheme's; docs/reproduction.md)")
+    add_view_arguments(ap)  # city, emulate: the live map (docs/view.md)
     a = ap.parse_args(argv)
     if a.engine == "emulate" and os.geteuid() != 0:
         print("error: --engine emulate needs root (Mininet, Open vSwitch): use sudo",

@@ -10,6 +10,7 @@ second), the traces read incrementally.
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
 import secrets
@@ -56,6 +57,13 @@ class ViewConfig:
 
     port: int = 8080
     host: str = "127.0.0.1"
+
+
+def view_config(args: argparse.Namespace) -> ViewConfig | None:
+    """`--view [PORT]` and `--view-host` as the run's view settings (None: no view)."""
+    if args.view is None:
+        return None
+    return ViewConfig(port=args.view, host=args.view_host)
 
 
 def write_token(out: Path) -> str:

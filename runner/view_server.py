@@ -112,7 +112,7 @@ class _Handler(BaseHTTPRequestHandler):
             if url.path != "/api/policy":
                 raise RequestError(404, f"no such path {url.path}")
             if not self.server.source.token:
-                raise RequestError(405, "read-only: a replay of a finished run")
+                raise RequestError(405, "read-only: a replay, or a city study (no policy)")
             require_token(self.headers.get("Authorization"), self.server.source.token)
             size = int(self.headers.get("Content-Length") or 0)
             if size > MAX_BODY:
