@@ -8,7 +8,6 @@ emulation lock."""
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -18,11 +17,11 @@ from typing import Any
 
 import pytest
 import requests
+from browser_page import chromium_page, require_chromium
 from conftest import ROOT, wait_until
 
 pytestmark = pytest.mark.emulation
 
-CHROMIUM = "/usr/bin/chromium"
 FOG_NODES, CLIENTS = 4, 8  # city.yaml: 4 fog nodes, 16 slots; ratio 0.5
 
 
@@ -47,10 +46,7 @@ def _client_xy(page: Any) -> dict[str, tuple[str | None, str | None]]:
 
 def test_the_city_map_in_a_browser(tmp_path: Path) -> None:
     pytest.importorskip("playwright.sync_api")
-    from playwright.sync_api import sync_playwright
-
-    if not os.path.exists(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} missing: apt-get install chromium (the test set-up does)")
+    require_chromium()
     port = _free_port()
     url = f"http://127.0.0.1:{port}/"
     out = tmp_path / "out"
@@ -70,16 +66,8 @@ def test_the_city_map_in_a_browser(tmp_path: Path) -> None:
             wait_until(clients_placed, "the point's clients on the map", 180)
             r = requests.put(url + "api/policy", json={"name": "nodiff"}, timeout=5)
             assert r.status_code == 405 and list(r.json()) == ["error"]
-            errors: list[str] = []
-            with sync_playwright() as pw:
-                browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                             args=["--no-sandbox"])
-                page = browser.new_page(viewport={"width": 1280, "height": 960})
-                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-                page.on("pageerror", lambda e: errors.append(str(e)))
-                off_machine: list[str] = []
-                page.on("request", lambda r: off_machine.append(r.url)
-                        if not r.url.startswith((url, "data:")) else None)
+            with chromium_page(url) as watched:
+                page = watched.page
                 page.goto(url)
                 page.wait_for_selector(f"[data-client=c{CLIENTS}]", timeout=30_000)
                 fogs = {f.get_attribute("data-fog") for f in page.query_selector_all("[data-fog]")}
@@ -102,8 +90,7 @@ def test_the_city_map_in_a_browser(tmp_path: Path) -> None:
                 before = _client_xy(page)
                 time.sleep(3.0)
                 assert _client_xy(page) != before
-                browser.close()
-            assert errors == [] and off_machine == []
+                assert watched.errors == [] and watched.off_machine == []
             rc = proc.wait(timeout=180)
         finally:
             if proc.poll() is None:

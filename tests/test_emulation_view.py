@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 import requests
+from browser_page import chromium_page, require_chromium
 from conftest import ROOT, scenario_dict
 
 from fogsdn.scenario import parse_scenario
@@ -42,7 +43,6 @@ FOLLOW_S = 1.0  # the page shows an OFN change within this (issue 21)
 # a change is judged when the page had time to show the one before (two events) and the
 # next one comes no sooner than FOLLOW_S
 SETTLED_S = 0.8
-CHROMIUM = "/usr/bin/chromium"
 
 # the page records each change of the OFN row's state (wall-clock ms, as Date.now())
 RECORD_CHANGES = """
@@ -157,8 +157,7 @@ def _dispatch_rules(bridge: str) -> list[str]:
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveRun]:
     pytest.importorskip("playwright.sync_api")
-    if not os.path.exists(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} missing: apt-get install chromium (the test set-up does)")
+    require_chromium()
     run = LiveRun(tmp_path_factory.mktemp("view"))
     try:
         _wait(lambda: (run.state() or {}).get("running"), "the run's load to start", 120)
@@ -169,21 +168,11 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveRun]:
 
 
 def test_page_api_and_policy_swap_in_a_browser(live: LiveRun) -> None:
-    from playwright.sync_api import sync_playwright
-
-    errors: list[str] = []
     topo = _get(live.url + "api/topology")
     ips = {n["name"]: n["ip"] for n in topo["nodes"] if n["kind"] == "host"}
     bridge = live.bridge()
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                     args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1280, "height": 960})
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        off_machine: list[str] = []
-        page.on("request", lambda r: off_machine.append(r.url)
-                if not r.url.startswith((live.url, "data:")) else None)
+    with chromium_page(live.url) as watched:
+        page = watched.page
         page.goto(live.url)
         page.wait_for_selector('tr[data-node="ofn1"]', timeout=30_000)
         page.evaluate(RECORD_CHANGES)
@@ -245,9 +234,8 @@ def test_page_api_and_policy_swap_in_a_browser(live: LiveRun) -> None:
         page.screenshot(path=shot, full_page=True)
         changes = page.evaluate("window.__changes")
         watched_until = time.time()
-        assert errors == [], errors
-        assert off_machine == [], off_machine
-        browser.close()
+        assert watched.errors == [], watched.errors
+        assert watched.off_machine == [], watched.off_machine
 
     rc = live.stop()
     assert rc == 0, f"runner exit {rc}"
@@ -297,8 +285,6 @@ def test_page_api_and_policy_swap_in_a_browser(live: LiveRun) -> None:
 def test_replay_of_the_finished_run_in_a_browser(live: LiveRun) -> None:
     """scripts/view.py's page over the run's folder: the slider moves the page through
     the run (the OFN's state and the policy at the time chosen)."""
-    from playwright.sync_api import sync_playwright
-
     from runner.view_replay import ReplaySource
     from runner.view_server import ViewServer
 
@@ -315,14 +301,9 @@ def test_replay_of_the_finished_run_in_a_browser(live: LiveRun) -> None:
     t_first = round(epochs[0]["to_ms"] / 2)
     server = ViewServer(ReplaySource.of(out), 0)
     server.start()
-    errors: list[str] = []
     try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                         args=["--no-sandbox"])
-            page = browser.new_page()
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
+        with chromium_page(server.url) as watched:
+            page = watched.page
             page.goto(server.url)
             page.wait_for_selector('tr[data-node="ofn1"]', timeout=30_000)
             assert page.is_visible("#slider")
@@ -335,7 +316,6 @@ def test_replay_of_the_finished_run_in_a_browser(live: LiveRun) -> None:
                     assert page.get_attribute('tr[data-node="ofn1"]', "data-state") == state
                 if policy:
                     assert page.inner_text("#policy") == policy
-            browser.close()
+            assert watched.errors == [] and watched.off_machine == []
     finally:
         server.stop()
-    assert errors == [], errors
