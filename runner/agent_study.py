@@ -228,7 +228,10 @@ class AgentStudy:
         self.results: dict[str, dict[str, Any]] = {}
 
     def plan(self) -> list[AgentRun]:
-        return [AgentRun(label, seed) for label in self.labels for seed in self.seeds]
+        """Seed by seed, every policy within each (one at a time live): a machine whose
+        load drifts during a long live evaluation then weighs on every policy alike, not
+        on whichever ran first (seed 002a's first live table ran policy by policy)."""
+        return [AgentRun(label, seed) for seed in self.seeds for label in self.labels]
 
     def record(self, run: AgentRun, rows: list[Row]) -> str:
         figs: RunFigures = rows[0]["figures"]

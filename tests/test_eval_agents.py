@@ -78,3 +78,14 @@ def test_seed002a_reports_network_power_the_claims_keys_and_each_phase(tmp_path:
     # every connection 0.08 model ms longer on the network (two round trips of +0.02)
     assert 0.0 < greedy["response_ms_change"] < 0.08
     assert "response_ms_change" not in short
+
+
+def test_live_runs_interleave_the_policies_seed_by_seed(tmp_path: Path) -> None:
+    """A long live evaluation goes seed by seed, every policy within each, so that the
+    machine's drift meets every policy alike."""
+    from runner.agent_study import AgentStudy
+
+    study = AgentStudy.__new__(AgentStudy)
+    study.labels, study.seeds = ["a", "b", "c"], [1, 2]
+    assert [(r.policy, r.seed) for r in study.plan()] == [
+        ("a", 1), ("b", 1), ("c", 1), ("a", 2), ("b", 2), ("c", 2)]
