@@ -149,9 +149,11 @@ def _names(line: str, ip: str) -> bool:
 
 
 def _dispatch_rules(bridge: str) -> list[str]:
-    """Table 1's rules for new connections to the service."""
+    """Table 1's rules for new connections to the service (not a per-request policy's
+    per-connection rules, which expire: a dump may catch one just installed)."""
     return [ln for ln in _ofctl("dump-flows", bridge)
-            if "table=1," in ln and "ct_state=+new+trk" in ln and "tcp" in ln]
+            if "table=1," in ln and "ct_state=+new+trk" in ln and "tcp" in ln
+            and "idle_timeout=" not in ln]
 
 
 @pytest.fixture(scope="module")

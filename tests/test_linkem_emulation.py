@@ -51,7 +51,9 @@ def test_ping_rtt_with_5ms_one_way(rig_and_shaper: tuple[Rig, LinkShaper]) -> No
     shaper.attach(LINK, rig.intf_a, rig.intf_b, LinkParams(delay_ms=5.0))
     rtts = ping_rtts(rig, count=100, interval_s=0.01, realtime=True)
     assert len(rtts) == 100
-    assert min(rtts) >= 10.0  # a frame never leaves early
+    # a frame never leaves early: ping's own stamps are taken outside the relay, and one
+    # clean-clone CI run saw 9.98 ms; an unshaped path gives about 0.1 ms
+    assert min(rtts) >= 9.9
     p50 = float(np.percentile(rtts, 50))
     assert abs(p50 - 10.0) <= max(0.2, 0.02 * 10.0), sorted(rtts)
 
@@ -124,7 +126,8 @@ def test_jitter_spreads_within_its_bounds(rig_and_shaper: tuple[Rig, LinkShaper]
     steady = rtts[20:]
     p10, p50, p90 = (float(np.percentile(steady, q)) for q in (10, 50, 90))
     assert 9.5 <= p50 <= 13.0, (p10, p50, p90)
-    assert 2.0 <= p90 - p10 <= 6.5, (p10, p50, p90)
+    # 6.57 in one clean-clone CI run on a loaded machine; a doubled jitter gives 8.8
+    assert 2.0 <= p90 - p10 <= 7.0, (p10, p50, p90)
     if shaper.mechanism == "userspace":
         fast = udp_rtts(rig, count=1000, interval_ms=0.2, realtime=True)
         assert fast["arrival_order"] == sorted(fast["arrival_order"])
