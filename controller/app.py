@@ -418,6 +418,7 @@ class FogController(app_manager.OSKenApp):
         worker_ip = self.fabric.host(node).ip
         path = (self._install_path(view, request, node, seg.src_port)
                 if self.router is not None and src in self.topo.graph else None)
+        self._append_learning_curve()
         self._send(of.flow_mod(dp, connection_flow(ip.src, seg.src_port, self.fabric.vip,
                                                    seg.dst_port, worker_ip)))
         # The SYN is committed and NATed by the packet-out itself: re-injecting it into
@@ -435,6 +436,17 @@ class FogController(app_manager.OSKenApp):
                     load={n.name: n.in_system for n in view.nodes}, path=path,
                     **({"agent": describe()} if describe is not None else {}))
 
+    def _append_learning_curve(self) -> None:
+        """An online learner's epochs, to learning_curve.csv as they close (any learning
+        policy, whether or not it chooses paths)."""
+        curve = self.policy.policy.learning_curve()
+        if len(curve) > self._curve_rows:
+            out = self.events_path.with_name("learning_curve.csv")
+            head = "" if out.exists() else curve[0].COLUMNS  # a restarted controller appends
+            with open(out, "a") as fh:
+                fh.write(head + "".join(e.csv_row() for e in curve[self._curve_rows:]))
+            self._curve_rows = len(curve)
+
     def _install_path(self, view: ClusterView, request: Request, node: str,
                       client_port: int) -> list[str]:
         """Seed 002a: the policy's path for this connection, installed on every switch of
@@ -443,13 +455,6 @@ class FogController(app_manager.OSKenApp):
         option = self.router.choose(
             lambda menu: self.policy.choose_path(view, request, node, menu), request.client,
             node, time.monotonic() * self._model_ms_per_s)
-        curve = self.policy.policy.learning_curve()  # an online learner's epochs, as they close
-        if len(curve) > self._curve_rows:
-            out = self.events_path.with_name("learning_curve.csv")
-            head = "" if out.exists() else curve[0].COLUMNS  # a restarted controller appends
-            with open(out, "a") as fh:
-                fh.write(head + "".join(e.csv_row() for e in curve[self._curve_rows:]))
-            self._curve_rows = len(curve)
         dps = {self.names[i]: dp for i, dp in self._datapaths(list(option.switches))}
         for switch, f in reversed(path_flows(self.topo, option.switches, request.client, node,
                                              client_port, self._path_idle_s)):
