@@ -25,7 +25,7 @@ from analysis.comparison import (
 )
 from analysis.metrics import measured_summary, percentiles_ci
 from analysis.model_params import AnyPrediction, OutsideModel, exact_prediction
-from analysis.policy_epochs import epoch_comparisons, epochs_table
+from analysis.policy_epochs import epoch_comparisons, epoch_scenario, epochs_table, rows_in
 from fogsdn.scenario import Scenario, load_scenario
 from fogsdn.summary import json_safe
 from fogsdn.trace import Outcome, TraceRow, read_trace
@@ -165,6 +165,10 @@ def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
     if epochs:  # each policy's span against its own prediction (analysis.policy_epochs)
         summary["policy_epochs"] = epoch_comparisons(sc, rows, epochs)
         epoch_text = "\n" + epochs_table(sc, summary["policy_epochs"])
+    if len(epochs) > 1:  # swapped policies: no one prediction stands for the whole run
+        text = _compare_per_epoch(run_dir, summary, sc, rows, plot)
+        summary_path.write_text(json.dumps(json_safe(summary), indent=1, default=str))
+        return text + epoch_text
     if sc.workload.profile is not None:  # per phase (module docstring)
         fields, text = compare_phases(sc, rows)
         for key in ("predicted", "comparison", "outside_model"):
@@ -200,6 +204,32 @@ def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
     plot_comparison(run_dir / "comparison.png", rows, sc, pred, measured, comp, power)
     return (comparison_table(sc, comp, power) + epoch_text
             + f"\nplot: {run_dir / 'comparison.png'}")
+
+
+def _compare_per_epoch(run_dir: Path, summary: dict[str, Any], sc: Scenario,
+                       rows: list[TraceRow], plot: bool) -> str:
+    """A run whose policy was swapped: the whole run's figures stay `measured`, but they
+    mix policies, so the top level carries no prediction; each epoch (already in
+    summary["policy_epochs"]) stands beside its own, one plot per epoch."""
+    why = ("the policy was swapped during the run: each policy epoch is compared with "
+           "the exact model for its own policy (policy_epochs)")
+    for key in ("comparison", "power_comparison", "outside_model"):
+        summary.pop(key, None)
+    summary["predicted"] = None
+    summary["not_compared"] = why
+    plots = []
+    for i, block in enumerate(summary["policy_epochs"]):
+        if not plot or not block.get("comparison"):
+            continue
+        spec = block.get("spec") or {"name": block["policy"]}
+        pred = exact_prediction(epoch_scenario(sc, spec))
+        path = run_dir / f"comparison-epoch{i + 1}-{block['policy']}.png"
+        plot_comparison(path, rows_in(rows, float(block["from_ms"]),
+                                      None if block.get("to_ms") is None
+                                      else float(block["to_ms"])),
+                        epoch_scenario(sc, spec), pred, block["measured"], block["comparison"])
+        plots.append(str(path))
+    return f"whole run: not compared: {why}" + "".join(f"\nplot: {p}" for p in plots)
 
 
 def attach_prediction(out: Path, plot: bool = True, no_plot_why: str = "",

@@ -93,6 +93,28 @@ def test_compare_run_splits_the_comparison_per_epoch(tmp_path) -> None:  # noqa:
                                                            ("nodiff", 160)]
     assert all(e["comparison"]["hp"]["W"]["predicted"] > 0 for e in out)
     assert "epoch nodiff [120, 200)" in text
+    top = json.loads((tmp_path / "summary.json").read_text())
+    # the whole run mixes two policies: no single prediction stands beside it
+    assert top["predicted"] is None and "comparison" not in top
+    assert "swapped" in top["not_compared"] and "not compared" in text
+    assert top["measured"]["hp"]["count"] == 200  # the whole run, as measured
     compare_run(tmp_path, plot=False)  # again, over its own output: the same epochs
     again = json.loads((tmp_path / "summary.json").read_text())["policy_epochs"]
     assert [e["requests"] for e in again] == [240, 160]
+
+
+def test_one_epoch_keeps_the_top_level_comparison(tmp_path) -> None:  # noqa: ANN001
+    import json
+
+    from analysis.compare import compare_run
+    from fogsdn.trace import write_trace
+
+    sc = parse_scenario(scenario_dict(warmup_ms=0))
+    (tmp_path / "scenario.yaml").write_text(sc.to_yaml())
+    write_trace(tmp_path / "trace.csv", [_row(i, "hp", float(i), 1.0) for i in range(50)])
+    epochs = [{"policy": "prioritized", "from_ms": 0.0, "to_ms": None,
+               "spec": {"name": "prioritized"}}]
+    (tmp_path / "summary.json").write_text(json.dumps({"policy_epochs": epochs}))
+    compare_run(tmp_path, plot=False)
+    top = json.loads((tmp_path / "summary.json").read_text())
+    assert top["comparison"]["hp"]["W"]["predicted"] > 0 and "not_compared" not in top
