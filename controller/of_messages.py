@@ -21,11 +21,14 @@ from controller.pipeline import (
     Group,
     GroupMod,
     Output,
+    PerConnection,
     SetField,
     ToController,
 )
 
 NX_NAT_F_DST = 1 << 1
+NX_HASH_FIELDS_SYMMETRIC_L4 = 1
+NX_MP_ALG_HRW = 2
 NX_CT_F_COMMIT = 1 << 0
 
 
@@ -41,6 +44,10 @@ def of_action(dp: Any, a: Action) -> Any:
         return parser.OFPActionSetField(**{a.name: a.value})
     if isinstance(a, Group):
         return parser.OFPActionGroup(a.group_id)
+    if isinstance(a, PerConnection):  # multipath(symmetric_l4, 0, hrw, 1 link, 0, reg7[0])
+        return parser.NXActionMultipath(fields=NX_HASH_FIELDS_SYMMETRIC_L4, basis=0,
+                                        algorithm=NX_MP_ALG_HRW, max_link=0, arg=0,
+                                        ofs_nbits=0, dst="reg7")
     if isinstance(a, Conntrack):
         nat = (parser.NXActionNAT(flags=NX_NAT_F_DST, range_ipv4_min=a.nat_dst,
                                   range_ipv4_max=a.nat_dst, range_proto_min=a.nat_port,
@@ -82,10 +89,17 @@ def group_mod(dp: Any, g: GroupMod) -> Any:
                                     actions=[of_action(dp, a) for a in acts])
                    for port, (_, acts) in zip(g.watch_ports, g.buckets, strict=True)]
         return parser.OFPGroupMod(dp, cmd, ofp.OFPGT_FF, g.group_id, buckets)
-    buckets = [parser.OFPBucket(weight=w, watch_port=ofp.OFPP_ANY, watch_group=ofp.OFPG_ANY,
+    single = len(g.buckets) == 1
+    buckets = [parser.OFPBucket(weight=0 if single else w, watch_port=ofp.OFPP_ANY,
+                                watch_group=ofp.OFPG_ANY,
                                 actions=[of_action(dp, a) for a in acts])
                for w, acts in g.buckets]
-    return parser.OFPGroupMod(dp, cmd, ofp.OFPGT_SELECT, g.group_id, buckets)
+    # one bucket: an indirect group, applied inline. A select group hashes in the
+    # datapath and recirculates, and that second pass is a cached flow keyed on the hash
+    # alone, which goes on choosing the old bucket until OVS revalidates it (about 2 ms
+    # after the barrier here; docs/emulation.md). OVS changes a group's type on MODIFY.
+    kind = ofp.OFPGT_INDIRECT if single else ofp.OFPGT_SELECT
+    return parser.OFPGroupMod(dp, cmd, kind, g.group_id, buckets)
 
 
 def delete_all_groups(dp: Any) -> Any:

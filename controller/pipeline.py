@@ -91,7 +91,16 @@ class Conntrack:
     nat_port: int | None = None  # also rewrite the TCP destination port (size stages)
 
 
-Action = Output | Flood | ToController | SetField | Group | Conntrack
+@dataclass(frozen=True)
+class PerConnection:
+    """A hash of the connection's 5-tuple into a scratch register, over one link: it
+    changes nothing, but OVS then keys the datapath's cached flow on the client's port,
+    so every new connection's first packet is translated with the tables as they are
+    now, never by a cached flow that a dispatch change has not yet been revalidated out
+    of (docs/emulation.md, "The network's reaction to churn")."""
+
+
+Action = Output | Flood | ToController | SetField | Group | Conntrack | PerConnection
 
 
 @dataclass(frozen=True)
@@ -223,9 +232,11 @@ def base_flows(topo: Topology, switch: str, hops: NextHops, proactive: bool,
         new_svc: dict[str, Any] = {"eth_type": ETH_IPV4, "ip_proto": 6, "ipv4_dst": topo.vip,
                                    "tcp_dst": topo.service_port, "ct_state": CT_NEW_TRK}
         if proactive:
-            out.append(flow(TABLE_DISPATCH, 300, [Group(GROUP_ID[TaskClass.HP])],
+            pin = [PerConnection()]  # each SYN translated afresh (PerConnection)
+            out.append(flow(TABLE_DISPATCH, 300, [*pin, Group(GROUP_ID[TaskClass.HP])],
                             ip_dscp=DSCP_HP, **new_svc))
-            out.append(flow(TABLE_DISPATCH, 290, [Group(GROUP_ID[TaskClass.LP])], **new_svc))
+            out.append(flow(TABLE_DISPATCH, 290, [*pin, Group(GROUP_ID[TaskClass.LP])],
+                            **new_svc))
         else:  # a per-request policy sees each new connection's first packet (the SYN)
             out.append(flow(TABLE_DISPATCH, 290, [ToController()], **new_svc))
         out.append(flow(TABLE_DISPATCH, 1, goto=TABLE_FORWARD))

@@ -49,6 +49,7 @@ class RunSummary(TypedDict):
     cpu_steal_share: NotRequired[float]  # CPU time a hypervisor took during the run
     workers: NotRequired[dict[str, Any]]
     realtime_workers: NotRequired[dict[str, bool]]  # whether each worker got SCHED_FIFO
+    realtime_switch: NotRequired[bool]  # whether ovs-vswitchd's threads ran SCHED_FIFO
     containers: NotRequired[dict[str, Any]]  # limits and cgroup accounting (docs/containers.md)
     cpu_work: NotRequired[dict[str, Any]]  # work: cpu calibration
     links: NotRequired[dict[str, Any]]  # the link element: {"mechanism", "shaped"}

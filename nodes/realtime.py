@@ -15,3 +15,32 @@ def go_realtime(priority: int = 1) -> bool:
     except (OSError, AttributeError):
         return False
     return True
+
+
+def process_realtime(pid: int, priority: int = 1) -> list[int]:
+    """SCHED_FIFO at `priority` for every thread of process `pid` now (threads it starts
+    later inherit it); returns the thread ids changed, for `process_ordinary`. Used on
+    the switch (ovs-vswitchd), whose forwarding and revalidator threads otherwise wait
+    behind the real-time workers on two cores (docs/emulation.md)."""
+    changed = []
+    try:
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return []
+    for tid in tids:
+        try:
+            if os.sched_getscheduler(tid) == os.SCHED_OTHER:
+                os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(priority))
+                changed.append(tid)
+        except OSError:
+            continue  # the thread ended, or this process may not
+    return changed
+
+
+def process_ordinary(tids: list[int]) -> None:
+    """Back to SCHED_OTHER (the nice value is kept) for threads `process_realtime` changed."""
+    for tid in tids:
+        try:
+            os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+        except OSError:
+            continue  # gone

@@ -35,6 +35,7 @@ from fogsdn.topology import LinkSpec, fabric_of
 from runner.cgroups import CgroupError, Layout, NodeCgroup, remove_cgroup, rt_share
 from runner.cleanup import stop_pid
 from runner.supervisor import Restart, Supervisor, die_with_parent
+from runner.switch_tuning import SwitchTuning
 from topologies.linkem import choose_mechanism
 from topologies.mininet_net import Network, build_network, shaped_links
 
@@ -128,6 +129,7 @@ class LiveNetwork:
         self.controller_port = 0
         self._layout: Layout | None = None
         self._layout_known = False
+        self.switch = SwitchTuning()
 
     # -- start ------------------------------------------------------------------------
     def start(self, available: dict[str, bool], t0: float | None = None) -> None:
@@ -144,6 +146,8 @@ class LiveNetwork:
         self.timings["controller_s"] = time.monotonic() - t0
         self._start_network()
         self.timings["network_s"] = time.monotonic() - t0
+        self.switch.apply(self.realtime)  # given back at teardown (runner.switch_tuning)
+        self.notes += self.switch.notes
         self.supervisor.start_watching()
 
     def _start_controller(self, fabric: dict[str, Any]) -> None:
@@ -376,7 +380,8 @@ class LiveNetwork:
         whatever failed before it."""
         self.supervisor.quiet()
         steps = [*first, ("cgroups", self._remove_cgroups), ("flows", self._dump_tables),
-                 ("network", self._stop_network), ("controller", self._stop_controller)]
+                 ("network", self._stop_network), ("controller", self._stop_controller),
+                 ("switch settings", self.switch.restore)]
         for what, step in steps:
             try:
                 step()

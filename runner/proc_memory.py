@@ -77,7 +77,7 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def _ovs_pid() -> int | None:
+def ovs_pid() -> int | None:
     try:
         return int(Path("/var/run/openvswitch/ovs-vswitchd.pid").read_text().strip())
     except (OSError, ValueError):
@@ -143,7 +143,7 @@ class MemoryPeak:
             kind = self._ticks[pid][0] if pid in self._ticks else \
                 process_kind((_read(PROC / str(pid) / "cmdline") or "").replace("\0", " "))
             self._ticks[pid] = (kind, parse_stat_cpu_ticks(stat))
-        ovs = _ovs_pid()
+        ovs = ovs_pid()
         if ovs is not None:
             stat = _read(PROC / str(ovs) / "stat")
             if stat is not None:

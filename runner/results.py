@@ -194,6 +194,8 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
     # whether each worker's completion thread got SCHED_FIFO (nodes/worker.py --realtime)
     realtime = {f.stem.removeprefix("worker-"): bool(ev.get("granted"))
                 for f in sorted(out.glob("worker-*.jsonl")) for ev in _events(f, "realtime")}
+    # whether ovs-vswitchd's threads ran SCHED_FIFO for the run (runner.live_network)
+    summary["realtime_switch"] = live.switch.realtime
     if realtime:
         summary["realtime_workers"] = realtime
         refused = sorted(n for n, ok in realtime.items() if not ok)

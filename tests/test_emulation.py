@@ -248,6 +248,7 @@ def test_default_run_serves_at_its_nominal_rate(tmp_path: Path) -> None:
     import statistics
 
     from fogsdn.scenario import load_scenario
+    from runner.proc_memory import ovs_pid
     from runner.queueing_run import run_emulation
 
     sc = load_scenario(ROOT / "scenarios" / "default.yaml").with_overrides(
@@ -258,6 +259,12 @@ def test_default_run_serves_at_its_nominal_rate(tmp_path: Path) -> None:
     # the workers run SCHED_FIFO in their containers (root; runner/cgroups.py gives each
     # node's group its real-time share where the kernel groups it)
     assert summary["realtime_workers"] == {"fn": True, "ofn1": True}
+    # so did the switch's threads, given back at teardown
+    assert summary["realtime_switch"] is True
+    switch = ovs_pid()
+    assert switch is not None
+    assert all(os.sched_getscheduler(int(t)) == os.SCHED_OTHER
+               for t in os.listdir(f"/proc/{switch}/task"))
     rows = [r for r in read_trace(tmp_path / "default" / "trace.csv")
             if r.outcome is Outcome.OK and r.nominal_ms >= 0.5]  # above timer granularity
     for node in ("fn", "ofn1"):

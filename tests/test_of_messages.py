@@ -29,6 +29,7 @@ from controller.pipeline import (
     Group,
     GroupMod,
     Output,
+    PerConnection,
     SetField,
     ToController,
     Topology,
@@ -120,6 +121,31 @@ def test_select_and_fast_failover_groups() -> None:
         assert _wire(msg)  # serialises
     assert (delete_all_groups(DP).command, delete_all_groups(DP).group_id) == (
         ofp.OFPGC_DELETE, ofp.OFPG_ALL)
+
+
+def test_a_one_bucket_group_is_indirect_and_changes_type_with_its_buckets() -> None:
+    # a select group would hash in the datapath and recirculate into a cached flow that
+    # keeps the old bucket until OVS revalidates it; one bucket needs no choice
+    one = group_mod(DP, GroupMod(2, ((1000, (Output(1),)),), add=False))
+    assert (one.command, one.type) == (ofp.OFPGC_MODIFY, ofp.OFPGT_INDIRECT)
+    assert [b.weight for b in one.buckets] == [0]  # weights belong to select groups
+    two = group_mod(DP, GroupMod(2, ((600, (Output(1),)), (400, (Output(2),))), add=False))
+    assert (two.type, [b.weight for b in two.buckets]) == (ofp.OFPGT_SELECT, [600, 400])
+    none = group_mod(DP, GroupMod(2, (), add=False))
+    assert none.type == ofp.OFPGT_SELECT and not none.buckets  # no serving node: drop
+    for msg in (one, two, none):
+        assert _wire(msg)
+
+
+def test_per_connection_is_a_one_link_multipath_over_the_5_tuple() -> None:
+    a = of_action(DP, PerConnection())
+    assert isinstance(a, parser.NXActionMultipath)
+    assert (a.fields, a.max_link, a.dst, a.ofs_nbits) == (1, 0, "reg7", 0)  # symmetric_l4
+    g = scenario_graph(parse_scenario(scenario_dict()))
+    proactive = base_flows(Topology.of(g), "s1", next_hops(g), proactive=True)
+    dispatch = [f for f in proactive if any(isinstance(x, Group) for x in f.actions)]
+    assert dispatch and all(f.actions[0] == PerConnection() for f in dispatch)
+    assert _wire(flow_mod(DP, dispatch[0]))
 
 
 def test_packet_out_from_a_port_or_from_the_controller() -> None:

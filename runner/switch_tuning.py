@@ -1,0 +1,91 @@
+"""The switch's settings for one live run, applied at start and given back at teardown.
+
+Open vSwitch (userspace datapath here) caches each flow it translated as a datapath
+flow and keeps using it until its revalidator threads re-translate it after a rule or
+group change. Measured here: requests sent 1-4 ms (real) after the barrier reply of an
+OFN change still followed the old state, about 5-10 % of all requests at time scale 5
+(docs/emulation.md, "The network's reaction to churn"). Two settings, with the
+pipeline's per-connection dispatch (controller.pipeline.PerConnection), close that:
+- ovs-vswitchd's threads run SCHED_FIFO like the workers, so that forwarding and
+  revalidation do not wait behind real-time threads on two cores;
+- datapath flows idle for `MAX_IDLE_MS` are dropped (OVS's default is 10 s): every new
+  connection's first packet makes one such flow, and each OFN change revalidates them all.
+
+Both are daemon-wide; the previous values come back at teardown. A run killed
+outright (SIGKILL) leaves them set until the next run's teardown.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass, field
+
+from nodes.realtime import process_ordinary, process_realtime
+from runner.proc_memory import ovs_pid
+
+MAX_IDLE_MS = 500  # OVS's floor for other_config:max-idle
+
+
+@dataclass
+class SwitchTuning:
+    """What `apply` changed, so that `restore` gives exactly that back."""
+
+    threads: list[int] = field(default_factory=list)  # made SCHED_FIFO, until restore
+    realtime: bool = False  # whether the switch ran SCHED_FIFO (kept after restore)
+    max_idle: str | None = None  # the previous other_config:max-idle ("" when unset)
+    notes: list[str] = field(default_factory=list)
+
+    def apply(self, realtime: bool) -> None:
+        pid = ovs_pid()
+        if realtime and pid is not None:
+            self.threads = process_realtime(pid)
+            self.realtime = _all_fifo(pid)
+            if not self.realtime:
+                self.notes.append("the switch's threads could not run SCHED_FIFO")
+        before = _vsctl("get", "Open_vSwitch", ".", "other_config")
+        if before is None:
+            self.notes.append("could not read the switch's other_config; max-idle unchanged")
+            return
+        self.max_idle = _other_config_value(before, "max-idle")
+        if _vsctl("set", "Open_vSwitch", ".", f"other_config:max-idle={MAX_IDLE_MS}") is None:
+            self.max_idle = None
+            self.notes.append("could not set the switch's max-idle")
+
+    def restore(self) -> None:
+        process_ordinary(self.threads)
+        self.threads = []
+        if self.max_idle is None:
+            return
+        if self.max_idle:
+            _vsctl("set", "Open_vSwitch", ".", f"other_config:max-idle={self.max_idle}")
+        else:
+            _vsctl("remove", "Open_vSwitch", ".", "other_config", "max-idle")
+        self.max_idle = None
+
+
+def _all_fifo(pid: int) -> bool:
+    try:
+        return all(os.sched_getscheduler(int(t)) == os.SCHED_FIFO
+                   for t in os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return False
+
+
+def _other_config_value(text: str, key: str) -> str:
+    """One key of `ovs-vsctl get ... other_config` output ({k=v, k2="v2"}), "" if absent."""
+    body = text.strip().removeprefix("{").removesuffix("}")
+    for item in body.split(","):
+        k, _, v = item.strip().partition("=")
+        if k == key:
+            return v.strip().strip('"')
+    return ""
+
+
+def _vsctl(*args: str) -> str | None:
+    try:
+        r = subprocess.run(["ovs-vsctl", "--timeout=5", *args], capture_output=True,
+                           text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return r.stdout if r.returncode == 0 else None
