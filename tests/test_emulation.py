@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import signal
 import subprocess
 import sys
