@@ -9,10 +9,13 @@ flow table without root. OpenFlow 1.3 + OVS conntrack (measured in DESIGN):
            forwarded towards its target address (no flooding over loops). IPv4 that
            concerns a local client goes through ct(zone, nat) to table 1 (on one switch:
            all IPv4, as seed 000's star always did); other IPv4 skips to table 2.
-  table 1  +new TCP to the service address: HP (DSCP 46) to select group 1, anything
-           else to group 2 (or, for a per-request policy, the SYN to the controller);
-           each bucket commits the connection with nat(dst=worker) and recirculates to
-           table 2. Established and reply traffic follows its conntrack entry.
+  table 1  +new TCP to the service address: HP (DSCP 46) to group 1, anything else to
+           group 2 (or, for a per-request policy, the SYN to the controller), each
+           after a one-link multipath over the 5-tuple (PerConnection) that keys the
+           cached datapath flow on the client port; a group with one bucket is indirect,
+           with more a select group. Each bucket commits the connection with
+           nat(dst=worker) and recirculates to table 2. Established and reply traffic
+           follows its conntrack entry.
   table 2  forwarding by destination along the host's shortest-by-delay tree (or a
            path a policy pinned for a client and node), through a fast-failover group
            to a loop-free backup port where the switch has one; replies leaving the

@@ -17,30 +17,47 @@ def go_realtime(priority: int = 1) -> bool:
     return True
 
 
-def process_realtime(pid: int, priority: int = 1) -> list[int]:
-    """SCHED_FIFO at `priority` for every thread of process `pid` now (threads it starts
-    later inherit it); returns the thread ids changed, for `process_ordinary`. Used on
-    the switch (ovs-vswitchd), whose forwarding and revalidator threads otherwise wait
-    behind the real-time workers on two cores (docs/emulation.md)."""
-    changed = []
-    try:
-        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-    except OSError:
-        return []
-    for tid in tids:
+def process_realtime(pid: int, priority: int = 1) -> set[int]:
+    """SCHED_FIFO at `priority` for every ordinary thread of process `pid` now (threads it
+    starts later inherit it); returns the thread ids that were real-time already, for
+    `process_ordinary`. Used on the switch (ovs-vswitchd), whose forwarding and
+    revalidator threads otherwise wait behind the real-time workers on two cores
+    (docs/emulation.md)."""
+    already = set()
+    for tid in _threads(pid):
         try:
-            if os.sched_getscheduler(tid) == os.SCHED_OTHER:
+            if os.sched_getscheduler(tid) != os.SCHED_OTHER:
+                already.add(tid)
+            else:
                 os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(priority))
-                changed.append(tid)
         except OSError:
             continue  # the thread ended, or this process may not
-    return changed
+    return already
 
 
-def process_ordinary(tids: list[int]) -> None:
-    """Back to SCHED_OTHER (the nice value is kept) for threads `process_realtime` changed."""
-    for tid in tids:
+def process_ordinary(pid: int, keep: set[int]) -> None:
+    """Back to SCHED_OTHER (the nice value is kept) for every real-time thread of `pid`
+    but those in `keep`: the ones `process_realtime` changed and those started since."""
+    for tid in _threads(pid):
+        if tid in keep:
+            continue
         try:
-            os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+            if os.sched_getscheduler(tid) == os.SCHED_FIFO:
+                os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
         except OSError:
             continue  # gone
+
+
+def all_realtime(pid: int) -> bool:
+    tids = _threads(pid)
+    try:
+        return bool(tids) and all(os.sched_getscheduler(t) == os.SCHED_FIFO for t in tids)
+    except OSError:
+        return False
+
+
+def _threads(pid: int) -> list[int]:
+    try:
+        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return []

@@ -17,11 +17,10 @@ outright (SIGKILL) leaves them set until the next run's teardown.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from dataclasses import dataclass, field
 
-from nodes.realtime import process_ordinary, process_realtime
+from nodes.realtime import all_realtime, process_ordinary, process_realtime
 from runner.proc_memory import ovs_pid
 
 MAX_IDLE_MS = 500  # OVS's floor for other_config:max-idle
@@ -31,7 +30,8 @@ MAX_IDLE_MS = 500  # OVS's floor for other_config:max-idle
 class SwitchTuning:
     """What `apply` changed, so that `restore` gives exactly that back."""
 
-    threads: list[int] = field(default_factory=list)  # made SCHED_FIFO, until restore
+    pid: int | None = None  # ovs-vswitchd, while its threads are ours to give back
+    were_realtime: set[int] = field(default_factory=set)  # its threads real-time before
     realtime: bool = False  # whether the switch ran SCHED_FIFO (kept after restore)
     max_idle: str | None = None  # the previous other_config:max-idle ("" when unset)
     notes: list[str] = field(default_factory=list)
@@ -39,8 +39,8 @@ class SwitchTuning:
     def apply(self, realtime: bool) -> None:
         pid = ovs_pid()
         if realtime and pid is not None:
-            self.threads = process_realtime(pid)
-            self.realtime = _all_fifo(pid)
+            self.pid, self.were_realtime = pid, process_realtime(pid)
+            self.realtime = all_realtime(pid)
             if not self.realtime:
                 self.notes.append("the switch's threads could not run SCHED_FIFO")
         before = _vsctl("get", "Open_vSwitch", ".", "other_config")
@@ -53,8 +53,9 @@ class SwitchTuning:
             self.notes.append("could not set the switch's max-idle")
 
     def restore(self) -> None:
-        process_ordinary(self.threads)
-        self.threads = []
+        if self.pid is not None:
+            process_ordinary(self.pid, self.were_realtime)
+            self.pid = None
         if self.max_idle is None:
             return
         if self.max_idle:
@@ -62,14 +63,6 @@ class SwitchTuning:
         else:
             _vsctl("remove", "Open_vSwitch", ".", "other_config", "max-idle")
         self.max_idle = None
-
-
-def _all_fifo(pid: int) -> bool:
-    try:
-        return all(os.sched_getscheduler(int(t)) == os.SCHED_FIFO
-                   for t in os.listdir(f"/proc/{pid}/task"))
-    except OSError:
-        return False
 
 
 def _other_config_value(text: str, key: str) -> str:

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from nodes.realtime import process_ordinary, process_realtime
+from nodes.realtime import all_realtime, process_ordinary, process_realtime
 
 CHILD = ("import threading, time\n"
          "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
@@ -23,11 +23,16 @@ def test_every_thread_goes_fifo_and_comes_back_ordinary() -> None:
         assert child.stdout is not None and child.stdout.readline().strip() == b"up"
         tids = sorted(int(t) for t in os.listdir(f"/proc/{child.pid}/task"))
         assert len(tids) == 2
-        changed = process_realtime(child.pid)
-        assert sorted(changed) == tids
+        assert process_realtime(child.pid) == set()  # none was real-time before
         assert all(os.sched_getscheduler(t) == os.SCHED_FIFO for t in tids)
-        assert process_realtime(child.pid) == []  # already real-time: nothing to give back
-        process_ordinary(changed)
+        assert all_realtime(child.pid)
+        assert process_realtime(child.pid) == set(tids)  # now all were
+        # a thread real-time before we came stays so; the rest, and any thread started
+        # since (it inherits SCHED_FIFO), go back
+        process_ordinary(child.pid, {tids[1]})
+        assert [os.sched_getscheduler(t) for t in tids] == [os.SCHED_OTHER, os.SCHED_FIFO]
+        process_ordinary(child.pid, set())
+        assert not all_realtime(child.pid)
         assert all(os.sched_getscheduler(t) == os.SCHED_OTHER for t in tids)
     finally:
         child.kill()
@@ -37,5 +42,5 @@ def test_every_thread_goes_fifo_and_comes_back_ordinary() -> None:
 def test_a_process_that_is_gone_changes_nothing() -> None:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
-    assert process_realtime(child.pid) == []
-    process_ordinary([child.pid])  # no error for a thread that ended
+    assert process_realtime(child.pid) == set() and not all_realtime(child.pid)
+    process_ordinary(child.pid, set())  # no error for a process that ended
