@@ -1,8 +1,9 @@
-"""Every study's figures, in one place: seed 000's exact curves and its sweep figure
-(W and outage per policy against the swept value), seed 002b's size-based figures
-(model curves with simulated points, the TAGS / SITA-E ratio, live points) and seed
-003's Figs. 4-7 (the city's metric columns against the client/slot ratio). The drivers
-(`runner/sweep.py`, `runner/size_study.py`, `runner/city_study_run.py`) make the data."""
+"""Every study's figures, in one place: seed 000's sweep figure (W and outage per
+policy against the swept value, with `runner.sweep.exact_curves`), seed 002b's
+size-based figures (model curves with simulated points, the TAGS / SITA-E ratio, live
+points) and seed 003's Figs. 4-7 (the city's metric columns against the client/slot
+ratio). The drivers (`runner/sweep.py`, `runner/size_study.py`,
+`runner/city_study_run.py`) make the data."""
 
 from __future__ import annotations
 
@@ -14,59 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from analysis.model_params import OutsideModel, exact_prediction
+from analysis.model_params import OutsideModel
 from analysis.size_compare import predict_scenario, size_scenario
 from fogsdn.scenario import Scenario
 from models.size_assignment import moment
-
-METRICS: tuple[str, ...] = ("W", "outage", "blocking", "drop_prob")
-# curve name -> (policy, class): NoDiff and Basic treat the classes alike
-CURVES: dict[str, tuple[str, str]] = {
-    "proposed_hp": ("prioritized", "hp"),
-    "proposed_lp": ("prioritized", "lp"),
-    "nodiff": ("nodiff", "hp"),
-    "basic": ("basic", "hp"),
-}
-
-
-def exact_curves(scenario: Scenario) -> dict[str, Any]:
-    """Exact W, outage, blocking and drop probability of the four curves at each x.
-
-    x is the sweep's values (the scenario itself, x = nan, without a sweep). A point
-    outside the model has None and its reason in `outside_model`.
-    """
-    if scenario.sweep is None:
-        xs: list[float] = [math.nan]
-        param = ""
-    else:
-        xs = [float(v) for v in scenario.sweep.values]
-        param = scenario.sweep.parameter
-    curves: dict[str, dict[str, list[float | None]]] = {
-        name: {m: [] for m in METRICS} for name in CURVES
-    }
-    outside: list[str | None] = []
-    cache: dict[tuple[float, str], Any] = {}
-    for x in xs:
-        reason: str | None = None
-        for name, (policy, cls) in CURVES.items():
-            over: dict[str, Any] = {"policy.name": policy}
-            if param:
-                over[param] = x
-            key = (x, policy)
-            if key not in cache:
-                try:
-                    sc = scenario.with_overrides(over)
-                    sc = sc.model_copy(update={"sweep": None})
-                    cache[key] = exact_prediction(sc)
-                except OutsideModel as err:
-                    cache[key] = None
-                    reason = str(err)
-            pr = cache[key]
-            for m in METRICS:
-                curves[name][m].append(None if pr is None else float(getattr(pr.cls(cls), m)))
-        outside.append(reason)
-    return {"parameter": param, "x": xs, "deadline_ms": scenario.deadline_ms,
-            "curves": curves, "outside_model": outside}
 
 
 def _pyplot() -> Any:

@@ -232,7 +232,7 @@ def measured_summary(
 
 # -- streaming (constant memory) ------------------------------------------------------
 # For runs too long to hold in a list (a 10-million-request simulation): the same
-# numbers as `measured_summary`, accumulated one row at a time. The batch-means
+# numbers as `measured_summary`, accumulated as the rows come. The batch-means
 # interval keeps between `batches` and 2 * `batches` equal batches, halving their
 # number (doubling their size) whenever it reaches 2 * `batches`; rows are taken in
 # the order given, which for an engine's stream is (close to) completion order.
@@ -298,42 +298,28 @@ class StreamingBatchMeans:
 class StreamingShare:
     """A share (hits over arrivals) with a 95 % batch-means half-width, from chunks.
 
-    Chunks come as (arrivals, hits): one row at a time (closed every `chunk` rows) or a
-    tallied block at a time (an engine's flush). At `2 * max_chunks` chunks neighbours
-    merge, so memory stays bounded; the interval groups the chunks into `batches`
-    consecutive batches of about equal arrivals and takes their ratios' spread."""
+    Chunks come as (arrivals, hits), a tallied block at a time (an engine's flush). At
+    `2 * max_chunks` chunks neighbours merge, so memory stays bounded; the interval
+    groups the chunks into `batches` consecutive batches of about equal arrivals and
+    takes their ratios' spread."""
 
-    __slots__ = ("batches", "chunk", "max_chunks", "chunks", "_n", "_h")
+    __slots__ = ("batches", "max_chunks", "chunks")
 
-    def __init__(self, batches: int = DEFAULT_BATCHES, chunk: int = 256,
-                 max_chunks: int = 2048) -> None:
-        self.batches, self.chunk, self.max_chunks = batches, chunk, max_chunks
+    def __init__(self, batches: int = DEFAULT_BATCHES, max_chunks: int = 2048) -> None:
+        self.batches, self.max_chunks = batches, max_chunks
         self.chunks: list[tuple[int, int]] = []
-        self._n = 0
-        self._h = 0
-
-    def add(self, hit: bool) -> None:
-        self._n += 1
-        self._h += 1 if hit else 0
-        if self._n >= self.chunk:
-            self._close()
 
     def add_counts(self, arrivals: int, hits: int) -> None:
-        if arrivals:
-            self._n += arrivals
-            self._h += hits
-            self._close()
-
-    def _close(self) -> None:
-        self.chunks.append((self._n, self._h))
-        self._n = self._h = 0
+        if not arrivals:
+            return
+        self.chunks.append((arrivals, hits))
         if len(self.chunks) >= 2 * self.max_chunks:
             c = self.chunks
             self.chunks = [(c[i][0] + c[i + 1][0], c[i][1] + c[i + 1][1])
                            for i in range(0, len(c) - 1, 2)] + ([c[-1]] if len(c) % 2 else [])
 
     def half_width(self) -> float:
-        chunks = self.chunks + ([(self._n, self._h)] if self._n else [])
+        chunks = self.chunks
         n = np.array([c[0] for c in chunks], dtype=float)
         h = np.array([c[1] for c in chunks], dtype=float)
         total = n.sum()
@@ -374,49 +360,13 @@ class _ClassAccumulator:
 
 
 class MeasuredAccumulator:
-    """`measured_summary` one row at a time: feed `add` (or `add_row`), then `summary()`."""
+    """`measured_summary` a block of rows at a time: feed `add_aggregate`, then `summary()`."""
 
     def __init__(self, warmup_ms: float, deadline_ms: float) -> None:
         self.warmup_ms = warmup_ms
         self.deadline_ms = deadline_ms
         self.classes = {"hp": _ClassAccumulator(), "lp": _ClassAccumulator()}
         self._service: dict[str, list[float]] = {}  # node -> [served, sum achieved, sum nominal]
-
-    def add(
-        self,
-        cls: str,
-        outcome: str,
-        t_send: float,
-        node: str,
-        node_ms: float,
-        response_ms: float,
-        service_ms: float = math.nan,
-        nominal_ms: float = math.nan,
-    ) -> None:
-        if t_send < self.warmup_ms:
-            return
-        acc = self.classes.get(cls)
-        if acc is None:
-            return
-        acc.counts[outcome] += 1
-        acc.blocked.add(outcome == "blocked")
-        acc.late.add(not (outcome == "ok" and node_ms <= self.deadline_ms))
-        if outcome != "ok":
-            return
-        acc.w.add(node_ms)
-        acc.e2e.add(response_ms)
-        if node_ms <= self.deadline_ms:
-            acc.in_deadline += 1
-        if response_ms <= self.deadline_ms:
-            acc.in_deadline_e2e += 1
-        acc.by_node[node] = acc.by_node.get(node, 0) + 1
-        if service_ms == service_ms:  # not NaN
-            s = self._service.get(node)
-            if s is None:
-                s = self._service[node] = [0.0, 0.0, 0.0]
-            s[0] += 1
-            s[1] += service_ms
-            s[2] += nominal_ms
 
     def add_aggregate(
         self,
@@ -454,10 +404,6 @@ class MeasuredAccumulator:
                 s[0] += k
                 s[1] += achieved
                 s[2] += nominal
-
-    def add_row(self, row: TraceRow) -> None:
-        self.add(row.cls, str(row.outcome), row.t_send, row.node, row.node_ms,
-                 row.response_ms, row.service_ms, row.nominal_ms)
 
     def summary(self) -> dict[str, object]:
         out: dict[str, object] = {c: a.metrics().to_dict() for c, a in self.classes.items()}

@@ -324,7 +324,7 @@ def optimize(scenario: Scenario, objective: Expr, constraints: tuple[Constraint,
              reject: bool = False, max_states: int = MAX_OPT_STATES, method: str = "highs"
              ) -> OptimalPolicy:
     """The optimal state-based policy of `scenario` for `objective` under `constraints`;
-    `method` is scipy's HiGHS variant (scripts/bench_optimize.py compares them)."""
+    `method` is scipy's HiGHS variant (scripts/bench_analytic.py compares them)."""
     t0 = time.perf_counter()
     try:
         m = policy_model(scenario, make_policy(scenario.policy))

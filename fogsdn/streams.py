@@ -28,7 +28,6 @@ class Stream(IntEnum):
     SIZE = 3
     ROUTING = 4
     CHURN = 5
-    RESTART = 6  # unused since handoff moves the work left (kept: the numbering is fixed)
     CAPACITY = 7
 
 

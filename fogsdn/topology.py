@@ -336,14 +336,6 @@ def build_graph(spec: TopologySpec, hosts: Sequence[HostSpec], name: str = "fog"
 
 
 # -- views ------------------------------------------------------------------------------------
-def host_names(g: nx.Graph) -> list[str]:
-    return [n for n, d in g.nodes(data=True) if d["kind"] == "host"]
-
-
-def switch_names(g: nx.Graph) -> list[str]:
-    return [n for n, d in g.nodes(data=True) if d["kind"] == "switch"]
-
-
 def link_params(g: nx.Graph, a: str, b: str) -> LinkSpec:
     d = g.edges[a, b]
     return LinkSpec(delay_ms=d["delay_ms"], jitter_ms=d["jitter_ms"], loss=d["loss"],

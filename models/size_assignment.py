@@ -116,14 +116,6 @@ def load_cutoff(spec: SizeSpec, work: float) -> float:
                                  xtol=1e-12 * upper, rtol=1e-13))
 
 
-def requests_for_second_moment(spec: SizeSpec, rel: float = 0.03, z: float = 1.96) -> float:
-    """How many sizes a sample needs before its mean of X^2 is within +-rel of E[X^2] (at
-    the z-level, by the central limit theorem): the floor under any simulated mean wait,
-    since P-K waits are proportional to E[X^2]. Heavy tails make it large."""
-    m2, m4 = moment(spec, 2), moment(spec, 4)
-    return (z / rel) ** 2 * (m4 / (m2 * m2) - 1.0)
-
-
 # -- predictions -------------------------------------------------------------------
 
 
@@ -394,7 +386,6 @@ __all__ = [
     "predict_random",
     "predict_sita",
     "predict_tags",
-    "requests_for_second_moment",
     "sita_e_cutoffs",
     "sita_u_cutoffs",
     "support",

@@ -41,7 +41,6 @@ from nodes.ncs.meridian import (
 )
 
 Addr = tuple[str, int]
-QUERY_KINDS = ("m_query", "m_ask", "m_answer", "m_result", "m_probe")
 
 
 @dataclass(frozen=True)

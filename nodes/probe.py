@@ -38,8 +38,6 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 
-from nodes.ncs.vivaldi import Coordinate, VivaldiError, VivaldiNode
-
 MAGIC = b"FGPR"
 VERSION = 1
 PING, ECHO = 1, 2
@@ -316,21 +314,6 @@ class OpenLoopRun:
     @property
     def lost(self) -> int:
         return self.sent - len(self.rtt_ms)
-
-
-def feed_vivaldi(node: VivaldiNode, peer: str, sample: Sample) -> bool:
-    """Fold one answered probe into `node`, taking the peer's coordinate from the echo's
-    JSON payload. False (nothing changed) for a lost probe, a payload that is not a
-    coordinate, or an RTT the coordinate system refuses."""
-    if sample.rtt_ms is None:
-        return False
-    try:
-        coord = Coordinate.from_dict(json.loads(sample.payload.decode("utf-8")),
-                                     node.config.dimensions)
-        node.update(peer, coord, sample.rtt_ms)
-    except (UnicodeDecodeError, json.JSONDecodeError, VivaldiError):
-        return False
-    return True
 
 
 def summarize(samples: list[Sample], counters: ProbeCounters) -> dict[str, object]:

@@ -151,7 +151,6 @@ class CityLive:
         self.p = study.params()
         self.layout = study.layout()
         self.sites = {s.name: s for s in self.layout.fog_nodes}
-        self.fog_index = {s.name: i for i, s in enumerate(self.layout.fog_nodes)}
         self.live: LiveNetwork | None = None
         self.current: dict[str, float] = {}  # link id -> model ms now
         self.tables: dict[str, dict[str, float]] = {}  # star: fog host link -> its table

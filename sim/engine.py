@@ -42,8 +42,8 @@ leaves with `drain` finishes its stage (the kill and restart still happen); `dro
 loses the task; `handoff` moves it with all the work it has left (size minus what
 this stage served) to the first FN, which completes it.
 
-The engine does no I/O: finished rows go to a sink in batches (`Row` tuples, see
-`ROW_FIELDS`), availability transitions to a callback. Rows come out in the order
+The engine does no I/O: finished rows go to a sink in batches (`Row` tuples, laid
+out in `sim.rows`), availability transitions to a callback. Rows come out in the order
 the engine settles them, which is close to, but not exactly, time order.
 """
 

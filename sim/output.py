@@ -27,7 +27,7 @@ from fogsdn.workload import client_names
 from models.network_power import PathOption
 from sim.rows import BLOCKED, CLASSES, OK, OUTCOME_NAMES, TIMEOUT, Row, node_names
 
-NETWORK_STREAM = 100  # spawn key of the network's draws (fogsdn.streams uses 0-6)
+NETWORK_STREAM = 100  # spawn key of the network's draws (fogsdn.streams uses 0-7)
 _EOL = "\r\n"  # csv.writer's default, which TraceWriter uses
 _F = "%.6f"
 _ZERO = "0.000000"

@@ -19,10 +19,6 @@ CLASSES: tuple[TaskClass, ...] = (TaskClass.HP, TaskClass.LP)
 # service is the achieved service time at the final node (NaN if never served), nominal
 # what was asked of it; the optional note (no commas) explains blocked/lost/timeout/
 # handoff rows; hosts and wasted come with a policy that has stages (sim.engine).
-ROW_FIELDS: tuple[str, ...] = (
-    "t_done", "outcome", "seq", "client", "cls", "size", "t_send", "node",
-    "service", "nominal", "note", "hosts", "wasted",
-)
 Row = tuple[Any, ...]
 RowSink = Callable[[list[Row]], None]
 AvailabilitySink = Callable[[float, str, bool], None]

@@ -21,13 +21,12 @@ from runner.city_live import Mobility, live_scenario, start_positions
 from runner.study_cli import declared_study
 from runner.study_cli import main as study_main
 from sim.city_output import live_metrics
-from topologies.city_latency import LatencyParams, load_ms, processing_ms
+from topologies.city_latency import LatencyParams, latency_ms, load_ms, processing_ms
 from topologies.city_net import (
     CityStudy,
     CityStudyError,
     fog_access_ms,
     load_city_study,
-    true_rtt_ms,
 )
 
 P = LatencyParams()
@@ -49,7 +48,7 @@ def test_round_trip_over_the_city_graph_is_the_latency_model() -> None:
             path = shortest_path(g, f"c{k + 1}", s.name)
             assert path == [f"c{k + 1}", f"a{k + 1}", f"f{i + 1}", s.name]
             assert 2 * sum(d["delay_ms"] for d in path_links(g, path)) == pytest.approx(
-                true_rtt_ms(pos[k], s, 0, lay, P), rel=1e-9)
+                latency_ms(pos[k], s.position, 0, s.slots, lay.towers, P), rel=1e-9)
     names = [s.name for s in lay.fog_nodes]
     for a in names:
         for b in names:

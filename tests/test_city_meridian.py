@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from nodes.city_meridian import (
-    QUERY_KINDS,
     AgentTiming,
     MeridianAgent,
     Ping,
@@ -24,6 +23,9 @@ from nodes.ncs.meridian import MeridianConfig, MeridianOverlay, Messages, matrix
 
 CLIENT_PROBE = ("10.9.0.1", 7000)
 CLIENT_REPLY = ("10.9.0.1", 5000)
+
+# the wire kinds of one Meridian query (nodes.city_meridian)
+QUERY_KINDS = ("m_query", "m_ask", "m_answer", "m_result", "m_probe")
 
 
 class FakeNet:

@@ -25,6 +25,7 @@ from runner.proc_memory import (
     process_kind,
     tree_memory_kb,
 )
+from topologies.city_latency import latency_ms
 from topologies.city_net import (
     STAR_CLIENTS_PER_SWITCH,
     STAR_PORTS_PER_SWITCH,
@@ -35,7 +36,6 @@ from topologies.city_net import (
     fog_fog_ms,
     load_city_study,
     star_peer_delays,
-    true_rtt_ms,
 )
 from topologies.mininet_net import shaped_links
 
@@ -71,7 +71,8 @@ def test_tables_give_every_pair_its_round_trip() -> None:
         for k in (0, 29):  # a client's round trip pays the table at the node's end alone
             members = 3
             rtt = 2 * (tables[i][client_ips[k]] + fog_access_ms(members, s, p))
-            assert rtt == pytest.approx(true_rtt_ms(pos[k], s, members, lay, p))
+            assert rtt == pytest.approx(latency_ms(pos[k], s.position, members, s.slots,
+                                                  lay.towers, p))
         for j, b in enumerate(sites):  # a node-node probe pays half at each end
             if j != i:
                 one_way = tables[i][fog_ips[j]] + tables[j][fog_ips[i]]

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import re
+import socket
+import struct
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -22,11 +24,19 @@ from topologies.relay_control import (
     CTL_SIZE,
     TABLE_ENTRY,
     ControlBlock,
-    decode_peer_table,
     encode_peer_table,
 )
 
 NEAR, FAR = "10.77.0.2", "10.77.0.3"  # two addresses of namespace B, behind one element
+
+
+def decode_peer_table(block: bytes) -> dict[str, float]:
+    """The table a control block holds now (address -> real ms), read as the relay reads
+    it (struct ctl in linkem_relay.c: table_cap and table_len at bytes 80 and 88)."""
+    cap, n = struct.unpack_from("<QQ", block, 80)
+    t = np.frombuffer(block, dtype=TABLE_ENTRY, count=min(n, cap), offset=CTL_SIZE)
+    return {socket.inet_ntoa(struct.pack("<I", int(e["ip"]))): int(e["delay_ns"]) / 1e6
+            for e in t}
 
 
 def test_table_encoding_is_the_relays_layout() -> None:

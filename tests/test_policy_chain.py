@@ -28,7 +28,7 @@ from controller.policies.base import ClusterView, Policy, Request, RouteTable
 from controller.policies.nodiff import NoDiff
 from fogsdn.scenario import Role, Scenario, TaskClass, parse_scenario
 from sim.engine import simulate
-from sim.rows import OUTCOME_NAMES
+from sim.output import TraceCsvSink
 
 
 def sc(**over: Any) -> Scenario:
@@ -241,13 +241,7 @@ def _small_cluster(policy: str, leave: str, fns: int = 1) -> Scenario:
 
 def _simulated(s: Scenario, policy: Policy | None, requests: int) -> dict[str, Any]:
     acc = MeasuredAccumulator(warmup_ms=50.0, deadline_ms=s.deadline_ms)
-
-    def sink(rows: list[tuple[Any, ...]]) -> None:
-        for r in rows:
-            acc.add(("hp", "lp")[r[4]], OUTCOME_NAMES[r[1]], r[6], str(r[7]), r[0] - r[6],
-                    r[0] - r[6])
-
-    simulate(s, sink, requests=requests, policy=policy)
+    simulate(s, TraceCsvSink(None, s, acc), requests=requests, policy=policy)
     return acc.summary()
 
 

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, wait_until
 
-from nodes.ncs.vivaldi import Coordinate, VivaldiConfig, VivaldiNode
 from nodes.probe import (
     ECHO,
     PING,
@@ -25,9 +24,7 @@ from nodes.probe import (
     ProbeError,
     ProbeMessage,
     Prober,
-    Sample,
     decode,
-    feed_vivaldi,
     parse_endpoint,
 )
 
@@ -179,25 +176,17 @@ def test_binds_only_to_given_addresses() -> None:
         r.close()
 
 
-def test_probes_feed_vivaldi(responder: EchoResponder) -> None:
-    """The echo carries the responder's coordinate; each answered probe updates ours."""
-    peer = Coordinate((3.0, 4.0), error=0.2, height=0.1)
-    responder.payload = json.dumps(peer.to_dict()).encode()
-    node = VivaldiNode(VivaldiConfig(dimensions=2))
+def test_echoes_carry_the_responders_payload(responder: EchoResponder) -> None:
+    """What the responder holds when a ping arrives comes back with the echo."""
     prober = Prober(LOOP)
     try:
-        applied = [feed_vivaldi(node, "peer", s)
-                   for s in prober.measure(responder.address, count=4, interval_s=0.0,
-                                           timeout_s=10.0)]
+        responder.payload = b'{"coord": [3.0, 4.0]}'
+        first = prober.ping(responder.address, timeout_s=10.0)
+        responder.payload = b"changed"
+        second = prober.ping(responder.address, timeout_s=10.0)
     finally:
         prober.close()
-    assert applied == [True] * 4
-    assert node.stats.updates == 4
-    assert node.coord.vec != (0.0, 0.0)
-    assert not feed_vivaldi(node, "peer", Sample(1, None))
-    assert not feed_vivaldi(node, "peer", Sample(1, 1.0, b"not json"))
-    assert not feed_vivaldi(node, "peer", Sample(1, 1.0, b'{"vec": [1]}'))
-    assert node.stats.updates == 4
+    assert (first.payload, second.payload) == (b'{"coord": [3.0, 4.0]}', b"changed")
 
 
 def _udp_bound(port: int) -> bool:

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from conftest import merged, scenario_dict
 
-from analysis.metrics import MeasuredAccumulator, measured_summary
+from analysis.metrics import measured_summary
 from controller.policies import ClusterView, NodeView, Request, make_policy
 from fogsdn.scenario import PolicySpec, Role, Scenario, TaskClass, parse_scenario
-from fogsdn.trace import Outcome, iter_trace, read_trace, write_trace
+from fogsdn.trace import Outcome, read_trace, write_trace
 from sim.engine import simulate
 from sim.rows import BLOCKED, LOST, OK, TIMEOUT
 from sim.runner import replicate, run_simulation
@@ -91,25 +91,21 @@ def test_streamed_summary_equals_measured_summary(tmp_path: Path) -> None:
     summary = run_simulation(sc, tmp_path, requests=20_000, compare=False)
     rows = read_trace(tmp_path / "trace.csv")
     ref = measured_summary(rows, sc.warmup_ms, sc.deadline_ms)
-    acc = MeasuredAccumulator(sc.warmup_ms, sc.deadline_ms)
-    for row in iter_trace(tmp_path / "trace.csv"):  # in constant memory
-        acc.add_row(row)
-    again = acc.summary()
-    for got in (summary["measured"], again):
-        for cls in ("hp", "lp"):
-            g, r = got[cls], ref[cls]
-            for k in ("count", "ok", "blocked", "timeout", "lost", "by_node"):
-                assert g[k] == r[k], (cls, k)
-            for k in ("W", "W_e2e", "blocking", "lost_prob", "timeout_prob", "outage"):
-                assert g[k] == pytest.approx(r[k], rel=1e-5, abs=1e-9), (cls, k)
-            # batch sizes differ (streaming doubles them), so only the scale must agree
-            assert g["W_ci95"] == pytest.approx(r["W_ci95"], rel=0.5)
-            for k in ("blocking_ci95", "outage_ci95"):
-                assert 0 < g[k] == pytest.approx(r[k], rel=0.5), (cls, k)
-        for node, s in ref["nodes"].items():
-            assert got["nodes"][node]["served"] == s["served"]
-            assert got["nodes"][node]["achieved_service_ms"] == pytest.approx(
-                s["achieved_service_ms"], rel=1e-5)
+    got = summary["measured"]
+    for cls in ("hp", "lp"):
+        g, r = got[cls], ref[cls]
+        for k in ("count", "ok", "blocked", "timeout", "lost", "by_node"):
+            assert g[k] == r[k], (cls, k)
+        for k in ("W", "W_e2e", "blocking", "lost_prob", "timeout_prob", "outage"):
+            assert g[k] == pytest.approx(r[k], rel=1e-5, abs=1e-9), (cls, k)
+        # batch sizes differ (streaming doubles them), so only the scale must agree
+        assert g["W_ci95"] == pytest.approx(r["W_ci95"], rel=0.5)
+        for k in ("blocking_ci95", "outage_ci95"):
+            assert 0 < g[k] == pytest.approx(r[k], rel=0.5), (cls, k)
+    for node, s in ref["nodes"].items():
+        assert got["nodes"][node]["served"] == s["served"]
+        assert got["nodes"][node]["achieved_service_ms"] == pytest.approx(
+            s["achieved_service_ms"], rel=1e-5)
 
 
 @pytest.mark.parametrize(("policy", "leave"), [("prioritized", "handoff"), ("nodiff", "drop"),

@@ -25,7 +25,6 @@ from models.size_assignment import (
     predict_random,
     predict_sita,
     predict_tags,
-    requests_for_second_moment,
     sita_e_cutoffs,
     sita_u_cutoffs,
     tags_cutoffs,
@@ -50,15 +49,6 @@ def test_partial_moments_match_numerical_integration(k: int) -> None:
     assert partial_moment(EXP, k, 0.5, 7.0) == pytest.approx(num, rel=1e-9)
     assert moment(BP, 0) == pytest.approx(1.0)
     assert tail(BP, 10.0) == pytest.approx(integrate.quad(_bp_pdf, 10.0, 100.0)[0])
-
-
-def test_requests_for_the_second_moment_follow_the_fourth_moment() -> None:
-    m2 = integrate.quad(lambda x: x**2 * _bp_pdf(x), 1.0, 100.0)[0]
-    m4 = integrate.quad(lambda x: x**4 * _bp_pdf(x), 1.0, 100.0, limit=200)[0]
-    assert requests_for_second_moment(BP) == pytest.approx((1.96 / 0.03) ** 2 *
-                                                           (m4 / m2**2 - 1), rel=1e-8)
-    assert requests_for_second_moment(bounded_pareto(1.5, 1.0, 1000.0)) > \
-        20 * requests_for_second_moment(BP)
 
 
 def test_alpha_one_uses_the_logarithmic_forms() -> None:

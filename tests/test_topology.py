@@ -9,15 +9,19 @@ import pytest
 from conftest import ROOT, scenario_dict
 
 from fogsdn.scenario import ScenarioError, load_scenario, parse_scenario, scenario_graph
-from fogsdn.topology import (
-    fabric_of,
-    host_names,
-    switch_names,
-)
+from fogsdn.topology import fabric_of
 
 
 def _graph(topology: dict[str, Any], **over: Any) -> nx.Graph:
     return scenario_graph(parse_scenario(scenario_dict(topology=topology, **over)))
+
+
+def switch_names(g: nx.Graph) -> list[str]:
+    return [n for n, d in g.nodes(data=True) if d["kind"] == "switch"]
+
+
+def host_names(g: nx.Graph) -> list[str]:
+    return [n for n, d in g.nodes(data=True) if d["kind"] == "host"]
 
 
 def _switch_path(g: nx.Graph, path: list[str]) -> list[str]:

@@ -37,7 +37,6 @@ The study file (`study: city`, `scenarios/city.yaml`) is validated here once.
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -53,7 +52,7 @@ from fogsdn.topology import (
     Position,
     TopologySpec,
 )
-from topologies.city_latency import LatencyParams, load_ms, nearest, processing_ms
+from topologies.city_latency import LatencyParams, load_ms, path_km, processing_ms
 from topologies.city_layout import CityLayout, FogSite, make_city
 
 SELECTOR_NAMES = ("optimal", "random", "vivaldi", "meridian", "load_aware")
@@ -234,10 +233,8 @@ def client_fog_ms(client: Position, site: FogSite, layout: CityLayout, p: Latenc
                   ) -> float:
     """One way on the client-switch to fog-switch link: half of eq. 10's propagation
     (client to its nearest tower, backhaul, the node's tower to the node)."""
-    ti, di = nearest(client, layout.towers)
-    tj, dj = nearest(site.position, layout.towers)
-    back = math.dist(layout.towers[ti], layout.towers[tj]) if p.backhaul else 0.0
-    return max(MIN_LINK_MS, (di + back + dj) / 1000.0 * p.propagation_ms_per_km / 2.0)
+    km = path_km(client, site.position, layout.towers, p)
+    return max(MIN_LINK_MS, km * p.propagation_ms_per_km / 2.0)
 
 
 def fog_fog_ms(a: FogSite, b: FogSite, layout: CityLayout, p: LatencyParams) -> float:
@@ -287,13 +284,6 @@ def fog_access_ms(clients: int, site: FogSite, p: LatencyParams) -> float:
     """One way on the fog host's access link: half of processing (eq. 11) plus load
     (transmission and queueing at the node's bandwidth, eqs. 8, 9, 12)."""
     return max(MIN_LINK_MS, (processing_ms(p) + load_ms(clients, site.slots, p)) / 2.0)
-
-
-def true_rtt_ms(client: Position, site: FogSite, clients: int, layout: CityLayout,
-                p: LatencyParams) -> float:
-    """What a round trip from `client` to `site` is configured to take (model ms): eq. 7
-    with `clients` on the node."""
-    return 2.0 * (client_fog_ms(client, site, layout, p) + fog_access_ms(clients, site, p))
 
 
 # -- the graph ----------------------------------------------------------------------------

@@ -59,14 +59,6 @@ def encode_peer_table(delays_ms: Mapping[str, float]) -> bytes:
     return t.tobytes()
 
 
-def decode_peer_table(block: bytes) -> dict[str, float]:
-    """The table a control block holds now (address -> real ms): for tests and stats."""
-    cap, n = struct.unpack_from("<QQ", block, _OFF_TABLE_CAP)
-    t = np.frombuffer(block, dtype=TABLE_ENTRY, count=min(n, cap), offset=CTL_SIZE)
-    return {socket.inet_ntoa(struct.pack("<I", int(e["ip"]))): int(e["delay_ns"]) / 1e6
-            for e in t}
-
-
 def decode_counters(block: bytes) -> dict[str, int]:
     """Counters section of a control block -> {"ab_tx_packets": n, ...} plus dropped totals."""
     values = struct.unpack_from(f"<{2 * len(COUNTERS)}Q", block, _OFF_COUNTERS)
