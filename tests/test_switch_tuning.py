@@ -28,7 +28,7 @@ def test_max_idle_is_set_for_the_run_and_given_back(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(switch_tuning, "ovs_pid", lambda: None)  # no switch process here
     t = SwitchTuning()
     t.apply(realtime=True)
-    assert calls[-1] == ("set", "Open_vSwitch", ".", "other_config:max-idle=500")
+    assert calls[-1] == ("set", "Open_vSwitch", ".", "other_config:max-idle=100")
     assert not t.realtime
     t.restore()
     want = (("remove", "Open_vSwitch", ".", "other_config", "max-idle") if before == "{}"
