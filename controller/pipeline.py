@@ -155,7 +155,10 @@ class Topology:
         return len(self.switches()) == 1
 
     def switch_of_dpid(self, dpid: int) -> str | None:
-        return next((n for n in self.switches() if self.graph.nodes[n]["dpid"] == dpid), None)
+        """The switch a datapath is; on a one-switch topology any datapath is that switch
+        (several may connect, as the controller benchmark's fake switches do)."""
+        name = next((n for n in self.switches() if self.graph.nodes[n]["dpid"] == dpid), None)
+        return self.switches()[0] if name is None and self.single() else name
 
     def peer(self, switch: str, port: int) -> str | None:
         """The node at the other end of `switch`'s `port` (None: no link there)."""
