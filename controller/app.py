@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import json
 import math
-import socket
 import threading
 import time
-from contextlib import suppress
 from dataclasses import replace
 from typing import Any
 
@@ -67,7 +65,7 @@ from controller.registration import availability_request
 from controller.rt_measure import RT_COLUMNS, RtRecorder, Segment, parse_segment
 from controller.running_policy import Buckets, RunningPolicy
 from fogsdn.latency import node_net_ms
-from fogsdn.local_rpc import recv_line, send_json, unix_call
+from fogsdn.local_rpc import answer_one, serve_unix, unix_call
 from fogsdn.routing import next_hops
 from fogsdn.scenario import PolicySpec, TaskClass, load_scenario
 
@@ -395,34 +393,16 @@ class FogController(app_manager.OSKenApp):
     # -- registrations (OFN join/leave, from the mobility model) ---------------------
     def start(self) -> Any:
         thread = super().start()
-        hub.spawn(self._registration_server)
+        hub.spawn(serve_unix, self.registration_path, lambda conn: answer_one(
+            conn, self._registration, 5.0,
+            (OSError, ValueError, KeyError, TypeError, AttributeError)), hub.spawn)
         return thread
 
-    def _registration_server(self) -> None:
-        path = self.registration_path
-        path.unlink(missing_ok=True)
-        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        srv.bind(str(path))
-        srv.listen(16)
-        while True:
-            conn, _ = srv.accept()
-            hub.spawn(self._registration, conn)
-
-    def _registration(self, conn: socket.socket) -> None:
-        with conn:
-            try:
-                conn.settimeout(5.0)
-                msg = json.loads(recv_line(conn).decode())
-                if msg.get("cmd") == "policy":  # a policy swap (issue 21)
-                    out = self._swap_policy(msg["spec"])
-                    send_json(conn, out)
-                    return
-                node, up, t = availability_request(msg, self.cluster.nodes, time.monotonic())
-                out = self._reconcile(node, up, "registration", t)
-            except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-                out = {"error": str(err).splitlines()[0] if str(err) else repr(err)}
-            with suppress(OSError):
-                send_json(conn, out)
+    def _registration(self, msg: Any) -> dict[str, Any]:
+        if msg.get("cmd") == "policy":  # a policy swap (issue 21)
+            return self._swap_policy(msg["spec"])
+        node, up, t = availability_request(msg, self.cluster.nodes, time.monotonic())
+        return self._reconcile(node, up, "registration", t)
 
     # -- policy swap (issue 21; controller.policy_swap) ----------------------------------
     def _swap_policy(self, spec: Any) -> dict[str, Any]:

@@ -2,10 +2,13 @@
 (controller.pipeline.Topology.switch_of_dpid), a PortStatus made a link or node change
 (controller.cluster.port_change), the workers' answers made the live view
 (controller.cluster.loaded_view), a registration request read
-(controller.registration.availability_request)."""
+(controller.registration.availability_request) and answered over its Unix socket
+(fogsdn.local_rpc.serve_unix, answer_one)."""
 
 from __future__ import annotations
 
+import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +18,7 @@ from controller.cluster import LinkState, loaded_view, port_change
 from controller.pipeline import Topology
 from controller.policies import initial_view
 from controller.registration import availability_request
+from fogsdn.local_rpc import answer_one, serve_unix, unix_call
 from fogsdn.scenario import load_scenario, parse_scenario, scenario_graph
 
 SC = parse_scenario(scenario_dict())
@@ -97,3 +101,32 @@ def test_a_registration_names_a_known_node_and_a_state() -> None:
         availability_request({"node": "ghost", "state": "available"}, nodes, 0.0)
     with pytest.raises(KeyError):
         availability_request({"state": "available"}, nodes, 0.0)
+
+
+def test_the_registration_socket_answers_each_request_or_says_what_was_wrong(
+        tmp_path: Path) -> None:
+    path = tmp_path / "reg.sock"
+    path.write_text("a stale socket file")  # a restarted controller's predecessor's
+
+    def answer(msg: Any) -> dict[str, Any]:
+        node, up, t = availability_request(msg, {"ofn1"}, 1.0)
+        return {"node": node, "up": up, "t": t}
+
+    def handle(conn: Any) -> None:
+        answer_one(conn, answer, 2.0, (ValueError, KeyError, TypeError))
+
+    def spawn(fn: Any, *args: Any) -> None:
+        threading.Thread(target=fn, args=args, daemon=True).start()
+
+    spawn(serve_unix, path, handle, spawn)
+    for _ in range(200):  # until it listens
+        try:
+            first = unix_call(path, {"node": "ofn1", "state": "available"}, 2.0)
+            break
+        except OSError:
+            threading.Event().wait(0.01)
+    assert first == {"node": "ofn1", "up": True, "t": 1.0}
+    assert unix_call(path, {"node": "ghost", "state": "available"}) == {
+        "error": "node: unknown node 'ghost'"}
+    assert unix_call(path, {"state": "available"}) == {"error": "'node'"}  # a KeyError
+    assert "error" in unix_call(path, ["not", "an", "object"])  # type: ignore[arg-type]
