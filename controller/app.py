@@ -42,7 +42,6 @@ from controller.pipeline import (
     Output,
     SwitchTables,
     Topology,
-    base_flows,
     connection_actions,
     connection_flow,
     edge_switches,
@@ -50,7 +49,7 @@ from controller.pipeline import (
     forward_flows,
     group_mods,
     sample_mask,
-    stage_flows,
+    switch_start,
 )
 from controller.policies import ClusterView, Request, make_policy
 from controller.policy_swap import (
@@ -176,17 +175,13 @@ class FogController(app_manager.OSKenApp):
     # -- pipeline (controller.pipeline's messages, as controller.of_messages builds them) ---
     def _install_base(self, dpid: int) -> None:
         dp, switch = self.dps[dpid], self.names[dpid]
-        groups = failover_groups(self.topo, switch, self.hops, add=True)
+        groups, flows, self._tables[dpid] = switch_start(  # stages: size-based (seed 002b)
+            self.topo, switch, self.hops, not self.running.per_request, self.measure_rt,
+            [self.fabric.host(n).ip for n in self.stages.hosts])
         for g in groups:
             self._send(of.group_mod(dp, g))
-        for f in base_flows(self.topo, switch, self.hops, not self.running.per_request,
-                            self.measure_rt):
+        for f in flows:
             self._send(of.flow_mod(dp, f))
-        stage_ips = [self.fabric.host(n).ip for n in self.stages.hosts]
-        for f in stage_flows(self.topo, switch, stage_ips):  # size-based (seed 002b)
-            self._send(of.flow_mod(dp, f))
-        self._tables[dpid] = SwitchTables.installed(groups,
-                                                    forward_flows(self.topo, switch, self.hops))
 
     def _install_groups(self, initial: bool, only: int | None = None) -> dict[str, dict[str, int]]:
         """(Re)write each class's select group, at every edge switch, from the route table."""

@@ -389,6 +389,16 @@ def stage_flows(topo: Topology, switch: str, stage_ips: Sequence[str]) -> list[F
     return out
 
 
+def switch_start(topo: Topology, switch: str, hops: NextHops, proactive: bool, measure_rt: int,
+                 stage_ips: Sequence[str]) -> tuple[list[GroupMod], list[Flow], SwitchTables]:
+    """What a switch is sent as it connects, in order: its fast-failover groups, then the
+    flows (`base_flows`, then the size-based `stage_flows`); and what it then holds."""
+    groups = failover_groups(topo, switch, hops, add=True)
+    flows = base_flows(topo, switch, hops, proactive, measure_rt) + stage_flows(
+        topo, switch, stage_ips)
+    return groups, flows, SwitchTables.installed(groups, forward_flows(topo, switch, hops))
+
+
 def connection_actions(worker_ip: str) -> tuple[Action, ...]:
     """A per-request decision: commit this connection with NAT to the worker."""
     return (Conntrack(TABLE_FORWARD, commit=True, nat_dst=worker_ip),)
