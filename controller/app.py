@@ -7,18 +7,16 @@ topology, and turns OpenFlow events into cluster and link changes. A cluster cha
 rewrites only the select groups, so established connections keep their worker
 (conntrack); a link failure (PortStatus on a switch-to-switch port) rewrites only the
 forwarding table along new paths. Each change waits for the barrier replies before it
-is acknowledged.
+is acknowledged. What the policy decides for a connection is `controller.running_policy`'s,
+a policy swap `controller.policy_swap`'s; this app only sends it.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import random
-import socket
 import threading
 import time
-from contextlib import suppress
 from dataclasses import replace
 from typing import Any
 
@@ -35,50 +33,40 @@ from os_ken.lib.packet import arp, ipv4, packet, tcp
 from os_ken.ofproto import ofproto_v1_3
 
 from controller import of_messages as of
-from controller.cluster import ClusterState, LinkState
+from controller.cluster import ClusterState, LinkState, loaded_view, port_change
 from controller.config import ControllerConfig
-from controller.flow_tables import GROUP_ID, TABLE_CLASSIFY, bucket_weights
-from controller.path_choice import PathRouter, k_paths
+from controller.flow_tables import TABLE_CLASSIFY
+from controller.learner_reports import CURVE_COLUMNS, CURVE_FILE, next_policy_epoch
 from controller.pipeline import (
     DSCP_HP,
     Output,
     SwitchTables,
     Topology,
-    base_flows,
     connection_actions,
     connection_flow,
     edge_switches,
     failover_groups,
     forward_flows,
     group_mods,
-    path_flows,
     sample_mask,
-    stage_flows,
+    switch_start,
 )
-from controller.policies import (
-    ClusterView,
-    Policy,
-    PolicyError,
-    Request,
-    is_per_request,
-    make_policy,
-    routes_for,
-    stage_plan,
-)
-from controller.policy_guard import GuardedPolicy
+from controller.policies import ClusterView, Request, make_policy
 from controller.policy_swap import (
     SWAPPED_POLICY_FILE,
     SwapError,
     build_swap,
-    flow_changes,
+    dispatch_changes,
+    live_stages,
     restarted_scenario,
 )
-from controller.rt_measure import RT_COLUMNS, ConnectionTimer, RtRecorder, Segment, parse_segment
+from controller.registration import availability_request
+from controller.rt_measure import RT_COLUMNS, RtRecorder, Segment, parse_segment
+from controller.running_policy import Buckets, RunningPolicy
 from fogsdn.latency import node_net_ms
-from fogsdn.local_rpc import recv_line, send_json, unix_call
+from fogsdn.local_rpc import answer_one, serve_unix, unix_call
 from fogsdn.routing import next_hops
-from fogsdn.scenario import Role, Scenario, TaskClass, load_scenario
-from fogsdn.stages import StagePlan
+from fogsdn.scenario import PolicySpec, TaskClass, load_scenario
 
 BARRIER_TIMEOUT_S = 2.0
 
@@ -97,28 +85,25 @@ class FogController(app_manager.OSKenApp):
                 scenario, swapped.read_text() if swapped.exists() else None)
         except SwapError as err:
             self.logger.error("%s", err)
-        self.scenario = scenario  # its policy: the one running now (a swap replaces it)
-        policy = make_policy(scenario.policy, scenario.workload)
-        # a failing policy never takes the controller down (controller.policy_guard)
-        self.policy = GuardedPolicy(policy, random.Random(scenario.seed), self._policy_failed)
-        try:  # size-based stages (seed 002b), by TCP destination port
-            self.stages = stage_plan(scenario)
-        except PolicyError as err:  # e.g. TAGS with no stable cutoffs: no stage rules
-            self.stages = StagePlan("none")
-            self.logger.error("no size-based stage rules: %s", err)
-        self._per_request = is_per_request(policy)  # as the simulator decides it
-        # seed 002a: a policy that chooses each connection's path (controller.path_choice)
-        self.router = self._path_router(scenario, policy)
+        self.events_path = conf.events
+        self._curve_path = self.events_path.with_name(CURVE_FILE)  # a restart appends
+        # the policy and its side (controller.policy_swap; a swap replaces it whole); a
+        # failing policy never takes the controller down (controller.policy_guard)
+        self.running = RunningPolicy.start(
+            scenario, make_policy(scenario.policy, scenario.workload), self._policy_failed,
+            next_policy_epoch(self._curve_path.read_text() if self._curve_path.exists()
+                              else None))
+        self.stages, why_none = live_stages(scenario)  # by TCP destination port
+        if why_none is not None:
+            self.logger.error("no size-based stage rules: %s", why_none)
         self._model_ms_per_s = 1000.0 / scenario.time_scale
         self._path_idle_s = math.ceil(scenario.timeout_ms * scenario.time_scale / 1000.0) + 1
-        self._curve_rows = 0  # the learning curve's epochs written so far
         self.ready_path = conf.ready
         self.registration_path = conf.registration
         self.worker_sockets: dict[str, str] = dict(conf.workers)
-        self.events_path = conf.events
         self._events = open(self.events_path, "a")  # noqa: SIM115 (policy_error may come next)
         graph = self.fabric.topology()
-        self.topo = replace(Topology.of(graph), pinned=self.policy.paths(graph))
+        self.topo = replace(Topology.of(graph), pinned=self.running.policy.paths(graph))
         # each node's path time in the view (latency-aware policies, issue 9)
         self.cluster = ClusterState.from_scenario(scenario, dict(conf.available),
                                                   node_net_ms(scenario, self.topo.pinned))
@@ -131,15 +116,13 @@ class FogController(app_manager.OSKenApp):
         self.ready: set[str] = set()
         self._lock = threading.RLock()  # one cluster change and one xid at a time
         self._barriers: dict[tuple[int, int], threading.Event] = {}
-        self._installed: dict[TaskClass, list[tuple[str, int]]] = {}
+        self._installed: dict[TaskClass, Buckets] = {}  # each select group's, as sent
         # response time as the network sees it: SYN to the server's FIN (controller.rt_measure)
         self.measure_rt = conf.measure_rt  # 0: off; N: one connection in N is timed
-        self.rt = RtRecorder(
-            ConnectionTimer(scenario.time_scale / 1000.0,
-                            max_open_s=max(2.0, 2 * scenario.timeout_ms
-                                           * scenario.time_scale / 1000.0)),
-            self.fabric.vip, {h.ip: h.name for h in self.fabric.hosts},
-            sample_mask(self.measure_rt) if self.measure_rt else 0, last_expiry=time.monotonic())
+        self.rt = RtRecorder.of_run(
+            scenario.time_scale, scenario.timeout_ms, self.fabric.vip,
+            {h.ip: h.name for h in self.fabric.hosts},
+            sample_mask(self.measure_rt) if self.measure_rt else 0, time.monotonic())
         self._wall_minus_mono = time.time() - time.monotonic()  # os-ken stamps events in wall time
         self._rt_file = None
         if self.measure_rt:
@@ -148,14 +131,6 @@ class FogController(app_manager.OSKenApp):
             self._rt_file = open(path, "a")  # noqa: SIM115 (a restarted controller appends)
             if fresh:
                 self._rt_file.write(RT_COLUMNS)
-
-    def _switch_name(self, dpid: int) -> str | None:
-        """The topology's switch a datapath is; on a one-switch topology any datapath is
-        that switch (several may connect, as the controller benchmark's fake switches do)."""
-        name = self.topo.switch_of_dpid(dpid)
-        if name is None and self.topo.single():
-            return self.topo.switches()[0]
-        return name
 
     def _datapaths(self, switches: list[str] | None = None) -> list[tuple[int, Any]]:
         """Connected datapaths (dpid, dp) of `switches` (all by default)."""
@@ -200,38 +175,25 @@ class FogController(app_manager.OSKenApp):
     # -- pipeline (controller.pipeline's messages, as controller.of_messages builds them) ---
     def _install_base(self, dpid: int) -> None:
         dp, switch = self.dps[dpid], self.names[dpid]
-        groups = failover_groups(self.topo, switch, self.hops, add=True)
+        groups, flows, self._tables[dpid] = switch_start(  # stages: size-based (seed 002b)
+            self.topo, switch, self.hops, not self.running.per_request, self.measure_rt,
+            [self.fabric.host(n).ip for n in self.stages.hosts])
         for g in groups:
             self._send(of.group_mod(dp, g))
-        for f in base_flows(self.topo, switch, self.hops, not self._per_request,
-                            self.measure_rt):
+        for f in flows:
             self._send(of.flow_mod(dp, f))
-        stage_ips = [self.fabric.host(n).ip for n in self.stages.hosts]
-        for f in stage_flows(self.topo, switch, stage_ips):  # size-based (seed 002b)
-            self._send(of.flow_mod(dp, f))
-        self._tables[dpid] = SwitchTables.installed(groups,
-                                                    forward_flows(self.topo, switch, self.hops))
 
     def _install_groups(self, initial: bool, only: int | None = None) -> dict[str, dict[str, int]]:
         """(Re)write each class's select group, at every edge switch, from the route table."""
-        changed: dict[str, dict[str, int]] = {}
-        if self._per_request:
-            return changed
-        table = self.policy.routes(self.cluster.view())
-        wanted = {cls: bucket_weights(routes_for(table, cls)) for cls in GROUP_ID}
-        send = {cls: b for cls, b in wanted.items()
-                if initial or self._installed.get(cls) != b}
+        send = self.running.group_changes(self.cluster.view(), self._installed, initial)
         self._installed.update(send)
-        changed = {str(cls): dict(b) for cls, b in send.items()}
-        if not send:
-            return changed
-        ips = {h.name: h.ip for h in self.fabric.hosts}
-        targets = ([(only, self.dps[only])] if only is not None
-                   else self._datapaths(self.edges))
-        for _, dp in targets:
-            for g in group_mods(send, ips, add=initial):
-                self._send(of.group_mod(dp, g))
-        return changed
+        if send:
+            ips = {h.name: h.ip for h in self.fabric.hosts}
+            for _, dp in ([(only, self.dps[only])] if only is not None
+                          else self._datapaths(self.edges)):
+                for g in group_mods(send, ips, add=initial):
+                    self._send(of.group_mod(dp, g))
+        return {str(cls): dict(b) for cls, b in send.items()}
 
     def _reconcile(self, node: str, up: bool, source: str, t_event: float) -> dict[str, Any]:
         """Apply one availability report; returns what was done (for the reporter)."""
@@ -276,7 +238,7 @@ class FogController(app_manager.OSKenApp):
     def _on_features(self, ev: Any) -> None:
         dp = ev.msg.datapath
         dpid = int(dp.id)
-        switch = self._switch_name(dpid)
+        switch = self.topo.switch_of_dpid(dpid)
         if switch is None:
             self._event(event="unknown_switch", dpid=dpid)
             return
@@ -329,26 +291,18 @@ class FogController(app_manager.OSKenApp):
     @set_ev_cls(ofp_event.EventOFPPortStatus, MAIN_DISPATCHER)
     def _on_port_status(self, ev: Any) -> None:
         t = time.monotonic()
-        desc = ev.msg.desc
-        ofp = ev.msg.datapath.ofproto
+        desc, ofp = ev.msg.desc, ev.msg.datapath.ofproto
         switch = self.names.get(int(ev.msg.datapath.id))
         if switch is None:
             return
         down = bool(desc.state & ofp.OFPPS_LINK_DOWN) or bool(desc.config & ofp.OFPPC_PORT_DOWN)
-        peer = self.topo.peer(switch, desc.port_no)
-        if peer is None:
-            return
-        g = self.topo.graph
-        if g.nodes[peer]["kind"] == "switch":
-            # the link state is updated here, in event order, and each transition (a link
-            # fails while either end is down) re-routes once
-            edge = g.edges[switch, peer]
-            link = str(edge["id"])
-            up = self.links.report(link, edge["ports"], switch, int(desc.port_no), down)
-            if up is not None:
-                hub.spawn(self._reroute, link, up, t)
-        elif g.nodes[peer]["role"] == Role.OFN.value:
-            hub.spawn(self._reconcile, peer, not down, "port_status", t)
+        # the link state is updated here, in event order: each transition (a link fails
+        # while either end is down) re-routes once; an OFN's port is its availability
+        change = port_change(self.topo, self.links, switch, int(desc.port_no), down)
+        if change is not None and change[0] == "link":
+            hub.spawn(self._reroute, change[1], change[2], t)
+        elif change is not None:
+            hub.spawn(self._reconcile, change[1], change[2], "port_status", t)
 
     @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)
     def _on_packet_in(self, ev: Any) -> None:
@@ -379,20 +333,11 @@ class FogController(app_manager.OSKenApp):
         """The cluster view with each worker's current load, asked over its control socket."""
         with self._lock:  # a consistent snapshot; the workers are asked outside the lock
             view = self.cluster.view()
-        nodes = []
-        for n in view.nodes:
-            path = self.worker_sockets.get(n.name)
-            load, work = None, None
-            if path is not None:
-                try:
-                    stats = unix_call(path, {"cmd": "stats"}, timeout=0.2)
-                    load = int(stats["in_system"])
-                    work = float(stats["work_left_ms"])
-                except (OSError, ValueError, KeyError, TypeError):
-                    pass
-            nodes.append(replace(n, in_system=load, work_left=work,
-                                 measured_rt_ms=self.rt.stats.recent(n.name)))
-        return ClusterView(tuple(nodes))
+        return loaded_view(view, self._worker_stats, self.rt.stats.recent)
+
+    def _worker_stats(self, node: str) -> dict[str, Any] | None:
+        path = self.worker_sockets.get(node)
+        return None if path is None else unix_call(path, {"cmd": "stats"}, timeout=0.2)
 
     # -- response time as the network sees it (controller.rt_measure) ---------------
     def _observe(self, seg: Segment, t: float, node: str | None = None) -> None:
@@ -410,15 +355,20 @@ class FogController(app_manager.OSKenApp):
         cls = TaskClass.HP if (ip.tos >> 2) == DSCP_HP else TaskClass.LP
         src = next((h.name for h in self.fabric.hosts if h.ip == ip.src), ip.src)
         view = self._live_view()
-        # packet-ins are handled one at a time (os-ken's event thread): decide needs no lock
-        t0 = time.perf_counter()
-        request = Request(cls, src)
-        node = self.policy.decide(view, request)
-        decide_ms = (time.perf_counter() - t0) * 1000.0  # the policy's own time (issue 9)
-        worker_ip = self.fabric.host(node).ip
-        path = (self._install_path(view, request, node, seg.src_port)
-                if self.router is not None and src in self.topo.graph else None)
-        self._append_learning_curve()
+        # packet-ins are handled one at a time (os-ken's event thread): no lock; its own
+        # path's rules (seed 002a) go first, the far switches' before the edge's
+        c = self.running.connection(view, Request(cls, src), seg.src_port, self.topo,
+                                    lambda: time.monotonic() * self._model_ms_per_s,
+                                    self._path_idle_s)
+        dps = {self.names[i]: d for i, d in self._datapaths(c.path)} if c.path else {}
+        for switch, f in c.path_flows:
+            if switch in dps:
+                self._send(of.flow_mod(dps[switch], f))
+        if c.curve_rows:  # an online learner's epochs as they close (controller.learner_reports)
+            head = "" if self._curve_path.exists() else CURVE_COLUMNS
+            with open(self._curve_path, "a") as fh:
+                fh.write(head + c.curve_rows)
+        worker_ip = self.fabric.host(c.node).ip
         self._send(of.flow_mod(dp, connection_flow(ip.src, seg.src_port, self.fabric.vip,
                                                    seg.dst_port, worker_ip)))
         # The SYN is committed and NATed by the packet-out itself: re-injecting it into
@@ -429,110 +379,46 @@ class FogController(app_manager.OSKenApp):
                                  in_port=msg.match["in_port"]))
         if self.measure_rt and self.rt.sampled(seg.src_port):  # the decision's SYN
             self._observe(Segment(ip.src, seg.src_port, ip.dst, seg.dst_port, seg.seq,
-                                  seg.bits), t_in, node)
-        describe = getattr(self.policy.policy, "describe", None)  # a learning agent's state
+                                  seg.bits), t_in, c.node)
         self._event(event="decision", cls=str(cls), client=src, port=seg.src_port,
-                    flags=seg.bits, node=node, decide_ms=round(decide_ms, 4),
-                    load={n.name: n.in_system for n in view.nodes}, path=path,
-                    **({"agent": describe()} if describe is not None else {}))
-
-    def _append_learning_curve(self) -> None:
-        """An online learner's epochs, to learning_curve.csv as they close (any learning
-        policy, whether or not it chooses paths)."""
-        curve = self.policy.policy.learning_curve()
-        if len(curve) > self._curve_rows:
-            out = self.events_path.with_name("learning_curve.csv")
-            head = "" if out.exists() else curve[0].COLUMNS  # a restarted controller appends
-            with open(out, "a") as fh:
-                fh.write(head + "".join(e.csv_row() for e in curve[self._curve_rows:]))
-            self._curve_rows = len(curve)
-
-    def _install_path(self, view: ClusterView, request: Request, node: str,
-                      client_port: int) -> list[str]:
-        """Seed 002a: the policy's path for this connection, installed on every switch of
-        it, the far ones first (the edge's rule goes with the SYN's packet-out)."""
-        assert self.router is not None
-        option = self.router.choose(
-            lambda menu: self.policy.choose_path(view, request, node, menu), request.client,
-            node, time.monotonic() * self._model_ms_per_s)
-        dps = {self.names[i]: dp for i, dp in self._datapaths(list(option.switches))}
-        for switch, f in reversed(path_flows(self.topo, option.switches, request.client, node,
-                                             client_port, self._path_idle_s)):
-            if switch in dps:
-                self._send(of.flow_mod(dps[switch], f))
-        return list(option.switches)
+                    flags=seg.bits, node=c.node, decide_ms=round(c.decide_ms, 4),
+                    load={n.name: n.in_system for n in view.nodes}, path=c.path,
+                    **({"agent": c.agent} if c.agent is not None else {}))
 
     # -- registrations (OFN join/leave, from the mobility model) ---------------------
     def start(self) -> Any:
         thread = super().start()
-        hub.spawn(self._registration_server)
+        hub.spawn(serve_unix, self.registration_path, lambda conn: answer_one(
+            conn, self._registration, 5.0,
+            (OSError, ValueError, KeyError, TypeError, AttributeError)), hub.spawn)
         return thread
 
-    def _registration_server(self) -> None:
-        path = self.registration_path
-        path.unlink(missing_ok=True)
-        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        srv.bind(str(path))
-        srv.listen(16)
-        while True:
-            conn, _ = srv.accept()
-            hub.spawn(self._registration, conn)
-
-    def _registration(self, conn: socket.socket) -> None:
-        with conn:
-            try:
-                conn.settimeout(5.0)
-                msg = json.loads(recv_line(conn).decode())
-                if msg.get("cmd") == "policy":  # a policy swap (issue 21)
-                    out = self._swap_policy(msg["spec"])
-                    send_json(conn, out)
-                    return
-                node, state = str(msg["node"]), str(msg["state"])
-                if state not in ("available", "unavailable"):
-                    raise ValueError(f"state: must be available or unavailable, got {state!r}")
-                if node not in self.cluster.nodes:
-                    raise ValueError(f"node: unknown node {node!r}")
-                t = float(msg.get("t", time.monotonic()))
-                out = self._reconcile(node, state == "available", "registration", t)
-            except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-                out = {"error": str(err).splitlines()[0] if str(err) else repr(err)}
-            with suppress(OSError):
-                send_json(conn, out)
+    def _registration(self, msg: Any) -> dict[str, Any]:
+        if msg.get("cmd") == "policy":  # a policy swap (issue 21)
+            return self._swap_policy(msg["spec"])
+        node, up, t = availability_request(msg, self.cluster.nodes, time.monotonic())
+        return self._reconcile(node, up, "registration", t)
 
     # -- policy swap (issue 21; controller.policy_swap) ----------------------------------
-    @staticmethod
-    def _path_router(scenario: Scenario, policy: Policy) -> PathRouter | None:
-        """The menus of a policy that chooses each connection's path (seed 002a)."""
-        return PathRouter.of(scenario, k_paths(policy.spec.params)) \
-            if policy.chooses_paths else None
-
     def _swap_policy(self, spec: Any) -> dict[str, Any]:
         """Build the new policy (nothing changes if that fails), swap it in under the
         cluster lock, and bring every edge switch's dispatch to it: the select groups
         rewritten, and the dispatch rules changed where the policy's kind (proactive or
         per-request) changed. Answers once the barrier replies are in."""
-        from fogsdn.scenario import PolicySpec
-
         t_event = time.monotonic()
         try:
-            sc, built = build_swap(self.scenario, PolicySpec.model_validate(spec))
+            sc, built = build_swap(self.running.scenario, PolicySpec.model_validate(spec))
+            run = self.running.swapped(sc, built)
         except (SwapError, ValueError) as err:
             return {"error": str(err).splitlines()[0]}
         with self._lock:
-            was_proactive = not self._per_request
-            self.scenario = sc
-            self.policy = GuardedPolicy(built, random.Random(sc.seed), self._policy_failed)
-            self._per_request = is_per_request(built)
-            self.router = self._path_router(sc, built)
-            self._curve_rows = 0  # the new policy's own learning curve, if it learns
-            proactive = not self._per_request
+            was, self.running = self.running, run
             groups = (self._install_groups(initial=not self._installed)
-                      if proactive else {})
+                      if not run.per_request else {})
             for dpid, dp in self._datapaths(self.edges):
-                switch = self.names[dpid]
-                gone, send = flow_changes(
-                    base_flows(self.topo, switch, self.hops, was_proactive, self.measure_rt),
-                    base_flows(self.topo, switch, self.hops, proactive, self.measure_rt))
+                gone, send = dispatch_changes(self.topo, self.names[dpid], self.hops,
+                                              not was.per_request, not run.per_request,
+                                              self.measure_rt)
                 for f in send:  # the new rules first: no new connection finds none
                     self._send(of.flow_mod(dp, f))
                 for f in gone:
@@ -540,7 +426,7 @@ class FogController(app_manager.OSKenApp):
         ok = self._barrier(self.edges)
         t_done = time.monotonic()
         self._event(event="policy_swap", policy=built.name, spec=sc.policy.model_dump(),
-                    per_request=self._per_request, t_event=t_event, t_installed=t_done,
+                    per_request=run.per_request, t_event=t_event, t_installed=t_done,
                     barrier_ok=ok, groups=groups)
-        return {"ok": True, "policy": built.name, "per_request": self._per_request,
+        return {"ok": True, "policy": built.name, "per_request": run.per_request,
                 "installed": ok, "t_installed": t_done, "groups": groups}

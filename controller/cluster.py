@@ -1,5 +1,5 @@
 """The controller's view of the cluster and its links: who is up, fed by PortStatus and
-registrations (pure).
+registrations, and each node's load as its worker reports it (pure).
 
 PortStatus arrives 2-3 times per link-down and once per link-up (docs/architecture.md), and a
 registration may repeat what PortStatus said: only transitions change the view.
@@ -7,9 +7,12 @@ registration may repeat what PortStatus said: only transitions change the view.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
+from controller.pipeline import Topology
 from controller.policies import ClusterView, NodeView, node_view
 from fogsdn.scenario import Role, Scenario
 
@@ -60,3 +63,40 @@ class LinkState:
             return None
         (self.failed.add if failed else self.failed.discard)(link)
         return not failed
+
+
+def port_change(topo: Topology, links: LinkState, switch: str, port: int, down: bool
+                ) -> tuple[Literal["link", "node"], str, bool] | None:
+    """What a PortStatus of `switch`'s `port` (down or up) changes: ("link", its id, up)
+    where it turns a switch-to-switch link's state (`links` records it, in event order),
+    ("node", the OFN, up) for an OFN's own port; None for anything else."""
+    peer = topo.peer(switch, port)
+    if peer is None:
+        return None
+    g = topo.graph
+    if g.nodes[peer]["kind"] == "switch":
+        edge = g.edges[switch, peer]
+        link = str(edge["id"])
+        up = links.report(link, edge["ports"], switch, port, down)
+        return None if up is None else ("link", link, up)
+    if g.nodes[peer]["role"] == Role.OFN.value:
+        return "node", peer, not down
+    return None
+
+
+def loaded_view(view: ClusterView, stats: Callable[[str], Mapping[str, Any] | None],
+                recent_rt_ms: Callable[[str], float | None]) -> ClusterView:
+    """`view` with each node's load now, from its worker's `stats` answer (`in_system`,
+    `work_left_ms`; None where there is no answer or it does not read), and the response
+    time measured of it lately (per-request policies read both)."""
+    nodes = []
+    for n in view.nodes:
+        load, work = None, None
+        with suppress(OSError, KeyError, TypeError, ValueError):  # a worker not answering
+            answer = stats(n.name)
+            if answer is not None:
+                load = int(answer["in_system"])
+                work = float(answer["work_left_ms"])
+        nodes.append(replace(n, in_system=load, work_left=work,
+                             measured_rt_ms=recent_rt_ms(n.name)))
+    return ClusterView(tuple(nodes))

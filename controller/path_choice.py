@@ -5,8 +5,9 @@ The candidates are the k shortest loop-free paths by delay (`fogsdn.routing.k_sh
 ties to fewer hops) over the scenario's graph; `PathRouter.choose` hands a policy the menu
 with what each option would wake now (`models.network_power.PortActivity`), takes the
 option it names and marks its ports used. The simulator then times and prices the request
-on that path; the live controller installs it end to end (`controller.pipeline.path_flows`)
-for that connection only, so connections in flight keep theirs.
+on that path; the live controller installs it end to end (`connection_path`, the rules of
+`controller.pipeline.path_flows`) for that connection only, so connections in flight keep
+theirs.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import networkx as nx
 
-from controller.policies import PolicyError
+from controller.pipeline import Flow, Topology, path_flows
+from controller.policies import Policy, PolicyError
 from fogsdn.latency import PathTiming
 from fogsdn.routing import k_shortest_paths
 from fogsdn.scenario import Scenario, scenario_graph
@@ -80,4 +82,24 @@ def k_paths(params: Mapping[str, object]) -> int:
     return k
 
 
-__all__ = ["K_PATHS_DEFAULT", "PathRouter", "candidate_paths", "k_paths"]
+def path_router(scenario: Scenario, policy: Policy) -> PathRouter | None:
+    """The router of a policy that chooses each connection's path, as every engine builds
+    it; None for a policy that does not."""
+    return PathRouter.of(scenario, k_paths(policy.spec.params)) if policy.chooses_paths \
+        else None
+
+
+def connection_path(router: PathRouter, ask: Callable[[PathMenu], int], topo: Topology,
+                    client: str, node: str, client_port: int, t_ms: float, idle_s: int
+                    ) -> tuple[PathOption, list[tuple[str, Flow]]]:
+    """The live controller's side (seed 002a): the option `ask` names for one connection
+    from `client`'s `client_port` to `node`, and its rules as (switch, rule) in the order
+    they are sent, the far switches first (the client's edge's rule goes last, just before
+    the SYN's packet-out)."""
+    option = router.choose(ask, client, node, t_ms)
+    flows = path_flows(topo, option.switches, client, node, client_port, idle_s)
+    return option, flows[::-1]
+
+
+__all__ = ["K_PATHS_DEFAULT", "PathRouter", "candidate_paths", "connection_path", "k_paths",
+           "path_router"]

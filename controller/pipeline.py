@@ -167,7 +167,10 @@ class Topology:
         return len(self.switches()) == 1
 
     def switch_of_dpid(self, dpid: int) -> str | None:
-        return next((n for n in self.switches() if self.graph.nodes[n]["dpid"] == dpid), None)
+        """The switch a datapath is; on a one-switch topology any datapath is that switch
+        (several may connect, as the controller benchmark's fake switches do)."""
+        name = next((n for n in self.switches() if self.graph.nodes[n]["dpid"] == dpid), None)
+        return self.switches()[0] if name is None and self.single() else name
 
     def peer(self, switch: str, port: int) -> str | None:
         """The node at the other end of `switch`'s `port` (None: no link there)."""
@@ -398,6 +401,16 @@ def stage_flows(topo: Topology, switch: str, stage_ips: Sequence[str]) -> list[F
                         eth_type=ETH_IPV4, ip_proto=6, ipv4_dst=topo.vip,
                         tcp_dst=topo.service_port + 1 + i, ct_state=CT_NEW_TRK))
     return out
+
+
+def switch_start(topo: Topology, switch: str, hops: NextHops, proactive: bool, measure_rt: int,
+                 stage_ips: Sequence[str]) -> tuple[list[GroupMod], list[Flow], SwitchTables]:
+    """What a switch is sent as it connects, in order: its fast-failover groups, then the
+    flows (`base_flows`, then the size-based `stage_flows`); and what it then holds."""
+    groups = failover_groups(topo, switch, hops, add=True)
+    flows = base_flows(topo, switch, hops, proactive, measure_rt) + stage_flows(
+        topo, switch, stage_ips)
+    return groups, flows, SwitchTables.installed(groups, forward_flows(topo, switch, hops))
 
 
 def connection_actions(worker_ip: str) -> tuple[Action, ...]:

@@ -6,7 +6,9 @@ The runner checks a swap (the policy checker, `controller.policies.check`) and s
 the resolved spec to the controller; the controller builds it again in its own process
 (loading a policy file runs code in every process that uses it, as `make_policy` does
 everywhere) and swaps it between two packet-ins. A request that fails anywhere changes
-nothing: each step raises `SwapError` with one line.
+nothing: each step raises `SwapError` with one line. The controller then replaces its
+`controller.running_policy.RunningPolicy` whole, and the edge switches' dispatch rules
+change as `dispatch_changes` says.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from controller.pipeline import Flow
+from controller.pipeline import Flow, Topology, base_flows
 from controller.policies import Policy, PolicyError, make_policy, probe_policy, stage_plan
 from controller.policies.check import check_policy
+from fogsdn.routing import NextHops
 from fogsdn.scenario import PolicySpec, Scenario, ScenarioError, absolute_policy_module
 from fogsdn.stages import StagePlan
 
@@ -79,13 +82,13 @@ def swapped_scenario(scenario: Scenario, spec: PolicySpec) -> Scenario:
         raise SwapError(str(err).splitlines()[0]) from None
 
 
-def _stages(sc: Scenario) -> StagePlan:
-    """The stage rules a controller sets up for `sc` (none where the policy gives no
-    cutoffs, as the controller decides it)."""
+def live_stages(sc: Scenario) -> tuple[StagePlan, str | None]:
+    """The stage rules a controller sets up for `sc` (size-based, seed 002b), and why
+    there are none where the policy gives no cutoffs (e.g. TAGS with no stable ones)."""
     try:
-        return stage_plan(sc)
-    except PolicyError:
-        return StagePlan("none")
+        return stage_plan(sc), None
+    except PolicyError as err:
+        return StagePlan("none"), str(err)
 
 
 def restarted_scenario(scenario: Scenario, spec_json: str | None) -> Scenario:
@@ -109,7 +112,7 @@ def build_swap(scenario: Scenario, spec: PolicySpec) -> tuple[Scenario, Policy]:
         if sc.policy.name != built.name:
             sc = swapped_scenario(sc, sc.policy.model_copy(update={"name": built.name}))
         probe_policy(built, sc)
-        before, after = _stages(scenario), _stages(sc)
+        before, after = live_stages(scenario)[0], live_stages(sc)[0]
     except PolicyError as err:
         raise SwapError(str(err).splitlines()[0]) from None
     if before != after:
@@ -138,3 +141,11 @@ def flow_changes(old: Sequence[Flow], new: Sequence[Flow]) -> tuple[list[Flow], 
     gone = [f for e, f in have.items() if e not in want]
     send = [f for e, f in want.items() if have.get(e) != f]
     return gone, send
+
+
+def dispatch_changes(topo: Topology, switch: str, hops: NextHops, was_proactive: bool,
+                     proactive: bool, measure_rt: int) -> tuple[list[Flow], list[Flow]]:
+    """`flow_changes` at one switch when the dispatch goes from proactive (select groups)
+    to per-request or back; none where the kind stays."""
+    return flow_changes(base_flows(topo, switch, hops, was_proactive, measure_rt),
+                        base_flows(topo, switch, hops, proactive, measure_rt))

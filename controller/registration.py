@@ -3,12 +3,14 @@ controller (stdlib only).
 
 Seed 000 has OFNs announce entering and leaving to the AP (cellular registration);
 here the mobility model speaks for the OFN over the controller's Unix socket, and
-the answer comes once the new rules are in (barrier reply).
+the answer comes once the new rules are in (barrier reply). `availability_request` is
+the controller's reading of such a request.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,3 +30,15 @@ def swap_policy(path: str | Path, spec: dict[str, Any], timeout: float = 10.0
     """Have the controller run another policy (a resolved `PolicySpec` as a dict,
     controller.policy_swap); returns once the switches hold its rules, or `error`."""
     return unix_call(path, {"cmd": "policy", "spec": spec}, timeout)
+
+
+def availability_request(msg: Mapping[str, Any], nodes: Collection[str], now: float
+                         ) -> tuple[str, bool, float]:
+    """(node, available, when) of a `register` request to the controller, stamped `now`
+    where it says not when; ValueError (or KeyError) for one it cannot apply."""
+    node, state = str(msg["node"]), str(msg["state"])
+    if state not in ("available", "unavailable"):
+        raise ValueError(f"state: must be available or unavailable, got {state!r}")
+    if node not in nodes:
+        raise ValueError(f"node: unknown node {node!r}")
+    return node, state == "available", float(msg.get("t", now))

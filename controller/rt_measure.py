@@ -285,6 +285,15 @@ class RtRecorder:
     expire_every_s: float = 1.0
     last_expiry: float = 0.0  # when stale entries were last expired (the timer's clock)
 
+    @classmethod
+    def of_run(cls, time_scale: float, timeout_ms: float, vip: str,
+               node_of_ip: Mapping[str, str], mask: int, now: float) -> RtRecorder:
+        """A live run's recorder (`time_scale`: real ms per model ms; `now`: the clock at
+        start): a connection open past twice the request timeout, or 2 s, is abandoned."""
+        timer = ConnectionTimer(time_scale / 1000.0,
+                                max_open_s=max(2.0, 2 * timeout_ms * time_scale / 1000.0))
+        return cls(timer, vip, node_of_ip, mask, last_expiry=now)
+
     def sampled(self, client_port: int) -> bool:
         """Whether the connection from `client_port` is one of those timed."""
         return not client_port & self.mask

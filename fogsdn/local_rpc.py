@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,33 @@ def unix_call(path: str | Path, request: dict[str, Any], timeout: float = 2.0) -
     if not isinstance(answer, dict):
         raise ValueError(f"{path}: answer is not a JSON object")
     return answer
+
+
+def serve_unix(path: Path, handle: Callable[[socket.socket], object],
+               spawn: Callable[..., object], backlog: int = 16) -> None:
+    """Listen on a fresh Unix socket at `path` for ever, each connection handed to `handle`
+    in a task of its own (`spawn`: the caller's threads, e.g. os-ken's hub)."""
+    path.unlink(missing_ok=True)
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(str(path))
+    srv.listen(backlog)
+    while True:
+        conn, _ = srv.accept()
+        spawn(handle, conn)
+
+
+def answer_one(conn: socket.socket, answer: Callable[[Any], dict[str, Any]], timeout: float,
+               errors: tuple[type[Exception], ...]) -> None:
+    """Read one JSON request from `conn` and send `answer`'s reply, or `{"error": its
+    first line}` where reading or answering raised one of `errors`; then close it."""
+    with conn:
+        try:
+            conn.settimeout(timeout)
+            out = answer(json.loads(recv_line(conn).decode()))
+        except errors as err:
+            out = {"error": str(err).splitlines()[0] if str(err) else repr(err)}
+        with suppress(OSError):  # the caller gave up waiting
+            send_json(conn, out)
 
 
 def write_json_atomic(path: Path, obj: object) -> None:

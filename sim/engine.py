@@ -58,7 +58,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from controller.path_choice import PathRouter, k_paths
+from controller.path_choice import path_router
 from controller.policies import (
     ClusterView,
     NodeView,
@@ -180,8 +180,7 @@ def simulate(
     net_ms = [v.net_ms for v in base_view]
     last = [0.0] * nn  # single server: when its last accepted request completes
     # seed 002a: each request's path among the k shortest (controller.path_choice)
-    router = PathRouter.of(scenario, k_paths(policy.spec.params)) if policy.chooses_paths \
-        else None
+    router = path_router(scenario, policy)
     chosen: dict[tuple[int, int], PathOption] = paths if paths is not None else {}
     fn0 = next(k for k in range(nn) if roles[k] is Role.FN)  # handoff target
 

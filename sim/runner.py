@@ -18,6 +18,7 @@ from typing import Any, cast
 
 from analysis.metrics import MeasuredAccumulator, replications_ci
 from analysis.model_params import capacity_mean_prediction
+from controller.learner_reports import CURVE_FILE, curve_text
 from controller.policies import make_policy
 from fogsdn.latency import request_network
 from fogsdn.scenario import Scenario, ScenarioError, scenario_graph
@@ -103,9 +104,8 @@ def run_simulation(
     samples = power.samples()
     (out_dir / "power.csv").write_text(power_csv_text(samples))
     curve = policy.learning_curve()  # an online learner's epochs (seed 002a's path_rnn)
-    if curve:
-        (out_dir / "learning_curve.csv").write_text(
-            curve[0].COLUMNS + "".join(e.csv_row() for e in curve))
+    if curve:  # the live controller's columns, one policy epoch (controller.learner_reports)
+        (out_dir / CURVE_FILE).write_text(curve_text(policy.name, curve))
     summary: RunSummary = {
         "engine": "simulate",
         "scenario": scenario.name,

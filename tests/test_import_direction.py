@@ -26,7 +26,8 @@ PURE = ("fogsdn", "models", "controller.policies", "controller.flow_tables",
         "nodes.protocol", "nodes.service_queue", "nodes.ncs", "topologies.city_latency",
         "topologies.city_layout", "topologies.city_net", "topologies.mobility_traces",
         "topologies.link_params", "sim.rows", "sim.policy_tables",
-        "controller.policy_swap", "runner.view_state")
+        "controller.policy_swap", "runner.view_state", "controller.path_choice",
+        "controller.learner_reports", "controller.running_policy")
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     # importer -> what it must not import
     "fogsdn": ("models", "controller", "analysis", "sim", "runner", "nodes", "topologies",

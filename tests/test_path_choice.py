@@ -184,8 +184,11 @@ def test_the_rnn_learns_online_and_keeps_a_curve(scenario: Scenario, tmp_path: P
         name="path_rnn", params={"epoch_requests": 100})})
     run_simulation(sc, tmp_path, requests=3000, compare=False)
     with open(tmp_path / "learning_curve.csv") as fh:
-        curve = [Epoch(int(r["decisions"]), r["action"], float(r["response_ms"]),
-                       float(r["network_w"]), float(r["goal"])) for r in csv.DictReader(fh)]
+        rows = list(csv.DictReader(fh))
+    # one learner, one policy epoch: the live controller's columns (controller.learner_reports)
+    assert {(r["policy_epoch"], r["policy"]) for r in rows} == {("0", "path_rnn")}
+    curve = [Epoch(int(r["decisions"]), r["action"], float(r["response_ms"]),
+                   float(r["network_w"]), float(r["goal"])) for r in rows]
     # an epoch closes at the first connection after every 100th: 100, 200, ..., 2900
     assert [e.decisions for e in curve] == list(range(100, 3000, 100))
     assert curve[0].goal == pytest.approx(1.0)  # the first epoch is the reference

@@ -25,6 +25,8 @@ from controller.pipeline import (
     forward_flows,
     group_mods,
     sample_mask,
+    stage_flows,
+    switch_start,
 )
 from fogsdn.routing import next_hops, shortest_path
 from fogsdn.scenario import TaskClass, parse_scenario, scenario_graph
@@ -286,3 +288,19 @@ def test_measuring_one_connection_in_n_copies_only_its_ports() -> None:
     assert sample_mask(1) == 0 and sample_mask(8) == 0b1110
     with pytest.raises(ValueError, match="power of two"):
         sample_mask(6)
+
+
+def test_a_connecting_switch_gets_its_groups_then_base_then_stage_flows() -> None:
+    g = scenario_graph(parse_scenario(scenario_dict()))
+    topo, hops = Topology.of(g), next_hops(g)
+    (edge,) = edge_switches(topo)
+    ips = ["10.0.0.1", "10.0.0.2"]
+    groups, flows, tables = switch_start(topo, edge, hops, True, 0, ips)
+    assert groups == failover_groups(topo, edge, hops, add=True)
+    assert flows == base_flows(topo, edge, hops, True, 0) + stage_flows(topo, edge, ips)
+    assert len(stage_flows(topo, edge, ips)) == 2  # one per stage, on the edge switch
+    # it then holds table 2 as sent: a re-route along the same paths changes nothing
+    assert tables.changes(failover_groups(topo, edge, hops, add=False),
+                          forward_flows(topo, edge, hops)) == ([], [])
+    assert switch_start(topo, edge, hops, False, 0, [])[1] == base_flows(topo, edge, hops,
+                                                                         False, 0)

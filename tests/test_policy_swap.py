@@ -14,7 +14,9 @@ from controller.policy_swap import (
     SwapError,
     build_swap,
     checked_swap,
+    dispatch_changes,
     flow_changes,
+    live_stages,
     swap_spec,
 )
 from fogsdn.routing import next_hops
@@ -34,6 +36,27 @@ class NoLp(Policy):
 
     def routes(self, view: ClusterView) -> RouteTable:
         return {TaskClass.HP: {"fn": 1.0}}
+'''
+
+
+NO_CUTOFFS = '''
+from dataclasses import dataclass
+from typing import ClassVar
+
+from controller.policies.base import ClusterView, Policy, RouteTable
+from fogsdn.scenario import TaskClass
+from fogsdn.stages import StagePlan
+
+
+@dataclass
+class NoCutoffs(Policy):
+    name: ClassVar[str] = "no_cutoffs"
+
+    def routes(self, view: ClusterView) -> RouteTable:
+        return {TaskClass.HP: {"fn": 1.0}, TaskClass.LP: {"fn": 1.0}}
+
+    def stages(self, view: ClusterView) -> StagePlan:
+        raise ValueError("no cutoffs here")
 '''
 
 
@@ -128,6 +151,34 @@ def test_flow_changes_between_dispatch_kinds() -> None:
     assert after == {f.entry: f for f in per}
     assert sent <= {f.entry for f in per}
     assert flow_changes(pro, pro) == ([], [])
+
+
+def test_dispatch_changes_at_an_edge_switch_only_where_the_kind_changes() -> None:
+    sc = _sc()
+    g = scenario_graph(sc)
+    topo = Topology.of(g)
+    sw, hops = edge_switches(topo)[0], next_hops(g)
+    pro, per = _dispatch(True), _dispatch(False)
+    assert dispatch_changes(topo, sw, hops, True, False, 16) == flow_changes(pro, per)
+    assert dispatch_changes(topo, sw, hops, False, True, 16) == flow_changes(per, pro)
+    for kind in (True, False):
+        assert dispatch_changes(topo, sw, hops, kind, kind, 16) == ([], [])
+
+
+def test_live_stages_none_with_the_reason_where_the_policy_cannot_say(tmp_path: Path) -> None:
+    plan, why = live_stages(_sc())  # prioritized: no stages, nothing wrong
+    assert (plan.kind, why) == ("none", None)
+    f = tmp_path / "no_cutoffs.py"
+    f.write_text(NO_CUTOFFS)
+    plan, why = live_stages(_sc(policy={"name": "", "module": str(f)}))
+    assert plan.kind == "none" and why is not None and "no cutoffs here" in why
+    sized = _sc(workload={"size": {"distribution": "bounded_pareto", "shape": 1.5,
+                                   "low": 0.5, "high": 50.0}},
+                nodes=[{"name": "h1", "role": "fn", "mu": 1.0, "capacity": 20},
+                       {"name": "h2", "role": "fn", "mu": 1.0, "capacity": 20}],
+                churn={"eta": 0.0, "xi": 0.0}, policy={"name": "sita_e"})
+    plan, why = live_stages(sized)
+    assert (plan.kind, plan.hosts, why) == ("sita", ("h1", "h2"), None)
 
 
 def test_restarted_controller_runs_the_swapped_policy() -> None:

@@ -247,3 +247,11 @@ def test_recorder_expires_stale_connections_about_once_a_second() -> None:
     assert not rec.expire_due(2.0)
     assert rec.expire_due(2.6) and rec.timer.open == {}  # open 2.1 s > max_open_s
     assert rec.timer.counts["abandoned"] == 1
+
+
+def test_a_runs_recorder_abandons_after_twice_the_timeout_or_two_seconds() -> None:
+    rec = RtRecorder.of_run(5.0, 400.0, VIP, HOSTS, 0x1E, now=12.5)
+    assert (rec.timer.ms_real, rec.timer.max_open_s) == (MS_REAL, 4.0)  # 2 x 400 x 5 ms
+    assert (rec.vip, rec.mask, rec.last_expiry) == (VIP, 0x1E, 12.5)
+    assert dict(rec.node_of_ip) == HOSTS
+    assert RtRecorder.of_run(5.0, 100.0, VIP, HOSTS, 0, now=0.0).timer.max_open_s == 2.0

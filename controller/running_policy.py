@@ -1,0 +1,100 @@
+"""The policy the live controller runs now: the select groups its routes make, and what
+it decides for one new connection (pure; the os-ken adapter sends what it says).
+
+A policy swap (`controller.policy_swap`) replaces the `RunningPolicy` whole, as one
+attribute, so a packet-in sees the old policy or the new one, never a mix; each swap
+starts a new policy epoch (`controller.learner_reports`). For a connection the policy
+names the node; a policy that chooses paths (seed 002a) names the path too, whose rules
+go to its switches before the SYN's own; a learner's closed epochs and, now and then,
+its state come with it.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from controller.flow_tables import GROUP_ID, bucket_weights
+from controller.learner_reports import LearnerReports
+from controller.path_choice import PathRouter, connection_path, path_router
+from controller.pipeline import Flow, Topology
+from controller.policies import ClusterView, Policy, Request, is_per_request, routes_for
+from controller.policy_guard import GuardedPolicy
+from fogsdn.scenario import Scenario, TaskClass
+
+Buckets = list[tuple[str, int]]  # one select group's (node, weight), `bucket_weights`
+
+
+@dataclass(frozen=True)
+class ConnectionChoice:
+    """What the controller does for one new connection, besides its dispatch rule."""
+
+    node: str
+    decide_ms: float  # the policy's own time (issue 9)
+    path: list[str] | None  # the switches of its own path, for a policy that chooses paths
+    path_flows: list[tuple[str, Flow]]  # (switch, rule) in the order they are sent
+    curve_rows: str  # the learner's epochs that closed since (learning_curve.csv lines)
+    agent: dict[str, Any] | None  # a learning agent's state, in some decision events
+
+
+@dataclass(frozen=True)
+class RunningPolicy:
+    """The policy a controller runs now and what follows from it."""
+
+    scenario: Scenario  # with this policy
+    policy: GuardedPolicy  # each call guarded (controller.policy_guard)
+    per_request: bool  # `decide` per connection, as every engine asks it
+    router: PathRouter | None  # seed 002a: a policy that chooses each connection's path
+    reports: LearnerReports  # its policy epoch's learning curve and agent state
+
+    @classmethod
+    def start(cls, scenario: Scenario, built: Policy, on_failure: Callable[[str, str], None],
+              policy_epoch: int) -> RunningPolicy:
+        """`built` (the scenario's policy) run as policy epoch `policy_epoch`: its choices
+        drawn from the scenario's seed, its failures told to `on_failure`."""
+        return cls(scenario, GuardedPolicy(built, random.Random(scenario.seed), on_failure),
+                   is_per_request(built), path_router(scenario, built),
+                   LearnerReports(policy_epoch, built.name))
+
+    def swapped(self, scenario: Scenario, built: Policy) -> RunningPolicy:
+        """The next policy epoch, running `built` (`policy_swap.build_swap`'s answer)."""
+        return RunningPolicy.start(scenario, built, self.policy.on_failure,
+                                   self.reports.policy_epoch + 1)
+
+    def group_changes(self, view: ClusterView, installed: Mapping[TaskClass, Buckets],
+                      initial: bool) -> dict[TaskClass, Buckets]:
+        """Each class's select-group buckets from the routes for `view`, where they differ
+        from `installed` (every class where `initial`); none for a per-request policy."""
+        if self.per_request:
+            return {}
+        table = self.policy.routes(view)
+        wanted = {cls: bucket_weights(routes_for(table, cls)) for cls in GROUP_ID}
+        return {cls: b for cls, b in wanted.items() if initial or installed.get(cls) != b}
+
+    def connection(self, view: ClusterView, request: Request, client_port: int,
+                   topo: Topology, model_ms: Callable[[], float], idle_s: int
+                   ) -> ConnectionChoice:
+        """Decide one connection from `request.client`'s `client_port` in `view`, and its
+        own path (a policy that chooses paths, a client on the topology): the menu as it
+        is once the node is chosen (`model_ms`: the clock), rules that expire `idle_s`
+        after the connection's last packet."""
+        t0 = time.perf_counter()
+        node = self.policy.decide(view, request)
+        decide_ms = (time.perf_counter() - t0) * 1000.0
+        path: list[str] | None = None
+        flows: list[tuple[str, Flow]] = []
+        if self.router is not None and request.client in topo.graph:
+            option, flows = connection_path(
+                self.router, lambda menu: self.policy.choose_path(view, request, node, menu),
+                topo, request.client, node, client_port, model_ms(), idle_s)
+            path = list(option.switches)
+        learner = self.policy.policy
+        return ConnectionChoice(node, decide_ms, path, flows,
+                                self.reports.new_rows(learner.learning_curve()),
+                                self.reports.agent_state(learner))
+
+
+__all__ = ["Buckets", "ConnectionChoice", "RunningPolicy"]
