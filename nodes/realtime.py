@@ -19,15 +19,18 @@ def go_realtime(priority: int = 1) -> bool:
 
 def process_realtime(pid: int, priority: int = 1) -> set[int]:
     """SCHED_FIFO at `priority` for every ordinary thread of process `pid` now (threads it
-    starts later inherit it); returns the thread ids that were real-time already, for
-    `process_ordinary`. Used on the switch (ovs-vswitchd), whose forwarding and
-    revalidator threads otherwise wait behind the real-time workers on two cores
-    (docs/emulation.md)."""
+    starts later inherit it); returns the thread ids that were real-time already at
+    another priority or policy, for `process_ordinary` to leave alone. Used on the
+    switch (ovs-vswitchd), whose forwarding and revalidator threads otherwise wait
+    behind the real-time workers on two cores (docs/emulation.md)."""
     already = set()
     for tid in _threads(pid):
         try:
-            if os.sched_getscheduler(tid) != os.SCHED_OTHER:
-                already.add(tid)
+            policy = os.sched_getscheduler(tid)
+            if policy != os.SCHED_OTHER and not (
+                    policy == os.SCHED_FIFO and os.sched_getparam(tid).sched_priority == priority):
+                already.add(tid)  # someone else's real-time thread (at our priority: a
+                # killed run's leftover, which goes back at this run's end)
             else:
                 os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(priority))
         except OSError:

@@ -12,7 +12,8 @@ pipeline's per-connection dispatch (controller.pipeline.PerConnection), close th
   connection's first packet makes one such flow, and each OFN change revalidates them all.
 
 Both are daemon-wide; the previous values come back at teardown. A run killed
-outright (SIGKILL) leaves them set until the next run's teardown.
+outright (SIGKILL) leaves them set until the next run's teardown, which then gives the
+switch OVS's defaults (ordinary threads, no max-idle of its own).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ class SwitchTuning:
             self.notes.append("could not read the switch's other_config; max-idle unchanged")
             return
         self.max_idle = _other_config_value(before, "max-idle")
+        if self.max_idle == str(MAX_IDLE_MS):
+            self.max_idle = ""  # a killed run's leftover: the switch's default comes back
         if _vsctl("set", "Open_vSwitch", ".", f"other_config:max-idle={MAX_IDLE_MS}") is None:
             self.max_idle = None
             self.notes.append("could not set the switch's max-idle")

@@ -266,11 +266,14 @@ def test_default_run_serves_at_its_nominal_rate(tmp_path: Path) -> None:
     assert switch is not None
     assert all(os.sched_getscheduler(int(t)) == os.SCHED_OTHER
                for t in os.listdir(f"/proc/{switch}/task"))
-    # requests routed against the drawn OFN state: 1.4-4 % since each new connection is
-    # translated afresh (controller.pipeline.PerConnection), 8-11 % when the switch's
-    # cached flows kept the old choice (docs/emulation.md); 7 % leaves room for steal
+    # requests routed against the drawn OFN state: 1.4-1.6 % without steal since each new
+    # connection is translated afresh (controller.pipeline.PerConnection), 7-8 % without
+    # steal and 9-11 % at 7-14 % steal when the switch's cached flows kept the old choice
+    # (docs/emulation.md). CPU the hypervisor takes delays the rule installs too (measured
+    # with the fix: 5.5 % at 19 % steal, 8.9 % at 29 %), so the bound grows with it
+    steal = float(summary.get("cpu_steal_share") or 0.0)
     assert summary["routing"]["checked"] > 500
-    assert summary["routing"]["share"] < 0.07, summary["routing"]
+    assert summary["routing"]["share"] < 0.05 + 0.15 * steal, (steal, summary["routing"])
     rows = [r for r in read_trace(tmp_path / "default" / "trace.csv")
             if r.outcome is Outcome.OK and r.nominal_ms >= 0.5]  # above timer granularity
     for node in ("fn", "ofn1"):

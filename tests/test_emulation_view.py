@@ -216,6 +216,7 @@ def test_page_api_and_policy_swap_in_a_browser(live: LiveRun) -> None:
               "HP's select group to reach the OFN", 20, 0.25)
         page.wait_for_function("document.getElementById('policy').textContent === 'nodiff'",
                                timeout=5_000)
+        time.sleep(3.0)  # 150 model ms of nodiff: its epoch needs requests of both classes
 
         # a per-request policy: new connections go to the controller, not to a group
         assert any("group:" in ln for ln in _dispatch_rules(bridge))

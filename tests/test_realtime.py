@@ -26,7 +26,10 @@ def test_every_thread_goes_fifo_and_comes_back_ordinary() -> None:
         assert process_realtime(child.pid) == set()  # none was real-time before
         assert all(os.sched_getscheduler(t) == os.SCHED_FIFO for t in tids)
         assert all_realtime(child.pid)
-        assert process_realtime(child.pid) == set(tids)  # now all were
+        # at our own priority: a killed run's leftover, not kept
+        assert process_realtime(child.pid) == set()
+        os.sched_setscheduler(tids[1], os.SCHED_FIFO, os.sched_param(2))  # someone else's
+        assert process_realtime(child.pid) == {tids[1]}
         # a thread real-time before we came stays so; the rest, and any thread started
         # since (it inherits SCHED_FIFO), go back
         process_ordinary(child.pid, {tids[1]})
