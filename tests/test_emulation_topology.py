@@ -67,7 +67,11 @@ def test_link_failure_reroutes_and_keeps_established_connections(tmp_path: Path)
         t_end = time.monotonic()  # the teardown takes every link down after this
     assert [o is not None and o.lost for o in off] == [0, 0], off
     print("re-route", on)
-    assert all(o is not None and o.lost > 0 and 0 < o.recovery_ms < 1000 for o in on), on
+    # each failure on the path recovers within 1 s; one the real-time switch's fast-failover
+    # group takes before the next datagram is hitless (lost 0); at least one costs datagrams,
+    # so the failures did hit the stream's path
+    assert all(o is not None and (o.lost == 0 or 0 < o.recovery_ms < 1000) for o in on), on
+    assert sum(o.lost for o in on if o is not None) > 0, on
     for run in (fn_run, cloud_run):
         assert run["errors"] == [] and run["sent"] == run["echoed"] > 50, run
     events = [json.loads(ln) for ln in (tmp_path / "fail" / "controller-events.jsonl")
