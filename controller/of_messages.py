@@ -15,6 +15,7 @@ from os_ken.lib.packet import arp, ethernet, packet
 from controller.pipeline import (
     ETH_ARP,
     Action,
+    AnswerArp,
     Conntrack,
     Flood,
     Flow,
@@ -59,12 +60,37 @@ def of_action(dp: Any, a: Action) -> Any:
     raise TypeError(f"unknown pipeline action {a!r}")
 
 
+def of_actions(dp: Any, actions: Sequence[Action]) -> list[Any]:
+    """The actions in order; AnswerArp is several OpenFlow actions."""
+    out: list[Any] = []
+    for a in actions:
+        if isinstance(a, AnswerArp):
+            out += _answer_arp(dp, a)
+        else:
+            out.append(of_action(dp, a))
+    return out
+
+
+def _answer_arp(dp: Any, a: AnswerArp) -> list[Any]:
+    """The request made the reply in place: the asker's addresses become the target's,
+    (a.ip, a.mac) the sender's, and out of the port it came in on."""
+    ofp, parser = dp.ofproto, dp.ofproto_parser
+    return [parser.NXActionRegMove(src_field="eth_src", dst_field="eth_dst", n_bits=48),
+            parser.OFPActionSetField(eth_src=a.mac),
+            parser.OFPActionSetField(arp_op=2),
+            parser.NXActionRegMove(src_field="arp_sha", dst_field="arp_tha", n_bits=48),
+            parser.NXActionRegMove(src_field="arp_spa", dst_field="arp_tpa", n_bits=32),
+            parser.OFPActionSetField(arp_sha=a.mac),
+            parser.OFPActionSetField(arp_spa=a.ip),
+            parser.OFPActionOutput(ofp.OFPP_IN_PORT)]
+
+
 def flow_mod(dp: Any, f: Flow) -> Any:
     ofp, parser = dp.ofproto, dp.ofproto_parser
     inst: list[Any] = []
     if f.actions:
         inst.append(parser.OFPInstructionActions(
-            ofp.OFPIT_APPLY_ACTIONS, [of_action(dp, a) for a in f.actions]))
+            ofp.OFPIT_APPLY_ACTIONS, of_actions(dp, f.actions)))
     if f.goto is not None:
         inst.append(parser.OFPInstructionGotoTable(f.goto))
     return parser.OFPFlowMod(dp, table_id=f.table, priority=f.priority,
@@ -86,13 +112,13 @@ def group_mod(dp: Any, g: GroupMod) -> Any:
     cmd = ofp.OFPGC_ADD if g.add else ofp.OFPGC_MODIFY
     if g.kind == "fast_failover":
         buckets = [parser.OFPBucket(weight=0, watch_port=port, watch_group=ofp.OFPG_ANY,
-                                    actions=[of_action(dp, a) for a in acts])
+                                    actions=of_actions(dp, acts))
                    for port, (_, acts) in zip(g.watch_ports, g.buckets, strict=True)]
         return parser.OFPGroupMod(dp, cmd, ofp.OFPGT_FF, g.group_id, buckets)
     single = len(g.buckets) == 1
     buckets = [parser.OFPBucket(weight=0 if single else w, watch_port=ofp.OFPP_ANY,
                                 watch_group=ofp.OFPG_ANY,
-                                actions=[of_action(dp, a) for a in acts])
+                                actions=of_actions(dp, acts))
                for w, acts in g.buckets]
     # one bucket: an indirect group, applied inline. A select group hashes in the
     # datapath and recirculates, and that second pass is a cached flow keyed on the hash
@@ -116,7 +142,7 @@ def packet_out(dp: Any, actions: Sequence[Action], data: bytes, in_port: int | N
     ofp, parser = dp.ofproto, dp.ofproto_parser
     return parser.OFPPacketOut(dp, buffer_id=ofp.OFP_NO_BUFFER,
                                in_port=ofp.OFPP_CONTROLLER if in_port is None else in_port,
-                               actions=[of_action(dp, a) for a in actions], data=data)
+                               actions=of_actions(dp, actions), data=data)
 
 
 def arp_reply(request: arp.arp, vip: str, vip_mac: str) -> bytes:

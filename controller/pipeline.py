@@ -5,7 +5,8 @@ app only translates and sends them, so the pipeline is unit-tested against a fak
 flow table without root. OpenFlow 1.3 + OVS conntrack (measured in DESIGN):
 
   table 0  IPv6 dropped. ARP: for the service address, to the controller (it answers)
-           at switches with clients; on one switch other ARP is flooded, on many it is
+           at switches with clients; on one switch other ARP is flooded; on many a
+           request for a host is answered by the switch itself and other ARP is
            forwarded towards its target address (no flooding over loops). IPv4 that
            concerns a local client goes through ct(zone, nat) to table 1 (on one switch:
            all IPv4, as seed 000's star always did); other IPv4 skips to table 2.
@@ -42,6 +43,7 @@ ETH_IPV4, ETH_ARP, ETH_IPV6 = 0x0800, 0x0806, 0x86DD
 CT_NEW_TRK = (0x01 | 0x20, 0x01 | 0x20)  # +new+trk
 DSCP_HP = 46
 PRIO_PINNED = 150
+PRIO_ARP_ANSWER = 870  # under the service address's (900), over forwarding (850)
 FAILOVER_GROUP_BASE = 1000  # + the host's index: its fast-failover group on each switch
 
 
@@ -103,7 +105,17 @@ class PerConnection:
     of (docs/emulation.md, "The network's reaction to churn")."""
 
 
-Action = Output | Flood | ToController | SetField | Group | Conntrack | PerConnection
+@dataclass(frozen=True)
+class AnswerArp:
+    """The switch turns an ARP request into the reply for (`ip`, `mac`) and sends it back
+    out of the port it came in on: the request never crosses a switch link, so it wakes
+    no switch on the way (seed 002a's network power), and the host is not asked."""
+
+    mac: str
+    ip: str
+
+
+Action = Output | Flood | ToController | SetField | Group | Conntrack | PerConnection | AnswerArp
 
 
 @dataclass(frozen=True)
@@ -301,9 +313,13 @@ def _clients(topo: Topology) -> list[tuple[str, dict[str, Any]]]:
 
 
 def arp_flows(topo: Topology, switch: str, hops: NextHops) -> list[Flow]:
-    """ARP forwarded towards its target address (many switches: no flooding over loops)."""
+    """Many switches: a request for a host's address is answered by the first switch it
+    meets (AnswerArp); other ARP (a reply, a gratuitous one) is forwarded towards its
+    target address, never flooded over loops."""
     out = []
     for h, d in topo.hosts():
+        out.append(flow(TABLE_CLASSIFY, PRIO_ARP_ANSWER, [AnswerArp(d["mac"], d["ip"])],
+                        eth_type=ETH_ARP, arp_op=1, arp_tpa=d["ip"]))
         port = hops.towards(switch, h)
         if port is not None:
             out.append(flow(TABLE_CLASSIFY, 850, [Output(port)], eth_type=ETH_ARP,

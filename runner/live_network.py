@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -236,9 +237,20 @@ class LiveNetwork:
         rec.interfaces = self.network.root_interfaces()
         rec.save()
         ready = self.sock_dir / "controller.ready"
-        wait_for(lambda: ready.exists() and all(_table_miss_installed(b)
-                                                for b in self.bridges.values()),
-                 STARTUP_TIMEOUT_S, "the controller's table-miss rules", self.supervisor.stop)
+        try:
+            wait_for(lambda: ready.exists() and all(_table_miss_installed(b)
+                                                    for b in self.bridges.values()),
+                     STARTUP_TIMEOUT_S, "the controller's table-miss rules", self.supervisor.stop)
+        except EmulationError as err:
+            missing = sorted(n for n, b in self.bridges.items() if not _table_miss_installed(b))
+            ctl = self.controller
+            if ctl is not None and ctl.poll() is None:
+                with suppress(OSError):  # its threads' stacks into controller.log
+                    os.kill(ctl.pid, signal.SIGUSR1)
+                    time.sleep(0.5)
+            raise EmulationError(f"{err} (none in {', '.join(missing) or 'no switch'}; "
+                                 "the controller's thread stacks are in controller.log)"
+                                 ) from None
         if ready.read_text().strip() != "ready":
             raise EmulationError(f"controller: {ready.read_text().strip()}")
 

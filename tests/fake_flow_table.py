@@ -15,6 +15,7 @@ from typing import Any
 import networkx as nx
 
 from controller.pipeline import (
+    AnswerArp,
     Conntrack,
     Flood,
     Flow,
@@ -24,6 +25,8 @@ from controller.pipeline import (
     SetField,
     ToController,
 )
+
+IN_PORT = -2  # back out of the port the packet came in on (OFPP_IN_PORT)
 
 CT_NEW, CT_EST, CT_RPL, CT_TRK = 0x01, 0x02, 0x08, 0x20
 Packet = dict[str, Any]
@@ -115,6 +118,11 @@ class FakeNetwork:
                     ports.append(a.port)
                 elif isinstance(a, Flood):
                     ports.append(-1)
+                elif isinstance(a, AnswerArp):  # the request becomes the reply, sent back
+                    pkt.update(eth_dst=pkt.get("eth_src"), eth_src=a.mac, arp_op=2,
+                               arp_tha=pkt.get("arp_sha"), arp_tpa=pkt.get("arp_spa"),
+                               arp_sha=a.mac, arp_spa=a.ip)
+                    ports.append(IN_PORT)
                 elif isinstance(a, ToController) and a.max_len is not None:
                     self.copies.append((switch, dict(pkt)))  # a copy; the packet goes on
                 elif isinstance(a, ToController):
@@ -179,7 +187,7 @@ class FakeNetwork:
             if -1 in ports:  # flood: the copy that reaches a host other than the sender
                 ports = [p for s, n in self.g.edges(switch)
                          for p in [self.g.edges[s, n]["ports"][switch]] if p != in_port]
-            out = [p for p in ports if p != in_port]
+            out = [in_port] if IN_PORT in ports else [p for p in ports if p != in_port]
             if not out:
                 return Delivery(None, pkt, visited)
             try:

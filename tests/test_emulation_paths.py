@@ -23,8 +23,8 @@ pytestmark = pytest.mark.emulation
 _PACKETS = re.compile(r"n_packets=(\d+)")
 
 
-def _table2(bridge: str) -> list[str]:
-    r = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", bridge, "table=2"],
+def _table(bridge: str, table: int) -> list[str]:
+    r = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", bridge, f"table={table}"],
                        capture_output=True, text=True, timeout=10, check=True)
     return [ln for ln in r.stdout.splitlines() if "priority=" in ln]
 
@@ -45,7 +45,9 @@ def test_a_chosen_path_is_installed_end_to_end_and_carries_the_connection(
         g = live.graph
         srvs, cli = service_session(live, "c1", ["srv1", "srv2"], seconds=4.0)
         time.sleep(2.0)  # the connection is established and echoing
-        tables = {s: _table2(live.bridges[s]) for s in ("s1", "s3", "s5", "s6")}
+        tables = {s: _table(live.bridges[s], 2) for s in ("s1", "s3", "s5", "s6")}
+        arp = {s: [ln for ln in _table(live.bridges[s], 0) if "arp" in ln]
+               for s in ("s1", "s3", "s5", "s6")}
         run = session_result(srvs[0], cli)
         for srv in srvs[1:]:
             srv.terminate()
@@ -56,6 +58,7 @@ def test_a_chosen_path_is_installed_end_to_end_and_carries_the_connection(
     decisions = [e for e in events if e["event"] == "decision"]
     assert [(e["client"], e["path"]) for e in decisions] == [("c1", ["s1", "s6"])], decisions
     port, node = decisions[0]["port"], decisions[0]["node"]
+    assert decisions[0]["far_barrier_ok"] is True  # the SYN left once s6 held its rules
     own = {s: [ln for ln in lines if f"priority={PRIO_CONNECTION_PATH}," in ln
                and (f"tp_src={port}" in ln or f"tp_dst={port}" in ln)]
            for s, lines in tables.items()}
@@ -70,3 +73,9 @@ def test_a_chosen_path_is_installed_end_to_end_and_carries_the_connection(
         towards = [ln for ln in tables[s] if f"nw_dst={server_ip}" in ln
                    or f"nw_dst={g.nodes['c1']['ip']}" in ln]
         assert towards and all(_packets(ln) == 0 for ln in towards), tables[s]
+    # ARP never crossed a switch link: the server's switch answered its question for the
+    # client itself, and no ARP rule of s3 or s5 saw a packet
+    c1_ip = g.nodes["c1"]["ip"]
+    answered = [ln for ln in arp["s6"] if "arp_op=1" in ln and f"arp_tpa={c1_ip}" in ln]
+    assert len(answered) == 1 and _packets(answered[0]) >= 1, arp["s6"]
+    assert all(_packets(ln) == 0 for s in ("s3", "s5") for ln in arp[s]), arp

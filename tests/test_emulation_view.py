@@ -288,6 +288,8 @@ def test_page_api_and_policy_swap_in_a_browser(live: LiveRun) -> None:
 def test_replay_of_the_finished_run_in_a_browser(live: LiveRun) -> None:
     """scripts/view.py's page over the run's folder: the slider moves the page through
     the run (the OFN's state and the policy at the time chosen)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     from runner.view_replay import ReplaySource
     from runner.view_server import ViewServer
 
@@ -311,10 +313,19 @@ def test_replay_of_the_finished_run_in_a_browser(live: LiveRun) -> None:
             page.wait_for_selector('tr[data-node="ofn1"]', timeout=30_000)
             assert page.is_visible("#slider")
             for t, state, policy in ((t_down, "down", None), (t_first, None, "prioritized")):
-                page.fill("#slider", str(t))
-                page.dispatch_event("#slider", "input")
-                page.wait_for_function(
-                    f"document.getElementById('clock').textContent === '{t}'", timeout=10_000)
+                page.fill("#slider", str(t))  # sets the value and fires `input`
+                try:
+                    page.wait_for_function(
+                        f"document.getElementById('clock').textContent === '{t}'",
+                        timeout=10_000)
+                except PlaywrightTimeout:
+                    direct = requests.get(f"{server.url}api/state?t={t}", timeout=10)
+                    pytest.fail(
+                        f"the page's clock shows {page.inner_text('#clock')!r}, not {t} "
+                        f"(slider at {page.input_value('#slider')!r}; the server answers "
+                        f"{direct.status_code} with t_model_ms "
+                        f"{direct.json().get('t_model_ms') if direct.ok else direct.text!r}); "
+                        f"page errors {watched.errors}")
                 if state:
                     assert page.get_attribute('tr[data-node="ofn1"]', "data-state") == state
                 if policy:

@@ -24,6 +24,7 @@ from controller.of_messages import (
     packet_out,
 )
 from controller.pipeline import (
+    AnswerArp,
     Conntrack,
     Flood,
     Group,
@@ -86,8 +87,9 @@ def test_every_message_of_a_switch_reads_back_as_it_was_built(topology: dict[str
             kinds = [type(i).__name__ for i in got.instructions]
             assert kinds == (["OFPInstructionActions"] if f.actions else []) + (
                 ["OFPInstructionGotoTable"] if f.goto is not None else [])
-            if f.actions:
-                assert len(got.instructions[0].actions) == len(f.actions)
+            if f.actions:  # AnswerArp is eight OpenFlow actions, the others one each
+                assert len(got.instructions[0].actions) == sum(
+                    8 if isinstance(a, AnswerArp) else 1 for a in f.actions)
 
 
 def test_actions_translate_one_for_one() -> None:
@@ -146,6 +148,29 @@ def test_per_connection_is_a_one_link_multipath_over_the_5_tuple() -> None:
     dispatch = [f for f in proactive if any(isinstance(x, Group) for x in f.actions)]
     assert dispatch and all(f.actions[0] == PerConnection() for f in dispatch)
     assert _wire(flow_mod(DP, dispatch[0]))
+
+
+def test_answer_arp_rewrites_the_request_into_the_reply_and_sends_it_back() -> None:
+    topo, switch, hops = _line_topo()
+    answer = [x for x in base_flows(topo, switch, hops, proactive=True)
+              if any(isinstance(a, AnswerArp) for a in x.actions)]
+    assert len(answer) == len(topo.hosts())  # one per host, at every switch
+    msg = _parsed(flow_mod(DP, answer[0]))  # what the switch reads off the wire
+    acts = msg.instructions[0].actions
+    moves = [(a.src_field, a.dst_field, a.n_bits) for a in acts
+             if isinstance(a, parser.NXActionRegMove)]
+    assert moves == [("eth_src", "eth_dst", 48), ("arp_sha", "arp_tha", 48),
+                     ("arp_spa", "arp_tpa", 32)]
+    sets = {a.key: a.value for a in acts if isinstance(a, parser.OFPActionSetField)}
+    mac, ip = answer[0].actions[0].mac, answer[0].actions[0].ip
+    assert sets == {"eth_src": mac, "arp_op": 2, "arp_sha": mac, "arp_spa": ip}
+    assert acts[-1].port == ofp.OFPP_IN_PORT
+    assert msg.match["arp_tpa"] == ip and msg.match["arp_op"] == 1
+
+
+def _line_topo() -> tuple[Topology, str, Any]:
+    g = scenario_graph(parse_scenario(scenario_dict(topology={"kind": "line", "length": 3})))
+    return Topology.of(g), "s1", next_hops(g)
 
 
 def test_packet_out_from_a_port_or_from_the_controller() -> None:

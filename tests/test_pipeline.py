@@ -196,15 +196,22 @@ def test_a_pinned_path_overrides_the_shortest() -> None:
     assert net.send("c2", _request(g, "c2", DSCP_HP)).switches == ["s1", "s2", "s5"]
 
 
-def test_arp_for_the_service_goes_up_and_other_arp_to_its_target() -> None:
+def test_arp_for_the_service_goes_up_a_host_is_answered_at_once_other_arp_to_its_target(
+        ) -> None:
     g, _, net = _net({"kind": "line", "length": 3})
     c1, fn = g.nodes["c1"], g.nodes["fn"]
     vip = net.send("c1", {"eth_type": ETH_ARP, "arp_op": 1, "arp_tpa": g.graph["vip"]})
     assert vip.host is None and vip.to_controller == "s1"
-    who = net.send("fn", {"eth_type": ETH_ARP, "arp_op": 1, "arp_tpa": c1["ip"]})
-    assert who.host == "c1" and who.switches == ["s3", "s2", "s1"]
+    # the server asks for a client: its own switch answers, nothing crosses a link
+    who = net.send("fn", {"eth_type": ETH_ARP, "arp_op": 1, "eth_src": fn["mac"],
+                          "arp_sha": fn["mac"], "arp_spa": fn["ip"], "arp_tpa": c1["ip"]})
+    assert who.host == "fn" and who.switches == ["s3"]
+    assert who.packet["arp_op"] == 2 and who.packet["eth_dst"] == fn["mac"]
+    assert (who.packet["arp_sha"], who.packet["arp_spa"]) == (c1["mac"], c1["ip"])
+    assert (who.packet["arp_tha"], who.packet["arp_tpa"]) == (fn["mac"], fn["ip"])
+    # a reply (or anything else that is not a request) goes on towards its target
     ans = net.send("c1", {"eth_type": ETH_ARP, "arp_op": 2, "arp_tpa": fn["ip"]})
-    assert ans.host == "fn"
+    assert ans.host == "fn" and ans.switches == ["s1", "s2", "s3"]
 
 
 def test_per_request_policy_sends_the_syn_up_at_the_clients_edge() -> None:
