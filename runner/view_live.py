@@ -23,6 +23,7 @@ from typing import Any
 
 from analysis.comparison import comparison_block
 from analysis.policy_epochs import EpochLog
+from controller.learner_reports import CURVE_FILE
 from controller.policy_swap import SWAPPED_POLICY_FILE, SwapError, checked_swap, swap_spec
 from controller.registration import swap_policy
 from fogsdn.local_rpc import unix_call
@@ -30,11 +31,13 @@ from fogsdn.scenario import Role, Scenario
 from models.power_model import server_count
 from runner.view_server import ViewServer
 from runner.view_state import (
+    CURVE_ROWS,
     ClassRoutes,
     EpochTallies,
     NodeLive,
     RequestError,
     churn_timeline,
+    curve_points,
     event_lines,
     link_loads,
     parse_trace_lines,
@@ -146,6 +149,8 @@ class LiveView:
         self._noted: set[str] = set()
         self._tails: dict[str, _TraceTail] = {}
         self._events = _TraceTail(run.out / "controller-events.jsonl", header=False)
+        self._curve_tail = _TraceTail(run.out / CURVE_FILE)  # an online learner's, as it grows
+        self._curve: list[dict[str, Any]] = []
         self._routes = ClassRoutes()
         self._client_counts: dict[str, tuple[int, int]] = {}
         self._busy: dict[str, tuple[float, float]] = {}
@@ -212,6 +217,11 @@ class LiveView:
                     for r in records:
                         self._tallies.add(r.cls, r.t_send, r.outcome, r.node_ms)
         self._read_counts()
+        rows = self._curve_tail.read()
+        if rows and self._curve_tail.header is not None:
+            points = curve_points(rows, self._curve_tail.header)
+            with self._lock:
+                self._curve = (self._curve + points)[-CURVE_ROWS:]
         events = event_lines(self._events.read())
         if events:
             with self._lock:
@@ -294,7 +304,7 @@ class LiveView:
                 epochs=epochs, sent=sum(s for s, _ in self._client_counts.values()),
                 answered=sum(a for _, a in self._client_counts.values()),
                 total_power_w=total, routes=self._routes.document(),
-                agent=self._routes.agent)
+                agent=self._routes.agent, learning_curve=list(self._curve))
 
     def topology(self) -> dict[str, Any]:
         return self._topology

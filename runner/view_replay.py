@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller.learner_reports import CURVE_FILE
 from fogsdn.scenario import Role, Scenario, load_scenario, scenario_graph
 from fogsdn.trace import Outcome, TraceRow, read_trace
 from models.power_model import server_count
@@ -25,6 +26,7 @@ from runner.view_state import (
     NodeLive,
     RequestError,
     churn_timeline,
+    curve_points,
     event_lines,
     link_loads,
     policy_timeline,
@@ -79,6 +81,7 @@ class ReplaySource:
     summary_json: dict[str, Any]  # summary.json
     controller_events: list[dict[str, Any]] = field(default_factory=list)  # with t_ms
     token: str = ""  # no writes to a finished run
+    learning_curve: list[dict[str, Any]] = field(default_factory=list)  # shown whole at any t
 
     @classmethod
     def of(cls, run_dir: Path) -> ReplaySource:
@@ -102,7 +105,11 @@ class ReplaySource:
                 events.append(ev)
         except (OSError, ValueError):
             pass
-        return cls(sc, rows, avail, power, summary, events)
+        curve: list[dict[str, Any]] = []
+        if (run_dir / CURVE_FILE).exists():
+            lines = (run_dir / CURVE_FILE).read_text().splitlines()
+            curve = curve_points(lines[1:], lines[0].split(",")) if lines else []
+        return cls(sc, rows, avail, power, summary, events, learning_curve=curve)
 
     def __post_init__(self) -> None:
         self._done = [finished_at(r) for r in self.rows]
@@ -180,7 +187,7 @@ class ReplaySource:
                     for e in shown],
             sent=sum(1 for r in self.rows if r.t_send <= t),
             answered=sum(1 for r in self.rows[:upto] if r.outcome is Outcome.OK),
-            routes=routes.document(), agent=routes.agent)
+            routes=routes.document(), agent=routes.agent, learning_curve=self.learning_curve)
 
     def topology(self) -> dict[str, Any]:
         return topology_document(self._graph)

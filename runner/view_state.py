@@ -23,6 +23,7 @@ CLASSES = ("hp", "lp")
 Z95 = 1.96
 HISTORY_POINTS = 600  # the chart's points per class (older ones thinned)
 TIMELINE_CHURN = 200  # the churn events each state carries (the latest)
+CURVE_ROWS = 60  # an online learner's latest epochs each state carries
 
 
 class RequestError(ValueError):
@@ -328,7 +329,8 @@ def state_document(*, mode: str, t_model_ms: float, duration_ms: float, running:
                    total_power_w: float | None = None,
                    histories: Mapping[str, Sequence[Sequence[float | None]]] | None = None,
                    routes: Mapping[str, Any] | None = None,
-                   agent: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                   agent: Mapping[str, Any] | None = None,
+                   learning_curve: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """GET /api/state and each server-sent event: the whole picture at one instant.
     `tallies` and `prediction` are the current policy epoch's; `histories` (default: the
     tallies' own) the chart's points; each epoch may carry its own `predicted`."""
@@ -344,6 +346,7 @@ def state_document(*, mode: str, t_model_ms: float, duration_ms: float, running:
         "mode": mode, "t_model_ms": t_model_ms, "duration_ms": duration_ms,
         "running": running, "policy": policy, "sent": sent, "answered": answered,
         "agent": dict(agent) if agent else None,
+        "learning_curve": [dict(r) for r in learning_curve[-CURVE_ROWS:]],
         "total_power_w": total_power_w,
         "nodes": [{"name": n.name, "role": n.role, "up": n.up, "capacity": n.capacity,
                    "in_system": n.in_system, "utilisation": n.utilisation,
@@ -354,6 +357,25 @@ def state_document(*, mode: str, t_model_ms: float, duration_ms: float, running:
         "policy_epochs": [{**e, "predicted": predicted_figures(e.get("predicted"))}
                           for e in epochs],
     })
+
+
+def curve_points(lines: Iterable[str], header: Sequence[str]) -> list[dict[str, Any]]:
+    """Rows of a run's learning_curve.csv (controller.learner_reports) as the page draws
+    them, numbers as numbers; a row that does not parse is left out."""
+    out = []
+    for row in csv.reader(lines):
+        if len(row) != len(header):
+            continue
+        rec: dict[str, Any] = dict(zip(header, row, strict=True))
+        try:
+            for k in ("policy_epoch", "decisions"):
+                rec[k] = int(rec[k])
+            for k in ("response_ms", "network_w", "goal"):
+                rec[k] = float(rec[k])
+        except (KeyError, ValueError):
+            continue
+        out.append(rec)
+    return out
 
 
 def recent_timeline(timeline: Sequence[Mapping[str, Any]], keep: int = TIMELINE_CHURN

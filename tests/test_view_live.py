@@ -120,3 +120,25 @@ def test_token_file_is_private(tmp_path: Path) -> None:
     assert f.read_text().strip() == token and len(token) >= 24
     assert f.stat().st_mode & 0o777 == 0o600
     assert write_token(tmp_path / "run") != token  # fresh per run
+
+
+def test_an_online_learners_curve_is_shown_as_its_epochs_close(run: SimpleNamespace) -> None:
+    from controller.learner_reports import CURVE_COLUMNS, curve_rows
+    from controller.policies.base import Epoch
+
+    view = LiveView(run, "tok")
+    view._tick()
+    assert view.state()["learning_curve"] == []
+    curve = run.out / "learning_curve.csv"
+    curve.write_text(CURVE_COLUMNS + curve_rows(0, "path_rnn", [Epoch(200, "rank 0", 3.4, 214.8,
+                                                                      1.0)])
+                     + "0,path_rnn,400,ra")  # the controller is mid-write
+    view._tick()
+    assert [r["decisions"] for r in view.state()["learning_curve"]] == [200]
+    with open(curve, "a") as fh:
+        fh.write("nk 2,3.7,146.2,0.889\n" + curve_rows(1, "path_rnn", [Epoch(200, "a 0.9", 2.0,
+                                                                           150.0, 1.0)]))
+    view._tick()
+    rows = view.state()["learning_curve"]
+    assert [(r["policy_epoch"], r["decisions"], r["action"]) for r in rows] == [
+        (0, 200, "rank 0"), (0, 400, "rank 2"), (1, 200, "a 0.9")]
