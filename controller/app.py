@@ -369,39 +369,28 @@ class FogController(app_manager.OSKenApp):
             head = "" if self._curve_path.exists() else CURVE_COLUMNS
             with open(self._curve_path, "a") as fh:
                 fh.write(head + c.curve_rows)
+        for switch, f in c.path_flows:  # the edge's last, just before the SYN goes on
+            if switch == edge:
+                self._send(of.flow_mod(dp, f))
+        worker_ip = self.fabric.host(c.node).ip
+        self._send(of.flow_mod(dp, connection_flow(ip.src, seg.src_port, self.fabric.vip,
+                                                   seg.dst_port, worker_ip)))
+        # The SYN is committed and NATed by the packet-out itself: re-injecting it into
+        # table 0 would meet the datapath's cached "to controller" megaflow until OVS's
+        # revalidators catch up with the new rule (seen here: 2-8 packet-ins per SYN).
+        # The rule above catches a retransmitted SYN. The far switches' rules are not
+        # waited for: a barrier per connection (from a thread of its own, as the replies
+        # come through this one) was tried, and under load it collapsed the controller
+        # (docs/learning.md, "Seed 002a: paths as the action").
+        self._send(of.packet_out(dp, connection_actions(worker_ip), msg.data,
+                                 in_port=msg.match["in_port"]))
         if self.measure_rt and self.rt.sampled(seg.src_port):  # the decision's SYN
             self._observe(Segment(ip.src, seg.src_port, ip.dst, seg.dst_port, seg.seq,
                                   seg.bits), t_in, c.node)
-        decision = {"event": "decision", "cls": str(cls), "client": src,
-                    "port": seg.src_port, "flags": seg.bits, "node": c.node,
-                    "decide_ms": round(c.decide_ms, 4),
-                    "load": {n.name: n.in_system for n in view.nodes}, "path": c.path,
-                    **({"agent": c.agent} if c.agent is not None else {})}
-
-        def release(far_ok: bool | None = None) -> None:
-            """The edge's rules and the SYN on its way, once the far switches hold theirs."""
-            for switch, f in c.path_flows:
-                if switch == edge:
-                    self._send(of.flow_mod(dp, f))
-            worker_ip = self.fabric.host(c.node).ip
-            self._send(of.flow_mod(dp, connection_flow(ip.src, seg.src_port, self.fabric.vip,
-                                                       seg.dst_port, worker_ip)))
-            # The SYN is committed and NATed by the packet-out itself: re-injecting it into
-            # table 0 would meet the datapath's cached "to controller" megaflow until OVS's
-            # revalidators catch up with the new rule (seen here: 2-8 packet-ins per SYN).
-            # The rule above catches a retransmitted SYN.
-            self._send(of.packet_out(dp, connection_actions(worker_ip), msg.data,
-                                     in_port=msg.match["in_port"]))
-            self._event(**decision, **({} if far_ok is None else {"far_barrier_ok": far_ok}))
-
-        if not far:
-            release()
-            return
-        # A path of its own: the SYN waits for the far switches' barrier replies, so that
-        # no packet of the connection takes the default path (and wakes its switches)
-        # before its rules are in. Not on this thread: the replies come through it.
-        far_switches = sorted({switch for switch, _ in far})
-        hub.spawn(lambda: release(self._barrier(far_switches)))
+        self._event(event="decision", cls=str(cls), client=src, port=seg.src_port,
+                    flags=seg.bits, node=c.node, decide_ms=round(c.decide_ms, 4),
+                    load={n.name: n.in_system for n in view.nodes}, path=c.path,
+                    **({"agent": c.agent} if c.agent is not None else {}))
 
     # -- registrations (OFN join/leave, from the mobility model) ---------------------
     def start(self) -> Any:
