@@ -43,7 +43,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--rt-sample", type=int, default=RT_SAMPLE_DEFAULT, metavar="N",
                     help="emulate: the controller times one connection in N (a power of "
                          f"two, by client port; default {RT_SAMPLE_DEFAULT}: timing every "
-                         "one costs the FN a few %% of its service rate)")
+                         "one costs the FN a few %% of its service rate; a policy that "
+                         "learns from the measurement, path_rnn, gets every one)")
     add_view_arguments(ap)
     return ap.parse_args(argv)
 

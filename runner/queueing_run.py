@@ -19,13 +19,13 @@ import sys
 import threading
 import time
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from controller.pipeline import sample_mask
-from controller.policies import stage_plan
+from controller.policies import policy_class, stage_plan
 from controller.rt_measure import RT_SAMPLE_DEFAULT
 from fogsdn.churn import ReactionLead, Transition, churn_schedule
 from fogsdn.scenario import LeaveMode, Role, Scenario, ScenarioError
@@ -431,6 +431,15 @@ def check_live_limits(sc: Scenario) -> None:
             f"{MAX_LIVE_REQUESTS_PER_S:.0f}/s); raise time_scale or lower the rates")
 
 
+def timing_for(scenario: Scenario, options: LiveOptions) -> LiveOptions:
+    """Every connection timed where the policy learns from the measured response time:
+    the simulator measures every request, and a learner compares epochs whose figures a
+    one-in-N sample would leave to lag behind (docs/learning.md). Timing off stays off."""
+    if options.measure_rt > 1 and policy_class(scenario.policy).learns_from_measured_rt:
+        return replace(options, measure_rt=1)
+    return options
+
+
 def run_emulation(scenario: Scenario, out_dir: Path, stop: threading.Event | None = None,
                   show_progress: bool = True,
                   options: LiveOptions = LiveOptions(),
@@ -439,6 +448,7 @@ def run_emulation(scenario: Scenario, out_dir: Path, stop: threading.Event | Non
     content. `view`: serve the browser view and REST API meanwhile (docs/view.md)."""
     check_live_limits(scenario)
     scenario = draw_capacities(scenario, 0)  # a drawn capacity: the first replication's
+    options = timing_for(scenario, options)
     if options.measure_rt:
         # a power of two, or a one-line error before anything starts
         sample_mask(options.measure_rt)

@@ -194,3 +194,18 @@ def test_the_rnn_learns_online_and_keeps_a_curve(scenario: Scenario, tmp_path: P
     assert curve[0].goal == pytest.approx(1.0)  # the first epoch is the reference
     assert all(e.goal > 0 and e.network_w > 0 and e.response_ms > 0 for e in curve)
     assert len({e.action for e in curve}) > 1  # it tried more than one weighting
+
+
+def test_live_times_every_connection_for_a_learner_that_reads_the_measurement(
+        scenario: Scenario) -> None:
+    """The simulator measures every request; live, the controller times one connection in
+    16 unless the policy learns from the figure, which then gets every one (or none, when
+    the user turned timing off)."""
+    from runner.queueing_run import LiveOptions, timing_for
+
+    def timed(policy: str, one_in: int) -> int:
+        sc = scenario.with_overrides({"policy.name": policy})
+        return timing_for(sc, LiveOptions(measure_rt=one_in)).measure_rt
+
+    assert timed("path_rnn", 16) == 1 and timed("path_rnn", 0) == 0
+    assert timed("path_shortest", 16) == 16 and timed("path_goal", 4) == 4

@@ -112,6 +112,9 @@ class Policy(ABC):
     reads_load: ClassVar[bool] = True
     # chooses each connection's path as well as its node (`choose_path`, seed 002a)
     chooses_paths: ClassVar[bool] = False
+    # learns from NodeView.measured_rt_ms: live, every connection is then timed, as the
+    # simulator measures every request (the same measurement in both engines)
+    learns_from_measured_rt: ClassVar[bool] = False
     spec: PolicySpec = field(default_factory=PolicySpec)
     # the scenario's workload, for policies whose parameters depend on it (size-based)
     workload: Workload | None = None

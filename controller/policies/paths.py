@@ -108,6 +108,7 @@ class PathGoal(_PathPolicy):
 @dataclass
 class PathRnn(_PathPolicy):
     name: ClassVar[str] = "path_rnn"
+    learns_from_measured_rt: ClassVar[bool] = True
     learner: RnnLearner = field(init=False)
     choice: int = field(init=False, default=0)
     decisions: int = field(init=False, default=0)
