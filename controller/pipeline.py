@@ -314,17 +314,25 @@ def _clients(topo: Topology) -> list[tuple[str, dict[str, Any]]]:
 
 def arp_flows(topo: Topology, switch: str, hops: NextHops) -> list[Flow]:
     """Many switches: a request for a host's address is answered by the first switch it
-    meets (AnswerArp); other ARP (a reply, a gratuitous one) is forwarded towards its
-    target address, never flooded over loops."""
+    meets (AnswerArp), unless the host's own link is emulated (a link element: delay,
+    jitter, loss or a rate), whose cost the exchange then pays as the host's other
+    frames do; other ARP (a reply, a gratuitous one, a request for such a host) is
+    forwarded towards its target address, never flooded over loops."""
     out = []
     for h, d in topo.hosts():
-        out.append(flow(TABLE_CLASSIFY, PRIO_ARP_ANSWER, [AnswerArp(d["mac"], d["ip"])],
-                        eth_type=ETH_ARP, arp_op=1, arp_tpa=d["ip"]))
+        if not _behind_element(topo, h, d):
+            out.append(flow(TABLE_CLASSIFY, PRIO_ARP_ANSWER, [AnswerArp(d["mac"], d["ip"])],
+                            eth_type=ETH_ARP, arp_op=1, arp_tpa=d["ip"]))
         port = hops.towards(switch, h)
         if port is not None:
             out.append(flow(TABLE_CLASSIFY, 850, [Output(port)], eth_type=ETH_ARP,
                             arp_tpa=d["ip"]))
     return out
+
+
+def _behind_element(topo: Topology, host: str, d: Mapping[str, Any]) -> bool:
+    e = topo.graph.edges[host, d["switch"]]
+    return bool(e.get("delay_ms") or e.get("jitter_ms") or e.get("loss") or e.get("bw_mbps"))
 
 
 def failover_groups(topo: Topology, switch: str, hops: NextHops, add: bool) -> list[GroupMod]:

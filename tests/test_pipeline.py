@@ -311,3 +311,21 @@ def test_a_connecting_switch_gets_its_groups_then_base_then_stage_flows() -> Non
                           forward_flows(topo, edge, hops)) == ([], [])
     assert switch_start(topo, edge, hops, False, 0, [])[1] == base_flows(topo, edge, hops,
                                                                          False, 0)
+
+
+def test_a_host_behind_a_link_element_answers_its_own_arp() -> None:
+    """The switch does not answer for a host whose own link is emulated: the exchange
+    crosses the element (its delay, its per-peer table) as the host's other frames do."""
+    g = scenario_graph(parse_scenario(scenario_dict(topology={"kind": "line", "length": 3})))
+    fn, c1 = g.nodes["fn"], g.nodes["c1"]
+    g.edges["fn", fn["switch"]]["delay_ms"] = 0.5
+    topo, hops = Topology.of(g), next_hops(g)
+    net = FakeNetwork(g, {s: base_flows(topo, s, hops, True) for s in topo.switches()},
+                      {s: failover_groups(topo, s, hops, add=True) for s in topo.switches()})
+    ask = {"eth_type": ETH_ARP, "arp_op": 1, "eth_src": c1["mac"], "arp_sha": c1["mac"],
+           "arp_spa": c1["ip"]}
+    to_fn = net.send("c1", {**ask, "arp_tpa": fn["ip"]})
+    assert to_fn.host == "fn" and to_fn.packet["arp_op"] == 1  # forwarded, not answered
+    ofn = g.nodes["ofn1"]
+    to_ofn = net.send("c1", {**ask, "arp_tpa": ofn["ip"]})  # its link is not emulated
+    assert to_ofn.host == "c1" and to_ofn.packet["arp_op"] == 2
