@@ -47,6 +47,7 @@ class RunSummary(TypedDict):
     routing: NotRequired[dict[str, Any] | None]
     emulation_bias: NotRequired[dict[str, Any]]  # own artefacts large enough to mislead
     cpu_steal_share: NotRequired[float]  # CPU time a hypervisor took during the run
+    cpu_idle_share: NotRequired[float]  # CPU time nobody used (near 0: the cores saturated)
     workers: NotRequired[dict[str, Any]]
     realtime_workers: NotRequired[dict[str, bool]]  # whether each worker got SCHED_FIFO
     realtime_switch: NotRequired[bool]  # whether ovs-vswitchd's threads ran SCHED_FIFO

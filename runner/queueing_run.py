@@ -37,7 +37,7 @@ from nodes.cpu_work import calibrate
 from nodes.realtime import go_realtime
 from nodes.worker import control_request
 from runner.cleanup import stop_pid
-from runner.cpu_steal import read_cpu_times, steal_share
+from runner.cpu_steal import idle_share, read_cpu_times, steal_share
 from runner.live_network import (
     STARTUP_TIMEOUT_S,
     EmulationError,
@@ -108,6 +108,7 @@ class QueueingRun:
         self.lead = ReactionLead(enabled=options.churn_lead)
         self.epoch = math.nan
         self.cpu_steal: float | None = None  # the hypervisor's share while the clients ran
+        self.cpu_idle: float | None = None  # the share no process used meanwhile
         self.churn: list[Transition] = []
         self.power: LivePowerMeter | None = None
         self.bytes_per_ms = math.nan  # work: cpu calibration (bytes hashed per CPU-ms)
@@ -390,7 +391,8 @@ class QueueingRun:
             try:
                 self._drive()
             finally:
-                self.cpu_steal = steal_share(cpu0, read_cpu_times())
+                cpu1 = read_cpu_times()
+                self.cpu_steal, self.cpu_idle = steal_share(cpu0, cpu1), idle_share(cpu0, cpu1)
         except KeyboardInterrupt:
             self.supervisor.interrupted = True
         except EmulationError as err:

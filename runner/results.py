@@ -216,6 +216,8 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
             summary["power"]["errors"] = meter.errors
     if getattr(run, "cpu_steal", None) is not None:
         summary["cpu_steal_share"] = run.cpu_steal
+    if getattr(run, "cpu_idle", None) is not None:
+        summary["cpu_idle_share"] = run.cpu_idle
     summary["emulation_bias"] = _bias(summary)
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     print(("\n[run] INTERRUPTED: partial results\n" if summary["interrupted"] else "\n")

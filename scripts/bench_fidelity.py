@@ -75,6 +75,12 @@ class ViewWatcher:
         self._thread.join(timeout=6)
 
 
+def _mean_pct(rec: dict, key: str) -> str:
+    """A per-replication share's mean over the replications that recorded it."""
+    vals = [x[key] for x in rec["per_replication"] if x.get(key) is not None]
+    return f"{100 * sum(vals) / len(vals):4.1f} %" if vals else "  -  "
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--scenario", default="scenarios/default.yaml")
@@ -155,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
             ok = [x for x in rows if x.outcome is Outcome.OK]
             fid = replay(sc.nodes, rows)
             reps.append({"summary": s, "fid": fid, "loadavg": os.getloadavg()[0],
-                         "steal": s.get("cpu_steal_share"),
+                         "steal": s.get("cpu_steal_share"), "idle": s.get("cpu_idle_share"),
                          "net": sum(x.response_ms - x.node_ms for x in ok) / max(1, len(ok))})
         wall = time.monotonic() - t0
         if not reps:
@@ -167,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "realtime": not a.no_realtime},
                      "per_replication": [
                          {"seed": base.seed + i, "loadavg_1m_after": x["loadavg"],
-                          "cpu_steal_share": x["steal"],
+                          "cpu_steal_share": x["steal"], "cpu_idle_share": x["idle"],
                           "service_ratio": {n: v.get("ratio") for n, v in
                                             x["summary"]["measured"]["nodes"].items()},
                           "routing_share": (x["summary"].get("routing") or {}).get("share"),
@@ -219,14 +225,15 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(rec), flush=True)
 
     print("\nscale  LP blocking meas ± ci (exact, cov)   LP outage meas ± ci (exact, cov)   "
-          "routed against (early)")
+          "routed against (early)   CPU stolen / idle")
     for r in results:
         b, o, rt = r["lp"]["blocking"], r["lp"]["outage"], r["routing"]
         share = f"{100 * rt['share']:5.2f} %" if rt["share"] is not None else "  -  "
         print(f"{r['scale']:5g}  {b['measured']:.4f} ± {b['ci']:.4f} ({b['exact']:.4f}, "
               f"{'yes' if b['covers'] else 'NO'})       {o['measured']:.4f} ± {o['ci']:.4f} "
               f"({o['exact']:.4f}, {'yes' if o['covers'] else 'NO'})      {share} "
-              f"({rt['early']} early of {rt['against']})")
+              f"({rt['early']} early of {rt['against']})   {_mean_pct(r, 'cpu_steal_share')} / "
+              f"{_mean_pct(r, 'cpu_idle_share')}")
     print("\nscale  W_HP meas ± ci   gap    cov  W_LP meas ± ci   gap    cov   "
           "bias FN   bias OFN  svc FN  svc OFN  net ms  wall s")
     for r in results:

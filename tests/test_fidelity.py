@@ -192,7 +192,7 @@ def test_a_large_emulation_bias_is_named() -> None:
 
 def test_a_hypervisor_that_took_the_cpu_is_named_as_the_likely_cause(tmp_path: Path) -> None:
     from analysis.fidelity import emulation_bias
-    from runner.cpu_steal import read_cpu_times, steal_share
+    from runner.cpu_steal import idle_share, read_cpu_times, steal_share
 
     slow = emulation_bias({"fn": 1.06}, 0.05, steal_share=0.14)
     assert slow["reasons"][-1].startswith("likely cause: the hypervisor took 14.0 %")
@@ -203,6 +203,9 @@ def test_a_hypervisor_that_took_the_cpu_is_named_as_the_likely_cause(tmp_path: P
     stat.write_text("cpu  100 0 50 800 0 0 0 50 0 0\ncpu0 1 2 3\n")
     before = read_cpu_times(stat)
     stat.write_text("cpu  200 0 100 1600 0 0 0 100 0 0\n")
-    assert before == (50, 1000)
+    assert before == (50, 800, 1000)
     assert steal_share(before, read_cpu_times(stat)) == 0.05  # 50 of 1000 jiffies
     assert steal_share(before, before) == 0.0
+    assert idle_share(before, read_cpu_times(stat)) == 0.8  # 800 of 1000
+    stat.write_text("cpu  300 0 100 1650 50 0 0 100 0 0\n")  # iowait is idle too
+    assert idle_share(before, read_cpu_times(stat)) == 0.75  # 900 (850 + 50) of 1200
