@@ -119,10 +119,14 @@ def routing_against_schedule(
     OFN availability at the instant they were sent, would not have: the network's
     reaction time (runner, controller, barrier, datapath revalidation) made visible.
 
-    `availability`: (t, node, available[, t_installed]), initial states at t = 0; where
-    the live run installed a change before its drawn instant (the runner issued it
-    ahead), a request sent between the two and routed by it is counted early.
-    Only proactive policies decide from availability alone.
+    `availability`: (t, node, available[, t_installed]), initial states at t = 0. A
+    request routed as the next change says is counted early where that change was
+    installed before it was sent (the runner issued it ahead), or where it was sent
+    nearer to that change than to the one before: the switch decides when the SYN
+    arrives, after the send stamp, and a SYN that waited (for a core, behind the
+    switch's other packets) meets the change already installed. The rest are late:
+    routed by a state the data plane had not yet left. Only proactive policies decide
+    from availability alone.
     """
     changes = sorted((c[0], c[1], c[2], c[3] if len(c) > 3 else math.inf)  # type: ignore[misc]
                      for c in availability)
@@ -156,8 +160,8 @@ def routing_against_schedule(
         if routes(i).get(cls, {}).get(r.node, 0.0) <= 0:
             against += 1
             nxt = i + 1
-            if nxt < len(times) and installed[nxt] <= r.t_send and \
-                    routes(nxt).get(cls, {}).get(r.node, 0.0) > 0:
+            if nxt < len(times) and routes(nxt).get(cls, {}).get(r.node, 0.0) > 0 and (
+                    installed[nxt] <= r.t_send or times[nxt] - r.t_send < r.t_send - times[i]):
                 early.append(times[nxt] - r.t_send)  # routed by the change still to come
             else:
                 late.append(r.t_send - times[i])

@@ -38,6 +38,7 @@ import networkx as nx
 from controller.flow_tables import CT_ZONE, GROUP_ID, TABLE_CLASSIFY, TABLE_DISPATCH, TABLE_FORWARD
 from fogsdn.routing import NextHops
 from fogsdn.scenario import TaskClass
+from fogsdn.topology import link_params
 
 ETH_IPV4, ETH_ARP, ETH_IPV6 = 0x0800, 0x0806, 0x86DD
 CT_NEW_TRK = (0x01 | 0x20, 0x01 | 0x20)  # +new+trk
@@ -320,7 +321,7 @@ def arp_flows(topo: Topology, switch: str, hops: NextHops) -> list[Flow]:
     forwarded towards its target address, never flooded over loops."""
     out = []
     for h, d in topo.hosts():
-        if not _behind_element(topo, h, d):
+        if not link_params(topo.graph, h, d["switch"]).shaped:
             out.append(flow(TABLE_CLASSIFY, PRIO_ARP_ANSWER, [AnswerArp(d["mac"], d["ip"])],
                             eth_type=ETH_ARP, arp_op=1, arp_tpa=d["ip"]))
         port = hops.towards(switch, h)
@@ -328,11 +329,6 @@ def arp_flows(topo: Topology, switch: str, hops: NextHops) -> list[Flow]:
             out.append(flow(TABLE_CLASSIFY, 850, [Output(port)], eth_type=ETH_ARP,
                             arp_tpa=d["ip"]))
     return out
-
-
-def _behind_element(topo: Topology, host: str, d: Mapping[str, Any]) -> bool:
-    e = topo.graph.edges[host, d["switch"]]
-    return bool(e.get("delay_ms") or e.get("jitter_ms") or e.get("loss") or e.get("bw_mbps"))
 
 
 def failover_groups(topo: Topology, switch: str, hops: NextHops, add: bool) -> list[GroupMod]:

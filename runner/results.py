@@ -245,7 +245,8 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
               f"({100 * rt['share']:.1f} %): {late} late, sent p50 {rt['late_p50_ms']:.3f} / "
               f"p99 {rt['late_p99_ms']:.3f} model ms after a change (the network's reaction "
               f"time); {rt.get('early', 0)} early, sent p50 {rt.get('early_p50_ms', math.nan):.3f}"
-              " model ms before a change installed ahead of its drawn instant (the lead)")
+              " model ms before a change they followed (installed ahead by the lead, or "
+              "reached by their SYN after its install)")
     if summary["emulation_bias"]["large"]:
         print("[run] EMULATION BIAS: this run's own artefacts are large; do not read them as "
               "a policy effect in the comparison below:\n  " +

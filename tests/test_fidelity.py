@@ -150,10 +150,13 @@ def test_routing_before_a_change_is_counted_early_not_right() -> None:
     assert (rc.checked, rc.against, rc.early) == (5, 4, 2)
     assert rc.early_ms[0] == pytest.approx(0.25)  # median of 0.2 and 0.3
     assert rc.late_ms[0] == pytest.approx((0.4 + 3.0) / 2)
-    # the same requests where every change was installed after its instant: none early
+    # every change installed after its instant: a request sent just before one and
+    # routed by it still counts early (its SYN reached the switch after the install);
+    # one sent nearer the change before (3.0) is late
     on_time = [(t, n, up, t + 0.1) for t, n, up, _ in avail]
     rc = routing_against_schedule(rows, on_time, make_policy(sc.policy), initial_view(sc))
-    assert (rc.against, rc.early) == (4, 0)
+    assert (rc.against, rc.early) == (4, 2)
+    assert rc.late_ms[0] == pytest.approx((0.4 + 3.0) / 2)
 
 
 def test_reaction_lead_is_the_median_of_recent_reactions_capped() -> None:
