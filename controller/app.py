@@ -43,7 +43,6 @@ from controller.pipeline import (
     SwitchTables,
     Topology,
     connection_actions,
-    connection_flow,
     edge_switches,
     failover_groups,
     forward_flows,
@@ -62,7 +61,7 @@ from controller.policy_swap import (
 )
 from controller.registration import availability_request
 from controller.rt_measure import RT_COLUMNS, RtRecorder, Segment, parse_segment
-from controller.running_policy import Buckets, RunningPolicy
+from controller.running_policy import Buckets, DecidedSyns, RunningPolicy
 from fogsdn.latency import node_net_ms
 from fogsdn.local_rpc import answer_one, serve_unix, unix_call
 from fogsdn.routing import next_hops
@@ -98,6 +97,7 @@ class FogController(app_manager.OSKenApp):
             self.logger.error("no size-based stage rules: %s", why_none)
         self._model_ms_per_s = 1000.0 / scenario.time_scale
         self._path_idle_s = math.ceil(scenario.timeout_ms * scenario.time_scale / 1000.0) + 1
+        self._syns = DecidedSyns()  # packet-ins are handled one at a time: no lock
         self.ready_path = conf.ready
         self.registration_path = conf.registration
         self.worker_sockets: dict[str, str] = dict(conf.workers)
@@ -350,8 +350,14 @@ class FogController(app_manager.OSKenApp):
             self._wall_minus_mono = time.time() - time.monotonic()  # follows clock slewing
 
     def _dispatch_connection(self, msg: Any, ip: Any, seg: Any, t_in: float) -> None:
-        """Decide one new connection, pin it with a 5-tuple rule, and re-inject its SYN."""
+        """Decide one new connection and re-inject its SYN to the chosen worker; a
+        retransmitted SYN goes where its first went (DecidedSyns)."""
         dp = msg.datapath
+        again = self._syns.retransmitted(ip.src, seg.src_port, seg.seq, t_in)
+        if again is not None:
+            self._send(of.packet_out(dp, connection_actions(again), msg.data,
+                                     in_port=msg.match["in_port"]))
+            return
         cls = TaskClass.HP if (ip.tos >> 2) == DSCP_HP else TaskClass.LP
         src = next((h.name for h in self.fabric.hosts if h.ip == ip.src), ip.src)
         view = self._live_view()
@@ -373,15 +379,14 @@ class FogController(app_manager.OSKenApp):
             if switch == edge:
                 self._send(of.flow_mod(dp, f))
         worker_ip = self.fabric.host(c.node).ip
-        self._send(of.flow_mod(dp, connection_flow(ip.src, seg.src_port, self.fabric.vip,
-                                                   seg.dst_port, worker_ip)))
+        self._syns.decided(ip.src, seg.src_port, seg.seq, worker_ip, t_in)
         # The SYN is committed and NATed by the packet-out itself: re-injecting it into
         # table 0 would meet the datapath's cached "to controller" megaflow until OVS's
         # revalidators catch up with the new rule (seen here: 2-8 packet-ins per SYN).
-        # The rule above catches a retransmitted SYN. The far switches' rules are not
-        # waited for: a barrier per connection (from a thread of its own, as the replies
-        # come through this one) was tried, and under load it collapsed the controller
-        # (docs/learning.md, "Seed 002a: paths as the action").
+        # A retransmitted SYN comes here again and goes the same way. The far switches'
+        # rules are not waited for: a barrier per connection (from a thread of its own,
+        # as the replies come through this one) was tried, and under load it collapsed
+        # the controller (docs/learning.md, "Seed 002a: paths as the action").
         self._send(of.packet_out(dp, connection_actions(worker_ip), msg.data,
                                  in_port=msg.match["in_port"]))
         if self.measure_rt and self.rt.sampled(seg.src_port):  # the decision's SYN

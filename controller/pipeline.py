@@ -438,16 +438,6 @@ def connection_actions(worker_ip: str) -> tuple[Action, ...]:
     return (Conntrack(TABLE_FORWARD, commit=True, nat_dst=worker_ip),)
 
 
-def connection_flow(client_ip: str, client_port: int, vip: str, service_port: int,
-                    worker_ip: str) -> Flow:
-    """The 5-tuple rule that catches a retransmitted SYN of a decided connection."""
-    return Flow(TABLE_DISPATCH, 400,
-                tuple({"eth_type": ETH_IPV4, "ip_proto": 6, "ipv4_src": client_ip,
-                       "tcp_src": client_port, "ipv4_dst": vip, "tcp_dst": service_port,
-                       "ct_state": CT_NEW_TRK}.items()),
-                connection_actions(worker_ip), idle_timeout=2, hard_timeout=10)
-
-
 PRIO_CONNECTION_PATH = 160  # above a policy's pinned (client, node) paths
 
 

@@ -98,3 +98,36 @@ class RunningPolicy:
 
 
 __all__ = ["Buckets", "ConnectionChoice", "RunningPolicy"]
+
+
+class DecidedSyns:
+    """Which worker each recent connection was given, by its client address, port and
+    initial sequence number: a retransmitted SYN (same sequence number) goes where its
+    first went, without a second decision, while a new connection from a port the client
+    reuses (a new sequence number) is decided afresh. A 5-tuple rule in the switch
+    cannot tell the two apart (it matches no sequence number): a client that reused a
+    port within the rule's 2 s went, undecided, to its previous connection's worker.
+    """
+
+    def __init__(self, keep_s: float = 10.0) -> None:
+        if keep_s <= 0:
+            raise ValueError(f"DecidedSyns: keep_s > 0, got {keep_s}")
+        self.keep_s = keep_s  # longer than TCP's SYN retries within a client's timeout
+        self._by_key: dict[tuple[str, int], tuple[int, str, float]] = {}  # insertion order
+
+    def retransmitted(self, client_ip: str, port: int, seq: int, t: float) -> str | None:
+        """The worker a SYN with this sequence number went to, if one went recently."""
+        self._expire(t)
+        got = self._by_key.get((client_ip, port))
+        return got[1] if got is not None and got[0] == seq else None
+
+    def decided(self, client_ip: str, port: int, seq: int, worker_ip: str, t: float) -> None:
+        self._by_key.pop((client_ip, port), None)  # re-inserted last: the dict stays in time order
+        self._by_key[(client_ip, port)] = (seq, worker_ip, t)
+
+    def _expire(self, t: float) -> None:
+        while self._by_key:
+            key, (_, _, t0) = next(iter(self._by_key.items()))
+            if t - t0 <= self.keep_s:
+                return
+            del self._by_key[key]

@@ -14,7 +14,9 @@ from typing import Any
 
 import networkx as nx
 
+from controller.flow_tables import TABLE_DISPATCH
 from controller.pipeline import (
+    ETH_IPV4,
     AnswerArp,
     Conntrack,
     Flood,
@@ -24,6 +26,7 @@ from controller.pipeline import (
     Output,
     SetField,
     ToController,
+    connection_actions,
 )
 
 IN_PORT = -2  # back out of the port the packet came in on (OFPP_IN_PORT)
@@ -31,6 +34,18 @@ IN_PORT = -2  # back out of the port the packet came in on (OFPP_IN_PORT)
 CT_NEW, CT_EST, CT_RPL, CT_TRK = 0x01, 0x02, 0x08, 0x20
 Packet = dict[str, Any]
 Key = tuple[str, int, str, int]
+
+
+def decided_connection(client_ip: str, client_port: int, vip: str, service_port: int,
+                       worker_ip: str) -> Flow:
+    """The controller's decision for one connection as a rule the fake network can hold:
+    live, the decided SYN leaves by a packet-out with `connection_actions`, which a
+    FakeNetwork cannot receive, so the test installs this 5-tuple rule in its stead."""
+    return Flow(TABLE_DISPATCH, 400,
+                tuple({"eth_type": ETH_IPV4, "ip_proto": 6, "ipv4_src": client_ip,
+                       "tcp_src": client_port, "ipv4_dst": vip, "tcp_dst": service_port,
+                       "ct_state": (CT_NEW | CT_TRK, CT_NEW | CT_TRK)}.items()),
+                connection_actions(worker_ip))
 
 
 @dataclass

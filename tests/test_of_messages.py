@@ -27,6 +27,7 @@ from controller.pipeline import (
     AnswerArp,
     Conntrack,
     Flood,
+    Flow,
     Group,
     GroupMod,
     Output,
@@ -36,7 +37,6 @@ from controller.pipeline import (
     Topology,
     base_flows,
     connection_actions,
-    connection_flow,
     failover_groups,
     forward_flows,
 )
@@ -58,14 +58,13 @@ def _parsed(msg: Any) -> Any:
     return parser.msg_parser(DP, ofp.OFP_VERSION, msg.msg_type, len(buf), 7, buf)
 
 
-def test_connection_flow_is_the_5_tuple_rule_with_commit_and_nat_to_the_worker() -> None:
-    f = connection_flow("10.0.0.11", 40000, "10.0.0.250", 9000, "10.0.0.2")
+def test_a_connections_decision_commits_and_nats_to_the_worker_in_a_rule_too() -> None:
+    match = (("eth_type", 0x0800), ("ip_proto", 6), ("ipv4_src", "10.0.0.11"),
+             ("tcp_src", 40000), ("ct_state", (0x21, 0x21)))
+    f = Flow(TABLE_DISPATCH, 400, match, connection_actions("10.0.0.2"), idle_timeout=2)
     got = _parsed(flow_mod(DP, f))
-    assert (got.table_id, got.priority, got.idle_timeout, got.hard_timeout) == (
-        TABLE_DISPATCH, 400, 2, 10)
-    assert dict(got.match.items()) == {
-        "eth_type": 0x0800, "ip_proto": 6, "ipv4_src": "10.0.0.11", "tcp_src": 40000,
-        "ipv4_dst": "10.0.0.250", "tcp_dst": 9000, "ct_state": (0x21, 0x21)}
+    assert (got.table_id, got.priority, got.idle_timeout) == (TABLE_DISPATCH, 400, 2)
+    assert dict(got.match.items()) == dict(match)
     (apply,) = got.instructions
     (ct,) = apply.actions
     assert (ct.flags, ct.recirc_table) == (NX_CT_F_COMMIT, TABLE_FORWARD)

@@ -9,14 +9,13 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from fake_flow_table import FakeNetwork
+from fake_flow_table import FakeNetwork, decided_connection
 
 from controller.path_choice import PathRouter, candidate_paths
 from controller.pipeline import (
     ETH_IPV4,
     Topology,
     base_flows,
-    connection_flow,
     failover_groups,
     path_flows,
 )
@@ -127,8 +126,8 @@ def test_a_connections_own_path_both_ways_and_others_keep_the_shortest(
     # the controller's decision for two connections: NAT to srv1 at the edge; the
     # first also gets the direct path s1-s6
     for port in (40000, 40002):
-        net.install("s1", [connection_flow(c1["ip"], port, topo.vip, topo.service_port,
-                                           srv1["ip"])])
+        net.install("s1", [decided_connection(c1["ip"], port, topo.vip, topo.service_port,
+                                              srv1["ip"])])
     rules = path_flows(topo, ("s1", "s6"), "c1", "srv1", 40000, idle_s=13)
     assert {s for s, _ in rules} == {"s1", "s6"}
     assert all(f.idle_timeout == 13 for _, f in rules)

@@ -208,3 +208,27 @@ def test_a_policy_that_does_not_choose_paths_gets_no_router(seed002a: Scenario) 
                                                           params={"k_paths": 2})))
     assert router is not None
     assert {len(opts) for opts in router.options.values()} == {2}
+
+
+def test_a_retransmitted_syn_goes_where_its_first_went_and_a_reused_port_is_decided_again(
+        ) -> None:
+    """The same client port with the same initial sequence number is a retransmission;
+    with another, a new connection (a client reuses ports within seconds)."""
+    from controller.running_policy import DecidedSyns
+
+    syns = DecidedSyns(keep_s=10.0)
+    assert syns.retransmitted("10.0.0.101", 40000, 111, t=0.0) is None  # never decided
+    syns.decided("10.0.0.101", 40000, 111, "10.0.0.1", t=0.0)
+    assert syns.retransmitted("10.0.0.101", 40000, 111, t=1.0) == "10.0.0.1"  # TCP's retry
+    assert syns.retransmitted("10.0.0.101", 40000, 999, t=1.5) is None  # port reused
+    assert syns.retransmitted("10.0.0.102", 40000, 111, t=1.5) is None  # another client
+    syns.decided("10.0.0.101", 40000, 999, "10.0.0.2", t=1.5)  # the reuse's own decision
+    assert syns.retransmitted("10.0.0.101", 40000, 999, t=2.0) == "10.0.0.2"
+    assert syns.retransmitted("10.0.0.101", 40000, 111, t=2.0) is None
+    syns.decided("10.0.0.101", 40002, 5, "10.0.0.1", t=3.0)
+    # forgotten after keep_s, oldest first
+    assert syns.retransmitted("10.0.0.101", 40000, 999, t=11.6) is None
+    assert syns.retransmitted("10.0.0.101", 40002, 5, t=11.6) == "10.0.0.1"
+    assert syns.retransmitted("10.0.0.101", 40002, 5, t=13.1) is None
+    with pytest.raises(ValueError, match="keep_s"):
+        DecidedSyns(keep_s=0.0)
