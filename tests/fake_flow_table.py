@@ -16,6 +16,7 @@ import networkx as nx
 
 from controller.flow_tables import TABLE_DISPATCH
 from controller.pipeline import (
+    CT_NEW_TRK,
     ETH_IPV4,
     AnswerArp,
     Conntrack,
@@ -44,7 +45,7 @@ def decided_connection(client_ip: str, client_port: int, vip: str, service_port:
     return Flow(TABLE_DISPATCH, 400,
                 tuple({"eth_type": ETH_IPV4, "ip_proto": 6, "ipv4_src": client_ip,
                        "tcp_src": client_port, "ipv4_dst": vip, "tcp_dst": service_port,
-                       "ct_state": (CT_NEW | CT_TRK, CT_NEW | CT_TRK)}.items()),
+                       "ct_state": CT_NEW_TRK}.items()),
                 connection_actions(worker_ip))
 
 
