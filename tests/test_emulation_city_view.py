@@ -51,11 +51,14 @@ def test_the_city_map_in_a_browser(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{port}/"
     out = tmp_path / "out"
     log = tmp_path / "runner.log"
-    with open(log, "wb") as fh:
+    # The browser starts before the runner: a cold Chromium takes seconds on a loaded
+    # machine, and the view closes with the run.
+    with chromium_page(url) as watched, open(log, "wb") as fh:
+        page = watched.page
         proc = subprocess.Popen(
             [sys.executable, str(ROOT / "scripts" / "sweep.py"), "--scenario",
              str(ROOT / "scenarios" / "city.yaml"), "--engine", "emulate", "--out", str(out),
-             "--set", "selectors=[vivaldi]", "--set", "ratios=[0.5]", "--set", "duration_s=14",
+             "--set", "selectors=[vivaldi]", "--set", "ratios=[0.5]", "--set", "duration_s=30",
              "--view", str(port)], cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
         try:
             def clients_placed() -> bool:
@@ -66,31 +69,29 @@ def test_the_city_map_in_a_browser(tmp_path: Path) -> None:
             wait_until(clients_placed, "the point's clients on the map", 180)
             r = requests.put(url + "api/policy", json={"name": "nodiff"}, timeout=5)
             assert r.status_code == 405 and list(r.json()) == ["error"]
-            with chromium_page(url) as watched:
-                page = watched.page
-                page.goto(url)
-                page.wait_for_selector(f"[data-client=c{CLIENTS}]", timeout=30_000)
-                fogs = {f.get_attribute("data-fog") for f in page.query_selector_all("[data-fog]")}
-                rows = {r.get_attribute("data-node")
-                        for r in page.query_selector_all("tr[data-node]")}
-                assert len(fogs) == FOG_NODES and rows == fogs
-                assert len(page.query_selector_all("[data-tower]")) == FOG_NODES
-                assert set(_client_xy(page)) == {f"c{k}" for k in range(1, CLIENTS + 1)}
-                # clients join a node (the line and colour to it) and learn coordinates
-                page.wait_for_function(
-                    "[...document.querySelectorAll('[data-client]')].filter("
-                    "(c) => c.dataset.chosen).length >= 4", timeout=15_000)
-                page.wait_for_function(
-                    f"document.querySelectorAll('[data-coord]').length > {FOG_NODES}",
-                    timeout=15_000)
-                chosen = {c.get_attribute("data-chosen")
-                          for c in page.query_selector_all("[data-client]")} - {""}
-                assert chosen <= fogs
-                # the map follows the clients' walks
-                before = _client_xy(page)
-                time.sleep(3.0)
-                assert _client_xy(page) != before
-                assert watched.errors == [] and watched.off_machine == []
+            page.goto(url)
+            page.wait_for_selector(f"[data-client=c{CLIENTS}]", timeout=30_000)
+            fogs = {f.get_attribute("data-fog") for f in page.query_selector_all("[data-fog]")}
+            rows = {r.get_attribute("data-node")
+                    for r in page.query_selector_all("tr[data-node]")}
+            assert len(fogs) == FOG_NODES and rows == fogs
+            assert len(page.query_selector_all("[data-tower]")) == FOG_NODES
+            assert set(_client_xy(page)) == {f"c{k}" for k in range(1, CLIENTS + 1)}
+            # clients join a node (the line and colour to it) and learn coordinates
+            page.wait_for_function(
+                "[...document.querySelectorAll('[data-client]')].filter("
+                "(c) => c.dataset.chosen).length >= 4", timeout=15_000)
+            page.wait_for_function(
+                f"document.querySelectorAll('[data-coord]').length > {FOG_NODES}",
+                timeout=15_000)
+            chosen = {c.get_attribute("data-chosen")
+                      for c in page.query_selector_all("[data-client]")} - {""}
+            assert chosen <= fogs
+            # the map follows the clients' walks
+            before = _client_xy(page)
+            time.sleep(3.0)
+            assert _client_xy(page) != before
+            assert watched.errors == [] and watched.off_machine == []
             rc = proc.wait(timeout=180)
         finally:
             if proc.poll() is None:
