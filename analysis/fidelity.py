@@ -41,45 +41,88 @@ def _arrival(r: TraceRow) -> float:
     return r.t_done - (r.node_ms if r.outcome is Outcome.OK else 0.0)
 
 
-def replay_node(spec: NodeSpec, rows: Iterable[TraceRow]) -> NodeFidelity:
-    """Ideal FIFO (or multi-server) node with capacity C on the requests it received."""
-    got = sorted((r for r in rows if r.node == spec.name and r.outcome in
-                  (Outcome.OK, Outcome.BLOCKED) and not math.isnan(r.nominal_ms)),
-                 key=_arrival)
-    diffs: list[float] = []
-    ideal: list[float] = []
-    measured: list[float] = []
+def _received(spec: NodeSpec, rows: Iterable[TraceRow]) -> list[TraceRow]:
+    """The requests the node answered or blocked (those the replay can place)."""
+    return [r for r in rows if r.node == spec.name and r.outcome in
+            (Outcome.OK, Outcome.BLOCKED) and not math.isnan(r.nominal_ms)]
+
+
+def _ideal_sojourns(spec: NodeSpec, arrivals: list[tuple[float, TraceRow]]
+                    ) -> tuple[list[tuple[TraceRow, float]], int]:
+    """Each request through an ideal node (the worker's own queue model) at the given
+    instant: (row, ideal sojourn) for those the ideal node admits and the run answered,
+    and how many the two admitted differently."""
+    arrivals = sorted(arrivals, key=lambda x: x[0])
+    out: list[tuple[TraceRow, float]] = []
     disagree = 0
     if spec.discipline is not Discipline.FIFO:  # ends known once the queue has run on
         cq: ClassQueue[TraceRow] = ClassQueue(spec.capacity, spec.discipline)
         held = []
-        for r in got:
-            t = _arrival(r)
+        for t, r in arrivals:
             job = cq.admit(t, r.cls == TaskClass.HP.value, r.nominal_ms, r)
             if job is None or r.outcome is Outcome.BLOCKED:
                 disagree += (job is None) == (r.outcome is Outcome.OK)
                 continue
             held.append((job, t, r))
         cq.advance(math.inf)
-        for job, t, r in held:
-            ideal.append(job.end - t)
-            measured.append(r.node_ms)
-            diffs.append(r.node_ms - (job.end - t))
-        return _node_fidelity(spec.name, ideal, measured, diffs, disagree)
+        return [(r, job.end - t) for job, t, r in held], disagree
     queue = ServiceQueue(spec.capacity, spec.servers)  # the worker's own node model
-    for r in got:
-        t = _arrival(r)
+    for t, r in arrivals:
         admitted = queue.admit(t, r.nominal_ms)
-        if admitted is None:
-            disagree += r.outcome is Outcome.OK
+        if admitted is None or r.outcome is Outcome.BLOCKED:
+            disagree += (admitted is None) == (r.outcome is Outcome.OK)
             continue
-        if r.outcome is Outcome.BLOCKED:
-            disagree += 1
-            continue
-        ideal.append(admitted.end - t)
-        measured.append(r.node_ms)
-        diffs.append(r.node_ms - (admitted.end - t))
-    return _node_fidelity(spec.name, ideal, measured, diffs, disagree)
+        out.append((r, admitted.end - t))
+    return out, disagree
+
+
+def replay_node(spec: NodeSpec, rows: Iterable[TraceRow]) -> NodeFidelity:
+    """Ideal FIFO (or multi-server) node with capacity C on the requests it received."""
+    held, disagree = _ideal_sojourns(spec, [(_arrival(r), r) for r in _received(spec, rows)])
+    ideal = [w for _, w in held]
+    measured = [r.node_ms for r, _ in held]
+    return _node_fidelity(spec.name, ideal, measured,
+                          [m - w for m, w in zip(measured, ideal, strict=True)], disagree)
+
+
+@dataclass(frozen=True)
+class ArrivalTiming:
+    """What the way from the drawn instant to the node's kernel did to a node's queue."""
+    node: str
+    replayed: int
+    W_at_arrival: dict[str, float]  # ideal mean sojourn per class, at the instants it arrived
+    W_as_drawn: dict[str, float]  # the same requests at their drawn instants
+    lag_ms: tuple[float, float]  # p50, p99 model ms from drawn instant to arrival
+
+    def bias(self, cls: str) -> float:
+        """Relative: what the timing added to the class's ideal mean sojourn."""
+        drawn = self.W_as_drawn.get(cls, math.nan)
+        return self.W_at_arrival.get(cls, math.nan) / drawn - 1 if drawn else math.nan
+
+
+def arrival_timing(spec: NodeSpec, rows: Iterable[TraceRow], drawn: Mapping[str, float],
+                   after_ms: float = 0.0) -> ArrivalTiming:
+    """The node's requests through the ideal node twice: at the instants they reached
+    it and at the instants the workload drew for them (`drawn`, by request id). A lag
+    that is the same for every request, or independent from one request to the next,
+    leaves a Poisson stream Poisson and the two equal; lags that move together (a
+    client, or the switch, that stalls and then sends several at once) bunch arrivals
+    and lengthen the queue. The difference is the emulation's, on top of the node's own
+    bias (`replay_node`); `after_ms` leaves out the warm-up from the means."""
+    got = [r for r in _received(spec, rows) if r.request_id in drawn]
+    at_arrival, _ = _ideal_sojourns(spec, [(_arrival(r), r) for r in got])
+    as_drawn, _ = _ideal_sojourns(spec, [(drawn[r.request_id], r) for r in got])
+
+    def by_class(held: list[tuple[TraceRow, float]]) -> dict[str, float]:
+        out: dict[str, list[float]] = {}
+        for r, w in held:
+            if drawn[r.request_id] >= after_ms:
+                out.setdefault(r.cls, []).append(w)
+        return {c: float(np.mean(ws)) for c, ws in sorted(out.items())}
+
+    lags = [_arrival(r) - drawn[r.request_id] for r in got]
+    return ArrivalTiming(spec.name, len(got), by_class(at_arrival), by_class(as_drawn),
+                         _p50_p99(lags))
 
 
 def _node_fidelity(name: str, ideal: list[float], measured: list[float], diffs: list[float],

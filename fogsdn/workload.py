@@ -110,5 +110,22 @@ def client_names(scenario: Scenario) -> tuple[str, ...]:
     return tuple(f"c{i + 1}" for i in range(scenario.workload.clients))
 
 
+def request_id(client: str, seq: int) -> str:
+    """A request's id: its client's name and its index among that client's arrivals."""
+    return f"{client}-{seq:07d}"
+
+
+def drawn_instants(scenario: Scenario, seed: int) -> dict[str, float]:
+    """Every request's drawn arrival instant (model ms) by id, for seed `seed` (the
+    replication's): when the model says it arrives, whatever the live run made of it."""
+    names = client_names(scenario)
+    counts = [0] * len(names)
+    out: dict[str, float] = {}
+    for a in arrivals(scenario.workload, seed, scenario.duration_ms):
+        out[request_id(names[a.client], counts[a.client])] = a.t_ms
+        counts[a.client] += 1
+    return out
+
+
 __all__ = ["Arrival", "ArrivalBlock", "arrival_blocks", "arrivals", "client_arrivals",
-           "client_names", "hp_share", "max_task_size"]
+           "client_names", "drawn_instants", "hp_share", "max_task_size", "request_id"]

@@ -5,7 +5,9 @@ For each time scale (real ms per model ms) it runs the scenario live over the sa
 of model time and prints, side by side: measured W per class (node sojourn, 95 %
 batch-means CI) against the exact CTMC, the relative gap and whether the CI covers it;
 the emulation's own bias on the run's sample path (each request replayed through an
-ideal node: measured minus ideal sojourn, `analysis.fidelity`); the network's share
+ideal node: measured minus ideal sojourn, `analysis.fidelity`); what the arrival timing
+added (the same requests through the ideal node at their drawn instants, against the
+instants they reached it: lags that move together bunch arrivals); the network's share
 (end-to-end minus node sojourn); achieved against nominal service; churn lag.
 
     sudo python scripts/bench_fidelity.py [--scenario scenarios/default.yaml]
@@ -81,6 +83,15 @@ def _mean_pct(rec: dict, key: str) -> str:
     return f"{100 * sum(vals) / len(vals):4.1f} %" if vals else "  -  "
 
 
+def _pct(x: float | None) -> str:
+    return f"{100 * x:+6.2f}%" if x is not None else "    -  "
+
+
+def _mean_finite(xs: list[float]) -> float | None:
+    ok = [x for x in xs if x == x]
+    return sum(ok) / len(ok) if ok else None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--scenario", default="scenarios/default.yaml")
@@ -117,12 +128,13 @@ def main(argv: list[str] | None = None) -> int:
     bootstrap.bootstrap()
 
     from analysis.ctmc import predict
-    from analysis.fidelity import replay
+    from analysis.fidelity import arrival_timing, replay
     from analysis.metrics import replications_ci
     from analysis.model_params import model_params_from_scenario
     from controller.rt_measure import RT_SAMPLE_DEFAULT
     from fogsdn.scenario import LeaveMode, load_scenario
     from fogsdn.trace import Outcome, read_trace
+    from fogsdn.workload import drawn_instants
     from runner.queueing_run import LiveOptions, run_emulation
     from runner.supervisor import stop_on_signals
     from runner.view_live import ViewConfig
@@ -157,10 +169,14 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  view: {watcher.events} state events read", flush=True)
             if stop.is_set():  # an interrupted run is not a replication
                 break
-            rows = [x for x in read_trace(run_dir / "trace.csv") if x.t_send >= sc.warmup_ms]
+            every = read_trace(run_dir / "trace.csv")
+            rows = [x for x in every if x.t_send >= sc.warmup_ms]
             ok = [x for x in rows if x.outcome is Outcome.OK]
             fid = replay(sc.nodes, rows)
-            reps.append({"summary": s, "fid": fid, "loadavg": os.getloadavg()[0],
+            drawn = drawn_instants(sc, sc.seed)
+            timing = {n.name: arrival_timing(n, every, drawn, sc.warmup_ms) for n in sc.nodes}
+            reps.append({"summary": s, "fid": fid, "timing": timing,
+                         "loadavg": os.getloadavg()[0],
                          "steal": s.get("cpu_steal_share"), "idle": s.get("cpu_idle_share"),
                          "net": sum(x.response_ms - x.node_ms for x in ok) / max(1, len(ok))})
         wall = time.monotonic() - t0
@@ -218,9 +234,15 @@ def main(argv: list[str] | None = None) -> int:
             bias = replications_ci([f.bias.mean for f in fs]) if len(fs) > 1 else fs[0].bias
             ideal = sum(f.ideal_W for f in fs) / len(fs)
             ratios = [x["summary"]["measured"]["nodes"].get(n, {}).get("ratio") for x in reps]
+            timings = [x["timing"][n] for x in reps]
             rec["nodes"][n] = {"bias_ms": bias.mean, "bias_ci": bias.half_width,
                                "relative_bias": bias.mean / ideal,
-                               "service_ratio": sum(r or 0 for r in ratios) / len(ratios)}
+                               "service_ratio": sum(r or 0 for r in ratios) / len(ratios),
+                               "arrival_timing": {
+                                   cls: _mean_finite([t.bias(cls) for t in timings])
+                                   for cls in ("hp", "lp")}
+                               | {"lag_p50_ms": _mean_finite([t.lag_ms[0] for t in timings]),
+                                  "lag_p99_ms": _mean_finite([t.lag_ms[1] for t in timings])}}
         results.append(rec)
         print(json.dumps(rec), flush=True)
 
@@ -238,16 +260,19 @@ def main(argv: list[str] | None = None) -> int:
           "bias FN   bias OFN  svc FN  svc OFN  net ms  wall s")
     for r in results:
         fn, ofn = r["nodes"].get("fn", {}), r["nodes"].get("ofn1", {})
-
-        def pct(x: float | None) -> str:
-            return f"{100 * x:+6.2f}%" if x is not None else "    -  "
-
         print(f"{r['scale']:5g}  {r['hp']['W']:6.3f} ± {r['hp']['ci']:5.3f} "
-              f"{pct(r['hp']['gap'])} {'yes' if r['hp']['covers'] else 'NO ':3}  "
-              f"{r['lp']['W']:6.3f} ± {r['lp']['ci']:5.3f} {pct(r['lp']['gap'])} "
-              f"{'yes' if r['lp']['covers'] else 'NO ':3}  {pct(fn.get('relative_bias'))} "
-              f"{pct(ofn.get('relative_bias'))}  {fn.get('service_ratio') or 0:6.4f}  "
+              f"{_pct(r['hp']['gap'])} {'yes' if r['hp']['covers'] else 'NO ':3}  "
+              f"{r['lp']['W']:6.3f} ± {r['lp']['ci']:5.3f} {_pct(r['lp']['gap'])} "
+              f"{'yes' if r['lp']['covers'] else 'NO ':3}  {_pct(fn.get('relative_bias'))} "
+              f"{_pct(ofn.get('relative_bias'))}  {fn.get('service_ratio') or 0:6.4f}  "
               f"{ofn.get('service_ratio') or 0:6.4f}  {r['network_ms']:6.3f}  {r['wall_s']:6.1f}")
+    print("\nscale  arrival timing: ideal W at the instants requests reached each node against "
+          "the drawn ones (lag p50 / p99, model ms)")
+    for r in results:
+        print(f"{r['scale']:5g}  " + "   ".join(
+            f"{n} HP {_pct(t['hp'])} LP {_pct(t['lp'])} ({t['lag_p50_ms'] or 0:.3f} / "
+            f"{t['lag_p99_ms'] or 0:.3f})"
+            for n, v in r["nodes"].items() for t in [v["arrival_timing"]]))
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=1))
     return 0

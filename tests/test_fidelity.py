@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 import random
 from pathlib import Path
 
@@ -212,3 +213,56 @@ def test_a_hypervisor_that_took_the_cpu_is_named_as_the_likely_cause(tmp_path: P
     assert idle_share(before, read_cpu_times(stat)) == 0.8  # 800 of 1000
     stat.write_text("cpu  300 0 100 1650 50 0 0 100 0 0\n")  # iowait is idle too
     assert idle_share(before, read_cpu_times(stat)) == 0.75  # 900 (850 + 50) of 1200
+
+
+def _rows_arriving(times: list[float], sizes: list[float], capacity: int = 50) -> list[TraceRow]:
+    """Requests r0, r1, ... reaching an ideal FIFO node at `times` (in any order)."""
+    order = sorted(range(len(times)), key=lambda i: times[i])
+    ends: list[float] = []
+    rows = {}
+    for i in order:
+        ends[:] = [e for e in ends if e > times[i]]  # those gone change nothing after
+        rows[i] = _row(i, times[i], sizes[i], _fifo_end(times[i], sizes[i], capacity, ends), 0)
+    return [rows[i] for i in range(len(times))]
+
+
+def test_arrival_timing_by_hand() -> None:
+    """Drawn at 0, 2 and 4 with service 1: nobody waits (ideal W 1). A client that stalled
+    sends the first two at 4 with the third: they wait 0, 1 and 2 (W 2), +100 %."""
+    from analysis.fidelity import arrival_timing
+
+    spec = NodeSpec(name="fn", role=Role.FN, mu=1.0, capacity=10)
+    rows = _rows_arriving([4.0, 4.0, 4.0], [1.0, 1.0, 1.0])
+    t = arrival_timing(spec, rows, {"r0": 0.0, "r1": 2.0, "r2": 4.0})
+    assert t.replayed == 3
+    assert t.W_as_drawn == {"hp": pytest.approx(1.0)}
+    assert t.W_at_arrival == {"hp": pytest.approx(2.0)}
+    assert t.bias("hp") == pytest.approx(1.0)
+    assert t.lag_ms[0] == pytest.approx(2.0)  # lags 4, 2, 0
+    assert t.bias("lp") != t.bias("lp")  # no LP here: nan
+
+
+def test_lags_that_move_together_bunch_arrivals_and_independent_ones_do_not() -> None:
+    from analysis.fidelity import arrival_timing
+
+    big = NodeSpec(name="fn", role=Role.FN, mu=1.0, capacity=50)
+    rng = random.Random(11)
+    n, drawn, sizes, t = 20000, [], [], 0.0
+    for _ in range(n):
+        t += rng.expovariate(0.7)
+        drawn.append(t)
+        sizes.append(rng.expovariate(1.0))
+    ids = {f"r{i}": d for i, d in enumerate(drawn)}
+    # a constant lag changes nothing
+    same = arrival_timing(big, _rows_arriving([d + 0.3 for d in drawn], sizes), ids)
+    assert same.bias("hp") == pytest.approx(0.0, abs=1e-9)
+    # independent lags (exponential, mean 0.3) leave the stream Poisson (-0.1 % here)
+    iid = [d + rng.expovariate(1 / 0.3) for d in drawn]
+    assert abs(arrival_timing(big, _rows_arriving(iid, sizes), ids).bias("hp")) < 0.03
+    # a similar mean lag, but a stall of 3 ms every 10 ms releases what it held at once
+    stalled = [10.0 * math.ceil(d / 10.0) if 10.0 * math.ceil(d / 10.0) - d < 3.0 else d
+               for d in drawn]
+    lag = sum(s - d for s, d in zip(stalled, drawn, strict=True)) / n
+    assert 0.3 < lag < 0.6
+    bunched = arrival_timing(big, _rows_arriving(stalled, sizes), ids)
+    assert bunched.bias("hp") > 0.08  # +11.6 % here
