@@ -220,21 +220,54 @@ def _p50_p99(xs: list[float]) -> tuple[float, float]:
 SERVICE_RATIO_TOLERANCE = 0.03  # a node's achieved/nominal mean service beyond 1 +- this
 ROUTING_SHARE_LIMIT = 0.10  # requests routed against the drawn availability beyond this
 STEAL_SHARE_LIMIT = 0.02  # CPU time a hypervisor took from the machine beyond this
+TIMING_BIAS_LIMIT = 0.05  # ideal mean sojourn at the arrival instants over the drawn ones
+
+
+def timing_summary(nodes: Iterable[NodeSpec], rows: list[TraceRow],
+                   drawn: Mapping[str, float], after_ms: float) -> dict[str, dict[str, float]]:
+    """`arrival_timing` per node, as a run's summary holds it (nan: no such class)."""
+    out = {}
+    for n in nodes:
+        t = arrival_timing(n, rows, drawn, after_ms)
+        out[n.name] = {"hp": t.bias("hp"), "lp": t.bias("lp"),
+                       "lag_p50_ms": t.lag_ms[0], "lag_p99_ms": t.lag_ms[1]}
+    return out
+
+
+def timing_line(timing: Mapping[str, Mapping[str, float | None]]) -> str:
+    """One line for a run's output: `timing_summary` per node and class."""
+    parts = [f"{n} {cls.upper()} {100 * b:+.1f} %" for n, t in timing.items()
+             for cls in ("hp", "lp") for b in [t.get(cls)] if b is not None and math.isfinite(b)]
+    lags = [t for t in timing.values() if t.get("lag_p50_ms") is not None]
+    lag = (f"; drawn instant to node p50 {lags[0]['lag_p50_ms']:.2f} / p99 "
+           f"{max(t['lag_p99_ms'] for t in lags):.2f} model ms" if lags else "")  # type: ignore[type-var]
+    return ("arrival timing (an ideal node's sojourn at the instants requests reached it "
+            f"over their drawn ones): {', '.join(parts)}{lag}")
 
 
 def emulation_bias(service_ratios: Mapping[str, float], routing_share: float | None,
                    ratio_tolerance: float = SERVICE_RATIO_TOLERANCE,
                    routing_limit: float = ROUTING_SHARE_LIMIT,
                    steal_share: float | None = None,
-                   steal_limit: float = STEAL_SHARE_LIMIT) -> dict[str, object]:
+                   steal_limit: float = STEAL_SHARE_LIMIT,
+                   timing: Mapping[str, Mapping[str, float]] | None = None,
+                   timing_limit: float = TIMING_BIAS_LIMIT) -> dict[str, object]:
     """Whether this run's own emulation artefacts are large enough that a reader could
     take them for a policy effect: a node that served slower or faster than specified,
-    or a data plane that followed the churn late for many requests. One reason a line;
-    where there is one, a hypervisor that took more than `steal_limit` of the CPU is
-    named as the likely cause (it is no artefact by itself)."""
+    a data plane that followed the churn late for many requests, or arrivals that
+    reached a node bunched (`timing`, from `timing_summary`). One reason a line; where
+    there is one, a hypervisor that took more than `steal_limit` of the CPU is named as
+    the likely cause (it is no artefact by itself)."""
     reasons = [f"node {n} served at x{r:.3f} its nominal mean service"
                for n, r in sorted(service_ratios.items())
                if math.isfinite(r) and abs(r - 1.0) > ratio_tolerance]
+    for n, t in sorted((timing or {}).items()):
+        for cls in ("hp", "lp"):
+            b = t.get(cls)
+            if b is not None and math.isfinite(b) and abs(b) > timing_limit:
+                reasons.append(f"{cls.upper()} requests reached node {n} bunched: an ideal "
+                               f"node gives them {100 * b:+.1f} % sojourn over their drawn "
+                               "instants (clients or switch that stalled)")
     if routing_share is not None and math.isfinite(routing_share) and \
             routing_share > routing_limit:
         reasons.append(f"{100 * routing_share:.1f} % of requests were routed against the "
@@ -244,4 +277,4 @@ def emulation_bias(service_ratios: Mapping[str, float], routing_share: float | N
                        "machine's CPU time during the run (steal)")
     return {"large": bool(reasons), "reasons": reasons,
             "limits": {"service_ratio": ratio_tolerance, "routing_share": routing_limit,
-                       "steal_share": steal_limit}}
+                       "steal_share": steal_limit, "arrival_timing": timing_limit}}

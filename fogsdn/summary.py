@@ -48,6 +48,8 @@ class RunSummary(TypedDict):
     emulation_bias: NotRequired[dict[str, Any]]  # own artefacts large enough to mislead
     cpu_steal_share: NotRequired[float]  # CPU time a hypervisor took during the run
     cpu_idle_share: NotRequired[float]  # CPU time nobody used (near 0: the cores saturated)
+    # per node: what the arrivals' timing added to an ideal node's sojourn, per class
+    arrival_timing: NotRequired[dict[str, dict[str, float]]]
     workers: NotRequired[dict[str, Any]]
     realtime_workers: NotRequired[dict[str, bool]]  # whether each worker got SCHED_FIFO
     realtime_switch: NotRequired[bool]  # whether ovs-vswitchd's threads ran SCHED_FIFO

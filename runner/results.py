@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 
 from analysis.compare import attach_prediction
+from analysis.fidelity import timing_line
 from analysis.metrics import measured_summary, summary_table
 from analysis.rt_measurement import ControllerRt, compare_rt, rt_report_line
-from fogsdn.scenario import Scenario
+from fogsdn.scenario import LeaveMode, Scenario
 from fogsdn.summary import PolicyReport, RunSummary, policy_report
 from fogsdn.trace import Outcome, TraceRow, read_trace, write_trace
 from models.power_model import power_block, power_csv_text
@@ -136,7 +137,20 @@ def _bias(summary: Mapping[str, Any]) -> dict[str, Any]:
     ratios = {n: float(v["ratio"]) for n, v in nodes.items() if v.get("ratio") is not None}
     routing = summary.get("routing") or {}
     return emulation_bias(ratios, routing.get("share"),
-                          steal_share=summary.get("cpu_steal_share"))
+                          steal_share=summary.get("cpu_steal_share"),
+                          timing=summary.get("arrival_timing"))
+
+
+def _arrival_timing(sc: Scenario, rows: list[TraceRow]) -> dict[str, dict[str, float]] | None:
+    """What the clients' and the switch's timing did to each node's queue
+    (`analysis.fidelity.arrival_timing`); None where a request's arrival at its node is
+    not in the trace (handed off, or restarted at size-based stages)."""
+    from analysis.fidelity import timing_summary
+    from fogsdn.workload import drawn_instants
+
+    if sc.churn.leave is LeaveMode.HANDOFF or any(r.hosts for r in rows):
+        return None
+    return timing_summary(sc.nodes, rows, drawn_instants(sc, sc.seed), sc.warmup_ms)
 
 
 def crash_report(summary: Mapping[str, Any]) -> str:
@@ -218,6 +232,9 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
         summary["cpu_steal_share"] = run.cpu_steal
     if getattr(run, "cpu_idle", None) is not None:
         summary["cpu_idle_share"] = run.cpu_idle
+    timing = _arrival_timing(sc, rows)
+    if timing is not None:
+        summary["arrival_timing"] = timing
     summary["emulation_bias"] = _bias(summary)
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     print(("\n[run] INTERRUPTED: partial results\n" if summary["interrupted"] else "\n")
@@ -247,6 +264,8 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
               f"time); {rt.get('early', 0)} early, sent p50 {rt.get('early_p50_ms', math.nan):.3f}"
               " model ms before a change they followed (installed ahead by the lead, or "
               "reached by their SYN after its install)")
+    if "arrival_timing" in summary:
+        print(timing_line(summary["arrival_timing"]))
     if summary["emulation_bias"]["large"]:
         print("[run] EMULATION BIAS: this run's own artefacts are large; do not read them as "
               "a policy effect in the comparison below:\n  " +

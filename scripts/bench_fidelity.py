@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import tempfile
@@ -87,8 +88,8 @@ def _pct(x: float | None) -> str:
     return f"{100 * x:+6.2f}%" if x is not None else "    -  "
 
 
-def _mean_finite(xs: list[float]) -> float | None:
-    ok = [x for x in xs if x == x]
+def _mean_finite(xs: list[float | None]) -> float | None:
+    ok = [x for x in xs if x is not None and math.isfinite(x)]
     return sum(ok) / len(ok) if ok else None
 
 
@@ -128,13 +129,12 @@ def main(argv: list[str] | None = None) -> int:
     bootstrap.bootstrap()
 
     from analysis.ctmc import predict
-    from analysis.fidelity import arrival_timing, replay
+    from analysis.fidelity import replay
     from analysis.metrics import replications_ci
     from analysis.model_params import model_params_from_scenario
     from controller.rt_measure import RT_SAMPLE_DEFAULT
     from fogsdn.scenario import LeaveMode, load_scenario
     from fogsdn.trace import Outcome, read_trace
-    from fogsdn.workload import drawn_instants
     from runner.queueing_run import LiveOptions, run_emulation
     from runner.supervisor import stop_on_signals
     from runner.view_live import ViewConfig
@@ -169,14 +169,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  view: {watcher.events} state events read", flush=True)
             if stop.is_set():  # an interrupted run is not a replication
                 break
-            every = read_trace(run_dir / "trace.csv")
-            rows = [x for x in every if x.t_send >= sc.warmup_ms]
+            rows = [x for x in read_trace(run_dir / "trace.csv") if x.t_send >= sc.warmup_ms]
             ok = [x for x in rows if x.outcome is Outcome.OK]
             fid = replay(sc.nodes, rows)
-            drawn = drawn_instants(sc, sc.seed)
-            timing = {n.name: arrival_timing(n, every, drawn, sc.warmup_ms) for n in sc.nodes}
-            reps.append({"summary": s, "fid": fid, "timing": timing,
-                         "loadavg": os.getloadavg()[0],
+            reps.append({"summary": s, "fid": fid, "loadavg": os.getloadavg()[0],
                          "steal": s.get("cpu_steal_share"), "idle": s.get("cpu_idle_share"),
                          "net": sum(x.response_ms - x.node_ms for x in ok) / max(1, len(ok))})
         wall = time.monotonic() - t0
@@ -234,15 +230,13 @@ def main(argv: list[str] | None = None) -> int:
             bias = replications_ci([f.bias.mean for f in fs]) if len(fs) > 1 else fs[0].bias
             ideal = sum(f.ideal_W for f in fs) / len(fs)
             ratios = [x["summary"]["measured"]["nodes"].get(n, {}).get("ratio") for x in reps]
-            timings = [x["timing"][n] for x in reps]
+            timings = [(x["summary"].get("arrival_timing") or {}).get(n, {}) for x in reps]
             rec["nodes"][n] = {"bias_ms": bias.mean, "bias_ci": bias.half_width,
                                "relative_bias": bias.mean / ideal,
                                "service_ratio": sum(r or 0 for r in ratios) / len(ratios),
                                "arrival_timing": {
-                                   cls: _mean_finite([t.bias(cls) for t in timings])
-                                   for cls in ("hp", "lp")}
-                               | {"lag_p50_ms": _mean_finite([t.lag_ms[0] for t in timings]),
-                                  "lag_p99_ms": _mean_finite([t.lag_ms[1] for t in timings])}}
+                                   k: _mean_finite([t.get(k, math.nan) for t in timings])
+                                   for k in ("hp", "lp", "lag_p50_ms", "lag_p99_ms")}}
         results.append(rec)
         print(json.dumps(rec), flush=True)
 

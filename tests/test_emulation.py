@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import signal
 import subprocess
@@ -257,6 +258,11 @@ def test_default_run_serves_at_its_nominal_rate(tmp_path: Path) -> None:
     summary = run_emulation(sc, tmp_path / "default", show_progress=False)
     assert summary["crashed"] is False
     assert isinstance(summary["emulation_bias"]["large"], bool)
+    # each node's arrivals against their drawn instants: every request's arrival is
+    # later than drawn (the client sends, the switch forwards), by well under the run
+    timing = summary["arrival_timing"]
+    assert set(timing) == {"fn", "ofn1"} and math.isfinite(timing["fn"]["hp"])
+    assert 0 < timing["fn"]["lag_p50_ms"] < timing["fn"]["lag_p99_ms"] < 300
     # the workers run SCHED_FIFO in their containers (root; runner/cgroups.py gives each
     # node's group its real-time share where the kernel groups it)
     assert summary["realtime_workers"] == {"fn": True, "ofn1": True}

@@ -194,6 +194,27 @@ def test_a_large_emulation_bias_is_named() -> None:
     assert emulation_bias({"fn": 0.96}, None)["large"] is True  # too fast counts too
 
 
+def test_bunched_arrivals_are_named() -> None:
+    from analysis.fidelity import emulation_bias
+
+    timing = {"fn": {"hp": 0.08, "lp": 0.02}, "ofn1": {"hp": math.nan, "lp": -0.01}}
+    bunched = emulation_bias({"fn": 1.0, "ofn1": 1.0}, 0.01, timing=timing)
+    assert bunched["large"] is True and len(bunched["reasons"]) == 1
+    assert bunched["reasons"][0].startswith("HP requests reached node fn bunched: an ideal "
+                                            "node gives them +8.0 % sojourn")
+    timing["fn"]["hp"] = 0.04
+    assert emulation_bias({"fn": 1.0}, 0.01, timing=timing)["large"] is False
+
+
+def test_the_timing_line_names_each_node_and_class_it_has() -> None:
+    from analysis.fidelity import timing_line
+
+    line = timing_line({"fn": {"hp": 0.016, "lp": 0.012, "lag_p50_ms": 0.61, "lag_p99_ms": 2.5},
+                        "ofn1": {"hp": None, "lp": -0.022, "lag_p50_ms": 0.6, "lag_p99_ms": 2.7}})
+    assert line.endswith("fn HP +1.6 %, fn LP +1.2 %, ofn1 LP -2.2 %; drawn instant to node "
+                         "p50 0.61 / p99 2.70 model ms")
+
+
 def test_a_hypervisor_that_took_the_cpu_is_named_as_the_likely_cause(tmp_path: Path) -> None:
     from analysis.fidelity import emulation_bias
     from runner.cpu_steal import idle_share, read_cpu_times, steal_share
