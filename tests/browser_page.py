@@ -47,3 +47,26 @@ def chromium_page(base_url: str, width: int = 1280, height: int = 960
             yield w
         finally:
             browser.close()
+
+
+@contextmanager
+def replay_page(folder: Any) -> Iterator[tuple[WatchedPage, str]]:
+    """scripts/view.py's page over a run folder, loaded: (the page, the server's url)."""
+    from runner.view_replay import ReplaySource
+    from runner.view_server import ViewServer
+
+    server = ViewServer(ReplaySource.of(folder), 0)
+    server.start()
+    try:
+        with chromium_page(server.url) as watched:
+            watched.page.goto(server.url)
+            yield watched, server.url
+    finally:
+        server.stop()
+
+
+def slide_to(page: Any, t: int | str, timeout_ms: int = 10_000) -> None:
+    """Move the replay's slider (fill fires `input`) and wait for the clock to show it."""
+    page.fill("#slider", str(t))
+    page.wait_for_function(f"document.getElementById('clock').textContent === '{t}'",
+                           timeout=timeout_ms)

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 import requests
-from browser_page import chromium_page, require_chromium
+from browser_page import chromium_page, replay_page, require_chromium, slide_to
 from conftest import ROOT, scenario_dict
 
 from fogsdn.scenario import parse_scenario
@@ -290,9 +290,6 @@ def test_replay_of_the_finished_run_in_a_browser(live: LiveRun) -> None:
     the run (the OFN's state and the policy at the time chosen)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    from runner.view_replay import ReplaySource
-    from runner.view_server import ViewServer
-
     if live.proc.poll() is None:
         live.stop()
     out = live.out
@@ -304,32 +301,23 @@ def test_replay_of_the_finished_run_in_a_browser(live: LiveRun) -> None:
     t_down = round((downs[-1][0] + downs[-1][1]) / 2)
     epochs = json.loads((out / "summary.json").read_text())["policy_epochs"]
     t_first = round(epochs[0]["to_ms"] / 2)
-    server = ViewServer(ReplaySource.of(out), 0)
-    server.start()
-    try:
-        with chromium_page(server.url) as watched:
-            page = watched.page
-            page.goto(server.url)
-            page.wait_for_selector('tr[data-node="ofn1"]', timeout=30_000)
-            assert page.is_visible("#slider")
-            for t, state, policy in ((t_down, "down", None), (t_first, None, "prioritized")):
-                page.fill("#slider", str(t))  # sets the value and fires `input`
-                try:
-                    page.wait_for_function(
-                        f"document.getElementById('clock').textContent === '{t}'",
-                        timeout=10_000)
-                except PlaywrightTimeout:
-                    direct = requests.get(f"{server.url}api/state?t={t}", timeout=10)
-                    pytest.fail(
-                        f"the page's clock shows {page.inner_text('#clock')!r}, not {t} "
-                        f"(slider at {page.input_value('#slider')!r}; the server answers "
-                        f"{direct.status_code} with t_model_ms "
-                        f"{direct.json().get('t_model_ms') if direct.ok else direct.text!r}); "
-                        f"page errors {watched.errors}")
-                if state:
-                    assert page.get_attribute('tr[data-node="ofn1"]', "data-state") == state
-                if policy:
-                    assert page.inner_text("#policy") == policy
-            assert watched.errors == [] and watched.off_machine == []
-    finally:
-        server.stop()
+    with replay_page(out) as (watched, url):
+        page = watched.page
+        page.wait_for_selector('tr[data-node="ofn1"]', timeout=30_000)
+        assert page.is_visible("#slider")
+        for t, state, policy in ((t_down, "down", None), (t_first, None, "prioritized")):
+            try:
+                slide_to(page, t)
+            except PlaywrightTimeout:
+                direct = requests.get(f"{url}api/state?t={t}", timeout=10)
+                pytest.fail(
+                    f"the page's clock shows {page.inner_text('#clock')!r}, not {t} "
+                    f"(slider at {page.input_value('#slider')!r}; the server answers "
+                    f"{direct.status_code} with t_model_ms "
+                    f"{direct.json().get('t_model_ms') if direct.ok else direct.text!r}); "
+                    f"page errors {watched.errors}")
+            if state:
+                assert page.get_attribute('tr[data-node="ofn1"]', "data-state") == state
+            if policy:
+                assert page.inner_text("#policy") == policy
+        assert watched.errors == [] and watched.off_machine == []

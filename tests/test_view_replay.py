@@ -104,30 +104,21 @@ def test_the_replay_page_follows_the_slider_and_shows_the_curve(tmp_path: Path) 
     """In headless Chromium: two slider moves in a row (the second while the first's
     request is out) end with the page at the second; the learner's curve is drawn."""
     pytest.importorskip("playwright.sync_api")
-    from browser_page import chromium_page
+    from browser_page import replay_page, slide_to
 
     from controller.learner_reports import CURVE_COLUMNS, curve_rows
     from controller.policies.base import Epoch
-    from runner.view_server import ViewServer
 
     folder = _folder(tmp_path)
     (folder / "learning_curve.csv").write_text(CURVE_COLUMNS + curve_rows(0, "path_rnn", [
         Epoch(200, "rank 0", 3.4, 214.8, 1.0), Epoch(400, "rank 2", 3.7, 146.2, 0.889)]))
-    server = ViewServer(ReplaySource.of(folder), 0)
-    server.start()
-    try:
-        with chromium_page(server.url) as watched:
-            page = watched.page
-            page.goto(server.url)
-            page.wait_for_selector("#curve tbody tr", timeout=30_000)
-            assert [r.get_attribute("data-decisions")
-                    for r in page.query_selector_all("#curve tbody tr")] == ["200", "400"]
-            page.fill("#slider", "30")
-            page.fill("#slider", "70")  # at once: the first answer has not come back
-            page.wait_for_function("document.getElementById('clock').textContent === '70'",
-                                   timeout=10_000)
-            page.wait_for_timeout(300)  # nothing later moves it back
-            assert page.inner_text("#clock") == "70" and page.inner_text("#policy") == "nodiff"
-            assert watched.errors == [] and watched.off_machine == []
-    finally:
-        server.stop()
+    with replay_page(folder) as (watched, _):
+        page = watched.page
+        page.wait_for_selector("#curve tbody tr", timeout=30_000)
+        assert [r.get_attribute("data-decisions")
+                for r in page.query_selector_all("#curve tbody tr")] == ["200", "400"]
+        page.fill("#slider", "30")
+        slide_to(page, 70)  # at once: the first answer has not come back
+        page.wait_for_timeout(300)  # nothing later moves it back
+        assert page.inner_text("#clock") == "70" and page.inner_text("#policy") == "nodiff"
+        assert watched.errors == [] and watched.off_machine == []
