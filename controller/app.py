@@ -368,16 +368,18 @@ class FogController(app_manager.OSKenApp):
                                     self._path_idle_s)
         dps = {self.names[i]: d for i, d in self._datapaths(c.path)} if c.path else {}
         edge = self.names.get(int(dp.id))
-        far = [(switch, f) for switch, f in c.path_flows if switch != edge and switch in dps]
-        for switch, f in far:
-            self._send(of.flow_mod(dps[switch], f))
+        at_edge = []
+        for switch, f in c.path_flows:
+            if switch == edge:
+                at_edge.append(f)
+            elif switch in dps:
+                self._send(of.flow_mod(dps[switch], f))
         if c.curve_rows:  # an online learner's epochs as they close (controller.learner_reports)
             head = "" if self._curve_path.exists() else CURVE_COLUMNS
             with open(self._curve_path, "a") as fh:
                 fh.write(head + c.curve_rows)
-        for switch, f in c.path_flows:  # the edge's last, just before the SYN goes on
-            if switch == edge:
-                self._send(of.flow_mod(dp, f))
+        for f in at_edge:  # the edge's last, just before the SYN goes on
+            self._send(of.flow_mod(dp, f))
         worker_ip = self.fabric.host(c.node).ip
         self._syns.decided(ip.src, seg.src_port, seg.seq, worker_ip, t_in)
         # The SYN is committed and NATed by the packet-out itself: re-injecting it into
