@@ -238,9 +238,10 @@ def timing_line(timing: Mapping[str, Mapping[str, float | None]]) -> str:
     """One line for a run's output: `timing_summary` per node and class."""
     parts = [f"{n} {cls.upper()} {100 * b:+.1f} %" for n, t in timing.items()
              for cls in ("hp", "lp") for b in [t.get(cls)] if b is not None and math.isfinite(b)]
-    lags = [t for t in timing.values() if t.get("lag_p50_ms") is not None]
-    lag = (f"; drawn instant to node p50 {lags[0]['lag_p50_ms']:.2f} / p99 "
-           f"{max(t['lag_p99_ms'] for t in lags):.2f} model ms" if lags else "")  # type: ignore[type-var]
+    p50 = [v for t in timing.values() if (v := t.get("lag_p50_ms")) is not None]
+    p99 = [v for t in timing.values() if (v := t.get("lag_p99_ms")) is not None]
+    lag = f"; drawn instant to node p50 {p50[0]:.2f} / p99 {max(p99):.2f} model ms" \
+        if p50 and p99 else ""
     return ("arrival timing (an ideal node's sojourn at the instants requests reached it "
             f"over their drawn ones): {', '.join(parts)}{lag}")
 
@@ -250,7 +251,7 @@ def emulation_bias(service_ratios: Mapping[str, float], routing_share: float | N
                    routing_limit: float = ROUTING_SHARE_LIMIT,
                    steal_share: float | None = None,
                    steal_limit: float = STEAL_SHARE_LIMIT,
-                   timing: Mapping[str, Mapping[str, float]] | None = None,
+                   timing: Mapping[str, Mapping[str, float | None]] | None = None,
                    timing_limit: float = TIMING_BIAS_LIMIT) -> dict[str, object]:
     """Whether this run's own emulation artefacts are large enough that a reader could
     take them for a policy effect: a node that served slower or faster than specified,

@@ -29,7 +29,7 @@ from fogsdn.scenario import Scenario, load_scenario
 from fogsdn.stages import StagePlan, stage_port
 from fogsdn.streams import replication_seed
 from fogsdn.trace import Outcome, TraceRow, TraceWriter
-from fogsdn.workload import Arrival, client_arrivals, client_names
+from fogsdn.workload import Arrival, client_arrivals, client_names, request_id
 from nodes.protocol import DSCP, ProtocolError, TaskRequest, parse_reply
 
 INTERRUPT_GRACE_S = 2.0
@@ -94,7 +94,7 @@ class Client:
         return parse_reply(buf.split(b"\n", 1)[0]), received
 
     async def _one(self, arrival: Arrival, seq: int) -> None:
-        req = TaskRequest(f"{self.name}-{seq:07d}", arrival.cls, arrival.size, self.name)
+        req = TaskRequest(request_id(self.name, seq), arrival.cls, arrival.size, self.name)
         t_send = self.model_now()
         row = TraceRow(req.id, self.name, str(arrival.cls), arrival.size, t_send)
         self._open[req.id] = row

@@ -16,12 +16,13 @@ from typing import Any
 import numpy as np
 
 from analysis.compare import attach_prediction
-from analysis.fidelity import timing_line
+from analysis.fidelity import emulation_bias, timing_line, timing_summary
 from analysis.metrics import measured_summary, summary_table
 from analysis.rt_measurement import ControllerRt, compare_rt, rt_report_line
 from fogsdn.scenario import LeaveMode, Scenario
 from fogsdn.summary import PolicyReport, RunSummary, policy_report
 from fogsdn.trace import Outcome, TraceRow, read_trace, write_trace
+from fogsdn.workload import drawn_instants
 from models.power_model import power_block, power_csv_text
 
 
@@ -131,8 +132,6 @@ def _lag_stats(avail: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def _bias(summary: Mapping[str, Any]) -> dict[str, Any]:
-    from analysis.fidelity import emulation_bias
-
     nodes = summary["measured"].get("nodes") or {}
     ratios = {n: float(v["ratio"]) for n, v in nodes.items() if v.get("ratio") is not None}
     routing = summary.get("routing") or {}
@@ -145,9 +144,6 @@ def _arrival_timing(sc: Scenario, rows: list[TraceRow]) -> dict[str, dict[str, f
     """What the clients' and the switch's timing did to each node's queue
     (`analysis.fidelity.arrival_timing`); None where a request's arrival at its node is
     not in the trace (handed off, or restarted at size-based stages)."""
-    from analysis.fidelity import timing_summary
-    from fogsdn.workload import drawn_instants
-
     if sc.churn.leave is LeaveMode.HANDOFF or any(r.hosts for r in rows):
         return None
     return timing_summary(sc.nodes, rows, drawn_instants(sc, sc.seed), sc.warmup_ms)
