@@ -97,8 +97,6 @@ class RunningPolicy:
                                 self.reports.agent_state(learner))
 
 
-__all__ = ["Buckets", "ConnectionChoice", "RunningPolicy"]
-
 
 class DecidedSyns:
     """Which worker each recent connection was given, by its client address, port and
@@ -131,3 +129,6 @@ class DecidedSyns:
             if t - t0 <= self.keep_s:
                 return
             del self._by_key[key]
+
+
+__all__ = ["Buckets", "ConnectionChoice", "DecidedSyns", "RunningPolicy"]
