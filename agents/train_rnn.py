@@ -1,4 +1,8 @@
-"""Training the seed's learner (models/rnn_learner.py) in the simulator env (issue 9).
+"""Training the seed's learner (models/rnn_learner.py) in the simulator.
+
+`train_rnn` trains `rl_rnn` (node weights) in the simulator env (issue 9); `train_path_rnn`
+trains seed 002a's `path_rnn` (a path rule per epoch) through whole simulated runs, one
+learner carried from run to run, for a live warm start (issue 20).
 
 One neuron per entry of the weight menu; each decision epoch the learner picks an entry
 (its most excited neuron, or with `explore` a random one), the env runs the epoch with
@@ -10,7 +14,7 @@ learning from live.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,9 +22,12 @@ from typing import Any
 import numpy as np
 
 from agents.env import EpisodeLog, SimRoutingEnv
+from controller.policies import make_policy
 from controller.policies.observe import Obs, ObservationLayout
-from controller.policies.rl import learner_to_json
-from models.rnn_learner import RnnLearner
+from controller.policies.paths import PathRnn
+from fogsdn.scenario import PolicySpec, Scenario
+from models.rnn_learner import RnnLearner, learner_to_json
+from sim.runner import run_simulation
 
 
 @dataclass
@@ -66,3 +73,20 @@ def train_rnn(env: SimRoutingEnv, menu: tuple[tuple[float, ...], ...], steps: in
             env.reset(seed=seed + episode)
     learner.explore = 0.0
     return agent
+
+
+def train_path_rnn(scenario: Scenario, params: Mapping[str, Any], seeds: Sequence[int],
+                   work_dir: Path, progress: Callable[[int, PathRnn], None] | None = None
+                   ) -> PathRnn:
+    """One untrained `path_rnn` with `params` learning on through one simulated run of the
+    scenario per seed, in that order."""
+    policy = make_policy(PolicySpec(name="path_rnn", params=dict(params)), scenario.workload)
+    if not isinstance(policy, PathRnn):
+        raise TypeError(f"path_rnn is {type(policy).__name__} here")
+    for seed in seeds:
+        run = scenario.model_copy(update={"seed": seed})
+        run_simulation(run, work_dir / f"seed{seed}", trace=False, compare=False, policy=policy)
+        if progress is not None:
+            progress(seed, policy)
+    policy.learner.explore = 0.0
+    return policy

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -142,3 +143,25 @@ class RnnLearner:
         self.w_minus *= scale
         self.threshold = self.alpha * self.threshold + (1.0 - self.alpha) * reward
         self.q = self._solve()
+
+
+def learner_to_json(learner: RnnLearner) -> dict[str, Any]:
+    """The learner as plain JSON (weights, threshold, parameters): what a trained agent saves."""
+    return {"n": learner.n, "alpha": learner.alpha, "explore": learner.explore,
+            "seed": learner.seed, "ext_plus": learner.ext_plus, "ext_minus": learner.ext_minus,
+            "w_plus": learner.w_plus.tolist(), "w_minus": learner.w_minus.tolist(),
+            "threshold": learner.threshold}
+
+
+def learner_from_json(d: dict[str, Any], n: int) -> RnnLearner:
+    """A learner saved by `learner_to_json`, for `n` options; RnnError if it does not fit."""
+    learner = RnnLearner(int(d["n"]), alpha=float(d["alpha"]), explore=float(d["explore"]),
+                         seed=int(d["seed"]), ext_plus=float(d["ext_plus"]),
+                         ext_minus=float(d["ext_minus"]))
+    if learner.n != n:
+        raise RnnError(f"learner has {learner.n} neurons for {n} menu entries")
+    learner.w_plus = np.asarray(d["w_plus"], dtype=np.float64).reshape(n, n)
+    learner.w_minus = np.asarray(d["w_minus"], dtype=np.float64).reshape(n, n)
+    learner.threshold = None if d["threshold"] is None else float(d["threshold"])
+    learner.q = learner._solve()
+    return learner

@@ -39,10 +39,20 @@ PATH_POLICIES = ("path_shortest", "path_fewest_switches", "path_goal", "path_rnn
 
 
 def default_policies(scenario: Scenario) -> tuple[str, ...]:
-    """The path policies where the scenario's own policy chooses paths, else the rest."""
+    """The path policies where the scenario's own policy chooses paths (with
+    `path_rnn_warm` where weights were trained for the scenario), else the rest."""
     from controller.policies import policy_class
+    from controller.policies.rl import weights_path
 
-    return PATH_POLICIES if policy_class(scenario.policy).chooses_paths else POLICIES
+    if not policy_class(scenario.policy).chooses_paths:
+        return POLICIES
+    trained = weights_path(warm_weights(scenario)).is_file()
+    return PATH_POLICIES + (("path_rnn_warm",) if trained else ())
+
+
+def warm_weights(scenario: Scenario) -> str:
+    """Where `scripts/train_agent.py --agent path_rnn` saves the scenario's path_rnn."""
+    return f"agents/weights/path_rnn_{scenario.name}.json"
 
 
 @contextmanager
@@ -59,11 +69,14 @@ def emulation_lock() -> Iterator[None]:
 def policy_spec(label: str, scenario: Scenario) -> PolicySpec:
     """`rl_dqn_a0.5` is rl_dqn with the weights trained for a = 0.5, `path_rnn_a0.9` and
     `path_goal_a0.9` those policies with goal weight a = 0.9, `path_rank_1` path_rank
-    with rank 1; others by name."""
+    with rank 1, `path_rnn_warm` path_rnn from the weights `scripts/train_agent.py --agent
+    path_rnn` trained in the simulator for this scenario; others by name."""
     if label.startswith("rl_dqn_a"):
         a = label[len("rl_dqn_a"):]
         return PolicySpec(name="rl_dqn", params={
             "weights": f"agents/weights/dqn_{scenario.name}_a{a}.json"})
+    if label == "path_rnn_warm":
+        return PolicySpec(name="path_rnn", params={"weights": warm_weights(scenario)})
     for name in ("path_goal", "path_rnn"):  # `path_rnn_a0.9`: its goal weight a = 0.9
         if label.startswith(f"{name}_a"):
             return PolicySpec(name=name, params={"rt_weight": float(label[len(name) + 2:])})

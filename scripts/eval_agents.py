@@ -57,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scenario", type=Path, default=ROOT / "scenarios/multipath_power.yaml")
     ap.add_argument("--policies", nargs="*",
                     help="default: the path policies on a scenario whose policy chooses "
-                         "paths (seed 002a), else " + " ".join(POLICIES))
+                         "paths (seed 002a; path_rnn_warm where its weights were trained), "
+                         "else " + " ".join(POLICIES))
     ap.add_argument("--sweep", nargs="*", type=float, default=[],
                     help="goal weights a of the trained rl_dqn_a<A> agents to add")
     ap.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3, 4, 5])

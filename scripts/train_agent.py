@@ -3,6 +3,8 @@
     python scripts/train_agent.py [--agent dqn|rnn] [--scenario scenarios/multipath_power.yaml]
         [--steps 3000] [--rt-weight A] [--epoch-requests 100] [--epochs 50] [--seed 0]
         [--out agents/weights/dqn_multipath_power.pt]
+    python scripts/train_agent.py --agent path_rnn --scenario scenarios/seed002a.yaml
+        [--runs 20] [--seed 0] [--out agents/weights/path_rnn_seed002a.json]
 
 Prints one line per episode (mean reward, response time, power), then the trained
 agent's greedy returns beside every one-node and the all-even weights on fresh seeds.
@@ -11,12 +13,19 @@ controller's `rl_dqn`; rnn: `rnn_<scenario>.json` for `rl_rnn`) and `<out>.curve
 (episode, steps, mean_reward, response_ms, power_w). The goal's weight a defaults to
 the scenario's `goal.rt_weight`. Needs the `rl` extra for dqn (installed on first run:
 torch 2.13.0, CPU build).
+
+`path_rnn` (seed 002a) trains through whole simulated runs of the scenario instead, one
+per seed 10000 + seed + k (k < runs: apart from the evaluation's seeds), printing each
+run's learning curve so far, and saves what `path_rnn` loads as `policy.params.weights`
+(its warm start, controller/policies/paths.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -36,10 +45,13 @@ from agents.dqn import (  # noqa: E402
     weight_menu,
 )
 from agents.env import Obs, SimRoutingEnv  # noqa: E402
-from agents.train_rnn import train_rnn  # noqa: E402
-from fogsdn.scenario import ScenarioError, load_scenario  # noqa: E402
+from agents.train_rnn import train_path_rnn, train_rnn  # noqa: E402
+from controller.policies.base import Epoch  # noqa: E402
+from controller.policies.paths import RT_REFS, RULES, PathRnn, saved_path_rnn  # noqa: E402
+from fogsdn.scenario import Scenario, ScenarioError, load_scenario  # noqa: E402
 
 EVAL_SEEDS = (1000, 1001, 1002)
+PATH_RNN_SEED_BASE = 10_000  # path_rnn's training runs: far from eval_agents' seeds 1, 2, ...
 
 
 def mean_reward(env: SimRoutingEnv, act: Callable[[Obs], Obs]) -> float:
@@ -59,9 +71,37 @@ def constant(weights: tuple[float, ...]) -> Callable[[Obs], Obs]:
     return lambda _obs: fixed
 
 
+def train_path(scenario: Scenario, params: dict[str, object], runs: int, seed: int,
+               out: Path) -> int:
+    """path_rnn through `runs` simulated runs; its weights to `out`, its rules per run printed."""
+    if runs < 1:
+        print(f"train_agent.py: --runs: must be at least 1, got {runs}", file=sys.stderr)
+        return 2
+    seeds = [PATH_RNN_SEED_BASE + seed + k for k in range(runs)]
+    seen = 0
+
+    def progress(run_seed: int, policy: PathRnn) -> None:
+        nonlocal seen
+        rules = [e.action for e in policy.curve[seen:]]
+        seen = len(policy.curve)
+        print(f"seed {run_seed}: {len(rules)} epochs, rules {' | '.join(rules)}; "
+              f"most excited now: {RULES[policy.learner.best()]}", flush=True)
+
+    with tempfile.TemporaryDirectory() as work:
+        policy = train_path_rnn(scenario, params, seeds, Path(work), progress)
+    meta = {"scenario": scenario.name, "seeds": seeds, "epochs": len(policy.curve),
+            "duration_ms": scenario.duration_ms}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(saved_path_rnn(policy, meta), indent=1) + "\n")
+    curve = out.with_suffix(out.suffix + ".curve.csv")
+    curve.write_text(Epoch.COLUMNS + "".join(e.csv_row() for e in policy.curve))
+    print(f"weights: {out} (most excited: {RULES[policy.learner.best()]})\ncurve: {curve}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--agent", choices=("dqn", "rnn"), default="dqn")
+    ap.add_argument("--agent", choices=("dqn", "rnn", "path_rnn"), default="dqn")
     ap.add_argument("--scenario", type=Path, default=Path("scenarios/multipath_power.yaml"))
     ap.add_argument("--steps", type=int, default=3000, help="decision epochs to train")
     ap.add_argument("--rt-weight", type=float, default=None,
@@ -69,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--epoch-requests", type=int, default=100)
     ap.add_argument("--epochs", type=int, default=50, help="decision epochs per episode")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--runs", type=int, default=20, help="path_rnn: simulated runs to train on")
+    ap.add_argument("--rt-ref", choices=RT_REFS, default="shortest",
+                    help="path_rnn: its reward's response-time reference (paths.py)")
     ap.add_argument("--out", type=Path, default=None)
     ns = ap.parse_args(argv)
     try:
@@ -76,6 +119,11 @@ def main(argv: list[str] | None = None) -> int:
     except (ScenarioError, OSError) as err:
         print(f"train_agent.py: {err}", file=sys.stderr)
         return 2
+    if ns.agent == "path_rnn":
+        params = {"rt_ref": ns.rt_ref} | (
+            {} if ns.rt_weight is None else {"rt_weight": ns.rt_weight})
+        return train_path(scenario, params, ns.runs, ns.seed,
+                          ns.out or Path("agents/weights") / f"path_rnn_{scenario.name}.json")
     out = ns.out or Path("agents/weights") / f"{ns.agent}_{scenario.name}.pt"
     env = SimRoutingEnv(scenario, epoch_requests=ns.epoch_requests, epochs=ns.epochs,
                         rt_weight=ns.rt_weight)

@@ -19,7 +19,7 @@ from typing import Any, cast
 from analysis.metrics import MeasuredAccumulator, replications_ci
 from analysis.model_params import capacity_mean_prediction
 from controller.learner_reports import CURVE_FILE, curve_text
-from controller.policies import make_policy
+from controller.policies import Policy, make_policy
 from fogsdn.latency import request_network
 from fogsdn.scenario import Scenario, ScenarioError, scenario_graph
 from fogsdn.streams import draw_capacities, replication_seed
@@ -67,6 +67,7 @@ def run_simulation(
     trace: bool = True,
     compare: bool = True,
     verbose: bool = False,
+    policy: Policy | None = None,
 ) -> dict[str, Any]:
     """Simulate `scenario` into `out_dir`; returns summary.json's content.
 
@@ -74,7 +75,8 @@ def run_simulation(
     whichever is given first (the scenario's duration_ms when neither is), then
     in-flight requests finish. Replication r runs with seed scenario.seed + r; the
     same (scenario, replication) always gives a byte-identical trace. `trace=False`
-    skips trace.csv (sweeps that only need the summary)."""
+    skips trace.csv (sweeps that only need the summary). `policy`, the scenario's own
+    when None, is the object to run: a learner trained on through several runs."""
     if requests is None and scenario.expected_requests(duration_ms) > MAX_SIM_REQUESTS:
         raise ScenarioError(
             f"workload: (lambda_hp + lambda_lp) x duration expects "
@@ -87,7 +89,8 @@ def run_simulation(
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "scenario.yaml").write_text(scenario.to_yaml())
     acc = MeasuredAccumulator(scenario.warmup_ms, scenario.deadline_ms)
-    policy = make_policy(scenario.policy, scenario.workload)
+    if policy is None:
+        policy = make_policy(scenario.policy, scenario.workload)
     # a policy that chooses each request's path (seed 002a) says it here, by (client, seq)
     chosen: dict[tuple[int, int], PathOption] | None = {} if policy.chooses_paths else None
     power = PowerAccount(scenario, scenario_graph(scenario), chosen)

@@ -64,7 +64,9 @@ def test_seed002a_reports_network_power_the_claims_keys_and_each_phase(tmp_path:
         capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert r.returncode == 0, r.stdout + r.stderr
     data = json.loads(out.read_text())
-    assert list(data) == ["path_shortest", "path_fewest_switches", "path_goal", "path_rnn"]
+    # path_rnn_warm too: agents/weights/path_rnn_seed002a.json is trained for it
+    assert list(data) == ["path_shortest", "path_fewest_switches", "path_goal", "path_rnn",
+                          "path_rnn_warm"]
     for entry in data.values():
         for key in ("response_ms", "response_ms_ci", "network_power_W", "network_power_W_ci"):
             assert math.isfinite(entry[key]) and entry[key] >= 0, key

@@ -16,10 +16,10 @@ from conftest import ROOT
 from controller.policies import PolicyError, make_policy
 from controller.policies.base import ClusterView, NodeView, Request
 from controller.policies.observe import EpochObserver, ObservationLayout, layout_of, weighted_choice
-from controller.policies.rl import RlDqn, RlRnn, goal, learner_from_json, learner_to_json
+from controller.policies.rl import RlDqn, RlRnn, goal
 from fogsdn.scenario import PolicySpec, Role, ServerPower, SwitchPower, TaskClass, load_scenario
 from models.power_model import server_power_w, switch_power_w
-from models.rnn_learner import RnnLearner
+from models.rnn_learner import RnnLearner, learner_from_json, learner_to_json
 from sim.engine import simulate
 
 SCENARIO = ROOT / "scenarios" / "multipath_power.yaml"

@@ -17,7 +17,17 @@ connection among the k shortest (`controller.path_choice`), by one rule each.
   network measured (`NodeView.measured_rt_ms`), P the mean estimated network power
   over the epoch, the references the first epoch's figures and A `params.rt_weight`;
   then picks the next epoch's rule. Its learning curve is `curve` (each Epoch's action
-  is the rule it used).
+  is the rule it used). With `params.rt_ref: shortest` (the default is `first`) RT in G
+  is the measured response time over the response time the shortest path was expected
+  to give under the epoch's load (the node's expected sojourn plus the shortest path's
+  delay, averaged over the epoch's connections, as `goal_choice` estimates RT_0), so a
+  heavier phase of the workload does not read as a worse rule. With `params.weights`
+  (a file `scripts/train_agent.py --agent path_rnn` saves) it starts from weights
+  trained in the simulator instead: a warm start. The weights carry over, with the
+  reward they were trained under (`rt_ref`, `rt_weight`, `epoch_requests`, unless the
+  params say otherwise); the threshold and the references are the run's own, set by its
+  first epoch as for an untrained learner, because a reward is relative to the run's
+  first epoch, and another run's scale would reward or punish at random.
 """
 
 from __future__ import annotations
@@ -25,16 +35,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from controller.policies.base import ClusterView, Epoch, Request
+from controller.policies.base import ClusterView, Epoch, PolicyError, Request
 from controller.policies.greedy import LeastLoaded, expected_sojourn_ms
+from controller.policies.rl import read_weights
 from models.network_power import PathMenu
-from models.rnn_learner import RnnLearner
+from models.rnn_learner import RnnLearner, learner_from_json, learner_to_json
 
 # path_rnn's neurons: "rank r" sends every connection on its r-th shortest path (a plan
 # the whole network follows at once, so consolidating on a shared path is one action);
 # "a x" picks per connection by the goal with weight x (`goal_choice`)
+RT_REFS = ("first", "shortest")  # path_rnn's params.rt_ref (module docstring)
 RULES: tuple[str, ...] = ("rank 0", "rank 1", "rank 2", "a 0.9", "a 0.75", "a 0.5", "a 0.25",
                           "a 0")
 
@@ -46,10 +58,15 @@ def apply_rule(rule: str, view: ClusterView, node: str, menu: PathMenu) -> int:
     return goal_choice(view, node, menu, float(value))
 
 
+def shortest_rt_ms(view: ClusterView, node: str, menu: PathMenu) -> float:
+    """RT_0: what a request to `node` is expected to take on the shortest path now."""
+    return expected_sojourn_ms(view.node(node)) + menu.options[0].delay_ms
+
+
 def goal_choice(view: ClusterView, node: str, menu: PathMenu, rt_weight: float) -> int:
     """The option with the least per-request goal G_i (module docstring)."""
     sojourn = expected_sojourn_ms(view.node(node))
-    rt0 = sojourn + menu.options[0].delay_ms
+    rt0 = shortest_rt_ms(view, node, menu)
     p_ref = menu.network_w if menu.network_w > 0 else max(
         [o.wake_w for o in menu.options] + [1.0])
 
@@ -115,15 +132,25 @@ class PathRnn(_PathPolicy):
     curve: list[Epoch] = field(init=False, default_factory=list)
     epoch_requests: int = field(init=False, default=200)
     rt_weight: float = field(init=False, default=0.5)
+    rt_ref: str = field(init=False, default="first")
     _power: list[float] = field(init=False, default_factory=list)
+    _rt0: list[float] = field(init=False, default_factory=list)
     _ref: tuple[float, float] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
-        p = self.spec.params
-        self.learner = RnnLearner(len(RULES), explore=float(p.get("explore", 0.1)),
-                                  seed=int(p.get("seed", 0)))
+        p = dict(self.spec.params)
+        explore, seed = float(p.get("explore", 0.1)), int(p.get("seed", 0))
+        if "weights" in p:
+            self.learner, trained = trained_learner(str(p["weights"]), explore, seed)
+            p = trained | p
+        else:
+            self.learner = RnnLearner(len(RULES), explore=explore, seed=seed)
         self.epoch_requests = int(p.get("epoch_requests", 200))
         self.rt_weight = float(p.get("rt_weight", 0.5))
+        self.rt_ref = str(p.get("rt_ref", "first"))
+        if self.rt_ref not in RT_REFS:
+            raise PolicyError(f"policy.params.rt_ref: one of {', '.join(RT_REFS)}, "
+                              f"got {self.rt_ref!r}")
         self.choice = self.learner.choose()
 
     def _close(self, view: ClusterView) -> None:
@@ -131,10 +158,14 @@ class PathRnn(_PathPolicy):
         if not rts or not self._power:
             return
         rt, power = sum(rts) / len(rts), sum(self._power) / len(self._power)
+        rt0 = sum(self._rt0) / len(self._rt0)
         self._power.clear()
+        self._rt0.clear()
+        rt_term = rt / rt0 if self.rt_ref == "shortest" and rt0 > 0 else rt
         if self._ref is None:
-            self._ref = (rt, power if power > 0 else 1.0)
-        g = self.rt_weight * rt / self._ref[0] + (1.0 - self.rt_weight) * power / self._ref[1]
+            self._ref = (rt_term, power if power > 0 else 1.0)
+        g = (self.rt_weight * rt_term / self._ref[0]
+             + (1.0 - self.rt_weight) * power / self._ref[1])
         self.curve.append(Epoch(self.decisions, RULES[self.choice], rt, power, g))
         self.learner.learn(self.choice, 1.0 / g if g > 0 and math.isfinite(g) else 0.0)
         self.choice = self.learner.choose()
@@ -148,8 +179,36 @@ class PathRnn(_PathPolicy):
             self._close(view)
         self.decisions += 1
         self._power.append(menu.network_w)
+        self._rt0.append(shortest_rt_ms(view, node, menu))
         return apply_rule(RULES[self.choice], view, node, menu)
 
 
-__all__ = ["RULES", "PathFewestSwitches", "PathGoal", "PathRank", "PathRnn", "PathShortest",
-           "apply_rule", "goal_choice"]
+def trained_learner(name: str, explore: float, seed: int
+                    ) -> tuple[RnnLearner, dict[str, Any]]:
+    """The learner a `path_rnn` training saved (`saved_path_rnn`), its threshold cleared
+    (module docstring), and the params of the reward it was trained under; a one-line
+    PolicyError naming `policy.params.weights` otherwise."""
+    data = read_weights(name, "path_rnn")
+    if data.get("rules") != list(RULES):
+        raise PolicyError(f"policy.params.weights: {name}: its rules {data.get('rules')} "
+                          f"are not path_rnn's {list(RULES)}")
+    if not 0.0 <= explore <= 1.0:
+        raise PolicyError(f"policy.params.explore: must be in [0, 1], got {explore!r}")
+    try:
+        saved = dict(data["learner"], explore=explore, seed=seed, threshold=None)
+        learner = learner_from_json(saved, len(RULES))
+    except (KeyError, TypeError, ValueError) as err:
+        raise PolicyError(f"policy.params.weights: {name}: bad learner ({err})") from None
+    return learner, {k: data[k] for k in ("rt_ref", "rt_weight", "epoch_requests") if k in data}
+
+
+def saved_path_rnn(policy: PathRnn, meta: dict[str, Any]) -> dict[str, Any]:
+    """What `trained_learner` loads: the learner after training, with what it was trained on."""
+    return {"kind": "path_rnn", "rules": list(RULES), "learner": learner_to_json(policy.learner),
+            "rt_ref": policy.rt_ref, "rt_weight": policy.rt_weight,
+            "epoch_requests": policy.epoch_requests, "meta": meta}
+
+
+__all__ = ["RT_REFS", "RULES", "PathFewestSwitches", "PathGoal", "PathRank", "PathRnn",
+           "PathShortest", "apply_rule", "goal_choice", "saved_path_rnn", "shortest_rt_ms",
+           "trained_learner"]

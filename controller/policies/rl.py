@@ -37,7 +37,7 @@ import numpy.typing as npt
 from controller.policies.base import ClusterView, Policy, PolicyError, Request, RouteTable
 from controller.policies.observe import EpochObserver, Obs, ObservationLayout, weighted_choice
 from fogsdn.scenario import TaskClass
-from models.rnn_learner import RnnLearner
+from models.rnn_learner import RnnLearner, learner_from_json
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -196,25 +196,4 @@ def goal(rt_weight: float, response_ms: float, power_w: float, layout: Observati
             + (1.0 - rt_weight) * power_w / layout.p_ref_w)
 
 
-def learner_to_json(learner: RnnLearner) -> dict[str, Any]:
-    return {"n": learner.n, "alpha": learner.alpha, "explore": learner.explore,
-            "seed": learner.seed, "ext_plus": learner.ext_plus, "ext_minus": learner.ext_minus,
-            "w_plus": learner.w_plus.tolist(), "w_minus": learner.w_minus.tolist(),
-            "threshold": learner.threshold}
-
-
-def learner_from_json(d: dict[str, Any], n: int) -> RnnLearner:
-    learner = RnnLearner(int(d["n"]), alpha=float(d["alpha"]), explore=float(d["explore"]),
-                         seed=int(d["seed"]), ext_plus=float(d["ext_plus"]),
-                         ext_minus=float(d["ext_minus"]))
-    if learner.n != n:
-        raise ValueError(f"learner has {learner.n} neurons for {n} menu entries")
-    learner.w_plus = np.asarray(d["w_plus"], dtype=np.float64).reshape(n, n)
-    learner.w_minus = np.asarray(d["w_minus"], dtype=np.float64).reshape(n, n)
-    learner.threshold = None if d["threshold"] is None else float(d["threshold"])
-    learner.q = learner._solve()
-    return learner
-
-
-__all__ = ["RlDqn", "RlRnn", "goal", "learner_from_json", "learner_to_json", "read_weights",
-           "relu_mlp", "weights_path"]
+__all__ = ["RlDqn", "RlRnn", "goal", "read_weights", "relu_mlp", "weights_path"]
