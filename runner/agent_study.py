@@ -42,17 +42,13 @@ def default_policies(scenario: Scenario) -> tuple[str, ...]:
     """The path policies where the scenario's own policy chooses paths (with
     `path_rnn_warm` where weights were trained for the scenario), else the rest."""
     from controller.policies import policy_class
+    from controller.policies.paths import warm_start_file
     from controller.policies.rl import weights_path
 
     if not policy_class(scenario.policy).chooses_paths:
         return POLICIES
-    trained = weights_path(warm_weights(scenario)).is_file()
+    trained = weights_path(warm_start_file(scenario.name)).is_file()
     return PATH_POLICIES + (("path_rnn_warm",) if trained else ())
-
-
-def warm_weights(scenario: Scenario) -> str:
-    """Where `scripts/train_agent.py --agent path_rnn` saves the scenario's path_rnn."""
-    return f"agents/weights/path_rnn_{scenario.name}.json"
 
 
 @contextmanager
@@ -76,7 +72,9 @@ def policy_spec(label: str, scenario: Scenario) -> PolicySpec:
         return PolicySpec(name="rl_dqn", params={
             "weights": f"agents/weights/dqn_{scenario.name}_a{a}.json"})
     if label == "path_rnn_warm":
-        return PolicySpec(name="path_rnn", params={"weights": warm_weights(scenario)})
+        from controller.policies.paths import warm_start_file
+
+        return PolicySpec(name="path_rnn", params={"weights": warm_start_file(scenario.name)})
     for name in ("path_goal", "path_rnn"):  # `path_rnn_a0.9`: its goal weight a = 0.9
         if label.startswith(f"{name}_a"):
             return PolicySpec(name=name, params={"rt_weight": float(label[len(name) + 2:])})

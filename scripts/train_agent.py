@@ -47,9 +47,16 @@ from agents.dqn import (  # noqa: E402
 from agents.env import Obs, SimRoutingEnv  # noqa: E402
 from agents.train_rnn import train_path_rnn, train_rnn  # noqa: E402
 from controller.policies.base import Epoch  # noqa: E402
-from controller.policies.paths import RT_REFS, RULES, PathRnn, saved_path_rnn  # noqa: E402
+from controller.policies.paths import (  # noqa: E402
+    RT_REFS,
+    RULES,
+    PathRnn,
+    saved_path_rnn,
+    warm_start_file,
+)
 from fogsdn.scenario import Scenario, ScenarioError, load_scenario  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[1]
 EVAL_SEEDS = (1000, 1001, 1002)
 PATH_RNN_SEED_BASE = 10_000  # path_rnn's training runs: far from eval_agents' seeds 1, 2, ...
 
@@ -123,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         params = {"rt_ref": ns.rt_ref} | (
             {} if ns.rt_weight is None else {"rt_weight": ns.rt_weight})
         return train_path(scenario, params, ns.runs, ns.seed,
-                          ns.out or Path("agents/weights") / f"path_rnn_{scenario.name}.json")
+                          ns.out or ROOT / warm_start_file(scenario.name))
     out = ns.out or Path("agents/weights") / f"{ns.agent}_{scenario.name}.pt"
     env = SimRoutingEnv(scenario, epoch_requests=ns.epoch_requests, epochs=ns.epochs,
                         rt_weight=ns.rt_weight)

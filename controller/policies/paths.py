@@ -20,8 +20,8 @@ connection among the k shortest (`controller.path_choice`), by one rule each.
   is the rule it used). With `params.rt_ref: shortest` (the default is `first`) RT in G
   is the measured response time over the response time the shortest path was expected
   to give under the epoch's load (the node's expected sojourn plus the shortest path's
-  delay, averaged over the epoch's connections, as `goal_choice` estimates RT_0), so a
-  heavier phase of the workload does not read as a worse rule. With `params.weights`
+  delay, averaged over the epoch's connections, as `goal_choice` estimates RT_0), so the
+  workload's phase largely cancels out of the reward. With `params.weights`
   (a file `scripts/train_agent.py --agent path_rnn` saves) it starts from weights
   trained in the simulator instead: a warm start. The weights carry over, with the
   reward they were trained under (`rt_ref`, `rt_weight`, `epoch_requests`, unless the
@@ -202,6 +202,12 @@ def trained_learner(name: str, explore: float, seed: int
     return learner, {k: data[k] for k in ("rt_ref", "rt_weight", "epoch_requests") if k in data}
 
 
+def warm_start_file(scenario_name: str) -> str:
+    """Where `scripts/train_agent.py --agent path_rnn` saves a scenario's trained learner
+    (relative to the project root, as `policy.params.weights` reads it)."""
+    return f"agents/weights/path_rnn_{scenario_name}.json"
+
+
 def saved_path_rnn(policy: PathRnn, meta: dict[str, Any]) -> dict[str, Any]:
     """What `trained_learner` loads: the learner after training, with what it was trained on."""
     return {"kind": "path_rnn", "rules": list(RULES), "learner": learner_to_json(policy.learner),
@@ -211,4 +217,4 @@ def saved_path_rnn(policy: PathRnn, meta: dict[str, Any]) -> dict[str, Any]:
 
 __all__ = ["RT_REFS", "RULES", "PathFewestSwitches", "PathGoal", "PathRank", "PathRnn",
            "PathShortest", "apply_rule", "goal_choice", "saved_path_rnn", "shortest_rt_ms",
-           "trained_learner"]
+           "trained_learner", "warm_start_file"]
