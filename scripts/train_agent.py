@@ -46,7 +46,7 @@ from agents.dqn import (  # noqa: E402
 )
 from agents.env import Obs, SimRoutingEnv  # noqa: E402
 from agents.train_rnn import train_path_rnn, train_rnn  # noqa: E402
-from controller.policies.base import Epoch  # noqa: E402
+from controller.learner_reports import curve_text  # noqa: E402
 from controller.policies.paths import (  # noqa: E402
     RT_REFS,
     RULES,
@@ -101,7 +101,7 @@ def train_path(scenario: Scenario, params: dict[str, object], runs: int, seed: i
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(saved_path_rnn(policy, meta), indent=1) + "\n")
     curve = out.with_suffix(out.suffix + ".curve.csv")
-    curve.write_text(Epoch.COLUMNS + "".join(e.csv_row() for e in policy.curve))
+    curve.write_text(curve_text(policy.name, policy.curve))
     print(f"weights: {out} (most excited: {RULES[policy.learner.best()]})\ncurve: {curve}")
     return 0
 

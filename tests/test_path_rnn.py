@@ -70,6 +70,15 @@ def test_a_bad_reference_is_refused_by_name() -> None:
         _rnn({"rt_ref": "last"})
 
 
+@pytest.mark.parametrize("warm", [False, True])
+def test_a_bad_exploration_rate_is_a_policy_error_warm_or_not(tmp_path: Path, warm: bool) -> None:
+    params: dict[str, object] = {"explore": 1.5}
+    if warm:
+        params["weights"] = _saved(tmp_path)
+    with pytest.raises(PolicyError, match=r"policy.params.explore: must be in \[0, 1\], got 1.5"):
+        _rnn(params)
+
+
 def test_trained_in_the_simulator_it_starts_where_training_left_it(scenario: Scenario,
                                                                   tmp_path: Path) -> None:
     trained = train_path_rnn(scenario, {"rt_ref": "shortest"}, range(10_000, 10_010), tmp_path)

@@ -140,6 +140,8 @@ class PathRnn(_PathPolicy):
     def __post_init__(self) -> None:
         p = dict(self.spec.params)
         explore, seed = float(p.get("explore", 0.1)), int(p.get("seed", 0))
+        if not 0.0 <= explore <= 1.0:
+            raise PolicyError(f"policy.params.explore: must be in [0, 1], got {explore!r}")
         if "weights" in p:
             self.learner, trained = trained_learner(str(p["weights"]), explore, seed)
             p = trained | p
@@ -158,10 +160,10 @@ class PathRnn(_PathPolicy):
         if not rts or not self._power:
             return
         rt, power = sum(rts) / len(rts), sum(self._power) / len(self._power)
-        rt0 = sum(self._rt0) / len(self._rt0)
+        rt0 = sum(self._rt0) / len(self._rt0) if self._rt0 else 0.0
         self._power.clear()
         self._rt0.clear()
-        rt_term = rt / rt0 if self.rt_ref == "shortest" and rt0 > 0 else rt
+        rt_term = rt / rt0 if rt0 > 0 else rt
         if self._ref is None:
             self._ref = (rt_term, power if power > 0 else 1.0)
         g = (self.rt_weight * rt_term / self._ref[0]
@@ -179,7 +181,8 @@ class PathRnn(_PathPolicy):
             self._close(view)
         self.decisions += 1
         self._power.append(menu.network_w)
-        self._rt0.append(shortest_rt_ms(view, node, menu))
+        if self.rt_ref == "shortest":
+            self._rt0.append(shortest_rt_ms(view, node, menu))
         return apply_rule(RULES[self.choice], view, node, menu)
 
 
@@ -192,8 +195,6 @@ def trained_learner(name: str, explore: float, seed: int
     if data.get("rules") != list(RULES):
         raise PolicyError(f"policy.params.weights: {name}: its rules {data.get('rules')} "
                           f"are not path_rnn's {list(RULES)}")
-    if not 0.0 <= explore <= 1.0:
-        raise PolicyError(f"policy.params.explore: must be in [0, 1], got {explore!r}")
     try:
         saved = dict(data["learner"], explore=explore, seed=seed, threshold=None)
         learner = learner_from_json(saved, len(RULES))
