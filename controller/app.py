@@ -1,14 +1,12 @@
 """os-ken adapter: OpenFlow events in, the pure pipeline's messages out, around pure policies.
 
-`controller.pipeline` says what each switch holds (tables 0-2, conntrack-NAT dispatch
-at the clients' edge switches, forwarding along shortest-by-delay paths); this app
-translates those messages into os-ken objects, sends them to every switch of the
-topology, and turns OpenFlow events into cluster and link changes. A cluster change
-rewrites only the select groups, so established connections keep their worker
-(conntrack); a link failure (PortStatus on a switch-to-switch port) rewrites only the
-forwarding table along new paths. Each change waits for the barrier replies before it
-is acknowledged. What the policy decides for a connection is `controller.running_policy`'s,
-a policy swap `controller.policy_swap`'s; this app only sends it.
+`controller.pipeline` says what each switch holds; this app translates its messages into
+os-ken objects, sends them to the topology's switches, and turns OpenFlow events into
+cluster and link changes. A cluster change rewrites only the select groups, so
+established connections keep their worker (conntrack); a link failure (PortStatus on a
+switch-to-switch port) rewrites only the forwarding table along new paths. Each change
+waits for the barrier replies before it is acknowledged. What the policy decides is
+`controller.running_policy`'s, a policy swap `controller.policy_swap`'s.
 """
 
 from __future__ import annotations

@@ -86,9 +86,8 @@ def port_change(topo: Topology, links: LinkState, switch: str, port: int, down: 
 
 def loaded_view(view: ClusterView, stats: Callable[[str], Mapping[str, Any] | None],
                 recent_rt_ms: Callable[[str], float | None]) -> ClusterView:
-    """`view` with each node's load now, from its worker's `stats` answer (`in_system`,
-    `work_left_ms`; None where there is no answer or it does not read), and the response
-    time measured of it lately (per-request policies read both)."""
+    """`view` with each node's load now from its worker's `stats` answer (None where it
+    gives none) and its recently measured response time (per-request policies read both)."""
     nodes = []
     for n in view.nodes:
         load, work = None, None

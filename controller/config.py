@@ -50,9 +50,5 @@ class ControllerConfig:
         return path
 
     @classmethod
-    def read(cls, path: Path) -> ControllerConfig:
-        return cls.from_dict(json.loads(Path(path).read_text()))
-
-    @classmethod
     def from_environment(cls) -> ControllerConfig:
-        return cls.read(Path(os.environ[CONFIG_ENV]))
+        return cls.from_dict(json.loads(Path(os.environ[CONFIG_ENV]).read_text()))

@@ -1,17 +1,15 @@
 """What a run reports of a learning policy while it runs (pure): the new rows of its
-learning curve, each policy epoch's apart, and its state (`describe()`) for some of the
-controller's decision events.
+learning curve, and its state (`describe()`) for some of the controller's decision events.
 
-A policy swap (`controller.policy_swap`) or a restarted controller starts a new policy
-epoch with a new learner, whose curve starts again from its first decision. Every row of
-`learning_curve.csv` therefore names the policy epoch that wrote it (`policy_epoch`: 0
-from the start, one more at each swap and at each controller restart) and its policy, so
-two learners' epochs never read as one curve. The simulator writes the same columns (one
-policy epoch, 0).
+A policy swap or a restarted controller starts a new policy epoch with a new learner,
+whose curve starts again from its first decision, so every row of `learning_curve.csv`
+names its policy epoch (0 from the start, one more at each swap and restart) and its
+policy: two learners' epochs never read as one curve. The simulator writes the same
+columns (policy epoch 0).
 
-`describe()` is asked on the controller's packet path: it goes into the first decision
-event of a policy epoch and then into every `DESCRIBE_EVERY`-th, not into each one (the
-run view shows the latest it has seen, `runner.view_state.ClassRoutes`).
+`describe()` is asked on the packet path, so only the first decision event of a policy
+epoch and every `DESCRIBE_EVERY`-th carry it (the run view shows the latest it has
+seen, `runner.view_state.ClassRoutes`).
 """
 
 from __future__ import annotations

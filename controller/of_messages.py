@@ -95,7 +95,7 @@ def flow_mod(dp: Any, f: Flow) -> Any:
         inst.append(parser.OFPInstructionGotoTable(f.goto))
     return parser.OFPFlowMod(dp, table_id=f.table, priority=f.priority,
                              match=parser.OFPMatch(**f.match_dict()), instructions=inst,
-                             idle_timeout=f.idle_timeout, hard_timeout=f.hard_timeout)
+                             idle_timeout=f.idle_timeout)
 
 
 def flow_delete_strict(dp: Any, f: Flow) -> Any:
@@ -110,21 +110,16 @@ def flow_delete_strict(dp: Any, f: Flow) -> Any:
 def group_mod(dp: Any, g: GroupMod) -> Any:
     ofp, parser = dp.ofproto, dp.ofproto_parser
     cmd = ofp.OFPGC_ADD if g.add else ofp.OFPGC_MODIFY
-    if g.kind == "fast_failover":
-        buckets = [parser.OFPBucket(weight=0, watch_port=port, watch_group=ofp.OFPG_ANY,
-                                    actions=of_actions(dp, acts))
-                   for port, (_, acts) in zip(g.watch_ports, g.buckets, strict=True)]
-        return parser.OFPGroupMod(dp, cmd, ofp.OFPGT_FF, g.group_id, buckets)
-    single = len(g.buckets) == 1
-    buckets = [parser.OFPBucket(weight=0 if single else w, watch_port=ofp.OFPP_ANY,
-                                watch_group=ofp.OFPG_ANY,
-                                actions=of_actions(dp, acts))
-               for w, acts in g.buckets]
+    failover, single = g.kind == "fast_failover", len(g.buckets) == 1
+    watch = g.watch_ports if failover else [ofp.OFPP_ANY] * len(g.buckets)
+    buckets = [parser.OFPBucket(weight=0 if failover or single else w, watch_port=port,
+                                watch_group=ofp.OFPG_ANY, actions=of_actions(dp, acts))
+               for port, (w, acts) in zip(watch, g.buckets, strict=True)]
     # one bucket: an indirect group, applied inline. A select group hashes in the
     # datapath and recirculates, and that second pass is a cached flow keyed on the hash
     # alone, which goes on choosing the old bucket until OVS revalidates it (about 2 ms
     # after the barrier here; docs/emulation.md). OVS changes a group's type on MODIFY.
-    kind = ofp.OFPGT_INDIRECT if single else ofp.OFPGT_SELECT
+    kind = ofp.OFPGT_FF if failover else ofp.OFPGT_INDIRECT if single else ofp.OFPGT_SELECT
     return parser.OFPGroupMod(dp, cmd, kind, g.group_id, buckets)
 
 

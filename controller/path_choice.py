@@ -1,13 +1,11 @@
 """Paths as the action (seed 002a): each (client, node) pair's k candidate paths, and the
 choice of one per connection, the same in every engine (pure).
 
-The candidates are the k shortest loop-free paths by delay (`fogsdn.routing.k_shortest_paths`,
-ties to fewer hops) over the scenario's graph; `PathRouter.choose` hands a policy the menu
-with what each option would wake now (`models.network_power.PortActivity`), takes the
-option it names and marks its ports used. The simulator then times and prices the request
-on that path; the live controller installs it end to end (`connection_path`, the rules of
-`controller.pipeline.path_flows`) for that connection only, so connections in flight keep
-theirs.
+The candidates are the k shortest loop-free paths by delay (ties to fewer hops);
+`PathRouter.choose` hands a policy the menu with what each option would wake now, takes
+the option it names and marks its ports used. The simulator then times and prices the
+request on that path; the live controller installs it end to end for that connection
+only (`connection_path`), so connections in flight keep theirs.
 """
 
 from __future__ import annotations

@@ -1,26 +1,21 @@
 """The OpenFlow pipeline for one datapath, as plain data (pure; no os-ken, no I/O).
 
-As Faucet's valve modules do, this returns the messages a switch needs and the os-ken
-app only translates and sends them, so the pipeline is unit-tested against a fake
-flow table without root. OpenFlow 1.3 + OVS conntrack (measured in DESIGN):
+As Faucet's valve modules do, this returns the messages and the os-ken app only sends
+them, so the pipeline is tested against a fake flow table without root. OpenFlow 1.3 +
+OVS conntrack (measured in DESIGN):
 
-  table 0  IPv6 dropped. ARP: for the service address, to the controller (it answers)
-           at switches with clients; on one switch other ARP is flooded; on many a
-           request for a host is answered by the switch itself and other ARP is
-           forwarded towards its target address (no flooding over loops). IPv4 that
-           concerns a local client goes through ct(zone, nat) to table 1 (on one switch:
-           all IPv4, as seed 000's star always did); other IPv4 skips to table 2.
+  table 0  IPv6 dropped. ARP for the service address to the controller (it answers) at
+           switches with clients; other ARP flooded on one switch, and on many answered
+           by the first switch (a request for a host) or forwarded towards its target
+           (no flooding over loops). IPv4 that concerns a local client (on one switch:
+           all IPv4) goes through ct(zone, nat) to table 1; other IPv4 skips to table 2.
   table 1  +new TCP to the service address: HP (DSCP 46) to group 1, anything else to
-           group 2 (or, for a per-request policy, the SYN to the controller), each
-           after a one-link multipath over the 5-tuple (PerConnection) that keys the
-           cached datapath flow on the client port; a group with one bucket is indirect,
-           with more a select group. Each bucket commits the connection with
-           nat(dst=worker) and recirculates to table 2. Established and reply traffic
-           follows its conntrack entry.
-  table 2  forwarding by destination along the host's shortest-by-delay tree (or a
-           path a policy pinned for a client and node), through a fast-failover group
-           to a loop-free backup port where the switch has one; replies leaving the
-           client's edge carry the service MAC as source.
+           group 2 (for a per-request policy, the SYN to the controller), after a
+           PerConnection multipath; each bucket commits the connection with
+           nat(dst=worker) and recirculates to table 2. Other traffic follows conntrack.
+  table 2  forwarding by destination along the host's shortest-by-delay tree (or a path
+           a policy pinned), through a fast-failover group to a loop-free backup port
+           where there is one; replies leaving the client's edge get the service MAC.
 
 Conntrack runs only at a client's edge switch: all bridges of the userspace datapath
 share one conntrack table, so a second ct() on the way would see the same entry.
@@ -127,7 +122,6 @@ class Flow:
     actions: tuple[Action, ...] = ()
     goto: int | None = None
     idle_timeout: int = 0
-    hard_timeout: int = 0
 
     def match_dict(self) -> dict[str, Any]:
         return dict(self.match)
@@ -173,8 +167,11 @@ class Topology:
     def hosts(self) -> list[tuple[str, dict[str, Any]]]:
         return [(n, d) for n, d in self.graph.nodes(data=True) if d["kind"] == "host"]
 
+    def clients(self) -> list[tuple[str, dict[str, Any]]]:
+        return [(n, d) for n, d in self.hosts() if d["role"] == "client"]
+
     def local_clients(self, switch: str) -> list[tuple[str, dict[str, Any]]]:
-        return [(n, d) for n, d in self.hosts() if d["role"] == "client" and d["switch"] == switch]
+        return [(n, d) for n, d in self.clients() if d["switch"] == switch]
 
     def single(self) -> bool:
         return len(self.switches()) == 1
@@ -275,42 +272,34 @@ def sample_mask(one_in: int) -> int:
 
 
 def observe_flows(topo: Topology, switch: str, proactive: bool, mask: int = 0) -> list[Flow]:
-    """At a client's edge switch, a header copy to the controller of each client SYN to the
-    service address (proactive policies only: a per-request policy's SYN comes to the
-    controller anyway), of each server FIN to a local client, before conntrack undoes
-    the NAT, so its source names the worker, and, for a sample of client ports, of the
-    handshake's SYN-ACK and the client's pure ACKs (the client's leg,
-    `controller.rt_measure`). The packet itself goes on through ct as table 0's own IPv4
-    rules send it; the copy does not hold it. `mask`: only connections whose client port
-    has these bits 0 are copied (sample_mask)."""
+    """At a client's edge switch, header copies to the controller (`controller.rt_measure`)
+    of each client SYN to the service address (proactive policies only: a per-request
+    policy's SYN comes anyway), each server FIN to a local client (before conntrack undoes
+    the NAT, so its source names the worker) and, for a sample of client ports, the
+    handshake's SYN-ACK and the client's pure ACKs. The packet itself goes on through ct;
+    `mask`: only connections whose client port has these bits 0 are copied."""
     if switch not in edge_switches(topo):
         return []
-    copy_and_on = (ToController(OBSERVE_MAX_LEN), Conntrack(TABLE_DISPATCH))
+    def copy(**match: Any) -> Flow:
+        return flow(TABLE_CLASSIFY, PRIO_OBSERVE,
+                    (ToController(OBSERVE_MAX_LEN), Conntrack(TABLE_DISPATCH)),
+                    eth_type=ETH_IPV4, ip_proto=6, **match)
+
     from_sampled: dict[str, Any] = {"tcp_src": (0, mask)} if mask else {}
     to_sampled: dict[str, Any] = {"tcp_dst": (0, mask)} if mask else {}
     out = []
     if proactive:
-        out.append(flow(TABLE_CLASSIFY, PRIO_OBSERVE, copy_and_on, eth_type=ETH_IPV4,
-                        ip_proto=6, ipv4_dst=topo.vip, tcp_flags=TCP_FLAGS_CLIENT_SYN,
-                        **from_sampled))
-    clients = _clients(topo) if topo.single() else topo.local_clients(switch)
+        out.append(copy(ipv4_dst=topo.vip, tcp_flags=TCP_FLAGS_CLIENT_SYN, **from_sampled))
     # a sample of connections (client port & LEG_SAMPLE_MASK == 0) also shows its handshake:
     # the SYN-ACK toward the client and the client's pure ACKs, the client's own leg
-    out.append(flow(TABLE_CLASSIFY, PRIO_OBSERVE, copy_and_on, eth_type=ETH_IPV4, ip_proto=6,
-                    ipv4_dst=topo.vip, tcp_src=(0, LEG_SAMPLE_MASK | mask),
+    out.append(copy(ipv4_dst=topo.vip, tcp_src=(0, LEG_SAMPLE_MASK | mask),
                     tcp_flags=TCP_FLAGS_PURE_ACK))
-    for _, c in clients:
-        out.append(flow(TABLE_CLASSIFY, PRIO_OBSERVE, copy_and_on, eth_type=ETH_IPV4,
-                        ip_proto=6, ipv4_dst=c["ip"], tcp_src=topo.service_port,
-                        tcp_flags=TCP_FLAGS_FIN, **to_sampled))
-        out.append(flow(TABLE_CLASSIFY, PRIO_OBSERVE, copy_and_on, eth_type=ETH_IPV4,
-                        ip_proto=6, ipv4_dst=c["ip"], tcp_src=topo.service_port,
+    for _, c in topo.clients() if topo.single() else topo.local_clients(switch):
+        out.append(copy(ipv4_dst=c["ip"], tcp_src=topo.service_port, tcp_flags=TCP_FLAGS_FIN,
+                        **to_sampled))
+        out.append(copy(ipv4_dst=c["ip"], tcp_src=topo.service_port,
                         tcp_dst=(0, LEG_SAMPLE_MASK | mask), tcp_flags=TCP_FLAGS_SYNACK))
     return out
-
-
-def _clients(topo: Topology) -> list[tuple[str, dict[str, Any]]]:
-    return [(n, d) for n, d in topo.hosts() if d["role"] == "client"]
 
 
 def arp_flows(topo: Topology, switch: str, hops: NextHops) -> list[Flow]:
@@ -404,7 +393,7 @@ def edge_switches(topo: Topology) -> list[str]:
     """Switches that dispatch: those with clients (the one switch of a star)."""
     if topo.single():
         return topo.switches()
-    return sorted({d["switch"] for _, d in topo.hosts() if d["role"] == "client"})
+    return sorted({d["switch"] for _, d in topo.clients()})
 
 
 def stage_flows(topo: Topology, switch: str, stage_ips: Sequence[str]) -> list[Flow]:

@@ -1,14 +1,12 @@
 """A policy swap in a running testbed (issue 21), as pure functions: a request made a
-spec, the spec built and checked before anything changes, and the OpenFlow entries
-that differ between the old policy's pipeline and the new one's.
+spec, the spec built and checked before anything changes, and the OpenFlow entries that
+differ between the old policy's pipeline and the new one's.
 
-The runner checks a swap (the policy checker, `controller.policies.check`) and sends
-the resolved spec to the controller; the controller builds it again in its own process
-(loading a policy file runs code in every process that uses it, as `make_policy` does
-everywhere) and swaps it between two packet-ins. A request that fails anywhere changes
-nothing: each step raises `SwapError` with one line. The controller then replaces its
-`controller.running_policy.RunningPolicy` whole, and the edge switches' dispatch rules
-change as `dispatch_changes` says.
+The runner checks a swap (`controller.policies.check`) and sends the resolved spec; the
+controller builds it again in its own process (loading a policy file runs code in every
+process that uses it, as `make_policy` does everywhere), swaps it between two packet-ins
+and replaces its `RunningPolicy` whole. A request that fails anywhere changes nothing:
+each step raises `SwapError` with one line.
 """
 
 from __future__ import annotations
@@ -40,9 +38,7 @@ class SwapError(ValueError):
 
 
 def _scalar(key: str, v: object) -> float | int | str | bool:
-    if isinstance(v, bool | int | str):
-        return v
-    if isinstance(v, float) and math.isfinite(v):
+    if isinstance(v, bool | int | str) or (isinstance(v, float) and math.isfinite(v)):
         return v
     raise SwapError(f"params.{key}: a number, string or boolean, got {v!r}")
 

@@ -1,10 +1,7 @@
 """Registration channel: how an OFN's join or leave (and a policy swap) reaches the
-controller (stdlib only).
-
-Seed 000 has OFNs announce entering and leaving to the AP (cellular registration);
-here the mobility model speaks for the OFN over the controller's Unix socket, and
-the answer comes once the new rules are in (barrier reply). `availability_request` is
-the controller's reading of such a request.
+controller (stdlib only). Seed 000 has OFNs announce entering and leaving to the AP
+(cellular registration); here the mobility model speaks for the OFN over the
+controller's Unix socket, and the answer comes once the new rules are in (barrier reply).
 """
 
 from __future__ import annotations

@@ -1,32 +1,25 @@
 """Response time as the network sees it: each connection's client SYN to the server's FIN.
 
-Pure (no os-ken, no I/O), so the pairing is tested with fakes. The controller gets a
-copy of both segments (`controller.pipeline.observe_flows`): the client's SYN to the
-service address, and the server's first FIN, which the worker sends right after its
-reply line (`nodes/task_server.py`: send, then close), so the reply is complete when it is
-sent. A connection is named by its client end (address, port): NAT rewrites only the
-server end, so the SYN (to the service address) and the FIN (from the worker's own
-address, before conntrack undoes the NAT) carry the same client end, and the FIN's
-source names the node that answered.
+Pure, so the pairing is tested with fakes. The controller gets a copy of the client's
+SYN to the service address and of the server's first FIN, which the worker sends right
+after its reply (`nodes/task_server.py`: send, then close). A connection is named by its
+client end (address, port): NAT rewrites only the server end, so the FIN, copied before
+conntrack undoes the NAT, carries the same client end, and its source names the node.
 
     timer = ConnectionTimer(ms_real=0.005)        # time scale 5: 5 real ms per model ms
     timer.syn(("10.0.0.11", 40000), seq=7, t=1.000)
     m = timer.fin(("10.0.0.11", 40000), t=1.012, node="fn")   # m.rt_ms == 2.4 model ms
 
-Events may be handled out of order (a FIN before its SYN): a FIN with no open SYN is
-kept for `max_open_s` and paired with a SYN stamped before it. A retransmitted SYN (same
-client end, same sequence number) keeps the first stamp, which is when the client
-started; a SYN with a new sequence number on the same client end is a new connection
-(the port was reused) and the old one, never answered, is abandoned.
+A FIN handled before its SYN is kept for `max_open_s` and paired with a SYN stamped
+before it. A retransmitted SYN (same sequence number) keeps the first stamp, when the
+client started; a new sequence number on the same client end is a new connection (the
+port was reused), and the old one, never answered, is abandoned.
 
-What the switch cannot see is the client's own leg: the SYN's way from the client to
-the switch (on the userspace datapath, mostly the wait until OVS reads the client's
-port) and the reply's way from the switch to the client. Together they are one
-round trip between switch and client, which the handshake shows: the server's SYN-ACK
-passes the switch, the client answers with its ACK at once. For a sample of connections
-(`pipeline.LEG_SAMPLE_MASK` on the client port) the controller also gets those two
-copies; ACK minus SYN-ACK is a sample of the client's leg, and each measurement adds
-its own connection's leg, or the mean of the client's recent samples
+The switch cannot see the client's own leg (client to switch and back; on the userspace
+datapath mostly the wait until OVS reads the client's port). The handshake shows it: for
+a sample of connections (`pipeline.LEG_SAMPLE_MASK` on the client port) the controller
+also gets the server's SYN-ACK and the client's ACK; ACK minus SYN-ACK samples the leg,
+and each measurement adds its own connection's leg or the client's recent mean
 (`rt_ms = span_ms + leg_ms`), as passive TCP monitors estimate a client's RTT.
 """
 
@@ -34,20 +27,19 @@ from __future__ import annotations
 
 import struct
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from socket import inet_ntoa
 
-# One connection in 16 by default: every connection's SYN and FIN copied to the
-# controller cost the FN about 3-5 % of its service rate on two cores (docs/emulation.md);
-# one in 16 still times about 10 connections per real second at the default load. Here,
-# in a module of the standard library only, because the command line's defaults need it
-# before the set-up has installed anything.
+# One connection in 16: copying every SYN and FIN cost the FN 3-5 % of its service rate
+# on two cores (docs/emulation.md); one in 16 still times about 10 a real second at the
+# default load. Here (stdlib only): the command line's defaults need it before set-up.
 RT_SAMPLE_DEFAULT = 16
 
 __all__ = ["RT_COLUMNS", "ConnKey", "ConnectionTimer", "Measurement", "PathStats", "RtRecorder",
-           "Segment", "TCP_ACK", "TCP_FIN", "TCP_RST", "TCP_SYN", "parse_segment"]
+           "Segment", "TCP_ACK", "TCP_FIN", "TCP_SYN", "parse_segment"]
 
-TCP_FIN, TCP_SYN, TCP_RST, TCP_ACK = 0x01, 0x02, 0x04, 0x10
+TCP_FIN, TCP_SYN, TCP_ACK = 0x01, 0x02, 0x10
 ETH_IPV4, ETH_VLAN = 0x0800, 0x8100
 IP_TCP = 6
 ConnKey = tuple[str, int]  # the client end of a connection: (address, port)
@@ -84,10 +76,6 @@ class Segment:
         return bool(self.flags & TCP_FIN)
 
 
-def _ip(b: bytes) -> str:
-    return f"{b[0]}.{b[1]}.{b[2]}.{b[3]}"
-
-
 def parse_segment(data: bytes) -> Segment | None:
     """An Ethernet/IPv4/TCP frame's addresses, ports, sequence number and flags; None if
     it is not one or is cut before the flags. Hand-parsed: os-ken's full packet parser
@@ -104,7 +92,7 @@ def parse_segment(data: bytes) -> Segment | None:
     ihl = (data[off] & 0x0F) * 4
     if data[off + 9] != IP_TCP or ihl < 20:
         return None
-    src, dst = _ip(data[off + 12:off + 16]), _ip(data[off + 16:off + 20])
+    src, dst = inet_ntoa(data[off + 12:off + 16]), inet_ntoa(data[off + 16:off + 20])
     t = off + ihl
     if len(data) < t + 14:
         return None
@@ -233,33 +221,21 @@ class ConnectionTimer:
 
 @dataclass
 class PathStats:
-    """Per node (each node is reached over its own path here) the running mean of the
-    measured response time, and the mean of the last `window` measurements (what a
-    policy reads as the current figure; O(1), as the simulator asks it per request)."""
+    """Per node (each node is reached over its own path here) the mean of the last
+    `window` measured response times (what a policy reads as the current figure; O(1),
+    as the simulator asks it per request)."""
 
     window: int = 100
-    count: dict[str, int] = field(default_factory=dict)
-    total_ms: dict[str, float] = field(default_factory=dict)
     _recent: dict[str, deque[float]] = field(default_factory=dict)
     _recent_sum: dict[str, float] = field(default_factory=dict)
 
     def add(self, node: str, rt_ms: float) -> None:
-        self.count[node] = self.count.get(node, 0) + 1
-        self.total_ms[node] = self.total_ms.get(node, 0.0) + rt_ms
         r = self._recent.setdefault(node, deque())
         r.append(rt_ms)
         total = self._recent_sum.get(node, 0.0) + rt_ms
         if len(r) > self.window:
             total -= r.popleft()
         self._recent_sum[node] = total
-
-    def extend(self, measurements: Iterable[Measurement]) -> None:
-        for m in measurements:
-            self.add(m.node, m.rt_ms)
-
-    def mean(self, node: str) -> float | None:
-        n = self.count.get(node, 0)
-        return self.total_ms[node] / n if n else None
 
     def recent(self, node: str) -> float | None:
         r = self._recent.get(node)

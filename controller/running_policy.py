@@ -3,10 +3,7 @@ it decides for one new connection (pure; the os-ken adapter sends what it says).
 
 A policy swap (`controller.policy_swap`) replaces the `RunningPolicy` whole, as one
 attribute, so a packet-in sees the old policy or the new one, never a mix; each swap
-starts a new policy epoch (`controller.learner_reports`). For a connection the policy
-names the node; a policy that chooses paths (seed 002a) names the path too, whose rules
-go to its switches before the SYN's own; a learner's closed epochs and, now and then,
-its state come with it.
+starts a new policy epoch (`controller.learner_reports`).
 """
 
 from __future__ import annotations
@@ -95,7 +92,6 @@ class RunningPolicy:
         return ConnectionChoice(node, decide_ms, path, flows,
                                 self.reports.new_rows(learner.learning_curve()),
                                 self.reports.agent_state(learner))
-
 
 
 class DecidedSyns:

@@ -8,7 +8,7 @@ simulator, in sweep and Ray workers, and in the live controller process.
 from __future__ import annotations
 
 import inspect
-import traceback
+import math
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -26,7 +26,7 @@ from controller.policies.base import (
 )
 from controller.policies.basic import Basic
 from controller.policies.greedy import LatencyGreedy, LeastLoaded, PowerGreedy
-from controller.policies.loader import load_policy_module
+from controller.policies.loader import error_line, load_policy_module
 from controller.policies.nodiff import NoDiff
 from controller.policies.paths import (
     PathFewestSwitches,
@@ -46,7 +46,7 @@ from controller.policies.size_based import (
     Tags,
 )
 from controller.policies.threshold import Threshold
-from fogsdn.scenario import PolicySpec, Role, Scenario, Workload
+from fogsdn.scenario import PolicySpec, Role, Scenario, TaskClass, Workload
 from fogsdn.stages import StagePlan
 
 BUILT_IN_POLICIES: Mapping[str, type[Policy]] = MappingProxyType({
@@ -127,12 +127,8 @@ def policy_failure(policy: Policy | type[Policy], what: str, err: BaseException)
     """One line naming the policy's file, the call that failed and the cause."""
     cls = policy if isinstance(policy, type) else type(policy)
     origin = policy_origin(cls)
-    line = ""
-    for frame in reversed(traceback.extract_tb(err.__traceback__)):
-        if frame.filename == origin:
-            line = f" (line {frame.lineno})"
-            break
-    return f"{origin}: policy {cls.name!r}: {what} raised {type(err).__name__}: {err}{line}"
+    return (f"{origin}: policy {cls.name!r}: {what} raised {type(err).__name__}: {err}"
+            f"{error_line(err, origin)}")
 
 
 def make_policy(spec: PolicySpec, workload: Workload | None = None) -> Policy:
@@ -150,10 +146,6 @@ def make_policy(spec: PolicySpec, workload: Workload | None = None) -> Policy:
 
 def route_problems(table: object, view: ClusterView) -> list[str]:
     """What is wrong with a route table for this view (empty when it is usable)."""
-    import math
-
-    from fogsdn.scenario import TaskClass
-
     if not isinstance(table, Mapping):
         return [f"routes returned {type(table).__name__}, not a mapping class -> weights"]
     names = {n.name for n in view.nodes}
@@ -212,32 +204,9 @@ def stage_plan(scenario: Scenario) -> StagePlan:
         raise PolicyError(policy_failure(policy, "stages", err)) from None
 
 
-__all__ = [
-    "BUILT_IN_POLICIES",
-    "POLICIES",
-    "Basic",
-    "NoDiff",
-    "Prioritized",
-    "Threshold",
-    "ClusterView",
-    "NodeView",
-    "Policy",
-    "PolicyError",
-    "Request",
-    "RouteTable",
-    "initial_view",
-    "is_per_request",
-    "make_policy",
-    "node_view",
-    "policy_class",
-    "policy_failure",
-    "policy_origin",
-    "probe_policy",
-    "route_problems",
-    "refuse_built_in_name",
-    "register_policy",
-    "routes_for",
-    "safe_routes",
-    "stage_plan",
-    "user_policy_classes",
-]
+__all__ = ["BUILT_IN_POLICIES", "POLICIES", "Basic", "NoDiff", "Prioritized", "Threshold",
+           "ClusterView", "NodeView", "Policy", "PolicyError", "Request", "RouteTable",
+           "initial_view", "is_per_request", "make_policy", "node_view", "policy_class",
+           "policy_failure", "policy_origin", "probe_policy", "route_problems",
+           "refuse_built_in_name", "register_policy", "routes_for", "safe_routes", "stage_plan",
+           "user_policy_classes"]

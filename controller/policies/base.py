@@ -47,9 +47,8 @@ class NodeView:
 
 def node_view(spec: NodeSpec, available: bool, net_ms: float | None = None,
               in_system: int | None = None) -> NodeView:
-    """A node as its scenario entry declares it, with its power figures and, where the
-    engine knows them, its path's network time and its load: the one place that turns
-    a `NodeSpec` into a view entry."""
+    """The one place that turns a `NodeSpec` into a view entry (with its path's network
+    time and its load where the engine knows them)."""
     return NodeView(spec.name, spec.role, available, spec.capacity, spec.mu, in_system,
                     multi_server=spec.servers is Servers.MULTI,
                     power_idle_w=spec.power.idle_w, power_max_w=spec.power.max_w,
@@ -81,8 +80,8 @@ class Request:
 @dataclass(frozen=True)
 class Epoch:
     """One point of an online learner's curve: after `decisions` connections, the epoch's
-    action (the rule it followed, no commas), measured response time (model ms), estimated network
-    power (W) and goal G (lower is better)."""
+    action (the rule it followed, no commas), measured response time (model ms),
+    estimated network power (W) and goal G (lower is better)."""
 
     decisions: int
     action: str
@@ -146,12 +145,10 @@ class Policy(ABC):
         return ()
 
     def stages(self, view: ClusterView) -> StagePlan:
-        """Size-based stages over this view's hosts (`fogsdn.stages`): "sita", each
-        size interval's host (the client picks it by size), or "tags", kill and
-        restart: host i serves a task up to cutoff i, kills it and it restarts from
-        scratch at host i + 1. Every engine asks this one method: the simulator kills
-        and restarts where the plan says, the live run turns it into stage ports and
-        worker kill timers, the analysis picks the model. Default: no stages."""
+        """Size-based stages over this view's hosts (`fogsdn.stages`): "sita" (the client
+        picks a size interval's host) or "tags" (host i kills a task at cutoff i and it
+        restarts at host i + 1). Every engine asks this one method (simulator, live stage
+        ports and kill timers, the analysis's model). Default: no stages."""
         return StagePlan("none")
 
 

@@ -1,11 +1,10 @@
 """Greedy baselines for the learning controller (issue 9): least-loaded, latency-, power-greedy.
 
-Each sends every request, whatever its class, to the available node (any role) that is
-best by one measure of the view at the moment it arrives, so the engines call `decide`
-per request. `routes` gives the same choice for the view it is asked about (a proactive
-engine sees no queue lengths, so it then reduces to the measure with empty queues).
-A node that is full (holds `capacity` requests) is passed over while another has room.
-Ties go to the first node in scenario order, so the policies are deterministic.
+Each sends every request, whatever its class, to the available node (any role) best by
+one measure of the view as it arrives, so the engines call `decide` per request; `routes`
+gives the same choice (with no queue lengths known: the measure with empty queues). A
+full node is passed over while another has room; ties go to the first node in scenario
+order, so the policies are deterministic.
 
 * `least_loaded`: fewest requests held per server.
 * `latency_greedy`: least expected response time, E[sojourn] + network time: with n held
@@ -13,9 +12,8 @@ Ties go to the first node in scenario order, so the policies are deterministic.
   node (no waiting), plus the view's `net_ms` where the engine knows it.
 * `power_greedy`: least marginal server energy per request under the linear power model,
   (max_w - idle_w) / (servers * mu): the idle draw is paid anyway, so concentrating work
-  on the node that turns it into watts most cheaply saves power. A node whose power
-  figures the view lacks counts as 1 W of dynamic range (all nodes the same machine),
-  which ranks by service time per server.
+  where it turns into watts most cheaply saves power. A node without power figures
+  counts as 1 W of dynamic range (all the same machine): service time per server.
 """
 
 from __future__ import annotations
@@ -42,10 +40,9 @@ def servers(node: NodeView) -> int:
 
 
 def expected_sojourn_ms(node: NodeView) -> float:
-    """Mean time a new request of mean size 1 spends at the node (exponential service)."""
-    if node.multi_server:
-        return 1.0 / node.mu
-    return (held(node) + 1) / node.mu
+    """Mean time a new request of mean size 1 spends at the node (exponential service;
+    a multi-server node has no waiting)."""
+    return (1 if node.multi_server else held(node) + 1) / node.mu
 
 
 def expected_response_ms(node: NodeView) -> float:

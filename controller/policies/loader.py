@@ -1,9 +1,8 @@
 """Loading a user's policy module, by file path or importable name, in any process.
 
-The scenario names it (`policy.module`); the path is made absolute when the scenario
-is loaded, so every process that builds a policy from the spec (runner, controller,
-simulator, sweep and Ray workers) loads the same file through `make_policy`. Every
-error is one line naming the file and the cause.
+The scenario loader makes `policy.module` paths absolute, so every process that builds
+the policy through `make_policy` (runner, controller, simulator, sweep and Ray workers)
+loads the same file. Every error is one line naming the file and the cause.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from fogsdn.scenario import is_policy_path as is_path
 _LOADED: dict[str, tuple[type[Policy], ...]] = {}
 
 
-def _where(err: BaseException, path: str) -> str:
+def error_line(err: BaseException, path: str) -> str:
     """`line N` of the user's file where the exception was raised, when it was there."""
     for frame in reversed(traceback.extract_tb(err.__traceback__)):
         if frame.filename == path:
@@ -52,7 +51,7 @@ def _import_file(path: Path) -> ModuleType:
     except Exception as err:
         del sys.modules[mod_name]
         raise PolicyError(f"{path}: importing it raised {type(err).__name__}: {err}"
-                          f"{_where(err, str(path))}") from None
+                          f"{error_line(err, str(path))}") from None
     return module
 
 

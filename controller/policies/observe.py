@@ -1,27 +1,25 @@
 """What a learning controller sees in one decision epoch, and what it does per flow (pure).
 
-The same code builds the observation in the simulator env (agents/env.py) and inside the
-controller (controller/policies/rl.py), from what a per-flow policy is shown there: the
-cluster view at each new flow (who is up, requests held, each node's power figures and
-its path's network time, each node's recent measured response time) and the policy's
-own choices. Nothing else, so an agent trained on it can decide live.
+The same code builds the observation in the simulator env (agents/env.py) and in the
+controller (controller/policies/rl.py), from only what a per-flow policy is shown there
+(the cluster view at each new flow and its own choices), so an agent trained on it can
+decide live.
 
 Per node: up (1/0) at the epoch's end, requests held / capacity (mean over the epoch's
-flows), estimated utilisation, its path's network time / RT_ref (the path's delay), and
-the share of the epoch's flows sent to it (the path's load). Per switch: the share of
-its ports that carried a flow. Then the response time / RT_ref, measured (the chosen
-nodes' recent SYN-to-FIN figure, `observed_response_ms`; estimated from queue and path
-until a node has one), and the estimated power / P_ref. Utilisation is estimated by
-what arrivals see (PASTA): the share of flows that found a single-server node busy, or
-the mean held / servers for a multi-server node. Power is `models.power_model` on those
-figures: each server's linear model, each switch's chassis plus its active ports (the
-traffic term, about 0.01 W at fog loads, is left out).
+flows), estimated utilisation, its path's network time / RT_ref, and its share of the
+epoch's flows. Per switch: the share of its ports that carried a flow. Then the response
+time / RT_ref (measured SYN to FIN, `observed_response_ms`, estimated until a node has a
+figure) and the estimated power / P_ref. Utilisation is what arrivals see (PASTA): the
+share of flows that found a single-server node busy, or mean held / servers for a
+multi-server node. Power is `models.power_model` on those figures: each server's linear
+model, each switch's chassis plus its active ports (the traffic term, about 0.01 W at fog
+loads, is left out).
 
-Per flow, the agent's epoch weights act as preferences: a flow goes to the available
-node with room that has the least expected response time (latency-greedy's measure,
-queue plus network) divided by its weight; weight 0 excludes a node. Equal weights are
-latency-greedy; lowering a power-hungry node's weight moves work away from it only while
-the other nodes' queues are short, which a random split by weights cannot do.
+Per flow, the epoch's weights act as preferences: a flow goes to the available node with
+room that has the least expected response time (latency-greedy's measure) divided by its
+weight; weight 0 excludes a node. Equal weights are latency-greedy; lowering a
+power-hungry node's weight moves work away from it only while the other nodes' queues
+are short, which a random split by weights cannot do.
 """
 
 from __future__ import annotations

@@ -5,29 +5,22 @@ connection among the k shortest (`controller.path_choice`), by one rule each.
 * `path_rank`: every connection on its `params.rank`-th shortest path, a static plan.
 * `path_fewest_switches`: power-greedy: the path that wakes the fewest watts now
   (`PathOption.wake_w`), ties to fewer switches, then to less delay.
-* `path_goal`: a fixed weighting of the seed's goal, per request: the option with the
-  least G = a RT_i / RT_0 + (1 - a) (P + wake_i) / P, RT_i the node's expected sojourn
-  plus the path's delay, RT_0 that of the shortest path, P the network's estimated
-  power now (`params.rt_weight` a, default 0.5).
+* `path_goal`: per request the option with the least G = a RT_i / RT_0 + (1 - a)
+  (P + wake_i) / P: RT_i the node's expected sojourn plus the path's delay, RT_0 that of
+  the shortest path, P the network's estimated power now, a `params.rt_weight` (0.5).
 * `path_rnn`: the seed's random neural network (models/rnn_learner.py), one neuron per
-  rule of `RULES` (a path rank for every connection, or the per-connection goal with a
-  weighting a), learning online from untrained weights: every
-  `params.epoch_requests` connections (default 200) it is rewarded R = 1 / G for the
-  epoch it chose, G = A RT / RT_ref + (1 - A) P / P_ref with RT the response time the
-  network measured (`NodeView.measured_rt_ms`), P the mean estimated network power
-  over the epoch, the references the first epoch's figures and A `params.rt_weight`;
-  then picks the next epoch's rule. Its learning curve is `curve` (each Epoch's action
-  is the rule it used). With `params.rt_ref: shortest` (the default is `first`) RT in G
-  is the measured response time over the response time the shortest path was expected
-  to give under the epoch's load (the node's expected sojourn plus the shortest path's
-  delay, averaged over the epoch's connections, as `goal_choice` estimates RT_0), so the
-  workload's phase largely cancels out of the reward. With `params.weights`
-  (a file `scripts/train_agent.py --agent path_rnn` saves) it starts from weights
-  trained in the simulator instead: a warm start. The weights carry over, with the
-  reward they were trained under (`rt_ref`, `rt_weight`, `epoch_requests`, unless the
-  params say otherwise); the threshold and the references are the run's own, set by its
-  first epoch as for an untrained learner, because a reward is relative to the run's
-  first epoch, and another run's scale would reward or punish at random.
+  rule of `RULES`, learning online: every `params.epoch_requests` connections (200) it
+  is rewarded R = 1 / G for the epoch's rule, G = A RT / RT_ref + (1 - A) P / P_ref, RT
+  the measured response time (`NodeView.measured_rt_ms`), P the epoch's mean estimated
+  network power, the references the first epoch's, A `params.rt_weight`; its learning
+  curve is `curve`. With `params.rt_ref: shortest` (default `first`) RT is taken over
+  what the shortest path was expected to give under the epoch's load (as `goal_choice`
+  estimates RT_0), so the workload's phase largely cancels out of the reward.
+  `params.weights` (saved by `scripts/train_agent.py --agent path_rnn`) warm-starts it
+  from weights trained in the simulator, with the reward they were trained under
+  (`rt_ref`, `rt_weight`, `epoch_requests`) unless the params say otherwise; the
+  threshold and references are the run's own, set by its first epoch: another run's
+  scale would reward or punish at random.
 """
 
 from __future__ import annotations

@@ -21,10 +21,9 @@ def resolve_scenario(path: str | Path, policy: str | None = None,
     policy can be built and answers `routes`.
 
     A `--policy-module` file is relative to the working directory (a scenario's
-    `policy.module` to the scenario file); either is made absolute here, and a module's
-    one policy is named in the returned scenario, so every process and every report
-    that reads it sees the same policy. Raises ScenarioError or PolicyError with a
-    one-line message naming the field or the file.
+    `policy.module` to the scenario file) and made absolute here; the module's one policy
+    is named in the returned scenario, so every process and report sees the same policy.
+    Raises ScenarioError or PolicyError with one line naming the field or the file.
     """
     sc = load_scenario(path)
     over = dict(overrides or {})

@@ -1,23 +1,20 @@
 """Learned agents as ordinary policies (issue 9): `rl_dqn` and `rl_rnn` (pure but for
 reading the saved weights once, when the policy is built).
 
-Both decide per flow and learn or think per epoch. Every new flow (the controller's
-packet-in for a SYN, the simulator's arrival) goes to the node that the epoch's
-preference weights favour: least expected response time / weight (`weighted_choice` in
-controller/policies/observe.py, microseconds). Every `epoch_requests` flows the agent
-looks at the epoch's observation (`EpochObserver`, built from the same views the policy
-was shown) and picks the next weights from its menu. So the network
-never sits on the data path: a flow waits for one weighted comparison, and once per
-epoch for one forward pass (a 2 x 64 MLP in numpy, or the RNN's fixed point).
+Every new flow (the controller's packet-in for a SYN, the simulator's arrival) goes to
+the node the epoch's preference weights favour (`observe.weighted_choice`, microseconds);
+every `epoch_requests` flows the agent looks at the epoch's observation
+(`EpochObserver`, from the views the policy was shown) and picks the next weights from
+its menu. So the network never sits on the data path: a flow waits for one weighted
+comparison, and once per epoch for one forward pass (a 2 x 64 MLP in numpy, or the
+RNN's fixed point).
 
 * `rl_dqn`: the DQN trained in the simulator (scripts/train_agent.py), exported as JSON
   (`agents/weights/dqn_<scenario>.json`): it picks the menu entry with the largest Q.
 * `rl_rnn`: the seed's random neural network (models/rnn_learner.py), one neuron per menu
-  entry, trained in the simulator and saved as JSON (`rnn_<scenario>.json`); it goes on
-  learning where it decides, from the goal G = a RT/RT_ref + b P/P_ref computed on the
-  observer's figures (response time as the network measured it, SYN to FIN, in both
-  engines, `observe.observed_response_ms`; power estimated by models.power_model),
-  R = 1 / G.
+  entry, trained in the simulator (`rnn_<scenario>.json`); it goes on learning live,
+  R = 1 / G with G = a RT/RT_ref + b P/P_ref on the observer's figures (response time
+  measured SYN to FIN in both engines, power by models.power_model).
 
 `policy.params.weights` names the file (relative to the project root unless absolute).
 """
@@ -26,7 +23,6 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -57,16 +53,6 @@ def read_weights(name: str, kind: str) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("kind") != kind:
         raise PolicyError(f"policy.params.weights: {path} is not a saved {kind} agent")
     return data
-
-
-def relu_mlp(layers: Sequence[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]],
-             x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """Linear layers with ReLU between them (torch's nn.Linear: y = W x + b)."""
-    for i, (w, b) in enumerate(layers):
-        x = w @ x + b
-        if i < len(layers) - 1:
-            x = np.maximum(x, 0.0)
-    return x
 
 
 @dataclass
@@ -162,7 +148,13 @@ class RlDqn(_EpochAgent):
                               f"layout ({self.layout.size} inputs, {len(self.menu)} actions)")
 
     def q_values(self, obs: Obs) -> npt.NDArray[np.float64]:
-        return relu_mlp(self.layers, obs.astype(np.float64))
+        """Linear layers with ReLU between them (torch's nn.Linear: y = W x + b)."""
+        x = obs.astype(np.float64)
+        for i, (w, b) in enumerate(self.layers):
+            x = w @ x + b
+            if i < len(self.layers) - 1:
+                x = np.maximum(x, 0.0)
+        return x
 
     def think(self, obs: Obs, estimate: dict[str, float]) -> int:
         return int(np.argmax(self.q_values(obs)))
@@ -196,4 +188,4 @@ def goal(rt_weight: float, response_ms: float, power_w: float, layout: Observati
             + (1.0 - rt_weight) * power_w / layout.p_ref_w)
 
 
-__all__ = ["RlDqn", "RlRnn", "goal", "read_weights", "relu_mlp", "weights_path"]
+__all__ = ["RlDqn", "RlRnn", "goal", "read_weights", "weights_path"]

@@ -23,6 +23,7 @@ from models.size_assignment import (
     partial_moment,
     sita_e_cutoffs,
     sita_u_cutoffs,
+    support,
     tags_cutoffs,
 )
 
@@ -32,12 +33,6 @@ def hosts_of(view: ClusterView) -> tuple[NodeView, ...]:
     if not hosts:
         raise PolicyError("no host is available")
     return hosts
-
-
-def _even(view: ClusterView) -> RouteTable:
-    hosts = hosts_of(view)
-    even = {h.name: 1.0 / len(hosts) for h in hosts}
-    return {TaskClass.HP: even, TaskClass.LP: even}
 
 
 @dataclass
@@ -87,8 +82,6 @@ class _Cutoffs(Policy):
     def intervals(self, view: ClusterView) -> list[tuple[str, float, float]]:
         """(host, low, high) per host: its size interval (SITA) or (previous, own) cutoff
         (TAGS)."""
-        from models.size_assignment import support
-
         lo, hi = support(self._workload().size)
         edges = [lo, *self.cutoffs(view), hi]
         return [(h.name, edges[i], edges[i + 1]) for i, h in enumerate(hosts_of(view))]
@@ -166,16 +159,22 @@ class Tags(_Cutoffs):
         return {hosts_of(view)[0].name: 1.0}  # every task starts at the first stage
 
 
+@dataclass
+class _EvenShare(Policy):
+    def routes(self, view: ClusterView) -> RouteTable:
+        """Each host's share in the long run: even (identical hosts, for least-work-left;
+        decisions are per request where the policy says so)."""
+        hosts = hosts_of(view)
+        even = {h.name: 1.0 / len(hosts) for h in hosts}
+        return {TaskClass.HP: even, TaskClass.LP: even}
+
 
 @dataclass
-class RandomHost(Policy):
+class RandomHost(_EvenShare):
     """Each task to a host chosen uniformly at random (a select group live)."""
 
     name: ClassVar[str] = "random"
     reads_load: ClassVar[bool] = False
-
-    def routes(self, view: ClusterView) -> RouteTable:
-        return _even(view)
 
     def decide(self, view: ClusterView, request: Request, rng: random.Random) -> str:
         hosts = hosts_of(view)  # one draw, as sampling the even route table would
@@ -183,7 +182,7 @@ class RandomHost(Policy):
 
 
 @dataclass
-class RoundRobin(Policy):
+class RoundRobin(_EvenShare):
     """Tasks to the available hosts in turn."""
 
     name: ClassVar[str] = "round_robin"
@@ -191,10 +190,6 @@ class RoundRobin(Policy):
     state_based: ClassVar[bool | None] = False  # its turn is state the chain does not have
     reads_load: ClassVar[bool] = False
     _turn: int = field(default=0, repr=False)
-
-    def routes(self, view: ClusterView) -> RouteTable:
-        """Each host's share in the long run (decisions are per request)."""
-        return _even(view)
 
     def decide(self, view: ClusterView, request: Request, rng: random.Random) -> str:
         hosts = hosts_of(view)
@@ -204,18 +199,13 @@ class RoundRobin(Policy):
 
 
 @dataclass
-class LeastWorkLeft(Policy):
+class LeastWorkLeft(_EvenShare):
     """Each task to the host with the least remaining work (the first such host on ties)."""
 
     name: ClassVar[str] = "least_work_left"
     proactive: ClassVar[bool] = False
     state_based: ClassVar[bool | None] = False  # reads the remaining work, not counts
     needs_work_left: ClassVar[bool] = True
-
-    def routes(self, view: ClusterView) -> RouteTable:
-        """Identical hosts share the load evenly in the long run (decisions are per
-        request, from the hosts' remaining work)."""
-        return _even(view)
 
     def decide(self, view: ClusterView, request: Request, rng: random.Random) -> str:
         hosts = hosts_of(view)

@@ -1,21 +1,20 @@
 """A dispatch policy that is a decision table over the exact chain's states.
 
-`scripts/optimize_policy.py` writes the optimal policy of a scenario as a small user
-policy file: a subclass of `StateTablePolicy` holding the table. The state is what the
-chain tracks (each node's availability and count, in scenario order); per state and
-class the table names one node, or gives probabilities over nodes where the optimum
-randomises. A randomised decision draws one number from the engine's seeded `rng`
-(`rng.choices` over `routes`, as the default `decide` does, so the exact chain reads
-the same weights); a deterministic one draws nothing.
+`scripts/optimize_policy.py` writes a scenario's optimal policy as a small user policy
+file: a subclass of `StateTablePolicy` holding the table. The state is what the chain
+tracks (each node's availability and count, in scenario order); per state and class the
+table names one node, or gives probabilities where the optimum randomises. A randomised
+decision draws one number from the engine's seeded `rng` (`rng.choices` over `routes`,
+as the default `decide` does, so the exact chain reads the same weights).
 
-A view the table does not cover (a cluster of other nodes, an OFN that holds requests
-while down where the chain empties it, a count above capacity) falls back to the up
-node with room where a request's expected stay, (n + 1) / mu, is shortest, with
-unknown counts taken as 0. Pure: no I/O.
+A view the table does not cover (other nodes, a down OFN that holds requests, a count
+above capacity) falls back to the up node with room with the shortest expected stay,
+(n + 1) / mu, unknown counts taken as 0. Pure: no I/O.
 """
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -54,19 +53,13 @@ class StateTablePolicy(Policy):
     MIXED: ClassVar[Mapping[tuple[str, int], Mapping[str, float]]] = {}
 
     def __post_init__(self) -> None:
-        n = 1
-        for ph in self.PHASES:
-            n *= len(ph)
+        n = math.prod(len(ph) for ph in self.PHASES)
         if len(self.PHASES) != len(self.NODES) or len(self.HP) != n or len(self.LP) != n:
             raise PolicyError(f"policy {self.name!r}: table of {len(self.HP)}/{len(self.LP)} "
                               f"entries for {n} states of {len(self.NODES)} nodes")
         self._index = [{ph: i for i, ph in enumerate(phases)} for phases in self.PHASES]
-        self._strides = []
-        stride = 1
-        for phases in reversed(self.PHASES):
-            self._strides.append(stride)
-            stride *= len(phases)
-        self._strides.reverse()
+        self._strides = [math.prod(len(ph) for ph in self.PHASES[k + 1:])
+                         for k in range(len(self.PHASES))]
 
     def _state(self, view: ClusterView) -> int | None:
         """The chain's state index of this view, or None where the table has none."""
