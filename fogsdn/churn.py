@@ -18,6 +18,7 @@ import math
 import random
 import statistics
 from collections.abc import Iterator
+from itertools import takewhile
 from typing import NamedTuple
 
 from fogsdn.scenario import Churn
@@ -93,12 +94,8 @@ def churn_events(churn: Churn, ofns: list[str], seed: int) -> Iterator[Transitio
 def churn_schedule(churn: Churn, ofns: list[str], until_ms: float, seed: int,
                    replication: int = 0) -> list[Transition]:
     """Every OFN's state at t=0, then each change before `until_ms`, in time order."""
-    out: list[Transition] = []
-    for tr in churn_events(churn, ofns, replication_seed(seed, replication)):
-        if tr.t_ms >= until_ms:
-            break
-        out.append(tr)
-    return out
+    return list(takewhile(lambda tr: tr.t_ms < until_ms,
+                          churn_events(churn, ofns, replication_seed(seed, replication))))
 
 
 class ReactionLead:

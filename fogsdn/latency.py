@@ -15,6 +15,7 @@ story (no loss, links far from saturation) and gives no number otherwise.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -68,22 +69,17 @@ class PathTiming:
                 + sum(self.transmission_ms(b) for b in FRAME_BYTES))
 
     def traversal_loss(self) -> float:
-        keep = 1.0
-        for p in self.loss:
-            keep *= 1.0 - p
-        return 1.0 - keep
+        return 1.0 - math.prod(1.0 - p for p in self.loss)
 
     @property
     def random(self) -> bool:
         return any(j > 0 for j in self.jitter_ms) or any(p > 0 for p in self.loss)
 
     def mean_jitter_shift_ms(self) -> float:
-        """Mean extra delay from clamping delay +- jitter at 0 (zero when jitter <= delay)."""
-        out = 0.0
-        for d, j in zip(self.delay_ms, self.jitter_ms, strict=True):
-            if j > d:  # E[max(0, U(d-j, d+j))] - d = (j - d)^2 / (4 j)
-                out += (j - d) ** 2 / (4 * j)
-        return out
+        """Mean extra delay from clamping delay +- jitter at 0 (zero when jitter <= delay):
+        E[max(0, U(d-j, d+j))] - d = (j - d)^2 / (4 j)."""
+        pairs = zip(self.delay_ms, self.jitter_ms, strict=True)
+        return sum(((j - d) ** 2 / (4 * j) for d, j in pairs if j > d), 0.0)
 
     def sample_ms(self, rng: np.random.Generator, time_scale: float) -> float:
         """One request's network time: four traversals with jitter draws, and for each
@@ -110,10 +106,9 @@ class RequestNetwork:
     """Every (client, node) path of a scenario's topology, as the routing chooses it."""
 
     paths: Mapping[tuple[str, str], PathTiming]
-    time_scale: float
 
     @classmethod
-    def of(cls, g: nx.Graph, clients: Sequence[str], nodes: Sequence[str], time_scale: float,
+    def of(cls, g: nx.Graph, clients: Sequence[str], nodes: Sequence[str],
            pinned: Mapping[tuple[str, str], Sequence[str]] | None = None) -> RequestNetwork:
         paths = {}
         for c in clients:
@@ -127,7 +122,7 @@ class RequestNetwork:
                 else:
                     path = shortest_path(g, c, n)  # raises: no path
                 paths[(c, n)] = PathTiming.of(g, path)
-        return cls(paths, time_scale)
+        return cls(paths)
 
     @property
     def zero(self) -> bool:
@@ -145,9 +140,6 @@ class RequestNetwork:
         p = self.paths[(client, node)]
         return p.fixed_ms() + 2 * ROUND_TRIPS * p.mean_jitter_shift_ms()
 
-    def sample_ms(self, client: str, node: str, rng: np.random.Generator) -> float:
-        return self.paths[(client, node)].sample_ms(rng, self.time_scale)
-
 
 def node_net_ms(scenario: Scenario, pinned: Mapping[tuple[str, str], Sequence[str]]
                 | None = None) -> dict[str, float]:
@@ -164,14 +156,9 @@ def busiest_link(g: nx.Graph, network: RequestNetwork, requests_per_ms: float
     """The rated link with the highest utilisation bound (every request's four frames
     over it), or None when no link has a rate."""
     bits = 8 * sum(FRAME_BYTES)
-    worst: tuple[str, float] | None = None
-    for _, _, d in g.edges(data=True):
-        if d["bw_mbps"] is None:
-            continue
-        rho = requests_per_ms * bits / (float(d["bw_mbps"]) * 1000.0)
-        if worst is None or rho > worst[1]:
-            worst = (str(d["id"]), rho)
-    return worst
+    rated = [(str(d["id"]), requests_per_ms * bits / (float(d["bw_mbps"]) * 1000.0))
+             for _, _, d in g.edges(data=True) if d["bw_mbps"] is not None]
+    return max(rated, key=lambda r: r[1], default=None)
 
 
 def request_network(scenario: Scenario, pinned: Mapping[tuple[str, str], Sequence[str]]
@@ -179,5 +166,4 @@ def request_network(scenario: Scenario, pinned: Mapping[tuple[str, str], Sequenc
     """Each (client, node) path's timing on the scenario's topology (model ms)."""
     g = scenario_graph(scenario)
     clients = [h.name for h in scenario_hosts(scenario) if h.role == "client"]
-    return RequestNetwork.of(g, clients, [n.name for n in scenario.nodes], scenario.time_scale,
-                             pinned)
+    return RequestNetwork.of(g, clients, [n.name for n in scenario.nodes], pinned)

@@ -16,8 +16,6 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-__all__ = ["ours_alive", "proc_start_time", "stop_pid", "stop_signals_deferred"]
-
 
 def proc_start_time(pid: int) -> int | None:
     """The kernel's start time of `pid` (field 22 of /proc/PID/stat), None if gone."""

@@ -110,6 +110,3 @@ class RateProfile:
         fi = f[i]
         within = np.where(fi > 0, (r - cum[i]) / np.where(fi > 0, fi, 1.0), 0.0)
         return base + starts[i] + within
-
-
-__all__ = ["ProfileError", "RateProfile"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 import networkx as nx
@@ -41,12 +42,7 @@ def shortest_paths_from(g: nx.Graph, src: str) -> dict[str, list[str]]:
 def k_shortest_paths(g: nx.Graph, src: str, dst: str, k: int) -> list[list[str]]:
     """Up to k loop-free paths from src to dst, shortest by delay first (ties to fewer
     hops): the candidates a path-choosing policy picks from (networkx's Yen)."""
-    out: list[list[str]] = []
-    for p in nx.shortest_simple_paths(g, src, dst, weight=_cost):
-        out.append(list(p))
-        if len(out) == k:
-            break
-    return out
+    return [list(p) for p in islice(nx.shortest_simple_paths(g, src, dst, weight=_cost), k)]
 
 
 def path_links(g: nx.Graph, path: Sequence[str]) -> list[dict[str, Any]]:

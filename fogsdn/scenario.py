@@ -16,11 +16,11 @@ from typing import Any, Literal
 
 import networkx as nx
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from fogsdn.rate_profile import ProfileError, RateProfile
 from fogsdn.scenario_yaml import ScenarioLoader, yaml_problem
-from fogsdn.topology import HostSpec, TopologySpec, build_graph
+from fogsdn.topology import FrozenModel, HostSpec, TopologySpec, build_graph
 from fogsdn.topology_files import TopologyFileError, expand_topology_file
 
 
@@ -65,11 +65,7 @@ class Discipline(StrEnum):
     PRIORITY_PREEMPTIVE = "priority_preemptive"
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class SizeSpec(_Frozen):
+class SizeSpec(FrozenModel):
     """Task size in work units; a node of rate mu serves a task of size s in s/mu model ms."""
 
     distribution: Literal["exponential", "deterministic", "bounded_pareto"] = "exponential"
@@ -89,12 +85,12 @@ class SizeSpec(_Frozen):
         return self
 
 
-class ProfilePhase(_Frozen):
+class ProfilePhase(FrozenModel):
     duration_ms: float = Field(gt=0, description="model ms the phase lasts")
     factor: float = Field(ge=0, description="both classes' rates times this in the phase")
 
 
-class ProfileSpec(_Frozen):
+class ProfileSpec(FrozenModel):
     """A time-varying arrival rate (fogsdn/rate_profile.py): phases, cycled with repeat."""
 
     phases: list[ProfilePhase] = Field(min_length=1)
@@ -114,7 +110,7 @@ class ProfileSpec(_Frozen):
         return self
 
 
-class Workload(_Frozen):
+class Workload(FrozenModel):
     lambda_hp: float = Field(ge=0, description="HP arrivals per model ms, all clients together")
     lambda_lp: float = Field(ge=0, description="LP arrivals per model ms, all clients together")
     clients: int = Field(2, ge=1, le=200, description="IoT client hosts; rates are split evenly")
@@ -141,7 +137,7 @@ class Workload(_Frozen):
         return lam * (self.profile.profile().peak if self.profile is not None else 1.0)
 
 
-class ServerPower(_Frozen):
+class ServerPower(FrozenModel):
     """A server's linear power model, P = idle_w + (max_w - idle_w) * u (docs/power.md).
 
     Defaults: the Intel Xeon E5645 server of EdgeSimPy's dataset (63.1 W idle, 200 W at
@@ -157,7 +153,7 @@ class ServerPower(_Frozen):
         return self
 
 
-class SwitchPower(_Frozen):
+class SwitchPower(FrozenModel):
     """Every switch's power: idle + per active port + traffic share (docs/power.md).
 
     P = idle_w + port_w * active_ports + (peak_w - idle_w - port_w * ports) * min(1,
@@ -189,7 +185,7 @@ class SwitchPower(_Frozen):
         return self
 
 
-class NodeSpec(_Frozen):
+class NodeSpec(FrozenModel):
     name: str = Field(pattern=r"^[a-z][a-z0-9]{0,7}$")
     role: Role
     mu: float = Field(gt=0, description="service rate per model ms for a task of size 1")
@@ -233,7 +229,7 @@ class NodeSpec(_Frozen):
         return self
 
 
-class Churn(_Frozen):
+class Churn(FrozenModel):
     eta: float = Field(ge=0, description="rate at which an OFN leaves (A to U), per model ms")
     xi: float = Field(ge=0, description="rate at which an OFN returns (U to A), per model ms")
     leave: LeaveMode = LeaveMode.DRAIN
@@ -246,7 +242,7 @@ class Churn(_Frozen):
         return self
 
 
-class PolicySpec(_Frozen):
+class PolicySpec(FrozenModel):
     name: str = "prioritized"
     alpha: float = Field(0.5, ge=0, le=1, description="NoDiff share to the FN while an OFN is up")
     params: dict[str, float | int | str | bool] = Field(default_factory=dict)
@@ -264,7 +260,7 @@ class PolicySpec(_Frozen):
         return data
 
 
-class Sweep(_Frozen):
+class Sweep(FrozenModel):
     parameter: str = Field(description="dotted path, e.g. workload.lambda_lp")
     values: tuple[float, ...] = Field(min_length=1)
     policies: tuple[str, ...] = ()
@@ -274,7 +270,7 @@ class Sweep(_Frozen):
     study: Literal["sweep", "size_based"] = "sweep"
 
 
-class Goal(_Frozen):
+class Goal(FrozenModel):
     """Seed 002a's composite goal for learning controllers (agents/env.py):
     G = rt_weight * RT / rt_ref_ms + (1 - rt_weight) * P / p_ref_w, reward 1 / G.
     Unset references: the fastest node's mean service time plus its path's network time,
@@ -285,7 +281,7 @@ class Goal(_Frozen):
     p_ref_w: float | None = Field(None, gt=0, description="P_ref, watts")
 
 
-class Scenario(_Frozen):
+class Scenario(FrozenModel):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
     seed: int = Field(1, ge=0)
@@ -373,22 +369,18 @@ def set_dotted(data: dict[str, Any], path: str, value: Any) -> None:
     for i, key in enumerate(parts):
         last = i == len(parts) - 1
         if isinstance(cur, list):
-            match = [x for x in cur if isinstance(x, dict) and x.get("name") == key]
-            if not match:
+            cur = next((x for x in cur if isinstance(x, dict) and x.get("name") == key), None)
+            if cur is None:
                 raise ScenarioError(f"{path}: no list item named {key!r}")
             if last:
                 raise ScenarioError(f"{path}: cannot replace a whole list item")
-            cur = match[0]
-            continue
-        if not isinstance(cur, dict) or (key not in cur and not last):
+        elif not isinstance(cur, dict) or key not in cur:
             raise ScenarioError(f"{path}: no field {key!r}")
-        if last:
-            if key not in cur:
-                raise ScenarioError(f"{path}: no field {key!r}")
+        elif last:
             cur[key] = value
+        elif cur[key] is None:
+            raise ScenarioError(f"{path}: {key!r} is not set")
         else:
-            if cur[key] is None:
-                raise ScenarioError(f"{path}: {key!r} is not set")
             cur = cur[key]
 
 
@@ -428,12 +420,10 @@ def absolute_policy_module(ref: str, base: Path) -> str:
 
 
 def _resolve_paths(data: Any, base: Path) -> Any:
-    if not isinstance(data, Mapping) or not isinstance(data.get("policy"), Mapping):
-        return data
-    policy = dict(data["policy"])
-    if isinstance(policy.get("module"), str) and policy["module"]:
-        policy["module"] = absolute_policy_module(policy["module"], base)
-        return {**data, "policy": policy}
+    policy = data.get("policy") if isinstance(data, Mapping) else None
+    if isinstance(policy, Mapping) and isinstance(policy.get("module"), str) and policy["module"]:
+        module = absolute_policy_module(policy["module"], base)
+        return {**data, "policy": {**policy, "module": module}}
     return data
 
 
@@ -451,11 +441,11 @@ def load_scenario(path: str | Path) -> Scenario:
         line, problem = yaml_problem(text, err)
         where = f" line {line}" if line is not None else ""
         raise ScenarioError(f"{p}:{where}: {problem}") from None
-    data = _resolve_paths(data, p.resolve().parent)
+    base = p.resolve().parent
+    data = _resolve_paths(data, base)
     if isinstance(data, Mapping) and isinstance(data.get("topology"), Mapping):
         try:
-            data = {**data, "topology": expand_topology_file(data["topology"],
-                                                              p.resolve().parent)}
+            data = {**data, "topology": expand_topology_file(data["topology"], base)}
         except TopologyFileError as err:
             raise ScenarioError(f"{p}: {err}") from None
     return parse_scenario(data, source=str(p))

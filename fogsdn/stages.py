@@ -77,6 +77,3 @@ class StagePlan:
 
 def stage_port(service_port: int, stage: int) -> int:
     return service_port + 1 + stage
-
-
-__all__ = ["StagePlan", "stage_port"]

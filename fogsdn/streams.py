@@ -3,8 +3,7 @@
 The simulator, the live clients (`fogsdn.workload.client_arrivals`) and the churn
 schedule (`fogsdn.churn`) draw from these, so for one seed and replication a live run
 and a simulated run see the same arrivals, sizes and OFN schedule. Each source of
-randomness (arrival times, classes, clients, sizes, routing, churn,
-handoff restarts) gets its own stream derived from one seed, so changing how one is
+randomness (`Stream`) gets its own stream derived from one seed, so changing how one is
 consumed (say, a policy that draws more) leaves the others untouched: runs that
 differ only in policy see the same arrivals (common random numbers).
 """

@@ -10,8 +10,7 @@ The graph is the topology layer's currency: nodes are switches (`kind="switch"`,
 on that switch); every edge carries its link's figures (`delay_ms`, `jitter_ms`,
 `loss`, `bw_mbps`), an `id` and the port number at each switch end (`ports`). The
 Mininet glue builds it, the controller routes on it, the simulator and the model read
-path delays from it, and a later multi-machine build can partition it (Fogbed/MaxiNet
-style). docs/topologies.md describes the schema and the generators.
+path delays from it. docs/topologies.md describes the schema and the generators.
 """
 
 from __future__ import annotations
@@ -30,11 +29,13 @@ SWITCH_NAME = r"^[a-z][a-z0-9]{0,2}$"  # bridge and veth names must fit IFNAMSIZ
 Position = tuple[float, float]
 
 
-class _Frozen(BaseModel):
+class FrozenModel(BaseModel):
+    """Scenario and study sections: immutable once validated, unknown keys refused."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class LinkSpec(_Frozen):
+class LinkSpec(FrozenModel):
     """One link's figures; also the defaults every link of a topology starts from."""
 
     delay_ms: float = Field(0.0, ge=0, description="one-way propagation delay, model ms")
@@ -48,7 +49,7 @@ class LinkSpec(_Frozen):
         return self.delay_ms > 0 or self.jitter_ms > 0 or self.loss > 0 or self.bw_mbps is not None
 
 
-class LinkOverride(_Frozen):
+class LinkOverride(FrozenModel):
     """Per-link figures in an explicit graph; unset fields keep the topology's defaults."""
 
     delay_ms: float | None = Field(None, ge=0)
@@ -73,16 +74,13 @@ class HostAttach(LinkOverride):
     switch: str
 
 
-class TopologySpec(_Frozen):
+class TopologySpec(FrozenModel):
     kind: Literal["star", "line", "tree", "fat_tree", "multipath", "graph"] = "star"
     link: LinkSpec = LinkSpec()
     access: LinkOverride | None = None  # hosts' links, where they differ from `link`
-    # line
     length: int = Field(3, ge=1, le=99, description="line: switches in the chain")
-    # tree
     depth: int = Field(2, ge=1, le=4, description="tree: levels below the root")
     fanout: int = Field(2, ge=1, le=8, description="tree: children per switch")
-    # fat_tree
     k: int = Field(4, ge=2, le=8, description="fat_tree: ports per switch (even)")
     # explicit graph
     switches: tuple[str, ...] = ()
@@ -173,17 +171,12 @@ def _line(spec: TopologySpec, hosts: Sequence[HostSpec]) -> _Layout:
 
 
 def _tree(spec: TopologySpec, hosts: Sequence[HostSpec]) -> _Layout:
-    levels: list[list[str]] = [["s1"]]
-    count = 1
+    levels = [["s1"]]
     links = []
-    for _ in range(spec.depth):
-        nxt = []
-        for parent in levels[-1]:
-            for _ in range(spec.fanout):
-                count += 1
-                child = f"s{count}"
-                nxt.append(child)
-                links.append((parent, child, spec.link))
+    for _ in range(spec.depth):  # switches numbered level by level; child i of parent i // fanout
+        first = sum(map(len, levels)) + 1
+        nxt = [f"s{first + i}" for i in range(len(levels[-1]) * spec.fanout)]
+        links += [(levels[-1][i // spec.fanout], c, spec.link) for i, c in enumerate(nxt)]
         levels.append(nxt)
     fog, cloud, clients = _by_role(hosts)
     place = _round_robin(clients, levels[-1]) | {n: "s1" for n in fog + cloud}
@@ -204,10 +197,8 @@ def _fat_tree(spec: TopologySpec, hosts: Sequence[HostSpec]) -> _Layout:
         idx += 2 * half
         switches += agg + edge
         for i, a in enumerate(agg):
-            for j in range(half):
-                links.append((a, core[i * half + j], spec.link))
-            for e in edge:
-                links.append((e, a, spec.link))
+            links += [(a, core[i * half + j], spec.link) for j in range(half)]
+            links += [(e, a, spec.link) for e in edge]
         pods_edge.append(edge)
     fog, cloud, clients = _by_role(hosts)
     client_edges = [e for pod in pods_edge[:-1] for e in pod]
@@ -259,9 +250,8 @@ def build_graph(spec: TopologySpec, hosts: Sequence[HostSpec], name: str = "fog"
     """The graph for `spec` with `hosts` (fog nodes first, then clients) attached.
 
     Fog nodes get 10.0.0.1, .2, ... and clients 10.0.0.101, ... in the order given
-    (past .249, 10.0.1.1, ...: `host_address`),
-    and each switch numbers its ports in the order hosts, then links, attach, so the
-    star is exactly seed 000's fog star (hosts on ports 1..n). Raises TopologyError."""
+    (`host_address`), and each switch numbers its ports in the order hosts, then links,
+    attach, so the star is exactly seed 000's fog star (hosts on ports 1..n)."""
     layout = _generate(spec, hosts)
     if len(layout.switches) > MAX_SWITCHES:
         raise TopologyError(f"topology: {len(layout.switches)} switches (at most {MAX_SWITCHES})")
@@ -337,9 +327,7 @@ def build_graph(spec: TopologySpec, hosts: Sequence[HostSpec], name: str = "fog"
 
 # -- views ------------------------------------------------------------------------------------
 def link_params(g: nx.Graph, a: str, b: str) -> LinkSpec:
-    d = g.edges[a, b]
-    return LinkSpec(delay_ms=d["delay_ms"], jitter_ms=d["jitter_ms"], loss=d["loss"],
-                    bw_mbps=d["bw_mbps"])
+    return LinkSpec(**{k: g.edges[a, b][k] for k in LinkSpec.model_fields})
 
 
 def fabric_of(g: nx.Graph) -> Fabric:

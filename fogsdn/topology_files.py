@@ -49,7 +49,7 @@ def expand_topology_file(topology: Mapping[str, Any], base: Path) -> dict[str, A
     name = topology[key]
     if not isinstance(name, str) or not name:
         raise TopologyFileError(f"topology.{key}: a file name, got {name!r}")
-    path = Path(name) if Path(name).is_absolute() else base / name
+    path = base / name  # an absolute name is kept as it is
     graph = _read(key, path)
     switches, links = graph_fields(graph, f"topology.{key} ({path.name})")
     rest = {k: v for k, v in topology.items() if k != key}

@@ -112,8 +112,7 @@ def _parse(rec: dict[str, str]) -> TraceRow:
 
 
 def read_trace(path: Path | str) -> list[TraceRow]:
-    with open(path, newline="") as fh:
-        return [_parse(r) for r in csv.DictReader(fh)]
+    return list(iter_trace(path))
 
 
 def iter_trace(path: Path | str) -> Iterator[TraceRow]:

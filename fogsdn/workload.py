@@ -125,7 +125,3 @@ def drawn_instants(scenario: Scenario, seed: int) -> dict[str, float]:
         out[request_id(names[a.client], counts[a.client])] = a.t_ms
         counts[a.client] += 1
     return out
-
-
-__all__ = ["Arrival", "ArrivalBlock", "arrival_blocks", "arrivals", "client_arrivals",
-           "client_names", "drawn_instants", "hp_share", "max_task_size", "request_id"]

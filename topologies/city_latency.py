@@ -49,8 +49,7 @@ class LatencyParams:
     backhaul: bool = True
 
     def __post_init__(self) -> None:
-        positive = ("max_bandwidth_gbps", "propagation_ms_per_km", "qos_max_ms")
-        for name in positive:
+        for name in ("max_bandwidth_gbps", "propagation_ms_per_km", "qos_max_ms"):
             if not getattr(self, name) > 0:
                 raise LatencyModelError(f"{name}: must be > 0, got {getattr(self, name)!r}")
         if not 0 < self.sla_gbps <= self.max_bandwidth_gbps:

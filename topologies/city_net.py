@@ -44,14 +44,9 @@ from typing import Any, Literal
 
 import numpy as np
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
-from fogsdn.topology import (
-    EdgeSpec,
-    HostAttach,
-    Position,
-    TopologySpec,
-)
+from fogsdn.topology import EdgeSpec, FrozenModel, HostAttach, Position, TopologySpec
 from topologies.city_latency import LatencyParams, load_ms, path_km, processing_ms
 from topologies.city_layout import CityLayout, FogSite, make_city
 
@@ -72,11 +67,7 @@ class CityStudyError(ValueError):
     """A bad study file or parameter; the message names the field."""
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class MobilitySpec(_Frozen):
+class MobilitySpec(FrozenModel):
     """How the study's clients move (the live runner's `Mobility` plays it)."""
 
     kind: Literal["waypoint", "trace", "static"] = "waypoint"
@@ -95,7 +86,7 @@ class MobilitySpec(_Frozen):
         return self
 
 
-class FullScale(_Frozen):
+class FullScale(FrozenModel):
     """The seed's scale, run in the simulator with the same latency model."""
 
     fog_nodes: int = Field(29, ge=1, le=200)
@@ -104,7 +95,7 @@ class FullScale(_Frozen):
     ratios: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0)
 
 
-class CityStudy(_Frozen):
+class CityStudy(FrozenModel):
     """Seed 003's study: live at a scale this machine holds, full scale simulated."""
 
     study: Literal["city"]
@@ -220,11 +211,9 @@ def load_city_study(path: str | Path, overrides: Mapping[str, Any] | None = None
     except ValueError as err:
         raise CityStudyError(f"{p}: {err}") from None
     if study.mobility.kind == "trace" and study.mobility.trace is not None:
-        trace = Path(study.mobility.trace)
-        if not trace.is_absolute():
-            trace = p.parent / trace
+        trace = str(p.parent / study.mobility.trace)  # an absolute one is kept as it is
         study = study.model_copy(update={"mobility": study.mobility.model_copy(
-            update={"trace": str(trace)})})
+            update={"trace": trace})})
     return study
 
 
@@ -273,10 +262,8 @@ def star_peer_delays(positions: Sequence[Position], layout: CityLayout, p: Laten
     out: list[dict[str, float]] = []
     for i, a in enumerate(sites):
         table = {ip: float(cf[k, i]) for k, ip in enumerate(client_ips)}
-        for j, b in enumerate(sites):
-            if j != i:
-                table[fog_ips[j]] = fog_fog_ms(a, b, layout, p) / 2.0
-        out.append(table)
+        out.append(table | {fog_ips[j]: fog_fog_ms(a, b, layout, p) / 2.0
+                            for j, b in enumerate(sites) if j != i})
     return out
 
 
@@ -315,15 +302,12 @@ def city_topology(layout: CityLayout, positions: Sequence[Position], p: LatencyP
     sites = layout.fog_nodes
     switches = [fog_switch(i) for i in range(len(sites))] + \
         [client_switch(k) for k in range(len(positions))]
-    links: list[EdgeSpec] = []
-    for k, pos in enumerate(positions):
-        for i, s in enumerate(sites):
-            links.append(EdgeSpec(a=client_switch(k), b=fog_switch(i),
-                                  delay_ms=client_fog_ms(pos, s, layout, p)))
-    for i, a in enumerate(sites):
-        for j in range(i + 1, len(sites)):
-            links.append(EdgeSpec(a=fog_switch(i), b=fog_switch(j),
-                                  delay_ms=fog_fog_ms(a, sites[j], layout, p)))
+    links = [EdgeSpec(a=client_switch(k), b=fog_switch(i),
+                      delay_ms=client_fog_ms(pos, s, layout, p))
+             for k, pos in enumerate(positions) for i, s in enumerate(sites)]
+    links += [EdgeSpec(a=fog_switch(i), b=fog_switch(j),
+                       delay_ms=fog_fog_ms(a, sites[j], layout, p))
+              for i, a in enumerate(sites) for j in range(i + 1, len(sites))]
     hosts: dict[str, str | HostAttach] = {
         s.name: HostAttach(switch=fog_switch(i), delay_ms=fog_access_ms(0, s, p))
         for i, s in enumerate(sites)}
@@ -333,8 +317,6 @@ def city_topology(layout: CityLayout, positions: Sequence[Position], p: LatencyP
     km |= {client_switch(k): (x / 1000, y / 1000) for k, (x, y) in enumerate(positions)}
     return TopologySpec(kind="graph", switches=tuple(switches), links=tuple(links),
                         hosts=hosts, positions=km)
-
-
 
 
 def city_star_topology(layout: CityLayout, clients: int, p: LatencyParams) -> TopologySpec:

@@ -48,7 +48,6 @@ from typing import Protocol
 
 from fogsdn.processes import proc_start_time
 from topologies.link_params import (
-    PREFERENCES,
     LinkParams,
     Mechanism,
     decide_mechanism,
@@ -94,9 +93,7 @@ def netem_available() -> bool:
 
 def choose_mechanism(prefer: str = "auto") -> Mechanism:
     """The mechanism for this run: netem if the kernel has it (auto), else our relay."""
-    if prefer not in PREFERENCES:
-        return decide_mechanism(prefer, False)  # raises, naming the choices
-    return decide_mechanism(prefer, prefer != "userspace" and netem_available())
+    return decide_mechanism(prefer, prefer in ("auto", "netem") and netem_available())
 
 
 # ---- the shapers ----

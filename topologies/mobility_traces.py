@@ -240,10 +240,7 @@ class Placement:
         else:
             assert bounds is not None
             ref = (bounds[0], bounds[1])
-        if self.geo:
-            kx, ky = metres_per_degree(ref[1])
-        else:
-            kx = ky = self.scale
+        kx, ky = metres_per_degree(ref[1]) if self.geo else (self.scale, self.scale)
         at = (self.side_m / 2, self.side_m / 2) if self.anchor_is_center else (0.0, 0.0)
         if self.fit:
             assert bounds is not None
