@@ -55,11 +55,8 @@ def default_policies(scenario: Scenario) -> tuple[str, ...]:
 def emulation_lock() -> Iterator[None]:
     """The machine's emulation lock (flock), held for one live run."""
     with open(LOCK, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+        fcntl.flock(fh, fcntl.LOCK_EX)  # given back when the file closes, however it ends
+        yield
 
 
 def policy_spec(label: str, scenario: Scenario) -> PolicySpec:
@@ -83,6 +80,21 @@ def policy_spec(label: str, scenario: Scenario) -> PolicySpec:
     return PolicySpec(name=label)
 
 
+def _power_series(run_dir: Path) -> tuple[dict[str, list[tuple[float, float, float]]], set[str]]:
+    """power.csv's (t_s, dt_s, power_w) samples per element in time order, and which
+    elements are switches. Each element has one sample per (about one) second, live each
+    with its own timestamps: the k-th interval is every element's k-th sample."""
+    series: dict[str, list[tuple[float, float, float]]] = {}
+    switches: set[str] = set()
+    with open(run_dir / "power.csv") as fh:
+        for rec in csv.DictReader(fh):
+            series.setdefault(rec["element"], []).append(
+                (float(rec["t_s"]), float(rec["dt_s"]), float(rec["power_w"])))
+            if rec["kind"] == "switch":
+                switches.add(rec["element"])
+    return {e: sorted(v) for e, v in series.items()}, switches
+
+
 def read_figures(run_dir: Path, warmup_ms: float, rt_measurement_error: float = math.nan
                  ) -> RunFigures:
     """One run's figures from its trace.csv and power.csv (the same files in both engines),
@@ -90,21 +102,11 @@ def read_figures(run_dir: Path, warmup_ms: float, rt_measurement_error: float = 
     rows = sorted((r for r in read_trace(run_dir / "trace.csv") if r.t_send >= warmup_ms),
                   key=lambda r: r.t_send)
     answered = [r.response_ms for r in rows if r.outcome is Outcome.OK]
-    # each element has one sample per (about one) second, live each with its own
-    # timestamps: the k-th interval's total is the sum of every element's k-th sample
-    series: dict[str, list[tuple[float, float, float]]] = {}
-    switches: set[str] = set()
-    with open(run_dir / "power.csv") as fh:
-        for rec in csv.DictReader(fh):
-            series.setdefault(rec["element"], []).append(
-                (float(rec["t_s"]), float(rec["power_w"]), float(rec["dt_s"])))
-            if rec["kind"] == "switch":
-                switches.add(rec["element"])
-    n = min((len(v) for v in series.values()), default=0)
-    ordered = {e: sorted(v) for e, v in series.items()}
-    totals = [math.fsum(v[k][1] for v in ordered.values()) for k in range(n)]
-    network = [math.fsum(ordered[e][k][1] for e in switches) for k in range(n)]
-    spans = [sum(v[k][2] for v in ordered.values()) / len(ordered) for k in range(n)]
+    ordered, switches = _power_series(run_dir)
+    n = min((len(v) for v in ordered.values()), default=0)
+    totals = [math.fsum(v[k][2] for v in ordered.values()) for k in range(n)]
+    network = [math.fsum(ordered[e][k][2] for e in switches) for k in range(n)]
+    spans = [sum(v[k][1] for v in ordered.values()) / len(ordered) for k in range(n)]
     return run_figures(answered, len(rows) - len(answered), totals, spans, network,
                        rt_measurement_error)
 
@@ -122,15 +124,9 @@ def read_phases(run_dir: Path, scenario: Scenario) -> list[dict[str, float]]:
     rt: list[list[float]] = [[] for _ in range(n)]
     for (_, resp), i in zip(ok, profile.phases_at(np.asarray([t for t, _ in ok])), strict=True):
         rt[int(i)].append(resp)
-    # the k-th interval of every switch (live, each has its own stamps): its middle in
-    # model ms and the switches' watts over it
-    samples: dict[str, list[tuple[float, float, float]]] = {}
-    with open(run_dir / "power.csv") as fh:
-        for rec in csv.DictReader(fh):
-            if rec["kind"] == "switch":
-                samples.setdefault(rec["element"], []).append(
-                    (float(rec["t_s"]), float(rec["dt_s"]), float(rec["power_w"])))
-    per = [sorted(v) for v in samples.values()]
+    # the k-th interval of every switch: its middle in model ms and the switches' watts
+    series, switches = _power_series(run_dir)
+    per = [v for e, v in series.items() if e in switches]
     k_max = min((len(v) for v in per), default=0)
     mids = [float(np.mean([(v[k][0] + v[k][1] / 2) * 1000.0 / scenario.time_scale
                            for v in per])) for k in range(k_max)]
@@ -171,13 +167,10 @@ def decide_ms_simulated(scenario: Scenario, calls: int = 5000) -> list[float]:
 
 def decide_ms_live(run_dir: Path) -> list[float]:
     """The controller's own time in `decide` per new flow (controller-events.jsonl)."""
-    out = []
     with open(run_dir / "controller-events.jsonl") as fh:
-        for line in fh:
-            rec = json.loads(line)
-            if rec.get("event") == "decision" and "decide_ms" in rec:
-                out.append(float(rec["decide_ms"]))
-    return out
+        recs = [json.loads(line) for line in fh]
+    return [float(r["decide_ms"]) for r in recs
+            if r.get("event") == "decision" and "decide_ms" in r]
 
 
 @dataclass(frozen=True)

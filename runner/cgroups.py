@@ -162,35 +162,34 @@ class NodeCgroup:
     def cpu_usage_s(self) -> float:
         """CPU seconds used by everything in the group so far."""
         if self.layout.version == 2:
-            for line in (self.acct_dir / "cpu.stat").read_text().splitlines():
-                k, _, v = line.partition(" ")
-                if k == "usage_usec":
-                    return int(v) / 1e6
-            raise CgroupError(f"no usage_usec in {self.acct_dir / 'cpu.stat'}")
+            usec = _key_value((self.acct_dir / "cpu.stat").read_text(), "usage_usec")
+            if usec is None:
+                raise CgroupError(f"no usage_usec in {self.acct_dir / 'cpu.stat'}")
+            return usec / 1e6
         return int((self.acct_dir / "cpuacct.usage").read_text()) / 1e9
 
     def oom_kills(self) -> int:
         """How many processes the kernel killed here for exceeding memory_mb."""
         f = self.mem_dir / ("memory.events" if self.layout.version == 2 else "memory.oom_control")
         try:
-            text = f.read_text()
+            return _key_value(f.read_text(), "oom_kill") or 0
         except OSError:
             return 0
-        for line in text.splitlines():
-            k, _, v = line.partition(" ")
-            if k == "oom_kill":
-                return int(v)
-        return 0
 
     def memory_failcnt(self) -> int:
         """v1: how often usage hit the limit (reclaim or OOM followed); v2: events max."""
         if self.layout.version == 2:
-            for line in (self.mem_dir / "memory.events").read_text().splitlines():
-                k, _, v = line.partition(" ")
-                if k == "max":
-                    return int(v)
-            return 0
+            return _key_value((self.mem_dir / "memory.events").read_text(), "max") or 0
         return int((self.mem_dir / "memory.failcnt").read_text())
+
+
+def _key_value(text: str, key: str) -> int | None:
+    """A `key N` line's N in a flat-keyed cgroup file (cpu.stat, memory.events, ...)."""
+    for line in text.splitlines():
+        k, _, v = line.partition(" ")
+        if k == key:
+            return int(v)
+    return None
 
 
 def _write(path: Path, value: str) -> None:

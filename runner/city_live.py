@@ -2,21 +2,19 @@
 
 One network for the whole study (`topologies.city_net`: a switch per fog node and per
 client with a link element per pair, or, `network: star`, one element per fog node
-with a per-peer delay table; delays from the latency model, under our controller),
-built for the largest client count; then, per selector and client/slot ratio, fresh fog daemons
-(`nodes.city_fog`) and that many clients (`nodes.city_client`) for `duration_s`
-seconds. Meanwhile the runner moves the clients (random waypoint or a trace, every
-`tick_s`) and changes their links' delays to follow them, changes each fog node's
-access delay to follow its clients (eqs. 8, 9, 12), and writes the configured RTTs
-(the truth file) that the omniscient selector and the scores read. Every point starts
-from the same positions and walks, as in the simulator.
+with a per-peer delay table), built for the largest client count; then, per selector
+and client/slot ratio, fresh fog daemons (`nodes.city_fog`) and that many clients
+(`nodes.city_client`) for `duration_s` seconds. Meanwhile the runner moves the clients
+(random waypoint or a trace, every `tick_s`) and changes their links' delays to follow
+them, changes each fog node's access delay to follow its clients (eqs. 8, 9, 12), and
+writes the configured RTTs (the truth file) that the omniscient selector and the scores
+read. Every point starts from the same positions and walks, as in the simulator.
 
-The network is a `runner.live_network.LiveNetwork`; the daemons and clients are started
-through it, so its `Supervisor` watches them: one that dies says so at once in one line,
-the run is marked crashed and exits 3 (`runner.supervisor.exit_code`). Ctrl-C or SIGTERM
-ends the current point early and keeps what was collected (exit 130). Every run writes
-`summary.json` (its `crashed`, `incidents`, ... as the queueing run's, and the run's
-`scale`, `startup_s`, `peak_memory_mb` and `offset_ms`) beside the points' folders.
+The network is a `runner.live_network.LiveNetwork`, whose `Supervisor` watches the
+daemons and clients: a death is an incident and the run exits 3; Ctrl-C or SIGTERM ends
+the current point early and keeps what was collected (exit 130). `summary.json` (the
+queueing run's keys, and `scale`, `startup_s`, `peak_memory_mb`, `offset_ms`) goes
+beside the points' folders.
 """
 
 from __future__ import annotations
@@ -227,7 +225,7 @@ class CityLive:
         for c, mine in truth["clients"].items():
             write_json_atomic(folder / f"{c}.json", {"t": truth["t"], "clients": {c: mine}})
 
-    def _config(self, n: int, state_dir: Path, epoch: float | Path) -> CityConfig:
+    def _config(self, n: int, state_dir: Path, epoch_file: Path) -> CityConfig:
         """What every daemon and client of one point reads: the fog nodes, the clients,
         the study's timing and selection parameters."""
         st = self.study
@@ -236,17 +234,8 @@ class CityLive:
                                 tuple(load_ms(c, s.slots, self.p) for c in range(s.slots + 2)))
                   for name, s in self.sites.items()},
             clients={client_name(k): self.net.ip(client_name(k)) for k in range(n)},
-            time_scale=st.time_scale, state_dir=state_dir,
-            epoch=epoch if isinstance(epoch, float) else 0.0,
-            epoch_file=epoch if isinstance(epoch, Path) else None,
+            time_scale=st.time_scale, state_dir=state_dir, epoch=0.0, epoch_file=epoch_file,
             duration_s=st.duration_s, seed=st.seed, client=client_params(st))
-
-    def _start(self, host: str, label: str, log: Path, args: list[str], action: str, *,
-               ends_itself: bool) -> subprocess.Popen[Any]:
-        """A daemon or client in its host, watched by the supervisor; a client's exit
-        status 0 is its normal end, a daemon runs until the point stops it."""
-        return self.net.start_in_host(host, label, args, log, action=action,
-                                      exit_zero_ends=ends_itself)
 
     def run_point(self, selector: str, ratio: float) -> dict[str, Any]:
         st = self.study
@@ -269,19 +258,22 @@ class CityLive:
         cfg = self._config(n, state_dir, epoch_file)
         cfg_path = cfg.write(point / "city.json")
         rt = ["--realtime"] if st.realtime else []
-        fogs = {name: self._start(
-            name, f"daemon {name}", self.out / f"{point.name}-{name}.log",
+        # a daemon runs until the point stops it; a client's exit status 0 is its normal end
+        fogs = {name: self.net.start_in_host(
+            name, f"daemon {name}",
             ["nodes.city_fog", "--config", str(cfg_path), "--name", name, *rt],
-            f"point {point.name}: its clients' tasks are lost; the run goes on and exits "
-            "non-zero", ends_itself=False) for name in self.sites}
+            self.out / f"{point.name}-{name}.log",
+            action=f"point {point.name}: its clients' tasks are lost; the run goes on and "
+            "exits non-zero") for name in self.sites}
         self.memory.sample()
-        clients = {c: self._start(
-            c, f"client {c}", self.out / f"{point.name}-{c}.log",
+        clients = {c: self.net.start_in_host(
+            c, f"client {c}",
             ["nodes.city_client", "--config", str(cfg_path), "--name", c, "--selector",
              selector, "--truth", str(truth_dir / f"{c}.json"), "--out",
              str(point / f"{c}.json"), *rt],
-            f"point {point.name}: it reports nothing; the run goes on and exits non-zero",
-            ends_itself=True) for c in cfg.clients}
+            self.out / f"{point.name}-{c}.log",
+            action=f"point {point.name}: it reports nothing; the run goes on and exits non-zero",
+            exit_zero_ends=True) for c in cfg.clients}
         spawned_s = time.monotonic() - t_start
         epoch = time.monotonic() + EPOCH_AFTER_START_S
         sup = self.net.supervisor
@@ -324,17 +316,15 @@ class CityLive:
             except (OSError, json.JSONDecodeError):
                 self._say(f"fog node {name} left no state (see {point.name}-{name}.log)")
         (point / "fogs.json").write_text(json.dumps(fog_states, indent=1))
-        row: dict[str, Any] = {"selector": selector, "ratio": ratio, "clients": n,
-                               "slots": self.layout.total_slots, "seed": st.seed,
-                               "duration_s": st.duration_s, "engine": "emulate"}
-        row |= live_metrics(results, fog_states)
-        row["link_updates"] = self.link_updates - updates0
-        row["clients_reporting"] = len(results)
-        row["fogs_reporting"] = len(fog_states)
-        row["spawned_s"] = round(spawned_s, 2)
-        row["tick_busy_ms"] = round(1000 * statistics.median(busy), 1) if busy else math.nan
-        row["excess"] = [x for r in results.values() for x in r.get("excess", [])]
-        return row
+        return {"selector": selector, "ratio": ratio, "clients": n,
+                "slots": self.layout.total_slots, "seed": st.seed,
+                "duration_s": st.duration_s, "engine": "emulate",
+                **live_metrics(results, fog_states),
+                "link_updates": self.link_updates - updates0,
+                "clients_reporting": len(results), "fogs_reporting": len(fog_states),
+                "spawned_s": round(spawned_s, 2),
+                "tick_busy_ms": round(1000 * statistics.median(busy), 1) if busy else math.nan,
+                "excess": [x for r in results.values() for x in r.get("excess", [])]}
 
     def _show(self, selector: str, ratio: float, state_dir: Path, positions: list[Point],
               epoch: float, done: bool = False) -> None:

@@ -48,8 +48,7 @@ def _read_json(path: Path) -> dict[str, Any]:
 class CityView:
     """`ViewSource` over the live city: `now` is replaced by the runner each tick."""
 
-    def __init__(self, layout: CityLayout, duration_s: float, time_scale: float,
-                 ) -> None:
+    def __init__(self, layout: CityLayout, duration_s: float, time_scale: float) -> None:
         self.layout = layout
         self.duration_s = duration_s
         self.time_scale = time_scale

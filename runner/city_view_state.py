@@ -10,9 +10,10 @@ The document keeps the queueing view's keys the page reads (`nodes`, `classes`,
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from typing import Any
 
-from runner.view_state import finite
+from runner.view_state import NodeLive, finite
 from topologies.city_layout import CityLayout
 
 Point = tuple[float, float]
@@ -57,11 +58,10 @@ def city_state_document(*, layout: CityLayout, selector: str, ratio: float, t_s:
         "running": running, "sent": 0, "answered": 0,
         "agent": None, "total_power_w": None, "classes": {}, "links": [], "timeline": [],
         "policy_epochs": [],
-        "nodes": [{"name": s.name, "role": "fog", "up": True, "capacity": s.slots,
-                   "in_system": f["members"], "utilisation":
-                   None if f["members"] is None else f["members"] / max(1, s.slots),
-                   "power_w": None, "load_per_ms": None}
-                  for s, f in zip(layout.fog_nodes, fogs, strict=True)],
+        "nodes": [asdict(NodeLive(
+            s.name, "fog", True, s.slots, f["members"],
+            None if f["members"] is None else f["members"] / max(1, s.slots)))
+            for s, f in zip(layout.fog_nodes, fogs, strict=True)],
         "city": {"side_m": layout.side_m, "selector": selector, "ratio": ratio,
                  "towers": [{"x": x, "y": y} for x, y in layout.towers],
                  "fogs": fogs, "clients": people},

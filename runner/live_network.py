@@ -1,12 +1,12 @@
-"""A scenario's network, live: our controller process (restarted when it dies), the
-Mininet network under it with a link element on every shaped link, and the processes a
-run starts in its hosts, each in its container where the scenario asks for one.
+"""A scenario's network, live: our controller (restarted when it dies), the Mininet
+network under it with a link element on every shaped link, and the processes a run
+starts in its hosts, each in its container where the scenario asks for one.
 
-Every process it starts is recorded and watched by the run's `Supervisor`; every
-bridge, interface, socket and cgroup is recorded before it exists, so that the run (or
-a later one, or `--clean`) removes exactly what it made. `live_network()` gives one up
-and forwarding, for tests, benchmarks and runs that bring their own processes (seed
-003's city); `runner.queueing_run` builds the queueing workload on it.
+Every process it starts is watched by the run's `Supervisor`; every bridge, interface,
+socket and cgroup is recorded before it exists, so that the run (or a later one, or
+`--clean`) removes exactly what it made. `live_network()` gives one up and forwarding
+for tests, benchmarks and runs with their own processes; `runner.queueing_run` and
+`runner.city_live` build on `LiveNetwork`.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -81,25 +82,24 @@ def _listening(port: int) -> bool:
         return False
 
 
+def _flows(bridge: str, *match: str) -> list[str]:
+    r = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", bridge, *match],
+                       capture_output=True, text=True)
+    return [ln for ln in r.stdout.splitlines() if "priority=" in ln]
+
+
 def _table_miss_installed(bridge: str) -> bool:
-    r = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", bridge, "table=0"],
-                       capture_output=True, text=True)
-    return any("priority=0" in ln and "CONTROLLER" in ln for ln in r.stdout.splitlines())
-
-
-def _flow_count(bridge: str) -> int:
-    r = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", bridge],
-                       capture_output=True, text=True)
-    return sum(1 for ln in r.stdout.splitlines() if "priority=" in ln)
+    return any("priority=0" in ln and "CONTROLLER" in ln for ln in _flows(bridge, "table=0"))
 
 
 def _reconnect(bridge: str) -> None:
-    """The bridge drops its controller connection and opens a new one (the same target
-    and settings, in a new Controller record): OVS keeps a connection whose handshake
-    stalled, so only a new one starts it again."""
-    r = subprocess.run(["ovs-vsctl", "--format=json", "--columns=target,max_backoff",
-                        "list", "Controller"] + _controller_uuids(bridge),
+    """A new Controller record with the same target and settings: OVS keeps a connection
+    whose handshake stalled, so only a new one starts it again."""
+    r = subprocess.run(["ovs-vsctl", "get", "Bridge", bridge, "controller"],
                        capture_output=True, text=True)
+    uuids = [u.strip() for u in r.stdout.strip().strip("[]").split(",") if u.strip()]
+    r = subprocess.run(["ovs-vsctl", "--format=json", "--columns=target,max_backoff",
+                        "list", "Controller", *uuids], capture_output=True, text=True)
     rows = json.loads(r.stdout or "{}").get("data", []) if r.returncode == 0 else []
     cmd = ["ovs-vsctl"]
     refs = []
@@ -111,23 +111,6 @@ def _reconnect(bridge: str) -> None:
     if refs:
         subprocess.run([*cmd, "--", "set", "Bridge", bridge, f"controller=[{','.join(refs)}]"],
                        capture_output=True, text=True)
-
-
-def _controller_uuids(bridge: str) -> list[str]:
-    r = subprocess.run(["ovs-vsctl", "get", "Bridge", bridge, "controller"],
-                       capture_output=True, text=True)
-    return [u.strip() for u in r.stdout.strip().strip("[]").split(",") if u.strip()]
-
-
-def _dump(bridges: list[str], what: str, path: Path) -> None:
-    """One bridge's table as ovs-ofctl prints it; several under a `## bridge` line each."""
-    parts = []
-    for bridge in bridges:
-        r = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", what, bridge],
-                           capture_output=True, text=True)
-        head = f"## {bridge}\n" if len(bridges) > 1 else ""
-        parts.append(head + r.stdout + r.stderr)
-    path.write_text("".join(parts))
 
 
 def child_env() -> dict[str, str]:
@@ -164,8 +147,6 @@ class LiveNetwork:
         self.cgroups: dict[str, NodeCgroup] = {}  # node -> its container's cgroup
         self.container_stats: dict[str, dict[str, Any]] = {}
         self.controller_port = 0
-        self._layout: Layout | None = None
-        self._layout_known = False
         self.switch = SwitchTuning()
 
     # -- start ------------------------------------------------------------------------
@@ -199,13 +180,10 @@ class LiveNetwork:
             workers={n.name: str(self.sock_dir / f"{n.name}.sock") for n in self.sc.nodes},
             measure_rt=self.measure_rt,
         )
-        rec = self.supervisor.record
-        for path in (str(conf.ready), str(conf.registration)):
-            rec.paths.append(path)
+        self.supervisor.record.paths += [str(conf.ready), str(conf.registration)]
 
         def launch() -> subprocess.Popen[bytes]:
-            """The controller process, started again after a crash with the cluster
-            state the run last applied."""
+            """The controller; also its restart after a crash, from the last cluster state."""
             conf.ready.unlink(missing_ok=True)
             return start_controller(
                 replace(conf, available=dict(self.available)), self.out / "controller.json",
@@ -264,8 +242,7 @@ class LiveNetwork:
             self.supervisor.track(f"element {name}", pid)
         if self.network.shaper is not None:
             made = self.network.shaper.created()
-            for label, (pid, start) in made.pids.items():
-                rec.pids[label] = (pid, start)
+            rec.pids.update(made.pids)
             rec.paths += made.paths
             for link_id, p in self.network.shaper.processes().items():
                 self.supervisor.watch(f"link relay {link_id}", p, "the link carries nothing "
@@ -285,7 +262,7 @@ class LiveNetwork:
                 progress[:] = [now, len(missing)]
             if now - progress[0] > HANDSHAKE_GRACE_S and len(missing) < len(self.bridges):
                 for n in missing:
-                    if n not in reconnected and _flow_count(self.bridges[n]) == 0:
+                    if n not in reconnected and not _flows(self.bridges[n]):
                         reconnected.add(n)
                         _reconnect(self.bridges[n])
                         note = (f"switch {n}: no OpenFlow rule while the others had theirs, "
@@ -319,8 +296,8 @@ class LiveNetwork:
         return self.supervisor.process("controller")
 
     def register(self, node: str, available: bool) -> dict[str, Any]:
-        """An OFN joins or leaves: the controller's reply (latency, install time) or an
-        `error` while it is down (a restarted one starts from `available`)."""
+        """An OFN joins or leaves: the controller's reply, or an `error` while it is down
+        (a restarted one starts from `available`)."""
         self.available[node] = available
         try:
             return dict(register(self.sock_dir / "controller.sock", node, available))
@@ -398,32 +375,29 @@ class LiveNetwork:
                 raise EmulationError(f"node {node.name}: {err}") from None
         return proc
 
+    @cached_property
     def _cgroup_layout(self) -> Layout | None:
-        """The machine's cgroups (detected once); None (and a note) where there are none
-        and no node asks for limits; an EmulationError where limits were asked for."""
-        if self._layout_known:
-            return self._layout
-        self._layout_known = True
+        """The machine's cgroups; None (and a note) where there are none and no node asks
+        for limits; an EmulationError where limits were asked for."""
         try:
-            self._layout = Layout.detect()
+            return Layout.detect()
         except (CgroupError, OSError) as err:
             limited = [n.name for n in self.sc.nodes if n.cpu or n.memory_mb]
             if limited:
                 raise EmulationError(f"nodes {', '.join(limited)} have cpu/memory_mb limits "
                                      f"but: {err}") from None
             self.notes.append(f"containers without cgroups (no accounting): {err}")
-        return self._layout
+            return None
 
     def _containerize(self, node: NodeSpec, cmd: list[str]) -> list[str]:
         """Wrap a command in its node's container (nodes/container.py), its cgroup
         created first and recorded for cleanup before it exists."""
         joins: list[str] = []
-        layout = self._cgroup_layout()
+        layout = self._cgroup_layout
         if layout is not None:
             cg = NodeCgroup(layout, f"fogsdn-{self.tag}-{node.name}")
             rec = self.supervisor.record
-            for d in dict.fromkeys((cg.cpu_dir, cg.acct_dir, cg.mem_dir)):
-                rec.cgroups.append(str(d))
+            rec.cgroups += [str(d) for d in dict.fromkeys((cg.cpu_dir, cg.acct_dir, cg.mem_dir))]
             rec.save()
             try:
                 cg.create(node.cpu, node.memory_mb, rt_share(len(self.sc.nodes)))
@@ -444,10 +418,8 @@ class LiveNetwork:
 
     # -- teardown -------------------------------------------------------------------------
     def teardown(self, first: Sequence[tuple[str, Callable[[], Any]]] = ()) -> None:
-        """Stop the run's own processes (`first`, in order), then keep the containers'
-        figures and remove their cgroups, dump the tables, stop the network and the
-        controller, and remove whatever the record still names. Every step runs
-        whatever failed before it."""
+        """Stop the run's own processes (`first`, in order), then the steps below, then
+        remove whatever the record still names; every step runs whatever failed before."""
         self.supervisor.quiet()
         steps = [*first, ("cgroups", self._remove_cgroups), ("flows", self._dump_tables),
                  ("network", self._stop_network), ("controller", self._stop_controller),
@@ -465,12 +437,10 @@ class LiveNetwork:
 
     def _remove_cgroups(self) -> None:
         for name, cg in self.cgroups.items():
-            try:
+            with suppress(OSError, ValueError, CgroupError):
                 self.container_stats[name] = {
                     "cpu_s": cg.cpu_usage_s(), "oom_kills": cg.oom_kills(),
                     "memory_failcnt": cg.memory_failcnt()}
-            except (OSError, ValueError, CgroupError):
-                pass
         rec = self.supervisor.record
         for d in rec.cgroups:
             remove_cgroup(d)
@@ -478,9 +448,18 @@ class LiveNetwork:
         rec.save()
 
     def _dump_tables(self) -> None:
-        if self.network is not None and self.bridges:
-            for what, name in (("dump-flows", "flows.txt"), ("dump-groups", "groups.txt")):
-                _dump(list(self.bridges.values()), what, self.out / name)
+        """Flows and groups as ovs-ofctl prints them; several bridges under a `## bridge`
+        line each."""
+        if self.network is None or not self.bridges:
+            return
+        for what, name in (("dump-flows", "flows.txt"), ("dump-groups", "groups.txt")):
+            parts = []
+            for bridge in self.bridges.values():
+                r = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", what, bridge],
+                                   capture_output=True, text=True)
+                head = f"## {bridge}\n" if len(self.bridges) > 1 else ""
+                parts.append(head + r.stdout + r.stderr)
+            (self.out / name).write_text("".join(parts))
 
     def _stop_network(self) -> None:
         if self.network is not None:

@@ -50,12 +50,8 @@ class PortCounters:
 
 def parse_dump_ports(text: str) -> dict[str, PortCounters]:
     """`ovs-ofctl dump-ports` output -> counters per port (the LOCAL port left out)."""
-    out: dict[str, PortCounters] = {}
-    for m in _PORT.finditer(text):
-        port = m.group(1)
-        if port != "LOCAL":
-            out[port] = PortCounters(*(int(m.group(i)) for i in range(2, 6)))
-    return out
+    return {m.group(1): PortCounters(*(int(m.group(i)) for i in range(2, 6)))
+            for m in _PORT.finditer(text) if m.group(1) != "LOCAL"}
 
 
 def dump_ports(bridge: str) -> dict[str, PortCounters]:

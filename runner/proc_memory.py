@@ -85,13 +85,8 @@ def ovs_pid() -> int | None:
 
 
 def process_parents() -> dict[int, int]:
-    out = {}
-    for d in os.listdir(PROC):
-        if d.isdigit():
-            stat = _read(PROC / d / "stat")
-            if stat is not None:
-                out[int(d)] = parse_stat_ppid(stat)
-    return out
+    stats = {int(d): _read(PROC / d / "stat") for d in os.listdir(PROC) if d.isdigit()}
+    return {pid: parse_stat_ppid(stat) for pid, stat in stats.items() if stat is not None}
 
 
 def tree_memory_kb(root: int) -> tuple[int, int, int]:

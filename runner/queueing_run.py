@@ -28,6 +28,7 @@ from controller.pipeline import sample_mask
 from controller.policies import policy_class, stage_plan
 from controller.rt_measure import RT_SAMPLE_DEFAULT
 from fogsdn.churn import ReactionLead, Transition, churn_schedule
+from fogsdn.local_rpc import write_json_atomic
 from fogsdn.scenario import LeaveMode, Role, Scenario, ScenarioError
 from fogsdn.stages import StagePlan
 from fogsdn.streams import draw_capacities
@@ -48,7 +49,7 @@ from runner.live_network import (
 from runner.power_meter import LivePowerMeter
 from runner.results import finish_results
 from runner.supervisor import exit_description
-from runner.view_live import ViewConfig
+from runner.view_live import ViewConfig, read_client_counts
 
 # one TCP connection per request through Python clients, OVS userspace and Python workers
 # on two cores: well above the default load (160/s), well below what saturates the machine
@@ -180,9 +181,7 @@ class QueueingRun:
         wait_for(all_ready, STARTUP_TIMEOUT_S, "the clients", self.stop)
         self.epoch = time.monotonic() + 0.05
         self.supervisor.epoch, self.supervisor.time_scale = self.epoch, self.sc.time_scale
-        tmp = epoch_file.with_suffix(".tmp")
-        tmp.write_text(repr(self.epoch))
-        tmp.replace(epoch_file)
+        write_json_atomic(epoch_file, self.epoch)  # a float: JSON is its repr
         self._start_power()
 
     def _start_power(self) -> None:
@@ -251,15 +250,7 @@ class QueueingRun:
 
     # -- main loop ------------------------------------------------------------
     def _read_progress(self) -> None:
-        """Each client's last counts: a file caught mid-rewrite (empty) keeps the client's
-        previous reading, so the totals never go backwards."""
-        for name in self.clients:
-            f = self.out / f"trace-{name}.progress"
-            try:
-                s, a = f.read_text().split()
-                self.progress.per_client[name] = (int(s), int(a))
-            except (OSError, ValueError):
-                pass
+        read_client_counts(self.out, self.clients, self.progress.per_client)
         counts = self.progress.per_client.values()
         self.progress.sent = sum(s for s, _ in counts)
         self.progress.answered = sum(a for _, a in counts)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,21 +24,17 @@ from fogsdn.summary import PolicyReport, RunSummary, policy_report
 from fogsdn.trace import Outcome, TraceRow, read_trace, write_trace
 from fogsdn.workload import drawn_instants
 from models.power_model import power_block, power_csv_text
+from runner.view_state import event_lines
 
 
 def _pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else math.nan
 
 
-def _events(path: Path, kind: str) -> Iterator[dict[str, Any]]:
+def _events(path: Path, kind: str) -> list[dict[str, Any]]:
     """An event log's events of one kind (none where there is no log; a torn line skipped)."""
-    for line in path.read_text().splitlines() if path.exists() else ():
-        try:
-            ev = json.loads(line)
-        except ValueError:
-            continue
-        if ev.get("event") == kind:
-            yield ev
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [ev for ev in event_lines(lines) if ev.get("event") == kind]
 
 
 def merge_traces(out: Path, clients: list[str]) -> list[TraceRow]:
@@ -84,8 +80,7 @@ def write_availability(out: Path, rows: list[dict[str, Any]]) -> None:
     with open(out / "availability.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=cols, restval="")
         w.writeheader()
-        for r in sorted(rows, key=lambda r: (r["t"], r["node"])):
-            w.writerow(r)
+        w.writerows(sorted(rows, key=lambda r: (r["t"], r["node"])))
 
 
 def _routing(sc: Scenario, rows: list[TraceRow], avail: list[dict[str, Any]]
@@ -109,11 +104,10 @@ def _routing(sc: Scenario, rows: list[TraceRow], avail: list[dict[str, Any]]
             "early": rc.early, "early_p50_ms": rc.early_ms[0], "early_p99_ms": rc.early_ms[1]}
 
 
-def _first_policy_rows(rows: list[TraceRow], epochs: list[dict[str, Any]] | None
-                      ) -> list[TraceRow]:
+def _first_policy_rows(rows: list[TraceRow], epochs: list[dict[str, Any]]) -> list[TraceRow]:
     """The requests the scenario's own policy dispatched: all of them, or those sent
     before the first policy swap (a swapped-in policy routes by its own table)."""
-    if not epochs or len(epochs) < 2:
+    if len(epochs) < 2:
         return rows
     end = float(epochs[0]["to_ms"])
     return [r for r in rows if r.t_send < end]
@@ -181,8 +175,7 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
                            "max": max(lat) if lat else math.nan},
         # how late the live network followed the drawn churn schedule (model ms)
         "churn_lag_ms": _lag_stats(run.availability),
-        "routing": _routing(sc, _first_policy_rows(rows, getattr(run, "policy_epochs", None)),
-                            run.availability),
+        "routing": _routing(sc, _first_policy_rows(rows, run.policy_epochs), run.availability),
         "policy": live_policy_report(out, sc),
         # the link element chosen for this run ("none" when no link is shaped)
         "links": live.links,
@@ -212,9 +205,8 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
         if refused:
             live.notes.append(f"real-time scheduling refused for {', '.join(refused)}: "
                               "their replies may leave late on a busy machine")
-    epochs = getattr(run, "policy_epochs", None)
-    if epochs:  # the policies a view's swaps ran, per span (analysis.policy_epochs)
-        summary["policy_epochs"] = epochs
+    if run.policy_epochs:  # the policies a view's swaps ran, per span (analysis.policy_epochs)
+        summary["policy_epochs"] = run.policy_epochs
     if live.notes:
         summary["notes"] = list(live.notes)
     meter = run.power
@@ -224,9 +216,9 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
         summary["power"] = power_block(meter.samples, answered)
         if meter.errors:
             summary["power"]["errors"] = meter.errors
-    if getattr(run, "cpu_steal", None) is not None:
+    if run.cpu_steal is not None:
         summary["cpu_steal_share"] = run.cpu_steal
-    if getattr(run, "cpu_idle", None) is not None:
+    if run.cpu_idle is not None:
         summary["cpu_idle_share"] = run.cpu_idle
     timing = _arrival_timing(sc, rows)
     if timing is not None:

@@ -14,14 +14,14 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from analysis.figures import draw_city
 from nodes.ncs.discovery import METRIC_COLUMNS
-from runner.study import Executor, Row, execute
+from runner.study import Row, execute
 from sim.city_output import write_csv
 from sim.city_study import run_study
 from sim.seed003_claims import CLAIMS, VERDICT, Results, deciding_choice, evaluate, fmt, values
@@ -76,10 +76,10 @@ def capped(choices: StudyChoices, run: ClaimsRun) -> StudyChoices:
 
 
 def plan(study: CityStudy, run: ClaimsRun
-         ) -> tuple[list[ClaimsPoint], dict[str, list[tuple[tuple[Any, ...], float, int, str]]]]:
+         ) -> tuple[list[ClaimsPoint], dict[str, list[tuple[Any, ...]]]]:
     """The distinct points to run, and per configuration the keys of its rows."""
     points: dict[tuple[Any, ...], ClaimsPoint] = {}
-    wanted: dict[str, list[tuple[tuple[Any, ...], float, int, str]]] = {}
+    wanted: dict[str, list[tuple[Any, ...]]] = {}
     for name, choices in configurations().items():
         eff = capped(choices, run)
         for rep in range(run.replications):
@@ -88,19 +88,17 @@ def plan(study: CityStudy, run: ClaimsRun
             for sel in run.selectors:
                 for ratio in run.ratios:
                     key = (row_key(eff, sel), sel, ratio, seed)
-                    wanted.setdefault(name, []).append((key, ratio, seed, sel))
+                    wanted.setdefault(name, []).append(key)
                     if key not in points:
                         points[key] = ClaimsPoint(st, sel, ratio, key)
     return list(points.values()), wanted
 
 
-def run_claims(study: CityStudy, run: ClaimsRun, *, workers: int = 1,
-               executor: Executor = "process", log: Callable[[str], None] | None = None
-               ) -> dict[str, list[Row]]:
+def run_claims(study: CityStudy, run: ClaimsRun, *, workers: int = 1) -> dict[str, list[Row]]:
     """Every configuration's rows (one per selector, ratio and replication)."""
-    say = log or (lambda s: print(s, file=sys.stderr, flush=True))
+    say = partial(print, file=sys.stderr, flush=True)
     todo, wanted = plan(study, run)
-    outcomes, how = execute(todo, run_claims_point, (), executor=executor, workers=workers)
+    outcomes, how = execute(todo, run_claims_point, (), workers=workers)
     say(f"[seed003 claims] {len(todo)} points ({how})")
     done: dict[tuple[Any, ...], Row] = {}
     t0 = time.perf_counter()
@@ -109,7 +107,7 @@ def run_claims(study: CityStudy, run: ClaimsRun, *, workers: int = 1,
             raise RuntimeError(f"{p.label()}: {err}")
         done[p.key] = rows[0]
         say(f"[seed003 claims {k}/{len(todo)} {time.perf_counter() - t0:6.1f}s] {p.label()}")
-    return {name: [done[key] for key, _r, _s, _sel in ks] for name, ks in wanted.items()}
+    return {name: [done[key] for key in keys] for name, keys in wanted.items()}
 
 
 def inert_switches(run: ClaimsRun) -> set[str]:

@@ -117,17 +117,18 @@ class SizeStudy:
         self.live_summary: Path | None = None  # each live point has its own
         self.job_args: tuple[Any, ...] = (out / f"{base.name}-runs",) if self.live else ()
 
+    def _grid(self) -> list[tuple[str, float, Scenario]]:
+        """(policy, x, scenario) at every sweep value, for every policy."""
+        sw = self.base.sweep
+        assert sw is not None
+        return [(pol, x_of(sc, sw.parameter), sc) for v in sw.values for pol in sw.policies
+                for sc in [point(self.base, v, pol)]]
+
     def plan(self) -> list[SizeRun]:
-        assert self.base.sweep is not None
         if self.plot_only:
             return []
-        runs = []
-        for v in self.base.sweep.values:
-            for pol in self.base.sweep.policies:
-                sc = point(self.base, v, pol)
-                x = x_of(sc, self.base.sweep.parameter)
-                runs += [SizeRun(pol, x, r, self.requests, sc) for r in range(self.replications)]
-        return runs
+        return [SizeRun(pol, x, r, self.requests, sc) for pol, x, sc in self._grid()
+                for r in range(self.replications)]
 
     def record(self, run: SizeRun, rows: list[dict[str, Any]]) -> str:
         if self.live:
@@ -136,19 +137,11 @@ class SizeStudy:
         return f"wait {o['wait']:.4g}, slowdown {o['slowdown']:.4g}"
 
     def points(self, rows: list[dict[str, Any]]) -> list[FigurePoint]:
-        assert self.base.sweep is not None
         reps: dict[tuple[str, float], list[dict[str, Any]]] = {}
         for r in rows:
             reps.setdefault((r["policy"], r["x"]), []).append(r["summary"])
-        out = []
-        for v in self.base.sweep.values:
-            for pol in self.base.sweep.policies:
-                sc = point(self.base, v, pol)
-                key = (pol, x_of(sc, self.base.sweep.parameter))
-                if key in reps:
-                    out.append(FigurePoint(pol, key[1], predicted(sc), replicated(reps[key]),
-                                           self.requests))
-        return out
+        return [FigurePoint(pol, x, predicted(sc), replicated(reps[pol, x]), self.requests)
+                for pol, x, sc in self._grid() if (pol, x) in reps]
 
     def finish(self, rows: list[dict[str, Any]], failures: list[tuple[Any, str]]
                ) -> list[Path]:

@@ -1,16 +1,12 @@
-"""One driver for every study: a study is a plug-in (its points, one point run in an
-engine giving rows, what it keeps as points finish, its tables and figures), and this
-module runs any of them on one executor with one progress line per point.
+"""One driver for every study (a `Study` plug-in): its points run on one executor, one
+progress line per point, then its tables and figures.
 
 Points are independent runs, so they fan out: a local process pool by default, or Ray
 tasks (a private local Ray, or an existing cluster given its address). A failed point
 is reported with its label and the others go on; Ctrl-C keeps the finished points.
 Live points run one at a time here, or on Ray one per emulation node at a time.
-
-The studies: a scenario's sweep (`runner.sweep`, seed 000's figures), seed 002b's
-size-based figures (`runner.size_study`, a sweep with `study: size_based`) and seed
-003's city (`runner.city_study_run`, a file with `study: city`). The command that reads a
-file and builds the study it declares is `runner.study_cli`.
+The plug-ins: `runner.sweep`, `runner.size_study`, `runner.city_study_run` and
+`runner.agent_study`; `runner.study_cli` builds the one a file declares.
 """
 
 from __future__ import annotations

@@ -126,11 +126,8 @@ def main(argv: list[str] | None = None) -> int:
 
                 study = SweepStudy(sc, out, a.engine, a.requests, duration_ms, not a.no_trace,
                                    time_scale=a.time_scale, optimum=a.optimum)
-            if a.engine == "emulate":
-                def _term(signum: int, frame: object) -> None:
-                    raise KeyboardInterrupt  # the live run tears down; the points are kept
-
-                signal.signal(signal.SIGTERM, _term)
+            if a.engine == "emulate":  # SIGTERM as Ctrl-C: the run tears down, points kept
+                signal.signal(signal.SIGTERM, signal.default_int_handler)
         res = run_study(study, out, executor=a.executor, workers=a.workers,
                         ray_address=a.ray_address)
     except (StudyError, ScenarioError, PolicyError, ArgumentError, CityStudyError,

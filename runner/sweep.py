@@ -20,13 +20,9 @@ from analysis.metrics import replications_ci
 from fogsdn.scenario import Scenario
 from runner.study import Engine, StudyError
 
-CSV_COLUMNS: tuple[str, ...] = (
-    "index", "policy", "parameter", "value", "replication", "cls", "count", "ok",
-    "W", "W_ci95", "blocking", "lost_prob", "timeout_prob", "outage", "requests",
-    "wall_s", "run_dir",
-)
-
-
+MEASURED = ("count", "ok", "W", "W_ci95", "blocking", "lost_prob", "timeout_prob", "outage")
+CSV_COLUMNS: tuple[str, ...] = ("index", "policy", "parameter", "value", "replication", "cls",
+                                *MEASURED, "requests", "wall_s", "run_dir")
 FAIL_COLUMNS: tuple[str, ...] = ("index", "policy", "parameter", "value", "replication", "error")
 
 
@@ -73,18 +69,11 @@ def plan(scenario: Scenario, out_dir: Path, engine: Engine = "simulate") -> list
 
 def _rows(point: Point, summary: dict[str, Any]) -> list[dict[str, Any]]:
     m = summary["measured"]
-    return [
-        {
-            "index": point.index, "policy": point.policy, "parameter": point.parameter,
-            "value": point.value, "replication": point.replication, "cls": cls,
-            "count": m[cls]["count"], "ok": m[cls]["ok"], "W": m[cls]["W"],
-            "W_ci95": m[cls]["W_ci95"], "blocking": m[cls]["blocking"],
-            "lost_prob": m[cls]["lost_prob"], "timeout_prob": m[cls]["timeout_prob"],
-            "outage": m[cls]["outage"], "requests": summary.get("requests", ""),
-            "wall_s": summary.get("wall_s", ""), "run_dir": str(point.run_dir),
-        }
-        for cls in CLASSES
-    ]
+    return [{"index": point.index, "policy": point.policy, "parameter": point.parameter,
+             "value": point.value, "replication": point.replication, "cls": cls,
+             **{k: m[cls][k] for k in MEASURED}, "requests": summary.get("requests", ""),
+             "wall_s": summary.get("wall_s", ""), "run_dir": str(point.run_dir)}
+            for cls in CLASSES]
 
 
 def run_point(
@@ -163,8 +152,7 @@ class SweepStudy:
 
     def finish(self, rows: list[dict[str, Any]], failures: list[tuple[Point, str]]
                ) -> list[Path]:
-        self.failures = [{"index": p.index, "policy": p.policy, "parameter": p.parameter,
-                          "value": p.value, "replication": p.replication, "error": error}
+        self.failures = [{**{k: getattr(p, k) for k in FAIL_COLUMNS[:-1]}, "error": error}
                          for p, error in failures]
         if self.failures:
             with open(self.out_dir / "sweep_failures.csv", "w", newline="") as fh:
@@ -195,12 +183,9 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             w, half = ci.mean, ci.half_width
         else:
             w, half = ws[0], float(rs[0]["W_ci95"])
-        out.append({
-            "policy": policy, "value": value, "cls": cls, "n": len(rs), "W": w, "W_ci95": half,
-            "blocking": sum(float(r["blocking"]) for r in rs) / len(rs),
-            "outage": sum(float(r["outage"]) for r in rs) / len(rs),
-            "lost_prob": sum(float(r["lost_prob"]) for r in rs) / len(rs),
-        })
+        out.append({"policy": policy, "value": value, "cls": cls, "n": len(rs), "W": w,
+                    "W_ci95": half, **{k: sum(float(r[k]) for r in rs) / len(rs)
+                                       for k in ("blocking", "outage", "lost_prob")}})
     return out
 
 

@@ -16,7 +16,7 @@ import os
 import secrets
 import threading
 import time
-from contextlib import suppress
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ from controller.registration import swap_policy
 from fogsdn.local_rpc import unix_call
 from fogsdn.scenario import Role, Scenario
 from models.power_model import server_count
-from runner.view_server import ViewServer
+from runner.view_server import ViewServer, lower_priority
 from runner.view_state import (
     CURVE_ROWS,
     ClassRoutes,
@@ -64,9 +64,7 @@ class ViewConfig:
 
 def view_config(args: argparse.Namespace) -> ViewConfig | None:
     """`--view [PORT]` and `--view-host` as the run's view settings (None: no view)."""
-    if args.view is None:
-        return None
-    return ViewConfig(port=args.view, host=args.view_host)
+    return None if args.view is None else ViewConfig(port=args.view, host=args.view_host)
 
 
 def write_token(out: Path) -> str:
@@ -81,11 +79,16 @@ def write_token(out: Path) -> str:
     return token
 
 
-def lower_priority(nice: int = VIEW_NICE) -> None:
-    """This thread (and the threads it starts) at a lower CPU priority than the run's:
-    on Linux a thread's nice value is its own and is inherited by the threads it starts."""
-    with suppress(OSError, AttributeError):
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+def read_client_counts(out: Path, clients: Iterable[str],
+                       counts: dict[str, tuple[int, int]]) -> None:
+    """Each client's (sent, answered) from its progress file into `counts`; a file not
+    written yet or caught mid-rewrite keeps the last reading, so totals never go back."""
+    for name in clients:
+        try:
+            sent, answered = (out / f"trace-{name}.progress").read_text().split()
+            counts[name] = (int(sent), int(answered))
+        except (OSError, ValueError):
+            pass
 
 
 class _TraceTail:
@@ -179,7 +182,7 @@ class LiveView:
         self.epochs.close(min(self._model_ms(), self.sc.duration_ms))
 
     def _loop(self) -> None:
-        lower_priority()
+        lower_priority(VIEW_NICE)
         while not self._stop.is_set():
             try:
                 self._tick()
@@ -208,7 +211,7 @@ class LiveView:
 
     def _tick(self) -> None:
         self._predict()
-        for name in list(getattr(self.run, "clients", {})):
+        for name in list(self.run.clients):
             tail = self._tails.setdefault(name, _TraceTail(self.run.out / f"trace-{name}.csv"))
             lines = tail.read()
             if tail.header is not None and lines:
@@ -216,7 +219,7 @@ class LiveView:
                 with self._lock:
                     for r in records:
                         self._tallies.add(r.cls, r.t_send, r.outcome, r.node_ms)
-        self._read_counts()
+        read_client_counts(self.run.out, list(self.run.clients), self._client_counts)
         rows = self._curve_tail.read()
         if rows and self._curve_tail.header is not None:
             points = curve_points(rows, self._curve_tail.header)
@@ -258,24 +261,11 @@ class LiveView:
                 self._next_mark = time.monotonic() + MARK_EVERY_S
                 self._tallies.mark(t)
 
-    def _read_counts(self) -> None:
-        """Requests sent and answered so far, from each client's progress file (the
-        runner reads them only to print progress)."""
-        for name in list(getattr(self.run, "clients", {})):
-            try:
-                sent, answered = (self.run.out / f"trace-{name}.progress").read_text().split()
-                self._client_counts[name] = (int(sent), int(answered))
-            except (OSError, ValueError):
-                pass  # not written yet, or caught mid-rewrite: the last reading stands
-
     def _power_by_node(self) -> dict[str, float]:
-        meter = getattr(self.run, "power", None)
-        out: dict[str, float] = {}
-        if meter is None:
-            return out
-        for s in reversed(meter.samples[-4 * (len(self.sc.nodes) + 4):]):
-            out.setdefault(s.element, float(s.power_w))
-        return out
+        """Each element's latest power reading."""
+        meter = self.run.power
+        samples = meter.samples[-4 * (len(self.sc.nodes) + 4):] if meter is not None else []
+        return {s.element: float(s.power_w) for s in samples}
 
     # -- ViewSource ---------------------------------------------------------------------
     def _epochs_with_predictions(self) -> list[dict[str, Any]]:
@@ -288,8 +278,7 @@ class LiveView:
         run = self.run
         with self._lock:
             epochs = self._epochs_with_predictions()
-            meter = getattr(run, "power", None)
-            total = meter.last_total_w if meter is not None else None
+            total = run.power.last_total_w if run.power is not None else None
             # OFN state as the run applied it this instant (not at the last tick)
             ofn_state = dict(run.progress.ofn_state)
             nodes = [replace(n, up=ofn_state.get(n.name, n.up)) for n in self._nodes]

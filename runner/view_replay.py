@@ -45,29 +45,26 @@ def finished_at(r: TraceRow) -> float:
 
 def up_at(availability: Sequence[Mapping[str, Any]], node: str, t_ms: float) -> bool:
     """An OFN's drawn state at t (available before any row says otherwise)."""
-    state = True
-    for a in availability:
-        if a.get("node") == node and float(a["t"]) <= t_ms:
-            state = a.get("state") == "available"
-    return state
+    last = next((a for a in reversed(availability)
+                 if a.get("node") == node and float(a["t"]) <= t_ms), None)
+    return last is None or last.get("state") == "available"
 
 
 def in_system_at(rows: Sequence[TraceRow], node: str, t_ms: float) -> int:
     """Requests at `node` at t: arrived (completion minus sojourn) and not yet done."""
-    n = 0
-    for r in rows:
-        if r.node == node and r.outcome is Outcome.OK and math.isfinite(r.node_ms):
-            if r.t_done - r.node_ms <= t_ms < r.t_done:
-                n += 1
-    return n
+    return sum(1 for r in rows if r.node == node and r.outcome is Outcome.OK
+               and math.isfinite(r.node_ms) and r.t_done - r.node_ms <= t_ms < r.t_done)
 
 
 def epoch_at(epochs: Sequence[Mapping[str, Any]], t_ms: float) -> Mapping[str, Any] | None:
-    current = None
-    for e in epochs:
-        if float(e["from_ms"]) <= t_ms:
-            current = e
-    return current
+    return next((e for e in reversed(epochs) if float(e["from_ms"]) <= t_ms), None)
+
+
+def _csv_rows(path: Path) -> list[dict[str, str]]:
+    if not path.exists():
+        return []
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
 
 
 @dataclass
@@ -87,14 +84,8 @@ class ReplaySource:
     def of(cls, run_dir: Path) -> ReplaySource:
         sc = load_scenario(run_dir / "scenario.yaml")
         rows = sorted(read_trace(run_dir / "trace.csv"), key=finished_at)
-        avail: list[dict[str, Any]] = []
-        if (run_dir / "availability.csv").exists():
-            with open(run_dir / "availability.csv", newline="") as fh:
-                avail = list(csv.DictReader(fh))
-        power: list[dict[str, str]] = []
-        if (run_dir / "power.csv").exists():
-            with open(run_dir / "power.csv", newline="") as fh:
-                power = list(csv.DictReader(fh))
+        avail: list[dict[str, Any]] = _csv_rows(run_dir / "availability.csv")
+        power = _csv_rows(run_dir / "power.csv")
         summary = (json.loads((run_dir / "summary.json").read_text())
                    if (run_dir / "summary.json").exists() else {})
         events: list[dict[str, Any]] = []

@@ -43,6 +43,13 @@ class ViewSource(Protocol):
     def swap_policy(self, request: dict[str, Any]) -> dict[str, Any]: ...
 
 
+def lower_priority(nice: int) -> None:
+    """This thread (and the threads it starts) at a lower CPU priority than the run's:
+    on Linux a thread's nice value is its own and is inherited by the threads it starts."""
+    with suppress(OSError, AttributeError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+
+
 def static_page() -> bytes:
     return resources.files("runner").joinpath("view_static/index.html").read_bytes()
 
@@ -162,9 +169,8 @@ class ViewServer:
         self._thread.start()
 
     def _serve(self) -> None:
-        if self.nice:  # handler threads inherit the serving thread's priority (Linux)
-            with suppress(OSError, AttributeError):
-                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.nice)
+        if self.nice:  # handler threads inherit the serving thread's priority
+            lower_priority(self.nice)
         self.httpd.serve_forever(poll_interval=0.2)
 
     def stop(self) -> None:

@@ -12,7 +12,7 @@ import hmac
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import networkx as nx
@@ -348,9 +348,7 @@ def state_document(*, mode: str, t_model_ms: float, duration_ms: float, running:
         "agent": dict(agent) if agent else None,
         "learning_curve": [dict(r) for r in learning_curve[-CURVE_ROWS:]],
         "total_power_w": total_power_w,
-        "nodes": [{"name": n.name, "role": n.role, "up": n.up, "capacity": n.capacity,
-                   "in_system": n.in_system, "utilisation": n.utilisation,
-                   "power_w": n.power_w, "load_per_ms": n.load_per_ms} for n in nodes],
+        "nodes": [asdict(n) for n in nodes],
         "classes": classes,
         "links": [{"id": k, "load_per_ms": v} for k, v in links.items()],
         "timeline": recent_timeline(timeline),
