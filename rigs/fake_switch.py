@@ -26,7 +26,7 @@ PROBE_TIMEOUT_S = 0.5
 # -- OpenFlow 1.3 wire format (only what a fake switch needs) ----------------------------
 OFP_VERSION = 4
 HEADER = struct.Struct("!BBHI")
-T_HELLO, T_ERROR, T_ECHO_REQUEST, T_ECHO_REPLY = 0, 1, 2, 3
+T_HELLO, T_ECHO_REQUEST, T_ECHO_REPLY = 0, 2, 3
 T_FEATURES_REQUEST, T_FEATURES_REPLY = 5, 6
 T_PACKET_IN, T_PACKET_OUT, T_FLOW_MOD, T_GROUP_MOD = 10, 13, 14, 15
 T_MULTIPART_REQUEST, T_MULTIPART_REPLY = 18, 19
@@ -124,7 +124,6 @@ class FakeSwitch(asyncio.Protocol):
         self.ports = tuple(ports)
         self.in_port = in_port
         self.learn_port = learn_port
-        self.fabric = fabric
         self.tally = tally
         self.switches = switches  # all switches of the run: a reply may be due on another
         self.transport: asyncio.Transport | None = None
@@ -136,10 +135,10 @@ class FakeSwitch(asyncio.Protocol):
         self.sent = 0  # packet-ins of the current phase
         self.due = 0  # packet-ins to send after this read
         self.xid = 0
-        vip_mac = mac_bytes(fabric.vip_mac)
+        self.vip_mac = mac_bytes(fabric.vip_mac)
         self.vip_ip = socket.inet_aton(fabric.vip)
         self.template = bytearray(packet_in(0, in_port, arp_frame(
-            vip_mac, bytes(6), 1, bytes(6), bytes(4), bytes(6), self.vip_ip)))
+            self.vip_mac, bytes(6), 1, bytes(6), bytes(4), bytes(6), self.vip_ip)))
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -198,9 +197,6 @@ class FakeSwitch(asyncio.Protocol):
             for p in self.ports)
         return of_message(T_MULTIPART_REPLY, xid, struct.pack("!HH4x", MP_PORT_DESC, 0) + ports)
 
-    def requester(self, seq: int) -> bytes:
-        return bytes([0x02, self.index]) + seq.to_bytes(4, "big")
-
     def send_packet_ins(self, n: int) -> list[bytes]:
         """Send n ARP requests for the service address, each from a new requester."""
         if self.transport is None or n <= 0:
@@ -210,7 +206,7 @@ class FakeSwitch(asyncio.Protocol):
         now = time.perf_counter()
         for _ in range(n):
             self.seq += 1
-            mac = self.requester(self.seq)
+            mac = bytes([0x02, self.index]) + self.seq.to_bytes(4, "big")  # the requester
             ip = bytes([10, 128 + (self.index & 0x3F), (self.seq >> 8) & 0xFF,
                         1 + self.seq % 254])
             m = bytearray(tmpl)
@@ -230,9 +226,8 @@ class FakeSwitch(asyncio.Protocol):
         """A gratuitous ARP from the service MAC, so a learning switch knows its port."""
         if self.transport is None:
             return
-        vip_mac = mac_bytes(self.fabric.vip_mac)
-        frame = arp_frame(b"\xff" * 6, vip_mac, 2, vip_mac, self.vip_ip, b"\xff" * 6,
-                           self.vip_ip)
+        frame = arp_frame(b"\xff" * 6, self.vip_mac, 2, self.vip_mac, self.vip_ip,
+                          b"\xff" * 6, self.vip_ip)
         self.transport.write(packet_in(self._next_xid(), self.learn_port, frame))
 
     def close(self) -> None:

@@ -56,11 +56,6 @@ def _ip(*args: str) -> None:
         raise RuntimeError(f"ip {' '.join(args)}: {r.stderr.strip()}")
 
 
-def unique_prefix() -> str:
-    """Short (interface names have 15 bytes) and unique per process and call."""
-    return f"lk{os.getpid() % 100000}{next(_counter)}"
-
-
 def _host_side(ns: str, intf: str, ip: str) -> None:
     _ip("-n", ns, "addr", "add", f"{ip}/24", "dev", intf)
     _ip("-n", ns, "link", "set", "dev", intf, "up")
@@ -72,9 +67,9 @@ def _host_side(ns: str, intf: str, ip: str) -> None:
 
 
 @contextmanager
-def namespace_rig(spliced: bool = True, prefix: str | None = None) -> Iterator[Rig]:
+def namespace_rig(spliced: bool = True) -> Iterator[Rig]:
     """Build the rig; with `spliced`, the two root-namespace ends await a shaper's attach."""
-    prefix = prefix or unique_prefix()
+    prefix = f"lk{os.getpid() % 100000}{next(_counter)}"  # short (15-byte names), unique
     ns_a, ns_b = f"fogsdn-{prefix}-a", f"fogsdn-{prefix}-b"
     root_ends = [f"{prefix}a", f"{prefix}b"] if spliced else []
     try:
@@ -95,6 +90,13 @@ def namespace_rig(spliced: bool = True, prefix: str | None = None) -> Iterator[R
         for intf in root_ends:
             if Path(f"/sys/class/net/{intf}").exists():
                 subprocess.run(["ip", "link", "del", intf], capture_output=True)
+
+
+def _kill(*procs: subprocess.Popen[str] | None) -> None:
+    for p in procs:
+        if p is not None and p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 def ping_rtts(rig: Rig, count: int, interval_s: float, timeout_s: float = 60.0,
@@ -128,13 +130,9 @@ def udp_rtts(rig: Rig, count: int, interval_ms: float, port: int = 9999,
         stdout, stderr = client.communicate(timeout=60 + count * interval_ms / 1e3)
         if client.returncode != 0:
             raise RuntimeError(f"udp-rtt failed: {stderr.strip()[-300:]}")
-        out: dict[str, Any] = json.loads(stdout)
-        return out
+        return dict(json.loads(stdout))
     finally:
-        for p in (client, server):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait()
+        _kill(client, server)
 
 
 @contextmanager
@@ -161,8 +159,5 @@ def tcp_transfer(rig: Rig, seconds: float, port: int = 5001) -> Iterator[dict[st
             result.update(json.loads(line))
             result["mbps"] = result["bytes"] * 8 / max(result["seconds"], 1e-9) / 1e6
     finally:
-        for p in (source, sink):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait()
+        _kill(source, sink)
 

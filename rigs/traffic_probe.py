@@ -34,7 +34,7 @@ import socket
 import struct
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -103,7 +103,7 @@ def udp_echo(port: int) -> None:
     responder.serve()
 
 
-def udp_rtt(host: str, port: int, count: int, interval_ms: float, timeout_ms: float
+def udp_rtt(host: str, port: int, count: int, interval_ms: float, timeout_ms: float = 1000.0
             ) -> dict[str, Any]:
     """`nodes.probe`'s open-loop round trips to a `udp-echo`, as JSON-ready figures."""
     prober = Prober(("0.0.0.0", 0), allow_wildcard=True)
@@ -231,30 +231,28 @@ def tcp_ping(host: str, port: int, seconds: float, interval_ms: float) -> dict[s
     return {"sent": sent, "echoed": echoed, "errors": errors, "slowest_s": slowest}
 
 
+# command -> (function, how to read each argument); a function's JSON answer is printed
+COMMANDS: dict[str, tuple[Callable[..., Any], tuple[Callable[[str], Any], ...]]] = {
+    "udp-echo": (udp_echo, (int,)),
+    "udp-rtt": (udp_rtt, (str, int, int, float, float)),
+    "tcp-sink": (tcp_sink, (int,)),
+    "tcp-source": (tcp_source, (str, int, float)),
+    "sink": (sink, (int, Path)),
+    "stream": (stream, (str, int, float)),
+    "tcp-echo": (tcp_echo, (int,)),
+    "tcp-ping": (tcp_ping, (str, int, float, float)),
+}
+
+
 def main(argv: list[str]) -> int:
     cmd, *args = argv
-    if cmd == "udp-echo":
-        udp_echo(int(args[0]))
-    elif cmd == "udp-rtt":
-        timeout = float(args[4]) if len(args) > 4 else 1000.0
-        print(json.dumps(udp_rtt(args[0], int(args[1]), int(args[2]), float(args[3]), timeout)),
-              flush=True)
-    elif cmd == "tcp-sink":
-        print(json.dumps(tcp_sink(int(args[0]))), flush=True)
-    elif cmd == "tcp-source":
-        print(json.dumps(tcp_source(args[0], int(args[1]), float(args[2]))), flush=True)
-    elif cmd == "sink":
-        sink(int(args[0]), Path(args[1]))
-    elif cmd == "stream":
-        stream(args[0], int(args[1]), float(args[2]))
-    elif cmd == "tcp-echo":
-        tcp_echo(int(args[0]))
-    elif cmd == "tcp-ping":
-        print(json.dumps(tcp_ping(args[0], int(args[1]), float(args[2]), float(args[3]))),
-              flush=True)
-    else:
+    if cmd not in COMMANDS:
         print(f"unknown command {cmd!r}", file=sys.stderr)
         return 2
+    fn, kinds = COMMANDS[cmd]
+    answer = fn(*(kind(a) for kind, a in zip(kinds, args, strict=False)))
+    if answer is not None:
+        print(json.dumps(answer), flush=True)
     return 0
 
 

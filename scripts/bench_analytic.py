@@ -1,41 +1,30 @@
-"""Time and peak memory of the exact model as capacities grow, beside a naive solve.
+"""Time and peak memory of the exact model as capacities grow, beside a naive solve
+(docs/model.md has the figures).
 
-Each measurement runs in a fresh Python process, so its peak RSS is its own (SuperLU
-allocates outside Python, where tracemalloc cannot see). Cases per size:
-  ours/means    predict(): all mean metrics (auto method: lumped chains for drain,
-                the joint chain for handoff)
-  ours/full     the same plus outage and p50..p99 of both classes (tagged chains)
+Each measurement runs in a fresh process, so its peak RSS is its own (SuperLU allocates
+outside Python, where tracemalloc cannot see). Cases per size:
+  ours/means    predict(): all mean metrics (auto: lumped chains for drain, the joint
+                chain for handoff); ours/full: plus outage and p50..p99 of both classes
   joint/means   drain forced through the joint chain (sparse LU, nested dissection)
   naive         the joint chain by scipy's spsolve in its default (COLAMD) order,
                 stationary vector only: a lower bound on a naive model's time
 
     python scripts/bench_analytic.py [--sizes 20x10,100x50,...] [--naive-max 260000]
-
-`--policy-chain` measures instead the chain built from the policy object
-(analysis.policy_chain): the `threshold` policy (asked per state) on one FN and
-several OFNs, each case in its own process, reporting the states, the time to ask
-the policy and build the generator, to solve it, and to add outage and percentiles:
-
     python scripts/bench_analytic.py --policy-chain [--clusters 20x10x1,20x10x2,...]
-
-`--solvers` compares, per chain kind and size, the stationary solve the model chooses
-(`solve_stationary(p, "joint")`: cost model, checked LU, GTH fallback) with level
-reduction (GTH, where it costs under 1e9 flops) and with plain scipy `spsolve`
-(COLAMD) on the same chain (both including building the generator), best of
---repeat runs in this process (CPU seconds, so other load on the machine counts
-less), with the chosen answer's componentwise residual and |dE n_O| the two
-answers' difference in mean OFN count; then the time split of the largest joint
-chain (--split, CPU s: build the generator, the coarse grid, the solve, the whole
-prediction; then the LU on the same chain, unless --no-lu):
-
     python scripts/bench_analytic.py --solvers [--sizes 10x5,...] [--split 1000x500]
-
-`--optimizer` times the optimal-policy LP (analysis.optimal_policy: minimise all.W
-subject to hp.W <= the proposed scheme's, drain) with each of scipy's HiGHS variants,
-each case in its own process under --timeout, with the optimum's value:
-
     python scripts/bench_analytic.py --optimizer [--clusters 20x10x1,...] \
         [--methods highs,highs-ds,highs-ipm]
+
+--policy-chain: the `threshold` policy's chain built from the policy object
+(analysis.policy_chain) on one FN and several OFNs: states, time to build, to solve, to
+add outage and percentiles. --solvers: per chain kind and size, the solve the model
+chooses (`solve_stationary(p, "joint")`: cost model, checked LU, GTH fallback) against
+GTH (under 1e9 flops) and plain spsolve, both building the generator too, best of
+--repeat in CPU seconds (other load on the machine counts less), with the chosen
+answer's residual and |dE n_O| between the answers; then the time split of the largest
+joint chain (--split; the LU beside it unless --no-lu). --optimizer: the optimal-policy
+LP (minimise all.W subject to hp.W <= the proposed scheme's, drain) with each HiGHS
+variant, each case in its own process under --timeout.
 """
 
 from __future__ import annotations
@@ -50,12 +39,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside it)
+import bootstrap  # first run: set-up; outside .venv: re-run inside it
 
 bootstrap.bootstrap(needs_network_stack=False, extras="")
+ROOT = bootstrap.ROOT
 
 DEFAULT_SIZES = "20x10,100x50,250x125,500x250,1000x500"
 # C_F x C_O x OFNs, for --policy-chain
@@ -133,7 +120,7 @@ def one(case: str, cf: int, co: int, leave: str) -> dict[str, object]:
 
 
 def _cluster(cf: int, co: int, ofns: int, leave: str):  # type: ignore[no-untyped-def]
-    from fogsdn.scenario import load_scenario
+    from fogsdn.scenario import load_scenario, parse_scenario
 
     sc = load_scenario(ROOT / "scenarios" / "threshold.yaml")
     d = sc.to_dict()
@@ -141,8 +128,6 @@ def _cluster(cf: int, co: int, ofns: int, leave: str):  # type: ignore[no-untype
         {"name": f"ofn{i + 1}", "role": "ofn", "mu": 0.3, "capacity": co} for i in range(ofns)]
     d["churn"]["leave"] = leave
     d["sweep"] = None
-    from fogsdn.scenario import parse_scenario
-
     return parse_scenario(d)
 
 
@@ -338,10 +323,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--methods", default="highs,highs-ds,highs-ipm")
     ap.add_argument("--one-optimizer", help=argparse.SUPPRESS)
     ns = ap.parse_args(argv)
-    if ns.one_optimizer:
-        cf, co, ofns, method = json.loads(ns.one_optimizer)
-        print(json.dumps(one_optimizer(int(cf), int(co), int(ofns), method)))
-        return 0
+    # a child of _spawn: one measurement, its arguments a JSON list
+    for child, fn in ((ns.one_optimizer, one_optimizer), (ns.one_policy, one_policy_chain),
+                      (ns.one, one)):
+        if child:
+            print(json.dumps(fn(*json.loads(child))))
+            return 0
     if ns.optimizer:
         if ns.clusters == DEFAULT_CLUSTERS:
             ns.clusters = OPTIMIZER_CLUSTERS
@@ -350,16 +337,8 @@ def main(argv: list[str] | None = None) -> int:
         if ns.sizes == DEFAULT_SIZES:
             ns.sizes = SOLVER_SIZES
         return solvers_main(ns)
-    if ns.one_policy:
-        cf, co, ofns, leave = json.loads(ns.one_policy)
-        print(json.dumps(one_policy_chain(int(cf), int(co), int(ofns), leave)))
-        return 0
     if ns.policy_chain:
         return policy_chain_main(ns)
-    if ns.one:
-        case, cf, co, leave = json.loads(ns.one)
-        print(json.dumps(one(case, int(cf), int(co), leave)))
-        return 0
     rows: list[dict[str, object]] = []
     hdr = (f"{'leave':<8}{'C_F':>6}{'C_O':>5}{'states':>10}  {'case':<12}{'method':<15}"
            f"{'seconds':>9}{'peak MB':>9}{'+MB':>8}{'naive/this':>11}")

@@ -44,22 +44,16 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside it)
+import bootstrap  # first run: set-up; outside .venv: re-run inside it
 
 bootstrap.bootstrap(needs_network_stack=False, extras="")
+ROOT = bootstrap.ROOT
 
 from controller.config import ControllerConfig  # noqa: E402
 from controller.launch import start_controller  # noqa: E402
 from controller.registration import register  # noqa: E402
 from fogsdn.fabric import Fabric  # noqa: E402
-from fogsdn.scenario import (  # noqa: E402
-    Role,
-    load_scenario,
-    scenario_graph,  # noqa: E402
-)
+from fogsdn.scenario import Role, load_scenario, scenario_graph  # noqa: E402
 from fogsdn.topology import fabric_of  # noqa: E402
 from rigs.fake_switch import (  # noqa: E402
     T_FLOW_MOD,
@@ -80,13 +74,13 @@ DRAIN_TIMEOUT_S = 2.0
 UPDATE_WARMUP = 10  # unmeasured registrations before each rule-update series
 MAX_SWITCHES = 255  # the switch index is one byte of the requester MAC
 
+
 def percentile(values: Sequence[float], p: float) -> float:
     """Nearest-rank percentile; NaN for no samples."""
     if not values:
         return math.nan
     s = sorted(values)
     return s[max(0, min(len(s) - 1, math.ceil(p / 100.0 * len(s)) - 1))]
-
 
 
 @dataclass(frozen=True)
@@ -235,15 +229,19 @@ def rule_updates(target: str, registration: Path, node: str, count: int,
                         percentile(lats, 50), percentile(lats, 99), tuple(errors))
 
 
-def _wait_file(path: Path, proc: subprocess.Popen[bytes], timeout: float) -> str:
-    deadline = time.monotonic() + timeout
+def _wait_ready(ctl: ControllerRun) -> None:
+    """Until the controller writes its ready file; an error if it says anything else."""
+    deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"controller exited (rc {proc.returncode}) before {path.name}")
-        if path.exists() and (text := path.read_text().strip()):
-            return text
+        if ctl.proc.poll() is not None:
+            raise RuntimeError(f"controller exited (rc {ctl.proc.returncode}) before "
+                               f"{ctl.ready.name}")
+        if ctl.ready.exists() and (text := ctl.ready.read_text().strip()):
+            if text != "ready":
+                raise RuntimeError(f"controller: {text}")
+            return
         time.sleep(0.02)
-    raise TimeoutError(f"no {path.name} within {timeout:.0f} s")
+    raise TimeoutError(f"no {ctl.ready.name} within {START_TIMEOUT_S:.0f} s")
 
 
 async def _fake_rule_updates(ctl: ControllerRun, fabric: Fabric, node: str, count: int,
@@ -257,9 +255,7 @@ async def _fake_rule_updates(ctl: ControllerRun, fabric: Fabric, node: str, coun
     ctl.ready.unlink(missing_ok=True)  # a ready file from an earlier switch would lie
     try:
         await connect(sw, ctl.port, START_TIMEOUT_S)
-        ready = await asyncio.to_thread(_wait_file, ctl.ready, ctl.proc, START_TIMEOUT_S)
-        if ready != "ready":
-            raise RuntimeError(f"controller: {ready}")
+        await asyncio.to_thread(_wait_ready, ctl)
         await asyncio.to_thread(warm_up, ctl.registration, node, warmup)
         g0 = sw.received[T_GROUP_MOD]
         res = await asyncio.to_thread(rule_updates, "fake switch", ctl.registration, node,
@@ -302,9 +298,7 @@ def ovs_rule_updates(workdir: Path, fabric: Fabric, node: str, count: int,
                      "--", "set-controller", OVS_BRIDGE, f"tcp:127.0.0.1:{ctl.port}")
             if r.returncode != 0:
                 raise RuntimeError(f"ovs-vsctl add-br: {r.stderr.strip()}")
-            ready = _wait_file(ctl.ready, ctl.proc, START_TIMEOUT_S)
-            if ready != "ready":
-                raise RuntimeError(f"controller: {ready}")
+            _wait_ready(ctl)
             warm_up(ctl.registration, node, warmup)
             res = rule_updates("real OVS", ctl.registration, node, count)
         finally:
@@ -372,10 +366,9 @@ def running_controller(workdir: Path, name: str, fabric: Fabric,
     log_path = d / "controller.log"
     proc = start_controller(conf, d / "controller.json", port, log_path,
                             apps=() if app is None else (app,))
-    registration, ready, events = conf.registration, conf.ready, conf.events
-    run = ControllerRun(name, port, proc, registration, ready, events, log_path)
     try:
-        yield run
+        yield ControllerRun(name, port, proc, conf.registration, conf.ready, conf.events,
+                            log_path)
     except BaseException:
         if tail := _tail(log_path):
             print(f"--- {name} controller log (tail) ---\n{tail}", file=sys.stderr)

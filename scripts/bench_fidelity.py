@@ -36,8 +36,7 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import bootstrap  # the project on sys.path; the set-up itself waits for the arguments
 
 
 def free_port() -> int:
@@ -123,9 +122,6 @@ def main(argv: list[str] | None = None) -> int:
                     help="serve the run view (runner.view_live) with one page following its "
                          "events, to see what the view costs (docs/view.md)")
     a = ap.parse_args(argv)
-
-    import bootstrap
-
     bootstrap.bootstrap()
 
     from analysis.ctmc import predict

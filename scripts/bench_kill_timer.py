@@ -28,12 +28,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
-import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside it)
+import bootstrap  # first run: set-up; outside .venv: re-run inside it
 
 bootstrap.bootstrap(needs_network_stack=False, extras="")
+ROOT = bootstrap.ROOT
 
 import numpy as np  # noqa: E402
 

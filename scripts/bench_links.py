@@ -40,23 +40,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside it)
+import bootstrap  # first run: set-up; outside .venv: re-run inside it
 
 bootstrap.bootstrap(needs_network_stack=True, extras="")
+ROOT = bootstrap.ROOT
 
 import numpy as np  # noqa: E402
 from bench_topology import reroute_section, startup_section  # noqa: E402
 
-from rigs.linkem_testnet import (  # noqa: E402
-    Rig,
-    namespace_rig,
-    ping_rtts,
-    tcp_transfer,
-    udp_rtts,
-)
+from rigs.linkem_testnet import Rig, namespace_rig, ping_rtts, tcp_transfer, udp_rtts  # noqa: E402
 from runner.proc_memory import cpu_seconds  # noqa: E402
 from topologies.link_params import LinkParams  # noqa: E402
 from topologies.linkem import LinkShaper, choose_mechanism, make_shaper  # noqa: E402
@@ -92,6 +84,11 @@ def _rtt_figures(rig: Rig, ctx: BenchContext) -> dict[str, float]:
             "udp_rtt_ms_p50": u["p50"], "udp_rtt_ms_p99": u["p99"], "udp_replies": len(udp)}
 
 
+def _say_rtt(label: str, f: dict[str, float], more: str = "") -> None:
+    print(f"  {label:<15} RTT p50 {f['rtt_ms_p50']:8.3f} ms  p99 {f['rtt_ms_p99']:8.3f}  "
+          f"(UDP echo p50 {f['udp_rtt_ms_p50']:.3f}){more}", flush=True)
+
+
 def _relay_pid(shaper: LinkShaper) -> int | None:
     pids = shaper.created().pids
     return next(iter(pids.values()))[0] if pids else None
@@ -101,9 +98,7 @@ def delay_section(ctx: BenchContext) -> dict[str, Any]:
     """Configured vs measured RTT; baseline: a plain veth, and the element at 0 ms."""
     with namespace_rig(spliced=False) as rig:
         baseline = _rtt_figures(rig, ctx)
-    print(f"  plain veth      RTT p50 {baseline['rtt_ms_p50']:8.3f} ms  p99 "
-          f"{baseline['rtt_ms_p99']:8.3f}  (UDP echo p50 {baseline['udp_rtt_ms_p50']:.3f})",
-          flush=True)
+    _say_rtt("plain veth", baseline)
     rows: list[dict[str, Any]] = []
     with namespace_rig() as rig:
         assert rig.intf_a and rig.intf_b
@@ -113,9 +108,7 @@ def delay_section(ctx: BenchContext) -> dict[str, Any]:
             pid = _relay_pid(shaper)
             cpu0, t0 = (cpu_seconds(pid) if pid else 0.0), time.monotonic()
             zero = _rtt_figures(rig, ctx)
-            print(f"  element, 0 ms   RTT p50 {zero['rtt_ms_p50']:8.3f} ms  p99 "
-                  f"{zero['rtt_ms_p99']:8.3f}  (UDP echo p50 {zero['udp_rtt_ms_p50']:.3f})",
-                  flush=True)
+            _say_rtt("element, 0 ms", zero)
             for d in DELAYS_MS:
                 shaper.update(LINK, LinkParams(delay_ms=d))
                 f = _rtt_figures(rig, ctx)
@@ -130,11 +123,9 @@ def delay_section(ctx: BenchContext) -> dict[str, Any]:
                        "tolerance_ms": tol,
                        "within_target": abs(f["rtt_ms_p50"] - rtt) <= tol}
                 rows.append(row)
-                print(f"  one-way {d:5.1f} ms RTT p50 {f['rtt_ms_p50']:8.3f} ms  p99 "
-                      f"{f['rtt_ms_p99']:8.3f}  (UDP echo p50 {f['udp_rtt_ms_p50']:.3f})  "
-                      f"configured {rtt:.1f}, error {row['error_ms_p50']:+.3f} ms "
-                      f"(target +-{tol:.2f}: {'met' if row['within_target'] else 'MISSED'})",
-                      flush=True)
+                _say_rtt(f"one-way {d:5.1f} ms", f,
+                         f"  configured {rtt:.1f}, error {row['error_ms_p50']:+.3f} ms "
+                         f"(target +-{tol:.2f}: {'met' if row['within_target'] else 'MISSED'})")
             # pings every few ms: the cost of waking (and spinning) for sparse frames
             light = (cpu_seconds(pid) - cpu0) / (time.monotonic() - t0) if pid else None
         finally:

@@ -25,9 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside it)
+import bootstrap  # first run: set-up; outside .venv: re-run inside it
 
 bootstrap.bootstrap(needs_network_stack=False, extras="")
 

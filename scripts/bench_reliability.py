@@ -26,32 +26,25 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import bootstrap  # the project on sys.path; the set-up itself waits for the arguments
 
 POLICIES = {"prioritized": [], "threshold": ["--policy", "threshold"]}
 
 
-def _record(runner_pid: int) -> Any:
-    from runner.cleanup import record_of_runner
-
-    rec = record_of_runner(runner_pid)
-    if rec is None:
-        raise SystemExit("bench_reliability: the run did not start")
-    return rec
-
-
 def drill(scenario: str, extra: list[str], seconds: float, kills: int, out: Path
           ) -> dict[str, Any]:
+    from fogsdn.scenario import load_scenario
     from fogsdn.trace import read_trace
-    from runner.cleanup import RunRecord
+    from runner.cleanup import RunRecord, record_of_runner
 
-    root = Path(__file__).resolve().parent.parent
+    root = bootstrap.ROOT
     p = subprocess.Popen([sys.executable, str(root / "scripts" / "run_testbed.py"),
                           "--scenario", scenario, "--duration", str(seconds), "--out",
                           str(out), "--quiet", *extra], cwd=root,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    rec = _record(p.pid)
+    rec = record_of_runner(p.pid)
+    if rec is None:
+        raise SystemExit("bench_reliability: the run did not start")
     t0 = time.monotonic()
     for k in range(kills):
         time.sleep(max(0.0, t0 + (k + 1) * seconds / (kills + 1) - time.monotonic()))
@@ -61,8 +54,6 @@ def drill(scenario: str, extra: list[str], seconds: float, kills: int, out: Path
     text, _ = p.communicate(timeout=seconds + 120)
     summary = json.loads((out / "summary.json").read_text())
     rows = read_trace(out / "trace.csv")
-    from fogsdn.scenario import load_scenario
-
     scale = load_scenario(out / "scenario.yaml").time_scale
     kills_out = []
     for inc in summary["incidents"]:
@@ -85,8 +76,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kills", type=int, default=3, help="controller kills per run (<= 3)")
     ap.add_argument("--json", help="also write the figures here")
     a = ap.parse_args(argv)
-    import bootstrap
-
     bootstrap.bootstrap(needs_network_stack=True)
     if os.geteuid() != 0:
         print("error: needs root (a live run)", file=sys.stderr)

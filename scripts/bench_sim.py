@@ -31,12 +31,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside it)
+import bootstrap  # first run: set-up; outside .venv: re-run inside it
 
 bootstrap.bootstrap(needs_network_stack=False, extras="bench")
+ROOT = bootstrap.ROOT
 
 from analysis.metrics import MeasuredAccumulator  # noqa: E402
 from fogsdn.scenario import Scenario, load_scenario  # noqa: E402

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from fogsdn.scenario import Scenario, parse_scenario
-from rigs.probe_network import measure_reroutes
+from rigs.probe_network import measure_reroutes, ping_rtts_ms
 from rigs.traffic_probe import Outage
 from runner.live_network import live_network
 
@@ -56,10 +56,9 @@ def reroute_section(ctx: Any) -> dict[str, Any]:
     """Re-route after a link failure, with the controller and (failover_only) with it
     paused, so that only the switches' fast-failover groups act."""
     failures = int(getattr(ctx, "failures", REROUTE_FAILURES))
-    sc = parse_scenario(
-        {**_scenario("bench-reroute", [{"name": "fn", "role": "fn", "mu": 1, "capacity": 5},
-                                       {"name": "ofn1", "role": "ofn", "mu": 1, "capacity": 5}],
-                     2, {"kind": "multipath"}).to_dict()})
+    sc = _scenario("bench-reroute", [{"name": "fn", "role": "fn", "mu": 1, "capacity": 5},
+                                     {"name": "ofn1", "role": "ofn", "mu": 1, "capacity": 5}],
+                   2, {"kind": "multipath"})
     with live_network(sc, Path(ctx.state_dir) / "reroute") as live:
         outages = measure_reroutes(live, "c1", "fn", "s1-s2", failures)
         events = [json.loads(ln) for ln in
@@ -156,8 +155,7 @@ def startup_section(ctx: Any) -> dict[str, Any]:
     with live_network(sc, Path(ctx.state_dir) / "startup") as live:
         ours = time.monotonic() - t0
         timings = dict(live.timings)
-        rtt = statistics.median(
-            float(x) for x in _ping(live, f"c{STARTUP_CLIENTS}", "f1"))
+        rtt = statistics.median(ping_rtts_ms(live, f"c{STARTUP_CLIENTS}", "f1", count=10))
     plain = _plain_mininet_seconds(sc)
     out = {"startup": {"switches": STARTUP_SWITCHES, "hosts": STARTUP_FOG + STARTUP_CLIENTS,
                        "seconds": round(ours, 2), "mininet_seconds": round(plain, 2),
@@ -168,9 +166,3 @@ def startup_section(ctx: Any) -> dict[str, Any]:
           f"(controller, network, every table in) vs plain Mininet {s['mininet_seconds']:.1f} s "
           f"(x{s['ratio']:.2f}); ping across it {rtt:.2f} ms", flush=True)
     return out
-
-
-def _ping(live: Any, src: str, dst: str) -> list[float]:
-    from rigs.probe_network import ping_rtts_ms
-
-    return ping_rtts_ms(live, src, dst, count=10)

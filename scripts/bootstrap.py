@@ -1,8 +1,9 @@
 """First-run set-up, standard library only: apt packages, the virtual environment, OVS.
 
 Imported by every script before anything else, so that one command works on a fresh
-Debian machine. Every step checks first and says what it does; running it again does
-nothing. Also the scripts' argument parser (`OneLineParser`), which needs nothing
+Debian machine, and puts the project root on sys.path, so that the scripts import its
+packages and rigs/. Every step checks first and says what it does; running it again
+does nothing. Also the scripts' argument parser (`OneLineParser`), which needs nothing
 installed either.
 """
 
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import NoReturn
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 VENV = ROOT / ".venv"
 VENV_PY = VENV / "bin" / "python"
 STAMP = VENV / ".fogsdn-installed"

@@ -37,14 +37,12 @@ import signal
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
-import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside it)
+import bootstrap  # first run: set-up; outside .venv: re-run inside it
 
 _ENGINE = "emulate" if "emulate" in sys.argv else "simulate"
 _RAY = any(a in ("ray", "--executor=ray") for a in sys.argv[1:])
 bootstrap.bootstrap(needs_network_stack=_ENGINE == "emulate", extras="sweep" if _RAY else "")
+ROOT = bootstrap.ROOT
 
 from fogsdn.scenario import ScenarioError, load_scenario  # noqa: E402
 from runner.agent_study import POLICIES, AgentStudy, default_policies  # noqa: E402

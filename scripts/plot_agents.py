@@ -16,12 +16,8 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import sys
 from pathlib import Path
 from typing import Any
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def sweep_points(results: dict[str, Any], own_a: float) -> list[tuple[float, str]]:
@@ -83,22 +79,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--curve", type=Path, help="a training curve CSV to draw as well")
     ap.add_argument("--table", action="store_true", help="also print a markdown table")
     ns = ap.parse_args(argv)
+    sets = [(ns.simulated, "simulate", "simulated")] + ([(ns.live, "emulate", "live")]
+                                                         if ns.live else [])
+    loaded = [(json.loads(path.read_text()), engine, title) for path, engine, title in sets]
     if ns.table:
-        sets = [("simulate", json.loads(ns.simulated.read_text()))]
-        if ns.live:
-            sets.append(("emulate", json.loads(ns.live.read_text())))
-        print(markdown_table(sets))
+        print(markdown_table([(engine, results) for results, engine, _ in loaded]))
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    sets = [(ns.simulated, "simulated")] + ([(ns.live, "live")] if ns.live else [])
     fig, axes = plt.subplots(1, len(sets), figsize=(6.5 * len(sets), 5), squeeze=False)
-    loaded = [(json.loads(path.read_text()), title) for path, title in sets]
-    names = sorted({n for r, _ in loaded for n in r if not n.startswith("rl_dqn_a")})
+    names = sorted({n for r, _, _ in loaded for n in r if not n.startswith("rl_dqn_a")})
     colours = {n: plt.get_cmap("tab10")(i % 10) for i, n in enumerate(names)}
-    for ax, (results, title) in zip(axes[0], loaded, strict=True):
+    for ax, (results, _, title) in zip(axes[0], loaded, strict=True):
         panel(ax, results, f"multipath_power, {title}", ns.own_a, colours)
         ax.legend(fontsize=7, loc="upper right")
     fig.tight_layout()

@@ -23,9 +23,7 @@ import math
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside it)
+import bootstrap  # first run: set-up; outside .venv: re-run inside it
 
 bootstrap.bootstrap(needs_network_stack=False, extras="")
 
@@ -98,7 +96,7 @@ def optimum_block(sc: object, pred: object, ns: argparse.Namespace) -> dict[str,
             "optimum": opt.value, "policy_value": value, "distance": value - opt.value,
             "relative": (value - opt.value) / abs(opt.value) if opt.value else math.nan,
             "policy_meets": meets, "states": opt.n_states, "seconds": opt.seconds,
-            "optimal": {k: v for k, v in opt.figures.items()}}
+            "optimal": dict(opt.figures)}
 
 
 def optimum_lines(o: dict[str, object]) -> str:
@@ -130,9 +128,7 @@ def _params(ns: argparse.Namespace) -> ModelParams:
 
 def _fmt(x: object) -> str:
     if isinstance(x, float):
-        if math.isnan(x):
-            return "n/a"
-        return f"{x:.6g}"
+        return "n/a" if math.isnan(x) else f"{x:.6g}"
     return str(x)
 
 

@@ -16,29 +16,19 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
-import bootstrap  # noqa: E402
+import bootstrap
 
 bootstrap.bootstrap(needs_network_stack=False, extras="")
+ROOT = bootstrap.ROOT
 
 from analysis.model_params import capacity_mean_prediction, exact_prediction  # noqa: E402
 from analysis.printed_chain import LABEL, SHOWN, all_readings, printed_figures  # noqa: E402
-from analysis.seed000_claims import (  # noqa: E402
-    CLAIMS,
-    POINTS,
-    evaluate,
-    lookup,
-    needed,
-    verdict,
-)
+from analysis.seed000_claims import CLAIMS, POINTS, evaluate, lookup, needed, verdict  # noqa: E402
 from fogsdn.scenario import Scenario, load_scenario  # noqa: E402
 from fogsdn.summary import json_safe  # noqa: E402
 from sim.runner import run_simulation  # noqa: E402
@@ -56,6 +46,7 @@ def scenario(point: str, scheme: str) -> Scenario:
 
 
 def _exact(d: dict[str, Any]) -> Figures:
+    """The claims' figures of a prediction, or of a simulation's measured block."""
     return {"W_hp": float(d["hp"]["W"]), "W_lp": float(d["lp"]["W"]),
             "outage_hp": float(d["hp"]["outage"])}
 
@@ -89,10 +80,7 @@ def run(replications: int, requests: int) -> dict[str, Any]:
             for r in range(replications):
                 s = run_simulation(sc, Path(tmp) / f"{point}-{scheme}-{r}", requests=requests,
                                    replication=r, trace=False, compare=False)
-                m = s["measured"]
-                sims[r][(point, scheme)] = {"W_hp": float(m["hp"]["W"]),
-                                            "W_lp": float(m["lp"]["W"]),
-                                            "outage_hp": float(m["hp"]["outage"])}
+                sims[r][(point, scheme)] = _exact(s["measured"])
             print(f"{point} {scheme}: done ({time.perf_counter() - t0:.0f} s)", flush=True)
     rows = []
     for c in CLAIMS:
@@ -147,25 +135,35 @@ def update_doc(doc: Path, table: str, begin: str = BEGIN, end: str = END) -> Non
     doc.write_text(f"{head}{begin}\n{table}{end}{tail}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="seed 000's claims table (Figs. 4-6)")
-    ap.add_argument("--replications", type=int, default=5)
-    ap.add_argument("--requests", type=int, default=150_000)
-    ap.add_argument("--json", type=Path, default=ROOT / "docs/figures/seed000-claims.json")
-    ap.add_argument("--markdown", type=Path, default=ROOT / "docs/figures/seed000-claims.md")
+def table_args(ap: argparse.ArgumentParser, stem: str, work: str) -> None:
+    """--json, --markdown (docs/figures/<stem>.json, .md), --doc and --from-json."""
+    ap.add_argument("--json", type=Path, default=ROOT / f"docs/figures/{stem}.json")
+    ap.add_argument("--markdown", type=Path, default=ROOT / f"docs/figures/{stem}.md")
     ap.add_argument("--doc", type=Path, default=None)
     ap.add_argument("--from-json", type=Path, default=None,
-                    help="render the table of an earlier run's JSON (no simulation)")
-    a = ap.parse_args(argv)
-    result = (json.loads(a.from_json.read_text()) if a.from_json is not None
-              else run(a.replications, a.requests))
-    table = markdown(result)
+                    help=f"render the table of an earlier run's JSON (no {work})")
+
+
+def publish(a: argparse.Namespace, result: dict[str, Any], table: str,
+            markers: tuple[str, str] = (BEGIN, END)) -> None:
+    """The result to --json, its table to --markdown, to --doc between `markers`, and out."""
     a.json.parent.mkdir(parents=True, exist_ok=True)
     a.json.write_text(json.dumps(json_safe(result), indent=1) + "\n")
     a.markdown.write_text(table)
     if a.doc is not None:
-        update_doc(a.doc, table)
+        update_doc(a.doc, table, *markers)
     print(table)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="seed 000's claims table (Figs. 4-6)")
+    ap.add_argument("--replications", type=int, default=5)
+    ap.add_argument("--requests", type=int, default=150_000)
+    table_args(ap, "seed000-claims", "simulation")
+    a = ap.parse_args(argv)
+    result = (json.loads(a.from_json.read_text()) if a.from_json is not None
+              else run(a.replications, a.requests))
+    publish(a, result, markdown(result))
     return 0
 
 

@@ -25,19 +25,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
-import bootstrap  # noqa: E402
+import bootstrap
 
 bootstrap.bootstrap(needs_network_stack=False, extras="")
+ROOT = bootstrap.ROOT
 
-from reproduce_seed000_claims import update_doc  # noqa: E402
+from reproduce_seed000_claims import publish, table_args  # noqa: E402
 
 from analysis.figures import draw_sweep  # noqa: E402
 from analysis.seed000_optimum import OBJECTIVE, point_optimum  # noqa: E402
 from fogsdn.scenario import load_scenario  # noqa: E402
-from fogsdn.summary import json_safe  # noqa: E402
 from runner.sweep import aggregate, exact_curves, plan  # noqa: E402
 
 FIGURES = ("4a", "4b", "5a", "5b")  # 6a, 6b: the points of 4a, 4b
@@ -111,22 +108,12 @@ def redraw() -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="seed 000: the optimum's gain at every point")
-    ap.add_argument("--json", type=Path, default=ROOT / "docs/figures/seed000-optimum.json")
-    ap.add_argument("--markdown", type=Path, default=ROOT / "docs/figures/seed000-optimum.md")
-    ap.add_argument("--doc", type=Path, default=None)
-    ap.add_argument("--from-json", type=Path, default=None,
-                    help="render the table of an earlier run's JSON (no solving)")
+    table_args(ap, "seed000-optimum", "solving")
     ap.add_argument("--redraw", action="store_true",
                     help="also redraw the seed 000 figures with the optimal curve")
     a = ap.parse_args(argv)
     result = json.loads(a.from_json.read_text()) if a.from_json is not None else run()
-    table = markdown(result)
-    a.json.parent.mkdir(parents=True, exist_ok=True)
-    a.json.write_text(json.dumps(json_safe(result), indent=1) + "\n")
-    a.markdown.write_text(table)
-    if a.doc is not None:
-        update_doc(a.doc, table, *MARKERS)
-    print(table)
+    publish(a, result, markdown(result), MARKERS)
     if a.redraw:
         for p in redraw():
             print(f"drew {p.relative_to(ROOT)}")

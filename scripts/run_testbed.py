@@ -14,19 +14,15 @@ itself is `runner.cli` (`fogsdn-run` once installed).
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import bootstrap  # the project on sys.path; the set-up itself waits for the arguments
 
-from runner.cli import main as run  # noqa: E402  (standard library only)
+from runner.cli import main as run  # standard library only
 from runner.cli import parse_args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    import bootstrap
-
     bootstrap.bootstrap(needs_network_stack=args.engine == "emulate" or args.clean)
     return run(argv, stop_ovs=bootstrap.stop_ovs_we_started)
 

@@ -26,7 +26,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bootstrap  # standard library only: the set-up itself waits for the arguments
 
 # rl: torch 2.13.0 (pinned to the wheel on disk, no CUDA download), so the DQN test runs
 # browser: Playwright for the view's browser tests, which drive Debian's chromium (apt)
@@ -95,8 +95,6 @@ def stage_verdict(rc: int, counts: StageCounts | None) -> tuple[bool, str]:
 
 def main(argv: list[str] | None = None) -> int:
     stages, args = _split(sys.argv[1:] if argv is None else argv)
-    import bootstrap
-
     root = os.geteuid() == 0
     bootstrap.bootstrap(needs_network_stack=root, extras=TEST_EXTRAS, browser=root)
     os.chdir(bootstrap.ROOT)

@@ -13,11 +13,8 @@ The first run sets up what is missing (packages, .venv; Open vSwitch for --engin
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside it)
+import bootstrap  # first run: set-up; outside .venv: re-run inside it
 
 _live = any(a in ("emulate", "--engine=emulate") for a in sys.argv[1:])
 bootstrap.bootstrap(needs_network_stack=_live, extras="sweep")

@@ -29,21 +29,13 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bootstrap  # noqa: E402  (first run: set-up; outside .venv: re-run inside it)
+import bootstrap  # first run: set-up; outside .venv: re-run inside it
 
 bootstrap.bootstrap(needs_network_stack=False, extras="rl")
 
 import numpy as np  # noqa: E402
 
-from agents.dqn import (  # noqa: E402
-    DEMOTE_LEVELS,
-    DqnConfig,
-    EpisodeLog,
-    train_dqn,
-    weight_menu,
-)
+from agents.dqn import DEMOTE_LEVELS, DqnConfig, EpisodeLog, train_dqn, weight_menu  # noqa: E402
 from agents.env import Obs, SimRoutingEnv  # noqa: E402
 from agents.train_rnn import train_path_rnn, train_rnn  # noqa: E402
 from controller.learner_reports import curve_text  # noqa: E402
