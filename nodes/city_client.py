@@ -1,30 +1,19 @@
 """A mobile client of the live city (seed 003): discovers a fog node, holds a slot there,
-sends one task per step, every message counted.
+sends one task per step, every message counted (docs/coordinates.md, What runs where).
 
-Selection runs here, in the client, because that is where seed 003 puts it: each
-client discovers its own node from what it can measure (its probes, its coordinate, a
-node's gossip view); the controller only forwards. Every U(period) seconds the client:
+Selection runs here, in the client, because that is where seed 003 puts it: each client
+discovers its node from what it can measure (its probes, its coordinate, a node's
+gossip view); the controller only forwards. Every U(period) seconds the client runs the
+shared step (`nodes.ncs.discovery`) with a context built from live data: the runner's
+truth file (`optimal`, the omniscient baseline), a node's `view` (`vivaldi`;
+`load_aware`, which then probes its shortlist), or a closest-node query (`m_query`) that
+the fog daemons forward among themselves, each probing this client on its probe port,
+until one sends back `m_result` (`meridian`). Its position is not its business: the
+runner moves it by changing its links' delays. Scores use the truth file, as the
+simulator uses its model. The result (JSON) is written when the run ends or on SIGTERM.
 
-1. asks its selector (`nodes.ncs.selection`) with a context built from live data:
-   `optimal` reads the configured RTTs (the runner's truth file: the omniscient
-   baseline); `random` picks any; `vivaldi` ranks the nodes by its coordinate against
-   the coordinates in a node's view (a `view` request and its answer); `meridian` sends
-   a closest-node query (`m_query`) to its node (or a random one), which the fog daemons
-   forward among themselves, each probing this client (it answers probes on its probe
-   port), until one sends back the chosen node (`m_result`); `load_aware` (ours) takes
-   the view's free slots and probes its shortlist;
-2. joins the chosen node if it is new (`join`; a full node refuses: that step's task is
-   lost and the client reconnects, excluding it, up to `max_attempts` times) and leaves
-   the old one;
-3. sends one task to its node and times the reply (lost without one); Vivaldi clients
-   fold that RTT and one probe to a random node into their coordinate.
-
-Its position is not its business: the runner moves it by changing its links' delays.
-Scores (whether the choice was the best node by configured RTT, by how much not, the
-task's RTT against the best available) use the truth file, as the simulator uses its
-model. The result (JSON) is written when the run ends or on SIGTERM.
-
-    python -m nodes.city_client --config RUN/city.json --name c1 --selector vivaldi --out F
+    python -m nodes.city_client --config RUN/city.json --name c1 --selector vivaldi \
+        --truth RUN/truth/c1.json --out F
 """
 
 from __future__ import annotations
@@ -69,19 +58,15 @@ class Transport(Protocol):
 
     def ping(self, fog: str) -> tuple[float | None, dict[str, Any] | None]:
         """One probe: RTT in model ms and the node's echoed state (None, None if lost)."""
-        ...
 
     def op(self, fog: str, msg: dict[str, Any], want_reply: bool) -> dict[str, Any] | None:
         """One ops datagram, and its reply when one is wanted (None: none came)."""
-        ...
 
     def truth(self) -> dict[str, Any]:
         """The runner's configured RTTs for this client now: {"rtt": {...}, "join_rtt"}."""
-        ...
 
     def meridian(self, fog: str, qid: str, eligible: list[str]) -> dict[str, Any] | None:
         """A closest-node query to `fog`; the `m_result` (from whichever node ends it)."""
-        ...
 
 
 @dataclass
@@ -200,17 +185,16 @@ class CityClient:
             free = {n: self.slots[n] - int(states.get(n, {}).get("members", 0))
                     for n in self.fogs}
             meridian = self._meridian()
-        probe = None
-        if kind == "load_aware":
-            def probe_node(n: str) -> ProbeAnswer:
-                rtt, st = self.ping(n)
-                if rtt is None or st is None:
-                    return ProbeAnswer(math.inf, 0)
-                return ProbeAnswer(rtt, int(st.get("free", 0)), float(st.get("join", 0.0)),
-                                   float(st.get("leave", 0.0)))
-            probe = probe_node
+        probe = self._probe_answer if kind == "load_aware" else None
         return SelectionContext(self.fogs, self.slots, self.node, excluded, true, est, free,
                                 meridian, probe)
+
+    def _probe_answer(self, n: str) -> ProbeAnswer:
+        rtt, st = self.ping(n)
+        if rtt is None or st is None:
+            return ProbeAnswer(math.inf, 0)
+        return ProbeAnswer(rtt, int(st.get("free", 0)), float(st.get("join", 0.0)),
+                           float(st.get("leave", 0.0)))
 
     def true_rtt(self) -> dict[str, float]:
         return {n: float(v) for n, v in self._truth["rtt"].items()}
@@ -263,14 +247,15 @@ class CityClient:
 class UdpTransport:
     """The real network: probes to the fog nodes' probe ports, ops to their ops ports."""
 
-    def __init__(self, cfg: CityConfig, ip: str, truth_path: Path) -> None:
+    def __init__(self, cfg: CityConfig, name: str, truth_path: Path) -> None:
         self.cfg = cfg
+        self.name = name
+        ip = cfg.clients[name]
         self.prober = Prober((ip, 0))
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind((ip, 0))
         self.timeout_s = cfg.client.timeout_ms * cfg.time_scale / 1000.0
         self.truth_path = truth_path
-        self.name = ""
         self._truth: dict[str, Any] = {}
 
     def ping(self, fog: str) -> tuple[float | None, dict[str, Any] | None]:
@@ -285,11 +270,9 @@ class UdpTransport:
 
     def op(self, fog: str, msg: dict[str, Any], want_reply: bool) -> dict[str, Any] | None:
         self.sock.setblocking(False)
-        try:  # drop late replies to earlier requests
+        with suppress(BlockingIOError):  # drop late replies to earlier requests
             while True:
                 self.sock.recv(4096)
-        except BlockingIOError:
-            pass
         self.sock.setblocking(True)
         self.sock.sendto(json.dumps(msg).encode(), (self.cfg.fogs[fog].ip, OPS_PORT))
         if not want_reply:
@@ -297,10 +280,8 @@ class UdpTransport:
         self.sock.settimeout(self.timeout_s)
         try:
             reply = json.loads(self.sock.recv(4096))
-        except TimeoutError:
-            return None
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return None  # not an answer of ours: as good as none
+        except (TimeoutError, json.JSONDecodeError, UnicodeDecodeError):
+            return None  # none, or not an answer of ours: as good as none
         return reply if isinstance(reply, dict) else None
 
     def meridian(self, fog: str, qid: str, eligible: list[str]) -> dict[str, Any] | None:
@@ -362,8 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = CityConfig.read(args.config)
     if args.name not in cfg.clients:
         ap.error(f"--name: {args.name!r} is not a client of {args.config}")
-    net = UdpTransport(cfg, cfg.clients[args.name], args.truth)
-    net.name = args.name
+    net = UdpTransport(cfg, args.name, args.truth)
     # the fog daemons' Meridian probes this client; it answers them beside its own work
     responder = EchoResponder((cfg.clients[args.name], PROBE_PORT))
     threading.Thread(target=responder.serve, daemon=True).start()

@@ -2,25 +2,21 @@
 
 One process per fog host, in its network namespace, bound to the host's address:
 
-- probe port (`nodes.probe` wire format): answers every ping with an echo whose payload
-  is this node's state, `{"n": name, "coord": ..., "free": slots free, "join": ...,
-  "leave": ...}`: its Vivaldi coordinate, and what one more client would add to the
-  latency of all its clients together (`join`) or one fewer would save the others
-  (`leave`), from its own load term (eqs. 8, 9, 12, given as a table per client count);
-- ops port (one JSON datagram each way): `join` (a slot, or `full`), `leave`, `task`
-  (answered only for a client holding a slot here; the reply carries the coordinate, so
-  the client can fold the task's RTT into its own), and `view` (the coordinates and free
-  slots of every fog node this node has heard from: its gossip view);
-- once a second it pings every other fog node (non-blocking) and folds the RTT into its
-  coordinate; those echoes carry the peers' state, which is how the view spreads;
-- Meridian port: the node's Meridian (`nodes.city_meridian`): rings filed from those
-  RTTs, gossip and ring reports with the other daemons, and closest-node queries from
-  clients, forwarded from daemon to daemon, each node probing the client itself.
+- probe port (`nodes.probe` wire format): every echo's payload is this node's state
+  (`FogNode.state`): its Vivaldi coordinate, free slots, and what one more client would
+  add to the latency of all its clients together (`join`) or one fewer would save the
+  others (`leave`), from its own load term (eqs. 8, 9, 12, a table per client count);
+- ops port (one JSON datagram each way): `join`, `leave`, `task` (answered only for a
+  client holding a slot here; the reply carries the coordinate, so the client can fold
+  the task's RTT into its own) and `view` (coordinates and free slots of every node
+  this one has heard from: its gossip view);
+- once a second it pings every other fog node and folds the RTT into its coordinate;
+  those echoes carry the peers' state, which is how the view spreads;
+- Meridian port: `nodes.city_meridian`, its rings filed from those RTTs.
 
-Every datagram sent or received is counted by kind. The state file (rewritten a few
-times a second, atomically) tells the runner how many clients the node holds, which the
-runner turns into the node's load delay on its access link, and the RTTs the node
-measured to its peers.
+Every datagram is counted by kind. The state file (rewritten atomically a few times a
+second) tells the runner the node's client count, which the runner turns into its load
+delay on the node's access link, and the RTTs it measured to its peers.
 
     python -m nodes.city_fog --config RUN/city.json --name fog0
 """
@@ -178,7 +174,7 @@ class FogNode:
                 return None  # sent to a node that holds no slot for it: lost
             return {"op": "done", "seq": msg.get("seq"), "state": self.state()}
         if kind == "view":
-            view = {n: s for n, s in self.view.items()} | {self.info.name: self.state()}
+            view = self.view | {self.info.name: self.state()}
             return {"op": "view", "nodes": {n: {"coord": s["coord"], "free": s["free"]}
                                             for n, s in view.items()}}
         return None
@@ -288,23 +284,21 @@ class FogDaemon:
                 self.meridian_sock.sendto(json.dumps(a.msg, separators=(",", ":")).encode(),
                                           a.dest)
                 continue
-            self.seq = (self.seq + 1) % 2**32
-            t = time.monotonic_ns()
-            self.peer_sock.sendto(ProbeMessage(PING, self.seq, t).encode(), a.dest)
-            self.pending[self.seq] = (a.token, t)
-            self.node.counts.sent["m_probe"] += 1
+            self._ping(a.dest, a.token, "m_probe")
+
+    def _ping(self, dest: tuple[str, int], key: str | tuple[str, str], kind: str) -> None:
+        self.seq = (self.seq + 1) % 2**32
+        t = time.monotonic_ns()
+        self.peer_sock.sendto(ProbeMessage(PING, self.seq, t).encode(), dest)
+        self.pending[self.seq] = (key, t)
+        self.node.counts.sent[kind] += 1
 
     def _ping_peers(self) -> None:
         now = time.monotonic_ns()
         self.pending = {s: v for s, v in self.pending.items() if now - v[1] < 2e9}
         for name, f in self.node.cfg.fogs.items():
-            if name == self.node.info.name:
-                continue
-            self.seq = (self.seq + 1) % 2**32
-            t = time.monotonic_ns()
-            self.peer_sock.sendto(ProbeMessage(PING, self.seq, t).encode(), (f.ip, PROBE_PORT))
-            self.pending[self.seq] = (name, t)
-            self.node.counts.sent["probe"] += 1
+            if name != self.node.info.name:
+                self._ping((f.ip, PROBE_PORT), name, "probe")
 
     def write_state(self) -> None:
         n = self.node
@@ -316,18 +310,12 @@ class FogDaemon:
     def serve(self) -> None:
         next_ping = time.monotonic() + random.Random(self.node.info.name).uniform(0, 1)
         next_state = 0.0
-        socks = [self.probe_sock, self.ops_sock, self.peer_sock, self.meridian_sock]
+        handlers = {self.probe_sock: self._probe_in, self.ops_sock: self._ops_in,
+                    self.peer_sock: self._peer_in, self.meridian_sock: self._meridian_in}
         while not self.stop:
-            ready, _, _ = select.select(socks, [], [], 0.02)
+            ready, _, _ = select.select(list(handlers), [], [], 0.02)
             for s in ready:
-                if s is self.probe_sock:
-                    self._probe_in()
-                elif s is self.ops_sock:
-                    self._ops_in()
-                elif s is self.meridian_sock:
-                    self._meridian_in()
-                else:
-                    self._peer_in()
+                handlers[s]()
             now = time.monotonic()
             self._meridian_do(self.node.meridian.tick(now))
             if now >= next_ping:

@@ -1,25 +1,18 @@
 """Meridian in a live fog daemon: rings, gossip, ring management and the closest-node
 query forwarded between daemons, as events in and messages out (no sockets here).
 
-The algorithm is `nodes.ncs.meridian`'s (rings and primaries in `MeridianNode`, the
-query's per-node steps `band_members`, `within_cutoff`, `next_step`,
-`fallback_groups`); this is the adapter that runs it one datagram at a time. The fog
-daemon feeds it events and carries out what it returns:
+The algorithm is `nodes.ncs.meridian`'s; this adapter runs it one datagram at a time.
+The fog daemon feeds it `measured(peer, rtt)` (its own probe to a peer fog node came
+back), `message(msg)` (a Meridian datagram), `client_rtt(token, rtt)` (a probe to a
+client it asked for with `Ping` came back, or not: None) and `tick(now)` (gossip, ring
+management, queries whose answers are overdue), and carries out what they return.
 
-- `measured(peer, rtt)`: the daemon's own probe to a peer fog node came back; a peer
-  the rings know is (re)filed at that latency.
-- `message(msg)`: a Meridian datagram arrived (kinds below); `client_rtt(token, rtt)`:
-  a probe this agent asked for (`Ping`) to a client came back, or not (None).
-- `tick(now)`: gossip, ring management, and queries whose answers are overdue.
-
-Kinds (JSON, one datagram each, every one counted by kind where sent and received):
-`m_query` (a client to its entry node, or a node forwarding the query to the nearest
-answer), `m_ask` (measure your RTT to this client), `m_answer` (my RTT, sent only
-within the (2 beta + 1) d cutoff), `m_result` (the chosen node, from the node where the
-query stops straight to the client's reply address), `m_gossip` (the sender and one
-member of each of its rings), `m_ring` / `m_report` (ring management: a member reports
-its RTTs to the other members of the ring). Probes to clients (`m_probe`, ping and echo)
-are the daemon's, in the `nodes.probe` wire format.
+Kinds (JSON, one datagram each, counted by kind where sent and received): `m_query`
+(a client to its entry node, or a node forwarding the query to the nearest answer),
+`m_ask`, `m_answer` (sent only within the (2 beta + 1) d cutoff), `m_result` (from the
+node where the query stops straight to the client's reply address), `m_gossip`,
+`m_ring` / `m_report` (ring management). Probes to clients (`m_probe`) are the
+daemon's, in the `nodes.probe` wire format (docs/coordinates.md).
 """
 
 from __future__ import annotations
@@ -152,10 +145,8 @@ class MeridianAgent:
 
     def _manage(self) -> list[Action]:
         """Choose the primaries from the reports of the last round, then ask for new ones."""
-        def measure(a: str, b: str) -> float:
-            return self.reports.get(a, {}).get(b, math.nan)
-
-        self.node.manage_rings(measure, Messages())  # the datagrams are counted below
+        self.node.manage_rings(lambda a, b: self.reports.get(a, {}).get(b, math.nan),
+                               Messages())  # the datagrams are counted below
         out: list[Action] = []
         for ring in self.node.rings:
             members = sorted(ring.members())

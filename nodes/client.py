@@ -131,8 +131,8 @@ class Client:
                 row.outcome = Outcome.OK
                 if reply.get("handoff_from"):
                     row.error = f"handed off from {reply['handoff_from']}"
-                for k in ("node_ms", "wait_ms", "service_ms"):
-                    setattr(row, k, float(reply[k]) + spent.get(k, 0.0))  # type: ignore[arg-type]
+                for k in spent:
+                    setattr(row, k, float(reply[k]) + spent[k])  # type: ignore[arg-type]
             elif status == "blocked":
                 row.outcome = Outcome.BLOCKED
             elif status == "dropped":  # an OFN that left with `drop` or a failed handoff
@@ -180,22 +180,19 @@ class Client:
             tasks.add(t)
             t.add_done_callback(tasks.discard)
             self.sent += 1
+        if tasks and not self.interrupted.is_set():
+            # normal end: every outstanding request is bounded by its own timeout,
+            # but an interrupt may still arrive while we wait
+            waiter = asyncio.ensure_future(asyncio.wait(set(tasks)))
+            stopper = asyncio.ensure_future(self.interrupted.wait())
+            await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            stopper.cancel()
         if tasks:
-            grace = None if not self.interrupted.is_set() else INTERRUPT_GRACE_S
-            if grace is None:
-                # normal end: every outstanding request is bounded by its own timeout,
-                # but an interrupt may still arrive while we wait
-                waiter = asyncio.ensure_future(asyncio.wait(set(tasks)))
-                stopper = asyncio.ensure_future(self.interrupted.wait())
-                await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
-                stopper.cancel()
-                grace = INTERRUPT_GRACE_S
-            if tasks:
-                _, still = await asyncio.wait(set(tasks), timeout=grace)
-                for t in still:
-                    t.cancel()
-                if still:
-                    await asyncio.wait(still)
+            _, still = await asyncio.wait(set(tasks), timeout=INTERRUPT_GRACE_S)
+            for t in still:
+                t.cancel()
+            if still:
+                await asyncio.wait(still)
         reporter.cancel()
         if self.progress is not None:
             self.progress.write_text(f"{self.sent} {self.done}\n")

@@ -40,25 +40,15 @@ class ServiceQueue:
 
     def admit(self, now: float, service: float) -> Admission | None:
         """Schedule a task arriving at `now`, or None when the node is full (blocked)."""
-        self.release_until(now)
+        while self._ends and self._ends[0] <= now:  # tasks whose scheduled end has passed
+            heapq.heappop(self._ends)
         if len(self._ends) >= self.capacity:
             return None
-        if self.servers is Servers.SINGLE:
-            start = max(now, self._last_end)
-        else:
-            start = now
+        start = max(now, self._last_end) if self.servers is Servers.SINGLE else now
         end = start + service
         self._last_end = max(self._last_end, end)
         heapq.heappush(self._ends, end)
         return Admission(start, end)
-
-    def release_until(self, now: float) -> int:
-        """Forget tasks whose scheduled end has passed; returns how many."""
-        n = 0
-        while self._ends and self._ends[0] <= now:
-            heapq.heappop(self._ends)
-            n += 1
-        return n
 
     def clear(self, now: float) -> int:
         """Drop everything held (an OFN that left with `drop`); returns how many."""
@@ -120,10 +110,6 @@ class ClassQueue(Generic[P]):
 
     def __len__(self) -> int:
         return (self.in_service is not None) + len(self.waiting[0]) + len(self.waiting[1])
-
-    @property
-    def in_system(self) -> int:
-        return len(self)
 
     def next_end(self) -> float | None:
         """When the request in service ends (None: the server is idle)."""

@@ -29,6 +29,7 @@ import struct
 import sys
 import threading
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -68,11 +69,9 @@ class _Pending:
 
 def _abort(conn: socket.socket) -> None:
     """Close with RST so the peer learns at once (used for dropped tasks)."""
-    try:
+    with suppress(OSError):
         conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         conn.close()
-    except OSError:
-        pass
 
 
 class Worker:
@@ -128,11 +127,11 @@ class Worker:
         """Read one request line and admit it, block it, or answer an error."""
         with self._cond:
             busy = self._reading >= MAX_READING
-            if not busy:
+            if busy:
+                self.counts["errors"] += 1
+            else:
                 self._reading += 1
         if busy:
-            with self._cond:
-                self.counts["errors"] += 1
             self._reply_now(conn, encode_reply(
                 status="error", node=self.name,
                 error=f"busy: {MAX_READING} connections are being read already"))
@@ -155,43 +154,35 @@ class Worker:
             admitted = self.cpu.admit(CpuTask(arrival, work, (conn, req.id, nominal_ms)))
             with self._cond:
                 self.counts["admitted" if admitted else "blocked"] += 1
-            if not admitted:
-                self._reply_now(conn, encode_reply(id=req.id, status="blocked", node=self.name,
-                                                   nominal_ms=nominal_ms))
-            return
-        if self.ordered is not None:
-            self._admit_ordered(conn, req, arrival, nominal_ms, killed)
-            return
-        with self._cond:
-            adm = self.queue.admit(arrival, nominal_ms * self.ms_real)
-            if adm is None:
-                self.counts["blocked"] += 1
-            else:
-                self.counts["admitted"] += 1
-                heapq.heappush(self._pending, _Pending(adm.end, next(self._seq), conn, req.id,
-                                                       arrival, adm.start, nominal_ms,
-                                                       str(req.cls), req.client, killed))
-                self._cond.notify()
-        if adm is None:
+        else:
+            admitted = self._admit(conn, req, arrival, nominal_ms, killed)
+        if not admitted:
             self._reply_now(conn, encode_reply(id=req.id, status="blocked", node=self.name,
                                                nominal_ms=nominal_ms))
 
-    def _admit_ordered(self, conn: socket.socket, req: TaskRequest, arrival: float,
-                       nominal_ms: float, killed: bool) -> None:
-        """Hold a request in the ClassQueue (or block it); the completion thread is woken,
-        since it may now have an earlier end to wait for (an idle server, a preemption)."""
-        assert self.ordered is not None
-        p = _Pending(math.nan, next(self._seq), conn, req.id, arrival, math.nan, nominal_ms,
-                     str(req.cls), req.client, killed)
+    def _admit(self, conn: socket.socket, req: TaskRequest, arrival: float,
+               nominal_ms: float, killed: bool) -> bool:
+        """Hold a request in the FIFO schedule or the ClassQueue (False: full). The
+        completion thread is woken: it may now have an earlier end to wait for (an idle
+        server, a preemption)."""
+        service = nominal_ms * self.ms_real
         with self._cond:
-            job = self.ordered.admit(arrival, req.cls is TaskClass.HP,
-                                     nominal_ms * self.ms_real, p)
-            self.counts["blocked" if job is None else "admitted"] += 1
-            if job is not None:
+            if self.ordered is not None:
+                p = _Pending(math.nan, next(self._seq), conn, req.id, arrival, math.nan,
+                             nominal_ms, str(req.cls), req.client, killed)
+                admitted = self.ordered.admit(arrival, req.cls is TaskClass.HP, service,
+                                              p) is not None
+            else:
+                adm = self.queue.admit(arrival, service)
+                admitted = adm is not None
+                if adm is not None:
+                    heapq.heappush(self._pending, _Pending(
+                        adm.end, next(self._seq), conn, req.id, arrival, adm.start,
+                        nominal_ms, str(req.cls), req.client, killed))
+            self.counts["admitted" if admitted else "blocked"] += 1
+            if admitted:
                 self._cond.notify()
-        if job is None:
-            self._reply_now(conn, encode_reply(id=req.id, status="blocked", node=self.name,
-                                               nominal_ms=nominal_ms))
+        return admitted
 
     def _read_request(self, conn: socket.socket) -> tuple[TaskRequest, float]:
         """The request line, which must arrive whole within read_timeout_s."""
@@ -200,10 +191,10 @@ class Worker:
         arrival = time.monotonic()  # replaced by the kernel's stamp of each read
         while b"\n" not in buf and len(buf) <= MAX_REQUEST_BYTES:
             left = deadline - time.monotonic()
-            if left <= 0:
-                raise ProtocolError(f"request line not complete within {self.read_timeout_s:g} s")
-            conn.settimeout(left)
             try:
+                if left <= 0:
+                    raise TimeoutError
+                conn.settimeout(left)
                 chunk, arrival = rx_stamp.recv_stamped(conn, 4096)
             except TimeoutError:
                 raise ProtocolError(
@@ -306,27 +297,26 @@ class Worker:
     def drop_all(self) -> int:
         """The OFN left with `drop`: everything it holds is lost (in `cpu` work, what
         waits; a task in service runs to its end)."""
-        if self.cpu is not None:
-            waiting = self.cpu.clear()
-            with self._cond:
-                self.counts["dropped"] += len(waiting)
-            for t in waiting:
-                _abort(t.payload[0])
-                self.log_event(event="dropped", id=t.payload[1], t=time.monotonic())
-            return len(waiting)
+        waiting = self.cpu.clear() if self.cpu is not None else []
         with self._cond:
-            now = time.monotonic()
-            if self.ordered is not None:
-                victims = [j.payload for j in self.ordered.clear(now)]
-            else:
-                victims, self._pending = self._pending, []
-                self._busy_done += self._busy_in(victims, now)
-                self.queue.clear(now)
+            victims = ([(t.payload[0], t.payload[1]) for t in waiting] if self.cpu is not None
+                       else [(p.conn, p.rid) for p in self._take_all(time.monotonic())])
             self.counts["dropped"] += len(victims)
-        for p in victims:
-            _abort(p.conn)
-            self.log_event(event="dropped", id=p.rid, t=time.monotonic())
+        for conn, rid in victims:
+            _abort(conn)
+            self.log_event(event="dropped", id=rid, t=time.monotonic())
         return len(victims)
+
+    def _take_all(self, now: float) -> list[_Pending]:
+        """Everything held at `now`, in the order it would be served, each with its
+        start and end set so that end - max(now, start) is the work it has left (the
+        caller holds the lock)."""
+        if self.ordered is not None:  # in service first, then as it would serve them
+            return [self._moving(j, now) for j in self.ordered.clear(now)]
+        victims, self._pending = sorted(self._pending), []
+        self._busy_done += self._busy_in(victims, now)
+        self.queue.clear(now)
+        return victims
 
     def handoff_all(self, to: tuple[str, int]) -> int:
         """The OFN left with `handoff`: what it holds moves, in order, to the FN's queue.
@@ -339,12 +329,7 @@ class Worker:
         """
         now = time.monotonic()
         with self._cond:
-            if self.ordered is not None:  # in service first, then as it would serve them
-                victims = [self._moving(j, now) for j in self.ordered.clear(now)]
-            else:
-                victims, self._pending = sorted(self._pending), []
-                self._busy_done += self._busy_in(victims, now)
-                self.queue.clear(now)
+            victims = self._take_all(now)
             self.counts["handed_off"] = self.counts.get("handed_off", 0) + len(victims)
         moves = []
         for p in victims:
@@ -411,31 +396,22 @@ class Worker:
         """Server-seconds the held tasks have been in service up to `now`."""
         return sum(min(now, p.end) - p.start for p in held if p.start < now)
 
-    def busy_s(self, now: float | None = None) -> float:
-        """Server-seconds of service so far, in progress included: the runner polls it
-        once a second and takes the difference as the node's utilisation (power)."""
-        now = time.monotonic() if now is None else now
-        with self._cond:
-            return self._busy_now(now)
-
-    def _busy_now(self, now: float) -> float:
-        """Server-seconds so far (the caller holds the lock)."""
-        if self.ordered is not None:
-            return self._busy_done + self.ordered.busy_s(now)
-        return self._busy_done + self._busy_in(self._pending, now)
-
     def stats(self) -> dict[str, object]:
+        """The node's counts and load; `busy_s` (server-seconds of service so far, in
+        progress included) the runner polls once a second for the node's utilisation
+        (power)."""
         now = time.monotonic()
         with self._cond:
-            busy = self._busy_now(now)
             if self.ordered is not None:
                 held, work_left = len(self.ordered), self.ordered.work_left(now)
+                busy = self.ordered.busy_s(now)
             else:
                 # single server: what it holds ends when its last pending task does
                 held = len(self._pending)
                 work_left = max((p.end for p in self._pending), default=now) - now
+                busy = self._busy_in(self._pending, now)
             return {"node": self.name, "in_system": held, **self.counts,
-                    "busy_s": busy, "t": now,
+                    "busy_s": self._busy_done + busy, "t": now,
                     "work_left_ms": max(0.0, work_left) / self.ms_real}
 
     def guarded(self, target: Any, *args: Any) -> None:

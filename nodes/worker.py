@@ -98,19 +98,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="run SCHED_FIFO (root), so that replies leave on time on a busy "
                          "machine")
     a = ap.parse_args(argv)
-    if a.mu <= 0 or a.capacity < 1 or a.time_scale <= 0 or a.read_timeout <= 0:
-        print("worker: --mu, --time-scale and --read-timeout must be > 0 and --capacity >= 1",
-              file=sys.stderr)
-        return 2
-    if a.bytes_per_ms is not None and not a.bytes_per_ms > 0:
-        print("worker: --bytes-per-ms must be > 0", file=sys.stderr)
-        return 2
-    if a.discipline != "fifo" and (a.servers != "single" or a.bytes_per_ms is not None):
-        print("worker: --discipline other than fifo needs --servers single and model work",
-              file=sys.stderr)
-        return 2
-    if not a.max_size > 0 or not a.kill_after > 0:
-        print("worker: --max-size and --kill-after must be > 0", file=sys.stderr)
+    bad = [msg for wrong, msg in (
+        (a.mu <= 0 or a.capacity < 1 or a.time_scale <= 0 or a.read_timeout <= 0,
+         "--mu, --time-scale and --read-timeout must be > 0 and --capacity >= 1"),
+        (a.bytes_per_ms is not None and not a.bytes_per_ms > 0, "--bytes-per-ms must be > 0"),
+        (a.discipline != "fifo" and (a.servers != "single" or a.bytes_per_ms is not None),
+         "--discipline other than fifo needs --servers single and model work"),
+        (not a.max_size > 0 or not a.kill_after > 0, "--max-size and --kill-after must be > 0"),
+    ) if wrong]
+    if bad:
+        print(f"worker: {bad[0]}", file=sys.stderr)
         return 2
 
     # the completion thread must get the interpreter back soon after its timed wait ends;

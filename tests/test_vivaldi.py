@@ -153,7 +153,7 @@ def test_coincident_nodes_separate() -> None:
     for _ in range(50):
         a.update("b", b.coord, 30.0)
         b.update("a", a.coord, 30.0)
-    assert a.estimate_ms(b.coord) == pytest.approx(30.0, rel=0.05)
+    assert a.coord.distance_to(b.coord) == pytest.approx(30.0, rel=0.05)
 
 
 def test_config_rejects_nonsense() -> None:

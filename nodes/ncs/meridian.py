@@ -1,30 +1,17 @@
 """Meridian closest-node discovery (Wong, Slivkins, Sirer 2005), pure and message-counted.
 
-Each Meridian node files the other nodes it knows into concentric, non-overlapping rings
-by measured latency: ring 0 holds latencies up to alpha, ring i (i > 0) those in
-(alpha * s^(i-1), alpha * s^i]; the outermost ring also takes everything beyond. A ring
-keeps k primary members (used for queries; by default the seed's floor(log_1.6 N) for N
-nodes, `MeridianConfig.k` to set it) and up to l = N - k secondary ones (spares).
-
-Ring management picks the k primaries that spread widest: every member is described by
-its latencies to all members of the ring, and members are dropped one at a time, each
-time the one whose removal shrinks the hypervolume of the polytope spanned by those
-descriptions least (it added the least diversity).
-
-Gossip spreads membership: a node sends a peer one member of each ring; the peer
-measures the ones it does not know and files them.
-
-A closest-node query for a target starts at any node: the node measures its latency d
-to the target and asks its primary members whose latency to it lies in
-[(1 - beta) d, (1 + beta) d] to measure theirs; answers above (2 beta + 1) d cannot
-come from a closer node and are ignored (a live node stops waiting then). When the best
-answer is at most beta * d the query moves there and repeats; otherwise it stops
-(`termination="seed"`, seed 003's wording: it moves to the best answer whenever there
-is one, and stops only when no node answered). We
-answer with the closest node measured along the way (the node where it stopped, unless
-an answer seen earlier was closer, which the measurements already paid for). Nodes the
-caller marks ineligible (full fog nodes) route but are never the answer; when that
-leaves no answer at all, the last node asks all its eligible members.
+Each node files the nodes it knows into concentric rings by measured latency (ring 0 up
+to alpha, ring i in (alpha * s^(i-1), alpha * s^i], the outermost also everything
+beyond); a ring keeps k primaries (by default the seed's floor(log_1.6 N)) and up to
+l = N - k secondaries. Ring management keeps the k primaries whose latency vectors span
+the largest hypervolume; gossip spreads membership. A query measures the node's latency
+d to the target and asks the primaries in [(1 - beta) d, (1 + beta) d]; answers above
+(2 beta + 1) d cannot come from a closer node and are ignored. It moves to the best
+answer when that is at most beta * d ("wong"), or whenever there is one ("seed", seed
+003's wording). The answer is the closest node measured along the way (already paid
+for); nodes the caller marks ineligible (full fog nodes) route but are never the answer,
+and when that leaves none, the last node asks all its eligible members
+(docs/coordinates.md, Meridian).
 
 Nothing here touches the network: latencies come from a `measure` callable and every
 message the protocol would send is counted in `Messages`.
@@ -186,10 +173,6 @@ class MeridianNode:
             ring.primary.pop(member, None)
             ring.secondary.pop(member, None)
 
-    def primaries_between(self, lo: float, hi: float) -> list[tuple[str, float]]:
-        return sorted(((m, d) for ring in self.rings for m, d in ring.primary.items()
-                       if lo <= d <= hi), key=lambda x: x[1])
-
     def manage_rings(self, measure: Measure, messages: Messages) -> None:
         """Choose each ring's primaries for diversity. The members report their latencies
         to each other (one request and one report per member, counted); those latencies
@@ -228,9 +211,10 @@ def band_members(node: MeridianNode, d: float, visited: Iterable[str],
                  eligible: Callable[[str], bool]) -> list[str]:
     """The primaries `node` asks to measure a target it is `d` away from: those whose
     latency to it is in [(1 - beta) d, (1 + beta) d], not yet visited, eligible."""
-    beta, seen = node.config.beta, set(visited)
-    return [m for m, _lat in node.primaries_between((1 - beta) * d, (1 + beta) * d)
-            if m not in seen and eligible(m)]
+    lo, hi, seen = (1 - node.config.beta) * d, (1 + node.config.beta) * d, set(visited)
+    band = sorted(((m, lat) for ring in node.rings for m, lat in ring.primary.items()
+                   if lo <= lat <= hi), key=lambda x: x[1])
+    return [m for m, _lat in band if m not in seen and eligible(m)]
 
 
 def within_cutoff(config: MeridianConfig, d: float, dm: float) -> bool:
@@ -319,11 +303,9 @@ class MeridianOverlay:
 
     def closest(self, target: str, entry: str,
                 eligible: Callable[[str], bool] | None = None) -> QueryResult:
-        """Recursive closest-node search for `target` (a client or any host) from `entry`.
-
-        Nodes for which `eligible` is false (say, full fog nodes) still route the query
-        but are neither asked to measure nor returned.
-        """
+        """Recursive closest-node search for `target` (a client or any host) from `entry`;
+        nodes for which `eligible` is false still route the query but are neither asked
+        to measure nor returned."""
         if entry not in self.nodes:
             raise MeridianError(f"entry: unknown Meridian node {entry!r}")
         ok = eligible or (lambda _n: True)
@@ -336,13 +318,8 @@ class MeridianOverlay:
         visited = {current}
         hops = 0
         while math.isfinite(d):
-            answers: dict[str, float] = {}
-            for member in band_members(self.nodes[current], d, visited, ok):
-                self.messages.send("query", current, member)
-                dm = self._probe(member, target)
-                if within_cutoff(self.config, d, dm):
-                    self.messages.send("answer", member, current)
-                    answers[member] = dm
+            answers = self._ask(current, band_members(self.nodes[current], d, visited, ok),
+                                target, d)
             step = next_step(self.config, d, answers)
             if step.nearest is None:
                 break
@@ -364,17 +341,23 @@ class MeridianOverlay:
         """No eligible node was found in the band (the entry is full, say): the node asks
         every eligible member it knows, primaries first, and takes the closest."""
         for group in fallback_groups(self.nodes[current], ok):
-            answers: dict[str, float] = {}
-            for member in group:
-                self.messages.send("query", current, member)
-                dm = self._probe(member, target)
-                if math.isfinite(dm):
-                    self.messages.send("answer", member, current)
-                    answers[member] = dm
-            step = next_step(self.config, math.inf, answers)
+            step = next_step(self.config, math.inf, self._ask(current, group, target, math.inf))
             if step.nearest is not None:
                 return step.nearest, step.latency_ms
         return None, math.inf
+
+    def _ask(self, current: str, members: list[str], target: str, d: float
+             ) -> dict[str, float]:
+        """`current` asks `members` to measure `target`; those within the cutoff for `d`
+        answer (d = inf: every finite answer)."""
+        answers: dict[str, float] = {}
+        for member in members:
+            self.messages.send("query", current, member)
+            dm = self._probe(member, target)
+            if within_cutoff(self.config, d, dm):
+                self.messages.send("answer", member, current)
+                answers[member] = dm
+        return answers
 
 
 def matrix_measure(names: Iterable[str], rtt_ms: np.ndarray) -> Measure:

@@ -28,7 +28,9 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import ClassVar, Protocol, TypeVar
+
+T = TypeVar("T")
 
 
 class SelectionError(ValueError):
@@ -68,9 +70,10 @@ class Selector(Protocol):
     def select(self, ctx: SelectionContext, rng: random.Random) -> str | None: ...
 
 
-def _need(value: object, what: str, name: str) -> None:
+def _need(value: T | None, what: str, name: str) -> T:
     if value is None:
         raise SelectionError(f"{name}: the context lacks {what}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -78,9 +81,7 @@ class Optimal:
     name: ClassVar[str] = "optimal"
 
     def select(self, ctx: SelectionContext, rng: random.Random) -> str | None:
-        _need(ctx.true_latency_ms, "true_latency_ms", self.name)
-        assert ctx.true_latency_ms is not None
-        lat = ctx.true_latency_ms
+        lat = _need(ctx.true_latency_ms, "true_latency_ms", self.name)
         return min(ctx.allowed(), key=lambda n: (lat[n], n), default=None)
 
 
@@ -98,9 +99,7 @@ class VivaldiNearest:
     name: ClassVar[str] = "vivaldi"
 
     def select(self, ctx: SelectionContext, rng: random.Random) -> str | None:
-        _need(ctx.estimate_ms, "estimate_ms", self.name)
-        assert ctx.estimate_ms is not None
-        est = ctx.estimate_ms
+        est = _need(ctx.estimate_ms, "estimate_ms", self.name)
         return min(ctx.allowed(), key=lambda n: (est[n], n), default=None)
 
 
@@ -109,11 +108,9 @@ class MeridianClosest:
     name: ClassVar[str] = "meridian"
 
     def select(self, ctx: SelectionContext, rng: random.Random) -> str | None:
-        _need(ctx.meridian, "a meridian query", self.name)
-        _need(ctx.free_slots, "free_slots", self.name)
-        assert ctx.meridian is not None and ctx.free_slots is not None
-        free = ctx.free_slots
-        return ctx.meridian(lambda n: n not in ctx.excluded and free[n] > 0)
+        query = _need(ctx.meridian, "a meridian query", self.name)
+        free = _need(ctx.free_slots, "free_slots", self.name)
+        return query(lambda n: n not in ctx.excluded and free[n] > 0)
 
 
 @dataclass(frozen=True)
@@ -135,12 +132,9 @@ class LoadAware:
             raise SelectionError(f"hysteresis_ms: must be >= 0, got {self.hysteresis_ms!r}")
 
     def select(self, ctx: SelectionContext, rng: random.Random) -> str | None:
-        _need(ctx.estimate_ms, "estimate_ms", self.name)
-        _need(ctx.free_slots, "free_slots", self.name)
-        _need(ctx.probe, "a probe", self.name)
-        assert ctx.estimate_ms is not None and ctx.free_slots is not None
-        assert ctx.probe is not None
-        est, free = ctx.estimate_ms, ctx.free_slots
+        est = _need(ctx.estimate_ms, "estimate_ms", self.name)
+        free = _need(ctx.free_slots, "free_slots", self.name)
+        probe = _need(ctx.probe, "a probe", self.name)
         allowed = ctx.allowed()
         open_nodes = [n for n in allowed if free[n] > 0 and n != ctx.current]
         if not open_nodes:
@@ -149,13 +143,13 @@ class LoadAware:
         best = min(est[n] for n in open_nodes)
         near = sorted((n for n in open_nodes if est[n] <= best + self.bound_ms),
                       key=lambda n: (est[n], n))[: self.shortlist]
-        answers = {n: ctx.probe(n) for n in near}
+        answers = {n: probe(n) for n in near}
         join = {n: a.rtt_ms + a.join_cost_ms for n, a in answers.items() if a.free_slots > 0}
         if not join:
             return ctx.current if ctx.current in allowed else None
         target = min(join, key=lambda n: (join[n], n))
         if ctx.current is not None and ctx.current in allowed:
-            here = ctx.probe(ctx.current)
+            here = probe(ctx.current)
             # moving saves `leave_gain` for the others and our own RTT here, and costs
             # the target's RTT plus what we add to its clients
             if join[target] + self.hysteresis_ms >= here.rtt_ms + here.leave_gain_ms:

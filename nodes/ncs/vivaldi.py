@@ -2,19 +2,11 @@
 
 A node keeps a point in Euclidean space plus a height (the access-link part of every
 path) and estimates the round-trip time to a peer as the distance between their
-coordinates. Each measured RTT moves the node's own coordinate along the spring
-between the two nodes, by a step weighted by how sure each side is (its error):
-
-- a per-peer latency filter: the median of the last few samples, so that one delayed
-  probe does not yank the coordinate;
-- adaptive timestep delta = c_c * w, with w = e_local / (e_local + e_remote);
-- error weighting: the local error moves toward the sample's relative error by c_e * w;
-- the adjustment term: the mean residual (RTT minus coordinate distance) over a window,
-  halved because both ends add theirs, absorbs what Euclidean space cannot express;
-- gravity: a pull toward the origin growing with the square of the distance over rho,
-  so a whole system cannot drift away;
-- RTTs that are not finite, not positive or beyond `max_rtt_ms` are rejected, and a
-  coordinate that became NaN or infinite is reset rather than spread to peers.
+coordinates. Each measured RTT moves the node's own coordinate along the spring between
+the two nodes, by a step weighted by how sure each side is (its error). serf's
+refinements (per-peer median filter, adaptive timestep, error weighting, adjustment
+term, gravity, RTT validation, reset of a non-finite coordinate) are described step by
+step in docs/coordinates.md (Vivaldi).
 
 All times are milliseconds. Defaults follow serf's documented ones (serf counts in
 seconds: its minimum height of 10 µs is 0.01 ms here, its gravity rho of 150 s is
@@ -123,10 +115,6 @@ class Coordinate:
         return adjusted if adjusted > 0 else raw
 
 
-def _sub(a: Sequence[float], b: Sequence[float]) -> tuple[float, ...]:
-    return tuple(x - y for x, y in zip(a, b, strict=True))
-
-
 def _norm(v: Sequence[float]) -> float:
     return math.sqrt(sum(x * x for x in v))
 
@@ -160,9 +148,6 @@ class VivaldiNode:
         self._filters.clear()
         self._residuals = [0.0] * self.config.adjustment_window
         self._residual_index = 0
-
-    def estimate_ms(self, other: Coordinate) -> float:
-        return self.coord.distance_to(other)
 
     def update(self, peer: str, peer_coord: Coordinate, rtt_ms: float) -> Coordinate:
         """Fold one RTT sample (ms) to `peer`, whose coordinate is `peer_coord`, into ours.
@@ -217,17 +202,15 @@ class VivaldiNode:
         it); the height takes its share of the move in proportion to its part of the
         distance."""
         cfg = self.config
-        diff = _sub(self.coord.vec, other.vec)
+        diff = tuple(x - y for x, y in zip(self.coord.vec, other.vec, strict=True))
         mag = _norm(diff)
+        height = self.coord.height
         if mag > cfg.zero_threshold_ms:
             unit = tuple(x / mag for x in diff)
+            height = max((height + other.height) * force / mag + height, cfg.height_min_ms)
         else:
             unit = self._random_unit()
         vec = tuple(x + u * force for x, u in zip(self.coord.vec, unit, strict=True))
-        height = self.coord.height
-        if mag > cfg.zero_threshold_ms:
-            height = (self.coord.height + other.height) * force / mag + self.coord.height
-            height = max(height, cfg.height_min_ms)
         self.coord = replace(self.coord, vec=vec, height=height)
 
     def _random_unit(self) -> tuple[float, ...]:
