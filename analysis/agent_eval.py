@@ -43,18 +43,19 @@ def run_figures(responses_ms: Sequence[float], failed: int, power_per_s: Sequenc
     """`responses_ms`: answered requests' response times in arrival order; `power_per_s`:
     total power (all servers and switches) per interval of `seconds` length;
     `network_per_s` the switches' part of it."""
-    energy = math.fsum(p * s for p, s in zip(power_per_s, seconds, strict=True))
     span = math.fsum(seconds)
+
+    def mean_power(per_s: Sequence[float]) -> tuple[float, MeanCI]:
+        """(energy, time-weighted mean power with a batch-means half-width)."""
+        energy = math.fsum(p * s for p, s in zip(per_s, seconds, strict=True))
+        return energy, MeanCI(energy / span if span > 0 else math.nan,
+                              batch_means_ci(list(per_s), batches=10).half_width, len(seconds))
+
+    energy, power = mean_power(power_per_s)
+    network = None if network_per_s is None else mean_power(network_per_s)[1]
     answered = len(responses_ms)
     per_request = energy / answered if answered else math.nan
-    power = batch_means_ci(list(power_per_s), batches=10)
-    power = MeanCI(energy / span if span > 0 else math.nan, power.half_width, power.n)
     epr_half = power.half_width * span / answered if answered else math.nan
-    network = None
-    if network_per_s is not None:
-        net_energy = math.fsum(p * s for p, s in zip(network_per_s, seconds, strict=True))
-        network = MeanCI(net_energy / span if span > 0 else math.nan,
-                         batch_means_ci(list(network_per_s), batches=10).half_width, len(seconds))
     return RunFigures(batch_means_ci(list(responses_ms)),
                       batch_quantile_ci(list(responses_ms), 95.0),
                       power, MeanCI(per_request, epr_half, answered), answered, failed,
@@ -64,15 +65,12 @@ def run_figures(responses_ms: Sequence[float], failed: int, power_per_s: Sequenc
 def combine(runs: Sequence[RunFigures]) -> dict[str, float | int]:
     """The JSON entry of one policy: each metric and its `<metric>_ci95` half-width."""
     out: dict[str, float | int] = {}
-    for m in METRICS:
-        cis: list[MeanCI] = [getattr(r, m) for r in runs]
+    for m in (*METRICS, "network_power_W"):
+        cis: list[MeanCI] = [ci for r in runs if (ci := getattr(r, m)) is not None]
+        if len(cis) < len(runs):
+            continue  # network_power_W where some run did not measure it
         ci = replications_ci([c.mean for c in cis]) if len(cis) > 1 else cis[0]
-        out[m] = ci.mean
-        out[f"{m}_ci95"] = ci.half_width
-    nets = [r.network_power_W for r in runs if r.network_power_W is not None]
-    if len(nets) == len(runs):
-        net = replications_ci([n.mean for n in nets]) if len(nets) > 1 else nets[0]
-        out["network_power_W"], out["network_power_W_ci95"] = net.mean, net.half_width
+        out[m], out[f"{m}_ci95"] = ci.mean, ci.half_width
     # the issue's names for the two intervals the claim is decided by
     out["response_ms_ci"] = out["response_ms_ci95"]
     if "network_power_W" in out:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.class_prediction import CLASSES
+from analysis.class_prediction import CLASSES, PERCENTILES
 from analysis.comparison import (
     compare_phases,
     comparison_block,
@@ -23,6 +23,7 @@ from analysis.comparison import (
     power_comparison,
     predicted_power_block,
 )
+from analysis.figures import pyplot, save_figure
 from analysis.metrics import measured_summary, percentiles_ci
 from analysis.model_params import AnyPrediction, OutsideModel, exact_prediction
 from analysis.policy_epochs import epoch_comparisons, epoch_scenario, epochs_table, rows_in
@@ -49,12 +50,7 @@ def plot_comparison(path: Path, rows: list[TraceRow], sc: Scenario, pred: AnyPre
     """Empirical CDF of node_ms per class over the exact CDF, with the measured
     percentiles' intervals; W, blocking and outage with their 95 % intervals beside
     the exact values."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 4 if power else 3, figsize=(21 if power else 16, 4.4))
+    fig, axes = pyplot().subplots(1, 4 if power else 3, figsize=(21 if power else 16, 4.4))
     ax_cdf, ax_w, ax_p = axes[0], axes[1], axes[2]
     colors = {"hp": "tab:red", "lp": "tab:blue"}
     for cls in CLASSES:
@@ -69,7 +65,7 @@ def plot_comparison(path: Path, rows: list[TraceRow], sc: Scenario, pred: AnyPre
             ax_cdf.plot(t, pred.cdf(cls, t), color=colors[cls], ls="--",
                         label=f"{cls.upper()} exact")
         pct = (comp or {}).get(cls, {}).get("percentiles", {})
-        for name, q in (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99)):
+        for name, q in PERCENTILES:
             v = pct.get(name)
             if v and math.isfinite(number(v["measured"])):
                 err = number(v["ci95"])
@@ -80,29 +76,22 @@ def plot_comparison(path: Path, rows: list[TraceRow], sc: Scenario, pred: AnyPre
     ax_cdf.set_ylim(0, 1.02)
     ax_cdf.legend(fontsize=8)
     ax_cdf.grid(alpha=0.3)
-    for i, cls in enumerate(CLASSES):
-        m = measured.get(cls, {})
-        w, ci = number(m.get("W")), number(m.get("W_ci95"))
-        if math.isfinite(w):
-            ax_w.errorbar([i], [w], yerr=[[ci if math.isfinite(ci) else 0.0]] * 2, fmt="o",
-                          color=colors[cls], capsize=6, label=f"{cls.upper()} measured, 95% CI")
-        ax_w.plot([i], [pred.cls(cls).W], marker="x", ms=10, color="black",
-                  ls="none", label="exact" if i == 0 else None)
+    shares = [(c, k) for c in CLASSES for k in ("blocking", "outage")]
+    for ax, figures in ((ax_w, [(c, "W") for c in CLASSES]), (ax_p, shares)):
+        for i, (cls, metric) in enumerate(figures):
+            m = measured.get(cls, {})
+            v, ci = number(m.get(metric)), number(m.get(f"{metric}_ci95"))
+            if math.isfinite(v):
+                ax.errorbar([i], [v], yerr=[[ci if math.isfinite(ci) else 0.0]] * 2, fmt="o",
+                            color=colors[cls], capsize=6,
+                            label=f"{cls.upper()} measured, 95% CI" if ax is ax_w else None)
+            ax.plot([i], [getattr(pred.cls(cls), metric)], marker="x", ms=10, color="black",
+                    ls="none", label="exact" if i == 0 else None)
     ax_w.set_xticks([0, 1], ["HP", "LP"])
     ax_w.set_ylabel("mean response time W (model ms)")
     ax_w.legend(fontsize=8)
     ax_w.grid(alpha=0.3)
-    ticks: list[str] = []
-    for i, (cls, metric) in enumerate((c, k) for c in CLASSES for k in ("blocking", "outage")):
-        m = measured.get(cls, {})
-        v, ci = number(m.get(metric)), number(m.get(f"{metric}_ci95"))
-        ticks.append(f"{cls.upper()} {metric}")
-        if math.isfinite(v):
-            ax_p.errorbar([i], [v], yerr=[[ci if math.isfinite(ci) else 0.0]] * 2, fmt="o",
-                          color=colors[cls], capsize=6)
-        ax_p.plot([i], [getattr(pred.cls(cls), metric)], marker="x", ms=10, color="black",
-                  ls="none", label="exact" if i == 0 else None)
-    ax_p.set_xticks(range(len(ticks)), ticks, fontsize=8)
+    ax_p.set_xticks(range(len(shares)), [f"{c.upper()} {k}" for c, k in shares], fontsize=8)
     ax_p.set_yscale("symlog", linthresh=1e-4)
     ax_p.set_ylabel("share of arrivals (95 % CI)")
     ax_p.legend(fontsize=8)
@@ -123,9 +112,7 @@ def plot_comparison(path: Path, rows: list[TraceRow], sc: Scenario, pred: AnyPre
         ax_pw.legend(fontsize=8)
         ax_pw.grid(alpha=0.3, axis="y")
     fig.suptitle(f"{sc.name}: measured vs exact CTMC")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
@@ -199,11 +186,11 @@ def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
         note = f"no comparison plot: {no_plot_why}" if no_plot_why else "no comparison plot"
         summary["notes"] = [*summary.get("notes", []), note]
     summary_path.write_text(json.dumps(json_safe(summary), indent=1, default=str))
+    text = comparison_table(sc, comp, power) + epoch_text
     if not plot:
-        return comparison_table(sc, comp, power) + epoch_text
+        return text
     plot_comparison(run_dir / "comparison.png", rows, sc, pred, measured, comp, power)
-    return (comparison_table(sc, comp, power) + epoch_text
-            + f"\nplot: {run_dir / 'comparison.png'}")
+    return text + f"\nplot: {run_dir / 'comparison.png'}"
 
 
 def _compare_per_epoch(run_dir: Path, summary: dict[str, Any], sc: Scenario,

@@ -40,10 +40,9 @@ from models.power_model import (
 def number(x: Any) -> float:
     """x as a float; NaN where it is none (missing, null, not a number)."""
     try:
-        v = float(x)
+        return float(x)
     except (TypeError, ValueError):
         return math.nan
-    return v
 
 
 def _interval(measured: float, ci: float, predicted: float) -> dict[str, Any]:
@@ -109,9 +108,7 @@ def power_comparison(measured: dict[str, Any], predicted: dict[str, Any]) -> dic
 
 def _f(x: Any, digits: int = 4) -> str:
     v = number(x)
-    if not math.isfinite(v):
-        return "n/a"
-    return f"{v:.{digits}g}"
+    return f"{v:.{digits}g}" if math.isfinite(v) else "n/a"
 
 
 def _gap(x: Any) -> str:
@@ -125,9 +122,9 @@ def _pm(x: dict[str, Any], digits: int = 3) -> str:
     return f"{_f(x['measured'], digits)} ± {_f(x['ci95'], 2)}"
 
 
-def comparison_table(sc: Scenario, comp: dict[str, Any],
-                     power: dict[str, Any] | None = None) -> str:
-    lines = [f"measured vs exact CTMC ({sc.name}; node sojourn, model ms; ± 95 % interval, "
+def comparison_table(sc: Scenario, comp: dict[str, Any], power: dict[str, Any] | None = None,
+                     title: str = "measured vs exact CTMC") -> str:
+    lines = [f"{title} ({sc.name}; node sojourn, model ms; ± 95 % interval, "
              "ok = the interval covers the exact value)",
              f"{'class':<6}{'W meas':>17}{'W exact':>10}{'gap':>8}{'ok':>4}"
              f"{'block meas':>22}{'exact':>10}{'ok':>4}{'outage meas':>22}{'exact':>10}{'ok':>4}"]
@@ -182,11 +179,9 @@ def _mixture(parts: list[tuple[float, dict[str, Any]]]) -> dict[str, Any]:
     arrivals = sum(a for a, _ in parts)
     answered = [(a * (1.0 - p["blocking"]), p) for a, p in parts]
     n_ok = sum(x for x, _ in answered)
-    return {
-        "W": sum(x * p["W"] for x, p in answered) / n_ok if n_ok > 0 else math.nan,
-        "blocking": sum(a * p["blocking"] for a, p in parts) / arrivals if arrivals else math.nan,
-        "outage": sum(a * p["outage"] for a, p in parts) / arrivals if arrivals else math.nan,
-    }
+    out = {k: sum(a * p[k] for a, p in parts) / arrivals if arrivals else math.nan
+           for k in ("blocking", "outage")}
+    return {"W": sum(x * p["W"] for x, p in answered) / n_ok if n_ok > 0 else math.nan, **out}
 
 
 def compare_phases(sc: Scenario, rows: list[TraceRow]) -> tuple[dict[str, Any], str]:
@@ -226,9 +221,8 @@ def compare_phases(sc: Scenario, rows: list[TraceRow]) -> tuple[dict[str, Any], 
                 mix[cls].append((rates[cls] * phase.factor * exposure[i],
                                  pred[cls]))  # type: ignore[arg-type]
             head = f"phase {i} (factor {phase.factor:g}, {phase.duration_ms:g} model ms)"
-            lines.append(comparison_table(sc, block["comparison"]).replace(
-                f"measured vs exact CTMC ({sc.name};", f"{head}: measured vs exact ({sc.name};",
-                1))
+            lines.append(comparison_table(sc, block["comparison"],
+                                          title=f"{head}: measured vs exact"))
         phases.append(block)
     out: dict[str, Any] = {"phases": phases, "prediction_basis": PHASE_BASIS}
     if missing:
@@ -241,6 +235,6 @@ def compare_phases(sc: Scenario, rows: list[TraceRow]) -> tuple[dict[str, Any], 
     out["predicted"] = {**overall_pred, "basis": "arrival-weighted mixture of the phases"}
     out["comparison"] = {cls: comparison_block(overall[cls], overall_pred[cls])  # type: ignore[arg-type]
                          for cls in CLASSES}
-    lines.append(comparison_table(sc, out["comparison"]).replace(
-        "measured vs exact CTMC (", "overall: measured vs the phases' mixture (", 1))
+    lines.append(comparison_table(sc, out["comparison"],
+                                  title="overall: measured vs the phases' mixture"))
     return out, "\n".join(lines)

@@ -3,14 +3,10 @@
 The state is (OFN availability A/U, n_F at the FN, n_O at the OFN); the seed's own
 chain (its eqs. 1-10) counts one node per state and is wrong, see docs/model.md.
 
-Stationary vectors come from GTH-style level reduction (only additions, products and
-divisions of non-negative numbers), so probabilities of 1e-13 keep full relative
-accuracy. Under `drain` and `drop` the joint chain is exactly lumpable onto (a, n_F)
-and onto (a, n_O), so those small chains give every metric at any size; `handoff`
-couples the nodes and needs the joint chain, solved by whichever of level reduction
-and a sparse LU the measured cost model (`joint_method`) says is cheaper; the LU's
-answer is checked entry by entry and falls back to level reduction where it lost
-digits (`linsolve.checked_stationary`). Pure: no I/O.
+Under `drain` and `drop` the joint chain is exactly lumpable onto (a, n_F) and onto
+(a, n_O), so those small chains give every metric at any size; `handoff` couples the
+nodes and needs the joint chain. Both are solved as `analysis.linsolve` says (level
+reduction or a checked sparse LU, by its cost model). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -81,12 +77,9 @@ class ModelParams:
 
     def n_states(self) -> int:
         """Size of the joint chain (recurrent availability states only)."""
-        avail = availability_states(self)
         nf, no = self.cap_f + 1, (self.cap_o + 1) if self.has_ofn else 1
-        total = 0
-        for a in avail:
-            total += nf * (no if (a == A or self.leave == "drain") else 1)
-        return total
+        return sum(nf * (no if (a == A or self.leave == "drain") else 1)
+                   for a in availability_states(self))
 
 
 def _finite_nonneg(name: str, x: float) -> None:
@@ -169,11 +162,9 @@ def routing(p: ModelParams, cls: str) -> tuple[np.ndarray, np.ndarray]:
     """Probability that a `cls` arrival is sent to the FN / the OFN, per availability."""
     if cls not in CLASSES:
         raise ModelError(f"class must be hp or lp, got {cls!r}")
-    if p.scheme == "basic":
+    if p.scheme == "basic" or (p.scheme == "proposed" and cls == "hp"):
         return np.array([1.0, 1.0]), np.array([0.0, 0.0])
-    if p.scheme == "proposed":
-        if cls == "hp":
-            return np.array([1.0, 1.0]), np.array([0.0, 0.0])
+    if p.scheme == "proposed":  # LP to the OFN while it is there
         return np.array([0.0, 1.0]), np.array([1.0, 0.0])
     return np.array([p.alpha, 1.0]), np.array([1.0 - p.alpha, 0.0])
 
@@ -246,8 +237,6 @@ def build_chain(
         cols.append(dst)
         vals.append(rate[src])
 
-    s = np.arange(size)
-    ones = np.ones(size, dtype=bool)
     add(k_s < cap_f, a_s, k_s + 1, n_s, lf[a_s])  # FN arrival
     add(k_s >= 1, a_s, k_s - 1, n_s, sf[k_s])  # FN completion
     if cap_o > 0:
@@ -255,16 +244,11 @@ def build_chain(
         add(n_s >= 1, a_s, k_s, n_s - 1, so[n_s])  # OFN completion (drain: in U too)
     if both:
         is_a = a_s == A
-        to_u = np.full(size, U)
-        if p.leave == "drain":
-            add(is_a, to_u, k_s, n_s, np.full(size, p.eta))
-        elif p.leave == "drop":
-            add(is_a, to_u, k_s, np.zeros_like(n_s), np.full(size, p.eta))
-        else:
-            add(is_a, to_u, np.minimum(k_s + n_s, cap_f), np.zeros_like(n_s),
-                np.full(size, p.eta))
-        add(~is_a & ones, np.full(size, A), k_s, n_s, np.full(size, p.xi))
-    del s
+        # drain keeps the OFN's requests, drop loses them, handoff moves them to the FN
+        k_to = np.minimum(k_s + n_s, cap_f) if p.leave == "handoff" else k_s
+        n_to = n_s if p.leave == "drain" else np.zeros_like(n_s)
+        add(is_a, np.full(size, U), k_to, n_to, np.full(size, p.eta))
+        add(~is_a, np.full(size, A), k_s, n_s, np.full(size, p.xi))
     r = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
     c = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
     v = np.concatenate(vals) if vals else np.zeros(0)

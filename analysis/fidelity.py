@@ -15,6 +15,7 @@ import bisect
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -52,28 +53,20 @@ def _ideal_sojourns(spec: NodeSpec, arrivals: list[tuple[float, TraceRow]]
     """Each request through an ideal node (the worker's own queue model) at the given
     instant: (row, ideal sojourn) for those the ideal node admits and the run answered,
     and how many the two admitted differently."""
-    arrivals = sorted(arrivals, key=lambda x: x[0])
-    out: list[tuple[TraceRow, float]] = []
+    by_class = spec.discipline is not Discipline.FIFO
+    cq: ClassQueue[TraceRow] = ClassQueue(spec.capacity, spec.discipline)
+    fifo = ServiceQueue(spec.capacity, spec.servers)
+    held: list[tuple[Any, float, TraceRow]] = []
     disagree = 0
-    if spec.discipline is not Discipline.FIFO:  # ends known once the queue has run on
-        cq: ClassQueue[TraceRow] = ClassQueue(spec.capacity, spec.discipline)
-        held = []
-        for t, r in arrivals:
-            job = cq.admit(t, r.cls == TaskClass.HP.value, r.nominal_ms, r)
-            if job is None or r.outcome is Outcome.BLOCKED:
-                disagree += (job is None) == (r.outcome is Outcome.OK)
-                continue
-            held.append((job, t, r))
-        cq.advance(math.inf)
-        return [(r, job.end - t) for job, t, r in held], disagree
-    queue = ServiceQueue(spec.capacity, spec.servers)  # the worker's own node model
-    for t, r in arrivals:
-        admitted = queue.admit(t, r.nominal_ms)
-        if admitted is None or r.outcome is Outcome.BLOCKED:
-            disagree += (admitted is None) == (r.outcome is Outcome.OK)
+    for t, r in sorted(arrivals, key=lambda x: x[0]):
+        job = (cq.admit(t, r.cls == TaskClass.HP.value, r.nominal_ms, r) if by_class
+               else fifo.admit(t, r.nominal_ms))
+        if job is None or r.outcome is Outcome.BLOCKED:
+            disagree += (job is None) == (r.outcome is Outcome.OK)
             continue
-        out.append((r, admitted.end - t))
-    return out, disagree
+        held.append((job, t, r))
+    cq.advance(math.inf)  # a class queue's ends are known once it has run on
+    return [(r, job.end - t) for job, t, r in held], disagree
 
 
 def replay_node(spec: NodeSpec, rows: Iterable[TraceRow]) -> NodeFidelity:
@@ -81,8 +74,10 @@ def replay_node(spec: NodeSpec, rows: Iterable[TraceRow]) -> NodeFidelity:
     held, disagree = _ideal_sojourns(spec, [(_arrival(r), r) for r in _received(spec, rows)])
     ideal = [w for _, w in held]
     measured = [r.node_ms for r, _ in held]
-    return _node_fidelity(spec.name, ideal, measured,
-                          [m - w for m, w in zip(measured, ideal, strict=True)], disagree)
+    return NodeFidelity(spec.name, len(held), float(np.mean(ideal)) if ideal else math.nan,
+                        float(np.mean(measured)) if measured else math.nan,
+                        batch_means_ci([m - w for m, w in zip(measured, ideal, strict=True)]),
+                        disagree)
 
 
 @dataclass(frozen=True)
@@ -123,13 +118,6 @@ def arrival_timing(spec: NodeSpec, rows: Iterable[TraceRow], drawn: Mapping[str,
     lags = [_arrival(r) - drawn[r.request_id] for r in got]
     return ArrivalTiming(spec.name, len(got), by_class(at_arrival), by_class(as_drawn),
                          _p50_p99(lags))
-
-
-def _node_fidelity(name: str, ideal: list[float], measured: list[float], diffs: list[float],
-                   disagree: int) -> NodeFidelity:
-    return NodeFidelity(name, len(diffs), float(np.mean(ideal)) if ideal else math.nan,
-                        float(np.mean(measured)) if measured else math.nan,
-                        batch_means_ci(diffs), disagree)
 
 
 def replay(nodes: Iterable[NodeSpec], rows: list[TraceRow]) -> Mapping[str, NodeFidelity]:
@@ -226,12 +214,9 @@ TIMING_BIAS_LIMIT = 0.05  # ideal mean sojourn at the arrival instants over the 
 def timing_summary(nodes: Iterable[NodeSpec], rows: list[TraceRow],
                    drawn: Mapping[str, float], after_ms: float) -> dict[str, dict[str, float]]:
     """`arrival_timing` per node, as a run's summary holds it (nan: no such class)."""
-    out = {}
-    for n in nodes:
-        t = arrival_timing(n, rows, drawn, after_ms)
-        out[n.name] = {"hp": t.bias("hp"), "lp": t.bias("lp"),
-                       "lag_p50_ms": t.lag_ms[0], "lag_p99_ms": t.lag_ms[1]}
-    return out
+    timings = (arrival_timing(n, rows, drawn, after_ms) for n in nodes)
+    return {t.node: {"hp": t.bias("hp"), "lp": t.bias("lp"),
+                     "lag_p50_ms": t.lag_ms[0], "lag_p99_ms": t.lag_ms[1]} for t in timings}
 
 
 def timing_line(timing: Mapping[str, Mapping[str, float | None]]) -> str:

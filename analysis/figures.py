@@ -15,13 +15,14 @@ from typing import Any
 
 import numpy as np
 
+from analysis.class_prediction import CLASSES
 from analysis.model_params import OutsideModel
 from analysis.size_compare import predict_scenario, size_scenario
 from fogsdn.scenario import Scenario
 from models.size_assignment import moment
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
     """matplotlib's pyplot on the file backend, imported when a figure is drawn."""
     import matplotlib
 
@@ -31,10 +32,14 @@ def _pyplot() -> Any:
     return plt
 
 
+def save_figure(fig: Any, path: Path, dpi: int = 110) -> None:
+    """Lay out, write and close a figure."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    pyplot().close(fig)
+
+
 # -- seed 000: a sweep ------------------------------------------------------------------
-
-
-CLASSES = ("hp", "lp")
 
 
 Curves = dict[tuple[str, str], list[tuple[float, float, float]]]
@@ -44,7 +49,7 @@ def draw_sweep(scenario: Scenario, agg: Sequence[dict[str, Any]], path: Path,
          exact: Curves | None = None, measured_label: str = "sim") -> Path:
     """Mean W (95 % interval) per policy and class vs the swept value, and the outage
     probability beside it; exact curves (dashed HP, dotted LP) where the model applies."""
-    plt = _pyplot()
+    plt = pyplot()
     assert scenario.sweep is not None
     fig, (ax_w, ax_o) = plt.subplots(1, 2, figsize=(12, 4.8))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -77,9 +82,7 @@ def draw_sweep(scenario: Scenario, agg: Sequence[dict[str, Any]], path: Path,
     ax_o.set(xlabel=scenario.sweep.parameter,
              ylabel=f"outage P(not answered within {scenario.deadline_ms:g} ms)", title="outage")
     ax_o.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
     return path
 
 
@@ -168,19 +171,15 @@ def curves(base: Scenario, policies: Sequence[str]) -> dict[str, tuple[list[floa
     assert base.sweep is not None
     out = {}
     for pol in policies:
-        xs, ys = [], []
-        for v in dense_values(base):
-            sc = point(base, v, pol)
-            xs.append(x_of(sc, base.sweep.parameter))
-            ys.append(predicted(sc))
-        out[pol] = (xs, ys)
+        scs = [point(base, v, pol) for v in dense_values(base)]
+        out[pol] = ([x_of(sc, base.sweep.parameter) for sc in scs], [predicted(sc) for sc in scs])
     return out
 
 
 def draw_size(path: Path, base: Scenario, points: Sequence[FigurePoint],
          model: dict[str, tuple[list[float], list[dict[str, float]]]], metrics: Sequence[str],
          xlabel: str, logx: bool = False) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(metrics), figsize=(5.5 * len(metrics), 4.2))
     axes = np.atleast_1d(axes)
     ylabels = {"wait": "mean waiting time (model ms)", "slowdown": "mean slowdown",
@@ -206,9 +205,7 @@ def draw_size(path: Path, base: Scenario, points: Sequence[FigurePoint],
     import textwrap
 
     fig.suptitle(textwrap.fill(base.description or base.name, 130), fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def ratio_curve(base: Scenario, load: float, highs: Sequence[float]) -> list[float]:
@@ -229,7 +226,7 @@ def draw_size_ratio(path: Path, base: Scenario, points: Sequence[FigurePoint],
     """TAGS / SITA-E mean waiting time vs H/L: model curves at several loads, simulated
     ratios (with the two intervals combined) at the base load; returns the simulated
     (x, ratio, half-width)."""
-    plt = _pyplot()
+    plt = pyplot()
     lo = base.workload.size.low
     assert lo is not None
     highs = list(np.geomspace(lo * 2, lo * 1e10, 60))
@@ -254,16 +251,14 @@ def draw_size_ratio(path: Path, base: Scenario, points: Sequence[FigurePoint],
            ylabel="TAGS / SITA-E mean waiting time")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
     return sim
 
 
 def draw_size_live(path: Path, live: Sequence[dict[str, str]], size: Any, hosts: int = 2) -> None:
     """Live mean response times (95 % interval over answered requests) over the model's
     curves, per policy, against load."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4.4))
     loads = list(np.linspace(0.05, 0.9, 40))
     for pol in dict.fromkeys(r["policy"] for r in live):
@@ -278,9 +273,7 @@ def draw_size_live(path: Path, live: Sequence[dict[str, str]], size: Any, hosts:
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7)
     ax.set_title("seed 002b live: 2 hosts, bounded Pareto alpha 1.5 on [1, 100]", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def write_size_csv(path: Path, points: Sequence[FigurePoint]) -> None:
@@ -329,7 +322,7 @@ CITY_FIGURES: dict[str, list[tuple[str, str]]] = {
 
 
 def draw_city(rows: list[dict[str, Any]], out: Path, engine: str) -> list[Path]:
-    plt = _pyplot()
+    plt = pyplot()
     selectors = list(dict.fromkeys(r["selector"] for r in rows))
     paths = []
     for fig_name, panels in CITY_FIGURES.items():
@@ -348,9 +341,7 @@ def draw_city(rows: list[dict[str, Any]], out: Path, engine: str) -> list[Path]:
             ax.grid(alpha=0.3)
         axes[0].legend(fontsize=7)
         fig.suptitle(f"seed 003 {fig_name} ({engine})", fontsize=9)
-        fig.tight_layout()
         path = out / f"seed003_{fig_name}-{engine}.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
+        save_figure(fig, path, dpi=100)
         paths.append(path)
     return paths

@@ -8,7 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from analysis.class_prediction import CLASSES
-from analysis.joint_chain import JointChain, transitions
+from analysis.joint_chain import JointChain, rate_matrix, transitions
 from analysis.policy_chain_model import PolicyModel
 from analysis.response_time import AbsorbingChain, TransientChain
 
@@ -29,10 +29,7 @@ def handoff_components(m: PolicyModel, jc: JointChain, pi: np.ndarray, k: int
     src_states = np.flatnonzero(at_ofn)
     # transient index of (s, j) for j < n_k(s)
     n_here = cnt[src_states, k]
-    offs = np.zeros(N + 1, dtype=np.int64)
-    offs_states = np.zeros(N, dtype=np.int64)
-    offs_states[src_states] = n_here
-    offs[1:] = np.cumsum(offs_states)
+    offs = np.concatenate([[0], np.cumsum(np.where(at_ofn, cnt[:, k], 0))])
     n_ofn = int(offs[-1])
     n_fn = 1 if fn.multi else fn.capacity
     size = n_ofn + n_fn
@@ -41,14 +38,9 @@ def handoff_components(m: PolicyModel, jc: JointChain, pi: np.ndarray, k: int
     s_of = np.repeat(src_states, n_here)
     j_of = np.arange(n_ofn) - offs[s_of]
     # background transitions of the state, OFN k's own completions and leave left out
-    parts = transitions(m, jc.dims, jc.strides, jc.avail, cnt, jc.phase, jc.tables,
-                         jc.routes, skip_ofn_events=k)
-    bg_r = np.concatenate([p[0] for p in parts])
-    bg_c = np.concatenate([p[1] for p in parts])
-    bg_v = np.concatenate([p[2] for p in parts])
-    bg = sp.csr_matrix((bg_v, (bg_r, bg_c)), shape=(N, N))
-    bg.sum_duplicates()
-    bg = bg[src_states]  # rows: source states that hold the tagged request
+    parts = transitions(m, jc.strides, jc.avail, cnt, jc.phase, jc.tables, jc.routes,
+                        skip_ofn_events=k)
+    bg = rate_matrix(parts, N)[src_states]  # rows: source states that hold the tagged request
     rows: list[np.ndarray] = []
     cols: list[np.ndarray] = []
     vals: list[np.ndarray] = []
@@ -77,16 +69,11 @@ def handoff_components(m: PolicyModel, jc: JointChain, pi: np.ndarray, k: int
         mine = np.where(j_of == 0, node.rate, 0.0)
     stride = jc.strides[k]
     # OFN k's local phase of count n is n while available (phases list A first)
-    m_ahead = ahead > 0
-    tgt = s_of[m_ahead] - stride
-    rows.append(np.flatnonzero(m_ahead))
-    cols.append(offs[tgt] + j_of[m_ahead] - 1)
-    vals.append(ahead[m_ahead])
-    m_behind = behind > 0
-    tgt = s_of[m_behind] - stride
-    rows.append(np.flatnonzero(m_behind))
-    cols.append(offs[tgt] + j_of[m_behind])
-    vals.append(behind[m_behind])
+    for rate, dj in ((ahead, -1), (behind, 0)):  # one fewer ahead, or as many
+        on = rate > 0
+        rows.append(np.flatnonzero(on))
+        cols.append(offs[s_of[on] - stride] + j_of[on] + dj)
+        vals.append(rate[on])
     done[:n_ofn] = mine
     out_rate[:n_ofn] += ahead + behind + mine
     # OFN k leaves: the j ahead and then it join the FN's tail
@@ -100,14 +87,11 @@ def handoff_components(m: PolicyModel, jc: JointChain, pi: np.ndarray, k: int
         drop[:n_ofn] = np.where(fits, 0.0, m.eta)
         out_rate[:n_ofn] += m.eta
     # at the FN: position p -> p - 1, done from position 1 (multi: one stage)
-    if fn.multi:
-        done[n_ofn] = fn.rate
-    else:
-        if n_fn > 1:
-            rows.append(np.arange(n_ofn + 1, size))
-            cols.append(np.arange(n_ofn, size - 1))
-            vals.append(np.full(n_fn - 1, fn.rate))
-        done[n_ofn] = fn.rate
+    if not fn.multi and n_fn > 1:
+        rows.append(np.arange(n_ofn + 1, size))
+        cols.append(np.arange(n_ofn, size - 1))
+        vals.append(np.full(n_fn - 1, fn.rate))
+    done[n_ofn] = fn.rate
     out_rate[n_ofn:] = fn.rate
     T = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
                       shape=(size, size))

@@ -12,7 +12,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from analysis import linsolve
-from analysis.class_prediction import CLASSES
 from analysis.linsolve import gth_dense, joint_method
 from analysis.policy_chain_model import PolicyModel, service_rate
 from analysis.policy_probe import PolicyOracle
@@ -45,7 +44,6 @@ def too_large_message(n: int, limit: int = MAX_STATES) -> str:
 class JointChain:
     """The joint state space in mixed radix over the nodes' local phases."""
 
-    dims: tuple[int, ...]
     strides: np.ndarray
     avail: np.ndarray  # [N, K] bool
     count: np.ndarray  # [N, K] int
@@ -59,8 +57,9 @@ class JointChain:
         return int(self.avail.shape[0])
 
 
-def enumerate_states(m: PolicyModel) -> tuple[tuple[int, ...], np.ndarray, np.ndarray, np.ndarray,
-                                        np.ndarray, list[dict[tuple[bool, int], int]]]:
+def enumerate_states(m: PolicyModel) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                              list[dict[tuple[bool, int], int]]]:
+    """(strides, avail, count, phase, tables) of every joint state, in mixed radix."""
     K = len(m.nodes)
     ph = [m.phases(k) for k in range(K)]
     dims = tuple(len(p) for p in ph)
@@ -73,114 +72,98 @@ def enumerate_states(m: PolicyModel) -> tuple[tuple[int, ...], np.ndarray, np.nd
     avail = np.stack([pa[k][phase[:, k]] for k in range(K)], axis=1)
     count = np.stack([pc[k][phase[:, k]] for k in range(K)], axis=1)
     tables = [{st: i for i, st in enumerate(p)} for p in ph]
-    return dims, strides, avail, count, phase, tables
+    return strides, avail, count, phase, tables
 
 
-def _phase_map(tables: list[dict[tuple[bool, int], int]], k: int,
-               fn: Callable[[bool, int], tuple[bool, int] | None]) -> np.ndarray:
-    """Local phase -> local phase after an event (-1: the event cannot happen)."""
-    out = np.full(len(tables[k]), -1, dtype=np.int64)
+def _targets(strides: np.ndarray, phase: np.ndarray, tables: list[dict[tuple[bool, int], int]],
+             k: int, fn: Callable[[bool, int], tuple[bool, int] | None]) -> np.ndarray:
+    """Per state, the state after node k's (available, count) becomes `fn` of it (-1: the
+    event cannot happen there)."""
+    local = np.full(len(tables[k]), -1, dtype=np.int64)
     for (a, c), i in tables[k].items():
         got = fn(a, c)
         if got is not None and got in tables[k]:
-            out[i] = tables[k][got]
-    return out
+            local[i] = tables[k][got]
+    pk = phase[:, k]
+    dst = local[pk]
+    return np.where(dst >= 0, np.arange(pk.size, dtype=np.int64) + (dst - pk) * strides[k], -1)
 
 
 def arrival_targets(m: PolicyModel, strides: np.ndarray, phase: np.ndarray,
                     tables: list[dict[tuple[bool, int], int]]) -> np.ndarray:
     """[N, K]: the state after a request sent to node k in state s is accepted there, or
     -1 where node k blocks it (down, or full): the one place the chain says so."""
-    N, K = phase.shape
-    out = np.full((N, K), -1, dtype=np.int64)
-    s = np.arange(N, dtype=np.int64)
+    out = np.full(phase.shape, -1, dtype=np.int64)
     for k, node in enumerate(m.nodes):
-        cap = node.capacity
 
-        def arrive(a: bool, c: int, cap: int = cap) -> tuple[bool, int] | None:
+        def arrive(a: bool, c: int, cap: int = node.capacity) -> tuple[bool, int] | None:
             return (a, c + 1) if a and c < cap else None
 
-        pk = phase[:, k]
-        dst = _phase_map(tables, k, arrive)[pk]
-        ok = dst >= 0
-        out[ok, k] = s[ok] + (dst[ok] - pk[ok]) * strides[k]
+        out[:, k] = _targets(strides, phase, tables, k, arrive)
     return out
 
 
-def transitions(m: PolicyModel, dims: tuple[int, ...], strides: np.ndarray,
-                 avail: np.ndarray, count: np.ndarray, phase: np.ndarray,
-                 tables: list[dict[tuple[bool, int], int]], routes: np.ndarray,
-                 skip_ofn_events: int | None = None
-                 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def transitions(m: PolicyModel, strides: np.ndarray, avail: np.ndarray, count: np.ndarray,
+                phase: np.ndarray, tables: list[dict[tuple[bool, int], int]], routes: np.ndarray,
+                skip_ofn_events: int | None = None
+                ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """(source, destination, rate) arrays of every transition of the joint chain.
 
     `skip_ofn_events=i` leaves out OFN i's completions and its leave (the tagged-request
     chain adds those itself)."""
-    N = avail.shape[0]
-    s = np.arange(N, dtype=np.int64)
+    s = np.arange(avail.shape[0], dtype=np.int64)
     lam = np.asarray(m.lam)
+    drain = m.leave is LeaveMode.DRAIN
     out: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     arrived = arrival_targets(m, strides, phase, tables)
     for k, node in enumerate(m.nodes):
-        down = _phase_map(tables, k, lambda a, c: (a, c - 1) if c >= 1 else None)
-        pk = phase[:, k]
         rate = lam @ routes[:, :, k]
         dst = arrived[:, k]
         ok = (dst >= 0) & (rate > 0)
         out.append((s[ok], dst[ok], rate[ok]))
         if k != skip_ofn_events:
             rate = service_rate(node, count[:, k])
-            dst = down[pk]
+            dst = _targets(strides, phase, tables, k, lambda a, c: (a, c - 1) if c >= 1 else None)
             ok = (dst >= 0) & (rate > 0)
-            out.append((s[ok], s[ok] + (dst[ok] - pk[ok]) * strides[k], rate[ok]))
+            out.append((s[ok], dst[ok], rate[ok]))
         if node.role is not Role.OFN or not m.churns:
             continue
-        back = _phase_map(tables, k, lambda a, c: (True, c) if not a else None)
-        dst = back[pk]
+        dst = _targets(strides, phase, tables, k, lambda a, c: (True, c) if not a else None)
         ok = dst >= 0
-        out.append((s[ok], s[ok] + (dst[ok] - pk[ok]) * strides[k], np.full(int(ok.sum()), m.xi)))
+        out.append((s[ok], dst[ok], np.full(int(ok.sum()), m.xi)))
         if k == skip_ofn_events:
             continue
-        if m.leave is LeaveMode.DRAIN:
-            leave = _phase_map(tables, k, lambda a, c: (False, c) if a else None)
-        else:
-            leave = _phase_map(tables, k, lambda a, c: (False, 0) if a else None)
-        dst = leave[pk]
+        dst = _targets(strides, phase, tables, k,
+                       lambda a, c: (False, c if drain else 0) if a else None)
         ok = dst >= 0
-        target = s[ok] + (dst[ok] - pk[ok]) * strides[k]
+        target = dst[ok]
         if m.leave is LeaveMode.HANDOFF:
             f = m.handoff_target
-            cap = m.nodes[f].capacity
-            moved = np.minimum(count[ok, f] + count[ok, k], cap)
+            moved = np.minimum(count[ok, f] + count[ok, k], m.nodes[f].capacity)
             # FN phases are the counts themselves
             target = target + (moved - count[ok, f]) * strides[f]
         out.append((s[ok], target, np.full(int(ok.sum()), m.eta)))
     return out
 
 
-def _routes_for_states(m: PolicyModel, oracle: PolicyOracle, avail: np.ndarray,
-                       count: np.ndarray) -> np.ndarray:
-    N, K = avail.shape
-    routes = np.zeros((len(CLASSES), N, K))
-    for s in range(N):
-        routes[:, s, :] = oracle.route(avail[s], count[s])
-    oracle.recheck(avail, count, routes)
-    return routes
+def rate_matrix(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n: int
+                ) -> sp.csr_matrix:
+    """`transitions`' (source, destination, rate) parts as one n x n matrix, duplicates
+    summed (self-loops kept)."""
+    r, c, v = (np.concatenate([p[i] for p in parts]) for i in range(3))
+    Q = sp.csr_matrix((v, (r, c)), shape=(n, n))
+    Q.sum_duplicates()
+    return Q
 
 
 def build_joint(m: PolicyModel, oracle: PolicyOracle) -> JointChain:
-    dims, strides, avail, count, phase, tables = enumerate_states(m)
-    routes = _routes_for_states(m, oracle, avail, count)
-    N = avail.shape[0]
-    parts = transitions(m, dims, strides, avail, count, phase, tables, routes)
-    r = np.concatenate([p[0] for p in parts])
-    c = np.concatenate([p[1] for p in parts])
-    v = np.concatenate([p[2] for p in parts])
-    Q = sp.csr_matrix((v, (r, c)), shape=(N, N))
-    Q.sum_duplicates()
+    strides, avail, count, phase, tables = enumerate_states(m)
+    routes = np.stack([oracle.route(a, c) for a, c in zip(avail, count, strict=True)], axis=1)
+    oracle.recheck(avail, count, routes)
+    Q = rate_matrix(transitions(m, strides, avail, count, phase, tables, routes), len(avail))
     Q.setdiag(0.0)
     Q.eliminate_zeros()
-    return JointChain(dims, strides, avail, count, phase, tables, routes, Q)
+    return JointChain(strides, avail, count, phase, tables, routes, Q)
 
 
 def joint_stationary(Q: sp.csr_matrix) -> tuple[np.ndarray, str]:
@@ -204,7 +187,5 @@ def joint_stationary(Q: sp.csr_matrix) -> tuple[np.ndarray, str]:
     At = G.T.tocsc()
     B = At[1:, 1:].tocsc()
     rhs = -np.asarray(At[1:, 0].toarray()).ravel()
-    pi = np.zeros(N)
-    pi[0] = 1.0
-    pi[1:] = np.maximum(linsolve.solve(B, rhs), 0.0)
+    pi = np.concatenate([[1.0], np.maximum(linsolve.solve(B, rhs), 0.0)])  # pinned at 0
     return pi / pi.sum(), "bicgstab"

@@ -57,10 +57,6 @@ class Solver:
             inv = 1.0 / self.A.diagonal()
             self._pre = LinearOperator(self.A.shape, lambda v: inv * v)
 
-    @property
-    def method(self) -> str:
-        return "sparse LU" if self.direct else "BiCGSTAB"
-
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         """x with A x = rhs, for one right-hand side (a vector) or several (columns)."""
         b = np.asarray(rhs, dtype=float)

@@ -8,6 +8,7 @@ arrival order (Law & Kelton), or independent replications when several runs exis
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -26,8 +27,10 @@ class MeanCI:
     half_width: float  # 95 %
     n: int
 
-    def covers(self, x: float) -> bool:
-        return abs(self.mean - x) <= self.half_width
+
+def _t_half(x: np.ndarray) -> float:
+    """95 % half-width (Student t) of the mean of independent values (at least two)."""
+    return float(stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
 
 
 def batch_means_ci(values: Sequence[float], batches: int = DEFAULT_BATCHES) -> MeanCI:
@@ -40,9 +43,7 @@ def batch_means_ci(values: Sequence[float], batches: int = DEFAULT_BATCHES) -> M
     if b < 2:
         return MeanCI(float(x.mean()), math.inf, n)
     size = n // b
-    means = x[: b * size].reshape(b, size).mean(axis=1)
-    half = float(stats.t.ppf(0.975, b - 1) * means.std(ddof=1) / math.sqrt(b))
-    return MeanCI(float(x.mean()), half, n)
+    return MeanCI(float(x.mean()), _t_half(x[: b * size].reshape(b, size).mean(axis=1)), n)
 
 
 PERCENTILES: tuple[tuple[str, float], ...] = (
@@ -88,9 +89,7 @@ def batch_quantile_ci(values: Sequence[float] | np.ndarray, q: float, batches: i
     if b < 2:
         return MeanCI(est, math.inf, n)
     size = n // b
-    per = np.percentile(x[: b * size].reshape(b, size), q, axis=1)
-    half = float(stats.t.ppf(0.975, b - 1) * per.std(ddof=1) / math.sqrt(b))
-    return MeanCI(est, half, n)
+    return MeanCI(est, _t_half(np.percentile(x[: b * size].reshape(b, size), q, axis=1)), n)
 
 
 def percentiles_ci(values: Sequence[float] | np.ndarray) -> dict[str, dict[str, float]]:
@@ -109,8 +108,7 @@ def replications_ci(means: Sequence[float]) -> MeanCI:
         return MeanCI(math.nan, math.nan, 0)
     if len(x) < 2:
         return MeanCI(float(x.mean()), math.inf, len(x))
-    half = float(stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
-    return MeanCI(float(x.mean()), half, len(x))
+    return MeanCI(float(x.mean()), _t_half(x), len(x))
 
 
 @dataclass(frozen=True)
@@ -144,19 +142,14 @@ class ClassMetrics:
 def class_metrics(rows: Iterable[TraceRow], deadline_ms: float) -> ClassMetrics:
     rows = sorted(rows, key=lambda r: r.t_send)
     ok = [r for r in rows if r.outcome is Outcome.OK]
-    count = {o: sum(1 for r in rows if r.outcome is o) for o in Outcome}
-    w = batch_means_ci([r.node_ms for r in ok])
-    e2e = batch_means_ci([r.response_ms for r in ok])
     blocked_ci = share_ci([float(r.outcome is Outcome.BLOCKED) for r in rows])
     late_ci = share_ci([float(not (r.outcome is Outcome.OK and r.node_ms <= deadline_ms))
-                              for r in rows])
-    by_node: dict[str, int] = {}
-    for r in ok:
-        by_node[r.node] = by_node.get(r.node, 0) + 1
+                        for r in rows])
     return _class_metrics(
-        {o.value: count[o] for o in Outcome}, w, e2e,
+        {o.value: sum(1 for r in rows if r.outcome is o) for o in Outcome},
+        batch_means_ci([r.node_ms for r in ok]), batch_means_ci([r.response_ms for r in ok]),
         sum(1 for r in ok if r.node_ms <= deadline_ms),
-        sum(1 for r in ok if r.response_ms <= deadline_ms), by_node,
+        sum(1 for r in ok if r.response_ms <= deadline_ms), dict(Counter(r.node for r in ok)),
         blocked_ci.half_width, late_ci.half_width, percentiles_ci([r.node_ms for r in ok]))
 
 
@@ -223,9 +216,8 @@ def measured_summary(
 ) -> dict[str, object]:
     """The `measured` block of summary.json: per class, then per node service."""
     kept = [r for r in rows if r.t_send >= warmup_ms]
-    out: dict[str, object] = {}
-    for cls in ("hp", "lp"):
-        out[cls] = class_metrics([r for r in kept if r.cls == cls], deadline_ms).to_dict()
+    out: dict[str, object] = {cls: class_metrics([r for r in kept if r.cls == cls],
+                                                 deadline_ms).to_dict() for cls in ("hp", "lp")}
     out["nodes"] = {k: asdict(v) | {"ratio": v.ratio} for k, v in node_service(kept).items()}
     return out
 
@@ -287,12 +279,9 @@ class StreamingBatchMeans:
     def result(self) -> MeanCI:
         if self.n == 0:
             return MeanCI(math.nan, math.nan, 0)
-        b = len(self.means)
-        if b < 2:
+        if len(self.means) < 2:
             return MeanCI(self.total / self.n, math.inf, self.n)
-        x = np.asarray(self.means)
-        half = float(stats.t.ppf(0.975, b - 1) * x.std(ddof=1) / math.sqrt(b))
-        return MeanCI(self.total / self.n, half, self.n)
+        return MeanCI(self.total / self.n, _t_half(np.asarray(self.means)), self.n)
 
 
 class StreamingShare:
@@ -335,8 +324,7 @@ class StreamingShare:
         ratios = np.array([h[g].sum() / n[g].sum() for g in groups if n[g].sum() > 0])
         if ratios.size < 2:
             return math.inf
-        return max(floor, float(stats.t.ppf(0.975, ratios.size - 1) * ratios.std(ddof=1)
-                                / math.sqrt(ratios.size)))
+        return max(floor, _t_half(ratios))
 
 
 class _ClassAccumulator:
@@ -407,11 +395,9 @@ class MeasuredAccumulator:
 
     def summary(self) -> dict[str, object]:
         out: dict[str, object] = {c: a.metrics().to_dict() for c, a in self.classes.items()}
-        nodes: dict[str, dict[str, float]] = {}
-        for node, (k, achieved, nominal) in sorted(self._service.items()):
-            v = NodeService(int(k), achieved / k, nominal / k)
-            nodes[node] = asdict(v) | {"ratio": v.ratio}
-        out["nodes"] = nodes
+        services = {node: NodeService(int(k), achieved / k, nominal / k)
+                    for node, (k, achieved, nominal) in sorted(self._service.items())}
+        out["nodes"] = {k: asdict(v) | {"ratio": v.ratio} for k, v in services.items()}
         return out
 
 

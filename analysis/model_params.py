@@ -134,9 +134,7 @@ def exact_prediction(scenario: Scenario, max_states: int = MAX_STATES) -> AnyPre
             pass  # several nodes, a cloud: the policy chain below
     try:
         return predict_policy(scenario, policy, max_states)
-    except (PolicyOutsideModel, StateSpaceTooLarge, NoConvergence) as err:
-        raise OutsideModel(str(err)) from None
-    except ModelError as err:
+    except (PolicyOutsideModel, StateSpaceTooLarge, NoConvergence, ModelError) as err:
         raise OutsideModel(str(err)) from None
 
 

@@ -43,7 +43,7 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from analysis.comparison import node_busy
-from analysis.joint_chain import arrival_targets, enumerate_states, transitions
+from analysis.joint_chain import arrival_targets, enumerate_states, rate_matrix, transitions
 from analysis.model_params import AnyPrediction
 from analysis.objective import CLASS_METRICS, CLASS_NAMES, Constraint, Expr, Metric, evaluate
 from analysis.policy_chain import predict_policy
@@ -61,8 +61,6 @@ from models.power_model import server_power_w
 
 # y / p below this share of a state's decisions is dropped as solver noise
 _MIN_SHARE = 1e-9
-# states with no more occupation than this keep the fallback decision
-UNVISITED = 0.0
 # The largest joint chain the optimiser accepts. Measured on this machine kind (2 cores,
 # shared): 462 states (seed 000) 0.7 s, 1,584 (one FN, two OFNs) 9-15 s, 1,722 about 8 s
 # per LP; 10,164 states did not finish in 8 minutes (HiGHS on the degenerate
@@ -146,8 +144,7 @@ def _per_arrival(m: PolicyModel, count: np.ndarray, arr: np.ndarray, s_idx: np.n
     return _Forms(**out)
 
 
-def _actions(m: PolicyModel, avail: np.ndarray, arr: np.ndarray, reject: bool
-             ) -> tuple[np.ndarray, np.ndarray]:
+def _actions(avail: np.ndarray, arr: np.ndarray, reject: bool) -> tuple[np.ndarray, np.ndarray]:
     """(state, node) pairs a decision may name: nodes that are up (any node with
     `reject`); of the ones that block, only the first (they all do the same)."""
     N, K = avail.shape
@@ -169,25 +166,19 @@ class _Program:
 
     def __init__(self, scenario: Scenario, m: PolicyModel, reject: bool) -> None:
         self.m = m
-        dims, strides, avail, count, phase, tables = enumerate_states(m)
-        N, K = avail.shape
-        self.N, self.K = N, K
+        strides, avail, count, phase, tables = enumerate_states(m)
+        self.N, self.K = N, K = avail.shape
         self.phases = tuple(tuple(sorted(t, key=lambda st: t[st])) for t in tables)
         arr = arrival_targets(m, strides, phase, tables)
-        s_idx, k_idx = _actions(m, avail, arr, reject)
-        self.s_idx, self.k_idx = s_idx, k_idx
-        P = s_idx.size
-        self.P = P
+        self.s_idx, self.k_idx = s_idx, k_idx = _actions(avail, arr, reject)
+        self.P = P = s_idx.size
         self.forms = _per_arrival(m, count, arr, s_idx, k_idx)
-        # the chain's moves that no decision changes: service, churn, leave
-        parts = transitions(m, dims, strides, avail, count, phase, tables,
-                            np.zeros((2, N, K)))
-        src, dst, rate = (np.concatenate([p[i] for p in parts]) for i in range(3))
-        keep = src != dst
-        src, dst, rate = src[keep], dst[keep], rate[keep]
-        fixed = sp.csr_matrix((np.concatenate([rate, -rate]),
-                               (np.concatenate([dst, src]), np.concatenate([src, src]))),
-                              shape=(N, N))
+        # the chain's moves that no decision changes (service, churn, leave), as the
+        # transposed generator: d(p)/dt = fixed @ p
+        Q = rate_matrix(transitions(m, strides, avail, count, phase, tables,
+                                    np.zeros((2, N, K))), N)
+        Q.setdiag(0.0)
+        fixed = Q.T - sp.diags(np.asarray(Q.sum(axis=1)).ravel())
         occupy = sp.csr_matrix((np.ones(P), (s_idx, np.arange(P))), shape=(N, P))
         blocks = []
         j = np.flatnonzero(arr[s_idx, k_idx] >= 0)  # the pairs whose arrival is accepted
@@ -357,7 +348,7 @@ def _decisions(prog: _Program, z: np.ndarray) -> np.ndarray:
     P = prog.P
     p = prog.occupy @ z[:P]
     probs = np.full((2, prog.N, prog.K), np.nan)
-    seen = p > UNVISITED
+    seen = p > 0  # the states the optimum never visits keep the fallback
     for c in range(2):
         y = np.maximum(z[c * P:(c + 1) * P], 0.0)
         row = np.zeros((prog.N, prog.K))

@@ -1,19 +1,14 @@
 """Exact CTMC built by asking a policy object where each class goes, state by state.
 
-The state is the availability of each OFN and the count at each node. For every
-state the policy gets the `ClusterView` of that state (`in_system` filled in) and
-says where each class goes (`analysis.policy_probe`). The answers make the generator;
-the stationary vector and the tagged-request analysis of `analysis.ctmc` and
-`analysis.response_time` give means, blocking, outage and the response-time CDF:
-`predict_policy` here, the one entry point.
-
-A policy qualifies when its answer is a function of that state alone; the probe
-finds out, and `PolicyOutsideModel` says why not (see docs/model.md). Structure is
-used where it exists: with routing that depends on availability only and no
-handoff, each node's count with the availability vector is a Markov chain of its
-own (`analysis.lumped_chain`), solved by level reduction at any size; otherwise the
-joint chain (`analysis.joint_chain`, and `analysis.handoff_chain` for a request that
-is handed off), by GTH when small and a sparse LU when large. Pure: no I/O.
+The state is the availability of each OFN and the count at each node; the policy's
+answers in each state (`analysis.policy_probe`, which also says when a policy does not
+qualify) make the generator, and the tagged-request analysis (`analysis.response_time`)
+gives means, blocking, outage and the response-time CDF: `predict_policy` here, the
+one entry point. Structure is used where it exists: with routing that depends on
+availability only and no handoff, each node's count with the availability vector is a
+Markov chain of its own (`analysis.lumped_chain`), solved by level reduction at any
+size; otherwise the joint chain (`analysis.joint_chain`, and `analysis.handoff_chain`
+for a request that is handed off), by GTH when small, a sparse LU when large. Pure.
 """
 
 from __future__ import annotations
@@ -173,8 +168,7 @@ def solve(m: PolicyModel, oracle: PolicyOracle, max_states: int = MAX_STATES
                 comp = handed[c]
                 if comp is not None:
                     extra[c].append(comp)
-                weights[c][k] = np.zeros(0)
-                continue
+                continue  # its weights stay empty: the tagged chain has its response
             w = np.zeros(node.capacity)
             ok = ~full
             np.add.at(w, jc.count[ok, k], r[ok])

@@ -75,11 +75,8 @@ class PolicyModel:
         if not (self.leave is LeaveMode.HANDOFF and self.churns):
             return 0
         n = self.n_states()
-        total = 0
-        for k in self.ofns:
-            ph = self.phases(k)
-            total += n * sum(c for a, c in ph if a) // len(ph)
-        return total
+        phases = [self.phases(k) for k in self.ofns]
+        return sum(n * sum(c for a, c in ph if a) // len(ph) for ph in phases)
 
     def n_lumped(self) -> int:
         """States of the per-node chains when lumpable."""

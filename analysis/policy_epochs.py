@@ -2,18 +2,16 @@
 time, and each span's measured figures beside the exact prediction for its own policy.
 
 A run whose policy was swapped through the REST API is a sequence of stationary
-experiments, one per policy; each epoch is compared as if its policy ran forever
-(requests are assigned to the epoch in which they were sent). That is exact for
-epochs long against the system's relaxation time and biased just after a swap (a
-queue built under the old policy drains under the new one), as with workload phases
-(analysis.comparison).
+experiments, one per policy; each epoch (the requests sent in it) is compared as if its
+policy ran forever: quasi-stationary, biased just after a swap as workload phases are
+near a change (`analysis.comparison`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from analysis.comparison import comparison_block, comparison_table
@@ -50,14 +48,13 @@ class EpochLog:
             last = self.epochs[-1]
             if last.to_ms is None:
                 t = max(t, last.from_ms)
-                self.epochs[-1] = PolicyEpoch(last.policy, last.spec, last.from_ms, t)
+                self.epochs[-1] = replace(last, to_ms=t)
         self.epochs.append(PolicyEpoch(policy, dict(spec), t))
 
     def close(self, t_ms: float) -> None:
         if self.epochs and self.epochs[-1].to_ms is None:
             last = self.epochs[-1]
-            self.epochs[-1] = PolicyEpoch(last.policy, last.spec, last.from_ms,
-                                          max(last.from_ms, t_ms))
+            self.epochs[-1] = replace(last, to_ms=max(last.from_ms, t_ms))
 
     @property
     def current(self) -> PolicyEpoch | None:
@@ -113,9 +110,7 @@ def epochs_table(sc: Scenario, blocks: Sequence[Mapping[str, Any]]) -> str:
         end = "end" if b.get("to_ms") is None else f"{float(b['to_ms']):g}"
         head = f"epoch {b['policy']} [{float(b['from_ms']):g}, {end}) model ms"
         if b.get("comparison"):
-            lines.append(comparison_table(sc, b["comparison"]).replace(
-                f"measured vs exact CTMC ({sc.name};", f"{head}: measured vs exact ({sc.name};",
-                1))
+            lines.append(comparison_table(sc, b["comparison"], title=f"{head}: measured vs exact"))
         else:
             lines.append(f"{head}: {b.get('requests', 0)} requests; outside the model "
                          f"({b.get('outside_model', 'no prediction')})")

@@ -26,16 +26,10 @@ from fogsdn.scenario import Role, TaskClass
 # States re-asked at random at the end: a policy whose answers drift (hidden memory)
 # answers differently the second time.
 RECHECK_STATES = 256
-
-
 # Uniform draws fed to a `decide` that uses its rng, to see whether it only samples
 # the route weights (it then qualifies, with those weights).
 STRATA = 32
-
-
 STATE_NODE_FIELDS = frozenset({"name", "role", "available", "capacity", "mu", "in_system"})
-
-
 STATE_VIEW_FIELDS = frozenset({"nodes"})
 
 
@@ -43,24 +37,17 @@ class PolicyOutsideModel(ValueError):
     """The policy's answer is not a function of the chain's state; the message says why."""
 
 
-class _Reads:
-    """Attribute names a probed view or request was asked for."""
-
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-
-
-def _poisoned(cls: type, allowed: frozenset[str], reads: _Reads, extra: frozenset[str]
+def _poisoned(cls: type, allowed: frozenset[str], reads: set[str], extra: frozenset[str]
               ) -> type:
-    """A subclass of the frozen dataclass `cls` that records reads of fields outside
-    `allowed` (and of the names in `extra`)."""
+    """A subclass of the frozen dataclass `cls` that records in `reads` the names of
+    fields outside `allowed` (and of the names in `extra`) that are read."""
     watch = frozenset(f.name for f in fields(cls)) - allowed | extra
     if not watch:
         return cls
 
     def __getattribute__(self: Any, name: str) -> Any:  # noqa: N807
         if name in watch:
-            reads.names.add(f"{cls.__name__}.{name}")
+            reads.add(f"{cls.__name__}.{name}")
         return object.__getattribute__(self, name)
 
     return type(f"Probe{cls.__name__}", (cls,), {"__getattribute__": __getattribute__})
@@ -117,7 +104,7 @@ class PolicyOracle:
             raise PolicyOutsideModel(
                 f"policy {policy.name!r} declares itself not state-based (state_based = False)")
         self.trusted = self.declared is True
-        self.reads = _Reads()
+        self.reads: set[str] = set()  # attribute names a probed view or request was asked for
         self._node_cls = _poisoned(NodeView, STATE_NODE_FIELDS - poison, self.reads, poison)
         self._view_cls = _poisoned(ClusterView, STATE_VIEW_FIELDS, self.reads, frozenset())
         self._req_cls = _poisoned(Request, frozenset({"cls"}), self.reads, frozenset())
@@ -137,12 +124,9 @@ class PolicyOracle:
         return nv
 
     def _view(self, avail: Sequence[bool], counts: Sequence[int] | None) -> ClusterView:
-        nv = self._node_view
-        if counts is None:
-            return self._view_cls(tuple(nv(k, bool(avail[k]), None)
-                                        for k in range(len(self.nodes))))
-        return self._view_cls(tuple(nv(k, bool(avail[k]), int(counts[k]))
-                                    for k in range(len(self.nodes))))
+        return self._view_cls(tuple(
+            self._node_view(k, bool(avail[k]), None if counts is None else int(counts[k]))
+            for k in range(len(self.nodes))))
 
     def _where(self, view: ClusterView) -> str:
         return " ".join(
@@ -151,8 +135,8 @@ class PolicyOracle:
             for n in view.nodes)
 
     def _check_reads(self, view: ClusterView) -> None:
-        if self.reads.names and not self.trusted:
-            got = ", ".join(sorted(self.reads.names))
+        if self.reads and not self.trusted:
+            got = ", ".join(sorted(self.reads))
             raise PolicyOutsideModel(
                 f"policy {self.policy.name!r} reads {got}, which the chain's state does not "
                 f"hold (at {self._where(view)})")
@@ -221,7 +205,7 @@ class PolicyOracle:
         self.calls += 1
         for c, name in enumerate(CLASSES):
             cls = TaskClass(name)
-            self.reads.names.clear()
+            self.reads.clear()
             view = self._view(avail, counts)
             if not self.per_request:
                 out[c] = self._weights(view, cls)

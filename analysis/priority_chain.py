@@ -105,8 +105,7 @@ def fn_class_stationary(lam_hp: np.ndarray, lam_lp: np.ndarray, mu: float, cap: 
         if both:
             add(i, (1 - a, h, m), eta if a == 0 else xi)
     p = np.zeros((2, cap + 1, cap + 1))
-    for (a, h, m), v in zip(states, rates.stationary(), strict=True):
-        p[a, h, m] = v
+    p[tuple(np.array(states).T)] = rates.stationary()
     return p
 
 
@@ -133,8 +132,7 @@ def fn_class_service_stationary(lam_hp: np.ndarray, lam_lp: np.ndarray, mu: floa
         if both:
             add(i, (1 - a, h, m, c), eta if a == 0 else xi)
     p = np.zeros((2, cap + 1, cap + 1, 2))
-    for (a, h, m, c), v in zip(states, rates.stationary(), strict=True):
-        p[a, h, m, c] = v
+    p[tuple(np.array(states).T)] = rates.stationary()
     return p
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -32,37 +32,28 @@ _POISSON_TAIL = 1e-15
 _MAX_STEPS = 2_000_000
 
 
-class Component(Protocol):
-    """One place a tagged request can start (a node, or the OFN under handoff)."""
+@dataclass
+class Component:
+    """One place a tagged request can start (a node, or the OFN under handoff); each
+    kind fills in the per-arrival totals in its __post_init__."""
 
-    mass: float  # P(accepted into this component), per arrival
-    p_complete: float  # P(completed), per arrival
-    p_drop: float  # P(dropped after acceptance), per arrival
-    t_complete: float  # E[T ; completed], per arrival
-    t_sojourn: float  # E[time until completion or drop], per arrival
+    mass: float = field(init=False)  # P(accepted into this component), per arrival
+    p_complete: float = field(init=False)  # P(completed), per arrival
+    p_drop: float = field(init=False)  # P(dropped after acceptance), per arrival
+    t_complete: float = field(init=False)  # E[T ; completed], per arrival
+    t_sojourn: float = field(init=False)  # E[time until completion or drop], per arrival
 
     def completed_by(self, t: np.ndarray) -> np.ndarray:
         """P(completed within t), per arrival."""
-        ...
+        raise NotImplementedError
 
     def not_completed_by(self, t: np.ndarray) -> np.ndarray:
         """P(accepted and not completed within t: dropped, or still there), per arrival."""
-        ...
+        raise NotImplementedError
 
 
 @dataclass
-class ComponentTotals:
-    """The per-arrival totals every `Component` carries, filled in by its __post_init__."""
-
-    mass: float = field(init=False)
-    p_complete: float = field(init=False)
-    p_drop: float = field(init=False)
-    t_complete: float = field(init=False)
-    t_sojourn: float = field(init=False)
-
-
-@dataclass
-class ErlangMixture(ComponentTotals):
+class ErlangMixture(Component):
     """A FIFO node where the tagged request has p stages of rate `rate` to go.
 
     `weights[i]` is the probability (per arrival) of starting with i+1 stages. A
@@ -86,10 +77,7 @@ class ErlangMixture(ComponentTotals):
         self.p_complete = float(w @ self._qp)
         self.p_drop = float(w @ self._not_qp)
         self.t_complete = float(w @ (self._qp * self._stages / self._nu))
-        if self.kill > 0:
-            soj = self._not_qp / self.kill
-        else:
-            soj = self._stages / self.rate
+        soj = self._not_qp / self.kill if self.kill > 0 else self._stages / self.rate
         self.t_sojourn = float(w @ soj)
 
     def _live(self) -> np.ndarray:
@@ -158,27 +146,21 @@ class Uniformised:
         self._extend(m)
         return poisson.pmf(np.arange(m + 1), self._lam_u * t)
 
-    def completed_by(self, t: np.ndarray) -> np.ndarray:
+    def _at(self, t: np.ndarray, at_zero: float, seqs: tuple[str, ...]) -> np.ndarray:
+        """sum over steps of Poisson weight times the sum of `seqs`, at each t > 0."""
         t = np.atleast_1d(np.asarray(t, dtype=float))
-        out = np.zeros_like(t)
+        out = np.full_like(t, at_zero)
         for i, ti in enumerate(t):
-            if ti <= 0:
-                continue
-            pw = self._weights(float(ti))
-            out[i] = pw @ np.asarray(self._seq["done"][: pw.size])
+            if ti > 0:
+                pw = self._weights(float(ti))
+                out[i] = pw @ sum(np.asarray(self._seq[k][: pw.size]) for k in seqs)
         return out
 
+    def completed_by(self, t: np.ndarray) -> np.ndarray:
+        return self._at(t, 0.0, ("done",))
+
     def not_completed_by(self, t: np.ndarray) -> np.ndarray:
-        t = np.atleast_1d(np.asarray(t, dtype=float))
-        out = np.full_like(t, self.mass)
-        for i, ti in enumerate(t):
-            if ti <= 0:
-                continue
-            pw = self._weights(float(ti))
-            trans = np.asarray(self._seq["trans"][: pw.size])
-            dropped = np.asarray(self._seq["drop"][: pw.size])
-            out[i] = pw @ (trans + dropped)
-        return out
+        return self._at(t, self.mass, ("trans", "drop"))
 
 
 class TransientChain:
@@ -201,7 +183,7 @@ class TransientChain:
 
 
 @dataclass
-class AbsorbingChain(ComponentTotals):
+class AbsorbingChain(Component):
     """A tagged request that starts in `chain` with `weights` (per arrival): means from
     the chain's solves, the distribution from `Uniformised`."""
 
@@ -264,18 +246,12 @@ class ClassResponse:
 
     def completed_by(self, t: np.ndarray) -> np.ndarray:
         t = np.atleast_1d(np.asarray(t, dtype=float))
-        out = np.zeros_like(t)
-        for c in self.components:
-            out += c.completed_by(t)
-        return out
+        return sum((c.completed_by(t) for c in self.components), np.zeros_like(t))
 
     def not_completed_by(self, t: np.ndarray) -> np.ndarray:
         """P(accepted and not answered within t), per arrival, summed without 1 - x."""
         t = np.atleast_1d(np.asarray(t, dtype=float))
-        out = np.zeros_like(t)
-        for c in self.components:
-            out += c.not_completed_by(t)
-        return out
+        return sum((c.not_completed_by(t) for c in self.components), np.zeros_like(t))
 
     def cdf(self, t: np.ndarray, among: Among = "completed") -> np.ndarray:
         """P(T <= t) among completed requests (default), accepted ones, or all arrivals."""

@@ -100,11 +100,7 @@ CLAIMS: tuple[Claim, ...] = (
 
 def needed() -> list[tuple[str, str]]:
     """Every (point, scheme) some claim reads, in a fixed order."""
-    seen: dict[tuple[str, str], None] = {}
-    for c in CLAIMS:
-        for k in c.needs:
-            seen.setdefault(k, None)
-    return list(seen)
+    return list(dict.fromkeys(k for c in CLAIMS for k in c.needs))
 
 
 def lookup(table: Mapping[tuple[str, str], Mapping[str, float]]) -> Get:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -85,12 +85,10 @@ def predict_scenario(scenario: Scenario) -> SizePrediction:
                            "(no steady state)")
     if not math.isfinite(pred.W):
         raise OutsideModel("the mean response time is infinite")
-    notes = pred.notes
     if any(n.capacity < 100_000 for n in scenario.nodes):
-        notes = (*notes, "the model has unbounded queues; the scenario's capacities are "
-                 "taken as unbounded")
-    return SizePrediction(pred.policy, pred.exact, pred.W, pred.wait, pred.slowdown,
-                          pred.hosts, notes)
+        pred = replace(pred, notes=(*pred.notes, "the model has unbounded queues; the "
+                                    "scenario's capacities are taken as unbounded"))
+    return pred
 
 
 # -- measuring ------------------------------------------------------------------------
@@ -179,8 +177,7 @@ def replicated(summaries: Sequence[dict[str, Any]]) -> dict[str, dict[str, float
 def comparison(measured: dict[str, Any], pred: SizePrediction) -> dict[str, Any]:
     """Measured overall means beside the prediction (relative gaps)."""
     out: dict[str, Any] = {"model": pred.to_dict()["model"], "exact": pred.exact}
-    want = {"W": pred.W, "wait": pred.wait, "slowdown": pred.slowdown}
-    for key, p in want.items():
+    for key, p in {"W": pred.W, "wait": pred.wait, "slowdown": pred.slowdown}.items():
         m = measured["overall"][key]
         gap = (m - p) / p if p and math.isfinite(p) and math.isfinite(m) else math.nan
         out[key] = {"measured": m, "predicted": p, "rel_gap": gap}
@@ -209,8 +206,6 @@ def size_scenario(policy: str, hosts: int, load: float, size: SizeSpec, *, seed:
                   for i in range(hosts)],
         "policy": {"name": policy, "params": params or {}},
     }, source=name)
-
-
 
 
 def attach_size_prediction(out: Path) -> str:

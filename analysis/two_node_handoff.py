@@ -13,11 +13,11 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import solve_banded
 
-from analysis.response_time import ComponentTotals, Uniformised
+from analysis.response_time import Component, Uniformised
 
 
 @dataclass
-class HandoffChain(ComponentTotals):
+class HandoffChain(Component):
     """A request accepted by the OFN under `handoff`, followed jointly with the FN.
 
     Transient states: (j ahead of it at the OFN, k at the FN) while the OFN is up,
@@ -41,9 +41,12 @@ class HandoffChain(ComponentTotals):
         self.weights = w
         self._cf = w.shape[0] - 1
         self._jn = w.shape[1]
+        self._nfn = 1 if self.multi_f else self._cf  # FN positions after a leave
         self.mass = float(w.sum())
-        h_done, h_drop, soj = self._solve_columns(self._absorb_done(), self._absorb_drop(), 1.0)
-        (g,) = self._solve_columns(None, None, None, rhs_ofn=h_done[1], rhs_fn=h_done[0])
+        (done_fn, done_ofn), (drop_fn, drop_ofn) = self._absorb_done(), self._absorb_drop()
+        h_done, h_drop, soj = self._solve_columns(
+            [done_fn, drop_fn, np.ones(self._nfn)], [done_ofn, drop_ofn, np.ones(w.shape)])
+        (g,) = self._solve_columns([h_done[0]], [h_done[1]])
         self.p_complete = float((w * h_done[1]).sum())
         self.p_drop = float((w * h_drop[1]).sum())
         self.t_sojourn = float((w * soj[1]).sum())
@@ -60,21 +63,15 @@ class HandoffChain(ComponentTotals):
         return self.mu_o if (self.multi_o or j == 0) else 0.0
 
     def _absorb_done(self) -> tuple[np.ndarray, np.ndarray]:
-        n_fn = 1 if self.multi_f else self._cf
-        fn = np.zeros(n_fn)
-        fn[0] = self.mu_f
-        if self.multi_f:
-            fn[:] = self.mu_f
-        ofn = np.zeros((self._cf + 1, self._jn))
-        for j in range(self._jn):
-            ofn[:, j] = self._done_rate(j)
+        fn = np.zeros(self._nfn)
+        fn[0] = self.mu_f  # only from the head of the FN
+        ofn = np.tile([self._done_rate(j) for j in range(self._jn)], (self._cf + 1, 1))
         return fn, ofn
 
     def _absorb_drop(self) -> tuple[np.ndarray, np.ndarray]:
-        n_fn = 1 if self.multi_f else self._cf
         k = np.arange(self._cf + 1)[:, None]
         j = np.arange(self._jn)[None, :]
-        return np.zeros(n_fn), self.eta * (k + j + 1 > self._cf).astype(float)
+        return np.zeros(self._nfn), self.eta * (k + j + 1 > self._cf).astype(float)
 
     def _fn_target(self, j: int) -> np.ndarray:
         """FN state index a leave sends (k, j) to, or -1 when it does not fit."""
@@ -83,28 +80,14 @@ class HandoffChain(ComponentTotals):
             return np.where(pos <= self._cf, 0, -1)
         return np.where(pos <= self._cf, pos - 1, -1)
 
-    def _solve_columns(
-        self,
-        done: tuple[np.ndarray, np.ndarray] | None,
-        drop: tuple[np.ndarray, np.ndarray] | None,
-        ones: float | None,
-        rhs_ofn: np.ndarray | None = None,
-        rhs_fn: np.ndarray | None = None,
-    ) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
-        """Solve (-T) x = b for up to three right-hand sides, block by block.
+    def _solve_columns(self, bs_fn: list[np.ndarray], bs_ofn: list[np.ndarray]
+                       ) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+        """Solve (-T) x = b for right-hand sides given as (FN part, OFN part [k, j]).
 
         The chain only moves to fewer requests ahead or to the FN, so forward
         substitution over j with one tridiagonal solve per j does it in O(C_F C_O).
         """
-        n_fn = 1 if self.multi_f else self._cf
-        bs_fn: list[np.ndarray] = []
-        bs_ofn: list[np.ndarray] = []
-        if done is not None and drop is not None and ones is not None:
-            bs_fn = [done[0], drop[0], np.full(n_fn, ones)]
-            bs_ofn = [done[1], drop[1], np.full((self._cf + 1, self._jn), ones)]
-        else:
-            assert rhs_ofn is not None and rhs_fn is not None
-            bs_fn, bs_ofn = [rhs_fn], [rhs_ofn]
+        n_fn = self._nfn
         nr = len(bs_fn)
         B_fn = np.stack(bs_fn, axis=1)
         x_fn = np.zeros((n_fn, nr))
@@ -139,8 +122,7 @@ class HandoffChain(ComponentTotals):
     # -- distribution -------------------------------------------------------------
     def _transient(self) -> Uniformised:
         """The tagged chain's transient rates, for the distribution (uniformised)."""
-        cf, jn = self._cf, self._jn
-        n_fn = 1 if self.multi_f else cf
+        cf, jn, n_fn = self._cf, self._jn, self._nfn
         n_ofn = (cf + 1) * jn
 
         def sid(k: np.ndarray, j: np.ndarray) -> np.ndarray:
@@ -157,22 +139,16 @@ class HandoffChain(ComponentTotals):
         size = n_fn + n_ofn
         done = np.zeros(size)
         done[0] = self.mu_f
-        if self.multi_f:
-            done[:n_fn] = self.mu_f
         drop = np.zeros(size)
         drop_rate = self._absorb_drop()[1]
+        up, dn = self.lam_f * (kk < cf), self.serv_f
         for j in range(jn):
             src = sid(kk, np.full_like(kk, j))
-            up = self.lam_f * (kk < cf)
-            m = up > 0
-            rows.append(src[m])
-            cols.append(src[m] + 1)
-            vals.append(up[m])
-            dn = self.serv_f
-            m = dn > 0
-            rows.append(src[m])
-            cols.append(src[m] - 1)
-            vals.append(dn[m])
+            for rate, dk in ((up, 1), (dn, -1)):  # the FN's arrivals and completions
+                m = rate > 0
+                rows.append(src[m])
+                cols.append(src[m] + dk)
+                vals.append(rate[m])
             a = self._ahead_rate(j)
             if a > 0:
                 rows.append(src)
@@ -187,10 +163,8 @@ class HandoffChain(ComponentTotals):
             out[src] = up + dn + a + self._done_rate(j) + self.eta
             done[src] = self._done_rate(j)
             drop[src] = drop_rate[:, j]
-        r = np.concatenate(rows) if rows else np.zeros(0, dtype=int)
-        c = np.concatenate(cols) if cols else np.zeros(0, dtype=int)
-        v = np.concatenate(vals) if vals else np.zeros(0)
-        T = sp.csr_matrix((v, (r, c)), shape=(size, size))
+        T = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                          shape=(size, size))
         v0 = np.zeros(size)
         v0[n_fn:] = self.weights.T.ravel()  # j-major, then k
         return Uniformised(T, out, done, drop, v0)
