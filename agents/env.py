@@ -57,6 +57,7 @@ from controller.policies.observe import (
     switch_activity,
     weighted_choice,
 )
+from controller.policies.rl import goal
 from fogsdn.latency import request_network
 from fogsdn.scenario import Scenario
 from fogsdn.workload import client_names
@@ -148,36 +149,40 @@ class _EpochPolicy(Policy):
         self.weights = got
 
 
-class SimRoutingEnv(gym.Env[Obs, npt.NDArray[np.float32]]):
-    """Route weights per decision epoch over `sim.engine.simulate` (see the module doc)."""
+class RoutingEnvBase(gym.Env[Obs, npt.NDArray[np.float32]]):
+    """What the simulated and the live env share: the goal's weight, the observer's
+    layout, and the spaces (a weight per node; the layout's observation)."""
 
     metadata = {"render_modes": []}  # noqa: RUF012 (Gymnasium declares it an instance attribute)
 
-    def __init__(self, scenario: Scenario, *, epoch_requests: int = 100, epochs: int = 50,
-                 rt_weight: float | None = None) -> None:
+    def __init__(self, scenario: Scenario, epoch_requests: int, epochs: int,
+                 rt_weight: float | None) -> None:
         if epoch_requests < 1 or epochs < 1:
             raise ValueError("epoch_requests and epochs must be >= 1")
-        a = scenario.goal.rt_weight if rt_weight is None else rt_weight
-        if not 0.0 <= a <= 1.0:
+        self.rt_weight = scenario.goal.rt_weight if rt_weight is None else rt_weight
+        if not 0.0 <= self.rt_weight <= 1.0:
             raise ValueError(f"rt_weight: must be in [0, 1], got {rt_weight!r}")
-        self.scenario = scenario
-        self.epoch_requests = epoch_requests
-        self.epochs = epochs
-        self.rt_weight = a
-        self.nodes = tuple(n.name for n in scenario.nodes)
-        self.servers = tuple(servers(node_view(n, True)) for n in scenario.nodes)
+        self.scenario, self.epoch_requests, self.epochs = scenario, epoch_requests, epochs
         self.layout: ObservationLayout = layout_of(scenario)
-        self.rt_ref_ms = self.layout.rt_ref_ms
-        self.p_ref_w = self.layout.p_ref_w
+        self.action_space = spaces.Box(0.0, 1.0, shape=(len(self.layout.nodes),),
+                                       dtype=np.float32)
+        self.observation_space = spaces.Box(0.0, np.inf, shape=(self.layout.size,),
+                                            dtype=np.float32)
+
+
+class SimRoutingEnv(RoutingEnvBase):
+    """Route weights per decision epoch over `sim.engine.simulate` (see the module doc)."""
+
+    def __init__(self, scenario: Scenario, *, epoch_requests: int = 100, epochs: int = 50,
+                 rt_weight: float | None = None) -> None:
+        super().__init__(scenario, epoch_requests, epochs, rt_weight)
+        self.nodes = self.layout.nodes
+        self.servers = tuple(servers(node_view(n, True)) for n in scenario.nodes)
         network = request_network(scenario)
         clients = client_names(scenario)
         # (client index, node index) -> mean network time of the path
         self.net_ms = {(c, k): network.mean_ms(cn, n)
                        for c, cn in enumerate(clients) for k, n in enumerate(self.nodes)}
-        nn = len(self.nodes)
-        self.action_space = spaces.Box(0.0, 1.0, shape=(nn,), dtype=np.float32)
-        self.observation_space = spaces.Box(0.0, np.inf, shape=(self.layout.size,),
-                                            dtype=np.float32)
         self._policy: _EpochPolicy | None = None
         self._thread: threading.Thread | None = None
         self._steps = 0
@@ -241,8 +246,7 @@ class SimRoutingEnv(gym.Env[Obs, npt.NDArray[np.float32]]):
         epoch = self._next_epoch()
         self._steps += 1
         obs, info = self._measure(epoch)
-        g = (self.rt_weight * info["response_ms"] / self.rt_ref_ms
-             + (1.0 - self.rt_weight) * info["power_w"] / self.p_ref_w)
+        g = goal(self.rt_weight, info["response_ms"], info["power_w"], self.layout)
         reward = 1.0 / g if g > 0 else 0.0
         truncated = self._steps >= self.epochs or epoch.finished
         return obs, reward, False, truncated, info

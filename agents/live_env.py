@@ -11,9 +11,6 @@ for the agent: the weights apply from the next epoch boundary after they arrive.
 
 `runner` is what starts the run (default: runner.queueing_run.run_emulation); tests give a
 fake one that drives the policy with views of their own.
-
-Registered ids: `fogsdn/SimRouting-v0` (agents.env.SimRoutingEnv) and
-`fogsdn/LiveRouting-v0` (this env, `nondeterministic=True`).
 """
 
 from __future__ import annotations
@@ -29,9 +26,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import numpy.typing as npt
-from gymnasium import spaces
 
-from controller.policies.observe import Obs, layout_of
+from agents.env import RoutingEnvBase
+from controller.policies.observe import Obs
 from controller.policies.rl import goal
 from fogsdn.local_rpc import write_json_atomic
 from fogsdn.scenario import PolicySpec, Scenario
@@ -45,29 +42,16 @@ def emulate(scenario: Scenario, out: Path, stop: threading.Event) -> Any:
     return run_emulation(scenario, out, stop, show_progress=False)
 
 
-class LiveRoutingEnv(gym.Env[Obs, npt.NDArray[np.float32]]):
+class LiveRoutingEnv(RoutingEnvBase):
     """Route weights per epoch over a live run (see the module doc)."""
-
-    metadata = {"render_modes": []}  # noqa: RUF012 (Gymnasium declares it an instance attribute)
 
     def __init__(self, scenario: Scenario, *, epoch_requests: int = 50, epochs: int = 20,
                  rt_weight: float | None = None, folder: Path | None = None,
                  step_timeout_s: float = 60.0, runner: Runner = emulate) -> None:
-        if epoch_requests < 1 or epochs < 1:
-            raise ValueError("epoch_requests and epochs must be >= 1")
-        self.rt_weight = scenario.goal.rt_weight if rt_weight is None else rt_weight
-        if not 0.0 <= self.rt_weight <= 1.0:
-            raise ValueError(f"rt_weight: must be in [0, 1], got {rt_weight!r}")
-        self.scenario = scenario
-        self.layout = layout_of(scenario)
-        self.epoch_requests, self.epochs = epoch_requests, epochs
+        super().__init__(scenario, epoch_requests, epochs, rt_weight)
         self.folder = folder or Path(tempfile.mkdtemp(prefix="fogsdn-live-env-"))
         self.step_timeout_s = step_timeout_s
         self.runner = runner
-        nn = len(self.layout.nodes)
-        self.action_space = spaces.Box(0.0, 1.0, shape=(nn,), dtype=np.float32)
-        self.observation_space = spaces.Box(0.0, np.inf, shape=(self.layout.size,),
-                                            dtype=np.float32)
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._epoch = 0

@@ -87,17 +87,7 @@ def hold_intervals(spec: SwitchPower, interval_s: float) -> int:
 def awake_ports(recent_active: Sequence[Iterable[str]]) -> int:
     """Ports awake in the newest interval: those that carried traffic in it or in the
     earlier intervals given (oldest first, the newest last; `hold_intervals` of them)."""
-    awake: set[str] = set()
-    for ports in recent_active:
-        awake.update(ports)
-    return len(awake)
-
-
-def utilization(busy_s: float, dt_s: float, servers: int) -> float:
-    """Busy server-seconds over an interval of dt_s seconds with `servers` servers."""
-    if dt_s <= 0 or servers < 1:
-        raise PowerError(f"need dt_s > 0 and servers >= 1, got {dt_s!r}, {servers!r}")
-    return busy_s / (dt_s * servers)
+    return len({p for ports in recent_active for p in ports})
 
 
 def server_count(node: NodeSpec) -> int:
@@ -146,6 +136,13 @@ def power_csv_text(samples: Iterable[PowerSample]) -> str:
     return "\n".join([",".join(POWER_CSV_COLUMNS), *(s.csv_line() for s in rows)]) + "\n"
 
 
+def _totals(nodes: dict[str, float], switches: dict[str, float]) -> dict[str, object]:
+    """Each server's and switch's mean W, their total and the servers' alone."""
+    return {"nodes": nodes, "switches": switches,
+            "total_W": math.fsum(nodes.values()) + math.fsum(switches.values()),
+            "servers_W": math.fsum(nodes.values())}
+
+
 def power_block(samples: Iterable[PowerSample], answered: int) -> dict[str, object]:
     """summary.json's `power` block: each element's time-weighted mean W, their total,
     the energy in joules and the energy per answered request."""
@@ -162,11 +159,7 @@ def power_block(samples: Iterable[PowerSample], answered: int) -> dict[str, obje
     nodes = {name: w for (kind, name), w in sorted(mean.items()) if kind == "server"}
     switches = {name: w for (kind, name), w in sorted(mean.items()) if kind == "switch"}
     total_j = math.fsum(energy.values())
-    return {
-        "nodes": nodes,
-        "switches": switches,
-        "total_W": math.fsum(nodes.values()) + math.fsum(switches.values()),
-        "servers_W": math.fsum(nodes.values()),
+    return _totals(nodes, switches) | {
         "energy_J": total_j,
         "energy_per_request_J": total_j / answered if answered > 0 else math.nan,
         "duration_s": max(span.values(), default=0.0),
@@ -190,11 +183,7 @@ def predicted_power(scenario: Scenario, busy: Mapping[str, float],
     bytes_per_s = requests_per_model_ms * 1000.0 / scenario.time_scale * BYTES_PER_REQUEST
     switches = {name: switch_power_w(scenario.switch_power, ports, ports, bytes_per_s)
                 for name, ports in sorted(switch_ports.items())}
-    return {
-        "nodes": nodes,
-        "switches": switches,
-        "total_W": math.fsum(nodes.values()) + math.fsum(switches.values()),
-        "servers_W": math.fsum(nodes.values()),
+    return _totals(nodes, switches) | {
         "utilization": dict(busy),
         "basis": "servers exact from busy probabilities; switches from the expected traffic",
     }
@@ -225,5 +214,4 @@ __all__ = [
     "switch_power_w",
     "awake_ports",
     "hold_intervals",
-    "utilization",
 ]

@@ -126,17 +126,12 @@ class RnnLearner:
             self.threshold = reward
             return
         rates = self.firing_rates()
-        others = self.n - 2
         boost, damp = (self.w_plus, self.w_minus) if reward >= self.threshold \
             else (self.w_minus, self.w_plus)
-        for i in range(self.n):
-            if i == chosen:
-                continue
-            boost[i, chosen] += reward
-            if others > 0:
-                for m in range(self.n):
-                    if m != i and m != chosen:
-                        damp[i, m] += reward / others
+        rest = np.arange(self.n) != chosen  # every neuron i but the chosen j
+        boost[rest, chosen] += reward
+        if self.n > 2:  # W[i][m] for m not in {i, j}: off the diagonal of the rest's block
+            damp[np.ix_(rest, rest)] += reward / (self.n - 2) * (1.0 - np.eye(self.n - 1))
         new_rates = self.firing_rates()
         scale = (rates / new_rates)[:, None]
         self.w_plus *= scale

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from itertools import accumulate
 
 import numpy as np
 from scipy import optimize, special
@@ -158,11 +159,14 @@ class SizePrediction:
         }
 
 
-def _check(lam: float, mus: Sequence[float], names: Sequence[str]) -> None:
+def _check(lam: float, mus: Sequence[float], names: Sequence[str],
+           cutoffs: Sequence[float] | None = None) -> None:
     if lam <= 0:
         raise SizeModelError("arrival rate must be positive")
     if not mus or len(mus) != len(names):
         raise SizeModelError("need one rate per host")
+    if cutoffs is not None and len(cutoffs) != len(mus) - 1:
+        raise SizeModelError(f"{len(mus)} hosts need {len(mus) - 1} cutoffs, got {len(cutoffs)}")
 
 
 def _pk(rate: float, es: float, es2: float) -> tuple[float, float]:
@@ -200,16 +204,12 @@ def _sita_like(policy: str, lam: float, spec: SizeSpec, edges: Sequence[tuple[fl
 def predict_sita(lam: float, spec: SizeSpec, cutoffs: Sequence[float], mus: Sequence[float],
                  names: Sequence[str], policy: str = "sita") -> SizePrediction:
     """SITA with the given h-1 cutoffs: exact per-host P-K."""
-    _check(lam, mus, names)
+    _check(lam, mus, names, cutoffs)
     lo, hi = support(spec)
     bounds = [-1.0 if lo <= 0 else lo - 1e-300, *cutoffs, hi]
     edges = [(bounds[i], bounds[i + 1]) for i in range(len(mus))]
-    if len(cutoffs) != len(mus) - 1:
-        raise SizeModelError(f"{len(mus)} hosts need {len(mus) - 1} cutoffs, got {len(cutoffs)}")
     pred = _sita_like(policy, lam, spec, edges, [1.0] * len(mus), mus, names)
-    shown = tuple(HostPrediction(h.name, max(h.low, lo), h.high, h.arrival_rate, h.rho, h.W,
-                                 h.wait, h.slowdown) for h in pred.hosts)
-    return SizePrediction(pred.policy, True, pred.W, pred.wait, pred.slowdown, shown)
+    return replace(pred, hosts=tuple(replace(h, low=max(h.low, lo)) for h in pred.hosts))
 
 
 def predict_random(lam: float, spec: SizeSpec, mus: Sequence[float], names: Sequence[str]
@@ -220,19 +220,15 @@ def predict_random(lam: float, spec: SizeSpec, mus: Sequence[float], names: Sequ
     h = len(mus)
     edges = [(-1.0 if lo <= 0 else lo - 1e-300, hi)] * h
     pred = _sita_like("random", lam, spec, edges, [1.0 / h] * h, mus, names)
-    shown = tuple(HostPrediction(x.name, lo, hi, x.arrival_rate, x.rho, x.W, x.wait,
-                                 x.slowdown) for x in pred.hosts)
-    return SizePrediction("random", True, pred.W, pred.wait, pred.slowdown, shown)
+    return replace(pred, hosts=tuple(replace(x, low=lo, high=hi) for x in pred.hosts))
 
 
 def predict_tags(lam: float, spec: SizeSpec, cutoffs: Sequence[float], mus: Sequence[float],
                  names: Sequence[str]) -> SizePrediction:
     """TAGS with cutoffs s_1 < ... < s_(h-1) (s_h = the largest size): the seed's per-host
     approximation (see the module docstring)."""
-    _check(lam, mus, names)
+    _check(lam, mus, names, cutoffs)
     h = len(mus)
-    if len(cutoffs) != h - 1:
-        raise SizeModelError(f"{h} hosts need {h - 1} cutoffs, got {len(cutoffs)}")
     lo, hi = support(spec)
     s = [lo - 1.0 if lo > 0 else -1.0, *cutoffs, hi]
     hosts: list[HostPrediction] = []
@@ -278,12 +274,7 @@ def sita_e_cutoffs(spec: SizeSpec, mus: Sequence[float]) -> tuple[float, ...]:
     for equal hosts): E[X ; X <= s_i] = E[X] * sum(mu_1..mu_i) / sum(mu)."""
     total_mu = float(sum(mus))
     ex = moment(spec, 1)
-    out = []
-    acc = 0.0
-    for mu in mus[:-1]:
-        acc += mu
-        out.append(load_cutoff(spec, ex * acc / total_mu))
-    return tuple(out)
+    return tuple(load_cutoff(spec, ex * acc / total_mu) for acc in accumulate(mus[:-1]))
 
 
 def _cutoffs_from_shares(spec: SizeSpec, x: np.ndarray) -> tuple[float, ...]:
@@ -297,17 +288,18 @@ def _cutoffs_from_shares(spec: SizeSpec, x: np.ndarray) -> tuple[float, ...]:
 _INFEASIBLE = 1e12
 
 
-def _score(pred: SizePrediction, value: float) -> float:
-    """value where every host is stable; otherwise a penalty growing with the overload
-    (so the search can walk back into the feasible region)."""
+def _score(pred: SizePrediction, metric: str) -> float:
+    """The prediction's `metric` where every host is stable; otherwise a penalty growing
+    with the overload (so the search can walk back into the feasible region)."""
+    value = getattr(pred, metric)
     excess = sum(max(0.0, h.rho - (1.0 - 1e-9)) for h in pred.hosts)
     if excess > 0.0 or not math.isfinite(value):
         return _INFEASIBLE * (1.0 + excess)
     return value
 
 
-def _minimise(spec: SizeSpec, h: int, objective: Callable[[tuple[float, ...]], float],
-              starts: Sequence[np.ndarray]) -> tuple[float, ...]:
+def _minimise(spec: SizeSpec, h: int, objective: Callable[[tuple[float, ...]], float]
+              ) -> tuple[float, ...]:
     """Minimise objective(cutoffs) over increasing cutoffs (Nelder-Mead from several starts
     in the work-share parametrisation; infeasible points score at least _INFEASIBLE)."""
     if h == 1:
@@ -320,7 +312,7 @@ def _minimise(spec: SizeSpec, h: int, objective: Callable[[tuple[float, ...]], f
         except SizeModelError:
             return INF
 
-    for x0 in starts:
+    for x0 in _starts(h):
         res = optimize.minimize(f, x0, method="Nelder-Mead",
                                 options={"xatol": 1e-7, "fatol": 1e-12, "maxiter": 4000})
         if res.fun < best[0]:
@@ -339,23 +331,14 @@ def _starts(h: int) -> list[np.ndarray]:
 def sita_u_cutoffs(lam: float, spec: SizeSpec, mus: Sequence[float]) -> tuple[float, ...]:
     """SITA cutoffs minimising mean slowdown (numerically)."""
     names = [f"h{i}" for i in range(len(mus))]
-
-    def obj(c: tuple[float, ...]) -> float:
-        pred = predict_sita(lam, spec, c, mus, names)
-        return _score(pred, pred.slowdown)
-
-    return _minimise(spec, len(mus), obj, _starts(len(mus)))
+    return _minimise(spec, len(mus),
+                     lambda c: _score(predict_sita(lam, spec, c, mus, names), "slowdown"))
 
 
 def tags_cutoffs(lam: float, spec: SizeSpec, mus: Sequence[float]) -> tuple[float, ...]:
     """TAGS cutoffs minimising the approximate mean response time (numerically)."""
     names = [f"h{i}" for i in range(len(mus))]
-
-    def obj(c: tuple[float, ...]) -> float:
-        pred = predict_tags(lam, spec, c, mus, names)
-        return _score(pred, pred.W)
-
-    return _minimise(spec, len(mus), obj, _starts(len(mus)))
+    return _minimise(spec, len(mus), lambda c: _score(predict_tags(lam, spec, c, mus, names), "W"))
 
 
 def parse_cutoffs(text: str, hosts: int, spec: SizeSpec) -> tuple[float, ...]:

@@ -13,10 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from controller.policies import PolicyError
 from controller.policies.resolve import resolve_scenario
 from fogsdn.cli_args import add_span_arguments, require_count, span_ms
-from fogsdn.scenario import ScenarioError
 from sim.runner import replicate, run_simulation
 
 
@@ -36,14 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     try:
         sc = resolve_scenario(a.scenario, a.policy, policy_module=a.policy_module)
-    except (ScenarioError, PolicyError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    try:
         require_count("--requests", a.requests)
         require_count("--replications", a.replications)
         duration_ms = span_ms(a, sc.time_scale)
-    except ValueError as err:
+    except ValueError as err:  # ScenarioError, PolicyError, a bad count or span
         print(f"error: {err}", file=sys.stderr)
         return 2
     stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -34,6 +34,7 @@ import heapq
 import math
 import random
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,11 +98,7 @@ class _SimulatedNet:
         return sim.context(c, self.static, excluded)
 
     def true_rtt(self) -> dict[str, float]:
-        """What the scores take as every node's latency: now, load included, or the
-        network distance alone (a load-agnostic optimum)."""
-        if self.sim.static_reference:
-            return dict(self.static)
-        return {n: self.static[n] + self.sim.load_term(n) for n in self.sim.names}
+        return self.sim.true_rtt(self.static)
 
     def join(self, node: str) -> bool:
         sim = self.sim
@@ -234,49 +231,38 @@ class CitySimulation:
 
     # ---- events ------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
-        period_s = self.client.period_s
-        events: list[tuple[float, int, str, int]] = []
-        seq = 0
-        crng = random.Random(f"starts-{self.seed}")
-        for i in range(len(self.clients)):
-            events.append((crng.uniform(*self.client.start_s), seq, "client", i))
-            seq += 1
-        events.append((0.0, seq, "snapshot", 0))
-        seq += 1
+        # the periodic events: (first time, period in s, what runs then)
+        periodic: list[tuple[float, float, Callable[[], None]]] = [(0.0, 1.0, self._snapshot)]
         if self.uses_vivaldi:
-            events.append((0.5, seq, "node_probe", 0))
-            seq += 1
-        if self.meridian is not None:
-            self.meridian.converge(random.Random(f"{self.seed}-meridian"), gossip_rounds=10)
-            events.append((5.0, seq, "gossip", 0))
-            events.append((30.0, seq + 1, "manage", 0))
-            seq += 2
+            periodic.append((0.5, 1.0, self._node_probes))
+        if (overlay := self.meridian) is not None:
+            overlay.converge(random.Random(f"{self.seed}-meridian"), gossip_rounds=10)
+            periodic += [(5.0, 5.0, lambda: overlay.gossip_round(self.rng)),
+                         (30.0, 30.0, overlay.manage_rings)]
+        crng = random.Random(f"starts-{self.seed}")
+        # (t, seq, client index or -1 - periodic index): seq orders simultaneous events
+        events = [(crng.uniform(*self.client.start_s), i, i) for i in range(len(self.clients))]
+        events += [(t, len(self.clients) + j, -1 - j) for j, (t, _, _) in enumerate(periodic)]
+        seq = len(events)
         heapq.heapify(events)
         period_rng = random.Random(f"periods-{self.seed}")
         while events:
-            t, _, kind, idx = heapq.heappop(events)
+            t, _, idx = heapq.heappop(events)
             if t > self.study.duration_s:
                 break
-            if kind == "client":
+            if idx >= 0:
                 self._client_step(self.clients[idx], t)
-                nxt = t + period_rng.uniform(*period_s)
-            elif kind == "snapshot":
-                self.free_snapshot = {n: self.slots[n] - self.load[n] for n in self.names}
-                nxt = t + 1.0
-            elif kind == "node_probe":
-                self._node_probes()
-                nxt = t + 1.0
-            elif kind == "gossip":
-                assert self.meridian is not None
-                self.meridian.gossip_round(self.rng)
-                nxt = t + 5.0
+                nxt = t + period_rng.uniform(*self.client.period_s)
             else:
-                assert self.meridian is not None
-                self.meridian.manage_rings()
-                nxt = t + 30.0
-            heapq.heappush(events, (nxt, seq, kind, idx))
+                _, period, action = periodic[-1 - idx]
+                action()
+                nxt = t + period
+            heapq.heappush(events, (nxt, seq, idx))
             seq += 1
         return self._metrics()
+
+    def _snapshot(self) -> None:
+        self.free_snapshot = {n: self.slots[n] - self.load[n] for n in self.names}
 
     def _node_probes(self) -> None:
         for a in self.names:
@@ -294,13 +280,17 @@ class CitySimulation:
         c.last_move_s = t
         c.tower, c.tower_m = nearest(c.position, self.layout.towers)
 
+    def true_rtt(self, static: dict[str, float]) -> dict[str, float]:
+        """What the scores take as every node's latency: now, load included, or the
+        network distance alone (a load-agnostic optimum)."""
+        if self.static_reference:
+            return dict(static)
+        return {n: static[n] + self.load_term(n) for n in self.names}
+
     def context(self, c: _Client, static: dict[str, float], excluded: frozenset[str]
                 ) -> SelectionContext:
         kind = self.kind
-        true = None
-        if kind == "optimal":
-            true = dict(static) if self.static_reference else \
-                {n: static[n] + self.load_term(n) for n in self.names}
+        true = self.true_rtt(static) if kind == "optimal" else None
         est = None
         if c.vivaldi is not None:
             est = {n: c.vivaldi.coord.distance_to(self.node_vivaldi[n].coord)

@@ -20,27 +20,21 @@ event heap:
   request, only faster. Per-request policies (`proactive = False`, or any policy
   overriding `decide`) get a fresh `ClusterView` with `in_system` for every request.
 
-Semantics (shared with the testbed and the CTMC): an arrival that finds its chosen
-node full (or down) is `blocked` at once and never re-routed. When an OFN leaves,
-`drain` lets it finish what it holds, `handoff` moves its requests (the one in
-service first, then the waiting ones in order) to the tail of the first FN, the
-one in service with the work it has left (as the live worker does; for exponential
-sizes that is, in distribution, the CTMC's fresh service at the FN), and those that
-do not fit are `lost`; `drop` loses them all. A request not answered
-within `timeout_ms` is recorded `timeout`, but the node still serves it to the end:
-the client gave up, the worker did not, so it does not free capacity early.
+Semantics (shared with the testbed and the CTMC; docs/simulator.md has them in full):
+an arrival that finds its node full (or down) is `blocked`, never re-routed. An OFN
+that leaves with `drain` finishes what it holds; `handoff` moves its requests (the one
+in service first, with the work it has left, as the live worker does: for exponential
+sizes, in distribution the CTMC's fresh service) to the tail of the first FN, and those
+that do not fit are `lost`; `drop` loses them all. A request not answered within
+`timeout_ms` is a `timeout` row, but the node still serves it to the end (the client
+gave up, the worker did not).
 
-Kill and restart (TAGS, seed 002b, or any policy whose `Policy.stages` plan kills):
-a task larger than its host's stage limit is served up to the limit, killed (that
-service counted as wasted) and restarts from scratch at the plan's next stage at the
-moment it is killed, keeping its request id. Kills are the only events that need a
-heap; they are ordered with churn and arrivals in time. The rows of a policy with a
-stage plan (SITA, TAGS) carry two more fields, as the live client writes them:
-`hosts` (every host visited, `h1>h2`) and `wasted`; their `service` is the host time
-used (killed work included), `nominal` size / mu at the completing host. A host that
-leaves with `drain` finishes its stage (the kill and restart still happen); `drop`
-loses the task; `handoff` moves it with all the work it has left (size minus what
-this stage served) to the first FN, which completes it.
+Kill and restart (any policy whose `Policy.stages` plan kills: TAGS): a task larger
+than its host's stage limit is served up to it, killed (counted as wasted) and
+restarts from scratch at the next stage at that moment. Kills are the only events that
+need a heap, ordered with churn and arrivals in time. A staged policy's rows carry
+`hosts` and `wasted` too, as the live client writes them; `service` is the host time
+used (killed work included), `nominal` size / mu at the completing host.
 
 The engine does no I/O: finished rows go to a sink in batches (`Row` tuples, laid
 out in `sim.rows`), availability transitions to a callback. Rows come out in the order
@@ -63,40 +57,21 @@ from controller.policies import (
     ClusterView,
     NodeView,
     Policy,
-    PolicyError,
     Request,
     is_per_request,
     make_policy,
     node_view,
-    policy_failure,
 )
 from controller.rt_measure import PathStats
 from fogsdn.churn import ofn_changes
 from fogsdn.latency import node_net_ms
-from fogsdn.scenario import (
-    Discipline,
-    LeaveMode,
-    Role,
-    Scenario,
-    Servers,
-    scenario_graph,
-)
+from fogsdn.scenario import Discipline, LeaveMode, Role, Scenario, Servers, scenario_graph
 from fogsdn.streams import BLOCK, Stream, draw_capacities, python_stream, replication_seed
 from fogsdn.workload import arrival_blocks, client_names, hp_share
 from models.network_power import PathOption
 from nodes.service_queue import ClassQueue
-from sim.policy_tables import PolicyTables
-from sim.rows import (
-    BLOCKED,
-    CLASSES,
-    LOST,
-    OK,
-    TIMEOUT,
-    AvailabilitySink,
-    Row,
-    RowSink,
-    node_names,
-)
+from sim.policy_tables import PolicyTables, guarded
+from sim.rows import BLOCKED, CLASSES, LOST, OK, TIMEOUT, AvailabilitySink, Row, RowSink, node_names
 
 KILLED = 4  # held at a host that will kill it at its stage limit; never a row
 
@@ -309,9 +284,11 @@ def simulate(
 
     transitions = 0
 
-    def change(k: int, t: float) -> None:
-        """OFN k changes availability at time t (the pending churn event)."""
+    def change() -> None:
+        """The pending churn event: its OFN changes availability."""
         nonlocal transitions, pending, kill_at, next_at
+        assert pending is not None
+        t, k = pending[0], ofns[pending[1]]
         transitions += 1
         advance(k, t)
         up = not avail[k]
@@ -342,14 +319,12 @@ def simulate(
         note = f"handoff from {names[k]} at {t:.6f}"
         for i, r in enumerate(recs):
             in_service = i == 0 or special[k]
+            left_here = max(0.0, r[0] - t) if in_service else r[9]
             if r[1]:  # killed at this stage: all the work it has left moves
-                left_here = max(0.0, r[0] - t) if in_service else r[9]
                 svc = (r[5] - (r[9] - left_here) * mus[k]) * inv_mu[fn0]
             elif in_service:  # in service: the work it has left moves with it
-                left_here = max(0.0, r[0] - t)
                 svc = left_here * mus[k] * inv_mu[fn0]
             else:
-                left_here = r[9]
                 svc = r[5] * inv_mu[fn0]
             if len(held[fn0]) >= caps[fn0]:
                 out_append((t, LOST, *r[2:7], k, NAN, r[9],
@@ -362,10 +337,6 @@ def simulate(
 
     def next_churn() -> float:
         return pending[0] if pending is not None else INF
-
-    def pending_node() -> int:
-        assert pending is not None
-        return ofns[pending[1]]
 
     # -- per-request decisions ----------------------------------------------------
     def decide(t: float, cls: int, c: int, size: float, seq: int) -> int:
@@ -387,16 +358,11 @@ def simulate(
         else:
             view = tables.view(avail)
         request = Request(CLASSES[cls], cnames[c], size, t_ms=t)
-        try:
-            name = policy.decide(view, request, route_rng)
-        except Exception as err:  # the user's code: one line naming its file
-            raise PolicyError(policy_failure(policy, "decide", err)) from None
+        name = guarded(policy, "decide", policy.decide, view, request, route_rng)
         if router is not None and name in index:
-            try:
-                chosen[c, seq] = router.choose(
-                    lambda menu: policy.choose_path(view, request, name, menu), cnames[c], name, t)
-            except Exception as err:
-                raise PolicyError(policy_failure(policy, "choose_path", err)) from None
+            chosen[c, seq] = guarded(
+                policy, "choose_path", router.choose,
+                lambda menu: policy.choose_path(view, request, name, menu), cnames[c], name, t)
         try:
             return index[name]
         except KeyError:
@@ -428,7 +394,7 @@ def simulate(
             if next_kill() <= t_churn:
                 restart()
             else:
-                change(pending_node(), t_churn)
+                change()
                 t_churn = next_churn()
                 if fast:
                     table = tables.routes(avail)
@@ -513,7 +479,7 @@ def simulate(
             if not any(held):
                 break
             end = t_churn
-            change(pending_node(), t_churn)
+            change()
             t_churn = next_churn()
     if out:
         end = max(end, max(r[0] for r in out))

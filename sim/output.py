@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, Self
 
 import numpy as np
 
@@ -46,7 +46,23 @@ def _hosts_columns(r: Row) -> str:
     return f",{r[11]},{r[12]:.6f}" if len(r) > 12 else ",,"
 
 
-class TraceCsvSink:
+class _FileSink:
+    """A sink that owns its file: close it, or use it as a context manager."""
+
+    _fh: IO[str] | None
+
+    def close(self) -> None:
+        if self._fh is not None and not self._fh.closed:
+            self._fh.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class TraceCsvSink(_FileSink):
     """Row sink for `sim.engine.simulate`: CSV to `path` (None: no file), outcome counts,
     and an optional streaming summary (`analysis.metrics.MeasuredAccumulator`), tallied
     here per batch so the accumulator is not called once per row."""
@@ -209,18 +225,8 @@ class TraceCsvSink:
                     if ci == 0 else None,
                 )
 
-    def close(self) -> None:
-        if self._fh is not None and not self._fh.closed:
-            self._fh.close()
 
-    def __enter__(self) -> TraceCsvSink:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class AvailabilityCsv:
+class AvailabilityCsv(_FileSink):
     """availability.csv: `t,node,state` per transition, the initial states at t = 0."""
 
     def __init__(self, path: Path | str) -> None:
@@ -231,16 +237,6 @@ class AvailabilityCsv:
     def __call__(self, t: float, node: str, available: bool) -> None:
         self._fh.write(f"{t:.6f},{node},{'available' if available else 'unavailable'}\n")
         self.rows += 1
-
-    def close(self) -> None:
-        if not self._fh.closed:
-            self._fh.close()
-
-    def __enter__(self) -> AvailabilityCsv:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 __all__ = ["HEADER", "AvailabilityCsv", "TraceCsvSink"]

@@ -9,9 +9,10 @@ exception becomes one line naming its file (`PolicyError`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from itertools import accumulate
+from typing import Any, TypeVar
 
 from controller.policies import (
     ClusterView,
@@ -23,10 +24,21 @@ from controller.policies import (
 )
 from sim.rows import CLASSES
 
-RouteEntry = tuple[list[int], list[float], float, int]  # nodes, cumulative weights, total, last
+# node indices, cumulative weights, their total, and the last index (0: one node)
+RouteEntry = tuple[list[int], list[float], float, int]
 # per node: the size at which it kills a task (inf: never), the node it restarts at (-1:
 # none); and whether the plan has stages at all
 StageEntry = tuple[list[float], list[int], bool]
+T = TypeVar("T")
+
+
+def guarded(policy: Policy, what: str, call: Callable[..., T], *args: Any) -> T:
+    """call(*args), where the user's code runs: its exception becomes one line naming
+    its file (`PolicyError`)."""
+    try:
+        return call(*args)
+    except Exception as err:
+        raise PolicyError(policy_failure(policy, what, err)) from None
 
 
 class PolicyTables:
@@ -51,16 +63,12 @@ class PolicyTables:
         return got
 
     def routes(self, avail: Sequence[bool]) -> list[RouteEntry]:
-        """Per class (CLASSES order): node indices, cumulative weights, their total, and
-        the last index (0: one node)."""
+        """A `RouteEntry` per class, in CLASSES order."""
         key = tuple(avail)
         got = self._routes.get(key)
         if got is None:
             policy = self.policy
-            try:
-                table = policy.routes(self.view(key))
-            except Exception as err:  # the user's code: one line naming its file
-                raise PolicyError(policy_failure(policy, "routes", err)) from None
+            table = guarded(policy, "routes", policy.routes, self.view(key))
             got = []
             for cls in CLASSES:
                 weights = routes_for(table, cls)
@@ -79,10 +87,7 @@ class PolicyTables:
         got = self._stages.get(key)
         if got is None:
             policy = self.policy
-            try:
-                plan = policy.stages(view)
-            except Exception as err:  # the user's code: one line naming its file
-                raise PolicyError(policy_failure(policy, "stages", err)) from None
+            plan = guarded(policy, "stages", policy.stages, view)
             nn = len(self.base_view)
             kill_at, next_at = [math.inf] * nn, [-1] * nn
             for i, host in enumerate(plan.hosts):

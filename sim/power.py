@@ -48,11 +48,10 @@ class PowerAccount:
         self.traffic: dict[str, dict[int, float]] = {s: {} for s in self.ports}
         self.active: dict[str, dict[int, set[str]]] = {s: {} for s in self.ports}
         # (client index, node index) -> [(switch, port in, port out)] along the path
-        self.paths: dict[tuple[int, int], tuple[Hop, ...]] = {}
-        clients, nodes = client_names(scenario), node_names(scenario)
-        for c, cname in enumerate(clients):
-            for k, nname in enumerate(nodes):
-                self.paths[c, k] = path_hops(nx.shortest_path(graph, cname, nname), self.ports)
+        self.paths: dict[tuple[int, int], tuple[Hop, ...]] = {
+            (c, k): path_hops(nx.shortest_path(graph, cname, nname), self.ports)
+            for c, cname in enumerate(client_names(scenario))
+            for k, nname in enumerate(node_names(scenario))}
         self.end_s = 0.0
         self.chosen = chosen  # a path-choosing policy's path per (client index, seq)
 

@@ -185,16 +185,11 @@ def _replications_comparison(rc: dict[str, Any], predicted: dict[str, Any]) -> d
     """analysis.comparison's per-class block, with the across-replications intervals."""
     from analysis.comparison import comparison_block
 
-    return {
-        cls: comparison_block(
-            {"W": rc[cls]["W"]["mean"], "W_ci95": rc[cls]["W"]["ci95"],
-             "blocking": rc[cls]["blocking"]["mean"],
-             "blocking_ci95": rc[cls]["blocking"]["ci95"],
-             "outage": rc[cls]["outage"]["mean"], "outage_ci95": rc[cls]["outage"]["ci95"]},
-            predicted[cls],
-        )
-        for cls in ("hp", "lp")
-    }
+    return {cls: comparison_block({m + suffix: rc[cls][m][field]
+                                   for m in ("W", "blocking", "outage")
+                                   for suffix, field in (("", "mean"), ("_ci95", "ci95"))},
+                                  predicted[cls])
+            for cls in ("hp", "lp")}
 
 
 def replicate(
@@ -266,16 +261,12 @@ def replications_text(summary: dict[str, Any]) -> str:
     ]
     for cls in ("hp", "lp"):
         c, p = rc[cls], (pred or {}).get(cls, {})
-
-        def f(m: str, exact: str | None = None, c: dict[str, Any] = c,
-              p: dict[str, Any] = p) -> str:
-            txt = f"{c[m]['mean']:.4f} ± {c[m]['ci95']:.4f}"
-            if exact and p.get(exact) is not None:
-                txt += f" [{p[exact]:.4f}]"
-            return txt
-
-        lines.append(f"{cls:5} {f('W', 'W'):>28} {f('blocking', 'blocking'):>28} "
-                     f"{f('lost_prob'):>18} {f('outage', 'outage'):>28}")
+        # mean ± half-width, and the exact figure where the model gives one
+        cell = {m: f"{c[m]['mean']:.4f} ± {c[m]['ci95']:.4f}"
+                + (f" [{p[m]:.4f}]" if m != "lost_prob" and p.get(m) is not None else "")
+                for m in ("W", "blocking", "lost_prob", "outage")}
+        lines.append(f"{cls:5} {cell['W']:>28} {cell['blocking']:>28} "
+                     f"{cell['lost_prob']:>18} {cell['outage']:>28}")
     if "outside_model" in summary:
         lines.append(f"exact model: outside the model ({summary['outside_model']})")
     return "\n".join(lines)

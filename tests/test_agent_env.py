@@ -126,13 +126,13 @@ def test_reward_is_one_over_the_goal_and_the_observation_carries_power_and_paths
     obs, _ = env.reset(seed=1)
     assert env.observation_space.shape == (3 * 5 + 6 + 2,)  # 3 nodes, 6 switches
     obs, reward, _, _, info = env.step(np.array([0.0, 1.0, 0.0], dtype=np.float32))
-    a = env.rt_weight
-    g = a * info["response_ms"] / env.rt_ref_ms + (1 - a) * info["power_w"] / env.p_ref_w
+    a, lay = env.rt_weight, env.layout
+    g = a * info["response_ms"] / lay.rt_ref_ms + (1 - a) * info["power_w"] / lay.p_ref_w
     assert reward == pytest.approx(1.0 / g)
     assert info["response_ms"] > 8.0  # the path's 2 round trips of 2 ms are in it
-    assert obs[5 + 3] == pytest.approx(8.2 / env.rt_ref_ms)  # eco: 8 + 2 round trips x 2 x 0.05
+    assert obs[5 + 3] == pytest.approx(8.2 / lay.rt_ref_ms)  # eco: 8 + 2 round trips x 2 x 0.05
     assert obs[5 + 4] == 1.0 and obs[4] == 0.0  # all flows took eco's path
     switches = dict(zip(env.layout.switch_ports, obs[15:21], strict=True))
     assert switches["s3"] == 1.0 and switches["s5"] == 0.0 and switches["s2"] == 0.0
-    assert obs[-1] == pytest.approx(info["estimate"]["power_w"] / env.p_ref_w)
+    assert obs[-1] == pytest.approx(info["estimate"]["power_w"] / lay.p_ref_w)
     env.close()

@@ -20,7 +20,6 @@ from models.power_model import (
     power_csv_text,
     server_power_w,
     switch_power_w,
-    utilization,
 )
 
 
@@ -54,15 +53,11 @@ def test_switch_power_idle_ports_and_traffic() -> None:
         switch_power_w(spec, 1, 4, -1.0)
 
 
-def test_utilization_and_busy_fraction() -> None:
-    assert utilization(0.3, 1.0, 1) == pytest.approx(0.3)
-    assert utilization(0.9, 0.5, 3) == pytest.approx(0.6)
+def test_busy_fraction() -> None:
     assert busy_fraction([0.4, 0.3, 0.3], 1) == pytest.approx(0.6)
     assert busy_fraction([0.5, 0.25, 0.25], 2) == pytest.approx(0.375)
     with pytest.raises(PowerError):
         busy_fraction([0.5, 0.2], 1)
-    with pytest.raises(PowerError):
-        utilization(1.0, 0.0, 1)
 
 
 def test_power_block_is_time_weighted() -> None:
