@@ -39,6 +39,8 @@ from nodes.city_fog import (
     PROBE_PORT,
     CityConfig,
     Counts,
+    MemberBoard,
+    member_board_path,
 )
 from nodes.city_meridian import query_message
 from nodes.ncs.discovery import (
@@ -63,7 +65,8 @@ class Transport(Protocol):
         """One ops datagram, and its reply when one is wanted (None: none came)."""
 
     def truth(self) -> dict[str, Any]:
-        """The runner's configured RTTs for this client now: {"rtt": {...}, "join_rtt"}."""
+        """The runner's load-free RTTs for this client now (the simulator's static part):
+        {"static": {node: model ms}}."""
 
     def meridian(self, fog: str, qid: str, eligible: list[str]) -> dict[str, Any] | None:
         """A closest-node query to `fog`; the `m_result` (from whichever node ends it)."""
@@ -87,15 +90,14 @@ class CityClient:
     step's `ClientEngine`)."""
 
     def __init__(self, name: str, cfg: CityConfig, selector: str, net: Transport,
-                 rng: random.Random, fog_states: Callable[[], dict[str, dict[str, Any]]]
-                 ) -> None:
+                 rng: random.Random, members: Callable[[], dict[str, int]]) -> None:
         self.name = name
         self.cfg = cfg
         self.kind = selector
         self.selector: Selector = make_selector(selector, cfg.client)
         self.net = net
         self.rng = rng
-        self.fog_states = fog_states  # what the nodes publish: RTTs to peers, members
+        self.members = members  # every node's client count now (`MemberBoard.read`)
         self.fogs = sorted(cfg.fogs)
         self.slots = {n: f.slots for n, f in cfg.fogs.items()}
         self.node: str | None = None
@@ -105,7 +107,8 @@ class CityClient:
             if selector in VIVALDI_SELECTORS else None
         self.coords: dict[str, Coordinate] = {}
         self.queries = 0
-        self._truth: dict[str, Any] = {"rtt": {}, "join_rtt": {}}
+        self._truth: dict[str, Any] = {"static": {}}
+        self._loads: dict[str, int] = {}  # the members counted for this selection
 
     # -- counting ---------------------------------------------------------------
     def _count(self, kind: str, sent: int, received: int) -> None:
@@ -170,6 +173,7 @@ class CityClient:
 
     def context(self, excluded: frozenset[str]) -> SelectionContext:
         kind = self.kind
+        self._loads = self.members()
         true = dict(self.true_rtt()) if kind == "optimal" else None
         free: dict[str, int] | None = None
         est: dict[str, float] | None = None
@@ -181,9 +185,8 @@ class CityClient:
                    for n in self.fogs}
         meridian = None
         if kind == "meridian":
-            states = self.fog_states()  # a full node does not take part in queries
-            free = {n: self.slots[n] - int(states.get(n, {}).get("members", 0))
-                    for n in self.fogs}
+            # a full node does not take part in queries
+            free = {n: self.slots[n] - self._loads.get(n, 0) for n in self.fogs}
             meridian = self._meridian()
         probe = self._probe_answer if kind == "load_aware" else None
         return SelectionContext(self.fogs, self.slots, self.node, excluded, true, est, free,
@@ -196,11 +199,31 @@ class CityClient:
         return ProbeAnswer(rtt, int(st.get("free", 0)), float(st.get("join", 0.0)),
                            float(st.get("leave", 0.0)))
 
+    def _latency(self, loads: dict[str, int], joining: str | None = None) -> dict[str, float]:
+        """Eq. 7 per node under `loads`: the simulator's static part plus its load term.
+        `joining`: the node this client holds, where it counts already (anywhere else
+        it would be one more)."""
+        fogs, extra = self.cfg.fogs, 0 if joining is None else 1
+        return {n: float(v) + fogs[n].load(loads.get(n, 0) + (extra if n != joining else 0))
+                for n, v in self._truth["static"].items()}
+
+    def _static(self) -> dict[str, float]:
+        return {n: float(v) for n, v in self._truth["static"].items()}
+
     def true_rtt(self) -> dict[str, float]:
-        return {n: float(v) for n, v in self._truth["rtt"].items()}
+        """The latency the omniscient baseline and the scores take: now, load included
+        (the loads counted for this selection), or the network distance alone."""
+        if self.cfg.optimal_reference == "static":
+            return self._static()
+        return self._latency(self._loads)
 
     def join(self, node: str) -> bool:
-        reply = self.request(node, {"op": "join"})  # a full node (or no answer): False
+        """False for a full node, or no answer in time; then a leave, in case the node
+        took the client after all (its slot would be held by no one: the simulator's
+        joins have no such third outcome)."""
+        reply = self.request(node, {"op": "join"})
+        if reply is None:
+            self.leave(node)
         return reply is not None and bool(reply.get("ok"))
 
     def leave(self, node: str) -> None:
@@ -216,16 +239,24 @@ class CityClient:
                                    self.result, self.rng, t_s, self.vivaldi is not None)
 
     def task(self, node: str) -> None:
-        r, truth = self.result, self._truth
+        r = self.result
+        # the node's access link carries its load term for these counts (the runner
+        # follows the board within a poll): the configured RTT, and every alternative's
+        loads = self.members()
         t0 = time.monotonic_ns()
         reply = self.request(node, {"op": "task", "seq": r.delivered + r.lost})
         if reply is None or reply.get("op") != "done":
             r.lost += 1
             return
         rtt = (time.monotonic_ns() - t0) / 1e6 / self.cfg.time_scale
-        join = {n: float(v) for n, v in truth["join_rtt"].items()}
-        r.deliver(rtt, min(float(truth["rtt"][node]), *(join[n] for n in join if n != node)))
-        r.excess.append(rtt - float(truth["rtt"][node]))
+        # the best this task could have had: here, or as one more client anywhere else
+        at = self._latency(loads, joining=node)
+        if self.cfg.optimal_reference == "static":  # the RTT at the load-agnostic optimum
+            static = self._static()
+            r.deliver(rtt, at[min(static, key=lambda n: (static[n], n))])
+        else:
+            r.deliver(rtt, min(at.values()))
+        r.excess.append(rtt - self._latency(loads)[node])  # over what its links carry
         state = reply.get("state")
         if isinstance(state, dict):
             self._learn(node, state, rtt)
@@ -235,13 +266,14 @@ class CityClient:
         return {"node": self.node,
                 "coord": self.vivaldi.coord.to_dict() if self.vivaldi is not None else None}
 
-    def coordinate_errors(self, truth: dict[str, Any]) -> dict[str, float]:
-        """|estimate - configured| / configured per node, where the client has a coordinate."""
+    def coordinate_errors(self) -> dict[str, float]:
+        """|estimate - configured| / configured per node, where the client has a coordinate
+        (configured: the latency its links carry now)."""
         if self.vivaldi is None:
             return {}
-        own = self.vivaldi.coord
-        return {n: abs(own.distance_to(c) - float(truth["rtt"][n])) / float(truth["rtt"][n])
-                for n, c in self.coords.items()}
+        self._truth = self.net.truth() or self._truth
+        own, rtt = self.vivaldi.coord, self._latency(self.members())
+        return {n: abs(own.distance_to(c) - rtt[n]) / rtt[n] for n, c in self.coords.items()}
 
 
 class UdpTransport:
@@ -255,6 +287,7 @@ class UdpTransport:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind((ip, 0))
         self.timeout_s = cfg.client.timeout_ms * cfg.time_scale / 1000.0
+        self.seq = 0  # the last ops request's id
         self.truth_path = truth_path
         self._truth: dict[str, Any] = {}
 
@@ -269,20 +302,26 @@ class UdpTransport:
         return s.rtt_ms / self.cfg.time_scale, state if isinstance(state, dict) else None
 
     def op(self, fog: str, msg: dict[str, Any], want_reply: bool) -> dict[str, Any] | None:
-        self.sock.setblocking(False)
-        with suppress(BlockingIOError):  # drop late replies to earlier requests
-            while True:
-                self.sock.recv(4096)
-        self.sock.setblocking(True)
-        self.sock.sendto(json.dumps(msg).encode(), (self.cfg.fogs[fog].ip, OPS_PORT))
+        """Each request carries an id its reply echoes: a reply that comes after its
+        request timed out is not taken for the answer to the next one."""
+        self.seq += 1
+        self.sock.sendto(json.dumps({**msg, "id": self.seq}).encode(),
+                         (self.cfg.fogs[fog].ip, OPS_PORT))
         if not want_reply:
             return None
-        self.sock.settimeout(self.timeout_s)
-        try:
-            reply = json.loads(self.sock.recv(4096))
-        except (TimeoutError, json.JSONDecodeError, UnicodeDecodeError):
-            return None  # none, or not an answer of ours: as good as none
-        return reply if isinstance(reply, dict) else None
+        deadline = time.monotonic() + self.timeout_s
+        while (left := deadline - time.monotonic()) > 0:
+            self.sock.settimeout(left)
+            try:
+                reply = json.loads(self.sock.recv(4096))
+            except TimeoutError:
+                return None
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                continue  # not an answer of ours
+            if isinstance(reply, dict) and reply.get("id") == self.seq:
+                return reply
+        return None
+
 
     def meridian(self, fog: str, qid: str, eligible: list[str]) -> dict[str, Any] | None:
         ip, port = self.sock.getsockname()
@@ -317,20 +356,6 @@ def client_status_path(state_dir: Path, name: str) -> Path:
     return state_dir / f"client-{name}.json"
 
 
-def fog_state_reader(state_dir: Path, fogs: list[str]
-                     ) -> Callable[[], dict[str, dict[str, Any]]]:
-    def read() -> dict[str, dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
-        for n in fogs:
-            try:
-                out[n] = dict(json.loads((state_dir / f"{n}.json").read_text()))
-            except (OSError, json.JSONDecodeError):
-                out[n] = {}
-        return out
-
-    return read
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--config", type=Path, required=True)
@@ -348,8 +373,8 @@ def main(argv: list[str] | None = None) -> int:
     responder = EchoResponder((cfg.clients[args.name], PROBE_PORT))
     threading.Thread(target=responder.serve, daemon=True).start()
     rng = random.Random(f"{cfg.seed}-{args.selector}-{args.name}")
-    client = CityClient(args.name, cfg, args.selector, net, rng,
-                        fog_state_reader(cfg.state_dir, sorted(cfg.fogs)))
+    board = MemberBoard(member_board_path(cfg.state_dir), list(cfg.fogs))
+    client = CityClient(args.name, cfg, args.selector, net, rng, board.read)
     stop = False
 
     def _stop(signum: int, frame: object) -> None:
@@ -377,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     counts.received["m_probe"] += responder.counters.received
     counts.sent["m_probe"] += responder.counters.sent
     out = client.result.to_dict()
-    out["coordinate_errors"] = client.coordinate_errors(net.truth()) if net.truth() else {}
+    out["coordinate_errors"] = client.coordinate_errors()
     write_json_atomic(args.out, out)
     return 0
 

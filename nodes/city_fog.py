@@ -14,9 +14,11 @@ One process per fog host, in its network namespace, bound to the host's address:
   those echoes carry the peers' state, which is how the view spreads;
 - Meridian port: `nodes.city_meridian`, its rings filed from those RTTs.
 
-Every datagram is counted by kind. The state file (rewritten atomically a few times a
-second) tells the runner the node's client count, which the runner turns into its load
-delay on the node's access link, and the RTTs it measured to its peers.
+Every datagram is counted by kind. The node's client count goes on the point's member
+board (`MemberBoard`) at every join and leave: the runner turns it into the load delay on
+the node's access link, and the clients' omniscient baseline and scores read the loads
+of the instant from it. The state file (rewritten atomically ten times a second) adds
+the RTTs the node measured to its peers, its counts and coordinate.
 
     python -m nodes.city_fog --config RUN/city.json --name fog0
 """
@@ -25,16 +27,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import select
 import signal
 import socket
+import struct
 import time
 from collections import Counter
+from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import TypeAdapter
 
@@ -83,6 +88,9 @@ class CityConfig:
     duration_s: float
     seed: int
     client: ClientParams = ClientParams(start_s=(0.5, 2.0))
+    # the omniscient baseline's and the scores' latency: load included, or the network
+    # distance alone (the study's `optimal_reference`, as the simulator reads it)
+    optimal_reference: Literal["current", "static"] = "current"
     # set: `epoch` is not known yet; the runner writes it (one number) to this file once
     # every process of the point is started, which takes minutes with hundreds of them
     epoch_file: Path | None = None
@@ -107,6 +115,42 @@ class CityConfig:
                     raise RuntimeError(f"no epoch in {cfg.epoch_file} after {wait_s:.0f} s"
                                        ) from None
                 time.sleep(0.05)
+
+
+class MemberBoard:
+    """Every fog node's client count now, one int32 per node (sorted by name) in a file in
+    the point's state directory: each daemon writes its own at every join and leave, and
+    a reader takes them all in one `pread`.
+
+    The simulator's omniscient baseline and its scores see the loads of the instant. The
+    live ones read the runner's truth, which took the counts from the nodes' state files
+    a tick (0.2 s) and a write period (0.1 s) late, a third of a client's step: 50
+    clients herded into nodes that had just filled and lost a task per two steps where
+    the simulator loses none (docs/coordinates.md, "Live against simulated")."""
+
+    def __init__(self, path: Path, names: Sequence[str]) -> None:
+        self.names = sorted(names)
+        self._fd = os.open(path, os.O_RDWR)
+
+    @staticmethod
+    def create(path: Path, n: int) -> Path:
+        path.write_bytes(bytes(4 * n))
+        return path
+
+    def write(self, name: str, members: int) -> None:
+        os.pwrite(self._fd, struct.pack("<i", members), 4 * self.names.index(name))
+
+    def read(self) -> dict[str, int]:
+        n = len(self.names)
+        return dict(zip(self.names, struct.unpack(f"<{n}i", os.pread(self._fd, 4 * n, 0)),
+                        strict=True))
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def member_board_path(state_dir: Path) -> Path:
+    return state_dir / "members.bin"
 
 
 @dataclass
@@ -206,6 +250,7 @@ class FogDaemon:
         self.pending: dict[int, tuple[str | tuple[str, str], int]] = {}
         self.seq = 0
         self.stop = False
+        self.board = MemberBoard(member_board_path(node.cfg.state_dir), list(node.cfg.fogs))
 
     @staticmethod
     def _sock(ip: str, port: int) -> socket.socket:
@@ -239,8 +284,12 @@ class FogDaemon:
             c.received["malformed"] += 1
             return
         c.received[kind] += 1
+        before = len(self.node.members)
         reply = self.node.op(msg)
-        if reply is not None:
+        if len(self.node.members) != before:
+            self.board.write(self.node.info.name, len(self.node.members))
+        if reply is not None:  # with the request's id, which the client matches
+            reply["id"] = msg.get("id")
             self.ops_sock.sendto(json.dumps(reply, separators=(",", ":")).encode(), sender)
             c.sent[str(reply["op"])] += 1
 

@@ -32,12 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from fogsdn.local_rpc import write_json_atomic
 from fogsdn.scenario import NodeSpec, Role, Scenario, Workload
 from fogsdn.topology import LinkSpec
-from nodes.city_fog import CityConfig, FogInfo
+from nodes.city_fog import CityConfig, FogInfo, MemberBoard, member_board_path
 from runner.city_view import CityNow, CityView, start_city_view
 from runner.live_network import LiveNetwork, new_supervisor
 from runner.proc_memory import MemoryPeak
@@ -46,7 +44,7 @@ from runner.view_live import ViewConfig
 from runner.view_server import ViewServer
 from sim.city_output import live_metrics
 from sim.city_study import client_params
-from topologies.city_latency import LatencyParams, load_ms
+from topologies.city_latency import LatencyParams, load_ms, processing_ms
 from topologies.city_layout import (
     CityLayout,
     PositionTrace,
@@ -89,6 +87,9 @@ def live_scenario(study: CityStudy, layout: CityLayout, positions: list[Point],
 
 
 EPOCH_AFTER_START_S = 2.0  # from the last process started to the point's epoch
+# how often the fog nodes' access links catch up with their member counts (real s):
+# a tick (0.2 s) is a third of a client's step, in which the loads change many times
+LOAD_POLL_S = 0.01
 
 
 def start_positions(study: CityStudy, layout: CityLayout, n: int) -> list[Point]:
@@ -102,7 +103,6 @@ class Mobility:
     def __init__(self, study: CityStudy, layout: CityLayout, n: int) -> None:
         self.kind = study.mobility.kind
         self.wp = WaypointParams(layout.side_m, study.mobility.speed_mps, study.mobility.pause_s)
-        self.rng = random.Random(f"move-{study.seed}")
         self.trace: PositionTrace | None = None
         self.names: list[str] = []
         if self.kind == "trace":
@@ -116,16 +116,18 @@ class Mobility:
             start = [self.trace.at(c, 0.0) for c in self.names[:n]]
         else:
             start = start_positions(study, layout, n)
-        self.walkers: list[Waypoint] = [
-            start_walker(p0, self.wp, random.Random(f"walk-{study.seed}-{i}"))
-            for i, p0 in enumerate(start)]
+        # each client's own draws, as the simulator's: the same walk in both engines
+        self.rngs = [random.Random(f"walk-{study.seed}-{i}") for i in range(len(start))]
+        self.walkers: list[Waypoint] = [start_walker(p0, self.wp, rng)
+                                        for p0, rng in zip(start, self.rngs, strict=True)]
 
     def positions(self, t_s: float, dt_s: float) -> list[Point]:
         if self.kind == "static":
             return [w.position for w in self.walkers]
         if self.trace is not None:
             return [self.trace.at(c, t_s) for c in self.names[:len(self.walkers)]]
-        self.walkers = [advance(w, dt_s, self.wp, self.rng) for w in self.walkers]
+        self.walkers = [advance(w, dt_s, self.wp, rng)
+                        for w, rng in zip(self.walkers, self.rngs, strict=True)]
         return [w.position for w in self.walkers]
 
 
@@ -174,14 +176,18 @@ class CityLive:
         self.current[lid] = delay_ms
         self.link_updates += 1
 
-    def _place(self, positions: list[Point], members: dict[str, int]) -> None:
+    def _place(self, positions: list[Point]) -> None:
+        """The clients' paths to the fog nodes where they stand now."""
         if self.study.network == "star":
             self._place_star(positions)
-        else:
-            cf = client_fog_matrix(positions, self.layout, self.p)
-            for k in range(len(positions)):
-                for i in range(len(self.layout.fog_nodes)):
-                    self._set(link_id(client_switch(k), fog_switch(i)), float(cf[k, i]))
+            return
+        cf = client_fog_matrix(positions, self.layout, self.p)
+        for k in range(len(positions)):
+            for i in range(len(self.layout.fog_nodes)):
+                self._set(link_id(client_switch(k), fog_switch(i)), float(cf[k, i]))
+
+    def _load_links(self, members: dict[str, int]) -> None:
+        """Each fog node's access link carries its load term for its clients now."""
         for name, s in self.sites.items():
             self._set(self.net.host_link(name), fog_access_ms(members[name], s, self.p))
 
@@ -204,16 +210,14 @@ class CityLive:
             self.tables[lid] = table
             self.link_updates += 1
 
-    def _truth(self, positions: list[Point], members: dict[str, int]) -> dict[str, Any]:
-        """Each client's configured RTTs (eq. 7: twice the one-way path and the node's
-        access term, now and with one more client)."""
+    def _truth(self, positions: list[Point]) -> dict[str, Any]:
+        """Each client's load-free RTT per node: twice the one-way path plus processing,
+        the simulator's static part. The client adds each node's load term for the count
+        on the member board, as the node's access link carries it (eq. 7)."""
         cf = client_fog_matrix(positions, self.layout, self.p)
         names = list(self.sites)
-        now = np.array([fog_access_ms(members[n], self.sites[n], self.p) for n in names])
-        more = np.array([fog_access_ms(members[n] + 1, self.sites[n], self.p) for n in names])
-        rtt, join = 2.0 * (cf + now), 2.0 * (cf + more)
-        out = {client_name(k): {"rtt": dict(zip(names, rtt[k].tolist(), strict=True)),
-                                "join_rtt": dict(zip(names, join[k].tolist(), strict=True)),
+        static = 2.0 * cf + processing_ms(self.p)
+        out = {client_name(k): {"static": dict(zip(names, static[k].tolist(), strict=True)),
                                 "pos": pos}
                for k, pos in enumerate(positions)}
         return {"t": time.monotonic(), "clients": out}
@@ -235,7 +239,8 @@ class CityLive:
                   for name, s in self.sites.items()},
             clients={client_name(k): self.net.ip(client_name(k)) for k in range(n)},
             time_scale=st.time_scale, state_dir=state_dir, epoch=0.0, epoch_file=epoch_file,
-            duration_s=st.duration_s, seed=st.seed, client=client_params(st))
+            duration_s=st.duration_s, seed=st.seed, client=client_params(st),
+            optimal_reference=st.optimal_reference)
 
     def run_point(self, selector: str, ratio: float) -> dict[str, Any]:
         st = self.study
@@ -246,11 +251,13 @@ class CityLive:
         state_dir.mkdir(parents=True, exist_ok=True)
         mobility = Mobility(st, self.layout, n)
         positions = [w.position for w in mobility.walkers]
-        members = dict.fromkeys(self.sites, 0)
-        self._place(positions, members)
+        board = MemberBoard(MemberBoard.create(member_board_path(state_dir), len(self.sites)),
+                            list(self.sites))
+        self._place(positions)
+        self._load_links(board.read())
         truth_dir = state_dir / "truth"
         truth_dir.mkdir(exist_ok=True)
-        self._write_truth(truth_dir, self._truth(positions, members))
+        self._write_truth(truth_dir, self._truth(positions))
         t_start = time.monotonic()
         # the epoch once every process is started (each imports for some 0.4 CPU s: with
         # hundreds of them on two cores that is minutes); they wait for it asleep
@@ -283,26 +290,28 @@ class CityLive:
         last = time.monotonic()
         self._show(selector, ratio, state_dir, positions, epoch)
         busy: list[float] = []  # seconds each tick's work took (updates, truth)
+        next_tick = time.monotonic() + st.tick_s
         while time.monotonic() < epoch + st.duration_s and not self.stop.is_set():
-            time.sleep(st.tick_s)
-            if time.monotonic() - self.memory.last >= 1.0:  # a walk of /proc: once a second
-                self.memory.sample()
+            # the access links follow the nodes' counts within a poll; positions, the
+            # truth and the view move once a tick
+            time.sleep(LOAD_POLL_S)
+            self._load_links(board.read())
             now = time.monotonic()
-            for name in self.sites:
-                try:
-                    members[name] = int(json.loads(
-                        (state_dir / f"{name}.json").read_text())["members"])
-                except (OSError, ValueError, KeyError):
-                    pass
+            if now < next_tick:
+                continue
+            next_tick = now + st.tick_s
+            if now - self.memory.last >= 1.0:  # a walk of /proc: once a second
+                self.memory.sample()
             if now > epoch:
                 positions = mobility.positions(now - epoch, now - last)
             last = now
-            self._place(positions, members)
-            self._write_truth(truth_dir, self._truth(positions, members))
+            self._place(positions)
+            self._write_truth(truth_dir, self._truth(positions))
             self._show(selector, ratio, state_dir, positions, epoch)
             busy.append(time.monotonic() - now)
         self._show(selector, ratio, state_dir, positions, epoch, done=True)
         self._stop_point(fogs, clients)
+        board.close()
         results = {}
         for c in clients:
             try:
@@ -405,7 +414,7 @@ class CityLive:
             live.start({}, t0)
             self.current = live.link_delays_ms()
             if st.network == "star":
-                self._place(positions, dict.fromkeys(self.sites, 0))
+                self._place(positions)
             self.startup_s = time.monotonic() - t0
             self.elements = live.link_elements
             self.memory.sample()

@@ -75,6 +75,7 @@ class _Client:
     name: str
     position: tuple[float, float]
     walker: Waypoint
+    walk_rng: random.Random  # its own: its walk is the same in every run and engine
     last_move_s: float
     tower: int
     tower_m: float
@@ -196,11 +197,12 @@ class CitySimulation:
         for i in range(n):
             name = trace_names[i] if self.trace else f"c{i}"
             p0 = self.trace.at(name, 0.0) if self.trace else starts[i]
-            walker = start_walker(p0, self.wp, random.Random(f"walk-{self.seed}-{i}"))
+            walk_rng = random.Random(f"walk-{self.seed}-{i}")
+            walker = start_walker(p0, self.wp, walk_rng)
             t, d = nearest(p0, self.layout.towers)
             viv = VivaldiNode(vcfg, random.Random(f"{self.seed}-vc-{i}")) \
                 if self.uses_vivaldi else None
-            out.append(_Client(name, p0, walker, 0.0, t, d, vivaldi=viv))
+            out.append(_Client(name, p0, walker, walk_rng, 0.0, t, d, vivaldi=viv))
         return out
 
     # ---- latencies ---------------------------------------------------------------
@@ -275,7 +277,7 @@ class CitySimulation:
         if self.trace is not None:
             c.position = self.trace.at(c.name, t)
         else:
-            c.walker = advance(c.walker, t - c.last_move_s, self.wp, self.rng)
+            c.walker = advance(c.walker, t - c.last_move_s, self.wp, c.walk_rng)
             c.position = c.walker.position
         c.last_move_s = t
         c.tower, c.tower_m = nearest(c.position, self.layout.towers)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import random
 from collections import deque
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from conftest import ROOT
 from fogsdn.routing import path_links, shortest_path
 from fogsdn.scenario import scenario_graph
 from nodes.city_client import CityClient
-from nodes.city_fog import MERIDIAN_PORT, CityConfig, FogInfo, FogNode
+from nodes.city_fog import MERIDIAN_PORT, CityConfig, FogInfo, FogNode, MemberBoard
 from nodes.city_meridian import Ping, query_message
 from runner.city_live import Mobility, live_scenario, start_positions
 from runner.study_cli import declared_study
@@ -177,8 +178,12 @@ class FakeCity:
         reply = self.nodes[fog].op(msg)
         return reply if want_reply else None
 
+    def members(self) -> dict[str, int]:
+        return {n: len(f.members) for n, f in self.nodes.items()}
+
     def truth(self) -> dict[str, Any]:
-        return {"rtt": dict(self.rtt), "join_rtt": {n: v + 0.1 for n, v in self.rtt.items()}}
+        """`rtt` is each node's load-free RTT here; the client adds the load term."""
+        return {"static": dict(self.rtt)}
 
     def meridian(self, fog: str, qid: str, eligible: list[str]) -> dict[str, Any] | None:
         """The nodes' Meridian agents, datagrams delivered in order, probes from the table."""
@@ -201,24 +206,46 @@ class FakeCity:
 
 
 def _client(city: FakeCity, selector: str, name: str = "c1") -> CityClient:
-    return CityClient(name, city.cfg, selector, city, random.Random(3),
-                      lambda: {n: {"rtt_ms": {}, "members": len(f.members)}
-                               for n, f in city.nodes.items()})
+    return CityClient(name, city.cfg, selector, city, random.Random(3), city.members)
 
 
 def test_optimal_client_takes_the_nearest_node_and_reconnects_when_it_is_full() -> None:
-    city = FakeCity({"x": 2.0, "y": 3.0, "z": 5.0}, {"x": 1, "y": 2, "z": 2})
+    """x stays the nearest even full (2 + its full load term, under y's 8 + idle term):
+    the omniscient baseline picks it, x refuses, the task is lost, the client takes y."""
+    city = FakeCity({"x": 2.0, "y": 8.0, "z": 9.0}, {"x": 1, "y": 2, "z": 2})
     first = _client(city, "optimal", "c1")
     first.step(0.0)
     assert first.node == "x" and first.result.delivered == 1
     second = _client(city, "optimal", "c2")
-    second.step(0.0)  # x is full: the task is lost, the client reconnects to y
+    second.step(0.0)
     r = second.result
     assert second.node == "y" and r.lost == 1 and r.reconnections == 1
     assert r.selections == 2 and r.optimal_hits == 1
-    assert r.sq_sel_err == pytest.approx(1.0)
+    x_full, y_idle = 2.0 + load_ms(1, 1, P), 8.0 + load_ms(0, 2, P)
+    assert r.sq_sel_err == pytest.approx((y_idle - x_full) ** 2)
     assert r.counts.sent["join"] == 2 and r.counts.received["join"] == 2
     assert r.counts.sent["task"] == 1 and r.delivered == 1
+
+
+def test_optimal_client_sees_the_loads_of_the_instant() -> None:
+    """y (3 ms) beats x (2 ms) once x holds its one client: the second client reads x's
+    new count at once (the member board) and goes to y without a refusal, as the
+    simulator's baseline does; a load-agnostic baseline still picks x and is refused."""
+    city = FakeCity({"x": 2.0, "y": 3.0, "z": 5.0}, {"x": 1, "y": 2, "z": 2})
+    _client(city, "optimal", "c1").step(0.0)
+    second = _client(city, "optimal", "c2")
+    second.step(0.0)
+    assert second.node == "y" and second.result.lost == 0
+    assert second.result.optimal_hits == second.result.selections == 1
+
+    static = FakeCity({"x": 2.0, "y": 3.0, "z": 5.0}, {"x": 1, "y": 2, "z": 2})
+    static.cfg = replace(static.cfg, optimal_reference="static")
+    _client(static, "optimal", "c1").step(0.0)
+    agnostic = _client(static, "optimal", "c2")
+    agnostic.step(0.0)
+    assert agnostic.node == "y" and agnostic.result.lost == 1
+    # scored against the distance alone: y is 1 ms off the (full) x
+    assert agnostic.result.sq_sel_err == pytest.approx(1.0)
 
 
 def test_load_aware_client_probes_and_avoids_full_nodes() -> None:
@@ -247,7 +274,7 @@ def test_vivaldi_client_learns_coordinates_from_its_probes() -> None:
     for t in range(60):
         c.step(float(t))
     assert math.dist(c.vivaldi.coord.vec, (20.0, 0.0)) < 3.0, c.vivaldi.coord
-    errors = c.coordinate_errors(city.truth())
+    errors = c.coordinate_errors()
     assert set(errors) == {"x", "y", "z"}
     # (z's estimate is pulled in by the task replies, which take no time in this fake)
     assert errors["x"] < 0.3 and errors["y"] < 0.3, errors
@@ -261,8 +288,7 @@ def test_meridian_client_queries_the_fog_nodes_and_they_answer() -> None:
         node.meridian.known = set(between[n])
         for peer, rtt in between[n].items():
             node.meridian.measured(peer, rtt)
-    c = CityClient("c1", city.cfg, "meridian", city, random.Random(3), lambda: {
-        n: {"members": len(f.members)} for n, f in city.nodes.items()})
+    c = CityClient("c1", city.cfg, "meridian", city, random.Random(3), city.members)
     c.step(0.0)
     assert c.node == "x" and c.result.lost == 0
     assert c.result.counts.sent["m_query"] == 1 and c.result.counts.received["m_result"] == 1
@@ -366,3 +392,39 @@ def test_a_bad_study_is_one_line_from_the_cli(tmp_path: Path,
     assert cli_main(["--scenario", str(f), "--engine", "simulate"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and "ratios" in err and "\n" not in err
+
+
+def test_the_member_board_shows_each_daemons_count_to_every_reader(tmp_path: Path) -> None:
+    path = MemberBoard.create(tmp_path / "members.bin", 3)
+    writer = MemberBoard(path, ["z", "x", "y"])  # names in any order: the board sorts them
+    reader = MemberBoard(path, ["x", "y", "z"])
+    assert reader.read() == {"x": 0, "y": 0, "z": 0}
+    writer.write("y", 7)
+    writer.write("z", 2)
+    writer.write("y", 6)
+    assert reader.read() == {"x": 0, "y": 6, "z": 2}
+    assert path.stat().st_size == 12
+    writer.close()
+    reader.close()
+
+
+def test_live_and_simulated_clients_walk_the_same_streets() -> None:
+    """The live runner moves every client each tick; the simulator moves one at its own
+    steps, between other clients' draws: each client's walk has its own draws, so where
+    it is at a given time is the same in both (and in every selector's run)."""
+    from sim.city_study import CitySimulation
+
+    st = _study(fog_nodes=4, total_slots=20, ratios=[0.5], mobility={"kind": "waypoint"})
+    live = Mobility(st, st.layout(), 10)
+    sims = [CitySimulation(st, kind, 0.5) for kind in ("random", "optimal")]
+    t = 0.0
+    for _ in range(150):  # 30 s in ticks of 0.2 s: several waypoints and pauses each
+        t += 0.2
+        at_live = live.positions(t, 0.2)
+    for sim in sims:
+        for i, c in enumerate(sim.clients):
+            sim.rng.random()  # other clients' and the selector's draws in between
+            sim._move(c, t / 2)
+            sim._move(c, t)
+            assert c.position == pytest.approx(at_live[i], abs=1e-6)
+    assert at_live != [w.position for w in Mobility(st, st.layout(), 10).walkers]

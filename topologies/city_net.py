@@ -93,6 +93,15 @@ class FullScale(FrozenModel):
     total_slots: int = Field(318, ge=1)
     duration_s: float = Field(60.0, gt=0)
     ratios: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0)
+    # clients start after U(a, b) s: the seed's U(3, 10); a comparison with a live run
+    # at the same scale sets the live start
+    start_s: tuple[float, float] = (3.0, 10.0)
+
+    @model_validator(mode="after")
+    def _check(self) -> FullScale:
+        if not 0 <= self.start_s[0] <= self.start_s[1]:
+            raise ValueError(f"start_s: need 0 <= min <= max, got {self.start_s}")
+        return self
 
 
 class CityStudy(FrozenModel):
@@ -172,12 +181,13 @@ class CityStudy(FrozenModel):
         return max(self.clients_at(r) for r in self.ratios)
 
     def at_full_scale(self) -> CityStudy:
-        """The seed's scale (`full_scale:`, clients starting after its U(3, 10) s): what the
-        simulator runs; not validated again, as the live limits do not apply to it."""
+        """The seed's scale (`full_scale:`, clients starting after its U(3, 10) s unless it
+        says otherwise): what the simulator runs; not validated again, as the live limits
+        do not apply to it."""
         fs = self.full_scale
         return self.model_copy(update={
             "fog_nodes": fs.fog_nodes, "total_slots": fs.total_slots, "ratios": fs.ratios,
-            "duration_s": fs.duration_s, "start_s": (3.0, 10.0)})
+            "duration_s": fs.duration_s, "start_s": fs.start_s})
 
     def layout(self) -> CityLayout:
         """The live city: the same draw as the simulator's for this seed and size."""
