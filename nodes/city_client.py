@@ -233,7 +233,7 @@ class CityClient:
         self.ping(node)
 
     def step(self, t_s: float) -> None:
-        """One discovery step and one task (t_s: seconds since the run's epoch)."""
+        """One discovery step and one task (t_s: model seconds since the run's epoch)."""
         self._truth = self.net.truth()
         self.node = discovery_step(self, self.selector, self.node, self.fogs, self.cfg.client,
                                    self.result, self.rng, t_s, self.vivaldi is not None)
@@ -385,8 +385,12 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, _stop)
     if args.realtime:
         go_realtime()
+    # the study's times are model seconds: `time_scale` real seconds each, as its
+    # latencies are, so a step's messages take the share of its period they take in
+    # the simulator (unscaled, they took ten times that, and clients raced for slots)
+    scale = cfg.time_scale
     end = cfg.epoch + cfg.duration_s
-    t = cfg.epoch + rng.uniform(*cfg.client.start_s)
+    t = cfg.epoch + rng.uniform(*cfg.client.start_s) * scale
     while not stop:
         now = time.monotonic()
         if now >= end:
@@ -394,9 +398,9 @@ def main(argv: list[str] | None = None) -> int:
         if now < t:
             time.sleep(min(t - now, 0.05))
             continue
-        client.step(now - cfg.epoch)
+        client.step((now - cfg.epoch) / scale)
         write_json_atomic(client_status_path(cfg.state_dir, args.name), client.status())
-        t = max(t + rng.uniform(*cfg.client.period_s), time.monotonic())
+        t = max(t + rng.uniform(*cfg.client.period_s) * scale, time.monotonic())
     responder.stop()
     counts = client.result.counts
     counts.received["m_probe"] += responder.counters.received

@@ -10,7 +10,8 @@ One process per fog host, in its network namespace, bound to the host's address:
   client holding a slot here; the reply carries the coordinate, so the client can fold
   the task's RTT into its own) and `view` (coordinates and free slots of every node
   this one has heard from: its gossip view);
-- once a second it pings every other fog node and folds the RTT into its coordinate;
+- every `node_probe_s` model seconds it pings every other fog node and folds the RTT
+  into its coordinate;
   those echoes carry the peers' state, which is how the view spreads;
 - Meridian port: `nodes.city_meridian`, its rings filed from those RTTs.
 
@@ -91,6 +92,7 @@ class CityConfig:
     # the omniscient baseline's and the scores' latency: load included, or the network
     # distance alone (the study's `optimal_reference`, as the simulator reads it)
     optimal_reference: Literal["current", "static"] = "current"
+    node_probe_s: float = 1.0  # model s between a node's rounds of peer probes
     # set: `epoch` is not known yet; the runner writes it (one number) to this file once
     # every process of the point is started, which takes minutes with hundreds of them
     epoch_file: Path | None = None
@@ -251,6 +253,7 @@ class FogDaemon:
         self.seq = 0
         self.stop = False
         self.board = MemberBoard(member_board_path(node.cfg.state_dir), list(node.cfg.fogs))
+        self.probe_period_s = node.cfg.node_probe_s * node.cfg.time_scale  # real s
 
     @staticmethod
     def _sock(ip: str, port: int) -> socket.socket:
@@ -344,7 +347,8 @@ class FogDaemon:
 
     def _ping_peers(self) -> None:
         now = time.monotonic_ns()
-        self.pending = {s: v for s, v in self.pending.items() if now - v[1] < 2e9}
+        horizon_ns = 2e9 * self.probe_period_s  # two rounds' time
+        self.pending = {s: v for s, v in self.pending.items() if now - v[1] < horizon_ns}
         for name, f in self.node.cfg.fogs.items():
             if name != self.node.info.name:
                 self._ping((f.ip, PROBE_PORT), name, "probe")
@@ -357,7 +361,8 @@ class FogDaemon:
             "meridian_hops": n.meridian.hops})
 
     def serve(self) -> None:
-        next_ping = time.monotonic() + random.Random(self.node.info.name).uniform(0, 1)
+        next_ping = time.monotonic() + random.Random(self.node.info.name).uniform(
+            0, self.probe_period_s)
         next_state = 0.0
         handlers = {self.probe_sock: self._probe_in, self.ops_sock: self._ops_in,
                     self.peer_sock: self._peer_in, self.meridian_sock: self._meridian_in}
@@ -369,7 +374,7 @@ class FogDaemon:
             self._meridian_do(self.node.meridian.tick(now))
             if now >= next_ping:
                 self._ping_peers()
-                next_ping = now + 1.0
+                next_ping = now + self.probe_period_s
             if now >= next_state:
                 self.write_state()
                 next_state = now + 0.1

@@ -4,7 +4,10 @@ One network for the whole study (`topologies.city_net`: a switch per fog node an
 client with a link element per pair, or, `network: star`, one element per fog node
 with a per-peer delay table), built for the largest client count; then, per selector
 and client/slot ratio, fresh fog daemons (`nodes.city_fog`) and that many clients
-(`nodes.city_client`) for `duration_s` seconds. Meanwhile the runner moves the clients
+(`nodes.city_client`) for `duration_s` live seconds. Every other time of the study
+(starts, periods, walks, `tick_s`, the nodes' probes) is model seconds, run at
+`time_scale` real seconds each, as the latencies are: the point spans `duration_s /
+time_scale` model seconds. Meanwhile the runner moves the clients
 (random waypoint or a trace, every `tick_s`) and changes their links' delays to follow
 them, changes each fog node's access delay to follow its clients (eqs. 8, 9, 12), and
 writes the configured RTTs (the truth file) that the omniscient selector and the scores
@@ -240,7 +243,7 @@ class CityLive:
             clients={client_name(k): self.net.ip(client_name(k)) for k in range(n)},
             time_scale=st.time_scale, state_dir=state_dir, epoch=0.0, epoch_file=epoch_file,
             duration_s=st.duration_s, seed=st.seed, client=client_params(st),
-            optimal_reference=st.optimal_reference)
+            optimal_reference=st.optimal_reference, node_probe_s=st.node_probe_s)
 
     def run_point(self, selector: str, ratio: float) -> dict[str, Any]:
         st = self.study
@@ -290,7 +293,8 @@ class CityLive:
         last = time.monotonic()
         self._show(selector, ratio, state_dir, positions, epoch)
         busy: list[float] = []  # seconds each tick's work took (updates, truth)
-        next_tick = time.monotonic() + st.tick_s
+        scale = st.time_scale  # real seconds per model second: every time of the study
+        next_tick = time.monotonic() + st.tick_s * scale
         while time.monotonic() < epoch + st.duration_s and not self.stop.is_set():
             # the access links follow the nodes' counts within a poll; positions, the
             # truth and the view move once a tick
@@ -299,11 +303,12 @@ class CityLive:
             now = time.monotonic()
             if now < next_tick:
                 continue
-            next_tick = now + st.tick_s
+            next_tick = now + st.tick_s * scale
             if now - self.memory.last >= 1.0:  # a walk of /proc: once a second
                 self.memory.sample()
             if now > epoch:
-                positions = mobility.positions(now - epoch, now - last)
+                positions = mobility.positions((now - epoch) / scale,
+                                               (now - max(last, epoch)) / scale)
             last = now
             self._place(positions)
             self._write_truth(truth_dir, self._truth(positions))
@@ -458,4 +463,5 @@ def run_city_live(study: CityStudy, out: Path, stop: threading.Event | None = No
                   show: bool = True, view: ViewConfig | None = None) -> CityLiveResult:
     """The live study: its rows, and summary.json's content (also written to `out`);
     `view`: serve the run's page (`runner.city_view`)."""
+    study.check_live_span()
     return CityLive(study, out, stop or threading.Event(), show, view).run()

@@ -67,7 +67,7 @@ class CityStudyRun:
         trace = None
         if st.mobility.kind == "trace" and st.mobility.trace is not None:
             trace = parse_trace(Path(st.mobility.trace).read_text().splitlines())
-        st = st if self.live_scale else st.at_full_scale()
+        st = st.at_live_span() if self.live_scale else st.at_full_scale()
         return [CityPoint(st, sel, r, trace) for sel in st.selectors for r in st.ratios]
 
     def record(self, point: CityPoint, rows: list[Row]) -> str:

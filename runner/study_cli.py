@@ -52,9 +52,11 @@ def _city_study(a: argparse.Namespace, over: dict[str, Any], out: Path) -> Study
     from runner.city_study_run import CityStudyRun
     from topologies.city_net import load_city_study
 
-    if a.duration is not None:
-        full = a.engine == "simulate" and not a.live_scale
-        over["full_scale.duration_s" if full else "duration_s"] = a.duration
+    if a.duration is not None:  # live seconds: duration / time_scale model s everywhere
+        over["duration_s"] = a.duration
+        if a.engine == "simulate" and not a.live_scale:
+            over["full_scale.duration_s"] = \
+                a.duration / load_city_study(a.scenario, over).time_scale
     stop = threading.Event()
     if a.engine == "emulate":
         from runner.supervisor import stop_on_signals
@@ -62,7 +64,10 @@ def _city_study(a: argparse.Namespace, over: dict[str, Any], out: Path) -> Study
         stop_on_signals(stop)
     from runner.view_live import view_config
 
-    return CityStudyRun(load_city_study(a.scenario, over), out, a.engine, a.live_scale, stop,
+    study = load_city_study(a.scenario, over)
+    if a.engine == "emulate":
+        study.check_live_span()
+    return CityStudyRun(study, out, a.engine, a.live_scale, stop,
                         view_config(a) if a.engine == "emulate" else None)
 
 

@@ -13,12 +13,13 @@ most `max_attempts` times per step; if all fail, it keeps the node it had. Every
 (discovery queries and answers, RTT probes, Meridian gossip and ring upkeep, tasks and
 replies) is counted by sender and receiver.
 
-Vivaldi: fog nodes probe one random other node each second; clients fold the RTT of
-every task (the node's coordinate rides in the reply) and one probe to a random node per
-step into their coordinate. Meridian: the fog nodes form the overlay (bootstrap and
-gossip at start, gossip every 5 s, ring management every 30 s); a query enters at the
-client's node (a random one before it has any). The load-aware selector learns free
-slots from the nodes' gossip, refreshed each second (so it can be a second stale).
+Vivaldi: fog nodes probe one random other node each `node_probe_s` (1 s); clients fold
+the RTT of every task (the node's coordinate rides in the reply) and one probe to a
+random node per step into their coordinate. Meridian: the fog nodes form the overlay
+(bootstrap and gossip at start, gossip every 5 s, ring management every 30 s); a query
+enters at the client's node (a random one before it has any). The load-aware selector
+learns free slots from the nodes' gossip, refreshed each second (so it can be a second
+stale).
 
 Metrics (seed 003 section 3.1): per client total messages, lost messages and
 reconnections; per fog node incoming, outgoing and total messages; the optimal-selection
@@ -236,7 +237,8 @@ class CitySimulation:
         # the periodic events: (first time, period in s, what runs then)
         periodic: list[tuple[float, float, Callable[[], None]]] = [(0.0, 1.0, self._snapshot)]
         if self.uses_vivaldi:
-            periodic.append((0.5, 1.0, self._node_probes))
+            every = self.study.node_probe_s
+            periodic.append((every / 2, every, self._node_probes))
         if (overlay := self.meridian) is not None:
             overlay.converge(random.Random(f"{self.seed}-meridian"), gossip_rounds=10)
             periodic += [(5.0, 5.0, lambda: overlay.gossip_round(self.rng)),

@@ -428,3 +428,20 @@ def test_live_and_simulated_clients_walk_the_same_streets() -> None:
             sim._move(c, t)
             assert c.position == pytest.approx(at_live[i], abs=1e-6)
     assert at_live != [w.position for w in Mobility(st, st.layout(), 10).walkers]
+
+
+def test_a_live_point_spans_duration_over_time_scale_model_seconds(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every time of the study runs at time_scale live: 200 live s at 10 are 20 model s,
+    what the simulator runs at the live scale; a point too short for the clients' start
+    is refused in one line naming the field."""
+    st = _study(duration_s=200, time_scale=10, start_s=[0.5, 2.0])
+    assert st.model_span_s() == 20.0 and st.at_live_span().duration_s == 20.0
+    st.check_live_span()
+    with pytest.raises(CityStudyError, match=r"duration_s: 15 live s at time_scale 10 span "
+                                             r"1.5 model s.*start up to 2 model s"):
+        _study(duration_s=15, time_scale=10, start_s=[0.5, 2.0]).check_live_span()
+    f = tmp_path / "c.yaml"
+    f.write_text("study: city\nname: t\ntime_scale: 10\nduration_s: 15\n")
+    rc = study_main(["--scenario", str(f), "--engine", "emulate", "--out", str(tmp_path / "o")])
+    assert rc == 2 and "duration_s: 15 live s" in capsys.readouterr().err

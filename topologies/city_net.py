@@ -118,15 +118,19 @@ class CityStudy(FrozenModel):
     area_km2: float = Field(2.25, gt=0)
     ratios: tuple[float, ...] = Field((0.5,), min_length=1)
     selectors: tuple[str, ...] = SELECTOR_NAMES
-    duration_s: float = Field(20.0, gt=0, le=600, description="live seconds per point")
-    time_scale: float = Field(10.0, gt=0, le=100, description="real ms per model ms")
-    period_s: tuple[float, float] = (0.5, 1.0)
+    duration_s: float = Field(200.0, gt=0, le=36000, description="live seconds per point: "
+                              "duration_s / time_scale model seconds")
+    time_scale: float = Field(10.0, gt=0, le=100, description="real ms per model ms, and "
+                              "real s per model s: every time below runs at this scale live")
+    period_s: tuple[float, float] = (0.5, 1.0)  # model seconds, as every time below
     start_s: tuple[float, float] = (0.5, 2.0)
     max_attempts: int = Field(3, ge=1)
     timeout_ms: float = Field(100.0, gt=0, description="a task's reply deadline, model ms")
     vivaldi_dimensions: int = Field(2, ge=1, le=8)
     load_aware_bound_ms: float = Field(2.0, ge=0)
-    tick_s: float = Field(0.1, gt=0, le=5, description="mobility and link-update period")
+    tick_s: float = Field(0.1, gt=0, le=5, description="mobility and truth period")
+    node_probe_s: float = Field(1.0, gt=0, le=60, description="how often each fog node "
+                                "probes its peers for its coordinate (model s)")
     # live: fog daemons and clients run SCHED_FIFO (as the link relays do), so that a
     # loaded machine delays the probes' timing less
     realtime: bool = True
@@ -166,6 +170,23 @@ class CityStudy(FrozenModel):
             raise ValueError(f"start_s: need 0 <= min <= max, got {self.start_s}")
         self.params()  # raises LatencyModelError naming the field
         return self
+
+    def model_span_s(self) -> float:
+        """The model seconds a live point spans."""
+        return self.duration_s / self.time_scale
+
+    def check_live_span(self) -> None:
+        """A live point must outlast its clients' start (the simulator's `duration_s` is
+        model seconds, so this is asked only of a live run)."""
+        if self.model_span_s() <= self.start_s[1]:
+            raise CityStudyError(
+                f"duration_s: {self.duration_s:g} live s at time_scale {self.time_scale:g} "
+                f"span {self.model_span_s():g} model s, and clients start up to "
+                f"{self.start_s[1]:g} model s in (start_s)")
+
+    def at_live_span(self) -> CityStudy:
+        """The live scale for the simulator, whose `duration_s` is model seconds."""
+        return self.model_copy(update={"duration_s": self.model_span_s()})
 
     def params(self) -> LatencyParams:
         try:
