@@ -106,6 +106,7 @@ class CityClient:
                                    random.Random(f"{cfg.seed}-client-{name}")) \
             if selector in VIVALDI_SELECTORS else None
         self.coords: dict[str, Coordinate] = {}
+        self.last_rtt: dict[str, float] = {}  # per node, its last task's RTT (model ms)
         self.queries = 0
         self._truth: dict[str, Any] = {"static": {}}
         self._loads: dict[str, int] = {}  # the members counted for this selection
@@ -243,12 +244,16 @@ class CityClient:
         # the node's access link carries its load term for these counts (the runner
         # follows the board within a poll): the configured RTT, and every alternative's
         loads = self.members()
+        msg: dict[str, Any] = {"op": "task", "seq": r.delivered + r.lost}
+        if self.vivaldi is not None:  # the node learns from its clients, as simulated
+            msg |= {"coord": self.vivaldi.coord.to_dict(), "rtt": self.last_rtt.get(node)}
         t0 = time.monotonic_ns()
-        reply = self.request(node, {"op": "task", "seq": r.delivered + r.lost})
+        reply = self.request(node, msg)
         if reply is None or reply.get("op") != "done":
             r.lost += 1
             return
         rtt = (time.monotonic_ns() - t0) / 1e6 / self.cfg.time_scale
+        self.last_rtt[node] = rtt
         # the best this task could have had: here, or as one more client anywhere else
         at = self._latency(loads, joining=node)
         if self.cfg.optimal_reference == "static":  # the RTT at the load-agnostic optimum

@@ -10,8 +10,9 @@ One process per fog host, in its network namespace, bound to the host's address:
   client holding a slot here; the reply carries the coordinate, so the client can fold
   the task's RTT into its own) and `view` (coordinates and free slots of every node
   this one has heard from: its gossip view);
-- every `node_probe_s` model seconds it pings every other fog node and folds the RTT
-  into its coordinate;
+- every `node_probe_s` model seconds it pings every other fog node and folds one, drawn
+  at random, into its coordinate (as each simulated node probes one peer); Vivaldi
+  clients' tasks carry their coordinate and last RTT here, which it folds in too;
   those echoes carry the peers' state, which is how the view spreads;
 - Meridian port: `nodes.city_meridian`, its rings filed from those RTTs.
 
@@ -184,6 +185,9 @@ class FogNode:
         self.peer_rtt_ms: dict[str, float] = {}  # model ms
         self.counts = Counts()
         self.refused = 0
+        # the one peer whose echo this round moves the coordinate (`next_round`)
+        self.coordinate_peer: str | None = None
+        self._round_rng = random.Random(f"{cfg.seed}-round-{info.name}")
         self.meridian = MeridianAgent(
             info.name, {n: (f.ip, MERIDIAN_PORT) for n, f in cfg.fogs.items()},
             MeridianConfig(), random.Random(f"{cfg.seed}-meridian-{info.name}"),
@@ -218,6 +222,7 @@ class FogNode:
         if kind == "task":
             if client not in self.members:
                 return None  # sent to a node that holds no slot for it: lost
+            self._learn_from_client(client, msg)
             return {"op": "done", "seq": msg.get("seq"), "state": self.state()}
         if kind == "view":
             view = self.view | {self.info.name: self.state()}
@@ -225,8 +230,30 @@ class FogNode:
                                             for n, s in view.items()}}
         return None
 
+    def next_round(self) -> None:
+        """A new round of peer probes. Every peer is probed (its echo feeds the view and
+        the Meridian rings) but only one, drawn at random, moves the coordinate, as each
+        simulated node probes one random peer a round. Folding in every peer's echo
+        settled the nodes' coordinates on the node-to-node RTTs (which pay both nodes'
+        processing and load) and sent Vivaldi's clients to full nodes five times as
+        often as simulated (docs/coordinates.md, "Live against simulated")."""
+        peers = sorted(n for n in self.cfg.fogs if n != self.info.name)
+        self.coordinate_peer = self._round_rng.choice(peers) if peers else None
+
+    def _learn_from_client(self, client: str, msg: dict[str, Any]) -> None:
+        """A Vivaldi client's task carries its coordinate and the RTT it measured on its
+        last task here: the node folds them into its own coordinate, as a simulated node
+        does with every task (one task late: the node cannot time the client's trip)."""
+        rtt = msg.get("rtt")
+        if isinstance(rtt, bool) or not isinstance(rtt, int | float) or not rtt > 0:
+            return
+        with suppress(VivaldiError):
+            coord = Coordinate.from_dict(msg.get("coord"), self.cfg.client.dimensions)
+            self.vivaldi.update(client, coord, float(rtt))
+
     def peer_echo(self, peer: str, rtt_real_ms: float, payload: bytes) -> None:
-        """A peer's echo: its state into the view, the RTT into our coordinate."""
+        """A peer's echo: its state into the view, the RTT into the rings, and into our
+        coordinate if it is this round's coordinate peer."""
         try:
             st = json.loads(payload.decode("utf-8"))
             coord = Coordinate.from_dict(st["coord"], self.cfg.client.dimensions)
@@ -236,8 +263,9 @@ class FogNode:
         self.view[peer] = st
         self.peer_rtt_ms[peer] = rtt
         self.meridian.measured(peer, rtt)
-        with suppress(VivaldiError):
-            self.vivaldi.update(peer, coord, rtt)
+        if peer == self.coordinate_peer:
+            with suppress(VivaldiError):
+                self.vivaldi.update(peer, coord, rtt)
 
 
 class FogDaemon:
@@ -349,6 +377,7 @@ class FogDaemon:
         now = time.monotonic_ns()
         horizon_ns = 2e9 * self.probe_period_s  # two rounds' time
         self.pending = {s: v for s, v in self.pending.items() if now - v[1] < horizon_ns}
+        self.node.next_round()
         for name, f in self.node.cfg.fogs.items():
             if name != self.node.info.name:
                 self._ping((f.ip, PROBE_PORT), name, "probe")

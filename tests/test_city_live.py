@@ -18,6 +18,7 @@ from fogsdn.scenario import scenario_graph
 from nodes.city_client import CityClient
 from nodes.city_fog import MERIDIAN_PORT, CityConfig, FogInfo, FogNode, MemberBoard
 from nodes.city_meridian import Ping, query_message
+from nodes.ncs.vivaldi import Coordinate
 from runner.city_live import Mobility, live_scenario, start_positions
 from runner.study_cli import declared_study
 from runner.study_cli import main as study_main
@@ -153,11 +154,49 @@ def test_fog_node_folds_a_peer_echo_into_its_view_and_coordinate() -> None:
     import json
 
     for _ in range(30):
+        f.next_round()  # one peer: g, every round
         f.peer_echo("g", 20.0, json.dumps(g.state()).encode())  # 20 real ms = 4 model ms
     assert f.peer_rtt_ms["g"] == pytest.approx(4.0)
     assert f.vivaldi.coord.distance_to(g.vivaldi.coord) == pytest.approx(4.0, rel=0.2)
     f.peer_echo("g", 20.0, b"not json")  # ignored
     assert set(f.view) == {"g"}
+
+
+def test_a_round_moves_the_coordinate_by_one_peer_and_every_echo_feeds_the_view() -> None:
+    """Each round every peer's echo reaches the view and the rings, but one peer, drawn
+    at random, moves the coordinate (the simulated node probes one peer a round)."""
+    import json
+
+    cfg = _config({"f": 2, "g": 2, "h": 2, "k": 2})
+    f = FogNode(cfg.fogs["f"], cfg)
+    peers = {n: FogNode(cfg.fogs[n], cfg) for n in ("g", "h", "k")}
+    drawn = []
+    moved = []
+    update = f.vivaldi.update
+    f.vivaldi.update = lambda peer, c, rtt: moved.append(peer) or update(peer, c, rtt)  # type: ignore[method-assign]
+    for _ in range(30):
+        f.next_round()
+        drawn.append(f.coordinate_peer)
+        for n, p in peers.items():
+            f.peer_echo(n, 20.0, json.dumps(p.state()).encode())
+    assert set(drawn) == {"g", "h", "k"} and set(f.view) == {"g", "h", "k"}
+    assert moved == drawn  # one sample a round, from the drawn peer: 30, not 90
+
+
+def test_a_vivaldi_clients_task_moves_its_nodes_coordinate() -> None:
+    cfg = _config({"f": 2})
+    f = FogNode(cfg.fogs["f"], cfg)
+    f.op({"op": "join", "client": "c1"})
+    before = f.vivaldi.coord
+    far = {"vec": [30.0, 0.0], "error": 0.1, "height": 0.0}
+    assert f.op({"op": "task", "client": "c1", "coord": far, "rtt": None})  # a first task
+    assert f.vivaldi.coord == before
+    there = Coordinate.from_dict(far, 2)
+    d0 = before.distance_to(there)  # 30 ms apart at first; the client says 5
+    for _ in range(20):
+        assert f.op({"op": "task", "client": "c1", "coord": far, "rtt": 5.0})
+    assert abs(f.vivaldi.coord.distance_to(there) - 5.0) < abs(d0 - 5.0) / 4
+    assert f.op({"op": "task", "client": "c1", "coord": "junk", "rtt": 5.0})  # answered
 
 
 # -- the client over a fake network ----------------------------------------------------------
@@ -263,12 +302,12 @@ def test_vivaldi_client_learns_coordinates_from_its_probes() -> None:
     """The nodes' coordinates put the client's true place at (20, 0): x 10 ms away, y 6,
     z 2. From the origin, where a client's coordinate starts, y looks nearest, and x comes
     first by name: only a client that learned its coordinate from its probes picks z."""
-    from nodes.ncs.vivaldi import Coordinate
-
     city = FakeCity({"x": 10.0, "y": 6.0, "z": 2.0}, {"x": 5, "y": 5, "z": 5})
     where = {"x": (30.0, 0.0), "y": (20.0, 6.0), "z": (22.0, 0.0)}
     for n, node in city.nodes.items():  # as the daemons' probes among themselves place them
         node.vivaldi.coord = Coordinate(where[n], 0.05, 0.0)
+        # held there: what moves here is the client's (its tasks would move the nodes)
+        node.vivaldi.update = lambda *a: None  # type: ignore[method-assign,assignment,return-value]
     c = _client(city, "vivaldi")
     assert c.vivaldi is not None and c.vivaldi.coord.vec == (0.0, 0.0)
     for t in range(60):
