@@ -314,7 +314,12 @@ class UdpTransport:
                          (self.cfg.fogs[fog].ip, OPS_PORT))
         if not want_reply:
             return None
-        deadline = time.monotonic() + self.timeout_s
+        return self._await(self.timeout_s, lambda r: r.get("id") == self.seq)
+
+    def _await(self, timeout_s: float, ours: Callable[[dict[str, Any]], bool]
+               ) -> dict[str, Any] | None:
+        """The first datagram within `timeout_s` that is a JSON object `ours` accepts."""
+        deadline = time.monotonic() + timeout_s
         while (left := deadline - time.monotonic()) > 0:
             self.sock.settimeout(left)
             try:
@@ -323,29 +328,17 @@ class UdpTransport:
                 return None
             except (json.JSONDecodeError, UnicodeDecodeError):
                 continue  # not an answer of ours
-            if isinstance(reply, dict) and reply.get("id") == self.seq:
+            if isinstance(reply, dict) and ours(reply):
                 return reply
         return None
-
 
     def meridian(self, fog: str, qid: str, eligible: list[str]) -> dict[str, Any] | None:
         ip, port = self.sock.getsockname()
         msg = query_message(qid, self.name, (ip, PROBE_PORT), (ip, port), eligible)
         self.sock.sendto(json.dumps(msg).encode(), (self.cfg.fogs[fog].ip, MERIDIAN_PORT))
         # the query may visit every node, each waiting at most a probe's timeout
-        deadline = time.monotonic() + self.timeout_s * 3
-        while (left := deadline - time.monotonic()) > 0:
-            self.sock.settimeout(left)
-            try:
-                reply = json.loads(self.sock.recv(4096))
-            except TimeoutError:
-                return None
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                continue
-            if isinstance(reply, dict) and reply.get("op") == "m_result" \
-                    and reply.get("qid") == qid:
-                return reply
-        return None
+        return self._await(self.timeout_s * 3,
+                           lambda r: r.get("op") == "m_result" and r.get("qid") == qid)
 
     def truth(self) -> dict[str, Any]:
         try:
