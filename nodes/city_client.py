@@ -204,9 +204,9 @@ class CityClient:
         """Eq. 7 per node under `loads`: the simulator's static part plus its load term.
         `joining`: the node this client holds, where it counts already (anywhere else
         it would be one more)."""
-        fogs, extra = self.cfg.fogs, 0 if joining is None else 1
-        return {n: float(v) + fogs[n].load(loads.get(n, 0) + (extra if n != joining else 0))
-                for n, v in self._truth["static"].items()}
+        fogs = self.cfg.fogs
+        return {n: v + fogs[n].load(loads.get(n, 0) + (joining not in (None, n)))
+                for n, v in self._static().items()}
 
     def _static(self) -> dict[str, float]:
         return {n: float(v) for n, v in self._truth["static"].items()}
@@ -261,7 +261,7 @@ class CityClient:
             r.deliver(rtt, at[min(static, key=lambda n: (static[n], n))])
         else:
             r.deliver(rtt, min(at.values()))
-        r.excess.append(rtt - self._latency(loads)[node])  # over what its links carry
+        r.excess.append(rtt - at[node])  # over what its links carry
         state = reply.get("state")
         if isinstance(state, dict):
             self._learn(node, state, rtt)

@@ -90,8 +90,8 @@ def live_scenario(study: CityStudy, layout: CityLayout, positions: list[Point],
 
 
 EPOCH_AFTER_START_S = 2.0  # from the last process started to the point's epoch
-# how often the fog nodes' access links catch up with their member counts (real s):
-# a tick (0.2 s) is a third of a client's step, in which the loads change many times
+# how often the fog nodes' access links catch up with their member counts (real s): a
+# tick (`tick_s` model s, 1-2 real s) spans several joins and leaves at a node
 LOAD_POLL_S = 0.01
 
 
