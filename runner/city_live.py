@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from fogsdn.local_rpc import write_json_atomic
 from fogsdn.scenario import NodeSpec, Role, Scenario, Workload
 from fogsdn.topology import LinkSpec
@@ -158,6 +160,8 @@ class CityLive:
         self.current: dict[str, float] = {}  # link id -> model ms now
         self.tables: dict[str, dict[str, float]] = {}  # star: fog host link -> its table
         self._hosts_at_start: list[Point] = []
+        self.placed = np.zeros((0, 0))  # star: the clients' `client_fog_matrix` now
+        self.members: dict[str, int] = dict.fromkeys(self.sites, 0)  # star: their counts
         self.link_updates = 0
         self.memory = MemoryPeak(os.getpid())
         self.startup_s = math.nan
@@ -190,20 +194,31 @@ class CityLive:
                 self._set(link_id(client_switch(k), fog_switch(i)), float(cf[k, i]))
 
     def _load_links(self, members: dict[str, int]) -> None:
-        """Each fog node's access link carries its load term for its clients now."""
+        """Each fog node's load term for its clients now: on its access link (pairs), in
+        the tables (star: its clients' entries and the node-node ones)."""
+        if self.study.network == "star":
+            if members != self.members:
+                self.members = dict(members)
+                self._write_tables()
+            return
         for name, s in self.sites.items():
             self._set(self.net.host_link(name), fog_access_ms(members[name], s, self.p))
 
     def _place_star(self, positions: list[Point]) -> None:
-        """Each fog node's per-peer table, written where it changed (one slice each)."""
-        fog_ips = [self.net.ip(s.name) for s in self.layout.fog_nodes]
         if not self._hosts_at_start:
             self._hosts_at_start = start_positions(self.study, self.layout,
                                                    self.study.max_clients)
         # the hosts of no client this point stand where they started
         moved = [*positions, *self._hosts_at_start[len(positions):]]
-        ips = [self.net.ip(client_name(k)) for k in range(len(moved))]
-        tables = star_peer_delays(moved, self.layout, self.p, fog_ips, ips)
+        self.placed = client_fog_matrix(moved, self.layout, self.p)
+        self._write_tables()
+
+    def _write_tables(self) -> None:
+        """Each fog node's per-peer table, written where it changed (one slice each)."""
+        fog_ips = [self.net.ip(s.name) for s in self.layout.fog_nodes]
+        ips = [self.net.ip(client_name(k)) for k in range(len(self.placed))]
+        tables = star_peer_delays(self.placed, self.layout, self.p, fog_ips, ips,
+                                  [self.members[s.name] for s in self.layout.fog_nodes])
         for s, table in zip(self.layout.fog_nodes, tables, strict=True):
             lid = self.net.host_link(s.name)
             old = self.tables.get(lid)
@@ -216,7 +231,7 @@ class CityLive:
     def _truth(self, positions: list[Point]) -> dict[str, Any]:
         """Each client's load-free RTT per node: twice the one-way path plus processing,
         the simulator's static part. The client adds each node's load term for the count
-        on the member board, as the node's access link carries it (eq. 7)."""
+        on the member board, as the network carries it (eq. 7)."""
         cf = client_fog_matrix(positions, self.layout, self.p)
         names = list(self.sites)
         static = 2.0 * cf + processing_ms(self.p)
@@ -256,6 +271,7 @@ class CityLive:
         positions = [w.position for w in mobility.walkers]
         board = MemberBoard(MemberBoard.create(member_board_path(state_dir), len(self.sites)),
                             list(self.sites))
+        self.members = dict.fromkeys(self.sites, 0)  # the board's, as it starts
         self._place(positions)
         self._load_links(board.read())
         truth_dir = state_dir / "truth"

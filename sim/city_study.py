@@ -13,10 +13,12 @@ most `max_attempts` times per step; if all fail, it keeps the node it had. Every
 (discovery queries and answers, RTT probes, Meridian gossip and ring upkeep, tasks and
 replies) is counted by sender and receiver.
 
-Vivaldi: fog nodes probe one random other node each `node_probe_s` (1 s); clients fold
-the RTT of every task (the node's coordinate rides in the reply) and one probe to a
-random node per step into their coordinate. Meridian: the fog nodes form the overlay
-(bootstrap and gossip at start, gossip every 5 s, ring management every 30 s); a query
+Two fog nodes' RTT is eq. 7 between them (one processing term, the load term at the
+lower bandwidth). Vivaldi: fog nodes probe one random other node each `node_probe_s`
+(1 s); clients fold the RTT of every task (the node's coordinate rides in the reply) and
+one probe to a random node per step into their coordinate. Meridian: the fog nodes form
+the overlay (bootstrap and gossip at start, gossip every 5 s, ring management every
+30 s) and re-measure the members they know each `node_probe_s`, as live; a query
 enters at the client's node (a random one before it has any). The load-aware selector
 learns free slots from the nodes' gossip, refreshed each second (so it can be a second
 stale).
@@ -50,7 +52,7 @@ from nodes.ncs.discovery import (
 from nodes.ncs.meridian import MeridianConfig, MeridianOverlay, Messages
 from nodes.ncs.selection import ProbeAnswer, SelectionContext, SelectionError
 from nodes.ncs.vivaldi import VivaldiConfig, VivaldiNode, plain_config
-from topologies.city_latency import load_ms, nearest, processing_ms
+from topologies.city_latency import load_ms, nearest, pair_load_ms, processing_ms
 from topologies.city_layout import (
     CityLayout,
     PositionTrace,
@@ -225,10 +227,14 @@ class CitySimulation:
             ms = self._load_terms[key] = load_ms(key[0], key[1], self.p)
         return ms
 
+    def _node_rtt(self, a: str, b: str) -> float:
+        """RTT between two fog nodes now (eq. 7 between them, as the live star gives it)."""
+        return self._node_static(a, b) + pair_load_ms(self.load_term(a), self.load_term(b))
+
     def _measure(self, a: str, b: str) -> float:
         """RTT between any two named hosts under the current loads (Meridian's probes)."""
         if a in self.pos and b in self.pos:
-            return self._node_static(a, b) + self.load_term(b)
+            return self._node_rtt(a, b)
         client, node = (self.by_name[a], b) if a in self.by_name else (self.by_name[b], a)
         return self._static_from_client(client)[node] + self.load_term(node)
 
@@ -241,7 +247,9 @@ class CitySimulation:
             periodic.append((every / 2, every, self._node_probes))
         if (overlay := self.meridian) is not None:
             overlay.converge(random.Random(f"{self.seed}-meridian"), gossip_rounds=10)
-            periodic += [(5.0, 5.0, lambda: overlay.gossip_round(self.rng)),
+            every = self.study.node_probe_s  # each node re-measures its members, as live
+            periodic += [(every / 2, every, overlay.remeasure),
+                         (5.0, 5.0, lambda: overlay.gossip_round(self.rng)),
                          (30.0, 30.0, overlay.manage_rings)]
         crng = random.Random(f"starts-{self.seed}")
         # (t, seq, client index or -1 - periodic index): seq orders simultaneous events
@@ -272,8 +280,7 @@ class CitySimulation:
         for a in self.names:
             b = self.rng.choice([n for n in self.names if n != a])
             self.messages.probe(a, b)
-            rtt = self._node_static(a, b) + self.load_term(b)
-            self.node_vivaldi[a].update(b, self.node_vivaldi[b].coord, rtt)
+            self.node_vivaldi[a].update(b, self.node_vivaldi[b].coord, self._node_rtt(a, b))
 
     def _move(self, c: _Client, t: float) -> None:
         if self.trace is not None:

@@ -25,15 +25,15 @@ from runner.proc_memory import (
     process_kind,
     tree_memory_kb,
 )
-from topologies.city_latency import latency_ms
+from sim.city_study import CitySimulation
+from topologies.city_latency import latency_ms, path_km, processing_ms
 from topologies.city_net import (
     STAR_CLIENTS_PER_SWITCH,
     STAR_PORTS_PER_SWITCH,
     CityStudy,
     client_fog_matrix,
     client_fog_ms,
-    fog_access_ms,
-    fog_fog_ms,
+    fog_pair_rtt_ms,
     load_city_study,
     star_peer_delays,
 )
@@ -64,19 +64,32 @@ def test_tables_give_every_pair_its_round_trip() -> None:
     pos = start_positions(st, lay, 30)
     fog_ips = [f"10.0.0.{i + 1}" for i in range(5)]
     client_ips = [host_address(101 + k) for k in range(30)]
-    tables = star_peer_delays(pos, lay, p, fog_ips, client_ips)
+    members = [3, 0, 6, 1, 2]
+    tables = star_peer_delays(client_fog_matrix(pos, lay, p), lay, p, fog_ips, client_ips,
+                              members)
+    unloaded = star_peer_delays(client_fog_matrix(pos, lay, p), lay, p, fog_ips, client_ips,
+                                [0] * 5)
     sites = lay.fog_nodes
+    towers = lay.towers
     for i, s in enumerate(sites):
         assert len(tables[i]) == 30 + 4 and fog_ips[i] not in tables[i]
         for k in (0, 29):  # a client's round trip pays the table at the node's end alone
-            members = 3
-            rtt = 2 * (tables[i][client_ips[k]] + fog_access_ms(members, s, p))
-            assert rtt == pytest.approx(latency_ms(pos[k], s.position, members, s.slots,
-                                                  lay.towers, p))
-        for j, b in enumerate(sites):  # a node-node probe pays half at each end
+            rtt = 2 * tables[i][client_ips[k]]
+            assert rtt == pytest.approx(latency_ms(pos[k], s.position, members[i], s.slots,
+                                                  towers, p))
+        for j, b in enumerate(sites):  # a node-node probe pays both ends, both ways
             if j != i:
-                one_way = tables[i][fog_ips[j]] + tables[j][fog_ips[i]]
-                assert one_way == pytest.approx(fog_fog_ms(s, b, lay, p))
+                rtt = 2 * (tables[i][fog_ips[j]] + tables[j][fog_ips[i]])
+                # eq. 7 between the two, written out: propagation along the path, one
+                # processing term, transmission and queueing at the lower bandwidth
+                bw = max(0.05, min(1 - 0.95 * members[i] / s.slots,
+                                   1 - 0.95 * members[j] / b.slots))
+                assert bw < 1
+                eq7 = (path_km(s.position, b.position, towers, p) * p.propagation_ms_per_km
+                       + processing_ms(p) + (-0.008 * bw + 0.088) + min(5.0, 1 / (2 * bw)))
+                assert rtt == pytest.approx(eq7)
+                # the loads are in the tables: idle nodes are nearer each other
+                assert unloaded[i][fog_ips[j]] < tables[i][fog_ips[j]]
 
 
 def test_the_star_has_one_element_per_node_and_fits_mininet() -> None:
@@ -148,3 +161,17 @@ def test_memory_of_a_process_tree() -> None:
     peak.sample()
     cpu = peak.summary()["cpu_s"]
     assert cpu["runner and other"] > 0 and peak.peak_mb > 10
+
+
+def test_the_simulator_and_the_star_agree_on_node_to_node_rtts() -> None:
+    """Vivaldi's and Meridian's node probes: the simulator's RTT between two loaded fog
+    nodes is the one the star's tables give (eq. 7 between them, `fog_pair_rtt_ms`)."""
+    st = _study(fog_nodes=6, total_slots=40, ratios=[0.5])
+    sim = CitySimulation(st, "meridian", 0.5)
+    lay, p = sim.layout, sim.p
+    sim.load.update({s.name: i for i, s in enumerate(lay.fog_nodes)})
+    for a in lay.fog_nodes:
+        for b in lay.fog_nodes:
+            if a is not b:
+                want = fog_pair_rtt_ms(a, sim.load[a.name], b, sim.load[b.name], lay, p)
+                assert sim._measure(a.name, b.name) == pytest.approx(want)

@@ -193,3 +193,23 @@ def test_unknown_entry_is_an_error() -> None:
     ov = MeridianOverlay(names, matrix_measure(names, m))
     with pytest.raises(MeridianError, match="entry"):
         ov.closest("h1", "nobody")
+
+
+def test_remeasure_refiles_members_by_their_latency_now() -> None:
+    """Latencies that change (a loaded node answers later) move members between rings
+    once the nodes re-measure them; each re-measurement is a counted probe."""
+    names, m = _plane(12, seed=4)
+    ov = MeridianOverlay(names, matrix_measure(names, m), MeridianConfig(s=2.0))
+    ov.converge(random.Random(3), gossip_rounds=15)
+    node = ov.nodes[names[0]]
+    member = sorted(node.knows())[0]
+    before = node.latency_to(member)
+    assert before is not None
+    m[0, names.index(member)] = before * 5 + 10
+    probes = ov.messages.by_kind["probe"]
+    ov.remeasure()
+    assert node.latency_to(member) == pytest.approx(before * 5 + 10)
+    ring = node.config.ring_of(before * 5 + 10)
+    assert member in node.rings[ring].members()
+    known = sum(len(n.knows()) for n in ov.nodes.values())
+    assert ov.messages.by_kind["probe"] - probes == 2 * known

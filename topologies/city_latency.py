@@ -8,7 +8,9 @@
     D_queue = min(E_qos, 1 / (2 * min(B_i, B_j)))                             (12)
 
 A client serves nobody, so its own bandwidth is the 1 Gbps maximum and min(B_i, B_j)
-is the fog node's. All results are milliseconds.
+is the fog node's. Between two fog nodes (their probes for Vivaldi and Meridian) eq. 7
+is read the same way: one processing term, and the load term at the lower of the two
+bandwidths (`pair_load_ms`). All results are milliseconds.
 
 Eq. 10 as printed sums each end's distance to its nearest cell tower, so two fog nodes
 standing at towers would be equally far from every client and proximity would not
@@ -117,3 +119,10 @@ def load_ms(node_clients: int, node_slots: int, p: LatencyParams) -> float:
     """The load-dependent part: transmission plus queueing at the node's bandwidth."""
     bw = bandwidth_gbps(node_clients, node_slots, p)
     return transmission_ms(bw, p) + queueing_ms(bw, p)
+
+
+def pair_load_ms(load_a_ms: float, load_b_ms: float) -> float:
+    """Eq. 7's load part between two fog nodes: transmission and queueing at the lower
+    of their bandwidths (eqs. 8, 12 take min(B_i, B_j)). Both terms fall as bandwidth
+    rises, so that is the larger of the two nodes' own load terms (`load_ms`)."""
+    return max(load_a_ms, load_b_ms)

@@ -18,19 +18,21 @@ Shape (every figure model ms; the live elements multiply by `time_scale`):
 So a client's round trip to a fog node is propagation + processing + load, eq. 7 with
 the node's current clients, and, because these path delays obey the triangle
 inequality, the shortest path the controller installs between a client and a node is
-the direct link (kept when delays later change: the routes are fixed at start). A
-fog-to-fog round trip pays both nodes' processing and load terms, not one (the seed
-does not say what a node-to-node probe costs).
+the direct link (kept when delays later change: the routes are fixed at start). In
+this pair graph a fog-to-fog round trip pays both nodes' access links, so both nodes'
+processing and load terms, where eq. 7 between two nodes has one processing term and
+the load at the lower bandwidth.
 
-The star (`network: star`) gives the same round trips with link elements that grow
-with the hosts, not the client-node pairs: every host hangs off a few unshaped
-switches (the fog hosts on `s0`, the clients on `s1..` at most 40 each), and each fog
-host's access link has one element that adds the fog node's processing and load term
-(as above) plus a per-peer delay from a table keyed by the peer's address:
-`client_fog_ms` for each client (the whole path's one-way propagation, paid at the
-node's end alone), half of `fog_fog_ms` for each other node (paid at both ends). So a
-client-node round trip and a node-node one are what they are in the pair graph, with
-N elements instead of N x K + N x (N - 1) / 2 + N (docs/links.md, docs/coordinates.md).
+The star (`network: star`) gives the client round trips with link elements that grow
+with the hosts, not the client-node pairs, and the node-node ones as eq. 7 has them:
+every host hangs off a few unshaped switches (the fog hosts on `s0`, the clients on
+`s1..` at most 40 each), and each fog host's access link has one element with a
+per-peer delay table keyed by the peer's address: for each client, `client_fog_ms`
+(the whole path's one-way propagation, paid at the node's end alone) plus the node's
+processing and load half (as above); for each other node, a quarter of eq. 7 between
+the two (`fog_pair_rtt_ms`, paid at both ends, both ways). The runner rewrites the
+tables as clients move and as the nodes' counts change. N elements instead of
+N x K + N x (N - 1) / 2 + N (docs/links.md, docs/coordinates.md).
 
 The study file (`study: city`, `scenarios/city.yaml`) is validated here once.
 """
@@ -47,7 +49,13 @@ import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from fogsdn.topology import EdgeSpec, FrozenModel, HostAttach, Position, TopologySpec
-from topologies.city_latency import LatencyParams, load_ms, path_km, processing_ms
+from topologies.city_latency import (
+    LatencyParams,
+    load_ms,
+    pair_load_ms,
+    path_km,
+    processing_ms,
+)
 from topologies.city_layout import CityLayout, FogSite, make_city
 
 SELECTOR_NAMES = ("optimal", "random", "vivaldi", "meridian", "load_aware")
@@ -283,24 +291,38 @@ def client_fog_matrix(positions: Sequence[Position], layout: CityLayout, p: Late
     return np.maximum(MIN_LINK_MS, ms)
 
 
-def star_peer_delays(positions: Sequence[Position], layout: CityLayout, p: LatencyParams,
-                     fog_ips: Sequence[str], client_ips: Sequence[str]
-                     ) -> list[dict[str, float]]:
-    """Each fog node's per-peer table in the star (address -> model one-way ms): each
-    client's whole `client_fog_ms`, and half of `fog_fog_ms` for each other node."""
-    cf = client_fog_matrix(positions, layout, p)
+def star_peer_delays(cf: np.ndarray, layout: CityLayout, p: LatencyParams,
+                     fog_ips: Sequence[str], client_ips: Sequence[str],
+                     members: Sequence[int]) -> list[dict[str, float]]:
+    """Each fog node's per-peer table in the star (address -> model one-way ms), with
+    the clients where `cf` (`client_fog_matrix`) has them and `members[i]` clients on
+    node i: for each client, its whole `client_fog_ms` plus half
+    the node's processing and load (`fog_access_ms`, paid going and coming); for each
+    other node, a quarter of eq. 7 between the two (`fog_pair_rtt_ms`: a frame pays
+    both ends' entries, so a round trip pays four)."""
     sites = layout.fog_nodes
+    access = [fog_access_ms(c, s, p) for c, s in zip(members, sites, strict=True)]
     out: list[dict[str, float]] = []
     for i, a in enumerate(sites):
-        table = {ip: float(cf[k, i]) for k, ip in enumerate(client_ips)}
-        out.append(table | {fog_ips[j]: fog_fog_ms(a, b, layout, p) / 2.0
+        table = {ip: float(cf[k, i]) + access[i] for k, ip in enumerate(client_ips)}
+        out.append(table | {fog_ips[j]: fog_pair_rtt_ms(a, members[i], b, members[j],
+                                                        layout, p) / 4.0
                             for j, b in enumerate(sites) if j != i})
     return out
 
 
+def fog_pair_rtt_ms(a: FogSite, clients_a: int, b: FogSite, clients_b: int,
+                    layout: CityLayout, p: LatencyParams) -> float:
+    """Eq. 7 between two fog nodes (what their probes to each other measure): the
+    propagation both ways, one processing term, the load term at the lower bandwidth."""
+    return (2.0 * fog_fog_ms(a, b, layout, p) + processing_ms(p)
+            + pair_load_ms(load_ms(clients_a, a.slots, p), load_ms(clients_b, b.slots, p)))
+
+
 def fog_access_ms(clients: int, site: FogSite, p: LatencyParams) -> float:
-    """One way on the fog host's access link: half of processing (eq. 11) plus load
-    (transmission and queueing at the node's bandwidth, eqs. 8, 9, 12)."""
+    """One way between a client and the fog node, at the node's end: half of processing
+    (eq. 11) plus load (transmission and queueing at the node's bandwidth, eqs. 8, 9,
+    12). The pair graph puts it on the host's access link, the star in its table."""
     return max(MIN_LINK_MS, (processing_ms(p) + load_ms(clients, site.slots, p)) / 2.0)
 
 
@@ -352,12 +374,13 @@ def city_topology(layout: CityLayout, positions: Sequence[Position], p: LatencyP
 
 def city_star_topology(layout: CityLayout, clients: int, p: LatencyParams) -> TopologySpec:
     """The star for `layout` and `clients` clients: fog hosts on `s0` behind their
-    access elements (processing and load now; the per-peer tables come at run time),
-    clients on `s1..` unshaped, those switches linked to `s0` unshaped."""
+    access elements (no delay of their own: every delay is in the per-peer tables, which
+    come at run time), clients on `s1..` unshaped, those switches linked to `s0`
+    unshaped."""
     sites = layout.fog_nodes
     edge = sorted({star_switch(k) for k in range(clients)}, key=lambda n: int(n[1:]))
     links = tuple(EdgeSpec(a="s0", b=sw) for sw in edge)
     hosts: dict[str, str | HostAttach] = {
-        s.name: HostAttach(switch="s0", delay_ms=fog_access_ms(0, s, p)) for s in sites}
+        s.name: HostAttach(switch="s0", delay_ms=MIN_LINK_MS) for s in sites}
     hosts |= {client_name(k): star_switch(k) for k in range(clients)}
     return TopologySpec(kind="graph", switches=("s0", *edge), links=links, hosts=hosts)

@@ -291,6 +291,13 @@ class MeridianOverlay:
                 if member != peer and receiver.latency_to(member) is None:
                     receiver.file(member, self._probe(peer, member))
 
+    def remeasure(self) -> None:
+        """Each node probes every member it knows and refiles it by the RTT now, so the
+        rings follow the latencies as they change (with the nodes' loads, say)."""
+        for name, node in self.nodes.items():
+            for member in sorted(node.knows()):
+                node.file(member, self._probe(name, member))
+
     def manage_rings(self) -> None:
         for node in self.nodes.values():
             node.manage_rings(self.measure, self.messages)
