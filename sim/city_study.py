@@ -85,6 +85,7 @@ class _Client:
     node: str | None = None
     tally: ClientTally = field(default_factory=ClientTally)
     vivaldi: VivaldiNode | None = None
+    last_rtt: dict[str, float] = field(default_factory=dict)  # per node, its last task's
 
 
 class _SimulatedNet:
@@ -95,11 +96,12 @@ class _SimulatedNet:
 
     def context(self, excluded: frozenset[str]) -> SelectionContext:
         sim, c = self.sim, self.c
+        asked = None
         if sim.uses_vivaldi:  # ask a node to rank the nodes by coordinates
-            node = c.node or sim.rng.choice(sim.names)
-            sim.messages.send("discovery", c.name, node)
-            sim.messages.send("discovery", node, c.name)
-        return sim.context(c, self.static, excluded)
+            asked = c.node or sim.rng.choice(sim.names)
+            sim.messages.send("discovery", c.name, asked)
+            sim.messages.send("discovery", asked, c.name)
+        return sim.context(c, self.static, excluded, asked)
 
     def true_rtt(self) -> dict[str, float]:
         return self.sim.true_rtt(self.static)
@@ -132,8 +134,13 @@ class _SimulatedNet:
             best = min(rtt_at(n) for n in sim.names)
         c.tally.deliver(rtt, best)
         if c.vivaldi is not None:
+            # the task carries the client's coordinate and its last task's RTT to this
+            # node, which the node folds in first: it cannot time this trip itself
+            last = c.last_rtt.get(node)
+            if last is not None:
+                sim.node_vivaldi[node].update(c.name, c.vivaldi.coord, last)
             c.vivaldi.update(node, sim.node_vivaldi[node].coord, rtt)
-            sim.node_vivaldi[node].update(c.name, c.vivaldi.coord, rtt)
+            c.last_rtt[node] = rtt
 
     def probe(self, node: str) -> None:
         sim, c = self.sim, self.c
@@ -177,6 +184,8 @@ class CitySimulation:
             else VivaldiConfig(dimensions=self.client.dimensions)
         self.node_vivaldi = {n: VivaldiNode(vcfg, random.Random(f"{self.seed}-v-{n}"))
                              for n in self.names}
+        # the nodes' coordinates as the last probe round carried them (each node's view)
+        self.node_view = {n: v.coord for n, v in self.node_vivaldi.items()}
         self.rng = random.Random(f"{self.seed}-{selector}-{ratio}")
         self.wp = WaypointParams(self.layout.side_m, study.mobility.speed_mps,
                                  study.mobility.pause_s)
@@ -281,6 +290,7 @@ class CitySimulation:
             b = self.rng.choice([n for n in self.names if n != a])
             self.messages.probe(a, b)
             self.node_vivaldi[a].update(b, self.node_vivaldi[b].coord, self._node_rtt(a, b))
+        self.node_view = {n: v.coord for n, v in self.node_vivaldi.items()}
 
     def _move(self, c: _Client, t: float) -> None:
         if self.trace is not None:
@@ -298,14 +308,17 @@ class CitySimulation:
             return dict(static)
         return {n: static[n] + self.load_term(n) for n in self.names}
 
-    def context(self, c: _Client, static: dict[str, float], excluded: frozenset[str]
-                ) -> SelectionContext:
+    def context(self, c: _Client, static: dict[str, float], excluded: frozenset[str],
+                asked: str | None = None) -> SelectionContext:
+        """What `c`'s selector may know now; `asked`: the node that ranks by coordinates,
+        whose own is current while the others' are as its last probe round saw them."""
         kind = self.kind
         true = self.true_rtt(static) if kind == "optimal" else None
         est = None
         if c.vivaldi is not None:
-            est = {n: c.vivaldi.coord.distance_to(self.node_vivaldi[n].coord)
-                   for n in self.names}
+            own = c.vivaldi.coord
+            est = {n: own.distance_to(self.node_vivaldi[n].coord if n == asked
+                                      else self.node_view[n]) for n in self.names}
         free: dict[str, int] | None = None
         if kind == "load_aware":
             free = self.free_snapshot

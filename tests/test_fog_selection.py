@@ -18,7 +18,7 @@ from nodes.ncs.selection import (
     SelectionError,
     VivaldiNearest,
 )
-from sim.city_study import CitySimulation, run_study
+from sim.city_study import CitySimulation, _SimulatedNet, run_study
 from topologies.city_layout import parse_trace
 from topologies.city_net import CityStudy
 
@@ -193,3 +193,33 @@ def test_bad_study_config() -> None:
         CitySimulation(SMALL, "random", 0)
     with pytest.raises(SelectionError, match="selector"):
         CitySimulation(SMALL, "nope", 0.5)
+
+
+def test_vivaldi_nodes_learn_a_task_late_and_rank_by_last_rounds_view() -> None:
+    """As live: a node folds a client's RTT in with the client's next task to it (it
+    cannot time the trip itself), and the node asked ranks the others by coordinates as
+    its last probe round carried them, its own as it is now."""
+    sim = CitySimulation(*_small("vivaldi", 0.6))
+    c = sim.clients[0]
+    node = sim.names[0]
+    c.node = node
+    sim.load[node] = 1
+    net = _SimulatedNet(sim, c, sim._static_from_client(c))
+    before = sim.node_vivaldi[node].coord
+    net.task(node)
+    assert sim.node_vivaldi[node].coord == before  # nothing to fold in yet
+    assert c.last_rtt[node] == pytest.approx(net.static[node] + sim.load_term(node))
+    net.task(node)
+    assert sim.node_vivaldi[node].coord != before  # the first task's RTT, now
+    moved = sim.names[1]
+    sim.node_vivaldi[moved].update("x", sim.node_vivaldi[node].coord, 40.0)
+    view = sim.node_view[moved]
+    assert view != sim.node_vivaldi[moved].coord
+    own = c.vivaldi.coord if c.vivaldi is not None else None
+    assert own is not None
+    est = sim.context(c, net.static, frozenset(), asked=node).estimate_ms
+    assert est is not None
+    assert est[moved] == pytest.approx(own.distance_to(view))
+    assert est[node] == pytest.approx(own.distance_to(sim.node_vivaldi[node].coord))
+    sim._node_probes()  # a round: the view catches up
+    assert sim.node_view[moved] == sim.node_vivaldi[moved].coord
