@@ -68,6 +68,7 @@ from topologies.city_net import (
     client_name,
     client_switch,
     fog_access_ms,
+    fog_pair_rtt_ms,
     fog_switch,
     link_id,
     star_peer_delays,
@@ -160,8 +161,8 @@ class CityLive:
         self.current: dict[str, float] = {}  # link id -> model ms now
         self.tables: dict[str, dict[str, float]] = {}  # star: fog host link -> its table
         self._hosts_at_start: list[Point] = []
-        self.placed = np.zeros((0, 0))  # star: the clients' `client_fog_matrix` now
-        self.members: dict[str, int] = dict.fromkeys(self.sites, 0)  # star: their counts
+        self.placed = np.zeros((0, 0))  # the clients' `client_fog_matrix` now
+        self.members: dict[str, int] = dict.fromkeys(self.sites, 0)  # the nodes' counts
         self.link_updates = 0
         self.memory = MemoryPeak(os.getpid())
         self.startup_s = math.nan
@@ -186,40 +187,42 @@ class CityLive:
     def _place(self, positions: list[Point]) -> None:
         """The clients' paths to the fog nodes where they stand now."""
         if self.study.network == "star":
-            self._place_star(positions)
-            return
-        cf = client_fog_matrix(positions, self.layout, self.p)
-        for k in range(len(positions)):
-            for i in range(len(self.layout.fog_nodes)):
-                self._set(link_id(client_switch(k), fog_switch(i)), float(cf[k, i]))
+            if not self._hosts_at_start:
+                self._hosts_at_start = start_positions(self.study, self.layout,
+                                                       self.study.max_clients)
+            # the hosts of no client this point stand where they started
+            positions = [*positions, *self._hosts_at_start[len(positions):]]
+        self.placed = client_fog_matrix(positions, self.layout, self.p)
+        self._write_delays()
 
     def _load_links(self, members: dict[str, int]) -> None:
-        """Each fog node's load term for its clients now: on its access link (pairs), in
-        the tables (star: its clients' entries and the node-node ones)."""
-        if self.study.network == "star":
-            if members != self.members:
-                self.members = dict(members)
-                self._write_tables()
+        """Each fog node's load term follows its member count on the board."""
+        if members != self.members:
+            self.members = dict(members)
+            self._write_delays()
+
+    def _write_delays(self) -> None:
+        """Every client-node and node-node delay for the clients where `placed` has them
+        and the nodes' counts now: per link (pairs), per table, each written where it
+        changed (star, one slice each)."""
+        sites = self.layout.fog_nodes
+        counts = [self.members[s.name] for s in sites]
+        if self.study.network != "star":
+            access = [fog_access_ms(c, s, self.p) for c, s in zip(counts, sites, strict=True)]
+            for k in range(len(self.placed)):
+                for i in range(len(sites)):
+                    self._set(link_id(client_switch(k), fog_switch(i)),
+                              float(self.placed[k, i]) + access[i])
+            for i, a in enumerate(sites):
+                for j in range(i + 1, len(sites)):
+                    self._set(link_id(fog_switch(i), fog_switch(j)),
+                              fog_pair_rtt_ms(a, counts[i], sites[j], counts[j],
+                                              self.layout, self.p) / 2.0)
             return
-        for name, s in self.sites.items():
-            self._set(self.net.host_link(name), fog_access_ms(members[name], s, self.p))
-
-    def _place_star(self, positions: list[Point]) -> None:
-        if not self._hosts_at_start:
-            self._hosts_at_start = start_positions(self.study, self.layout,
-                                                   self.study.max_clients)
-        # the hosts of no client this point stand where they started
-        moved = [*positions, *self._hosts_at_start[len(positions):]]
-        self.placed = client_fog_matrix(moved, self.layout, self.p)
-        self._write_tables()
-
-    def _write_tables(self) -> None:
-        """Each fog node's per-peer table, written where it changed (one slice each)."""
-        fog_ips = [self.net.ip(s.name) for s in self.layout.fog_nodes]
+        fog_ips = [self.net.ip(s.name) for s in sites]
         ips = [self.net.ip(client_name(k)) for k in range(len(self.placed))]
-        tables = star_peer_delays(self.placed, self.layout, self.p, fog_ips, ips,
-                                  [self.members[s.name] for s in self.layout.fog_nodes])
-        for s, table in zip(self.layout.fog_nodes, tables, strict=True):
+        tables = star_peer_delays(self.placed, self.layout, self.p, fog_ips, ips, counts)
+        for s, table in zip(sites, tables, strict=True):
             lid = self.net.host_link(s.name)
             old = self.tables.get(lid)
             if old is not None and all(abs(old[a] - v) < 1e-4 for a, v in table.items()):

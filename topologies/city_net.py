@@ -3,36 +3,33 @@ delays that make measured round trips follow the latency model (eqs. 7-12), pure
 
 Shape (every figure model ms; the live elements multiply by `time_scale`):
 
-- one switch per fog node (`f1..fN`) with the fog host on it; the host's access link
-  carries half of the node's processing and load terms, one way, so a round trip to the
-  node pays them once (`fog_access_ms`); the runner changes it as the node's clients
-  come and go;
+- one switch per fog node (`f1..fN`) with the fog host on it (access link unshaped);
 - one switch per client (`a1..aK`) with the client host on it (access link unshaped);
   every client switch links straight to every fog switch, with half of eq. 10's
   propagation along the path the packet would take (client to its nearest tower, the
-  backhaul between towers, the fog node's tower to the node: `client_fog_ms`); the
-  runner changes these as the client moves;
-- fog switches link to each other (half the propagation between two nodes), for the
-  fog nodes' own probes (Vivaldi and Meridian among nodes).
+  backhaul between towers, the fog node's tower to the node: `client_fog_ms`) plus half
+  of the node's processing and load terms (`fog_access_ms`); the runner changes these
+  as the client moves and as the node's clients come and go;
+- fog switches link to each other with half of eq. 7 between the two nodes
+  (`fog_pair_rtt_ms`: propagation, one processing term, the load at the lower
+  bandwidth), for the fog nodes' own probes (Vivaldi and Meridian among nodes).
 
 So a client's round trip to a fog node is propagation + processing + load, eq. 7 with
-the node's current clients, and, because these path delays obey the triangle
-inequality, the shortest path the controller installs between a client and a node is
-the direct link (kept when delays later change: the routes are fixed at start). In
-this pair graph a fog-to-fog round trip pays both nodes' access links, so both nodes'
-processing and load terms, where eq. 7 between two nodes has one processing term and
-the load at the lower bandwidth.
+the node's current clients, and a node's round trip to another is eq. 7 between the
+two, as in the simulator. Because these path delays obey the triangle inequality, the
+shortest path the controller installs between a client and a node is the direct link
+(kept when delays later change: the routes are fixed at start).
 
-The star (`network: star`) gives the client round trips with link elements that grow
-with the hosts, not the client-node pairs, and the node-node ones as eq. 7 has them:
-every host hangs off a few unshaped switches (the fog hosts on `s0`, the clients on
-`s1..` at most 40 each), and each fog host's access link has one element with a
-per-peer delay table keyed by the peer's address: for each client, `client_fog_ms`
-(the whole path's one-way propagation, paid at the node's end alone) plus the node's
-processing and load half (as above); for each other node, a quarter of eq. 7 between
-the two (`fog_pair_rtt_ms`, paid at both ends, both ways). The runner rewrites the
-tables as clients move and as the nodes' counts change. N elements instead of
-N x K + N x (N - 1) / 2 + N (docs/links.md, docs/coordinates.md).
+The star (`network: star`) gives the same round trips with link elements that grow
+with the hosts, not the client-node pairs: every host hangs off a few unshaped
+switches (the fog hosts on `s0`, the clients on `s1..` at most 40 each), and each fog
+host's access link has one element (its own delay `MIN_LINK_MS`) with a per-peer delay
+table keyed by the peer's address: for each client, `client_fog_ms` (the whole path's
+one-way propagation, paid at the node's end alone) plus the node's processing and load
+half (as above); for each other node, a quarter of eq. 7 between the two
+(`fog_pair_rtt_ms`, paid at both ends, both ways). The runner rewrites the tables as
+clients move and as the nodes' counts change. N elements instead of
+N x K + N x (N - 1) / 2 (docs/links.md, docs/coordinates.md).
 
 The study file (`study: city`, `scenarios/city.yaml`) is validated here once.
 """
@@ -356,13 +353,13 @@ def city_topology(layout: CityLayout, positions: Sequence[Position], p: LatencyP
     switches = [fog_switch(i) for i in range(len(sites))] + \
         [client_switch(k) for k in range(len(positions))]
     links = [EdgeSpec(a=client_switch(k), b=fog_switch(i),
-                      delay_ms=client_fog_ms(pos, s, layout, p))
+                      delay_ms=client_fog_ms(pos, s, layout, p) + fog_access_ms(0, s, p))
              for k, pos in enumerate(positions) for i, s in enumerate(sites)]
     links += [EdgeSpec(a=fog_switch(i), b=fog_switch(j),
-                       delay_ms=fog_fog_ms(a, sites[j], layout, p))
+                       delay_ms=fog_pair_rtt_ms(a, 0, sites[j], 0, layout, p) / 2.0)
               for i, a in enumerate(sites) for j in range(i + 1, len(sites))]
     hosts: dict[str, str | HostAttach] = {
-        s.name: HostAttach(switch=fog_switch(i), delay_ms=fog_access_ms(0, s, p))
+        s.name: fog_switch(i)
         for i, s in enumerate(sites)}
     hosts |= {client_name(k): client_switch(k) for k in range(len(positions))}
     km = {fog_switch(i): (s.position[0] / 1000, s.position[1] / 1000)
