@@ -234,7 +234,7 @@ class FogNode:
         """A new round of peer probes. Every peer is probed (its echo feeds the view and
         the Meridian rings) but only one, drawn at random, moves the coordinate, as each
         simulated node probes one random peer a round. Folding in every peer's echo
-        settled the nodes' coordinates on the node-to-node RTTs (which pay both nodes'
+        settled the nodes' coordinates on the node-to-node RTTs (which then paid both nodes'
         processing and load) and sent Vivaldi's clients to full nodes five times as
         often as simulated (docs/coordinates.md, "Live against simulated")."""
         peers = sorted(n for n in self.cfg.fogs if n != self.info.name)

@@ -85,7 +85,7 @@ class _Client:
     node: str | None = None
     tally: ClientTally = field(default_factory=ClientTally)
     vivaldi: VivaldiNode | None = None
-    last_rtt: dict[str, float] = field(default_factory=dict)  # per node, its last task's
+    last_rtt: dict[str, float] = field(default_factory=dict)  # per node: last task's RTT
 
 
 class _SimulatedNet:
