@@ -155,7 +155,8 @@ class CitySimulation:
     one, or `study.at_full_scale()`); `run()` plays it out and returns the metrics row."""
 
     def __init__(self, study: CityStudy, selector: str, ratio: float,
-                 trace: PositionTrace | None = None, layout: CityLayout | None = None) -> None:
+                 trace: PositionTrace | None = None, layout: CityLayout | None = None,
+                 draw: int = 0) -> None:
         if not 0 < ratio <= 10:
             raise SelectionError(f"ratio: must be in (0, 10], got {ratio!r}")
         self.study, self.kind, self.ratio = study, selector, ratio
@@ -186,7 +187,10 @@ class CitySimulation:
                              for n in self.names}
         # the nodes' coordinates as the last probe round carried them (each node's view)
         self.node_view = {n: v.coord for n, v in self.node_vivaldi.items()}
-        self.rng = random.Random(f"{self.seed}-{selector}-{ratio}")
+        # the run's own choices (random picks, entry nodes, probe targets); `draw` > 0
+        # redraws them alone: the same city, clients, walks and periods
+        self.rng = random.Random(f"{self.seed}-{selector}-{ratio}"
+                                 + (f"-draw{draw}" if draw else ""))
         self.wp = WaypointParams(self.layout.side_m, study.mobility.speed_mps,
                                  study.mobility.pause_s)
         self.clients = self._make_clients(vcfg)
@@ -385,6 +389,22 @@ class CitySimulation:
 
 
 def run_study(study: CityStudy, selector: str, ratio: float,
-              trace: PositionTrace | None = None) -> dict[str, Any]:
-    return CitySimulation(study, selector, ratio, trace).run()
+              trace: PositionTrace | None = None, draw: int = 0) -> dict[str, Any]:
+    return CitySimulation(study, selector, ratio, trace, draw=draw).run()
 
+
+
+SPREAD_METRICS = ("client_lost", "optimal_rate", "selection_rmse_ms", "client_handovers",
+                  "mean_latency_ms")
+
+
+def draw_spread(study: CityStudy, selector: str, ratio: float, draws: int
+                ) -> dict[str, tuple[float, float]]:
+    """Mean and standard deviation of `SPREAD_METRICS` over `draws` runs that differ only
+    in the run's own random choices (draws 1..N): how far one live run of the same city,
+    clients and walks may fall from the simulator by chance."""
+    if draws < 2:
+        raise SelectionError(f"draws: need at least 2 for a spread, got {draws}")
+    rows = [run_study(study, selector, ratio, draw=k) for k in range(1, draws + 1)]
+    return {m: (statistics.mean(float(r[m]) for r in rows),
+                statistics.stdev(float(r[m]) for r in rows)) for m in SPREAD_METRICS}

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable
+from pathlib import Path
 
+import city_spread
 import pytest
+import yaml
 
 from nodes.ncs.discovery import ClientParams, make_selector
 from nodes.ncs.selection import (
@@ -18,7 +22,7 @@ from nodes.ncs.selection import (
     SelectionError,
     VivaldiNearest,
 )
-from sim.city_study import CitySimulation, _SimulatedNet, run_study
+from sim.city_study import CitySimulation, _SimulatedNet, draw_spread, run_study
 from topologies.city_layout import parse_trace
 from topologies.city_net import CityStudy
 
@@ -223,3 +227,32 @@ def test_vivaldi_nodes_learn_a_task_late_and_rank_by_last_rounds_view() -> None:
     assert est[node] == pytest.approx(own.distance_to(sim.node_vivaldi[node].coord))
     sim._node_probes()  # a round: the view catches up
     assert sim.node_view[moved] == sim.node_vivaldi[moved].coord
+
+
+def test_draws_change_the_runs_choices_alone(tmp_path: Path) -> None:
+    """A draw re-rolls the run's own choices: the same clients, walks and periods (the
+    baseline, which makes none, is identical), other random picks; the spread script
+    reads a study file and prints every selector's spread."""
+    base = run_study(*_small("random", 0.6))
+    assert run_study(*_small("random", 0.6), draw=0) == base
+    other = run_study(*_small("random", 0.6), draw=1)
+    assert other["delivered"] != base["delivered"] or other["client_lost"] != \
+        base["client_lost"] or other["optimal_rate"] != base["optimal_rate"]
+    assert run_study(*_small("optimal", 0.6), draw=3) == run_study(*_small("optimal", 0.6))
+    spread = draw_spread(SMALL, "random", 0.6, 3)
+    assert spread["optimal_rate"][1] > 0 and 0 < spread["optimal_rate"][0] < 1
+    assert draw_spread(SMALL, "optimal", 0.6, 2)["client_lost"] == (0.0, 0.0)
+    with pytest.raises(SelectionError, match="draws"):
+        draw_spread(SMALL, "random", 0.6, 1)
+    study = tmp_path / "small.yaml"
+    study.write_text(yaml.safe_dump({
+        "study": "city", "name": "small", "seed": 3, "duration_s": 20.0, "fog_nodes": 6,
+        "total_slots": 30, "area_km2": 0.5, "start_s": [3.0, 10.0], "ratios": [0.6],
+        "selectors": ["optimal", "random"],
+        "full_scale": {"fog_nodes": 6, "total_slots": 30, "duration_s": 20.0,
+                       "ratios": [0.6]}}))
+    out = tmp_path / "spread.json"
+    assert city_spread.main(["--scenario", str(study), "--draws", "2", "--json", str(out)]) == 0
+    got = json.loads(out.read_text())
+    assert set(got["selectors"]) == {"optimal", "random"} and got["draws"] == 2
+    assert city_spread.main(["--scenario", str(tmp_path / "none.yaml")]) == 2
