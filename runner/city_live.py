@@ -88,7 +88,7 @@ def live_scenario(study: CityStudy, layout: CityLayout, positions: list[Point],
         workload=Workload(lambda_hp=0.0, lambda_lp=0.001, clients=len(positions)),
         nodes=tuple(NodeSpec(name=s.name, role=Role.FN, mu=1.0, capacity=s.slots)
                     for s in layout.fog_nodes),
-        topology=city_star_topology(layout, len(positions), p) if study.network == "star"
+        topology=city_star_topology(layout, len(positions)) if study.network == "star"
         else city_topology(layout, positions, p))
 
 

@@ -393,7 +393,6 @@ def run_study(study: CityStudy, selector: str, ratio: float,
     return CitySimulation(study, selector, ratio, trace, draw=draw).run()
 
 
-
 SPREAD_METRICS = ("client_lost", "optimal_rate", "selection_rmse_ms", "client_handovers",
                   "mean_latency_ms")
 

@@ -293,10 +293,10 @@ def star_peer_delays(cf: np.ndarray, layout: CityLayout, p: LatencyParams,
                      members: Sequence[int]) -> list[dict[str, float]]:
     """Each fog node's per-peer table in the star (address -> model one-way ms), with
     the clients where `cf` (`client_fog_matrix`) has them and `members[i]` clients on
-    node i: for each client, its whole `client_fog_ms` plus half
-    the node's processing and load (`fog_access_ms`, paid going and coming); for each
-    other node, a quarter of eq. 7 between the two (`fog_pair_rtt_ms`: a frame pays
-    both ends' entries, so a round trip pays four)."""
+    node i: for each client, its whole `client_fog_ms` plus half the node's processing
+    and load (`fog_access_ms`, paid going and coming); for each other node, a quarter of
+    eq. 7 between the two (`fog_pair_rtt_ms`: a frame pays both ends' entries, so a
+    round trip pays four)."""
     sites = layout.fog_nodes
     access = [fog_access_ms(c, s, p) for c, s in zip(members, sites, strict=True)]
     out: list[dict[str, float]] = []
@@ -369,10 +369,10 @@ def city_topology(layout: CityLayout, positions: Sequence[Position], p: LatencyP
                         hosts=hosts, positions=km)
 
 
-def city_star_topology(layout: CityLayout, clients: int, p: LatencyParams) -> TopologySpec:
+def city_star_topology(layout: CityLayout, clients: int) -> TopologySpec:
     """The star for `layout` and `clients` clients: fog hosts on `s0` behind their
-    access elements (no delay of their own: every delay is in the per-peer tables, which
-    come at run time), clients on `s1..` unshaped, those switches linked to `s0`
+    access elements (`MIN_LINK_MS` of their own: every delay is in the per-peer tables,
+    which come at run time), clients on `s1..` unshaped, those switches linked to `s0`
     unshaped."""
     sites = layout.fog_nodes
     edge = sorted({star_switch(k) for k in range(clients)}, key=lambda n: int(n[1:]))
