@@ -1,16 +1,10 @@
 """A mobile client of the live city (seed 003): discovers a fog node, holds a slot there,
 sends one task per step, every message counted (docs/coordinates.md, What runs where).
 
-Selection runs here, in the client, because that is where seed 003 puts it: each client
-discovers its node from what it can measure (its probes, its coordinate, a node's
-gossip view); the controller only forwards. Every U(period) seconds the client runs the
-shared step (`nodes.ncs.discovery`) with a context built from live data: the runner's
-truth file (`optimal`, the omniscient baseline), a node's `view` (`vivaldi`;
-`load_aware`, which then probes its shortlist), or a closest-node query (`m_query`) that
-the fog daemons forward among themselves, each probing this client on its probe port,
-until one sends back `m_result` (`meridian`). Its position is not its business: the
-runner moves it by changing its links' delays. Scores use the truth file, as the
-simulator uses its model. The result (JSON) is written when the run ends or on SIGTERM.
+Selection runs here, as seed 003 puts it: the shared step (`nodes.ncs.discovery`) with
+a context from live data (the runner's truth file, a node's `view`, probes, or a
+Meridian query among the daemons). The runner moves the client by changing its links'
+delays. The result (JSON) is written when the run ends or on SIGTERM.
 
     python -m nodes.city_client --config RUN/city.json --name c1 --selector vivaldi \
         --truth RUN/truth/c1.json --out F

@@ -1,26 +1,9 @@
 """A fog node of the live city (seed 003): slots for clients, probes, coordinates.
 
-One process per fog host, in its network namespace, bound to the host's address:
-
-- probe port (`nodes.probe` wire format): every echo's payload is this node's state
-  (`FogNode.state`): its Vivaldi coordinate, free slots, and what one more client would
-  add to the latency of all its clients together (`join`) or one fewer would save the
-  others (`leave`), from its own load term (eqs. 8, 9, 12, a table per client count);
-- ops port (one JSON datagram each way): `join`, `leave`, `task` (answered only for a
-  client holding a slot here; the reply carries the coordinate, so the client can fold
-  the task's RTT into its own) and `view` (coordinates and free slots of every node
-  this one has heard from: its gossip view);
-- every `node_probe_s` model seconds it pings every other fog node and folds one, drawn
-  at random, into its coordinate (as each simulated node probes one peer); Vivaldi
-  clients' tasks carry their coordinate and last RTT here, which it folds in too;
-  those echoes carry the peers' state, which is how the view spreads;
-- Meridian port: `nodes.city_meridian`, its rings filed from those RTTs.
-
-Every datagram is counted by kind. The node's client count goes on the point's member
-board (`MemberBoard`) at every join and leave: the runner turns it into the load delay on
-the node's access link, and the clients' omniscient baseline and scores read the loads
-of the instant from it. The state file (rewritten atomically ten times a second) adds
-the RTTs the node measured to its peers, its counts and coordinate.
+One process per fog host, bound to its address: a probe port whose echoes carry the
+node's state, an ops port (`join`, `leave`, `task`, `view`) and a Meridian port
+(`nodes.city_meridian`); docs/coordinates.md, What runs where. Its client count goes on
+the member board at every join and leave, which the runner turns into link delay.
 
     python -m nodes.city_fog --config RUN/city.json --name fog0
 """

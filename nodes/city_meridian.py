@@ -1,18 +1,9 @@
 """Meridian in a live fog daemon: rings, gossip, ring management and the closest-node
 query forwarded between daemons, as events in and messages out (no sockets here).
 
-The algorithm is `nodes.ncs.meridian`'s; this adapter runs it one datagram at a time.
-The fog daemon feeds it `measured(peer, rtt)` (its own probe to a peer fog node came
-back), `message(msg)` (a Meridian datagram), `client_rtt(token, rtt)` (a probe to a
-client it asked for with `Ping` came back, or not: None) and `tick(now)` (gossip, ring
-management, queries whose answers are overdue), and carries out what they return.
-
-Kinds (JSON, one datagram each, counted by kind where sent and received): `m_query`
-(a client to its entry node, or a node forwarding the query to the nearest answer),
-`m_ask`, `m_answer` (sent only within the (2 beta + 1) d cutoff), `m_result` (from the
-node where the query stops straight to the client's reply address), `m_gossip`,
-`m_ring` / `m_report` (ring management). Probes to clients (`m_probe`) are the
-daemon's, in the `nodes.probe` wire format (docs/coordinates.md).
+The algorithm is `nodes.ncs.meridian`'s, run one datagram at a time: the daemon feeds
+`measured`, `message`, `client_rtt` and `tick` and carries out what they return. The
+`m_*` kinds are JSON datagrams, counted by kind where sent and received.
 """
 
 from __future__ import annotations

@@ -1,27 +1,9 @@
 """Start a command as a container inside a Mininet host (docs/containers.md).
 
-    python -m nodes.container --name fn --join /sys/fs/cgroup/cpu/.../cgroup.procs \
-        --keep /run/fogsdn/RUN --keep RUN_DIR -- python -m nodes.worker ...
-
-The container is the host's network namespace (this process is started in it) plus
-its own mount, PID and UTS namespaces:
-
-1. be in the node's cgroups before anything else runs, so the command and all it
-   starts run under the node's CPU and memory limits: a Mininet host has its own
-   /sys (mnexec mounts one for its network namespace), which hides /sys/fs/cgroup,
-   so the runner moves this process in from outside and this process waits until
-   /proc/self/cgroup names the group in `--await-lines` hierarchies (`--join`
-   files are written directly where they are visible, e.g. in tests);
-2. unshare mount, PID and UTS namespaces; make every mount private (nothing mounted
-   here reaches the host);
-3. keep each `--keep` directory that lies under /tmp or /run: open it first, mount a
-   private tmpfs on /tmp and on /run, then bind the opened directory back at its old
-   path (the runner and the worker still meet at the control socket
-   /run/fogsdn/RUN/NODE.sock; the run's results folder stays writable);
-4. set the hostname to the node's name; fork: the child is PID 1 of the new PID
-   namespace, mounts its own /proc and execs the command; the parent forwards
-   SIGTERM/SIGINT to it and ends as it ended (killed by the same signal, or with its
-   status), so the runner sees the worker's own fate (e.g. SIGKILL by the OOM killer).
+The container is the host's network namespace plus its own mount, PID and UTS
+namespaces, inside the node's cgroups before anything else runs; private /tmp and /run
+keep only the `--keep` directories. The parent forwards SIGTERM/SIGINT and ends as the
+command ended, so the runner sees the worker's own fate (e.g. an OOM kill).
 """
 
 from __future__ import annotations

@@ -1,26 +1,12 @@
 """RTT probes between hosts: a UDP echo responder and a prober, every message counted.
 
-The one echo/RTT probe of the project: the fog city's nodes and clients use it for
-their coordinates, and the link rig (rigs/traffic_probe.py) for its open-loop round
-trips.
-
-Wire format (one datagram each way, network byte order, at most MAX_DATAGRAM bytes):
-
-    magic "FGPR" | version u8 = 1 | kind u8 (1 ping, 2 echo) | seq u32 |
-    t_send_ns u64 (the prober's monotonic clock, echoed unchanged) |
-    payload_len u16 | payload (echo only: the responder's JSON, e.g. its coordinate)
-
-The prober times a ping against its own monotonic clock when the echo with the same
-seq and t_send comes back, so the two hosts' clocks never need to agree. Anything else
-that arrives (short, wrong magic or version, unknown kind, a length that does not add
-up, an echo nobody asked for) is dropped and counted as malformed. Sockets bind only to
-the address they are given: no wildcard unless the caller spells it out with
-`allow_wildcard`.
+The one echo probe of the project (the fog city, and rigs/traffic_probe.py). The wire
+format is `_HEADER`; the prober times against its own monotonic clock, so the
+hosts' clocks never need to agree, and anything malformed is dropped and counted
+(docs/coordinates.md, Probes). Sockets bind only to the address given.
 
     python -m nodes.probe respond --bind 10.0.0.1:7000 [--duration S] [--payload JSON]
-        # serves until --duration, SIGTERM or Ctrl-C, then prints its counters
     python -m nodes.probe ping --bind 10.0.0.2 --target 10.0.0.1:7000 [--count N]
-        [--interval-ms MS] [--timeout-ms MS]        # prints one JSON line
 """
 
 from __future__ import annotations
@@ -41,6 +27,7 @@ from dataclasses import asdict, dataclass
 MAGIC = b"FGPR"
 VERSION = 1
 PING, ECHO = 1, 2
+# magic | version | kind | seq | t_send_ns (echoed unchanged) | payload_len, then payload
 _HEADER = struct.Struct("!4sBBIQH")
 MAX_PAYLOAD = 512
 MAX_DATAGRAM = _HEADER.size + MAX_PAYLOAD

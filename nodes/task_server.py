@@ -1,20 +1,10 @@
 """The task server a worker process runs (`nodes/worker.py`): admission, service
 timing, replies, a leaving OFN's drop or handoff, and the counts it reports.
 
-One `ServiceQueue` (capacity C, FIFO single server or C servers), exponential work
-carried by each request as `size`, served in size/mu model ms stretched by the time
-scale. A single server with another `--discipline` (round robin between the classes,
-HP priority, preemptive or not; the class is the request's `cls`) holds a `ClassQueue`
-instead, the simulator's own: a request's end is then known when it starts, and the
-completion thread starts the next one at the previous one's scheduled end.
-A full node replies `blocked` at once. Replies leave at the scheduled absolute end of
-service, so timer overshoot never accumulates; each reply carries the
-request's own wait and achieved service time.
-
-Bounded inputs: a request must arrive whole within READ_TIMEOUT_S (a client that trickles
-bytes is cut off), at most MAX_READING connections are read at once, and a size above
-`max_size` is refused with an error reply. If an internal thread dies the worker exits
-(status 70) rather than live on broken; the runner reports it.
+A `ServiceQueue` (or, for another `--discipline`, the simulator's own `ClassQueue`)
+serves size/mu model ms stretched by the time scale. Replies leave at the scheduled
+absolute end of service, so timer overshoot never accumulates. Inputs are bounded
+and a dead internal thread ends the worker with status 70 (docs/reliability.md).
 """
 
 from __future__ import annotations

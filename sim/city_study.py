@@ -1,34 +1,10 @@
 """Seed 003's study in simulation: mobile clients choosing fog nodes in a city (pure).
 
-One run = one selector at one client/slot ratio. The city (29 fog nodes, 318 slots,
-2.25 km²), the clients' start times, walks and periods come from the seed alone, so
-every selector faces the same clients on the same streets. Latencies follow
-`topologies.city_latency` (eqs. 7-12) with each node's live load.
-
-A client starts after U(3, 10) s, then every U(0.5, 1) s it moves, runs a discovery
-step and sends one task to the node it holds. Discovery asks its selector; a different
-node with a free slot takes it over (the old slot is released); a full node loses the
-task sent to it and the client reconnects (a new discovery excluding that node), at
-most `max_attempts` times per step; if all fail, it keeps the node it had. Every message
-(discovery queries and answers, RTT probes, Meridian gossip and ring upkeep, tasks and
-replies) is counted by sender and receiver.
-
-Two fog nodes' RTT is eq. 7 between them (one processing term, the load term at the
-lower bandwidth). Vivaldi: fog nodes probe one random other node each `node_probe_s`
-(1 s); clients fold the RTT of every task (the node's coordinate rides in the reply) and
-one probe to a random node per step into their coordinate. Meridian: the fog nodes form
-the overlay (bootstrap and gossip at start, gossip every 5 s, ring management every
-30 s) and re-measure the members they know each `node_probe_s`, as live; a query
-enters at the client's node (a random one before it has any). The load-aware selector
-learns free slots from the nodes' gossip, refreshed each second (so it can be a second
-stale).
-
-Metrics (seed 003 section 3.1): per client total messages, lost messages and
-reconnections; per fog node incoming, outgoing and total messages; the optimal-selection
-rate and the selection RMSE (latency of the selected node minus the best node's, under
-the loads at selection time); unique selections per one-second discovery step; the mean
-latency of delivered tasks; and the connection error (eq. 13): per client the RMS of
-(task RTT - best RTT available for that task), averaged over clients.
+One run = one selector at one client/slot ratio. The city, the clients' start times,
+walks and periods come from the seed alone, so every selector faces the same clients on
+the same streets; latencies follow `topologies.city_latency` with each node's live load.
+The client's step, the selectors' knowledge and the metrics (seed 003 section 3.1, eq. 13)
+are in docs/coordinates.md, Seed 003's study, simulated.
 """
 
 from __future__ import annotations

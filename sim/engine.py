@@ -1,44 +1,10 @@
 """Discrete-event engine: the scenario's queues, OFN churn and policy in simulated time.
 
-Why it looks the way it does: a sweep or an RL run wants millions of requests per
-minute from pure Python, so the hot path avoids per-event objects and a global
-event heap:
-
-* Arrivals are one merged Poisson stream (rate lambda_hp + lambda_lp; each arrival
-  is HP with probability lambda_hp / lambda and comes from a uniformly chosen client),
-  which has the same law as independent per-client, per-class streams of rate
-  lambda / clients. Inter-arrival times, classes, clients and sizes are drawn in
-  numpy blocks from separate seeded streams (`fogsdn.streams`).
-* A single-server FIFO node knows each request's completion the moment it is
-  accepted (max(arrival, previous completion) + size / mu), so nodes keep their
-  requests in a deque of finished-by times and settle completions lazily, when the
-  node is next looked at (an arrival routed there, a churn event, the end of the
-  run). A `multi` node (C servers, no waiting) keeps a small heap instead.
-* Proactive policies' route tables are computed once per availability state and
-  sampled exactly as `Policy.decide` would (the same single `rng.random()` and
-  bisection as `random.choices`), so the trace is identical to calling `decide` per
-  request, only faster. Per-request policies (`proactive = False`, or any policy
-  overriding `decide`) get a fresh `ClusterView` with `in_system` for every request.
-
-Semantics (shared with the testbed and the CTMC; docs/simulator.md has them in full):
-an arrival that finds its node full (or down) is `blocked`, never re-routed. An OFN
-that leaves with `drain` finishes what it holds; `handoff` moves its requests (the one
-in service first, with the work it has left, as the live worker does: for exponential
-sizes, in distribution the CTMC's fresh service) to the tail of the first FN, and those
-that do not fit are `lost`; `drop` loses them all. A request not answered within
-`timeout_ms` is a `timeout` row, but the node still serves it to the end (the client
-gave up, the worker did not).
-
-Kill and restart (any policy whose `Policy.stages` plan kills: TAGS): a task larger
-than its host's stage limit is served up to it, killed (counted as wasted) and
-restarts from scratch at the next stage at that moment. Kills are the only events that
-need a heap, ordered with churn and arrivals in time. A staged policy's rows carry
-`hosts` and `wasted` too, as the live client writes them; `service` is the host time
-used (killed work included), `nominal` size / mu at the completing host.
-
-The engine does no I/O: finished rows go to a sink in batches (`Row` tuples, laid
-out in `sim.rows`), availability transitions to a callback. Rows come out in the order
-the engine settles them, which is close to, but not exactly, time order.
+The hot path avoids per-event objects and a global event heap so pure Python runs
+millions of requests a minute: FIFO nodes know each completion on acceptance and settle
+lazily, arrivals come in numpy blocks, proactive route tables are cached per availability
+state, and only kills need a heap. Semantics and the why in full: docs/simulator.md.
+No I/O: rows (`sim.rows`) go to a sink in batches, close to but not exactly time order.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Seed 003's latency model between a client and a fog node (eqs. 7-12), pure.
+"""Seed 003's latency model between a client and a fog node (eqs. 7-12), pure; all ms.
 
     L = D_trans + D_prop + D_proc + D_queue                                   (7)
     D_trans = slope * min(B_i, B_j) + intercept     (slope -0.008, intercept 0.088)  (8)
@@ -7,21 +7,9 @@
     D_proc = h * c + E_network                                                (11)
     D_queue = min(E_qos, 1 / (2 * min(B_i, B_j)))                             (12)
 
-A client serves nobody, so its own bandwidth is the 1 Gbps maximum and min(B_i, B_j)
-is the fog node's. Between two fog nodes (their probes for Vivaldi and Meridian) eq. 7
-is read the same way: one processing term, and the load term at the lower of the two
-bandwidths (`pair_load_ms`). All results are milliseconds.
-
-Eq. 10 as printed sums each end's distance to its nearest cell tower, so two fog nodes
-standing at towers would be equally far from every client and proximity would not
-matter at all. We read it as the path the packet takes: client to its nearest tower,
-that tower to the fog node's nearest tower over the backhaul, and on to the fog node
-(`backhaul=True`, the default); `backhaul=False` gives the literal equation.
-
-The seed takes v, c, E_network and E_qos "from Burk and Lemberg" without printing them;
-the defaults below are ours (stated in docs/coordinates.md), chosen so that an unloaded
-access RTT is a few ms and a full node adds up to E_qos: the seed's 5 ms latency
-threshold then separates good nodes from bad ones.
+A client's own bandwidth is the 1 Gbps maximum, so min(B_i, B_j) is the fog node's.
+Eq. 10 is read along the backhaul path by default, and the defaults the seed does not
+print are ours: docs/coordinates.md (Seed 003's study, simulated) says why.
 """
 
 from __future__ import annotations

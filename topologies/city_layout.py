@@ -1,20 +1,9 @@
 """Seed 003's city: fog nodes with slots, cell towers and mobile clients in a square
 area, random-waypoint mobility and position-trace replay (pure, seeded).
 
-Defaults are the seed's scale: 29 fog nodes holding 318 slots in 2.25 km² (a
-1500 m square). Towers: one per fog node; as in the seed's simulation, about half of
-the fog nodes stand at their tower and the others anywhere in the area. Slots are
-random per node (at least one each) and sum exactly to the total.
-
-Position trace format (CSV with a header line, one row per fix, any order):
-
-    t_s,client,x_m,y_m
-    0.0,c0,120.5,880.0
-    4.0,c0,160.0,870.0
-
-A client's position between two fixes is interpolated linearly; before its first fix
-it stands at the first, after its last at the last. Times in seconds, positions in
-metres inside the area.
+Defaults are the seed's scale (29 fog nodes, 318 slots, a 1500 m square); as in the
+seed, about half of the fog nodes stand at their tower. The position trace format
+(`t_s,client,x_m,y_m`, replayed by linear interpolation) is in docs/coordinates.md.
 """
 
 from __future__ import annotations

@@ -1,37 +1,10 @@
 """Seed 003's city as a live network: the city study's file, its graph, and the link
 delays that make measured round trips follow the latency model (eqs. 7-12), pure.
 
-Shape (every figure model ms; the live elements multiply by `time_scale`):
-
-- one switch per fog node (`f1..fN`) with the fog host on it (access link unshaped);
-- one switch per client (`a1..aK`) with the client host on it (access link unshaped);
-  every client switch links straight to every fog switch, with half of eq. 10's
-  propagation along the path the packet would take (client to its nearest tower, the
-  backhaul between towers, the fog node's tower to the node: `client_fog_ms`) plus half
-  of the node's processing and load terms (`fog_access_ms`); the runner changes these
-  as the client moves and as the node's clients come and go;
-- fog switches link to each other with half of eq. 7 between the two nodes
-  (`fog_pair_rtt_ms`: propagation, one processing term, the load at the lower
-  bandwidth), for the fog nodes' own probes (Vivaldi and Meridian among nodes).
-
-So a client's round trip to a fog node is propagation + processing + load, eq. 7 with
-the node's current clients, and a node's round trip to another is eq. 7 between the
-two, as in the simulator. Because these path delays obey the triangle inequality, the
-shortest path the controller installs between a client and a node is the direct link
-(kept when delays later change: the routes are fixed at start).
-
-The star (`network: star`) gives the same round trips with link elements that grow
-with the hosts, not the client-node pairs: every host hangs off a few unshaped
-switches (the fog hosts on `s0`, the clients on `s1..` at most 40 each), and each fog
-host's access link has one element (its own delay `MIN_LINK_MS`) with a per-peer delay
-table keyed by the peer's address: for each client, `client_fog_ms` (the whole path's
-one-way propagation, paid at the node's end alone) plus the node's processing and load
-half (as above); for each other node, a quarter of eq. 7 between the two
-(`fog_pair_rtt_ms`, paid at both ends, both ways). The runner rewrites the tables as
-clients move and as the nodes' counts change. N elements instead of
-N x K + N x (N - 1) / 2 (docs/links.md, docs/coordinates.md).
-
-The study file (`study: city`, `scenarios/city.yaml`) is validated here once.
+Two shapes: `pairs` (a switch per fog node and per client, a delayed link per pair)
+and `star` (one element per fog host holding a per-peer delay table); both give every
+round trip eq. 7 with the node's current clients (docs/coordinates.md, The network and
+Largest live scale). Figures are model ms; the live elements multiply by `time_scale`.
 """
 
 from __future__ import annotations

@@ -1,35 +1,10 @@
 """Link emulation: delay, jitter, loss, bandwidth and up/down on one link, changeable at run time.
 
-Two mechanisms behind one interface (`LinkShaper`), chosen once per run:
-
-- `netem`: the kernel's netem qdisc, where the kernel has it (most users' machines).
-- `userspace`: our relay (`linkem_relay.c`, compiled on first use), where it does not
-  (this machine kind: "Specified qdisc kind is unknown").
-
-The topology shape is the same for both: the glue puts an element between two nodes
-with two interfaces, `intf_a` (towards node A) and `intf_b` (towards node B), and asks
-a shaper to splice them. Semantics, for both (docs/links.md):
-
-- `delay_ms` is the full one-way delay, applied in each direction: a frame that enters
-  at `intf_a` leaves at `intf_b` `delay_ms` later, and the same from b to a. Under netem
-  the a->b delay is the netem qdisc on `intf_b`'s egress (frames are redirected from
-  `intf_a`'s ingress to `intf_b`'s egress by tc mirred), and b->a on `intf_a`'s egress.
-- `jitter_ms`: each frame's delay is uniform in delay +- jitter (netem's default
-  distribution), clamped at 0. The relay keeps each direction FIFO (a frame leaves no
-  earlier than the one before it); netem reorders under jitter unless a rate is set.
-- `loss`: each frame is dropped with this probability (Bernoulli), per direction; the
-  relay's draws are seeded (`make_shaper(seed=...)`), netem's are not.
-- `bw_mbps`: serialization at this rate before the delay, both directions, with a
-  queue of `queue_pkts` full-size frames (netem's default limit is also 1000).
-  The relay does it itself (exact per-frame departure times); netem with its `rate`.
-- a per-peer table (the relay only, `attach(..., peers=N)`, `update_peers`): side a is
-  a host, and each frame also pays its peer's delay (destination address going out,
-  source coming in), order kept per peer; so one element on a host's access link
-  gives that host a different delay to every other host (docs/links.md).
-
-Pure parts (`topologies.link_params`: `LinkParams`, `decide_mechanism`,
-`netem_qdisc_args`; the relay's control block layout in `topologies.relay_control`)
-have no I/O; the shapers here are thin adapters that run `ip`, `tc` and the relay.
+Two mechanisms behind one interface (`LinkShaper`), chosen once per run: the kernel's
+netem qdisc where the kernel has it, else our relay (`linkem_relay.c`, compiled on first
+use). The glue puts an element with interfaces `intf_a` and `intf_b` between two nodes
+and a shaper splices them; the semantics are in docs/links.md. The pure parts live in
+`topologies.link_params` and `topologies.relay_control`; these are thin adapters.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """Mininet glue: a topology graph in, a started network of OVS userspace switches out.
 
-Facts of this machine kind (docs/architecture.md): no kernel OVS module (datapath='user'), TCP needs
-TX checksum offload off (TCULink), RemoteController.checkListening can die on a
-UnicodeDecodeError (we check with a plain connect), and waitConnected polls OVSDB
-every 5 s (the runner waits for the controller's table-miss rules instead).
-
-A link with delay, jitter, loss or a rate gets a link element: u--v becomes
-u--dK-eth0 and dK-eth1--v, where dK is a bare node in the root namespace whose two
-interfaces a `topologies.linkem` shaper splices (netem or our relay, chosen once per
-run). Model ms become real ms here (x time_scale); a rate in model time becomes
-rate / time_scale in real time, so a frame's transmission stretches like any time.
+The workarounds for this machine kind are in docs/architecture.md. A link with delay,
+jitter, loss or a rate gets a link element: u--v becomes u--dK-eth0 and dK-eth1--v,
+dK a bare root-namespace node whose interfaces a `topologies.linkem` shaper splices.
+Model ms become real ms (x time_scale) and a rate becomes rate / time_scale.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
-"""Public mobility traces to the city study's position trace (`topologies/city_layout.py`,
-`t_s,client,x_m,y_m`): SUMO FCD output, BonnMotion movement files and the ONE's external
-movement files, placed in the study's square, clipped to it and to a time window, with a
-chosen set of clients, optionally resampled to a fixed step.
+"""Public mobility traces (SUMO FCD, BonnMotion, the ONE) to the city study's position
+trace (`t_s,client,x_m,y_m`), placed in the study's square and clipped to it and to a
+time window (docs/coordinates.md, Mobility from traces).
 
-Pure: the readers take a stream or lines they are handed and yield `Fix`es; `convert`
-turns fixes into tracks and `csv_lines` into the CSV. Every error is a `TraceError`
-whose one line names the source and where in it (line, timestep, element, field).
-
-Clipping keeps the path, not just the samples: a segment between two fixes that enters
-or leaves the square (or the window) is cut where it crosses, so sparse waypoint traces
-lose nothing inside. A client that leaves and comes back is replayed in a straight line
-between the two border points (the replay interpolates linearly); one that leaves for
-good stays at its exit point.
+Pure: readers yield `Fix`es; `convert` makes tracks and `csv_lines` the CSV. Every
+error is a `TraceError` naming the source and where in it. Clipping cuts a segment where
+it crosses the border, so sparse waypoint traces lose nothing inside the square.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """Meridian closest-node discovery (Wong, Slivkins, Sirer 2005), pure and message-counted.
 
-Each node files the nodes it knows into concentric rings by measured latency (ring 0 up
-to alpha, ring i in (alpha * s^(i-1), alpha * s^i], the outermost also everything
-beyond); a ring keeps k primaries (by default the seed's floor(log_1.6 N)) and up to
-l = N - k secondaries. Ring management keeps the k primaries whose latency vectors span
-the largest hypervolume; gossip spreads membership. A query measures the node's latency
-d to the target and asks the primaries in [(1 - beta) d, (1 + beta) d]; answers above
-(2 beta + 1) d cannot come from a closer node and are ignored. It moves to the best
-answer when that is at most beta * d ("wong"), or whenever there is one ("seed", seed
-003's wording). The answer is the closest node measured along the way (already paid
-for); nodes the caller marks ineligible (full fog nodes) route but are never the answer,
-and when that leaves none, the last node asks all its eligible members
-(docs/coordinates.md, Meridian).
-
-Nothing here touches the network: latencies come from a `measure` callable and every
-message the protocol would send is counted in `Messages`.
+Rings by measured latency, k hypervolume-diverse primaries per ring, gossip, and the
+recursive closest-node query, whose step ("wong" or the seed's wording) is a set of pure
+functions the live daemons call too; docs/coordinates.md (Meridian) has it in full.
+Latencies come from a `measure` callable; every message is counted in `Messages`.
 """
 
 from __future__ import annotations

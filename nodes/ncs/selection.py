@@ -1,26 +1,9 @@
 """Which fog node should a mobile client use? Seed 003's strategies plus ours (pure).
 
-Each selector sees only what its strategy can know, passed in a `SelectionContext`:
-
-- `optimal`: omniscient; the lowest true latency right now, full or not (the seed's
-  baseline: it ignores capacity, so it loses messages at full nodes);
-- `random`: any node;
-- `vivaldi`: the lowest latency estimated from network coordinates;
-- `meridian`: the answer of a Meridian closest-node query in which full nodes do not
-  take part (as in the seed);
-- `load_aware` (ours): coordinates shortlist, probes decide, load counts for everyone.
-  Among nodes believed to have a free slot (gossiped counts, possibly a second stale)
-  whose coordinate estimate is within `bound_ms` of the best such estimate, the
-  `shortlist` closest by estimate are probed, and the current node too. Each answer
-  (`ProbeAnswer`) carries the RTT now, the node's free slots now, and what one more
-  client would add to the latency of all its clients together (the node knows its own
-  load term); the current node also says what the client's leaving would save the
-  others. The client moves only to a node that answered with a free slot and only when
-  the move lowers the summed latency (its own plus the others') by more than
-  `hysteresis_ms`; a client without a node takes the cheapest.
-
-Nodes in `excluded` (they refused this client during this discovery step) are never
-returned. A selector returns None when nothing is left to pick.
+Each selector sees only what its strategy can know, passed in a `SelectionContext`
+(docs/coordinates.md: `optimal` ignores capacity as the seed's baseline does; `meridian`
+leaves full nodes out; `load_aware` is ours). Nodes in `excluded` (they refused this
+client during this discovery step) are never returned; None when nothing is left.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """Vivaldi network coordinates (Dabek et al. 2004) with the refinements serf uses (pure).
 
-A node keeps a point in Euclidean space plus a height (the access-link part of every
-path) and estimates the round-trip time to a peer as the distance between their
-coordinates. Each measured RTT moves the node's own coordinate along the spring between
-the two nodes, by a step weighted by how sure each side is (its error). serf's
-refinements (per-peer median filter, adaptive timestep, error weighting, adjustment
-term, gravity, RTT validation, reset of a non-finite coordinate) are described step by
-step in docs/coordinates.md (Vivaldi).
-
-All times are milliseconds. Defaults follow serf's documented ones (serf counts in
-seconds: its minimum height of 10 µs is 0.01 ms here, its gravity rho of 150 s is
-150 000 ms).
+A point in Euclidean space plus a height (the access link); the RTT estimate is the
+distance between two coordinates. The refinements are in docs/coordinates.md (Vivaldi).
+All times are ms: serf's defaults in seconds become 0.01 ms minimum height and a
+gravity rho of 150 000 ms.
 """
 
 from __future__ import annotations
