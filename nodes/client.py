@@ -1,14 +1,9 @@
 """IoT client: Poisson HP and LP tasks to the service address, one TCP flow per task.
 
-The class travels in DSCP (HP 46, LP 0); the controller's rules, not the client,
-decide which worker serves it. Every request ends as exactly one trace row (ok,
-blocked, timeout, lost), streamed to disk so an interrupted run keeps what it has.
-
-    python -m nodes.client --name c1 --scenario RUN/scenario.yaml --service 10.0.0.250:9000 \
-        --epoch-file RUN/epoch --trace RUN/trace-c1.csv [--replication K]
-
-(the runner starts it in the client's namespace; it writes RUN/epoch.c1.ready when set
-up and starts at the monotonic instant the runner then writes into RUN/epoch)
+The class travels in DSCP (HP 46, LP 0); the controller's rules decide which worker
+serves it. Every request ends as exactly one trace row, streamed to disk so an
+interrupted run keeps what it has. The runner starts it in the client's namespace; it
+writes RUN/epoch.<name>.ready when set up and starts at the instant written into RUN/epoch.
 """
 
 from __future__ import annotations

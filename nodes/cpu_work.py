@@ -1,12 +1,8 @@
 """Real CPU work for `work: cpu` scenarios: a calibrated kernel and a FIFO of servers.
 
-The kernel is SHA-256 over `n` bytes of a fixed buffer. hashlib releases the GIL for
-inputs above 2 KiB, so C server threads of one worker really run in parallel where
-cores exist, and the worker's network threads are not starved by it. A work unit is
-one byte hashed; `calibrate` measures bytes per CPU-ms once per run (the runner does
-it, before any load, and hands the figure to every worker). A task of nominal service
-S real ms then hashes S x bytes_per_ms bytes, and its service time is whatever the
-node's CPU share and the machine's contention make of that (docs/containers.md).
+The kernel is SHA-256 over a fixed buffer: hashlib releases the GIL above 2 KiB, so
+server threads run in parallel and do not starve the network threads. A task of nominal
+service S real ms hashes S x `calibrate`'s bytes per CPU-ms (docs/containers.md).
 """
 
 from __future__ import annotations

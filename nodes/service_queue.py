@@ -1,13 +1,9 @@
 """Admission and completion times of one node, against absolute deadlines (pure).
 
-A `single` node is one FIFO server: a task starts at max(its arrival, the previous
-departure) and ends `service` later. Computing ends from the schedule rather than
-from when the process actually woke up keeps timer overshoot from accumulating
-(docs/architecture.md: 0.11-0.16 ms per sleep here). A `multi` node has `capacity` servers and no
-waiting. Times are seconds on any monotonic clock.
-
-A single node whose discipline is not FIFO (round robin between the classes, HP
-priority, preemptive or not) is a `ClassQueue`; the worker and the simulator share it.
+Ends come from the schedule (a FIFO task ends `service` after max(arrival, previous
+departure)), not from when the process woke, so timer overshoot never accumulates
+(docs/architecture.md). A `multi` node has `capacity` servers and no waiting; a non-FIFO
+single node is a `ClassQueue`, shared by the worker and the simulator. Times: seconds.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """FN/OFN/cloud task server, run inside a Mininet host (its own network namespace).
 
-The process: it serves tasks on a TCP port with a `Worker` (`nodes/task_server.py`: admission,
-service timing, replies, drop and handoff) and answers a Unix control socket
-(filesystems are shared across Mininet hosts, networks are not): `stats`, `drop`,
-`handoff`, `ballast`. One thread accepts, one per connection reads its request line,
-one sends replies at their scheduled ends, one serves the control socket; if any
-internal thread dies the process exits (status 70).
-
-    python -m nodes.worker --name fn --port 9000 --mu 1 --capacity 20 --time-scale 20 \
-        --control /run/fogsdn/RUN/fn.sock --events RUN_DIR/worker-fn.jsonl
+Serves tasks on a TCP port with a `Worker` (`nodes/task_server.py`) and answers a Unix
+control socket (`stats`, `drop`, `handoff`, `ballast`): filesystems are shared across
+Mininet hosts, networks are not. If an internal thread dies the process exits (70).
 """
 
 from __future__ import annotations

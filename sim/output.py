@@ -1,13 +1,9 @@
 """Sinks that turn the engine's row tuples into the shared trace CSV and a summary.
 
-`TraceCsvSink` writes exactly the bytes `fogsdn.trace.TraceWriter` would write for
-the same rows (same columns, `%.6f` floats, empty NaN, CRLF line ends), but formats a
-whole row with one `%` per outcome instead of a dataclass and the csv module per
-row: at millions of rows that is most of the difference between a fast and a slow
-simulator. The network's share of a request (`fogsdn.latency`: two round trips
-over the client's path, jitter, transmission, retransmissions after loss) is added
-here to the node's sojourn to give response_ms; without a network, response_ms =
-node_ms. A request whose response exceeds the timeout becomes a `timeout` row.
+`TraceCsvSink` writes exactly the bytes `fogsdn.trace.TraceWriter` would, but formats
+a whole row with one `%` per outcome: at millions of rows that is most of the
+simulator's speed. The network's share (`fogsdn.latency`) is added here to the node's
+sojourn to give response_ms; a response over the timeout becomes a `timeout` row.
 """
 
 from __future__ import annotations

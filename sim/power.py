@@ -1,12 +1,8 @@
 """The simulator's power account: busy time and routed traffic per real second (pure).
 
-A row sink (`sim.engine.RowSink`) that sees every finished request: an answered (or
-timed-out, but still served) request adds its service interval to its node's busy
-time, every request adds `BYTES_PER_REQUEST` to each switch on its client-to-node
-path (half when sent, half when answered; the path a policy chose for it where it
-chooses paths, seed 002a) and marks the two ports it used there active. Intervals are binned by real
-second (model ms x time_scale / 1000), as the live runner polls, and
-`models.power_model` turns them into watts. See docs/power.md.
+A row sink that adds each served request's interval to its node's busy time and
+`BYTES_PER_REQUEST` to each switch on its path (the chosen one where a policy picks
+paths), binned by real second as the live runner polls (docs/power.md).
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """Seed 003's findings for Figs. 4-7 as checkable claims (pure).
 
-Each `Claim` is one finding the paper states: its figure, one line, the paper's value
-where it prints one, and a predicate over aggregated results (the mean and 95 % interval
-of every metric per selector and ratio over replications) that says "holds", "partly"
-or "fails". Predicates compare means; the intervals travel with the values so a reader
-sees how firm each comparison is. "Low" is the smallest ratio run, "high" the largest.
-
-`verdict` maps an outcome to the table's word (reproduced / partly / not);
-`deciding_choice` names the switch (sim/seed003_presets.py) whose single flip moves our
-preset's outcome to the seed preset's.
+Each `Claim` is one finding the paper states, with a predicate over the aggregated
+results (mean and 95 % interval per selector and ratio) that says "holds", "partly" or
+"fails"; predicates compare means, and "low"/"high" are the smallest/largest ratio run.
+`deciding_choice` names the switch whose single flip moves our outcome to the seed's.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Seed 003's study as the paper writes it, and as we run it (pure data).
 
-Every modelling choice that separates the two is one typed switch of `StudyChoices`; a
-preset is one value of it (`PRESETS`). The ablation (`ablation`) flips one switch at a
-time from one preset to the other, so the switches are listed once, here.
-
-The seed preset follows the paper's text wherever it says something; where it is silent
-(v, c, E_network, E_QoS, the tower sites) docs/coordinates.md states the value used and
-why. `apply_choices` turns a study file (scenarios/city.yaml) into the full-scale study a
-preset runs.
+Every modelling choice that separates the two is one typed switch of `StudyChoices`
+(listed once, here, for the one-at-a-time `ablation`); a preset is one value of it.
+Where the paper is silent, docs/coordinates.md states the value used and why.
 """
 
 from __future__ import annotations
