@@ -152,9 +152,8 @@ class Worker:
 
     def _admit(self, conn: socket.socket, req: TaskRequest, arrival: float,
                nominal_ms: float, killed: bool) -> bool:
-        """Hold a request in the FIFO schedule or the ClassQueue (False: full). The
-        completion thread is woken: it may now have an earlier end to wait for (an idle
-        server, a preemption)."""
+        """Hold a request (False: full), waking the completion thread: it may now have an
+        earlier end to wait for (an idle server, a preemption)."""
         service = nominal_ms * self.ms_real
         with self._cond:
             if self.ordered is not None:
@@ -207,13 +206,8 @@ class Worker:
             conn.close()
 
     def serve_completions(self) -> None:
-        """Send each reply at its scheduled end of service.
-
-        A timed wait here wakes 0.1-0.2 ms late (docs/architecture.md); that lateness lands in each
-        reply's node_ms (about 1 % of W at 5 real ms per model ms, 3 % at 2). So the
-        thread wakes SPIN_S early and spins the rest of the way outside the lock. With
-        `--realtime` every thread of the worker runs SCHED_FIFO (see main).
-        """
+        """Send each reply at its scheduled end of service: a timed wait wakes 0.1-0.2 ms
+        late (docs/architecture.md), so wake SPIN_S early and spin outside the lock."""
         if self.ordered is not None:
             self._serve_ordered(self.ordered)
             return
@@ -232,9 +226,8 @@ class Worker:
             self._reply_at_end(p)
 
     def _serve_ordered(self, q: ClassQueue[_Pending]) -> None:
-        """`serve_completions` for a ClassQueue: when the request in service is about to
-        end, move the queue's clock to that end (which starts the next one there), then
-        reply to what finished."""
+        """`serve_completions` for a ClassQueue: at the end of the request in service, move
+        the queue's clock there (starting the next one), then reply to what finished."""
         while not self._stop.is_set():
             with self._cond:
                 if not q.done:
@@ -253,9 +246,8 @@ class Worker:
 
     @staticmethod
     def _ended(job: Job[_Pending]) -> _Pending:
-        """The request of a finished (or taken away) job, its start set so that end -
-        start is the service it got (preempted stints included) and start - arrival
-        the time it waited."""
+        """A finished job's request, start set so end - start is the service it got
+        (preempted stints included) and start - arrival its wait."""
         p = job.payload
         p.end = job.end
         p.start = job.start - job.served
@@ -298,9 +290,8 @@ class Worker:
         return len(victims)
 
     def _take_all(self, now: float) -> list[_Pending]:
-        """Everything held at `now`, in the order it would be served, each with its
-        start and end set so that end - max(now, start) is the work it has left (the
-        caller holds the lock)."""
+        """Everything held at `now` in serving order, end - max(now, start) the work each
+        has left (the caller holds the lock)."""
         if self.ordered is not None:  # in service first, then as it would serve them
             return [self._moving(j, now) for j in self.ordered.clear(now)]
         victims, self._pending = sorted(self._pending), []
@@ -309,14 +300,9 @@ class Worker:
         return victims
 
     def handoff_all(self, to: tuple[str, int]) -> int:
-        """The OFN left with `handoff`: what it holds moves, in order, to the FN's queue.
-
-        A task in service carries only its remaining work (exponential sizes are
-        memoryless, so this is the model's fresh service at the FN); a waiting one its
-        whole size. The FN answers this worker, which relays over the client's own
-        connection (the only one the client has), with node_ms counted from the
-        task's arrival here, as the model counts it.
-        """
+        """The OFN left with `handoff`: what it holds moves, in order, to the FN's queue,
+        each with the work it has left; the FN's answer is relayed over the client's own
+        connection, node_ms counted from the arrival here (docs/simulator.md, Churn)."""
         now = time.monotonic()
         with self._cond:
             victims = self._take_all(now)
@@ -339,8 +325,7 @@ class Worker:
 
     @staticmethod
     def _moving(job: Job[_Pending], now: float) -> _Pending:
-        """A job taken away at `now`, as a pending request whose work left is its end -
-        now (a preempted one's remainder; a never-started one's whole size)."""
+        """A job taken away at `now`, as a pending request whose end - now is its work left."""
         p = job.payload
         p.start, p.end = now, now + job.work
         return p
@@ -387,9 +372,8 @@ class Worker:
         return sum(min(now, p.end) - p.start for p in held if p.start < now)
 
     def stats(self) -> dict[str, object]:
-        """The node's counts and load; `busy_s` (server-seconds of service so far, in
-        progress included) the runner polls once a second for the node's utilisation
-        (power)."""
+        """The node's counts and load; `busy_s` (server-seconds of service so far) is what
+        the runner polls once a second for the node's utilisation (power)."""
         now = time.monotonic()
         with self._cond:
             if self.ordered is not None:
@@ -406,7 +390,7 @@ class Worker:
 
     def guarded(self, target: Any, *args: Any) -> None:
         """Run an internal thread; if it dies, log why and end the process (never live on
-        broken: every later request would be blocked or hang)."""
+        broken)."""
         try:
             target(*args)
         except BaseException as err:  # noqa: BLE001 (any death ends the worker)
