@@ -195,9 +195,8 @@ class CityClient:
                            float(st.get("leave", 0.0)))
 
     def _latency(self, loads: dict[str, int], joining: str | None = None) -> dict[str, float]:
-        """Eq. 7 per node under `loads`: the simulator's static part plus its load term.
-        `joining`: the node this client holds, where it counts already (anywhere else
-        it would be one more)."""
+        """Eq. 7 per node under `loads`; this client counts already at `joining` and would
+        be one more anywhere else."""
         fogs = self.cfg.fogs
         return {n: v + fogs[n].load(loads.get(n, 0) + (joining not in (None, n)))
                 for n, v in self._static().items()}
@@ -214,8 +213,7 @@ class CityClient:
 
     def join(self, node: str) -> bool:
         """False for a full node, or no answer in time; then a leave, in case the node
-        took the client after all (its slot would be held by no one: the simulator's
-        joins have no such third outcome)."""
+        took the client after all (a slot held by no one)."""
         reply = self.request(node, {"op": "join"})
         if reply is None:
             self.leave(node)
@@ -266,7 +264,7 @@ class CityClient:
                 "coord": self.vivaldi.coord.to_dict() if self.vivaldi is not None else None}
 
     def coordinate_errors(self) -> dict[str, float]:
-        """|estimate - configured| / configured per node, where the client has a coordinate
+        """|estimate - configured| / configured per node with a known coordinate
         (configured: the latency its links carry now)."""
         if self.vivaldi is None:
             return {}
@@ -343,8 +341,7 @@ class UdpTransport:
 
 
 def client_status_path(state_dir: Path, name: str) -> Path:
-    """Where a client keeps its chosen node and coordinate, rewritten each step (the
-    run's view reads it: `runner.city_view`)."""
+    """Where a client keeps its chosen node and coordinate, rewritten each step."""
     return state_dir / f"client-{name}.json"
 
 
@@ -377,9 +374,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, _stop)
     if args.realtime:
         go_realtime()
-    # the study's times are model seconds: `time_scale` real seconds each, as its
-    # latencies are, so a step's messages take the share of its period they take in
-    # the simulator (unscaled, they took ten times that, and clients raced for slots)
+    # the study's times are model seconds, `time_scale` real seconds each as its latencies
+    # are, so a step's messages take the share of its period they take in the simulator
     scale = cfg.time_scale
     end = cfg.epoch + cfg.duration_s
     t = cfg.epoch + rng.uniform(*cfg.client.start_s) * scale

@@ -87,8 +87,7 @@ class CityConfig:
 
     @staticmethod
     def read(path: Path, wait_s: float = 900.0) -> CityConfig:
-        """The point's configuration, with its epoch (waiting, asleep, for the epoch file
-        where there is one)."""
+        """The point's configuration, with its epoch (waiting for the epoch file if any)."""
         cfg = TypeAdapter(CityConfig).validate_json(Path(path).read_bytes())
         if cfg.epoch_file is None:
             return cfg
@@ -104,15 +103,10 @@ class CityConfig:
 
 
 class MemberBoard:
-    """Every fog node's client count now, one int32 per node (sorted by name) in a file in
-    the point's state directory: each daemon writes its own at every join and leave, and
-    a reader takes them all in one `pread`.
-
-    The simulator's omniscient baseline and its scores see the loads of the instant. The
-    live ones read the runner's truth, which took the counts from the nodes' state files
-    a tick (0.2 s) and a write period (0.1 s) late, a third of a client's step: 50
-    clients herded into nodes that had just filled and lost a task per two steps where
-    the simulator loses none (docs/coordinates.md, "Live against simulated")."""
+    """Every fog node's client count now, one int32 per node (sorted by name): each daemon
+    writes its own at every join and leave, a reader takes them all in one `pread`, so
+    live scores see the loads of the instant as simulated ones do (docs/coordinates.md,
+    "Live against simulated")."""
 
     def __init__(self, path: Path, names: Sequence[str]) -> None:
         self.names = sorted(names)
@@ -214,19 +208,15 @@ class FogNode:
         return None
 
     def next_round(self) -> None:
-        """A new round of peer probes. Every peer is probed (its echo feeds the view and
-        the Meridian rings) but only one, drawn at random, moves the coordinate, as each
-        simulated node probes one random peer a round. Folding in every peer's echo
-        settled the nodes' coordinates on the node-to-node RTTs (which then paid both nodes'
-        processing and load) and sent Vivaldi's clients to full nodes five times as
-        often as simulated (docs/coordinates.md, "Live against simulated")."""
+        """A new round of peer probes: every peer is probed, but only one, drawn at random,
+        moves the coordinate, as in the simulator (docs/coordinates.md, "Live against
+        simulated")."""
         peers = sorted(n for n in self.cfg.fogs if n != self.info.name)
         self.coordinate_peer = self._round_rng.choice(peers) if peers else None
 
     def _learn_from_client(self, client: str, msg: dict[str, Any]) -> None:
-        """A Vivaldi client's task carries its coordinate and the RTT it measured on its
-        last task here: the node folds them into its own coordinate, as a simulated node
-        does with every task (one task late: the node cannot time the client's trip)."""
+        """Fold a Vivaldi client's coordinate and its last task's RTT here into ours, as a
+        simulated node does (one task late: the node cannot time the client's trip)."""
         rtt = msg.get("rtt")
         if isinstance(rtt, bool) or not isinstance(rtt, int | float) or not rtt > 0:
             return
