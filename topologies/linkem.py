@@ -118,20 +118,6 @@ class _Link:
     log: Path | None = None
 
 
-def _attached(links: dict[str, _Link], link_id: str) -> _Link:
-    try:
-        return links[link_id]
-    except KeyError:
-        raise ValueError(f"no attached link {link_id!r}") from None
-
-
-def _check_new(links: dict[str, _Link], link_id: str) -> None:
-    if not _LINK_ID.match(link_id):
-        raise ValueError(f"link id must be 1-64 of [A-Za-z0-9_.:-], got {link_id!r}")
-    if link_id in links:
-        raise ValueError(f"link {link_id!r} is already attached")
-
-
 def _carrier(link: _Link, up: bool) -> None:
     """Take both element interfaces down (or up): the neighbours see carrier loss, as after
     a cable pull, so an OVS port on the other end reports PortStatus link-down."""
@@ -152,10 +138,22 @@ class _AttachedLinks:
     """What every shaper keeps: its attached links by id, looked up with one error for an
     unknown id, and all detached (`_detach`, per mechanism) on close."""
 
-    _links: dict[str, _Link]
+    def __init__(self, state_dir: Path, seed: int) -> None:
+        self.state_dir = Path(state_dir)
+        self.seed = seed
+        self._links: dict[str, _Link] = {}
 
     def _get(self, link_id: str) -> _Link:
-        return _attached(self._links, link_id)
+        try:
+            return self._links[link_id]
+        except KeyError:
+            raise ValueError(f"no attached link {link_id!r}") from None
+
+    def _check_new(self, link_id: str) -> None:
+        if not _LINK_ID.match(link_id):
+            raise ValueError(f"link id must be 1-64 of [A-Za-z0-9_.:-], got {link_id!r}")
+        if link_id in self._links:
+            raise ValueError(f"link {link_id!r} is already attached")
 
     def _detach(self, link_id: str) -> None:
         raise NotImplementedError
@@ -171,12 +169,10 @@ class UserspaceShaper(_AttachedLinks):
     mechanism = "userspace"
 
     def __init__(self, state_dir: Path, seed: int = 0, realtime: bool = True) -> None:
-        self.state_dir = Path(state_dir)
-        self.seed = seed
+        super().__init__(state_dir, seed)
         # SCHED_FIFO priority 1 for the relays: on a loaded machine a relay then waits for no
         # ordinary process when a frame is due (p99 delay), and sleeps between frames anyway
         self.rt_priority = 1 if realtime else 0
-        self._links: dict[str, _Link] = {}
         self._binary = relay_binary()
 
     def attach(self, link_id: str, intf_a: str, intf_b: str, params: LinkParams,
@@ -184,7 +180,7 @@ class UserspaceShaper(_AttachedLinks):
                ) -> None:
         """`peers` > 0: the element also keeps a per-peer table of up to that many
         addresses (`update_peers`); side a must then be the host."""
-        _check_new(self._links, link_id)
+        self._check_new(link_id)
         for intf, ns in ((intf_a, netns_a), (intf_b, netns_b)):
             _prepare_interface(intf, ns)
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -288,14 +284,12 @@ class NetemShaper(_AttachedLinks):
     mechanism = "netem"
 
     def __init__(self, state_dir: Path, seed: int = 0) -> None:
-        self.state_dir = Path(state_dir)
-        self.seed = seed  # netem's own random draws are not seeded (documented)
-        self._links: dict[str, _Link] = {}
+        super().__init__(state_dir, seed)  # netem's own random draws are not seeded
 
     def attach(self, link_id: str, intf_a: str, intf_b: str, params: LinkParams,
                netns_a: str | None = None, netns_b: str | None = None, peers: int = 0
                ) -> None:
-        _check_new(self._links, link_id)
+        self._check_new(link_id)
         if peers:
             raise ValueError("per-peer delay tables need the userspace relay, not netem")
         if netns_a != netns_b:
