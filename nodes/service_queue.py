@@ -83,14 +83,9 @@ class ClassQueue(Generic[P]):
     """One server, `capacity` held in all (both classes), a FIFO queue per class, and a
     discipline that says which head goes next (`fogsdn.scenario.Discipline`).
 
-    Completion times are known only when a request starts (a later HP arrival can go
-    ahead of a waiting LP), so the owner moves the queue's clock on with `advance(t)`,
-    which finishes what ends by t, starts the next request at the previous one's end
-    (an absolute schedule, as `ServiceQueue`), and leaves the finished requests in
-    `done` for the owner to take. `admit` advances to its arrival first; an arrival
-    stamped before the clock (a worker thread that read it late) counts as arriving at
-    the clock. Preemption is preempt-resume: the LP in service goes back to the head of
-    the LP queue with the work it has left.
+    Ends are known only when a request starts, so the owner moves the clock with
+    `advance(t)` (absolute schedule) and takes the finished from `done`; an arrival
+    stamped before the clock counts as arriving at it. Preemption is preempt-resume.
     """
 
     def __init__(self, capacity: int, discipline: Discipline = Discipline.FIFO) -> None:

@@ -108,11 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     # with the default 5 ms switch interval a handler thread that holds it can delay a
     # reply by milliseconds (the node's service tail)
     sys.setswitchinterval(SWITCH_INTERVAL_S)
-    # --realtime: SCHED_FIFO for this thread before any other starts, so all inherit it.
-    # On two shared cores an ordinary thread's wake-up waited for the CPU: 13-20 % of the
-    # FN's replies left over 0.25 ms late (p99 3 ms), its mean service x1.03-1.05. The
-    # completion thread alone is not enough: it then waits for the interpreter lock held
-    # by a handler thread that the scheduler has put aside (docs/emulation.md).
+    # --realtime: SCHED_FIFO for this thread before any other starts, so all inherit it
+    # (the completion thread alone would wait for a handler's GIL; docs/emulation.md)
     granted = go_realtime() if a.realtime else None
     events = open(a.events, "a") if a.events else None  # noqa: SIM115
     w = Worker(a.name, a.mu, a.capacity, Servers(a.servers), a.time_scale, events,

@@ -69,14 +69,9 @@ def run_simulation(
     verbose: bool = False,
     policy: Policy | None = None,
 ) -> dict[str, Any]:
-    """Simulate `scenario` into `out_dir`; returns summary.json's content.
-
-    Arrivals stop after `requests` in total or at `duration_ms` of scenario time,
-    whichever is given first (the scenario's duration_ms when neither is), then
-    in-flight requests finish. Replication r runs with seed scenario.seed + r; the
-    same (scenario, replication) always gives a byte-identical trace. `trace=False`
-    skips trace.csv (sweeps that only need the summary). `policy`, the scenario's own
-    when None, is the object to run: a learner trained on through several runs."""
+    """Simulate `scenario` into `out_dir`; returns summary.json's content. Stopping and
+    seeds as docs/simulator.md says; `trace=False` skips trace.csv (sweeps), `policy`
+    (the scenario's own when None) lets a learner train on through several runs."""
     if requests is None and scenario.expected_requests(duration_ms) > MAX_SIM_REQUESTS:
         raise ScenarioError(
             f"workload: (lambda_hp + lambda_lp) x duration expects "

@@ -19,16 +19,9 @@ class PresetError(ValueError):
 
 @dataclass(frozen=True)
 class StudyChoices:
-    """The switches. `backhaul`: eq. 10 plus the tower-to-tower leg (False: eq. 10 as
-    printed). `propagation_ms_per_km`: v of eq. 10. `optimal_reference`: what the
-    baseline picks and the scores compare with ("current": lowest latency now, load
-    included; "static": lowest network distance, the seed's load-agnostic omniscient
-    baseline). `vivaldi`: "serf" (filter, adjustment, gravity, error capped at 1.5) or
-    "plain" (error starts at 10, none of those). `meridian_termination`: "wong" (move on
-    only to an answer within beta d) or "seed" (to the nearest answer, stop when none
-    comes within (2 beta + 1) d). `duration_s`: simulated seconds per point.
-    `task_deadline_ms`: a task answered later counts as lost (the seed's 50 ms maximum
-    acceptable latency; ours the 100 ms timeout)."""
+    """The switches, each tabulated with both presets' values in docs/coordinates.md (Seed
+    003 as written). `duration_s`: simulated seconds per point; `task_deadline_ms`: a
+    task answered later counts as lost."""
 
     backhaul: bool
     propagation_ms_per_km: float

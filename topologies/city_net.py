@@ -114,12 +114,8 @@ class CityStudy(FrozenModel):
     realtime: bool = True
     mobility: MobilitySpec = MobilitySpec()
     latency: dict[str, float | bool] = Field(default_factory=dict)
-    # the simulator's modelling choices (sim/seed003_presets.py names them; the live run
-    # keeps the defaults): what "optimal" means for the baseline and the scores
-    # ("current": lowest latency now, load included; "static": lowest network distance,
-    # load-agnostic, as the seed's omniscient baseline), the Vivaldi variant ("serf":
-    # with serf's filter, adjustment and gravity; "plain": as the seed describes it) and
-    # Meridian's termination (nodes/ncs/meridian.MeridianConfig)
+    # the simulator's modelling choices (sim/seed003_presets.py; docs/coordinates.md has
+    # each value's meaning); the live run keeps the defaults
     optimal_reference: Literal["current", "static"] = "current"
     vivaldi: Literal["serf", "plain"] = "serf"
     meridian_termination: Literal["wong", "seed"] = "wong"
@@ -264,12 +260,10 @@ def client_fog_matrix(positions: Sequence[Position], layout: CityLayout, p: Late
 def star_peer_delays(cf: np.ndarray, layout: CityLayout, p: LatencyParams,
                      fog_ips: Sequence[str], client_ips: Sequence[str],
                      members: Sequence[int]) -> list[dict[str, float]]:
-    """Each fog node's per-peer table in the star (address -> model one-way ms), with
-    the clients where `cf` (`client_fog_matrix`) has them and `members[i]` clients on
-    node i: for each client, its whole `client_fog_ms` plus half the node's processing
-    and load (`fog_access_ms`, paid going and coming); for each other node, a quarter of
-    eq. 7 between the two (`fog_pair_rtt_ms`: a frame pays both ends' entries, so a
-    round trip pays four)."""
+    """Each fog node's per-peer table in the star (address -> model one-way ms), clients
+    where `cf` has them and `members[i]` on node i: per client `client_fog_ms` plus
+    `fog_access_ms`, per other node a quarter of `fog_pair_rtt_ms` (a round trip pays
+    four entries)."""
     sites = layout.fog_nodes
     access = [fog_access_ms(c, s, p) for c, s in zip(members, sites, strict=True)]
     out: list[dict[str, float]] = []

@@ -33,9 +33,8 @@ class MeridianConfig:
     s: float = 1.5
     rings: int = 8
     beta: float = 0.5
-    # when the query moves on: "wong" (Wong et al. 2005) only to an answer at most
-    # beta * d; "seed" (seed 003's wording) to the nearest answer whenever any node
-    # answered within (2 beta + 1) d, stopping only when none did
+    # when the query moves on: "wong" (Wong et al. 2005) or "seed" (seed 003's wording);
+    # docs/coordinates.md, Seed 003 as written
     termination: Literal["wong", "seed"] = "wong"
 
     def __post_init__(self) -> None:

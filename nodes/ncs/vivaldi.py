@@ -143,11 +143,8 @@ class VivaldiNode:
         self._residual_index = 0
 
     def update(self, peer: str, peer_coord: Coordinate, rtt_ms: float) -> Coordinate:
-        """Fold one RTT sample (ms) to `peer`, whose coordinate is `peer_coord`, into ours.
-
-        Raises VivaldiError for an invalid RTT or an unusable peer coordinate; the state
-        is then unchanged.
-        """
+        """Fold one RTT sample (ms) to `peer` at `peer_coord` into ours; VivaldiError (state
+        unchanged) for an invalid RTT or an unusable peer coordinate."""
         self._check(peer_coord, rtt_ms)
         samples = self._filters.setdefault(peer, deque(maxlen=self.config.latency_filter_size))
         samples.append(rtt_ms)
