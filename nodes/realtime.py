@@ -6,10 +6,8 @@ import os
 
 
 def go_realtime(priority: int = 1) -> bool:
-    """SCHED_FIFO at `priority` for the calling thread (Linux schedules threads, so pid 0
-    is this thread only), as the link relays run: on a loaded two-core machine a timed
-    wake-up then waits for no ordinary process. False where it may not (not root, or a
-    cgroup that refuses real-time tasks): the thread runs as before."""
+    """SCHED_FIFO at `priority` for the calling thread only, so a timed wake-up waits for
+    no ordinary process; False where it may not (not root, a refusing cgroup)."""
     try:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
     except (OSError, AttributeError):
@@ -18,11 +16,9 @@ def go_realtime(priority: int = 1) -> bool:
 
 
 def process_realtime(pid: int, priority: int = 1) -> set[int]:
-    """SCHED_FIFO at `priority` for every ordinary thread of process `pid` now (threads it
-    starts later inherit it); returns the thread ids that were real-time already at
-    another priority or policy, for `process_ordinary` to leave alone. Used on the
-    switch (ovs-vswitchd), whose forwarding and revalidator threads otherwise wait
-    behind the real-time workers on two cores (docs/emulation.md)."""
+    """SCHED_FIFO at `priority` for every ordinary thread of process `pid` now (e.g.
+    ovs-vswitchd, docs/emulation.md); returns the thread ids that were real-time already,
+    for `process_ordinary` to leave alone."""
     already = set()
     for tid in _threads(pid):
         try:

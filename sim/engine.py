@@ -70,13 +70,9 @@ def simulate(
     flush_rows: int = FLUSH_ROWS,
     paths: dict[tuple[int, int], PathOption] | None = None,
 ) -> SimResult:
-    """Run one replication; stop arrivals at `duration_ms` or after `requests` (whichever
-    comes first; the scenario's duration when neither is given), then let in-flight
-    requests finish. `per_request=True` forces `policy.decide` for every request (the
-    trace is the same; it exists to test that). `flush_rows` is how many rows the sink
-    gets at a time (1: each as soon as it is settled, for a caller that learns from them).
-    A policy that `chooses_paths` picks each request's path too; `paths` then gets it, by
-    (client index, seq), for the sinks that time and price it (sim.output, sim.power)."""
+    """Run one replication (stopping as docs/simulator.md says). `per_request=True` forces
+    `policy.decide` per request (same trace; for tests); `flush_rows`: rows per sink call;
+    `paths` gets a path-choosing policy's path per (client index, seq) for the sinks."""
     wall0 = time.perf_counter()
     if requests is None and duration_ms is None:
         duration_ms = scenario.duration_ms

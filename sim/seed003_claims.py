@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 Outcome = Literal["holds", "partly", "fails"]
@@ -32,9 +32,6 @@ class Stat:
     lo: float
     hi: float
     n: int
-
-    def to_dict(self) -> dict[str, float | int]:
-        return {"mean": self.mean, "lo": self.lo, "hi": self.hi, "n": self.n}
 
 
 def interval(values: Sequence[float]) -> Stat:
@@ -255,7 +252,7 @@ def evaluate(claim: Claim, res: Results) -> Outcome:
 def values(claim: Claim, res: Results) -> dict[str, dict[str, dict[str, float | int]]]:
     """The claim's metric per shown selector at its ratios: {selector: {ratio: stat}}."""
     ratios = {"low": [res.low], "high": [res.high], "both": [res.low, res.high]}[claim.at]
-    return {s: {f"{x:g}": res.get(s, x, claim.metric).to_dict() for x in ratios}
+    return {s: {f"{x:g}": asdict(res.get(s, x, claim.metric)) for x in ratios}
             for s in claim.shows}
 
 

@@ -176,9 +176,8 @@ class CityStudy(FrozenModel):
         return max(self.clients_at(r) for r in self.ratios)
 
     def at_full_scale(self) -> CityStudy:
-        """The seed's scale (`full_scale:`, clients starting after its U(3, 10) s unless it
-        says otherwise): what the simulator runs; not validated again, as the live limits
-        do not apply to it."""
+        """The seed's scale (`full_scale:`), what the simulator runs; not validated again,
+        as the live limits do not apply to it."""
         fs = self.full_scale
         return self.model_copy(update={
             "fog_nodes": fs.fog_nodes, "total_slots": fs.total_slots, "ratios": fs.ratios,
@@ -337,10 +336,8 @@ def city_topology(layout: CityLayout, positions: Sequence[Position], p: LatencyP
 
 
 def city_star_topology(layout: CityLayout, clients: int) -> TopologySpec:
-    """The star for `layout` and `clients` clients: fog hosts on `s0` behind their
-    access elements (`MIN_LINK_MS` of their own: every delay is in the per-peer tables,
-    which come at run time), clients on `s1..` unshaped, those switches linked to `s0`
-    unshaped."""
+    """The star for `layout` and `clients` clients (docs/coordinates.md): every delay is
+    in the fog hosts' per-peer tables, which come at run time."""
     sites = layout.fog_nodes
     edge = sorted({star_switch(k) for k in range(clients)}, key=lambda n: int(n[1:]))
     links = tuple(EdgeSpec(a="s0", b=sw) for sw in edge)

@@ -227,10 +227,8 @@ class VivaldiNode:
 
 
 def plain_config(dimensions: int, initial_error: float = 10.0) -> VivaldiConfig:
-    """Vivaldi as Dabek et al. (and seed 003) describe it: the adaptive timestep and error
-    weighting only; every RTT sample is used as it comes (no latency filter), no
-    adjustment term, no gravity; the error starts at `initial_error` (seed 003: 10) and
-    is never capped below it."""
+    """Vivaldi as Dabek et al. (and seed 003) describe it: adaptive timestep and error
+    weighting only, the error starting at `initial_error` (docs/coordinates.md)."""
     return VivaldiConfig(dimensions=dimensions, error_max=initial_error, latency_filter_size=1,
                          adjustment_window=0, gravity=False)
 
