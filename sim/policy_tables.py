@@ -1,9 +1,6 @@
-"""What a policy says per OFN availability state, asked once per state and cached.
-
-The engine (`sim.engine`) asks only when availability changes: the view the policy
-sees, its route table as cumulative weights (sampled there exactly as `random.choices`
-would), and its stage plan as per-node kill sizes and restart nodes. A user policy's
-exception becomes one line naming its file (`PolicyError`).
+"""What a policy says per OFN availability state, asked once per state and cached: the
+view, the route table as cumulative weights (sampled as `random.choices` would) and the
+stage plan; a user policy's exception becomes one line naming its file (`PolicyError`).
 """
 
 from __future__ import annotations

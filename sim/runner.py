@@ -1,9 +1,6 @@
-"""One simulated run (or several replications) into a results directory.
-
-A run directory looks like an emulated one (trace.csv, availability.csv,
-scenario.yaml, summary.json), so `analysis` and the comparison treat both engines
-alike. The summary is accumulated while the trace streams to disk: a
-10-million-request run never holds its rows in memory.
+"""One simulated run (or several replications) into a results directory that looks like
+an emulated one, so `analysis` treats both engines alike. The summary is accumulated
+while the trace streams to disk: a 10-million-request run never holds its rows.
 """
 
 from __future__ import annotations

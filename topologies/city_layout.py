@@ -139,7 +139,7 @@ class PositionTrace:
 
 
 def parse_trace(lines: Iterable[str], side_m: float | None = None) -> PositionTrace:
-    """Read the CSV format in the module docstring; one-line errors name the line."""
+    """Read a position trace (`t_s,client,x_m,y_m`); one-line errors name the line."""
     rows: dict[str, dict[float, Point]] = {}
     it = iter(lines)
     header = next(it, "").strip()

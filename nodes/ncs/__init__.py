@@ -1,5 +1,3 @@
-"""Network coordinate systems (pure, no sockets): Vivaldi and Meridian.
-
-Both take measured round-trip times in milliseconds; who measures them (the UDP
-probes in `nodes.probe`, or a simulator's latency model) is the caller's business.
+"""Network coordinate systems (pure, no sockets): Vivaldi and Meridian, on measured
+round-trip times in ms from whoever measures them (`nodes.probe`, or a latency model).
 """

@@ -1,10 +1,8 @@
 """Seed 003's client, once for both engines (pure): the discovery step (select,
 join or reconnect, one task), the client's knobs, its tally, and the metric row.
 
-The simulator runs `discovery_step` through a simulated `ClientEngine` (the latency
-model and its loads); the live client (`nodes.city_client`) through its sockets. Both
-keep a `ClientTally` per client, and `city_metrics` turns the tallies and the fog nodes'
-message counts into the same row columns (seed 003 section 3.1) in either engine.
+The simulator runs `discovery_step` through a simulated `ClientEngine`, the live client
+(`nodes.city_client`) through its sockets; `city_metrics` gives both the same columns.
 """
 
 from __future__ import annotations
