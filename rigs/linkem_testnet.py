@@ -1,13 +1,6 @@
 """Two network namespaces joined through one link element, or by a plain veth: the rig on
-which the emulation tests and scripts/bench_links.py measure the link element.
-
-    ns A: a0 10.77.0.1 ==veth== <prefix>a [element] <prefix>b ==veth== b0 10.77.0.2: ns B
-
-(the element's two ends are in the root namespace)
-
-Plain (the baseline): a0 ==veth== b0 directly. The hosts' interfaces have TX offload off,
-as Mininet's TCULink sets them in the testbed. Everything is named with a unique prefix
-and removed on exit, also after an error.
+which the emulation tests and scripts/bench_links.py measure the element (its layout:
+docs/benchmarks.md). Everything is named with a unique prefix and removed on exit.
 """
 
 from __future__ import annotations

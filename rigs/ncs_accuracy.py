@@ -1,13 +1,7 @@
-"""Replay an RTT matrix through Vivaldi and Meridian and score them (pure).
-
-Used by `scripts/bench_ncs.py` and its tests. NaN (or a non-positive value) in the
-matrix means the pair's RTT is unknown: Vivaldi never samples it and it is left out of
-the error; for Meridian a probe over such a pair gets no answer.
-
-Meridian is scored on a settled overlay: by default its servers gossip until each knows
-every other server it can measure (ten rounds, our earlier fixed count, left each of 20
-servers knowing about two thirds of the others, and a query cannot ask a server its
-entry has never heard of).
+"""Replay an RTT matrix through Vivaldi and Meridian and score them (pure; behind
+`scripts/bench_ncs.py`). NaN or a non-positive entry is an unknown pair: never sampled,
+left out of the error, unanswered by a probe. Meridian is scored on a settled overlay
+(docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Measurements on a live network (`runner.live_network.live_network`): ping round trips and
-data-plane re-route times after link failures. Used by the emulation tests and
-scripts/bench_links.py; needs root, Open vSwitch and the emulation lock."""
+"""Measurements on a live network (`runner.live_network.live_network`): ping round trips,
+re-route times, TCP sessions. Needs root, Open vSwitch and the emulation lock.
+"""
 
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 """The same model written the usual SimPy way, as a yardstick for `sim.engine`.
 
-Only for benchmarks and cross-checks (`scripts/bench_sim.py`, the `bench` extra); the
-engine does not use SimPy. It covers proactive policies, single-server FIFO nodes
-and `drain` churn (the default scenario); it draws from the same streams, so its
-statistics match the engine's, not its exact trace (events are ordered differently).
-It emits the same row tuples to the same sinks, so a benchmark compares like with like.
+Only for `scripts/bench_sim.py` and cross-checks (the `bench` extra): proactive policies,
+single-server FIFO nodes, drain churn; same streams and sinks as the engine, so its
+statistics match, not its trace (docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 #!/usr/bin/env python3
 """Containers and real work, measured live (needs root, Open vSwitch, the emulation lock).
 
-Runs the scenario three ways over the same span and seed, one after the other:
-`model` work in containers (the default), `model` work as plain processes (no
-containers: the CPU the containers add), and `cpu` work in containers (real CPU work:
-how it departs from model work and from the exact prediction). Prints, per run: the
-CPU seconds the whole run used (runner and every process it started and reaped:
-controller, workers, clients, launchers), the workers' own CPU where cgroups account
-for it, W per class against exact, mean server power against exact, and the achieved
-service time against the nominal one (mean ratio, p50, p95, CV of service_ms).
+The scenario as model work in containers, as plain processes and as real CPU work, over
+the same span and seed (docs/benchmarks.md; figures in docs/containers.md).
 
     flock /tmp/fogsdn-emulation.lock .venv/bin/python scripts/bench_containers.py \
         [--scenario scenarios/default.yaml] [--duration 25] [--runs model,plain,cpu]

@@ -1,27 +1,14 @@
 #!/usr/bin/env python3
 """Fidelity of the live testbed against the exact model, across time scales (needs root).
 
-For each time scale (real ms per model ms) it runs the scenario live over the same span
-of model time and prints, side by side: measured W per class (node sojourn, 95 %
-batch-means CI) against the exact CTMC, the relative gap and whether the CI covers it;
-the emulation's own bias on the run's sample path (each request replayed through an
-ideal node: measured minus ideal sojourn, `analysis.fidelity`); what the arrival timing
-added (the same requests through the ideal node at their drawn instants, against the
-instants they reached it: lags that move together bunch arrivals); the network's share
-(end-to-end minus node sojourn); achieved against nominal service; churn lag.
+Per time scale, the scenario live over the same span of model time: W, blocking and
+outage against the exact CTMC, and where each gap comes from (docs/benchmarks.md). The
+--no-* flags switch one suspect of the emulation's own cost off each (docs/emulation.md).
 
     sudo python scripts/bench_fidelity.py [--scenario scenarios/default.yaml]
-                                          [--scales 2 5 10 20] [--model-ms 6000]
-                                          [--replications 1] [--json F]
-                                          [--rt-sample N] [--no-power-meter]
-                                          [--no-containers] [--no-churn-lead]
-                                          [--no-realtime]
-
-The last five switch one suspect of the emulation's own cost off at a time (the
-controller's response-time copies, the per-second power meter, the workers' containers,
-the early issue of OFN changes, real-time scheduling of the workers, the
-controller and the churn replay);
-docs/emulation.md has what each cost.
+        [--scales 2 5 10 20] [--model-ms 6000] [--replications 1] [--json F]
+        [--rt-sample N] [--no-power-meter] [--no-containers] [--no-churn-lead]
+        [--no-realtime] [--view]
 """
 
 from __future__ import annotations

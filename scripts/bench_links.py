@@ -1,28 +1,10 @@
 """Link benchmark: how exactly the link element delays, jitters and drops, and how fast it is.
 
-Why: every multi-switch run leans on the link element (netem where the kernel has it, our
-relay here), so its accuracy and cost are measured, beside a plain veth, in one run:
-
-1. delay: configured vs measured round trip for one-way delays of 1, 5, 20 and 50 ms
-   (time scale 1), p50 and p99, by our UDP echo (ns resolution) and by ICMP ping;
-   the same tools over a plain veth (no element) and over the element at 0 ms are the
-   baseline, so that the tools' own cost can be told from the element's;
-2. jitter_loss: the spread of round trips under jitter, and the loss rate, against
-   what the configuration implies;
-3. throughput: one TCP bulk transfer through a 5 ms link (and through a plain veth), the
-   relay's CPU per Mbit/s from /proc/<pid>/stat, and a run under a bandwidth cap;
-4. reroute: the data-plane re-route time after a link failure, p50 and p99 over 100
-   failures on the multipath campus (`--failures`), three ways: the sending time lost
-   (`reroute_ms` p50/p99), the receiver's stall and the first datagram on the new path;
-   then a fifth as many with the controller paused, the fast-failover groups alone
-   (scripts/bench_topology.py, docs/topologies.md);
-5. startup: the largest topology this machine holds here (50 switches, 200 hosts) up
-   under our controller, beside a plain Mininet network of the same graph.
+Every multi-switch run leans on the link element, so each section (delay, jitter_loss,
+throughput, reroute, startup) measures it beside a plain veth or plain Mininet: method in
+docs/benchmarks.md, figures in docs/links.md and docs/topologies.md. Needs root.
 
     flock /tmp/fogsdn-emulation.lock .venv/bin/python scripts/bench_links.py [--json FILE]
-
-Needs root. Each section is a function `(BenchContext) -> dict` listed in SECTIONS;
-its dict is merged into the JSON, so more sections (re-route, start-up) plug in there.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 #!/usr/bin/env python3
 """Simulator speed: requests per second of sim.engine beside the same model in SimPy.
 
-    python scripts/bench_sim.py [--requests N] [--repeat R] [--big] [--big-requests N]
+In CPU seconds, best of R interleaved runs, for the default scenario and a large one
+(docs/benchmarks.md; figures in docs/simulator.md).
 
-For the default scenario it times, on the same arrival streams:
-  core: the event loop alone (rows go to a sink that drops them), engine vs SimPy;
-  full: rows formatted into trace.csv plus the streaming summary, engine vs SimPy
-        (the same sink for both, so the CSV formatting, common to both, dilutes the ratio);
-  run:  sim.runner.run_simulation end to end (trace, availability, summary.json).
-Each figure is the best of R runs (default 3) in CPU seconds of this process, engine
-and SimPy runs interleaved: on a shared machine, wall time mostly measures the other
-processes, and the best of several runs the code.
-Then a large scenario (C_F = 1000, C_O = 100, FN load up to 0.95). With --big, a
-10-million-request run_simulation in a child process, reporting its peak resident
-memory (ru_maxrss): the trace streams to disk and the summary is accumulated, so
-memory should not grow with the number of requests.
+    python scripts/bench_sim.py [--requests N] [--repeat R] [--big] [--big-requests N]
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
-"""Topology sections of scripts/bench_links.py: re-route time and start-up time.
-
-- reroute: on the multipath campus, a link of the short path fails and comes back N
-  times while a host streams datagrams every 0.5 ms; for each failure, the sending
-  time lost, the receiver's longest stall and the time to the first datagram on the
-  new path (docs/topologies.md), p50 and p99; then N/5 times more with the controller
-  paused: the switches' fast-failover groups alone.
-- startup: the largest topology this machine holds in the benchmark (50 switches with
-  loops, 200 hosts), up and forwarding under our controller, beside a plain Mininet
-  network of the same graph (same switches, datapath and links, no controller) in the
-  same run.
-
-Each section takes bench_links' context (it reads nothing of it but `state_dir`) and
-returns its JSON keys; bench_links.py lists them in its SECTIONS. Needs root, Open
-vSwitch and the emulation lock.
+"""Topology sections of scripts/bench_links.py: re-route time and start-up time
+(docs/benchmarks.md). Each takes bench_links' context and returns its JSON keys; needs
+root, Open vSwitch and the emulation lock.
 """
 
 from __future__ import annotations
