@@ -1,10 +1,7 @@
 """First-run set-up, standard library only: apt packages, the virtual environment, OVS.
 
-Imported by every script before anything else, so that one command works on a fresh
-Debian machine, and puts the project root on sys.path, so that the scripts import its
-packages and rigs/. Every step checks first and says what it does; running it again
-does nothing. Also the scripts' argument parser (`OneLineParser`), which needs nothing
-installed either.
+Imported by every script first, so that one command works on a fresh Debian machine; puts
+the project root on sys.path. Each step checks first: running it again does nothing.
 """
 
 from __future__ import annotations

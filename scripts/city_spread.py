@@ -4,11 +4,8 @@
     python scripts/city_spread.py --scenario scenarios/city_live_max.yaml [--draws 8]
         [--selectors optimal,random,vivaldi,meridian,load_aware] [--json FILE]
 
-Runs the study's `full_scale` (what `--engine simulate` runs) at its first ratio, once
-per draw of the run's own random choices (the city, clients, walks and periods stay),
-and prints each selector's mean ± standard deviation of lost tasks per client, the
-optimal-selection rate, the selection RMSE, handovers per client and mean latency
-(docs/coordinates.md, "Live against simulated").
+Per selector, mean ± sd over draws of the run's own random choices (docs/reproduction.md;
+docs/coordinates.md, "Live against simulated").
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@
     python scripts/convert_trace.py --format bonnmotion scenario.movements.gz OUT.csv --fit
     python scripts/convert_trace.py --format one moves.txt OUT.csv
 
-Formats, options and what the paper's Berlin traces would need: docs/coordinates.md
-(Mobility from traces). A bad input or option is one line naming the place, exit 1.
+Formats and options: docs/coordinates.md (Mobility from traces). A bad input or option
+is one line naming the place, exit 1.
 """
 
 from __future__ import annotations

@@ -7,27 +7,9 @@
         [--executor {process,ray,serial}] [--workers N] [--ray-address ADDR]
     sudo python scripts/eval_agents.py --engine emulate --seeds 1 --duration 15 [...]
 
-The study `runner.agent_study` run on the study driver (`runner.study`): each (policy,
-seed) run is one point, on a process pool by default, on Ray, or in this process; live
-points run one at a time, each holding the emulation lock (/tmp/fogsdn-emulation.lock)
-for its run only, so other users of the machine get it between runs. `--sweep A...`
-adds the DQN agents trained with goal weight a = A (`agents/weights/dqn_<scenario>_a<A>.json`,
-from `scripts/train_agent.py --rt-weight A --out agents/weights/dqn_<scenario>_a<A>.pt`)
-as `rl_dqn_a<A>`: the Pareto front. Intervals: across seeds (t, 95 %) when there are
-several, else batch means within the run. Prints a table; `--json FILE` writes
-`{policy: {"response_ms", "response_ms_ci95", "p95_ms", "p95_ms_ci95", "power_W",
-"power_W_ci95", "energy_per_request_J", "energy_per_request_J_ci95", "runs",
-"decide_ms_p50", "decide_ms_p99", ...}}`, and with switches in the scenario
-`network_power_W` (the switches' share) with its interval, `response_ms_ci` and
-`network_power_W_ci` (the same 95 % half-widths under the issue's names) and
-`rt_measurement_error` (live: the worst run's controller-measured against the clients'
-response time, relative; simulated: 0 by construction, the simulator's controller
-measures the very span the client sees). On seed 002a (`--scenario
-scenarios/seed002a.yaml`) the policies default to the path policies, the table's
-changes are against `path_shortest`. Decision times: live, the controller's own
-time in the policy's `decide` per new flow (controller-events.jsonl); simulated, the
-same call timed on 5000 views with random queue lengths (`--executor serial` times them
-with no other point running). A failed run is reported and the others go on (exit 1).
+The study `runner.agent_study` on the study driver, one point per (policy, seed); a
+failed run is reported and the others go on (exit 1). Its JSON and options:
+docs/reproduction.md, docs/learning.md.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The optimal state-based dispatch of a scenario, from the exact model (a constrained
-MDP solved exactly as one linear program; analysis/optimal_policy.py, docs/policies.md).
+MDP solved as one linear program; docs/policies.md).
 
     python scripts/optimize_policy.py --scenario scenarios/default.yaml \\
         --minimize all.W --subject-to "hp.W<=2.4" --json F --write-policy my_optimal.py
@@ -8,10 +8,8 @@ MDP solved exactly as one linear program; analysis/optimal_policy.py, docs/polic
         --subject-to "hp.W<=2.4" --reject
     python scripts/optimize_policy.py --scenario FILE --minimize "all.N + 0.01*power"
 
-Prints the optimum beside every built-in state-based policy (prioritized, basic, nodiff
-at alpha 0..1, threshold 0..C_F; the best feasible setting of each), checks the written
-table on the exact chain of the policy object, and writes a policy file that every
-engine loads with --policy-module.
+Prints the optimum beside every built-in state-based policy, checks the written table on
+the exact chain, and writes a policy file that every engine loads with --policy-module.
 """
 
 from __future__ import annotations

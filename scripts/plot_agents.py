@@ -5,10 +5,7 @@
         docs/figures/learning/eval_emulate.json --out docs/figures/learning/pareto.png \
         [--curve agents/weights/dqn_multipath_power.pt.curve.csv]
 
-Each JSON is `scripts/eval_agents.py --json` output. Policies are points with their 95 %
-intervals; the DQN agents trained for different goal weights (`rl_dqn_a<A>`, and
-`rl_dqn` for the scenario's own a) are joined in the order of a: the goal-weight sweep.
-With `--curve`, a second figure `<out stem>_curve.png` shows the learning curve.
+Each JSON is `scripts/eval_agents.py --json` output; what it draws: docs/reproduction.md.
 """
 
 from __future__ import annotations

@@ -7,12 +7,8 @@
     python scripts/predict.py --scenario scenarios/default.yaml --printed  # beside the
         # seed's chain as printed (its eqs. 1-10: analysis/printed_chain.py)
 
-With --scenario, any state-based policy (threshold, a user's own) on any number of
-FNs and OFNs gets the chain built from the policy object (docs/model.md); the state
-count and the solve time are printed, and a state space above what this machine
-solves in a minute is refused with one line. --optimum adds the optimal state-based
-policy's value for that objective (scripts/optimize_policy.py) and this policy's
-distance from it.
+With --scenario, any state-based policy gets the chain built from the policy object
+(docs/model.md); a state space too large to solve here in a minute is refused.
 """
 
 from __future__ import annotations

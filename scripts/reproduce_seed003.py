@@ -9,9 +9,7 @@ docs/figures/seed003-<engine>.csv and the Figs. 4-7 PNGs (seed003_fig{4,5,6,7}-<
         [--set selectors=[optimal,load_aware]] [--set seed=2] [--duration SECONDS]
     sudo python scripts/reproduce_seed003.py --engine emulate    (the study's live scale)
 
-With --preset: the claims table (docs/coordinates.md): both presets and the one-switch
-ablation simulated, each finding of Figs. 4-7 checked under each; the verdict is the
-chosen preset's.
+With --preset: the claims table (docs/coordinates.md), simulated only.
 
     python scripts/reproduce_seed003.py --preset seed|ours --engine simulate --json FILE
         [--ratios 0.1,0.5,1.0] [--replications 3] [--duration-cap 30|none]

@@ -3,11 +3,8 @@
     python scripts/scan_tradeoff.py [--scenario scenarios/multipath_power.yaml]
         [--demote 0.97 0.94 0.9 0.8 0.6] [--seeds 1] [--epochs 30] [--epoch-requests 200]
 
-Runs the simulator env (`agents/env.py`) with fixed route weights: even (latency-greedy),
-the first node demoted to each `--demote` level (the others at 1), and each node alone;
-prints each one's mean response time and power (the env's measured figures) and the
-change against even weights. The saving of the best node alone bounds what any policy
-saves (docs/learning.md, "The trade-off scenario").
+The best node alone bounds what any policy saves (docs/learning.md, "The trade-off
+scenario"); the rows: docs/reproduction.md.
 """
 
 from __future__ import annotations

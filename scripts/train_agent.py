@@ -6,18 +6,7 @@
     python scripts/train_agent.py --agent path_rnn --scenario scenarios/seed002a.yaml
         [--runs 20] [--seed 0] [--out agents/weights/path_rnn_seed002a.json]
 
-Prints one line per episode (mean reward, response time, power), then the trained
-agent's greedy returns beside every one-node and the all-even weights on fresh seeds.
-Writes the weights (dqn: `<out>` for torch and `<out minus .pt>.json` for the
-controller's `rl_dqn`; rnn: `rnn_<scenario>.json` for `rl_rnn`) and `<out>.curve.csv`
-(episode, steps, mean_reward, response_ms, power_w). The goal's weight a defaults to
-the scenario's `goal.rt_weight`. Needs the `rl` extra for dqn (installed on first run:
-torch 2.13.0, CPU build).
-
-`path_rnn` (seed 002a) trains through whole simulated runs of the scenario instead, one
-per seed 10000 + seed + k (k < runs: apart from the evaluation's seeds), printing each
-run's learning curve so far, and saves what `path_rnn` loads as `policy.params.weights`
-(its warm start, controller/policies/paths.py).
+What it prints and writes: docs/reproduction.md; the agents: docs/learning.md.
 """
 
 from __future__ import annotations
