@@ -197,8 +197,7 @@ class FakeSwitch(asyncio.Protocol):
         for _ in range(n):
             self.seq += 1
             mac = bytes([0x02, self.index]) + self.seq.to_bytes(4, "big")  # the requester
-            ip = bytes([10, 128 + (self.index & 0x3F), (self.seq >> 8) & 0xFF,
-                        1 + self.seq % 254])
+            ip = bytes([10, 128 + (self.index & 0x3F), (self.seq >> 8) & 0xFF, 1 + self.seq % 254])
             m = bytearray(tmpl)
             m[4:8] = self._next_xid().to_bytes(4, "big")
             m[f + 6:f + 12] = mac  # Ethernet source

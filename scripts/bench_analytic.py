@@ -228,8 +228,7 @@ def solvers_main(ns: argparse.Namespace) -> int:
         t_g = _best(lambda: gth_levels(chain), rep)[0] if flops <= 1e9 else None  # noqa: B023
         # the naive route builds the chain too, as the chosen one does
         t_n, pn = _best(lambda: _naive_pi(build_chain(p, cf, co, by)), rep)  # noqa: B023
-        pi, err = (checked_sparse(chain)[:2] if method != "gth"
-                   else (gth_levels(chain), 0.0))
+        pi, err = checked_sparse(chain)[:2] if method != "gth" else (gth_levels(chain), 0.0)
         w_diff = abs(float(pi @ chain.n) - float(np.asarray(pn) @ chain.n))
         gs = f"{t_g:9.4f}" if t_g is not None else f"{'-':>9}"
         print(f"{leave:<8}{cf:>6}{co:>5}{p.n_states():>9}  {method:<10}{t_ch:>9.4f}{gs}"

@@ -231,8 +231,7 @@ async def _fake_rule_updates(ctl: ControllerRun, fabric: Fabric, node: str, coun
         await asyncio.to_thread(_wait_ready, ctl)
         await asyncio.to_thread(warm_up, ctl.registration, node, warmup)
         g0 = sw.received[T_GROUP_MOD]
-        res = await asyncio.to_thread(rule_updates, "fake switch", ctl.registration, node,
-                                      count)
+        res = await asyncio.to_thread(rule_updates, "fake switch", ctl.registration, node, count)
         return UpdateResult(**{**asdict(res), "group_mods": sw.received[T_GROUP_MOD] - g0})
     finally:
         sw.close()
@@ -340,8 +339,7 @@ def running_controller(workdir: Path, name: str, fabric: Fabric,
     proc = start_controller(conf, d / "controller.json", port, log_path,
                             apps=() if app is None else (app,))
     try:
-        yield ControllerRun(name, port, proc, conf.registration, conf.ready, conf.events,
-                            log_path)
+        yield ControllerRun(name, port, proc, conf.registration, conf.ready, conf.events, log_path)
     except BaseException:
         if tail := _tail(log_path):
             print(f"--- {name} controller log (tail) ---\n{tail}", file=sys.stderr)

@@ -135,9 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="also write the figures here")
     ns = ap.parse_args(argv)
     if not (ns.time_scale > 0 and ns.cutoff > 0 and ns.duration_ms > 0):
-        print("bench_kill_timer.py: error: --time-scale, --cutoff and --duration-ms must be > 0",
-              file=sys.stderr)
-        return 2
+        return bootstrap.fail("bench_kill_timer.py: error: --time-scale, --cutoff and "
+                              "--duration-ms must be > 0")
     r = bench(ns.time_scale, ns.cutoff, ns.duration_ms, ns.seed)
     lat = r["lateness_model_ms"]
     print(f"TAGS kill timer on loopback: time scale {r['time_scale']:g} real ms per model ms, "

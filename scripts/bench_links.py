@@ -248,8 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {"mechanism": mechanism, "cpus": os.cpu_count(),
                               "loadavg_at_start": Path("/proc/loadavg").read_text().split()[:3]}
     with tempfile.TemporaryDirectory(prefix="fogsdn-bench-links-") as tmp:
-        ctx = BenchContext(mechanism, Path(tmp), a.pings, a.interval_ms, a.seconds,
-                           a.failures)
+        ctx = BenchContext(mechanism, Path(tmp), a.pings, a.interval_ms, a.seconds, a.failures)
         for name in names:
             print(f"{name}:", flush=True)
             result.update(SECTIONS[name](ctx))

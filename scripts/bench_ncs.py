@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -101,13 +100,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.gossip_rounds is not None and args.gossip_rounds < 0:
         ap.error(f"--gossip-rounds: must be >= 0, got {args.gossip_rounds}")
     try:
-        config = MeridianConfig(k=args.meridian_k, alpha_ms=args.meridian_alpha,
-                                s=args.meridian_s)
+        config = MeridianConfig(k=args.meridian_k, alpha_ms=args.meridian_alpha, s=args.meridian_s)
         out = bench(load_matrix(args.matrix, args.key), args.cycles, args.servers, args.seed,
                     config, args.gossip_rounds, vivaldi=not args.meridian_only)
     except (MatrixError, MeridianError) as err:
-        print(f"bench_ncs.py: error: {err}", file=sys.stderr)
-        return 2
+        return bootstrap.fail(f"bench_ncs.py: error: {err}")
     if args.json:
         print(json.dumps(out))
         return 0

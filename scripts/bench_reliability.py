@@ -72,8 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     bootstrap.bootstrap(needs_network_stack=True)
     if os.geteuid() != 0:
-        print("error: needs root (a live run)", file=sys.stderr)
-        return 2
+        return bootstrap.fail("error: needs root (a live run)")
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, extra in POLICIES.items():

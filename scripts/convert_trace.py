@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import math
-import sys
 from pathlib import Path
 from typing import IO, cast
 
@@ -91,16 +90,13 @@ def main(argv: list[str] | None = None) -> int:
         lines = list(csv_lines(result.tracks))
         parse_trace(lines, side_m=a.area_m)  # what the study will read back
     except (TraceError, LayoutError) as err:
-        print(f"{PROG}: {err}", file=sys.stderr)
-        return 1
+        return bootstrap.fail(f"{PROG}: {err}", 1)
     except (OSError, EOFError, gzip.BadGzipFile) as err:
-        print(f"{PROG}: {name}: cannot read: {err}", file=sys.stderr)
-        return 1
+        return bootstrap.fail(f"{PROG}: {name}: cannot read: {err}", 1)
     try:
         a.output.write_text("\n".join(lines) + "\n")
     except OSError as err:
-        print(f"{PROG}: {a.output}: cannot write: {err}", file=sys.stderr)
-        return 1
+        return bootstrap.fail(f"{PROG}: {a.output}: cannot write: {err}", 1)
     span = max(tr[-1][0] for tr in result.tracks.values())
     print(f"{PROG}: {a.output}: {len(result.tracks)} clients ({result.clients_in_area} of "
           f"{result.clients_read} in the area), {len(lines) - 1} fixes over {span:.1f} s "

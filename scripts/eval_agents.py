@@ -53,11 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         base = load_scenario(ns.scenario)
     except (ScenarioError, OSError) as err:
-        print(f"eval_agents.py: {err}", file=sys.stderr)
-        return 2
+        return bootstrap.fail(f"eval_agents.py: {err}")
     labels = list(ns.policies or default_policies(base)) + [f"rl_dqn_a{a:g}" for a in ns.sweep]
-    study = AgentStudy(base, labels, ns.seeds, ns.out, ns.engine, ns.requests, ns.duration,
-                       ns.json)
+    study = AgentStudy(base, labels, ns.seeds, ns.out, ns.engine, ns.requests, ns.duration, ns.json)
     if ns.engine == "emulate":
         def _term(signum: int, frame: object) -> None:
             raise KeyboardInterrupt  # the live run tears down; the finished runs are kept
@@ -67,8 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         res = run_study(study, study.runs_dir, executor=ns.executor, workers=ns.workers,
                         ray_address=ns.ray_address)
     except StudyError as err:
-        print(f"eval_agents.py: {err}", file=sys.stderr)
-        return 2
+        return bootstrap.fail(f"eval_agents.py: {err}")
     return 1 if res.failures else 0
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 import time
 from pathlib import Path
 
@@ -121,8 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                                         if top.value else math.nan}
             rows = [(b.label, b.figures, b.feasible) for b in best.values()]
     except (ObjectiveError, OptimizeError, ScenarioError, ValueError) as err:
-        print(f"optimize_policy.py: error: {err}", file=sys.stderr)
-        return 2
+        return bootstrap.fail(f"optimize_policy.py: error: {err}")
     d = report(opt, exact, base, sc.name)
     if ns.write_policy is not None:
         ns.write_policy.write_text(policy_source(opt, sc.name, ns.policy_name))

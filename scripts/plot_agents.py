@@ -38,8 +38,7 @@ def panel(ax: Any, results: dict[str, Any], title: str, own_a: float,
         ys = [results[k]["power_W"] for _, k in sweep]
         ax.plot(xs, ys, "kx--", lw=0.8, label="rl_dqn, goal weight a swept")
         for (a, _), x, y in zip(sweep, xs, ys, strict=True):
-            ax.annotate(f"a={a:g}", (x, y), textcoords="offset points", xytext=(4, 4),
-                        fontsize=7)
+            ax.annotate(f"a={a:g}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
     ax.set(title=title, xlabel="mean response time (model ms, network included)",
            ylabel="mean estimated power (W, servers and switches)")
     ax.grid(alpha=0.3)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from pathlib import Path
 
 import bootstrap  # first run: set-up; outside .venv: re-run inside it
@@ -196,8 +195,7 @@ def _size_based(ns: argparse.Namespace) -> int | None:
 def _capacity_mean(sc: Scenario, as_json: bool) -> int:
     mean = capacity_mean_prediction(sc)
     if isinstance(mean, str):
-        print(f"predict.py: error: {mean}", file=sys.stderr)
-        return 2
+        return bootstrap.fail(f"predict.py: error: {mean}")
     if as_json:
         print(json.dumps(json_safe(mean)))
         return 0
@@ -218,15 +216,13 @@ def _printed(ns: argparse.Namespace) -> int:
     from analysis.printed_chain import LABEL, SHOWN, OutsidePrintedModel, printed_figures
 
     if ns.scenario is None:
-        print("predict.py: error: --printed needs --scenario", file=sys.stderr)
-        return 2
+        return bootstrap.fail("predict.py: error: --printed needs --scenario")
     try:
         sc = load_scenario(ns.scenario)
         printed = printed_figures(sc)
         ours = timed_prediction(sc)[0].to_dict()
     except (OutsidePrintedModel, OutsideModel, ModelError, ScenarioError, ValueError) as err:
-        print(f"predict.py: error: --printed: {err}", file=sys.stderr)
-        return 2
+        return bootstrap.fail(f"predict.py: error: --printed: {err}")
     if ns.json:
         print(json.dumps(json_safe({"exact": ours, "printed": printed.to_dict()})))
         return 0
@@ -277,8 +273,7 @@ def main(argv: list[str] | None = None) -> int:
             head = header(params)
             share = None
     except (ModelError, OutsideModel, ScenarioError, ValueError) as err:
-        print(f"predict.py: error: {err}", file=sys.stderr)
-        return 2
+        return bootstrap.fail(f"predict.py: error: {err}")
     if share is not None:  # the topology's share of the end-to-end response
         d["network"] = share.to_dict()
         for cls in ("hp", "lp"):

@@ -115,8 +115,7 @@ def markdown(result: dict[str, Any]) -> str:
         s = r["simulated"]
         ok = all(isinstance(s[k], (int, float)) and math.isfinite(s[k])
                  for k in ("mean", "lo", "hi"))
-        simtxt = (f"{_fmt(s['mean'], u)} ± {_fmt((s['hi'] - s['lo']) / 2, u)}" if ok
-                  else "n/a")
+        simtxt = f"{_fmt(s['mean'], u)} ± {_fmt((s['hi'] - s['lo']) / 2, u)}" if ok else "n/a"
         lines.append(
             f"| {r['figure']} | {r['claim']} | {r['paper_text']} | {_fmt(r['printed'], u)} "
             f"| {_fmt(r['exact'], u)} | {_fmt(r['exact_drawn_capacities'], u)} | {simtxt} "

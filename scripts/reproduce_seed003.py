@@ -70,8 +70,7 @@ def claims_main(argv: list[str]) -> int:
         return 2
     if a.seed is not None:
         study = study.model_copy(update={"seed": a.seed})
-    run = ClaimsRun(ratios=tuple(sorted(ratios)), replications=a.replications,
-                    duration_cap_s=cap)
+    run = ClaimsRun(ratios=tuple(sorted(ratios)), replications=a.replications, duration_cap_s=cap)
     t0 = time.perf_counter()
     rows = run_claims(study, run, workers=a.workers)
     table = claims_table(rows, a.preset, inert_switches(run))

@@ -75,8 +75,7 @@ def stage_counts(junit_xml: Path) -> StageCounts | None:
 
 def stage_verdict(rc: int, counts: StageCounts | None) -> tuple[bool, str]:
     """(passed, one line) for a stage: it passes only if pytest did and some test ran."""
-    tally = (f"{counts.ran} ran, {counts.skipped} skipped" if counts is not None
-             else "no report")
+    tally = f"{counts.ran} ran, {counts.skipped} skipped" if counts is not None else "no report"
     if rc == 5 or (rc == 0 and (counts is None or counts.ran == 0)):
         return False, f"FAILED (no test ran; {tally})"
     if rc != 0:

@@ -10,7 +10,6 @@ scenario"); the rows: docs/reproduction.md.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import bootstrap  # first run: set-up; outside .venv: re-run inside it
@@ -50,11 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         scenario = load_scenario(ns.scenario)
     except ScenarioError as exc:
-        print(exc, file=sys.stderr)
-        return 2
+        return bootstrap.fail(exc)
     if any(not 0.0 <= w <= 1.0 for w in ns.demote):
-        print("--demote: levels must be in [0, 1]", file=sys.stderr)
-        return 2
+        return bootstrap.fail("--demote: levels must be in [0, 1]")
     names = [n.name for n in scenario.nodes]
     env = SimRoutingEnv(scenario, epoch_requests=ns.epoch_requests, epochs=ns.epochs)
     rows: list[tuple[str, tuple[float, ...]]] = [("even (latency-greedy)", (1.0,) * len(names))]

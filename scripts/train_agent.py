@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -63,8 +62,7 @@ def train_path(scenario: Scenario, params: dict[str, object], runs: int, seed: i
                out: Path) -> int:
     """path_rnn through `runs` simulated runs; its weights to `out`, its rules per run printed."""
     if runs < 1:
-        print(f"train_agent.py: --runs: must be at least 1, got {runs}", file=sys.stderr)
-        return 2
+        return bootstrap.fail(f"train_agent.py: --runs: must be at least 1, got {runs}")
     seeds = [PATH_RNN_SEED_BASE + seed + k for k in range(runs)]
     seen = 0
 
@@ -105,8 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         scenario = load_scenario(ns.scenario)
     except (ScenarioError, OSError) as err:
-        print(f"train_agent.py: {err}", file=sys.stderr)
-        return 2
+        return bootstrap.fail(f"train_agent.py: {err}")
     if ns.agent == "path_rnn":
         params = {"rt_ref": ns.rt_ref} | (
             {} if ns.rt_weight is None else {"rt_weight": ns.rt_weight})
