@@ -69,9 +69,8 @@ def known_share(overlay: MeridianOverlay, reachable: dict[str, set[str]]) -> flo
 
 def settle(overlay: MeridianOverlay, reachable: dict[str, set[str]], rng: random.Random,
            gossip_rounds: int | None) -> int:
-    """Bootstrap, gossip and manage rings; returns the gossip rounds run. With
-    `gossip_rounds` None, gossip until every server knows every server in its
-    `reachable` set (at most MAX_GOSSIP_ROUNDS)."""
+    """Bootstrap, gossip and manage rings; the gossip rounds run. `gossip_rounds` None:
+    until every server knows its `reachable` set (at most MAX_GOSSIP_ROUNDS)."""
     overlay.bootstrap(rng)
     rounds = 0
     while (rounds < gossip_rounds if gossip_rounds is not None
@@ -86,10 +85,8 @@ def meridian_and_random(rtt_ms: np.ndarray, servers: int, seed: int,
                         config: MeridianConfig | None = None,
                         gossip_rounds: int | None = None
                         ) -> tuple[SelectionScore, SelectionScore]:
-    """`servers` random hosts run Meridian, settled by `settle` (`gossip_rounds` None:
-    until every server knows the others), every other host asks it (from a random entry
-    server) for its closest server. Scored against the matrix's truth, beside picking a
-    server at random. Clients that know no RTT to any server are skipped."""
+    """`servers` random hosts run a settled Meridian overlay and every other host asks a
+    random entry server for its closest; scored beside picking at random."""
     m = check_matrix(rtt_ms)
     n = len(m)
     if not 2 <= servers < n:

@@ -46,9 +46,8 @@ class Outage:
 
 def reroute_times(arrivals: Sequence[Arrival], failures: Sequence[tuple[int, int]],
                   interval_ms: float) -> list[Outage | None]:
-    """For each failure window (failed at ns, restored at ns), its Outage; all zeros
-    but `stall_ms` when nothing was lost (a hitless re-route); None when nothing
-    arrived after the loss."""
+    """Each failure window's (failed ns, restored ns) Outage: zeros but the stall when
+    nothing was lost, None when nothing arrived after the loss."""
     by_seq = sorted(arrivals)
     out: list[Outage | None] = []
     for t_fail, t_restore in failures:
@@ -110,10 +109,7 @@ def tcp_sink(port: int) -> dict:
     total = 0
     first = None
     buf = bytearray(1 << 20)
-    while True:
-        n = conn.recv_into(buf)
-        if n == 0:
-            break
+    while n := conn.recv_into(buf):
         first = first or time.monotonic()
         total += n
     seconds = time.monotonic() - first if first else 0.0

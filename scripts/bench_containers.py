@@ -75,7 +75,7 @@ def run_variant(name: str, scenario: Path, duration: float, out_root: Path) -> d
         raise SystemExit(f"{name}: no summary ({p.returncode}): {p.stdout[-800:]}{p.stderr[-800:]}")
     s = json.loads((out / "summary.json").read_text())
     pw, pred = s.get("power", {}), (s.get("predicted") or {})
-    row = {
+    return {
         "run_cpu_s": cpu, "exit": p.returncode,
         "worker_cpu_s": {k: v.get("cpu_s") for k, v in
                          s.get("containers", {}).get("accounting", {}).items()},
@@ -90,7 +90,6 @@ def run_variant(name: str, scenario: Path, duration: float, out_root: Path) -> d
         "cpu_work": s.get("cpu_work"),
         "out": str(out),
     }
-    return row
 
 
 def main(argv: list[str] | None = None) -> int:

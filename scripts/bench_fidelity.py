@@ -179,12 +179,9 @@ def main(argv: list[str] | None = None) -> int:
                      "rule_update_p99_ms": max(x["summary"]["rule_update_ms"]["p99"]
                                                for x in reps)}
         routing = [x["summary"].get("routing") or {} for x in reps]
-        checked = sum(r.get("checked", 0) for r in routing)
-        rec["routing"] = {"checked": checked,
-                          "against": sum(r.get("against", 0) for r in routing),
-                          "early": sum(r.get("early", 0) for r in routing),
-                          "churn_lead": not a.no_churn_lead}
-        rec["routing"]["share"] = rec["routing"]["against"] / checked if checked else None
+        counts = {k: sum(r.get(k, 0) for r in routing) for k in ("checked", "against", "early")}
+        against = counts["against"] / counts["checked"] if counts["checked"] else None
+        rec["routing"] = {**counts, "churn_lead": not a.no_churn_lead, "share": against}
         for cls in ("hp", "lp"):
             comp = [x["summary"]["comparison"][cls] for x in reps]
             rec[cls] = {"n": sum(x["summary"]["measured"][cls]["ok"] for x in reps)}

@@ -57,8 +57,7 @@ def _pcts(values: list[float]) -> dict[str, float]:
 
 
 def _rtt_figures(rig: Rig, ctx: BenchContext) -> dict[str, float]:
-    """ping (the headline: the kernel answers, ping prints 3 significant digits) and our
-    UDP echo (ns resolution, but a Python responder); both tools run SCHED_FIFO."""
+    """Round trips by ping (the headline) and by our UDP echo, both SCHED_FIFO."""
     icmp = ping_rtts(rig, ctx.pings, ctx.interval_ms / 1e3, realtime=True)
     udp = udp_rtts(rig, ctx.pings, ctx.interval_ms, realtime=True)["rtt_ms"]
     i, u = _pcts(icmp), _pcts(udp)

@@ -39,13 +39,9 @@ def _drop(rows: list[Row]) -> None:
 
 
 def large_scenario(base: Scenario) -> Scenario:
-    return base.with_overrides({
-        "name": "large",
-        "workload.lambda_hp": 0.45,
-        "workload.lambda_lp": 0.5,
-        "nodes.fn.capacity": 1000,
-        "nodes.ofn1.capacity": 100,
-    })
+    return base.with_overrides({"name": "large", "workload.lambda_hp": 0.45,
+                                "workload.lambda_lp": 0.5, "nodes.fn.capacity": 1000,
+                                "nodes.ofn1.capacity": 100})
 
 
 def rate(requests: int, seconds: float) -> str:
@@ -152,11 +148,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  engine + trace      {rate(n, lf)}")
         if a.big:
             print(f"big run: {a.big_requests:,} requests through run_simulation (child process)")
-            out = subprocess.run(
-                [sys.executable, str(Path(__file__).resolve()), "--_child", a.scenario,
-                 str(a.big_requests), str(tmp / "big")],
-                capture_output=True, text=True, check=True,
-            )
+            out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--_child",
+                                  a.scenario, str(a.big_requests), str(tmp / "big")],
+                                 capture_output=True, text=True, check=True)
             b = json.loads(out.stdout.strip().splitlines()[-1])
             print(f"  {rate(b['requests'], b['wall_s'])}, {b['rows']:,} rows, "
                   f"trace {b['trace_mb']:,.0f} MB, peak RSS {b['maxrss_mb']:.0f} MB")

@@ -41,8 +41,7 @@ def _scenario(name: str, nodes: list[dict[str, Any]], clients: int,
 
 
 def reroute_section(ctx: Any) -> dict[str, Any]:
-    """Re-route after a link failure, with the controller and (failover_only) with it
-    paused, so that only the switches' fast-failover groups act."""
+    """Re-route after a link failure, with the controller and paused (failover_only)."""
     failures = int(getattr(ctx, "failures", REROUTE_FAILURES))
     sc = _scenario("bench-reroute", [{"name": "fn", "role": "fn", "mu": 1, "capacity": 5},
                                      {"name": "ofn1", "role": "ofn", "mu": 1, "capacity": 5}],
@@ -101,8 +100,7 @@ def _plain_mininet_seconds(sc: Scenario) -> float:
     """The same graph as a plain Mininet network (no controller): build and start."""
     script = """
 import time
-from fogsdn.scenario import parse_scenario
-from fogsdn.scenario import scenario_graph
+from fogsdn.scenario import parse_scenario, scenario_graph
 from mininet.link import TCULink
 from mininet.net import Mininet
 from mininet.node import OVSSwitch

@@ -33,9 +33,8 @@ def frame_files(folder: Path, prefix: str) -> list[Path]:
 
 
 def median_matrix(frames: list[np.ndarray]) -> np.ndarray:
-    """Per entry, the median over all frames (a 0 frame counts); NaN where that median
-    is not positive: the pair was missing in more than half the frames. The diagonal
-    stays 0."""
+    """Per entry, the median over all frames (a 0 counts); NaN where it is not positive
+    (missing in more than half the frames); the diagonal 0."""
     med = np.median(np.stack(frames).astype(float), axis=0)
     med[~(med > 0)] = np.nan
     np.fill_diagonal(med, 0.0)

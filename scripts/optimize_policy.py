@@ -131,9 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"LP: {opt.n_states:,} states, {opt.n_variables:,} variables, {opt.n_rows:,} rows, "
           f"{opt.seconds:.2f} s; {opt.randomised} randomised decisions; exact chain of the "
           f"table {check_s:.2f} s, largest gap {d['exact_check']['max_rel_gap']:.1e}")  # type: ignore[index]
-    head = f"{'policy':<26}{'hp.W':>9}{'lp.W':>9}{'all.W':>9}{'all.block':>11}{'power':>9}  " \
-           f"{objective}  ok"
-    print(head)
+    print(f"{'policy':<26}{'hp.W':>9}{'lp.W':>9}{'all.W':>9}{'all.block':>11}{'power':>9}  "
+          f"{objective}  ok")
     for label, fig, ok in [("optimal", opt.figures, True)] + rows:
         print(f"{label:<26}{fig['hp.W']:>9.4f}{fig['lp.W']:>9.4f}{fig['all.W']:>9.4f}"
               f"{fig['all.blocking']:>11.2e}{fig['power']:>9.2f}  "

@@ -113,12 +113,10 @@ def _params(ns: argparse.Namespace) -> ModelParams:
                if getattr(ns, n) is None]
     if missing:
         raise ModelError(f"missing {', '.join(missing)} (or give --scenario)")
-    return ModelParams(
-        scheme=ns.scheme, lam_hp=ns.lam_hp, lam_lp=ns.lam_lp, mu_f=ns.mu_f, mu_of=ns.mu_of,
-        cap_f=ns.cap_f, cap_o=ns.cap_o, eta=ns.eta, xi=ns.xi, alpha=ns.alpha, leave=ns.leave,
-        servers_f=ns.servers, servers_o=ns.servers, deadline=ns.deadline,
-        discipline_f=ns.discipline,
-    )
+    return ModelParams(scheme=ns.scheme, lam_hp=ns.lam_hp, lam_lp=ns.lam_lp, mu_f=ns.mu_f,
+                       mu_of=ns.mu_of, cap_f=ns.cap_f, cap_o=ns.cap_o, eta=ns.eta, xi=ns.xi,
+                       alpha=ns.alpha, leave=ns.leave, servers_f=ns.servers,
+                       servers_o=ns.servers, deadline=ns.deadline, discipline_f=ns.discipline)
 
 
 def _fmt(x: object) -> str:
