@@ -155,9 +155,15 @@ def main(argv: list[str] | None = None) -> int:
             rows = [x for x in read_trace(run_dir / "trace.csv") if x.t_send >= sc.warmup_ms]
             ok = [x for x in rows if x.outcome is Outcome.OK]
             fid = replay(sc.nodes, rows)
-            reps.append({"summary": s, "fid": fid, "loadavg": os.getloadavg()[0],
-                         "steal": s.get("cpu_steal_share"), "idle": s.get("cpu_idle_share"),
-                         "net": sum(x.response_ms - x.node_ms for x in ok) / max(1, len(ok))})
+            reps.append({"summary": s, "fid": fid,
+                         "net": sum(x.response_ms - x.node_ms for x in ok) / max(1, len(ok)),
+                         "row": {"seed": sc.seed, "loadavg_1m_after": os.getloadavg()[0],
+                                 "cpu_steal_share": s.get("cpu_steal_share"),
+                                 "cpu_idle_share": s.get("cpu_idle_share"),
+                                 "service_ratio": {n: v.get("ratio") for n, v in
+                                                   s["measured"]["nodes"].items()},
+                                 "routing_share": (s.get("routing") or {}).get("share"),
+                                 "emulation_bias": s.get("emulation_bias")}})
         wall = time.monotonic() - t0
         if not reps:
             break
@@ -166,14 +172,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "containers": not a.no_containers,
                                 "churn_lead": not a.no_churn_lead,
                                 "realtime": not a.no_realtime},
-                     "per_replication": [
-                         {"seed": base.seed + i, "loadavg_1m_after": x["loadavg"],
-                          "cpu_steal_share": x["steal"], "cpu_idle_share": x["idle"],
-                          "service_ratio": {n: v.get("ratio") for n, v in
-                                            x["summary"]["measured"]["nodes"].items()},
-                          "routing_share": (x["summary"].get("routing") or {}).get("share"),
-                          "emulation_bias": x["summary"].get("emulation_bias")}
-                         for i, x in enumerate(reps)],
+                     "per_replication": [x["row"] for x in reps],
                      "network_ms": sum(x["net"] for x in reps) / len(reps),
                      "churn_lag_p99": max(x["summary"]["churn_lag_ms"]["p99"] for x in reps),
                      "rule_update_p99_ms": max(x["summary"]["rule_update_ms"]["p99"]
@@ -196,8 +195,7 @@ def main(argv: list[str] | None = None) -> int:
                 fig = {"measured": m, "ci": half, "exact": e,
                        "gap": m / e - 1 if e else None, "covers": abs(m - e) <= half}
                 if metric == "W":  # the keys the table and earlier JSON use
-                    rec[cls] |= {"W": m, "ci": half, "exact": e, "gap": fig["gap"],
-                                 "covers": fig["covers"]}
+                    rec[cls] |= {"W": m} | {k: v for k, v in fig.items() if k != "measured"}
                 else:
                     rec[cls][metric] = fig
         rec["nodes"] = {}
