@@ -24,7 +24,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import bootstrap  # first run: set-up; outside .venv: re-run inside it
@@ -232,7 +232,7 @@ async def _fake_rule_updates(ctl: ControllerRun, fabric: Fabric, node: str, coun
         await asyncio.to_thread(warm_up, ctl.registration, node, warmup)
         g0 = sw.received[T_GROUP_MOD]
         res = await asyncio.to_thread(rule_updates, "fake switch", ctl.registration, node, count)
-        return UpdateResult(**{**asdict(res), "group_mods": sw.received[T_GROUP_MOD] - g0})
+        return replace(res, group_mods=sw.received[T_GROUP_MOD] - g0)
     finally:
         sw.close()
 
@@ -277,7 +277,7 @@ def ovs_rule_updates(workdir: Path, fabric: Fabric, node: str, count: int,
             _ovs("--if-exists", "del-br", OVS_BRIDGE)
         of_errors = [ln for ln in ctl.events.read_text().splitlines() if '"of_error"' in ln]
         if of_errors:
-            res = UpdateResult(**{**asdict(res), "errors": (*res.errors, *of_errors[:3])})
+            res = replace(res, errors=(*res.errors, *of_errors[:3]))
         return res
 
 

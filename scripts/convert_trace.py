@@ -1,14 +1,9 @@
 """A public mobility trace to the city study's position trace (`t_s,client,x_m,y_m`).
 
-    python scripts/convert_trace.py --format sumo-fcd fcd.xml[.gz] OUT.csv \
-        [--area-m 1500] [--origin X Y | --center X Y | --fit] [--scale F] [--geo] \
-        [--begin-s T0] [--end-s T1] [--clients N [--seed S]] [--min-span-s D] \
-        [--step-s 1] [--rename c] [--kinds vehicle,person]
-    python scripts/convert_trace.py --format bonnmotion scenario.movements.gz OUT.csv --fit
-    python scripts/convert_trace.py --format one moves.txt OUT.csv
+    python scripts/convert_trace.py --format sumo-fcd|bonnmotion|one IN[.gz] OUT.csv [...]
 
-Formats and options: docs/coordinates.md (Mobility from traces). A bad input or option
-is one line naming the place, exit 1.
+Formats, options and examples: docs/coordinates.md (Mobility from traces). A bad input or
+option is one line naming the place, exit 1.
 """
 
 from __future__ import annotations

@@ -1,15 +1,12 @@
 #!/usr/bin/env python3
 """Every policy on the same seeds: mean and p95 response time, mean power, energy per request.
 
-    python scripts/eval_agents.py --engine simulate [--scenario scenarios/multipath_power.yaml]
-        [--policies latency_greedy power_greedy ... rl_dqn rl_rnn] [--seeds 1 2 3 4 5]
-        [--requests 20000] [--sweep 0.2 0.5 0.8] [--json FILE] [--out DIR]
-        [--executor {process,ray,serial}] [--workers N] [--ray-address ADDR]
+    python scripts/eval_agents.py --engine simulate [--scenario FILE] [--seeds 1 2 3 4 5]
+        [--policies ...] [--sweep A ...] [--json FILE] [--executor {process,ray,serial}]
     sudo python scripts/eval_agents.py --engine emulate --seeds 1 --duration 15 [...]
 
 The study `runner.agent_study` on the study driver, one point per (policy, seed); a
-failed run is reported and the others go on (exit 1). Its JSON and options:
-docs/reproduction.md, docs/learning.md.
+failed run is reported and the others go on (exit 1). Its JSON: docs/reproduction.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 #!/usr/bin/env python3
 """Seed 003's comparison of fog-node selectors against the client/slot ratio.
 
-Without --preset: the study driver on scenarios/city.yaml, writing
-docs/figures/seed003-<engine>.csv and the Figs. 4-7 PNGs (seed003_fig{4,5,6,7}-<engine>.png).
+Without --preset: the study driver on scenarios/city.yaml (scripts/sweep.py's options),
+writing docs/figures/seed003-<engine>.csv and the Figs. 4-7 PNGs; with --preset
+seed|ours: the claims table, simulated only. The commands: docs/coordinates.md.
 
-    python scripts/reproduce_seed003.py [--engine simulate] [--live-scale] [--workers N]
-        [--executor {process,ray,serial}] [--set full_scale.ratios=[0.1,0.5,1.0]]
-        [--set selectors=[optimal,load_aware]] [--set seed=2] [--duration SECONDS]
-    sudo python scripts/reproduce_seed003.py --engine emulate    (the study's live scale)
-
-With --preset: the claims table (docs/coordinates.md), simulated only.
-
-    python scripts/reproduce_seed003.py --preset seed|ours --engine simulate --json FILE
-        [--ratios 0.1,0.5,1.0] [--replications 3] [--duration-cap 30|none]
-        [--figures DIR] [--workers 1] [--seed 1]
+    python scripts/reproduce_seed003.py [--engine simulate] [--live-scale] [--set KEY=VALUE]
+    python scripts/reproduce_seed003.py --preset seed --engine simulate --json FILE
 """
 
 import argparse
