@@ -16,8 +16,7 @@ import numpy as np
 from nodes.ncs.meridian import MeridianConfig, MeridianOverlay, matrix_measure
 from nodes.ncs.vivaldi import VivaldiConfig, VivaldiNode, relative_errors, simulate
 
-# a cap on gossip rounds when gossiping until every server knows the others
-MAX_GOSSIP_ROUNDS = 1000
+MAX_GOSSIP_ROUNDS = 1000  # the cap when gossiping until every server knows the others
 
 
 class MatrixError(ValueError):

@@ -200,8 +200,7 @@ def main(argv: list[str] | None = None) -> int:
                     rec[cls][metric] = fig
         rec["nodes"] = {}
         if base.churn.leave is LeaveMode.HANDOFF:
-            # handed-off tasks reach the FN at instants the trace does not hold, so the
-            # ideal-node replay cannot rebuild the FN's path: no bias figure
+            # the trace lacks when handed-off tasks reached the FN: no bias figure
             reps = [dict(x, fid={}) for x in reps]
         for n in reps[0]["fid"]:
             fs = [x["fid"][n] for x in reps]

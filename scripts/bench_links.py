@@ -137,9 +137,7 @@ def jitter_loss_section(ctx: BenchContext) -> dict[str, Any]:
         before = shaper.stats(LINK)
         lossy = udp_rtts(rig, count, interval, realtime=True)
         stats = {k: v - before.get(k, 0) for k, v in shaper.stats(LINK).items()}
-    # each direction uniform on delay +- jitter: the RTT is triangular on 2*delay +- 2*jitter,
-    # std jitter*sqrt(2/3), p5/p95 at 2*delay -+ jitter*(2 - sqrt(0.4)); std and max are
-    # also hit by scheduling outliers, the quantiles much less
+    # the RTT is triangular on 2*delay +- 2*jitter (docs/benchmarks.md, jitter_loss)
     half_width = jitter * (2 - math.sqrt(0.4))
     out_j = {"delay_ms": delay, "configured_jitter_ms": jitter,
              **{f"rtt_ms_p{q}": round(float(np.percentile(rtts, q)), 4) for q in (5, 50, 95)},
