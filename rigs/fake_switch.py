@@ -1,11 +1,6 @@
-"""A minimal OpenFlow 1.3 switch for benchmarks and tests of the controller.
-
-It speaks just enough of the wire format (HELLO, FEATURES, PORT_DESC, ECHO, BARRIER;
-FLOW_MOD and GROUP_MOD accepted silently) to bring a controller's app up without Open
-vSwitch or root, and sends ARP requests for the service address as PACKET_INs, each
-from a new requester MAC, so that every answer can be matched to its request
-(`Tally`). `scripts/bench_controller.py` measures the controller with it; tests use it
-to exercise the controller process without a network.
+"""A minimal OpenFlow 1.3 switch, so that benchmarks and tests drive the controller
+without Open vSwitch or root; each ARP PACKET_IN comes from a new requester MAC so that
+every answer matches its request (docs/benchmarks.md, the controller benchmark).
 """
 
 from __future__ import annotations
@@ -16,7 +11,6 @@ import socket
 import struct
 import time
 from collections import Counter
-from collections.abc import Sequence
 
 from fogsdn.fabric import Fabric
 
@@ -78,11 +72,8 @@ def requester_of(packet_out: bytes | bytearray, off: int = 0) -> bytes | None:
 
 # -- fake switches ------------------------------------------------------------------------
 class Tally:
-    """What one benchmark phase saw, shared by all its fake switches.
-
-    Shared because a controller may answer on another switch's connection (ours does
-    with several switches: see `misrouted`), and a reply must still count once.
-    """
+    """What one benchmark phase saw, shared by all its fake switches: a controller may
+    answer on another switch's connection (`misrouted`), and a reply counts once."""
 
     def __init__(self) -> None:
         self.outstanding: dict[bytes, tuple[float, FakeSwitch]] = {}
@@ -117,13 +108,12 @@ class Tally:
 class FakeSwitch(asyncio.Protocol):
     """A datapath that does the OpenFlow 1.3 handshake and sends ARP PACKET_INs."""
 
-    def __init__(self, index: int, ports: Sequence[int], in_port: int, learn_port: int,
-                 fabric: Fabric, tally: Tally, switches: list[FakeSwitch]) -> None:
+    def __init__(self, index: int, fabric: Fabric, tally: Tally,
+                 switches: list[FakeSwitch]) -> None:
         self.index = index
         self.dpid = 0xFB00 + index + 1
-        self.ports = tuple(ports)
-        self.in_port = in_port
-        self.learn_port = learn_port
+        self.ports = tuple(sorted(h.port for h in fabric.hosts))
+        self.learn_port = fabric.workers()[0].port  # where the service MAC is learnt
         self.tally = tally
         self.switches = switches  # all switches of the run: a reply may be due on another
         self.transport: asyncio.Transport | None = None
@@ -137,7 +127,7 @@ class FakeSwitch(asyncio.Protocol):
         self.xid = 0
         self.vip_mac = mac_bytes(fabric.vip_mac)
         self.vip_ip = socket.inet_aton(fabric.vip)
-        self.template = bytearray(packet_in(0, in_port, arp_frame(
+        self.template = bytearray(packet_in(0, fabric.clients()[0].port, arp_frame(
             self.vip_mac, bytes(6), 1, bytes(6), bytes(4), bytes(6), self.vip_ip)))
 
     # asyncio.Protocol
@@ -207,8 +197,7 @@ class FakeSwitch(asyncio.Protocol):
         for _ in range(n):
             self.seq += 1
             mac = bytes([0x02, self.index]) + self.seq.to_bytes(4, "big")  # the requester
-            ip = bytes([10, 128 + (self.index & 0x3F), (self.seq >> 8) & 0xFF,
-                        1 + self.seq % 254])
+            ip = bytes([10, 128 + (self.index & 0x3F), (self.seq >> 8) & 0xFF, 1 + self.seq % 254])
             m = bytearray(tmpl)
             m[4:8] = self._next_xid().to_bytes(4, "big")
             m[f + 6:f + 12] = mac  # Ethernet source
@@ -233,6 +222,14 @@ class FakeSwitch(asyncio.Protocol):
     def close(self) -> None:
         if self.transport is not None:
             self.transport.close()
+
+
+def fleet(fabric: Fabric, n: int) -> list[FakeSwitch]:
+    """`n` fake switches on the fabric's ports, sharing one Tally."""
+    tally = Tally()
+    switches: list[FakeSwitch] = []
+    switches.extend(FakeSwitch(i, fabric, tally, switches) for i in range(n))
+    return switches
 
 
 async def connect(sw: FakeSwitch, port: int, timeout: float) -> None:

@@ -1,13 +1,6 @@
 """Two network namespaces joined through one link element, or by a plain veth: the rig on
-which the emulation tests and scripts/bench_links.py measure the link element.
-
-    ns A: a0 10.77.0.1 ==veth== <prefix>a [element] <prefix>b ==veth== b0 10.77.0.2: ns B
-
-(the element's two ends are in the root namespace)
-
-Plain (the baseline): a0 ==veth== b0 directly. The hosts' interfaces have TX offload off,
-as Mininet's TCULink sets them in the testbed. Everything is named with a unique prefix
-and removed on exit, also after an error.
+which the emulation tests and scripts/bench_links.py measure the element (its layout:
+docs/benchmarks.md). Everything is named with a unique prefix and removed on exit.
 """
 
 from __future__ import annotations
@@ -101,8 +94,7 @@ def _kill(*procs: subprocess.Popen[str] | None) -> None:
 
 def ping_rtts(rig: Rig, count: int, interval_s: float, timeout_s: float = 60.0,
               realtime: bool = False) -> list[float]:
-    """Round trips (ms) of `count` pings from A to B; lost ones are absent. ping prints 3
-    significant digits: 0.01 ms resolution below 10 ms, 0.1 ms to 100 ms, then 1 ms."""
+    """Round trips (ms, 3 significant digits) of `count` pings from A to B; lost ones absent."""
     rt = ["chrt", "-f", "1"] if realtime else []
     r = subprocess.run(rig.exec_argv("a", [*rt, "ping", "-n", "-c", str(count), "-i",
                                            str(interval_s), "-W", "2", rig.ip_b]),
@@ -112,8 +104,8 @@ def ping_rtts(rig: Rig, count: int, interval_s: float, timeout_s: float = 60.0,
 
 def udp_rtts(rig: Rig, count: int, interval_ms: float, port: int = 9999,
              during: Callable[[], None] | None = None, realtime: bool = False) -> dict[str, Any]:
-    """Our UDP echo (nodes.probe): ns-resolution round trips with their send times
-    (CLOCK_MONOTONIC), losses counted. `during` runs while the probes are being sent."""
+    """Our UDP echo's round trips (nodes.probe, ns), send times and losses; `during` runs
+    while the probes are being sent."""
     server = subprocess.Popen(rig.python_argv("b", PROBE, "udp-echo", str(port),
                                               realtime=realtime),
                               stdout=subprocess.PIPE, text=True)

@@ -1,13 +1,7 @@
-"""Replay an RTT matrix through Vivaldi and Meridian and score them (pure).
-
-Used by `scripts/bench_ncs.py` and its tests. NaN (or a non-positive value) in the
-matrix means the pair's RTT is unknown: Vivaldi never samples it and it is left out of
-the error; for Meridian a probe over such a pair gets no answer.
-
-Meridian is scored on a settled overlay: by default its servers gossip until each knows
-every other server it can measure (ten rounds, our earlier fixed count, left each of 20
-servers knowing about two thirds of the others, and a query cannot ask a server its
-entry has never heard of).
+"""Replay an RTT matrix through Vivaldi and Meridian and score them (pure; behind
+`scripts/bench_ncs.py`). NaN or a non-positive entry is an unknown pair: never sampled,
+left out of the error, unanswered by a probe. Meridian is scored on a settled overlay
+(docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -22,8 +16,7 @@ import numpy as np
 from nodes.ncs.meridian import MeridianConfig, MeridianOverlay, matrix_measure
 from nodes.ncs.vivaldi import VivaldiConfig, VivaldiNode, relative_errors, simulate
 
-# a cap on gossip rounds when gossiping until every server knows the others
-MAX_GOSSIP_ROUNDS = 1000
+MAX_GOSSIP_ROUNDS = 1000  # the cap when gossiping until every server knows the others
 
 
 class MatrixError(ValueError):
@@ -75,9 +68,8 @@ def known_share(overlay: MeridianOverlay, reachable: dict[str, set[str]]) -> flo
 
 def settle(overlay: MeridianOverlay, reachable: dict[str, set[str]], rng: random.Random,
            gossip_rounds: int | None) -> int:
-    """Bootstrap, gossip and manage rings; returns the gossip rounds run. With
-    `gossip_rounds` None, gossip until every server knows every server in its
-    `reachable` set (at most MAX_GOSSIP_ROUNDS)."""
+    """Bootstrap, gossip and manage rings; the gossip rounds run. `gossip_rounds` None:
+    until every server knows its `reachable` set (at most MAX_GOSSIP_ROUNDS)."""
     overlay.bootstrap(rng)
     rounds = 0
     while (rounds < gossip_rounds if gossip_rounds is not None
@@ -92,10 +84,8 @@ def meridian_and_random(rtt_ms: np.ndarray, servers: int, seed: int,
                         config: MeridianConfig | None = None,
                         gossip_rounds: int | None = None
                         ) -> tuple[SelectionScore, SelectionScore]:
-    """`servers` random hosts run Meridian, settled by `settle` (`gossip_rounds` None:
-    until every server knows the others), every other host asks it (from a random entry
-    server) for its closest server. Scored against the matrix's truth, beside picking a
-    server at random. Clients that know no RTT to any server are skipped."""
+    """`servers` random hosts run a settled Meridian overlay and every other host asks a
+    random entry server for its closest; scored beside picking at random."""
     m = check_matrix(rtt_ms)
     n = len(m)
     if not 2 <= servers < n:

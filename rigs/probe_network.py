@@ -1,6 +1,6 @@
-"""Measurements on a live network (`runner.live_network.live_network`): ping round trips and
-data-plane re-route times after link failures. Used by the emulation tests and
-scripts/bench_links.py; needs root, Open vSwitch and the emulation lock."""
+"""Measurements on a live network (`runner.live_network.live_network`): ping round trips,
+re-route times, TCP sessions. Needs root, Open vSwitch and the emulation lock.
+"""
 
 from __future__ import annotations
 
@@ -20,8 +20,7 @@ _TIME = re.compile(r"time=([0-9.]+) ms")
 
 def ping_rtts_ms(live: LiveNetwork, src: str, dst: str, count: int = 50, interval_s: float = 0.02
                  ) -> list[float]:
-    """Round trips of `count` pings from host `src` to host `dst` (real ms), after one
-    warm-up ping (ARP)."""
+    """Round trips (real ms) of `count` pings from `src` to `dst`, after a warm-up (ARP)."""
     host = live.host(src)
     ip = live.ip(dst)
     host.cmd(f"ping -c 1 -W 2 {ip}")
@@ -30,8 +29,7 @@ def ping_rtts_ms(live: LiveNetwork, src: str, dst: str, count: int = 50, interva
 
 
 def _popen(live: LiveNetwork, host: str, label: str, *args: str) -> subprocess.Popen[str]:
-    """A probe in `host`, its output a text pipe; recorded for removal, not watched
-    (the measurement ends it)."""
+    """A probe in `host`, its output piped; recorded for removal, ended by the caller."""
     p: subprocess.Popen[str] = live.start_in_host(
         host, f"probe {label}", ["rigs.traffic_probe", *args], None)
     return p
@@ -47,8 +45,7 @@ def _ready(p: subprocess.Popen[str]) -> None:
 def measure_reroutes(live: LiveNetwork, src: str, dst: str, link_id: str, failures: int,
                      down_s: float = 0.2, up_s: float = 0.2, interval_ms: float = 0.5
                      ) -> list[Outage | None]:
-    """Fail `link_id` `failures` times while `src` streams datagrams to `dst`; for each
-    failure, what it cost the stream (reroute_times)."""
+    """Fail `link_id` `failures` times while `src` streams to `dst`: what each one cost."""
     out = live.out / f"reroute-{link_id}.json"
     sink = _popen(live, dst, "sink", "sink", "7100", str(out))
     _ready(sink)
@@ -87,9 +84,8 @@ def tcp_echo_session(live: LiveNetwork, client: str, server: str, seconds: float
 
 def service_session(live: LiveNetwork, client: str, servers: Sequence[str], seconds: float
                     ) -> tuple[list[subprocess.Popen[str]], subprocess.Popen[str]]:
-    """Echo servers on `servers` at the service port and one long TCP connection from
-    `client` to the service address, which the controller dispatches (and, for a policy
-    that chooses paths, routes) like any request; read it with `session_result`."""
+    """Echo servers on `servers` and one long TCP connection from `client` to the service
+    address, dispatched (and routed) like any request; read it with `session_result`."""
     port = str(live.graph.graph["service_port"])
     srvs = [_popen(live, s, f"echo {s}", "tcp-echo", port) for s in servers]
     for srv in srvs:

@@ -1,10 +1,8 @@
 """The same model written the usual SimPy way, as a yardstick for `sim.engine`.
 
-Only for benchmarks and cross-checks (`scripts/bench_sim.py`, the `bench` extra); the
-engine does not use SimPy. It covers proactive policies, single-server FIFO nodes
-and `drain` churn (the default scenario); it draws from the same streams, so its
-statistics match the engine's, not its exact trace (events are ordered differently).
-It emits the same row tuples to the same sinks, so a benchmark compares like with like.
+Only for `scripts/bench_sim.py` and cross-checks (the `bench` extra): proactive policies,
+single-server FIFO nodes, drain churn; same streams and sinks as the engine, so its
+statistics match, not its trace (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -22,9 +20,8 @@ from fogsdn.workload import arrival_blocks, hp_share
 from sim.rows import BLOCKED, CLASSES, OK, TIMEOUT, Row, RowSink, node_names
 
 
-def simulate_simpy(
-    scenario: Scenario, sink: RowSink, *, requests: int, replication: int = 0
-) -> float:
+def simulate_simpy(scenario: Scenario, sink: RowSink, *, requests: int,
+                   replication: int = 0) -> float:
     """Run `requests` arrivals through a SimPy model; returns wall seconds."""
     import simpy  # the `bench` extra
 
@@ -55,15 +52,12 @@ def simulate_simpy(
             view = ClusterView(tuple(NodeView(n.name, n.role, avail[k], n.capacity, n.mu)
                                      for k, n in enumerate(nodes)))
             rt = policy.routes(view)
-            cache[key] = [
-                ([index[n] for n in routes_for(rt, c)], list(routes_for(rt, c).values()))
-                for c in CLASSES
-            ]
+            cache[key] = [([index[n] for n in routes_for(rt, c)], list(routes_for(rt, c).values()))
+                          for c in CLASSES]
         return cache[key]
 
-    def serve(
-        k: int, seq: int, c: int, cls: int, size: float, t: float
-    ) -> Generator[Any, Any, None]:
+    def serve(k: int, seq: int, c: int, cls: int, size: float, t: float
+              ) -> Generator[Any, Any, None]:
         with res[k].request() as req:
             yield req
             svc = size / nodes[k].mu

@@ -1,9 +1,5 @@
-"""Synthetic RTT truth matrices (ms) for testing coordinate systems (pure).
-
-Each shape stresses something different: a line and a grid embed exactly in low
-dimension; two LAN clusters joined by a WAN need the height/adjustment terms to keep
-both scales; a circle of hosts behind access links of different lengths is what the
-height vector models; a random symmetric matrix has no embedding at all.
+"""Synthetic RTT truth matrices (ms) for testing coordinate systems (pure): each shape
+stresses something else, from exact low-dimensional embeddings to no geometry at all.
 """
 
 from __future__ import annotations

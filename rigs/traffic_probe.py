@@ -1,7 +1,4 @@
-"""Traffic tools run inside a namespace or a Mininet host (prints JSON).
-
-One module for every probe the rigs use: the link rig's round trips and bulk
-transfer, and the re-route measurement's stream and TCP echo.
+"""Traffic tools run inside a namespace or a Mininet host (each answer printed as JSON).
 
     python -m rigs.traffic_probe udp-echo PORT
     python -m rigs.traffic_probe udp-rtt HOST PORT COUNT INTERVAL_MS [TIMEOUT_MS]
@@ -12,18 +9,7 @@ transfer, and the re-route measurement's stream and TCP echo.
     python -m rigs.traffic_probe tcp-echo PORT
     python -m rigs.traffic_probe tcp-ping HOST PORT SECONDS INTERVAL_MS
 
-udp-echo and udp-rtt are `nodes.probe`, the project's one echo/RTT probe: udp-rtt
-sends COUNT pings, one every INTERVAL_MS without waiting for replies, and reports each
-round trip and its send time (CLOCK_MONOTONIC, which all namespaces share; ns
-resolution), so that long delays do not stretch the run. The servers print "ready"
-once listening.
-
-`stream` sends numbered, timestamped datagrams until killed; `sink` records each
-one's arrival and writes them on SIGTERM. `reroute_times` (pure) gives, for each
-failure, what it cost the stream (`Outage`): the first packet on the new path, the
-sending time lost, and the receiver's longest stall. `tcp-ping` keeps one TCP
-connection and echoes a line through it every INTERVAL_MS, reporting any error: an
-established connection that breaks shows here.
+Servers print "ready" once listening; what each one measures: docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -49,16 +35,8 @@ Arrival = tuple[int, int, int]  # seq, sent ns, received ns
 
 @dataclass(frozen=True)
 class Outage:
-    """What one link failure did to a stream of datagrams, three ways (ms):
-
-    - `recovery_ms`: from the failure to the arrival of the first datagram after the
-      last one lost (the first packet on the new path; its path's delay included);
-    - `lost_ms`: the sending time lost, datagrams lost x the interval: the outage as
-      the traffic saw it, without the new path's delay;
-    - `stall_ms`: the longest gap between arrivals around the failure minus the
-      interval: the receiver's outage, which also counts datagrams held up (not lost)
-      while a switch was busy with the failure.
-    """
+    """What one link failure cost a stream of datagrams (docs/topologies.md, Re-route): ms
+    to the first datagram on the new path, the sending time lost, the receiver's stall."""
 
     lost: int
     recovery_ms: float
@@ -68,9 +46,8 @@ class Outage:
 
 def reroute_times(arrivals: Sequence[Arrival], failures: Sequence[tuple[int, int]],
                   interval_ms: float) -> list[Outage | None]:
-    """For each failure window (failed at ns, restored at ns), its Outage; all zeros
-    but `stall_ms` when nothing was lost (a hitless re-route); None when nothing
-    arrived after the loss."""
+    """Each failure window's (failed ns, restored ns) Outage: zeros but the stall when
+    nothing was lost, None when nothing arrived after the loss."""
     by_seq = sorted(arrivals)
     out: list[Outage | None] = []
     for t_fail, t_restore in failures:
@@ -132,10 +109,7 @@ def tcp_sink(port: int) -> dict:
     total = 0
     first = None
     buf = bytearray(1 << 20)
-    while True:
-        n = conn.recv_into(buf)
-        if n == 0:
-            break
+    while n := conn.recv_into(buf):
         first = first or time.monotonic()
         total += n
     seconds = time.monotonic() - first if first else 0.0

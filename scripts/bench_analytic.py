@@ -1,30 +1,11 @@
 """Time and peak memory of the exact model as capacities grow, beside a naive solve
-(docs/model.md has the figures).
-
-Each measurement runs in a fresh process, so its peak RSS is its own (SuperLU allocates
-outside Python, where tracemalloc cannot see). Cases per size:
-  ours/means    predict(): all mean metrics (auto: lumped chains for drain, the joint
-                chain for handoff); ours/full: plus outage and p50..p99 of both classes
-  joint/means   drain forced through the joint chain (sparse LU, nested dissection)
-  naive         the joint chain by scipy's spsolve in its default (COLAMD) order,
-                stationary vector only: a lower bound on a naive model's time
+(figures: docs/model.md; the cases and modes: docs/benchmarks.md).
 
     python scripts/bench_analytic.py [--sizes 20x10,100x50,...] [--naive-max 260000]
     python scripts/bench_analytic.py --policy-chain [--clusters 20x10x1,20x10x2,...]
     python scripts/bench_analytic.py --solvers [--sizes 10x5,...] [--split 1000x500]
-    python scripts/bench_analytic.py --optimizer [--clusters 20x10x1,...] \
+    python scripts/bench_analytic.py --optimizer [--clusters 20x10x1,...]
         [--methods highs,highs-ds,highs-ipm]
-
---policy-chain: the `threshold` policy's chain built from the policy object
-(analysis.policy_chain) on one FN and several OFNs: states, time to build, to solve, to
-add outage and percentiles. --solvers: per chain kind and size, the solve the model
-chooses (`solve_stationary(p, "joint")`: cost model, checked LU, GTH fallback) against
-GTH (under 1e9 flops) and plain spsolve, both building the generator too, best of
---repeat in CPU seconds (other load on the machine counts less), with the chosen
-answer's residual and |dE n_O| between the answers; then the time split of the largest
-joint chain (--split; the LU beside it unless --no-lu). --optimizer: the optimal-policy
-LP (minimise all.W subject to hp.W <= the proposed scheme's, drain) with each HiGHS
-variant, each case in its own process under --timeout.
 """
 
 from __future__ import annotations
@@ -247,8 +228,7 @@ def solvers_main(ns: argparse.Namespace) -> int:
         t_g = _best(lambda: gth_levels(chain), rep)[0] if flops <= 1e9 else None  # noqa: B023
         # the naive route builds the chain too, as the chosen one does
         t_n, pn = _best(lambda: _naive_pi(build_chain(p, cf, co, by)), rep)  # noqa: B023
-        pi, err = (checked_sparse(chain)[:2] if method != "gth"
-                   else (gth_levels(chain), 0.0))
+        pi, err = checked_sparse(chain)[:2] if method != "gth" else (gth_levels(chain), 0.0)
         w_diff = abs(float(pi @ chain.n) - float(np.asarray(pn) @ chain.n))
         gs = f"{t_g:9.4f}" if t_g is not None else f"{'-':>9}"
         print(f"{leave:<8}{cf:>6}{co:>5}{p.n_states():>9}  {method:<10}{t_ch:>9.4f}{gs}"

@@ -1,14 +1,8 @@
 #!/usr/bin/env python3
 """Containers and real work, measured live (needs root, Open vSwitch, the emulation lock).
 
-Runs the scenario three ways over the same span and seed, one after the other:
-`model` work in containers (the default), `model` work as plain processes (no
-containers: the CPU the containers add), and `cpu` work in containers (real CPU work:
-how it departs from model work and from the exact prediction). Prints, per run: the
-CPU seconds the whole run used (runner and every process it started and reaped:
-controller, workers, clients, launchers), the workers' own CPU where cgroups account
-for it, W per class against exact, mean server power against exact, and the achieved
-service time against the nominal one (mean ratio, p50, p95, CV of service_ms).
+The scenario as model work in containers, as plain processes and as real CPU work, over
+the same span and seed (docs/benchmarks.md; figures in docs/containers.md).
 
     flock /tmp/fogsdn-emulation.lock .venv/bin/python scripts/bench_containers.py \
         [--scenario scenarios/default.yaml] [--duration 25] [--runs model,plain,cpu]
@@ -81,7 +75,7 @@ def run_variant(name: str, scenario: Path, duration: float, out_root: Path) -> d
         raise SystemExit(f"{name}: no summary ({p.returncode}): {p.stdout[-800:]}{p.stderr[-800:]}")
     s = json.loads((out / "summary.json").read_text())
     pw, pred = s.get("power", {}), (s.get("predicted") or {})
-    row = {
+    return {
         "run_cpu_s": cpu, "exit": p.returncode,
         "worker_cpu_s": {k: v.get("cpu_s") for k, v in
                          s.get("containers", {}).get("accounting", {}).items()},
@@ -96,7 +90,6 @@ def run_variant(name: str, scenario: Path, duration: float, out_root: Path) -> d
         "cpu_work": s.get("cpu_work"),
         "out": str(out),
     }
-    return row
 
 
 def main(argv: list[str] | None = None) -> int:

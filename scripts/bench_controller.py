@@ -1,28 +1,11 @@
 """cbench-style controller benchmark: our os-ken app beside a minimal learning switch.
 
-Why: every packet-in costs the Python controller about a millisecond (docs/architecture.md), and a
-cluster change must reach the switch quickly, so we want both numbers measured here,
-side by side with a yardstick, in one run:
-
-1. Reactive path. Fake OpenFlow 1.3 switches (asyncio sockets, a minimal struct
-   encoder/decoder below) connect to the controller, do the handshake (HELLO,
-   FEATURES, PORT_DESC, ECHO, BARRIER; FLOW_MOD/GROUP_MOD accepted silently) and send
-   ARP requests for the service address (sender MAC/IP varied) as PACKET_INs. Our
-   controller answers each with a PACKET_OUT carrying the ARP reply; the baseline
-   (`scripts/bench_apps/simple_switch_13.py`) learns MACs and answers each with a
-   FLOW_MOD + PACKET_OUT. A reply is matched to its request by the requester's MAC
-   (ARP target of a reply, ARP sender of a forwarded request). Latency mode: one
-   outstanding PACKET_IN per switch; throughput mode: a window of N per switch.
-2. Rule updates. OFN leave/join registrations (`register`, from controller.app) against our
-   controller connected to a fake switch (which answers barriers) and, if root and
-   Open vSwitch are there, to a userspace OVS bridge; round trip on the client side
-   and the controller's own `latency_ms` (event to barrier reply).
+Why: every packet-in costs the Python controller about a millisecond and a cluster
+change must reach the switch quickly, so both are measured side by side with a
+yardstick: the reactive path (ARP PACKET_INs from fake switches) and rule updates
+(OFN leave/join to barrier reply). Method: docs/benchmarks.md.
 
     .venv/bin/python scripts/bench_controller.py [--duration 4] [--switches 4] [--window 32]
-
-Frames: the ARP requests go to the service MAC as unicast (the baseline learns that
-MAC from one gratuitous ARP first), so that both controllers see the same frames and
-the baseline installs a flow for each; our controller ignores the Ethernet destination.
 """
 
 from __future__ import annotations
@@ -41,7 +24,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import bootstrap  # first run: set-up; outside .venv: re-run inside it
@@ -61,6 +44,7 @@ from rigs.fake_switch import (  # noqa: E402
     FakeSwitch,
     Tally,
     connect,
+    fleet,
     probe,
 )
 from runner.proc_memory import cpu_seconds  # noqa: E402
@@ -152,27 +136,21 @@ async def bench_packet_ins(port: int, fabric: Fabric, controller: str, switches:
     """Connect `switches` fake switches to the controller on `port`, run each (mode, window)."""
     if not 1 <= switches <= MAX_SWITCHES:
         raise ValueError(f"switches: 1..{MAX_SWITCHES}, got {switches}")
-    tally = Tally()
-    ports = sorted(h.port for h in fabric.hosts)
-    in_port = fabric.clients()[0].port
-    learn_port = fabric.workers()[0].port
-    fleet: list[FakeSwitch] = []
-    fleet.extend(FakeSwitch(i, ports, in_port, learn_port, fabric, tally, fleet)
-                 for i in range(switches))
+    sws = fleet(fabric, switches)
     try:
-        for sw in fleet:
+        for sw in sws:
             await connect(sw, port, START_TIMEOUT_S)
-        await asyncio.wait_for(asyncio.gather(*(sw.handshaken.wait() for sw in fleet)),
+        await asyncio.wait_for(asyncio.gather(*(sw.handshaken.wait() for sw in sws)),
                                START_TIMEOUT_S)
-        for sw in fleet:
+        for sw in sws:
             await probe(sw)  # the datapath is in MAIN_DISPATCHER and the app answers
             sw.send_learn_seed()
             await probe(sw)  # ... and has processed the seed (same connection, in order)
-        return [await _phase(controller, mode, fleet, tally, window, duration_s, warmup_s, limit,
-                             ctl_pid)
+        return [await _phase(controller, mode, sws, sws[0].tally, window, duration_s, warmup_s,
+                             limit, ctl_pid)
                 for mode, window in modes]
     finally:
-        for sw in fleet:
+        for sw in sws:
             sw.close()
 
 
@@ -246,21 +224,15 @@ def _wait_ready(ctl: ControllerRun) -> None:
 
 async def _fake_rule_updates(ctl: ControllerRun, fabric: Fabric, node: str, count: int,
                              warmup: int) -> UpdateResult:
-    tally = Tally()
-    fleet: list[FakeSwitch] = []
-    ports = sorted(h.port for h in fabric.hosts)
-    sw = FakeSwitch(0, ports, fabric.clients()[0].port, fabric.workers()[0].port, fabric,
-                    tally, fleet)
-    fleet.append(sw)
+    (sw,) = fleet(fabric, 1)
     ctl.ready.unlink(missing_ok=True)  # a ready file from an earlier switch would lie
     try:
         await connect(sw, ctl.port, START_TIMEOUT_S)
         await asyncio.to_thread(_wait_ready, ctl)
         await asyncio.to_thread(warm_up, ctl.registration, node, warmup)
         g0 = sw.received[T_GROUP_MOD]
-        res = await asyncio.to_thread(rule_updates, "fake switch", ctl.registration, node,
-                                      count)
-        return UpdateResult(**{**asdict(res), "group_mods": sw.received[T_GROUP_MOD] - g0})
+        res = await asyncio.to_thread(rule_updates, "fake switch", ctl.registration, node, count)
+        return replace(res, group_mods=sw.received[T_GROUP_MOD] - g0)
     finally:
         sw.close()
 
@@ -305,7 +277,7 @@ def ovs_rule_updates(workdir: Path, fabric: Fabric, node: str, count: int,
             _ovs("--if-exists", "del-br", OVS_BRIDGE)
         of_errors = [ln for ln in ctl.events.read_text().splitlines() if '"of_error"' in ln]
         if of_errors:
-            res = UpdateResult(**{**asdict(res), "errors": (*res.errors, *of_errors[:3])})
+            res = replace(res, errors=(*res.errors, *of_errors[:3]))
         return res
 
 
@@ -367,8 +339,7 @@ def running_controller(workdir: Path, name: str, fabric: Fabric,
     proc = start_controller(conf, d / "controller.json", port, log_path,
                             apps=() if app is None else (app,))
     try:
-        yield ControllerRun(name, port, proc, conf.registration, conf.ready, conf.events,
-                            log_path)
+        yield ControllerRun(name, port, proc, conf.registration, conf.ready, conf.events, log_path)
     except BaseException:
         if tail := _tail(log_path):
             print(f"--- {name} controller log (tail) ---\n{tail}", file=sys.stderr)

@@ -1,27 +1,14 @@
 #!/usr/bin/env python3
 """Fidelity of the live testbed against the exact model, across time scales (needs root).
 
-For each time scale (real ms per model ms) it runs the scenario live over the same span
-of model time and prints, side by side: measured W per class (node sojourn, 95 %
-batch-means CI) against the exact CTMC, the relative gap and whether the CI covers it;
-the emulation's own bias on the run's sample path (each request replayed through an
-ideal node: measured minus ideal sojourn, `analysis.fidelity`); what the arrival timing
-added (the same requests through the ideal node at their drawn instants, against the
-instants they reached it: lags that move together bunch arrivals); the network's share
-(end-to-end minus node sojourn); achieved against nominal service; churn lag.
+Per time scale, the scenario live over the same span of model time: W, blocking and
+outage against the exact CTMC, and where each gap comes from (docs/benchmarks.md). The
+--no-* flags switch one suspect of the emulation's own cost off each (docs/emulation.md).
 
     sudo python scripts/bench_fidelity.py [--scenario scenarios/default.yaml]
-                                          [--scales 2 5 10 20] [--model-ms 6000]
-                                          [--replications 1] [--json F]
-                                          [--rt-sample N] [--no-power-meter]
-                                          [--no-containers] [--no-churn-lead]
-                                          [--no-realtime]
-
-The last five switch one suspect of the emulation's own cost off at a time (the
-controller's response-time copies, the per-second power meter, the workers' containers,
-the early issue of OFN changes, real-time scheduling of the workers, the
-controller and the churn replay);
-docs/emulation.md has what each cost.
+        [--scales 2 5 10 20] [--model-ms 6000] [--replications 1] [--json F]
+        [--rt-sample N] [--no-power-meter] [--no-containers] [--no-churn-lead]
+        [--no-realtime] [--view]
 """
 
 from __future__ import annotations
@@ -168,9 +155,15 @@ def main(argv: list[str] | None = None) -> int:
             rows = [x for x in read_trace(run_dir / "trace.csv") if x.t_send >= sc.warmup_ms]
             ok = [x for x in rows if x.outcome is Outcome.OK]
             fid = replay(sc.nodes, rows)
-            reps.append({"summary": s, "fid": fid, "loadavg": os.getloadavg()[0],
-                         "steal": s.get("cpu_steal_share"), "idle": s.get("cpu_idle_share"),
-                         "net": sum(x.response_ms - x.node_ms for x in ok) / max(1, len(ok))})
+            reps.append({"summary": s, "fid": fid,
+                         "net": sum(x.response_ms - x.node_ms for x in ok) / max(1, len(ok)),
+                         "row": {"seed": sc.seed, "loadavg_1m_after": os.getloadavg()[0],
+                                 "cpu_steal_share": s.get("cpu_steal_share"),
+                                 "cpu_idle_share": s.get("cpu_idle_share"),
+                                 "service_ratio": {n: v.get("ratio") for n, v in
+                                                   s["measured"]["nodes"].items()},
+                                 "routing_share": (s.get("routing") or {}).get("share"),
+                                 "emulation_bias": s.get("emulation_bias")}})
         wall = time.monotonic() - t0
         if not reps:
             break
@@ -179,25 +172,15 @@ def main(argv: list[str] | None = None) -> int:
                                 "containers": not a.no_containers,
                                 "churn_lead": not a.no_churn_lead,
                                 "realtime": not a.no_realtime},
-                     "per_replication": [
-                         {"seed": base.seed + i, "loadavg_1m_after": x["loadavg"],
-                          "cpu_steal_share": x["steal"], "cpu_idle_share": x["idle"],
-                          "service_ratio": {n: v.get("ratio") for n, v in
-                                            x["summary"]["measured"]["nodes"].items()},
-                          "routing_share": (x["summary"].get("routing") or {}).get("share"),
-                          "emulation_bias": x["summary"].get("emulation_bias")}
-                         for i, x in enumerate(reps)],
+                     "per_replication": [x["row"] for x in reps],
                      "network_ms": sum(x["net"] for x in reps) / len(reps),
                      "churn_lag_p99": max(x["summary"]["churn_lag_ms"]["p99"] for x in reps),
                      "rule_update_p99_ms": max(x["summary"]["rule_update_ms"]["p99"]
                                                for x in reps)}
         routing = [x["summary"].get("routing") or {} for x in reps]
-        checked = sum(r.get("checked", 0) for r in routing)
-        rec["routing"] = {"checked": checked,
-                          "against": sum(r.get("against", 0) for r in routing),
-                          "early": sum(r.get("early", 0) for r in routing),
-                          "churn_lead": not a.no_churn_lead}
-        rec["routing"]["share"] = rec["routing"]["against"] / checked if checked else None
+        counts = {k: sum(r.get(k, 0) for r in routing) for k in ("checked", "against", "early")}
+        against = counts["against"] / counts["checked"] if counts["checked"] else None
+        rec["routing"] = {**counts, "churn_lead": not a.no_churn_lead, "share": against}
         for cls in ("hp", "lp"):
             comp = [x["summary"]["comparison"][cls] for x in reps]
             rec[cls] = {"n": sum(x["summary"]["measured"][cls]["ok"] for x in reps)}
@@ -212,14 +195,12 @@ def main(argv: list[str] | None = None) -> int:
                 fig = {"measured": m, "ci": half, "exact": e,
                        "gap": m / e - 1 if e else None, "covers": abs(m - e) <= half}
                 if metric == "W":  # the keys the table and earlier JSON use
-                    rec[cls] |= {"W": m, "ci": half, "exact": e, "gap": fig["gap"],
-                                 "covers": fig["covers"]}
+                    rec[cls] |= {"W": m} | {k: v for k, v in fig.items() if k != "measured"}
                 else:
                     rec[cls][metric] = fig
         rec["nodes"] = {}
         if base.churn.leave is LeaveMode.HANDOFF:
-            # handed-off tasks reach the FN at instants the trace does not hold, so the
-            # ideal-node replay cannot rebuild the FN's path: no bias figure
+            # the trace lacks when handed-off tasks reached the FN: no bias figure
             reps = [dict(x, fid={}) for x in reps]
         for n in reps[0]["fid"]:
             fs = [x["fid"][n] for x in reps]

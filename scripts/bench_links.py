@@ -1,28 +1,10 @@
 """Link benchmark: how exactly the link element delays, jitters and drops, and how fast it is.
 
-Why: every multi-switch run leans on the link element (netem where the kernel has it, our
-relay here), so its accuracy and cost are measured, beside a plain veth, in one run:
-
-1. delay: configured vs measured round trip for one-way delays of 1, 5, 20 and 50 ms
-   (time scale 1), p50 and p99, by our UDP echo (ns resolution) and by ICMP ping;
-   the same tools over a plain veth (no element) and over the element at 0 ms are the
-   baseline, so that the tools' own cost can be told from the element's;
-2. jitter_loss: the spread of round trips under jitter, and the loss rate, against
-   what the configuration implies;
-3. throughput: one TCP bulk transfer through a 5 ms link (and through a plain veth), the
-   relay's CPU per Mbit/s from /proc/<pid>/stat, and a run under a bandwidth cap;
-4. reroute: the data-plane re-route time after a link failure, p50 and p99 over 100
-   failures on the multipath campus (`--failures`), three ways: the sending time lost
-   (`reroute_ms` p50/p99), the receiver's stall and the first datagram on the new path;
-   then a fifth as many with the controller paused, the fast-failover groups alone
-   (scripts/bench_topology.py, docs/topologies.md);
-5. startup: the largest topology this machine holds here (50 switches, 200 hosts) up
-   under our controller, beside a plain Mininet network of the same graph.
+Every multi-switch run leans on the link element, so each section (delay, jitter_loss,
+throughput, reroute, startup) measures it beside a plain veth or plain Mininet: method in
+docs/benchmarks.md, figures in docs/links.md and docs/topologies.md. Needs root.
 
     flock /tmp/fogsdn-emulation.lock .venv/bin/python scripts/bench_links.py [--json FILE]
-
-Needs root. Each section is a function `(BenchContext) -> dict` listed in SECTIONS;
-its dict is merged into the JSON, so more sections (re-route, start-up) plug in there.
 """
 
 from __future__ import annotations
@@ -35,7 +17,8 @@ import shlex
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,8 +58,7 @@ def _pcts(values: list[float]) -> dict[str, float]:
 
 
 def _rtt_figures(rig: Rig, ctx: BenchContext) -> dict[str, float]:
-    """ping (the headline: the kernel answers, ping prints 3 significant digits) and our
-    UDP echo (ns resolution, but a Python responder); both tools run SCHED_FIFO."""
+    """Round trips by ping (the headline) and by our UDP echo, both SCHED_FIFO."""
     icmp = ping_rtts(rig, ctx.pings, ctx.interval_ms / 1e3, realtime=True)
     udp = udp_rtts(rig, ctx.pings, ctx.interval_ms, realtime=True)["rtt_ms"]
     i, u = _pcts(icmp), _pcts(udp)
@@ -94,42 +76,50 @@ def _relay_pid(shaper: LinkShaper) -> int | None:
     return next(iter(pids.values()))[0] if pids else None
 
 
+@contextmanager
+def _shaped(ctx: BenchContext, params: LinkParams, seed: int = 0
+            ) -> Iterator[tuple[Rig, LinkShaper]]:
+    """The namespace rig with the element attached at `params`, closed after."""
+    with namespace_rig() as rig:
+        assert rig.intf_a and rig.intf_b
+        shaper = make_shaper(ctx.mechanism, ctx.state_dir, seed)
+        try:
+            shaper.attach(LINK, rig.intf_a, rig.intf_b, params)
+            yield rig, shaper
+        finally:
+            shaper.close()
+
+
 def delay_section(ctx: BenchContext) -> dict[str, Any]:
     """Configured vs measured RTT; baseline: a plain veth, and the element at 0 ms."""
     with namespace_rig(spliced=False) as rig:
         baseline = _rtt_figures(rig, ctx)
     _say_rtt("plain veth", baseline)
     rows: list[dict[str, Any]] = []
-    with namespace_rig() as rig:
-        assert rig.intf_a and rig.intf_b
-        shaper = make_shaper(ctx.mechanism, ctx.state_dir)
-        try:
-            shaper.attach(LINK, rig.intf_a, rig.intf_b, LinkParams())
-            pid = _relay_pid(shaper)
-            cpu0, t0 = (cpu_seconds(pid) if pid else 0.0), time.monotonic()
-            zero = _rtt_figures(rig, ctx)
-            _say_rtt("element, 0 ms", zero)
-            for d in DELAYS_MS:
-                shaper.update(LINK, LinkParams(delay_ms=d))
-                f = _rtt_figures(rig, ctx)
-                rtt = 2 * d
-                tol = max(0.2, 0.02 * rtt)
-                row = {"configured_ms": d, "configured_rtt_ms": rtt, **f,
-                       "error_ms_p50": round(f["rtt_ms_p50"] - rtt, 4),
-                       "udp_error_ms_p50": round(f["udp_rtt_ms_p50"] - rtt, 4),
-                       "udp_excess_over_baseline_ms_p50":
-                           round(f["udp_rtt_ms_p50"] - rtt - baseline["udp_rtt_ms_p50"], 4),
-                       "ratio_p50": round(f["rtt_ms_p50"] / rtt, 5),
-                       "tolerance_ms": tol,
-                       "within_target": abs(f["rtt_ms_p50"] - rtt) <= tol}
-                rows.append(row)
-                _say_rtt(f"one-way {d:5.1f} ms", f,
-                         f"  configured {rtt:.1f}, error {row['error_ms_p50']:+.3f} ms "
-                         f"(target +-{tol:.2f}: {'met' if row['within_target'] else 'MISSED'})")
-            # pings every few ms: the cost of waking (and spinning) for sparse frames
-            light = (cpu_seconds(pid) - cpu0) / (time.monotonic() - t0) if pid else None
-        finally:
-            shaper.close()
+    with _shaped(ctx, LinkParams()) as (rig, shaper):
+        pid = _relay_pid(shaper)
+        cpu0, t0 = (cpu_seconds(pid) if pid else 0.0), time.monotonic()
+        zero = _rtt_figures(rig, ctx)
+        _say_rtt("element, 0 ms", zero)
+        for d in DELAYS_MS:
+            shaper.update(LINK, LinkParams(delay_ms=d))
+            f = _rtt_figures(rig, ctx)
+            rtt = 2 * d
+            tol = max(0.2, 0.02 * rtt)
+            row = {"configured_ms": d, "configured_rtt_ms": rtt, **f,
+                   "error_ms_p50": round(f["rtt_ms_p50"] - rtt, 4),
+                   "udp_error_ms_p50": round(f["udp_rtt_ms_p50"] - rtt, 4),
+                   "udp_excess_over_baseline_ms_p50":
+                       round(f["udp_rtt_ms_p50"] - rtt - baseline["udp_rtt_ms_p50"], 4),
+                   "ratio_p50": round(f["rtt_ms_p50"] / rtt, 5),
+                   "tolerance_ms": tol,
+                   "within_target": abs(f["rtt_ms_p50"] - rtt) <= tol}
+            rows.append(row)
+            _say_rtt(f"one-way {d:5.1f} ms", f,
+                     f"  configured {rtt:.1f}, error {row['error_ms_p50']:+.3f} ms "
+                     f"(target +-{tol:.2f}: {'met' if row['within_target'] else 'MISSED'})")
+        # pings every few ms: the cost of waking (and spinning) for sparse frames
+        light = (cpu_seconds(pid) - cpu0) / (time.monotonic() - t0) if pid else None
     if light is not None:
         print(f"  relay CPU under this light traffic: {light:.3f} cores", flush=True)
     return {"delay": rows, "baseline": baseline, "element_zero_delay": zero,
@@ -140,28 +130,17 @@ def jitter_loss_section(ctx: BenchContext) -> dict[str, Any]:
     """RTT spread under +-1 ms jitter at 5 ms, and loss at 5 % per direction."""
     delay, jitter, loss = 5.0, 1.0, 0.05
     count, interval = max(ctx.pings, 1000), 2.0  # 2 ms apart: jitter cannot reorder them
-    with namespace_rig() as rig:
-        assert rig.intf_a and rig.intf_b
-        shaper = make_shaper(ctx.mechanism, ctx.state_dir, seed=1)
-        try:
-            shaper.attach(LINK, rig.intf_a, rig.intf_b,
-                          LinkParams(delay_ms=delay, jitter_ms=jitter))
-            rtts = udp_rtts(rig, count, interval, realtime=True)["rtt_ms"]
-            icmp = ping_rtts(rig, count, interval / 1e3, realtime=True)
-            shaper.update(LINK, LinkParams(delay_ms=delay, loss=loss))
-            before = shaper.stats(LINK)
-            lossy = udp_rtts(rig, count, interval, realtime=True)
-            stats = {k: v - before.get(k, 0) for k, v in shaper.stats(LINK).items()}
-        finally:
-            shaper.close()
-    # each direction uniform on delay +- jitter: the RTT is triangular on 2*delay +- 2*jitter,
-    # std jitter*sqrt(2/3), p5/p95 at 2*delay -+ jitter*(2 - sqrt(0.4)); std and max are
-    # also hit by scheduling outliers, the quantiles much less
+    with _shaped(ctx, LinkParams(delay_ms=delay, jitter_ms=jitter), seed=1) as (rig, shaper):
+        rtts = udp_rtts(rig, count, interval, realtime=True)["rtt_ms"]
+        icmp = ping_rtts(rig, count, interval / 1e3, realtime=True)
+        shaper.update(LINK, LinkParams(delay_ms=delay, loss=loss))
+        before = shaper.stats(LINK)
+        lossy = udp_rtts(rig, count, interval, realtime=True)
+        stats = {k: v - before.get(k, 0) for k, v in shaper.stats(LINK).items()}
+    # the RTT is triangular on 2*delay +- 2*jitter (docs/benchmarks.md, jitter_loss)
     half_width = jitter * (2 - math.sqrt(0.4))
     out_j = {"delay_ms": delay, "configured_jitter_ms": jitter,
-             "rtt_ms_p5": round(float(np.percentile(rtts, 5)), 4),
-             "rtt_ms_p50": round(float(np.percentile(rtts, 50)), 4),
-             "rtt_ms_p95": round(float(np.percentile(rtts, 95)), 4),
+             **{f"rtt_ms_p{q}": round(float(np.percentile(rtts, q)), 4) for q in (5, 50, 95)},
              "expected_rtt_ms_p5_p50_p95": [round(2 * delay - half_width, 4), 2 * delay,
                                             round(2 * delay + half_width, 4)],
              "icmp_rtt_ms_p5_p50_p95": [round(float(np.percentile(icmp, q)), 4)
@@ -198,22 +177,16 @@ def throughput_section(ctx: BenchContext) -> dict[str, Any]:
             pass
     out: dict[str, Any] = {"throughput_delay_ms": delay,
                            "baseline_throughput_mbps": round(plain.get("mbps", math.nan), 1)}
-    with namespace_rig() as rig:
-        assert rig.intf_a and rig.intf_b
-        shaper = make_shaper(ctx.mechanism, ctx.state_dir)
-        try:
-            shaper.attach(LINK, rig.intf_a, rig.intf_b, LinkParams(delay_ms=delay))
-            pid = _relay_pid(shaper)
-            cpu0, t0 = (cpu_seconds(pid) if pid else 0.0), time.monotonic()
-            with tcp_transfer(rig, ctx.seconds) as t:
-                pass
-            cores = (cpu_seconds(pid) - cpu0) / (time.monotonic() - t0) if pid else None
-            st = shaper.stats(LINK)
-            shaper.update(LINK, LinkParams(delay_ms=delay, bw_mbps=cap))
-            with tcp_transfer(rig, ctx.seconds) as capped:
-                pass
-        finally:
-            shaper.close()
+    with _shaped(ctx, LinkParams(delay_ms=delay)) as (rig, shaper):
+        pid = _relay_pid(shaper)
+        cpu0, t0 = (cpu_seconds(pid) if pid else 0.0), time.monotonic()
+        with tcp_transfer(rig, ctx.seconds) as t:
+            pass
+        cores = (cpu_seconds(pid) - cpu0) / (time.monotonic() - t0) if pid else None
+        st = shaper.stats(LINK)
+        shaper.update(LINK, LinkParams(delay_ms=delay, bw_mbps=cap))
+        with tcp_transfer(rig, ctx.seconds) as capped:
+            pass
     mbps = t.get("mbps", math.nan)
     out.update({
         "throughput_mbps": round(mbps, 1),
@@ -266,8 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {"mechanism": mechanism, "cpus": os.cpu_count(),
                               "loadavg_at_start": Path("/proc/loadavg").read_text().split()[:3]}
     with tempfile.TemporaryDirectory(prefix="fogsdn-bench-links-") as tmp:
-        ctx = BenchContext(mechanism, Path(tmp), a.pings, a.interval_ms, a.seconds,
-                           a.failures)
+        ctx = BenchContext(mechanism, Path(tmp), a.pings, a.interval_ms, a.seconds, a.failures)
         for name in names:
             print(f"{name}:", flush=True)
             result.update(SECTIONS[name](ctx))

@@ -5,22 +5,17 @@
         [--cycles 1000] [--servers 20] [--seed 1] [--meridian-k K]
         [--meridian-alpha 1] [--meridian-s 1.5] [--gossip-rounds N] [--meridian-only]
 
-Vivaldi (2-D + height and 8-D + height): every host probes a random known peer per
-cycle; the figure is the median relative error |estimate - RTT| / RTT over known pairs.
-Meridian: `--servers` random hosts form the overlay (k primaries per ring, by default
-the seed's floor(log_1.6 servers); the Meridian paper simulated k = 16, s = 2), gossip
-until each knows every other (or `--gossip-rounds` rounds), then every other host asks
-a random entry server for its closest server; hit rate (the share of queries that find
-the true closest), mean and median extra ms over the true closest, RTT probes and
-messages per query; beside picking at random. `--meridian-only` skips Vivaldi (minutes
-on hundreds of hosts).
+Vivaldi (2-D + height, 8-D + height): the median relative error over known pairs.
+Meridian (`--servers` hosts; k primaries per ring, by default the seed's floor(log_1.6
+servers); the Meridian paper simulated k = 16, s = 2): hit rate, extra ms over the true
+closest, probes and messages per query, beside picking at random. `--meridian-only`
+skips Vivaldi (minutes on hundreds of hosts). Method: docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -105,13 +100,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.gossip_rounds is not None and args.gossip_rounds < 0:
         ap.error(f"--gossip-rounds: must be >= 0, got {args.gossip_rounds}")
     try:
-        config = MeridianConfig(k=args.meridian_k, alpha_ms=args.meridian_alpha,
-                                s=args.meridian_s)
+        config = MeridianConfig(k=args.meridian_k, alpha_ms=args.meridian_alpha, s=args.meridian_s)
         out = bench(load_matrix(args.matrix, args.key), args.cycles, args.servers, args.seed,
                     config, args.gossip_rounds, vivaldi=not args.meridian_only)
     except (MatrixError, MeridianError) as err:
-        print(f"bench_ncs.py: error: {err}", file=sys.stderr)
-        return 2
+        return bootstrap.fail(f"bench_ncs.py: error: {err}")
     if args.json:
         print(json.dumps(out))
         return 0

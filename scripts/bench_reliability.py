@@ -1,12 +1,6 @@
 #!/usr/bin/env python3
-"""Controller crash drill, measured (needs root): how long the network runs without a
-controller when it is SIGKILLed mid-run and the runner restarts it, and what that costs
-a proactive policy (rules stay in the switch) and a per-request one (new connections
-need the controller).
-
-For each policy it runs the scenario live, kills the controller `--kills` times at even
-intervals, and prints per kill the outage (death noticed -> switch reconnected and the
-rules re-installed) and the outcomes of the requests sent during the outage.
+"""Controller crash drill, measured (needs root): the controller SIGKILLed mid-run and
+restarted, under a proactive and a per-request policy (docs/reliability.md).
 
     sudo python scripts/bench_reliability.py [--scenario scenarios/default.yaml]
                                              [--seconds 24] [--kills 3] [--json FILE]
@@ -78,8 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     bootstrap.bootstrap(needs_network_stack=True)
     if os.geteuid() != 0:
-        print("error: needs root (a live run)", file=sys.stderr)
-        return 2
+        return bootstrap.fail("error: needs root (a live run)")
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, extra in POLICIES.items():

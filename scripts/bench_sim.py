@@ -1,20 +1,10 @@
 #!/usr/bin/env python3
 """Simulator speed: requests per second of sim.engine beside the same model in SimPy.
 
-    python scripts/bench_sim.py [--requests N] [--repeat R] [--big] [--big-requests N]
+In CPU seconds, best of R interleaved runs, for the default scenario and a large one
+(docs/benchmarks.md; figures in docs/simulator.md).
 
-For the default scenario it times, on the same arrival streams:
-  core: the event loop alone (rows go to a sink that drops them), engine vs SimPy;
-  full: rows formatted into trace.csv plus the streaming summary, engine vs SimPy
-        (the same sink for both, so the CSV formatting, common to both, dilutes the ratio);
-  run:  sim.runner.run_simulation end to end (trace, availability, summary.json).
-Each figure is the best of R runs (default 3) in CPU seconds of this process, engine
-and SimPy runs interleaved: on a shared machine, wall time mostly measures the other
-processes, and the best of several runs the code.
-Then a large scenario (C_F = 1000, C_O = 100, FN load up to 0.95). With --big, a
-10-million-request run_simulation in a child process, reporting its peak resident
-memory (ru_maxrss): the trace streams to disk and the summary is accumulated, so
-memory should not grow with the number of requests.
+    python scripts/bench_sim.py [--requests N] [--repeat R] [--big] [--big-requests N]
 """
 
 from __future__ import annotations
@@ -49,13 +39,9 @@ def _drop(rows: list[Row]) -> None:
 
 
 def large_scenario(base: Scenario) -> Scenario:
-    return base.with_overrides({
-        "name": "large",
-        "workload.lambda_hp": 0.45,
-        "workload.lambda_lp": 0.5,
-        "nodes.fn.capacity": 1000,
-        "nodes.ofn1.capacity": 100,
-    })
+    return base.with_overrides({"name": "large", "workload.lambda_hp": 0.45,
+                                "workload.lambda_lp": 0.5, "nodes.fn.capacity": 1000,
+                                "nodes.ofn1.capacity": 100})
 
 
 def rate(requests: int, seconds: float) -> str:
@@ -162,11 +148,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  engine + trace      {rate(n, lf)}")
         if a.big:
             print(f"big run: {a.big_requests:,} requests through run_simulation (child process)")
-            out = subprocess.run(
-                [sys.executable, str(Path(__file__).resolve()), "--_child", a.scenario,
-                 str(a.big_requests), str(tmp / "big")],
-                capture_output=True, text=True, check=True,
-            )
+            out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--_child",
+                                  a.scenario, str(a.big_requests), str(tmp / "big")],
+                                 capture_output=True, text=True, check=True)
             b = json.loads(out.stdout.strip().splitlines()[-1])
             print(f"  {rate(b['requests'], b['wall_s'])}, {b['rows']:,} rows, "
                   f"trace {b['trace_mb']:,.0f} MB, peak RSS {b['maxrss_mb']:.0f} MB")

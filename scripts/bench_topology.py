@@ -1,18 +1,6 @@
-"""Topology sections of scripts/bench_links.py: re-route time and start-up time.
-
-- reroute: on the multipath campus, a link of the short path fails and comes back N
-  times while a host streams datagrams every 0.5 ms; for each failure, the sending
-  time lost, the receiver's longest stall and the time to the first datagram on the
-  new path (docs/topologies.md), p50 and p99; then N/5 times more with the controller
-  paused: the switches' fast-failover groups alone.
-- startup: the largest topology this machine holds in the benchmark (50 switches with
-  loops, 200 hosts), up and forwarding under our controller, beside a plain Mininet
-  network of the same graph (same switches, datapath and links, no controller) in the
-  same run.
-
-Each section takes bench_links' context (it reads nothing of it but `state_dir`) and
-returns its JSON keys; bench_links.py lists them in its SECTIONS. Needs root, Open
-vSwitch and the emulation lock.
+"""Topology sections of scripts/bench_links.py: re-route time and start-up time
+(docs/benchmarks.md). Each takes bench_links' context and returns its JSON keys; needs
+root, Open vSwitch and the emulation lock.
 """
 
 from __future__ import annotations
@@ -53,8 +41,7 @@ def _scenario(name: str, nodes: list[dict[str, Any]], clients: int,
 
 
 def reroute_section(ctx: Any) -> dict[str, Any]:
-    """Re-route after a link failure, with the controller and (failover_only) with it
-    paused, so that only the switches' fast-failover groups act."""
+    """Re-route after a link failure, with the controller and paused (failover_only)."""
     failures = int(getattr(ctx, "failures", REROUTE_FAILURES))
     sc = _scenario("bench-reroute", [{"name": "fn", "role": "fn", "mu": 1, "capacity": 5},
                                      {"name": "ofn1", "role": "ofn", "mu": 1, "capacity": 5}],
@@ -113,8 +100,7 @@ def _plain_mininet_seconds(sc: Scenario) -> float:
     """The same graph as a plain Mininet network (no controller): build and start."""
     script = """
 import time
-from fogsdn.scenario import parse_scenario
-from fogsdn.scenario import scenario_graph
+from fogsdn.scenario import parse_scenario, scenario_graph
 from mininet.link import TCULink
 from mininet.net import Mininet
 from mininet.node import OVSSwitch

@@ -1,10 +1,7 @@
 """First-run set-up, standard library only: apt packages, the virtual environment, OVS.
 
-Imported by every script before anything else, so that one command works on a fresh
-Debian machine, and puts the project root on sys.path, so that the scripts import its
-packages and rigs/. Every step checks first and says what it does; running it again
-does nothing. Also the scripts' argument parser (`OneLineParser`), which needs nothing
-installed either.
+Imported by every script first, so that one command works on a fresh Debian machine; puts
+the project root on sys.path. Each step checks first: running it again does nothing.
 """
 
 from __future__ import annotations
@@ -116,8 +113,7 @@ def ensure_venv(extras: str = "test") -> None:
         _run([sys.executable, "-m", "venv", str(VENV)])
     spec = f"{ROOT}[{','.join(union)}]" if union else str(ROOT)
     say(f"installing Python dependencies into {VENV} (pip install -e '{spec}')")
-    _run([str(VENV_PY), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-          "-e", spec])
+    _run([str(VENV_PY), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-e", spec])
     STAMP.write_text(f"{_digest()} {','.join(union)}\n")
 
 
@@ -150,8 +146,7 @@ def ensure_ovs() -> None:
         _run(["ovs-vsctl", "--no-wait", "init"])
     if not _ovs_ok("switchd"):
         say("starting ovs-vswitchd (userspace datapath: this kernel has no OVS module)")
-        _run(["ovs-vswitchd", f"--pidfile={OVS_RUN}/ovs-vswitchd.pid", "--detach",
-              "--log-file"])
+        _run(["ovs-vswitchd", f"--pidfile={OVS_RUN}/ovs-vswitchd.pid", "--detach", "--log-file"])
         (STATE_DIR / "started-ovs-vswitchd").write_text(f"{OVS_RUN}/ovs-vswitchd.pid\n")
     for _ in range(50):
         if _ovs_ok("db") and _ovs_ok("switchd"):
@@ -194,6 +189,12 @@ def bootstrap(needs_network_stack: bool = True, extras: str = "test",
         os.execv(str(VENV_PY), [str(VENV_PY), *sys.orig_argv[1:]])
     elif needs_network_stack:
         ensure_ovs()
+
+
+def fail(message: object, code: int = 2) -> int:
+    """Print a script's one-line error on stderr; returns the exit status to return."""
+    print(message, file=sys.stderr)
+    return code
 
 
 class OneLineParser(argparse.ArgumentParser):

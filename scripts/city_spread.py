@@ -4,18 +4,14 @@
     python scripts/city_spread.py --scenario scenarios/city_live_max.yaml [--draws 8]
         [--selectors optimal,random,vivaldi,meridian,load_aware] [--json FILE]
 
-Runs the study's `full_scale` (what `--engine simulate` runs) at its first ratio, once
-per draw of the run's own random choices (the city, clients, walks and periods stay),
-and prints each selector's mean ± standard deviation of lost tasks per client, the
-optimal-selection rate, the selection RMSE, handovers per client and mean latency
-(docs/coordinates.md, "Live against simulated").
+Per selector, mean ± sd over draws of the run's own random choices (docs/reproduction.md;
+docs/coordinates.md, "Live against simulated").
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import bootstrap  # first run: set-up; outside .venv: re-run inside it
@@ -40,13 +36,11 @@ def main(argv: list[str] | None = None) -> int:
         ratio = study.ratios[0]
         out = {sel: draw_spread(study, sel, ratio, a.draws) for sel in selectors}
     except (CityStudyError, SelectionError, ValueError, OSError) as e:
-        print(f"city_spread: {e}", file=sys.stderr)
-        return 2
+        return bootstrap.fail(f"city_spread: {e}")
     print(f"{study.name}: {study.fog_nodes} fog nodes, {study.total_slots} slots, ratio "
           f"{ratio:g}, {study.duration_s:g} model s, {a.draws} draws (mean ± sd)")
     for sel, m in out.items():
-        print(f"  {sel:>10}: " + ", ".join(f"{k} {mu:.3g} ± {sd:.2g}"
-                                            for k, (mu, sd) in m.items()))
+        print(f"  {sel:>10}: " + ", ".join(f"{k} {mu:.3g} ± {sd:.2g}" for k, (mu, sd) in m.items()))
     if a.json is not None:
         a.json.write_text(json.dumps({"ratio": ratio, "draws": a.draws,
                                       "metrics": list(SPREAD_METRICS),

@@ -38,8 +38,7 @@ def merge_unfinished(run_dir: Path, clients: list[str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1 or args[0].startswith("-"):
-        print("usage: python scripts/compare.py RESULTS_DIR", file=sys.stderr)
-        return 2
+        return bootstrap.fail("usage: python scripts/compare.py RESULTS_DIR")
     run_dir = Path(args[0])
     if not (run_dir / "trace.csv").is_file() and (run_dir / "scenario.yaml").is_file():
         clients = sorted(f.stem.removeprefix("trace-") for f in run_dir.glob("trace-*.csv"))
@@ -47,13 +46,11 @@ def main(argv: list[str] | None = None) -> int:
             merge_unfinished(run_dir, clients)
     for need in ("scenario.yaml", "trace.csv"):
         if not (run_dir / need).is_file():
-            print(f"compare.py: error: {run_dir / need} not found", file=sys.stderr)
-            return 2
+            return bootstrap.fail(f"compare.py: error: {run_dir / need} not found")
     try:
         print(compare_run(run_dir))
     except (ScenarioError, ValueError) as err:
-        print(f"compare.py: error: {err}", file=sys.stderr)
-        return 2
+        return bootstrap.fail(f"compare.py: error: {err}")
     return 0
 
 

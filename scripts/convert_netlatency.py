@@ -4,15 +4,12 @@
     python scripts/convert_netlatency.py --frames DIR --prefix PlanetLabData_ --unit ms \
         --out tests/data/planetlab490.npz [--name "NetLatency-Data PlanetLab"]
 
-The source (https://github.com/uofa-rzhu3/NetLatency-Data, MIT) keeps one whitespace-
-separated N x N text file per time frame, `PREFIX1` .. `PREFIXT`, entry (i, j) the RTT
-measured from host i to host j, 0 where nothing was measured. Per directed pair we keep
-the median over all frames, NaN where that median is 0 (missing in more than half the
-frames), so one noisy frame does not decide a pair; the diagonal is 0. Output keys, as in
-tests/data/seattle99.npz: `rtt_ms` (float32, row = source), `rtt_sym_ms` (mean of both
-directions, or the one known), `description`. Seattle's frames are in seconds (`--unit
-s`; this rebuilds seattle99.npz bit for bit from its 688 frames at commit d3c2a34),
-PlanetLab's in milliseconds (`--unit ms`: tests/data/planetlab490.npz).
+The source (https://github.com/uofa-rzhu3/NetLatency-Data, MIT) keeps one N x N text
+matrix per time frame, `PREFIX1` .. `PREFIXT`, 0 where nothing was measured. Per
+directed pair the median over all frames, NaN where that median is 0, so one noisy
+frame does not decide a pair. Output keys: `rtt_ms` (float32, row = source),
+`rtt_sym_ms` (mean of both directions, or the one known), `description`. Seattle's
+frames are in seconds (`--unit s`), PlanetLab's in ms (docs/reproduction.md).
 """
 
 from __future__ import annotations
@@ -36,9 +33,8 @@ def frame_files(folder: Path, prefix: str) -> list[Path]:
 
 
 def median_matrix(frames: list[np.ndarray]) -> np.ndarray:
-    """Per entry, the median over all frames (a 0 frame counts); NaN where that median
-    is not positive: the pair was missing in more than half the frames. The diagonal
-    stays 0."""
+    """Per entry, the median over all frames (a 0 counts); NaN where it is not positive
+    (missing in more than half the frames); the diagonal 0."""
     med = np.median(np.stack(frames).astype(float), axis=0)
     med[~(med > 0)] = np.nan
     np.fill_diagonal(med, 0.0)

@@ -1,14 +1,9 @@
 """A public mobility trace to the city study's position trace (`t_s,client,x_m,y_m`).
 
-    python scripts/convert_trace.py --format sumo-fcd fcd.xml[.gz] OUT.csv \
-        [--area-m 1500] [--origin X Y | --center X Y | --fit] [--scale F] [--geo] \
-        [--begin-s T0] [--end-s T1] [--clients N [--seed S]] [--min-span-s D] \
-        [--step-s 1] [--rename c] [--kinds vehicle,person]
-    python scripts/convert_trace.py --format bonnmotion scenario.movements.gz OUT.csv --fit
-    python scripts/convert_trace.py --format one moves.txt OUT.csv
+    python scripts/convert_trace.py --format sumo-fcd|bonnmotion|one IN[.gz] OUT.csv [...]
 
-Formats, options and what the paper's Berlin traces would need: docs/coordinates.md
-(Mobility from traces). A bad input or option is one line naming the place, exit 1.
+Formats, options and examples: docs/coordinates.md (Mobility from traces). A bad input or
+option is one line naming the place, exit 1.
 """
 
 from __future__ import annotations
@@ -16,7 +11,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import math
-import sys
 from pathlib import Path
 from typing import IO, cast
 
@@ -91,16 +85,13 @@ def main(argv: list[str] | None = None) -> int:
         lines = list(csv_lines(result.tracks))
         parse_trace(lines, side_m=a.area_m)  # what the study will read back
     except (TraceError, LayoutError) as err:
-        print(f"{PROG}: {err}", file=sys.stderr)
-        return 1
+        return bootstrap.fail(f"{PROG}: {err}", 1)
     except (OSError, EOFError, gzip.BadGzipFile) as err:
-        print(f"{PROG}: {name}: cannot read: {err}", file=sys.stderr)
-        return 1
+        return bootstrap.fail(f"{PROG}: {name}: cannot read: {err}", 1)
     try:
         a.output.write_text("\n".join(lines) + "\n")
     except OSError as err:
-        print(f"{PROG}: {a.output}: cannot write: {err}", file=sys.stderr)
-        return 1
+        return bootstrap.fail(f"{PROG}: {a.output}: cannot write: {err}", 1)
     span = max(tr[-1][0] for tr in result.tracks.values())
     print(f"{PROG}: {a.output}: {len(result.tracks)} clients ({result.clients_in_area} of "
           f"{result.clients_read} in the area), {len(lines) - 1} fixes over {span:.1f} s "

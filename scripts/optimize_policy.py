@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The optimal state-based dispatch of a scenario, from the exact model (a constrained
-MDP solved exactly as one linear program; analysis/optimal_policy.py, docs/policies.md).
+MDP solved as one linear program; docs/policies.md).
 
     python scripts/optimize_policy.py --scenario scenarios/default.yaml \\
         --minimize all.W --subject-to "hp.W<=2.4" --json F --write-policy my_optimal.py
@@ -8,10 +8,8 @@ MDP solved exactly as one linear program; analysis/optimal_policy.py, docs/polic
         --subject-to "hp.W<=2.4" --reject
     python scripts/optimize_policy.py --scenario FILE --minimize "all.N + 0.01*power"
 
-Prints the optimum beside every built-in state-based policy (prioritized, basic, nodiff
-at alpha 0..1, threshold 0..C_F; the best feasible setting of each), checks the written
-table on the exact chain of the policy object, and writes a policy file that every
-engine loads with --policy-module.
+Prints the optimum beside every built-in state-based policy, checks the written table on
+the exact chain, and writes a policy file that every engine loads with --policy-module.
 """
 
 from __future__ import annotations
@@ -19,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 import time
 from pathlib import Path
 
@@ -123,8 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                                         if top.value else math.nan}
             rows = [(b.label, b.figures, b.feasible) for b in best.values()]
     except (ObjectiveError, OptimizeError, ScenarioError, ValueError) as err:
-        print(f"optimize_policy.py: error: {err}", file=sys.stderr)
-        return 2
+        return bootstrap.fail(f"optimize_policy.py: error: {err}")
     d = report(opt, exact, base, sc.name)
     if ns.write_policy is not None:
         ns.write_policy.write_text(policy_source(opt, sc.name, ns.policy_name))
@@ -135,9 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"LP: {opt.n_states:,} states, {opt.n_variables:,} variables, {opt.n_rows:,} rows, "
           f"{opt.seconds:.2f} s; {opt.randomised} randomised decisions; exact chain of the "
           f"table {check_s:.2f} s, largest gap {d['exact_check']['max_rel_gap']:.1e}")  # type: ignore[index]
-    head = f"{'policy':<26}{'hp.W':>9}{'lp.W':>9}{'all.W':>9}{'all.block':>11}{'power':>9}  " \
-           f"{objective}  ok"
-    print(head)
+    print(f"{'policy':<26}{'hp.W':>9}{'lp.W':>9}{'all.W':>9}{'all.block':>11}{'power':>9}  "
+          f"{objective}  ok")
     for label, fig, ok in [("optimal", opt.figures, True)] + rows:
         print(f"{label:<26}{fig['hp.W']:>9.4f}{fig['lp.W']:>9.4f}{fig['all.W']:>9.4f}"
               f"{fig['all.blocking']:>11.2e}{fig['power']:>9.2f}  "

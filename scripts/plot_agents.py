@@ -5,10 +5,7 @@
         docs/figures/learning/eval_emulate.json --out docs/figures/learning/pareto.png \
         [--curve agents/weights/dqn_multipath_power.pt.curve.csv]
 
-Each JSON is `scripts/eval_agents.py --json` output. Policies are points with their 95 %
-intervals; the DQN agents trained for different goal weights (`rl_dqn_a<A>`, and
-`rl_dqn` for the scenario's own a) are joined in the order of a: the goal-weight sweep.
-With `--curve`, a second figure `<out stem>_curve.png` shows the learning curve.
+Each JSON is `scripts/eval_agents.py --json` output; what it draws: docs/reproduction.md.
 """
 
 from __future__ import annotations
@@ -41,8 +38,7 @@ def panel(ax: Any, results: dict[str, Any], title: str, own_a: float,
         ys = [results[k]["power_W"] for _, k in sweep]
         ax.plot(xs, ys, "kx--", lw=0.8, label="rl_dqn, goal weight a swept")
         for (a, _), x, y in zip(sweep, xs, ys, strict=True):
-            ax.annotate(f"a={a:g}", (x, y), textcoords="offset points", xytext=(4, 4),
-                        fontsize=7)
+            ax.annotate(f"a={a:g}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
     ax.set(title=title, xlabel="mean response time (model ms, network included)",
            ylabel="mean estimated power (W, servers and switches)")
     ax.grid(alpha=0.3)

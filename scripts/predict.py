@@ -7,12 +7,8 @@
     python scripts/predict.py --scenario scenarios/default.yaml --printed  # beside the
         # seed's chain as printed (its eqs. 1-10: analysis/printed_chain.py)
 
-With --scenario, any state-based policy (threshold, a user's own) on any number of
-FNs and OFNs gets the chain built from the policy object (docs/model.md); the state
-count and the solve time are printed, and a state space above what this machine
-solves in a minute is refused with one line. --optimum adds the optimal state-based
-policy's value for that objective (scripts/optimize_policy.py) and this policy's
-distance from it.
+With --scenario, any state-based policy gets the chain built from the policy object
+(docs/model.md); a state space too large to solve here in a minute is refused.
 """
 
 from __future__ import annotations
@@ -20,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from pathlib import Path
 
 import bootstrap  # first run: set-up; outside .venv: re-run inside it
@@ -118,12 +113,10 @@ def _params(ns: argparse.Namespace) -> ModelParams:
                if getattr(ns, n) is None]
     if missing:
         raise ModelError(f"missing {', '.join(missing)} (or give --scenario)")
-    return ModelParams(
-        scheme=ns.scheme, lam_hp=ns.lam_hp, lam_lp=ns.lam_lp, mu_f=ns.mu_f, mu_of=ns.mu_of,
-        cap_f=ns.cap_f, cap_o=ns.cap_o, eta=ns.eta, xi=ns.xi, alpha=ns.alpha, leave=ns.leave,
-        servers_f=ns.servers, servers_o=ns.servers, deadline=ns.deadline,
-        discipline_f=ns.discipline,
-    )
+    return ModelParams(scheme=ns.scheme, lam_hp=ns.lam_hp, lam_lp=ns.lam_lp, mu_f=ns.mu_f,
+                       mu_of=ns.mu_of, cap_f=ns.cap_f, cap_o=ns.cap_o, eta=ns.eta, xi=ns.xi,
+                       alpha=ns.alpha, leave=ns.leave, servers_f=ns.servers,
+                       servers_o=ns.servers, deadline=ns.deadline, discipline_f=ns.discipline)
 
 
 def _fmt(x: object) -> str:
@@ -200,8 +193,7 @@ def _size_based(ns: argparse.Namespace) -> int | None:
 def _capacity_mean(sc: Scenario, as_json: bool) -> int:
     mean = capacity_mean_prediction(sc)
     if isinstance(mean, str):
-        print(f"predict.py: error: {mean}", file=sys.stderr)
-        return 2
+        return bootstrap.fail(f"predict.py: error: {mean}")
     if as_json:
         print(json.dumps(json_safe(mean)))
         return 0
@@ -222,15 +214,13 @@ def _printed(ns: argparse.Namespace) -> int:
     from analysis.printed_chain import LABEL, SHOWN, OutsidePrintedModel, printed_figures
 
     if ns.scenario is None:
-        print("predict.py: error: --printed needs --scenario", file=sys.stderr)
-        return 2
+        return bootstrap.fail("predict.py: error: --printed needs --scenario")
     try:
         sc = load_scenario(ns.scenario)
         printed = printed_figures(sc)
         ours = timed_prediction(sc)[0].to_dict()
     except (OutsidePrintedModel, OutsideModel, ModelError, ScenarioError, ValueError) as err:
-        print(f"predict.py: error: --printed: {err}", file=sys.stderr)
-        return 2
+        return bootstrap.fail(f"predict.py: error: --printed: {err}")
     if ns.json:
         print(json.dumps(json_safe({"exact": ours, "printed": printed.to_dict()})))
         return 0
@@ -281,8 +271,7 @@ def main(argv: list[str] | None = None) -> int:
             head = header(params)
             share = None
     except (ModelError, OutsideModel, ScenarioError, ValueError) as err:
-        print(f"predict.py: error: {err}", file=sys.stderr)
-        return 2
+        return bootstrap.fail(f"predict.py: error: {err}")
     if share is not None:  # the topology's share of the end-to-end response
         d["network"] = share.to_dict()
         for cls in ("hp", "lp"):

@@ -1,7 +1,5 @@
-"""Seed 000's claims for Figs. 4-6 (analysis/seed000_claims.py) as one table: the paper's
-value, the seed's chain as printed (analysis/printed_chain.py), our exact chain at the
-fixed capacities 20/10, its mean over the paper's drawn capacities (C_F 17-23, C_O 7-13),
-and the simulator (mean and 95 % interval over replications, fixed capacities).
+"""Seed 000's claims for Figs. 4-6 as one table: the paper, its chain as printed, our exact
+chain at fixed and drawn capacities, and the simulator (docs/reproduction.md).
 
     python scripts/reproduce_seed000_claims.py [--replications 5] [--requests 150000] \
         [--json docs/figures/seed000-claims.json] [--markdown docs/figures/seed000-claims.md] \
@@ -117,8 +115,7 @@ def markdown(result: dict[str, Any]) -> str:
         s = r["simulated"]
         ok = all(isinstance(s[k], (int, float)) and math.isfinite(s[k])
                  for k in ("mean", "lo", "hi"))
-        simtxt = (f"{_fmt(s['mean'], u)} ± {_fmt((s['hi'] - s['lo']) / 2, u)}" if ok
-                  else "n/a")
+        simtxt = f"{_fmt(s['mean'], u)} ± {_fmt((s['hi'] - s['lo']) / 2, u)}" if ok else "n/a"
         lines.append(
             f"| {r['figure']} | {r['claim']} | {r['paper_text']} | {_fmt(r['printed'], u)} "
             f"| {_fmt(r['exact'], u)} | {_fmt(r['exact_drawn_capacities'], u)} | {simtxt} "

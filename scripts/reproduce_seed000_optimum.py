@@ -1,17 +1,12 @@
 #!/usr/bin/env python3
-"""The optimum's gain over the best built-in policy at every seed 000 figure point
-(analysis/seed000_optimum.py: minimise all.W subject to hp.W <= the proposed scheme's),
-as one table, and the seed 000 figures redrawn with the optimal curve.
+"""The optimum's gain over the best built-in policy at every seed 000 figure point, as one
+table, and the seed 000 figures redrawn with the optimal curve (docs/reproduction.md).
 
     python scripts/reproduce_seed000_optimum.py [--doc docs/reproduction.md] [--redraw]
         [--json docs/figures/seed000-optimum.json] [--markdown docs/figures/seed000-optimum.md]
 
 --doc replaces the table between `<!-- seed000-optimum:begin -->` and
-`<!-- seed000-optimum:end -->`. --redraw redraws docs/figures/seed000_fig<X>-<engine>.png
-from the measured points already in docs/figures/seed000_fig<X>-<engine>.csv, with every
-exact curve and the optimal one (what `scripts/reproduce_seed000.sh` draws on a full
-run). Figs. 6a and 6b are Figs. 4a and 4b's points (the same scenario, outage drawn).
-One process, one core: about 2 s a point.
+`<!-- seed000-optimum:end -->`. One process, one core: about 2 s a point.
 """
 
 from __future__ import annotations

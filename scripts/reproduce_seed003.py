@@ -1,21 +1,12 @@
 #!/usr/bin/env python3
 """Seed 003's comparison of fog-node selectors against the client/slot ratio.
 
-Without --preset: the study driver on scenarios/city.yaml, writing
-docs/figures/seed003-<engine>.csv and the Figs. 4-7 PNGs (seed003_fig{4,5,6,7}-<engine>.png).
+Without --preset: the study driver on scenarios/city.yaml (scripts/sweep.py's options),
+writing docs/figures/seed003-<engine>.csv and the Figs. 4-7 PNGs; with --preset
+seed|ours: the claims table, simulated only. The commands: docs/coordinates.md.
 
-    python scripts/reproduce_seed003.py [--engine simulate] [--live-scale] [--workers N]
-        [--executor {process,ray,serial}] [--set full_scale.ratios=[0.1,0.5,1.0]]
-        [--set selectors=[optimal,load_aware]] [--set seed=2] [--duration SECONDS]
-    sudo python scripts/reproduce_seed003.py --engine emulate    (the study's live scale)
-
-With --preset: the claims table (docs/coordinates.md): both presets and the one-switch
-ablation simulated, each finding of Figs. 4-7 checked under each; the verdict is the
-chosen preset's.
-
-    python scripts/reproduce_seed003.py --preset seed|ours --engine simulate --json FILE
-        [--ratios 0.1,0.5,1.0] [--replications 3] [--duration-cap 30|none]
-        [--figures DIR] [--workers 1] [--seed 1]
+    python scripts/reproduce_seed003.py [--engine simulate] [--live-scale] [--set KEY=VALUE]
+    python scripts/reproduce_seed003.py --preset seed --engine simulate --json FILE
 """
 
 import argparse
@@ -72,8 +63,7 @@ def claims_main(argv: list[str]) -> int:
         return 2
     if a.seed is not None:
         study = study.model_copy(update={"seed": a.seed})
-    run = ClaimsRun(ratios=tuple(sorted(ratios)), replications=a.replications,
-                    duration_cap_s=cap)
+    run = ClaimsRun(ratios=tuple(sorted(ratios)), replications=a.replications, duration_cap_s=cap)
     t0 = time.perf_counter()
     rows = run_claims(study, run, workers=a.workers)
     table = claims_table(rows, a.preset, inert_switches(run))

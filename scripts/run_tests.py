@@ -1,18 +1,9 @@
 #!/usr/bin/env python3
 """The test command: sets up what the tests need (apt, .venv, Open vSwitch), then runs
-the two stages, each reported, and exits non-zero if either failed.
+the two stages (README.md), each its own pytest run and verdict, and exits non-zero if
+either failed or ran no test.
 
     sudo python scripts/run_tests.py [--stage unit|emulation|all] [pytest args]
-
-unit: everything not marked `emulation` (no root needed), spread over one pytest-xdist
-worker per CPU (the tests wait on states, never on fixed sleeps, so a busy core does
-not fail them). emulation: the live tests (root and Open vSwitch; this command starts
-OVS when it is not running), one at a time: only one network is built at once. As in
-Faucet, which runs its unit tests apart from its Mininet integration tests, each stage
-is its own pytest run with its own verdict, which says how many tests ran and how many
-skipped; a stage in which no test ran fails. Under CI=true a test that skips fails
-(tests/conftest.py), unless it is marked `allow_skip(reason)`: an emulation test that
-cannot run (no root, no OVS), a package CI installs that is missing.
 """
 
 from __future__ import annotations
@@ -84,8 +75,7 @@ def stage_counts(junit_xml: Path) -> StageCounts | None:
 
 def stage_verdict(rc: int, counts: StageCounts | None) -> tuple[bool, str]:
     """(passed, one line) for a stage: it passes only if pytest did and some test ran."""
-    tally = (f"{counts.ran} ran, {counts.skipped} skipped" if counts is not None
-             else "no report")
+    tally = f"{counts.ran} ran, {counts.skipped} skipped" if counts is not None else "no report"
     if rc == 5 or (rc == 0 and (counts is None or counts.ran == 0)):
         return False, f"FAILED (no test ran; {tally})"
     if rc != 0:

@@ -3,17 +3,13 @@
     python scripts/scan_tradeoff.py [--scenario scenarios/multipath_power.yaml]
         [--demote 0.97 0.94 0.9 0.8 0.6] [--seeds 1] [--epochs 30] [--epoch-requests 200]
 
-Runs the simulator env (`agents/env.py`) with fixed route weights: even (latency-greedy),
-the first node demoted to each `--demote` level (the others at 1), and each node alone;
-prints each one's mean response time and power (the env's measured figures) and the
-change against even weights. The saving of the best node alone bounds what any policy
-saves (docs/learning.md, "The trade-off scenario").
+The best node alone bounds what any policy saves (docs/learning.md, "The trade-off
+scenario"); the rows: docs/reproduction.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import bootstrap  # first run: set-up; outside .venv: re-run inside it
@@ -53,11 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         scenario = load_scenario(ns.scenario)
     except ScenarioError as exc:
-        print(exc, file=sys.stderr)
-        return 2
+        return bootstrap.fail(exc)
     if any(not 0.0 <= w <= 1.0 for w in ns.demote):
-        print("--demote: levels must be in [0, 1]", file=sys.stderr)
-        return 2
+        return bootstrap.fail("--demote: levels must be in [0, 1]")
     names = [n.name for n in scenario.nodes]
     env = SimRoutingEnv(scenario, epoch_requests=ns.epoch_requests, epochs=ns.epochs)
     rows: list[tuple[str, tuple[float, ...]]] = [("even (latency-greedy)", (1.0,) * len(names))]

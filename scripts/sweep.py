@@ -1,13 +1,11 @@
 #!/usr/bin/env python3
 """Run a study and draw its figures (runner/study.py): a scenario's sweep, a size-based
-sweep (seed 002b) or a city study file (seed 003).
+sweep (seed 002b) or a city study file (seed 003); sets up what is missing first.
 
     python scripts/sweep.py --scenario FILE --engine simulate [--executor {process,ray}]
                             [--ray-address ADDR] [--workers N] [--requests N] [--out DIR]
     sudo python scripts/sweep.py --scenario FILE --engine emulate [--executor ray
                             --ray-address ADDR] [--duration SECONDS | --model-ms MS]
-
-The first run sets up what is missing (packages, .venv; Open vSwitch for --engine emulate).
 """
 
 from __future__ import annotations

@@ -6,25 +6,13 @@
     python scripts/train_agent.py --agent path_rnn --scenario scenarios/seed002a.yaml
         [--runs 20] [--seed 0] [--out agents/weights/path_rnn_seed002a.json]
 
-Prints one line per episode (mean reward, response time, power), then the trained
-agent's greedy returns beside every one-node and the all-even weights on fresh seeds.
-Writes the weights (dqn: `<out>` for torch and `<out minus .pt>.json` for the
-controller's `rl_dqn`; rnn: `rnn_<scenario>.json` for `rl_rnn`) and `<out>.curve.csv`
-(episode, steps, mean_reward, response_ms, power_w). The goal's weight a defaults to
-the scenario's `goal.rt_weight`. Needs the `rl` extra for dqn (installed on first run:
-torch 2.13.0, CPU build).
-
-`path_rnn` (seed 002a) trains through whole simulated runs of the scenario instead, one
-per seed 10000 + seed + k (k < runs: apart from the evaluation's seeds), printing each
-run's learning curve so far, and saves what `path_rnn` loads as `policy.params.weights`
-(its warm start, controller/policies/paths.py).
+What it prints and writes: docs/reproduction.md; the agents: docs/learning.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -74,8 +62,7 @@ def train_path(scenario: Scenario, params: dict[str, object], runs: int, seed: i
                out: Path) -> int:
     """path_rnn through `runs` simulated runs; its weights to `out`, its rules per run printed."""
     if runs < 1:
-        print(f"train_agent.py: --runs: must be at least 1, got {runs}", file=sys.stderr)
-        return 2
+        return bootstrap.fail(f"train_agent.py: --runs: must be at least 1, got {runs}")
     seeds = [PATH_RNN_SEED_BASE + seed + k for k in range(runs)]
     seen = 0
 
@@ -116,8 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         scenario = load_scenario(ns.scenario)
     except (ScenarioError, OSError) as err:
-        print(f"train_agent.py: {err}", file=sys.stderr)
-        return 2
+        return bootstrap.fail(f"train_agent.py: {err}")
     if ns.agent == "path_rnn":
         params = {"rt_ref": ns.rt_ref} | (
             {} if ns.rt_weight is None else {"rt_weight": ns.rt_weight})

@@ -8,7 +8,6 @@ with a time slider (docs/view.md).
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
@@ -29,13 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     run = Path(a.run)
     for need in ("scenario.yaml", "trace.csv"):
         if not (run / need).is_file():
-            print(f"view.py: error: {run / need} not found", file=sys.stderr)
-            return 2
+            return bootstrap.fail(f"view.py: error: {run / need} not found")
     try:
         server = ViewServer(ReplaySource.of(run), a.port, a.host)
     except OSError as err:
-        print(f"view.py: error: cannot serve on {a.host}:{a.port}: {err}", file=sys.stderr)
-        return 1
+        return bootstrap.fail(f"view.py: error: cannot serve on {a.host}:{a.port}: {err}", 1)
     server.start()
     print(f"[view] {server.url}  (replay of {run}; Ctrl-C ends)", flush=True)
     try:

@@ -1,12 +1,5 @@
-"""Baseline for the controller benchmark: a minimal MAC-learning switch (OpenFlow 1.3).
-
-The classic os-ken/Ryu learning switch is the usual yardstick for what one Python
-packet-in costs, so `bench_controller.py` runs it beside our controller under the
-same load. Written here from its behaviour, not copied:
-  - on connect: a table-miss flow sending everything to the controller;
-  - per packet-in: learn (datapath, source MAC) -> in_port; if the destination is
-    known, install an exact flow (in_port, eth_src, eth_dst) -> out port; then send the
-    packet out (to the known port, or flooded).
+"""Baseline for the controller benchmark: a minimal MAC-learning switch (OpenFlow 1.3),
+written from the classic os-ken/Ryu one's behaviour (docs/benchmarks.md).
 
     python -m controller.main --port 6653 --app scripts.bench_apps.simple_switch_13
 """
