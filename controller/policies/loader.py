@@ -1,8 +1,5 @@
-"""Loading a user's policy module, by file path or importable name, in any process.
-
-The scenario loader makes `policy.module` paths absolute, so every process that builds
-the policy through `make_policy` (runner, controller, simulator, sweep and Ray workers)
-loads the same file. Every error is one line naming the file and the cause.
+"""Loading a user's policy module, by file path or importable name, in any process; every
+error is one line naming the file and the cause.
 """
 
 from __future__ import annotations
