@@ -1,29 +1,7 @@
 """A Gymnasium environment over the simulator: route weights per decision epoch (issue 9).
 
-Action: one weight per node, in [0, 1], held for a decision epoch of `epoch_requests`
-arrivals. Within the epoch each flow goes to the available node with room that has the
-least expected response time (queue and network) divided by its weight, weight 0
-excluding a node (`controller.policies.observe.weighted_choice`; all zero: plain latency-greedy).
-Weights per epoch rather than an agent's choice per flow: the agent's network runs once
-per epoch, not on the data path, and the reward (response times, power) is a property
-of many requests; the per-flow rule keeps the queue-awareness a random split lacks.
-The live controller runs the same rule per new connection (controller/policies/rl.py).
-
-Observation: `controller.policies.observe.EpochObserver`, what the controller can see too: per node
-up, held / capacity, estimated utilisation, path delay and path load (its share of
-flows); per switch the share of ports carrying flows; the estimated response time and
-estimated power (models.power_model, servers and switches), over the goal's references.
-
-Reward: the seed's goal G = a * RT / RT_ref + b * P / P_ref with b = 1 - a (a: the
-scenario's `goal.rt_weight` unless given), R = 1 / G, from what the simulator measured
-in the epoch: each completed request's sojourn plus its path's mean network time (a
-request not served in time counts with the scenario's `timeout_ms`), and power from the
-measured utilisations and the ports of the paths that carried the epoch's requests.
-
-Stepping: `sim.engine.simulate` runs in a worker thread and the policy it asks per
-request hands control to `step` at each epoch boundary and waits for the next action,
-so exactly one of the two threads runs at any time and an episode is a deterministic
-function of the seed and the actions.
+The action, observation, reward and stepping are described in docs/learning.md, "The
+environment"; the live controller runs the same per-flow rule (controller/policies/rl.py).
 """
 
 from __future__ import annotations

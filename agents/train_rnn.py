@@ -1,14 +1,6 @@
-"""Training the seed's learner (models/rnn_learner.py) in the simulator.
-
-`train_rnn` trains `rl_rnn` (node weights) in the simulator env (issue 9); `train_path_rnn`
-trains seed 002a's `path_rnn` (a path rule per epoch) through whole simulated runs, one
-learner carried from run to run, for a live warm start (issue 20).
-
-One neuron per entry of the weight menu; each decision epoch the learner picks an entry
-(its most excited neuron, or with `explore` a random one), the env runs the epoch with
-those preference weights, and the measured reward R = 1 / G rewards or punishes the
-neuron. The saved JSON is what `controller.policies.rl.RlRnn` loads and goes on
-learning from live.
+"""Training the seed's learner (models/rnn_learner.py) in the simulator: `train_rnn` for
+`rl_rnn` (one neuron per weight-menu entry, issue 9), `train_path_rnn` for seed 002a's
+`path_rnn` through whole simulated runs (a live warm start, issue 20).
 """
 
 from __future__ import annotations
