@@ -203,9 +203,8 @@ class SimRoutingEnv(RoutingEnvBase):
         self._stop_thread()
         run_seed = int(self.np_random.integers(0, 2**31 - 1)) if seed is None else seed
         scenario = self.scenario.model_copy(update={"seed": run_seed})
-        nn = len(self.nodes)
         policy = _EpochPolicy(epoch_requests=self.epoch_requests, node_names=self.nodes,
-                              weights=np.ones(nn), observer=EpochObserver(self.layout))
+                              weights=np.ones(len(self.nodes)), observer=EpochObserver(self.layout))
         self._policy = policy
         self._steps = 0
         self._thread = threading.Thread(target=self._run, args=(policy, scenario), daemon=True)

@@ -178,11 +178,8 @@ def probe_policy(policy: Policy, scenario: Scenario) -> None:
 
 def initial_view(scenario: Scenario, ofn_available: bool = True) -> ClusterView:
     """The cluster as the scenario declares it, every FN up and OFNs as given."""
-    return ClusterView(
-        tuple(
-            node_view(n, ofn_available if n.role is Role.OFN else True) for n in scenario.nodes
-        )
-    )
+    return ClusterView(tuple(node_view(n, ofn_available if n.role is Role.OFN else True)
+                             for n in scenario.nodes))
 
 
 def stage_plan(scenario: Scenario) -> StagePlan:

@@ -111,8 +111,7 @@ class Policy(ABC):
 
     def decide(self, view: ClusterView, request: Request, rng: random.Random) -> str:
         weights = routes_for(self.routes(view), request.cls)
-        names = list(weights)
-        return rng.choices(names, weights=[weights[n] for n in names])[0]
+        return rng.choices(list(weights), weights=list(weights.values()))[0]
 
     def paths(self, graph: Any) -> Mapping[tuple[str, str], tuple[str, ...]]:
         """Switch paths pinned for (client, node) pairs on a networkx topology graph;

@@ -39,14 +39,12 @@ def _import_file(path: Path) -> ModuleType:
     sys.modules[mod_name] = module  # dataclasses look their module up while the file runs
     try:
         spec.loader.exec_module(module)
-    except PolicyError:  # `register_policy` refusing a built-in's name, already one line
-        del sys.modules[mod_name]
-        raise
-    except SyntaxError as err:
-        del sys.modules[mod_name]
-        raise PolicyError(f"{path}: syntax error at line {err.lineno}: {err.msg}") from None
     except Exception as err:
         del sys.modules[mod_name]
+        if isinstance(err, PolicyError):  # `register_policy` refusing a built-in's name
+            raise
+        if isinstance(err, SyntaxError):
+            raise PolicyError(f"{path}: syntax error at line {err.lineno}: {err.msg}") from None
         raise PolicyError(f"{path}: importing it raised {type(err).__name__}: {err}"
                           f"{error_line(err, str(path))}") from None
     return module

@@ -63,10 +63,8 @@ class ObservationLayout:
     @classmethod
     def from_json(cls, d: Mapping[str, object]) -> ObservationLayout:
         try:
-            ports = d["node_ports"]
-            assert isinstance(ports, Mapping)
-            sw = d["switch_ports"]
-            assert isinstance(sw, Mapping)
+            ports, sw = d["node_ports"], d["switch_ports"]
+            assert isinstance(ports, Mapping) and isinstance(sw, Mapping)
             return cls(tuple(str(n) for n in d["nodes"]),  # type: ignore[attr-defined]
                        {str(n): {str(s): frozenset(map(str, p)) for s, p in v.items()}
                         for n, v in ports.items()},

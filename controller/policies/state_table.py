@@ -88,12 +88,10 @@ class StateTablePolicy(Policy):
         return {self.NODES[CODES.index(code)]: 1.0}
 
     def routes(self, view: ClusterView) -> RouteTable:
-        return {TaskClass.HP: self._row(view, TaskClass.HP),
-                TaskClass.LP: self._row(view, TaskClass.LP)}
+        return {cls: self._row(view, cls) for cls in TaskClass}
 
     def decide(self, view: ClusterView, request: Request, rng: random.Random) -> str:
         row = self._row(view, request.cls)
-        if len(row) == 1:
+        if len(row) == 1:  # a deterministic decision draws nothing
             return next(iter(row))
-        names = list(row)
-        return rng.choices(names, weights=[row[n] for n in names])[0]
+        return rng.choices(list(row), weights=list(row.values()))[0]
