@@ -120,7 +120,6 @@ def train_dqn(env: SimRoutingEnv, config: DqnConfig,
     replay: deque[tuple[npt.NDArray[np.float32], int, float, npt.NDArray[np.float32], bool]] = \
         deque(maxlen=config.buffer)
     agent = DqnAgent(menu, net)
-    episode = 0
     obs, _ = env.reset(seed=config.seed)
     rewards: list[float] = []
     infos: list[dict[str, Any]] = []
@@ -155,12 +154,7 @@ def train_dqn(env: SimRoutingEnv, config: DqnConfig,
         if step % config.target_every == 0:
             target.load_state_dict(net.state_dict())
         if terminated or truncated:
-            log = EpisodeLog.of(episode, rewards, infos)
-            agent.curve.append(log)
-            if progress is not None:
-                progress(log)
-            episode += 1
-            rewards, infos = [], []
-            obs, _ = env.reset(seed=config.seed + episode)
+            EpisodeLog.record(agent.curve, rewards, infos, progress)
+            obs, _ = env.reset(seed=config.seed + len(agent.curve))
     net.eval()
     return agent

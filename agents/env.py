@@ -10,6 +10,7 @@ import math
 import queue
 import random
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -54,13 +55,19 @@ class EpisodeLog:
     response_ms: float
     power_w: float
 
-    @classmethod
-    def of(cls, episode: int, rewards: list[float],
-           infos: list[dict[str, Any]]) -> EpisodeLog:
-        """The curve's row from one episode's rewards and step infos (every trainer's)."""
-        return cls(episode, len(rewards), float(np.mean(rewards)),
-                   float(np.mean([i["response_ms"] for i in infos])),
-                   float(np.mean([i["power_w"] for i in infos])))
+    @staticmethod
+    def record(curve: list[EpisodeLog], rewards: list[float], infos: list[dict[str, Any]],
+               progress: Callable[[EpisodeLog], None] | None) -> None:
+        """Every trainer's end of an episode: its row onto `curve` and to `progress`, its
+        `rewards` and step `infos` emptied for the next."""
+        log = EpisodeLog(len(curve), len(rewards), float(np.mean(rewards)),
+                         float(np.mean([i["response_ms"] for i in infos])),
+                         float(np.mean([i["power_w"] for i in infos])))
+        curve.append(log)
+        if progress is not None:
+            progress(log)
+        rewards.clear()
+        infos.clear()
 
 
 class _Stop(Exception):

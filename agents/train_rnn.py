@@ -47,7 +47,7 @@ def train_rnn(env: SimRoutingEnv, menu: tuple[tuple[float, ...], ...], steps: in
     """`steps` decision epochs; episodes reseed from `seed`. Live it explores no more."""
     learner = RnnLearner(len(menu), seed=seed, explore=explore)
     agent = RnnAgent(menu, learner)
-    episode, rewards, infos = 0, [], []
+    rewards, infos = [], []
     env.reset(seed=seed)
     for _ in range(steps):
         k = learner.choose()
@@ -56,13 +56,8 @@ def train_rnn(env: SimRoutingEnv, menu: tuple[tuple[float, ...], ...], steps: in
         rewards.append(reward)
         infos.append(info)
         if truncated:
-            log = EpisodeLog.of(episode, rewards, infos)
-            agent.curve.append(log)
-            if progress is not None:
-                progress(log)
-            episode += 1
-            rewards, infos = [], []
-            env.reset(seed=seed + episode)
+            EpisodeLog.record(agent.curve, rewards, infos, progress)
+            env.reset(seed=seed + len(agent.curve))
     learner.explore = 0.0
     return agent
 

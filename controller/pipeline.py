@@ -182,8 +182,7 @@ class SwitchTables:
 
     def changes(self, groups: Sequence[GroupMod], flows: Sequence[Flow]
                 ) -> tuple[list[GroupMod], list[Flow]]:
-        """The messages that bring the switch to `groups` (built with add=False) and
-        `flows`, recorded as sent."""
+        """What brings the switch to `groups` (built with add=False) and `flows`, as sent."""
         send_groups = []
         for g in groups:
             if self.failover.get(g.group_id) != g:
@@ -307,16 +306,13 @@ def forward_flows(topo: Topology, switch: str, hops: NextHops) -> list[Flow]:
     out: list[Flow] = []
     for i, (h, d) in enumerate(topo.hosts()):
         port = hops.towards(switch, h)
-        if port is None:  # cut off: drop rather than fall to the controller
-            out.append(flow(TABLE_FORWARD, 100, eth_type=ETH_IPV4, ipv4_dst=d["ip"]))
-            continue
-        if hops.backup_towards(switch, h) is not None:
-            out.append(flow(TABLE_FORWARD, 100, [Group(FAILOVER_GROUP_BASE + i)],
-                            eth_type=ETH_IPV4, ipv4_dst=d["ip"]))
-        else:
-            out.append(flow(TABLE_FORWARD, 100, [SetField("eth_dst", d["mac"]), Output(port)],
-                            eth_type=ETH_IPV4, ipv4_dst=d["ip"]))
-        if d["role"] == "client" and d["switch"] == switch:
+        acts: list[Action] = []  # cut off: drop rather than fall to the controller
+        if port is not None and hops.backup_towards(switch, h) is not None:
+            acts = [Group(FAILOVER_GROUP_BASE + i)]
+        elif port is not None:
+            acts = [SetField("eth_dst", d["mac"]), Output(port)]
+        out.append(flow(TABLE_FORWARD, 100, acts, eth_type=ETH_IPV4, ipv4_dst=d["ip"]))
+        if port is not None and d["role"] == "client" and d["switch"] == switch:
             out.append(flow(TABLE_FORWARD, 200, [SetField("eth_src", topo.vip_mac),
                                                  SetField("eth_dst", d["mac"]), Output(port)],
                             eth_type=ETH_IPV4, ipv4_src=topo.vip, ipv4_dst=d["ip"]))

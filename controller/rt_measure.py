@@ -235,8 +235,7 @@ class RtRecorder:
     @classmethod
     def of_run(cls, time_scale: float, timeout_ms: float, vip: str,
                node_of_ip: Mapping[str, str], mask: int, now: float) -> RtRecorder:
-        """A live run's recorder: a connection open past twice the request timeout, or
-        2 s, is abandoned."""
+        """A live run's recorder; a connection open past 2x the timeout, or 2 s, is abandoned."""
         timer = ConnectionTimer(time_scale / 1000.0,
                                 max_open_s=max(2.0, 2 * timeout_ms * time_scale / 1000.0))
         return cls(timer, vip, node_of_ip, mask, last_expiry=now)

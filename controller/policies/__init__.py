@@ -61,8 +61,7 @@ POLICIES: dict[str, type[Policy]] = dict(BUILT_IN_POLICIES)
 
 
 def refuse_built_in_name(cls: type[Policy], where: str) -> None:
-    """A user's policy may not take a built-in's name (which would run depended on the
-    process)."""
+    """A user's policy may not take a built-in's name: which ran would depend on the process."""
     if BUILT_IN_POLICIES.get(cls.name, cls) is not cls:
         raise PolicyError(f"{where}: policy name {cls.name!r} is a built-in policy's; "
                           "give yours another name")
@@ -183,8 +182,7 @@ def initial_view(scenario: Scenario, ofn_available: bool = True) -> ClusterView:
 
 
 def stage_plan(scenario: Scenario) -> StagePlan:
-    """The scenario's policy's `stages` with every node up; PolicyError where it has no
-    cutoffs."""
+    """The scenario's policy's `stages` with every node up (PolicyError: no cutoffs)."""
     policy = make_policy(scenario.policy, scenario.workload)
     try:
         return policy.stages(initial_view(scenario))

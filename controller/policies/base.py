@@ -135,8 +135,7 @@ class Policy(ABC):
 
 
 def is_per_request(policy: Policy) -> bool:
-    """Whether engines must call `decide` per request rather than realise `routes` (every
-    engine asks this one question)."""
+    """Whether engines must call `decide` per request rather than realise `routes`."""
     return ((not policy.proactive) or type(policy).decide is not Policy.decide
             or policy.chooses_paths)
 

@@ -77,8 +77,7 @@ class _Cutoffs(Policy):
         return got
 
     def intervals(self, view: ClusterView) -> list[tuple[str, float, float]]:
-        """(host, low, high) per host: its size interval (SITA) or (previous, own) cutoff
-        (TAGS)."""
+        """(host, low, high) per host: its size interval (SITA) or cutoffs (TAGS)."""
         lo, hi = support(self._workload().size)
         edges = [lo, *self.cutoffs(view), hi]
         return [(h.name, edges[i], edges[i + 1]) for i, h in enumerate(hosts_of(view))]
