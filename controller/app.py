@@ -135,12 +135,11 @@ class FogController(app_manager.OSKenApp):
         self.logger.error("policy failed, falling back to the FNs: %s", error)
         self._event(event="policy_error", call=call, error=error)
 
-    def _send(self, msg: Any) -> int:
+    def _send(self, msg: Any) -> None:
         dp = msg.datapath  # the switch the message was built for
         with self._lock:
-            xid = dp.set_xid(msg)
+            dp.set_xid(msg)
             dp.send_msg(msg)
-            return xid
 
     def _barrier(self, switches: list[str] | None = None) -> bool:
         """Barriers to `switches` (default all connected), waiting for every reply."""
