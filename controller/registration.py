@@ -15,9 +15,8 @@ from fogsdn.local_rpc import unix_call
 def register(path: str | Path, node: str, available: bool, timeout: float = 5.0
              ) -> dict[str, Any]:
     """Tell the controller an OFN joined or left; returns once its rules are in."""
-    body = {"node": node, "state": "available" if available else "unavailable",
-            "t": time.monotonic()}
-    return unix_call(path, body, timeout)
+    return unix_call(path, {"node": node, "state": "available" if available else "unavailable",
+                            "t": time.monotonic()}, timeout)
 
 
 def swap_policy(path: str | Path, spec: dict[str, Any], timeout: float = 10.0

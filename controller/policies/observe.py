@@ -127,13 +127,11 @@ class EpochObserver:
     def close(self) -> tuple[Obs, dict[str, float]]:
         """The epoch's observation and estimates (response_ms, power_w); starts the next."""
         lay = self.layout
-        nn = len(lay.nodes)
         n = max(1, self._views)
-        view = self._last
-        nodes = view.nodes if view is not None else ()
+        nodes = self._last.nodes if self._last is not None else ()
         util = [b / n for b in self._busy]
         features: list[float] = []
-        for k in range(nn):
+        for k in range(len(lay.nodes)):
             node = nodes[k] if k < len(nodes) else None
             features += [1.0 if node is None or node.available else 0.0, self._held[k] / n,
                          util[k], ((node.net_ms or 0.0) if node else 0.0) / lay.rt_ref_ms,
