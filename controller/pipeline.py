@@ -2,8 +2,10 @@
 
 As Faucet's valve modules do, this returns the messages and the os-ken app only sends
 them, so the pipeline is tested against a fake flow table without root. The three
-tables are described in docs/architecture.md; conntrack runs only at a client's edge
-switch (the userspace datapath's bridges share one conntrack table).
+tables are described in docs/architecture.md. On many switches, only IPv4 that concerns
+a local client goes through ct() to table 1 (the userspace datapath's bridges share one
+conntrack table), other IPv4 straight to table 2, which forwards along the shortest-by-
+delay tree or a pinned path, through a fast-failover group where a backup port exists.
 """
 
 from __future__ import annotations
