@@ -149,8 +149,7 @@ class RoutingEnvBase(gym.Env[Obs, npt.NDArray[np.float32]]):
             raise ValueError(f"rt_weight: must be in [0, 1], got {rt_weight!r}")
         self.scenario, self.epoch_requests, self.epochs = scenario, epoch_requests, epochs
         self.layout: ObservationLayout = layout_of(scenario)
-        self.action_space = spaces.Box(0.0, 1.0, shape=(len(self.layout.nodes),),
-                                       dtype=np.float32)
+        self.action_space = spaces.Box(0.0, 1.0, shape=(len(self.layout.nodes),), dtype=np.float32)
         self.observation_space = spaces.Box(0.0, np.inf, shape=(self.layout.size,),
                                             dtype=np.float32)
 
@@ -177,8 +176,7 @@ class SimRoutingEnv(RoutingEnvBase):
     def _run(self, policy: _EpochPolicy, scenario: Scenario) -> None:
         requests = self.epoch_requests * self.epochs + 1
         try:
-            simulate(scenario, policy.rows.extend, requests=requests, policy=policy,
-                     flush_rows=1)
+            simulate(scenario, policy.rows.extend, requests=requests, policy=policy, flush_rows=1)
             policy.handover(ClusterView(()), math.inf, finished=True)
         except _Stop:
             pass
@@ -224,8 +222,7 @@ class SimRoutingEnv(RoutingEnvBase):
              ) -> tuple[Obs, float, bool, bool, dict[str, Any]]:
         if self._policy is None:
             raise RuntimeError("call reset() before step()")
-        weights = np.clip(np.asarray(action, dtype=np.float64).reshape(len(self.nodes)),
-                          0.0, 1.0)
+        weights = np.clip(np.asarray(action, dtype=np.float64).reshape(len(self.nodes)), 0.0, 1.0)
         self._policy.to_sim.put(weights)
         epoch = self._next_epoch()
         self._steps += 1

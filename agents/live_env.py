@@ -74,8 +74,7 @@ class LiveRoutingEnv(RoutingEnvBase):
                     return np.asarray(got["obs"], dtype=np.float32), got["estimate"]
             except (OSError, ValueError, KeyError):
                 pass
-            if self.error is not None or (self._thread is not None
-                                          and not self._thread.is_alive()):
+            if self.error is not None or (self._thread is not None and not self._thread.is_alive()):
                 raise RuntimeError(f"the live run ended before epoch {self._epoch + 1}: "
                                    f"{self.error or 'no error'}")
             time.sleep(0.02)

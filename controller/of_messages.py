@@ -123,8 +123,7 @@ def delete_all_groups(dp: Any) -> Any:
     return parser.OFPGroupMod(dp, ofp.OFPGC_DELETE, 0, ofp.OFPG_ALL)
 
 
-def packet_out(dp: Any, actions: Sequence[Action], data: bytes, in_port: int | None = None
-               ) -> Any:
+def packet_out(dp: Any, actions: Sequence[Action], data: bytes, in_port: int | None = None) -> Any:
     """`data` sent through `actions`, as if from `in_port` (None: the controller)."""
     ofp, parser = dp.ofproto, dp.ofproto_parser
     return parser.OFPPacketOut(dp, buffer_id=ofp.OFP_NO_BUFFER,

@@ -75,8 +75,7 @@ def k_paths(params: Mapping[str, object]) -> int:
 
 def path_router(scenario: Scenario, policy: Policy) -> PathRouter | None:
     """The router of a policy that chooses each connection's path; None for others."""
-    return PathRouter.of(scenario, k_paths(policy.spec.params)) if policy.chooses_paths \
-        else None
+    return PathRouter.of(scenario, k_paths(policy.spec.params)) if policy.chooses_paths else None
 
 
 def connection_path(router: PathRouter, ask: Callable[[PathMenu], int], topo: Topology,

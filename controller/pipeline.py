@@ -227,8 +227,7 @@ def base_flows(topo: Topology, switch: str, hops: NextHops, proactive: bool,
             pin = [PerConnection()]  # each SYN translated afresh (PerConnection)
             out.append(flow(TABLE_DISPATCH, 300, [*pin, Group(GROUP_ID[TaskClass.HP])],
                             ip_dscp=DSCP_HP, **new_svc))
-            out.append(flow(TABLE_DISPATCH, 290, [*pin, Group(GROUP_ID[TaskClass.LP])],
-                            **new_svc))
+            out.append(flow(TABLE_DISPATCH, 290, [*pin, Group(GROUP_ID[TaskClass.LP])], **new_svc))
         else:  # a per-request policy sees each new connection's first packet (the SYN)
             out.append(flow(TABLE_DISPATCH, 290, [ToController()], **new_svc))
         out.append(flow(TABLE_DISPATCH, 1, goto=TABLE_FORWARD))
@@ -284,8 +283,7 @@ def arp_flows(topo: Topology, switch: str, hops: NextHops) -> list[Flow]:
                             eth_type=ETH_ARP, arp_op=1, arp_tpa=d["ip"]))
         port = hops.towards(switch, h)
         if port is not None:
-            out.append(flow(TABLE_CLASSIFY, 850, [Output(port)], eth_type=ETH_ARP,
-                            arp_tpa=d["ip"]))
+            out.append(flow(TABLE_CLASSIFY, 850, [Output(port)], eth_type=ETH_ARP, arp_tpa=d["ip"]))
     return out
 
 

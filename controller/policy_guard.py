@@ -64,8 +64,7 @@ class GuardedPolicy:
             self.on_failure("paths", policy_failure(self.policy, "paths", err))
             return {}
 
-    def choose_path(self, view: ClusterView, request: Request, node: str,
-                    menu: PathMenu) -> int:
+    def choose_path(self, view: ClusterView, request: Request, node: str, menu: PathMenu) -> int:
         """The policy's path for one request, or the shortest (0) when it fails."""
         try:
             i = self.policy.choose_path(view, request, node, menu)

@@ -120,8 +120,7 @@ class ConnectionTimer:
         ("syn", "syn_retransmitted", "fin", "paired", "fin_unmatched", "abandoned", "legs",
          "no_leg"), 0))
 
-    def syn(self, key: ConnKey, seq: int, t: float, node: str | None = None
-            ) -> Measurement | None:
+    def syn(self, key: ConnKey, seq: int, t: float, node: str | None = None) -> Measurement | None:
         """A client's SYN at `t` (`node`: where a per-request policy sent it); a
         measurement only when its FIN was handled first. A retransmission keeps the first
         stamp; a new sequence number on the same port abandons the old connection."""
@@ -181,8 +180,7 @@ class ConnectionTimer:
             self.counts["no_leg"] += 1
             leg = 0.0
         span_ms, leg_ms = (t_fin - t_syn) / self.ms_real, leg / self.ms_real
-        return Measurement(key[0], key[1], node, t_syn, t_fin, span_ms + leg_ms, span_ms,
-                           leg_ms)
+        return Measurement(key[0], key[1], node, t_syn, t_fin, span_ms + leg_ms, span_ms, leg_ms)
 
     def expire(self, now: float) -> int:
         """Forget what is older than max_open_s; returns how many connections were abandoned."""

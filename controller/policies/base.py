@@ -118,8 +118,7 @@ class Policy(ABC):
         others take the shortest path by delay."""
         return {}
 
-    def choose_path(self, view: ClusterView, request: Request, node: str,
-                    menu: PathMenu) -> int:
+    def choose_path(self, view: ClusterView, request: Request, node: str, menu: PathMenu) -> int:
         """For a policy that `chooses_paths`: which of `menu.options` (shortest first) the
         request to `node` takes, asked after `decide` by every engine."""
         return 0

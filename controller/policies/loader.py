@@ -58,8 +58,7 @@ def _import_name(name: str) -> ModuleType:
     except ModuleNotFoundError as err:
         raise PolicyError(f"policy.module: cannot import {name!r}: {err}") from None
     except SyntaxError as err:
-        raise PolicyError(f"{err.filename}: syntax error at line {err.lineno}: {err.msg}"
-                          ) from None
+        raise PolicyError(f"{err.filename}: syntax error at line {err.lineno}: {err.msg}") from None
     except Exception as err:
         raise PolicyError(f"{name}: importing it raised {type(err).__name__}: {err}") from None
 

@@ -19,8 +19,7 @@ from models.rnn_learner import RnnLearner, learner_from_json, learner_to_json
 # path_rnn's neurons: "rank r" sends every connection on its r-th shortest path (one
 # action consolidates the whole network); "a x" picks by the goal with weight x
 RT_REFS = ("first", "shortest")  # path_rnn's params.rt_ref
-RULES: tuple[str, ...] = ("rank 0", "rank 1", "rank 2", "a 0.9", "a 0.75", "a 0.5", "a 0.25",
-                          "a 0")
+RULES: tuple[str, ...] = ("rank 0", "rank 1", "rank 2", "a 0.9", "a 0.75", "a 0.5", "a 0.25", "a 0")
 
 
 def apply_rule(rule: str, view: ClusterView, node: str, menu: PathMenu) -> int:
@@ -39,8 +38,7 @@ def goal_choice(view: ClusterView, node: str, menu: PathMenu, rt_weight: float) 
     """The option with the least G_i = a RT_i / RT_0 + (1 - a) (P + wake_i) / P."""
     sojourn = expected_sojourn_ms(view.node(node))
     rt0 = shortest_rt_ms(view, node, menu)
-    p_ref = menu.network_w if menu.network_w > 0 else max(
-        [o.wake_w for o in menu.options] + [1.0])
+    p_ref = menu.network_w if menu.network_w > 0 else max([o.wake_w for o in menu.options] + [1.0])
 
     def g(i: int) -> float:
         o = menu.options[i]
@@ -67,8 +65,7 @@ class PathRank(_PathPolicy):
 
     name: ClassVar[str] = "path_rank"
 
-    def choose_path(self, view: ClusterView, request: Request, node: str,
-                    menu: PathMenu) -> int:
+    def choose_path(self, view: ClusterView, request: Request, node: str, menu: PathMenu) -> int:
         return apply_rule(f"rank {int(self.spec.params.get('rank', 0))}", view, node, menu)
 
 
@@ -76,8 +73,7 @@ class PathRank(_PathPolicy):
 class PathFewestSwitches(_PathPolicy):
     name: ClassVar[str] = "path_fewest_switches"
 
-    def choose_path(self, view: ClusterView, request: Request, node: str,
-                    menu: PathMenu) -> int:
+    def choose_path(self, view: ClusterView, request: Request, node: str, menu: PathMenu) -> int:
         opts = menu.options
         return min(range(len(opts)),
                    key=lambda i: (round(opts[i].wake_w, 9), len(opts[i].switches),
@@ -88,8 +84,7 @@ class PathFewestSwitches(_PathPolicy):
 class PathGoal(_PathPolicy):
     name: ClassVar[str] = "path_goal"
 
-    def choose_path(self, view: ClusterView, request: Request, node: str,
-                    menu: PathMenu) -> int:
+    def choose_path(self, view: ClusterView, request: Request, node: str, menu: PathMenu) -> int:
         return goal_choice(view, node, menu, float(self.spec.params.get("rt_weight", 0.5)))
 
 
@@ -146,8 +141,7 @@ class PathRnn(_PathPolicy):
     def learning_curve(self) -> Sequence[Epoch]:
         return self.curve
 
-    def choose_path(self, view: ClusterView, request: Request, node: str,
-                    menu: PathMenu) -> int:
+    def choose_path(self, view: ClusterView, request: Request, node: str, menu: PathMenu) -> int:
         if self.decisions and self.decisions % self.epoch_requests == 0:
             self._close(view)
         self.decisions += 1
@@ -157,8 +151,7 @@ class PathRnn(_PathPolicy):
         return apply_rule(RULES[self.choice], view, node, menu)
 
 
-def trained_learner(name: str, explore: float, seed: int
-                    ) -> tuple[RnnLearner, dict[str, Any]]:
+def trained_learner(name: str, explore: float, seed: int) -> tuple[RnnLearner, dict[str, Any]]:
     """The learner `saved_path_rnn` wrote, its threshold cleared (another run's scale
     would reward at random), and the reward params it was trained under."""
     data = read_weights(name, "path_rnn")
