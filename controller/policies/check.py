@@ -1,7 +1,7 @@
 """Check a policy before running it: python -m controller.policies.check FILE_OR_MODULE
 
-Modelled on Gymnasium's environment checker (docs/policies.md). Exit status
-0 when nothing failed, 1 otherwise, 2 when the file cannot be loaded; warnings do not fail.
+Modelled on Gymnasium's environment checker (docs/policies.md). Exit status 0 when
+nothing failed, 1 otherwise, 2 when the file cannot be loaded; warnings do not fail.
 """
 
 from __future__ import annotations
