@@ -1,13 +1,7 @@
 """A small DQN agent over the env's route weights (needs the `rl` extra: torch).
 
-The env's action is a weight per node; DQN needs a finite action set, so the agent
-chooses among a fixed menu of weight vectors (`weight_menu`): each node alone, each
-pair evenly, and all nodes evenly. Concentrating on one node or two is where the power
-side of the trade-off lives, spreading where the response-time side does.
-
-Standard DQN (Mnih et al. 2015): an MLP Q-network, an experience replay buffer, a target
-network copied every `target_every` steps, epsilon-greedy exploration decaying linearly,
-Huber loss. Everything is seeded; training runs in simulated time.
+DQN needs a finite action set, so the agent chooses among a menu of weight vectors
+(`weight_menu`); otherwise standard DQN (Mnih et al. 2015), seeded, in simulated time.
 """
 
 from __future__ import annotations
@@ -31,9 +25,7 @@ from controller.policies.observe import ObservationLayout
 
 __all__ = ["DEMOTE_LEVELS", "DqnAgent", "DqnConfig", "train_dqn", "weight_menu"]
 
-# preference levels a node can be demoted to (controller/policies/observe.py: a flow goes
-# to the node with the least expected response time / weight): mild ones trade a little
-# response time for power, as the goal's weight asks
+# preference levels a node can be demoted to (`observe.weighted_choice`; docs/learning.md)
 DEMOTE_LEVELS: tuple[float, ...] = (0.97, 0.94, 0.9, 0.8, 0.6)
 
 
@@ -128,7 +120,6 @@ def train_dqn(env: SimRoutingEnv, config: DqnConfig,
     replay: deque[tuple[npt.NDArray[np.float32], int, float, npt.NDArray[np.float32], bool]] = \
         deque(maxlen=config.buffer)
     agent = DqnAgent(menu, net)
-    episode = 0
     obs, _ = env.reset(seed=config.seed)
     rewards: list[float] = []
     infos: list[dict[str, Any]] = []
@@ -163,12 +154,7 @@ def train_dqn(env: SimRoutingEnv, config: DqnConfig,
         if step % config.target_every == 0:
             target.load_state_dict(net.state_dict())
         if terminated or truncated:
-            log = EpisodeLog.of(episode, rewards, infos)
-            agent.curve.append(log)
-            if progress is not None:
-                progress(log)
-            episode += 1
-            rewards, infos = [], []
-            obs, _ = env.reset(seed=config.seed + episode)
+            EpisodeLog.record(agent.curve, rewards, infos, progress)
+            obs, _ = env.reset(seed=config.seed + len(agent.curve))
     net.eval()
     return agent

@@ -1,29 +1,7 @@
 """A Gymnasium environment over the simulator: route weights per decision epoch (issue 9).
 
-Action: one weight per node, in [0, 1], held for a decision epoch of `epoch_requests`
-arrivals. Within the epoch each flow goes to the available node with room that has the
-least expected response time (queue and network) divided by its weight, weight 0
-excluding a node (`controller.policies.observe.weighted_choice`; all zero: plain latency-greedy).
-Weights per epoch rather than an agent's choice per flow: the agent's network runs once
-per epoch, not on the data path, and the reward (response times, power) is a property
-of many requests; the per-flow rule keeps the queue-awareness a random split lacks.
-The live controller runs the same rule per new connection (controller/policies/rl.py).
-
-Observation: `controller.policies.observe.EpochObserver`, what the controller can see too: per node
-up, held / capacity, estimated utilisation, path delay and path load (its share of
-flows); per switch the share of ports carrying flows; the estimated response time and
-estimated power (models.power_model, servers and switches), over the goal's references.
-
-Reward: the seed's goal G = a * RT / RT_ref + b * P / P_ref with b = 1 - a (a: the
-scenario's `goal.rt_weight` unless given), R = 1 / G, from what the simulator measured
-in the epoch: each completed request's sojourn plus its path's mean network time (a
-request not served in time counts with the scenario's `timeout_ms`), and power from the
-measured utilisations and the ports of the paths that carried the epoch's requests.
-
-Stepping: `sim.engine.simulate` runs in a worker thread and the policy it asks per
-request hands control to `step` at each epoch boundary and waits for the next action,
-so exactly one of the two threads runs at any time and an episode is a deterministic
-function of the seed and the actions.
+The action, observation, reward and stepping are described in docs/learning.md, "The
+environment"; the live controller runs the same per-flow rule (controller/policies/rl.py).
 """
 
 from __future__ import annotations
@@ -32,6 +10,7 @@ import math
 import queue
 import random
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -76,13 +55,19 @@ class EpisodeLog:
     response_ms: float
     power_w: float
 
-    @classmethod
-    def of(cls, episode: int, rewards: list[float],
-           infos: list[dict[str, Any]]) -> EpisodeLog:
-        """The curve's row from one episode's rewards and step infos (every trainer's)."""
-        return cls(episode, len(rewards), float(np.mean(rewards)),
-                   float(np.mean([i["response_ms"] for i in infos])),
-                   float(np.mean([i["power_w"] for i in infos])))
+    @staticmethod
+    def record(curve: list[EpisodeLog], rewards: list[float], infos: list[dict[str, Any]],
+               progress: Callable[[EpisodeLog], None] | None) -> None:
+        """Every trainer's end of an episode: its row onto `curve` and to `progress`, its
+        `rewards` and step `infos` emptied for the next."""
+        log = EpisodeLog(len(curve), len(rewards), float(np.mean(rewards)),
+                         float(np.mean([i["response_ms"] for i in infos])),
+                         float(np.mean([i["power_w"] for i in infos])))
+        curve.append(log)
+        if progress is not None:
+            progress(log)
+        rewards.clear()
+        infos.clear()
 
 
 class _Stop(Exception):
@@ -164,8 +149,7 @@ class RoutingEnvBase(gym.Env[Obs, npt.NDArray[np.float32]]):
             raise ValueError(f"rt_weight: must be in [0, 1], got {rt_weight!r}")
         self.scenario, self.epoch_requests, self.epochs = scenario, epoch_requests, epochs
         self.layout: ObservationLayout = layout_of(scenario)
-        self.action_space = spaces.Box(0.0, 1.0, shape=(len(self.layout.nodes),),
-                                       dtype=np.float32)
+        self.action_space = spaces.Box(0.0, 1.0, shape=(len(self.layout.nodes),), dtype=np.float32)
         self.observation_space = spaces.Box(0.0, np.inf, shape=(self.layout.size,),
                                             dtype=np.float32)
 
@@ -192,8 +176,7 @@ class SimRoutingEnv(RoutingEnvBase):
     def _run(self, policy: _EpochPolicy, scenario: Scenario) -> None:
         requests = self.epoch_requests * self.epochs + 1
         try:
-            simulate(scenario, policy.rows.extend, requests=requests, policy=policy,
-                     flush_rows=1)
+            simulate(scenario, policy.rows.extend, requests=requests, policy=policy, flush_rows=1)
             policy.handover(ClusterView(()), math.inf, finished=True)
         except _Stop:
             pass
@@ -225,9 +208,8 @@ class SimRoutingEnv(RoutingEnvBase):
         self._stop_thread()
         run_seed = int(self.np_random.integers(0, 2**31 - 1)) if seed is None else seed
         scenario = self.scenario.model_copy(update={"seed": run_seed})
-        nn = len(self.nodes)
         policy = _EpochPolicy(epoch_requests=self.epoch_requests, node_names=self.nodes,
-                              weights=np.ones(nn), observer=EpochObserver(self.layout))
+                              weights=np.ones(len(self.nodes)), observer=EpochObserver(self.layout))
         self._policy = policy
         self._steps = 0
         self._thread = threading.Thread(target=self._run, args=(policy, scenario), daemon=True)
@@ -240,8 +222,7 @@ class SimRoutingEnv(RoutingEnvBase):
              ) -> tuple[Obs, float, bool, bool, dict[str, Any]]:
         if self._policy is None:
             raise RuntimeError("call reset() before step()")
-        weights = np.clip(np.asarray(action, dtype=np.float64).reshape(len(self.nodes)),
-                          0.0, 1.0)
+        weights = np.clip(np.asarray(action, dtype=np.float64).reshape(len(self.nodes)), 0.0, 1.0)
         self._policy.to_sim.put(weights)
         epoch = self._next_epoch()
         self._steps += 1

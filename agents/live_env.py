@@ -1,16 +1,6 @@
-"""The same env over the live testbed (issue 9), registered as nondeterministic.
-
-`LiveRoutingEnv(scenario)` has `SimRoutingEnv`'s observation and action spaces.
-`reset` starts a live run of the scenario (root, Open vSwitch; hold the emulation lock)
-whose controller decides with `agents.live_policy.ExchangePolicy`; `step(weights)`
-hands the weights to it and returns the next epoch's observation. The reward is R = 1/G
-on the controller's own estimates (expected response time from queue lengths and path
-delays, power from models.power_model): the controller measures no response times, and a
-live run's client traces are only complete when it ends. Live, the run does not wait
-for the agent: the weights apply from the next epoch boundary after they arrive.
-
-`runner` is what starts the run (default: runner.queueing_run.run_emulation); tests give a
-fake one that drives the policy with views of their own.
+"""The same env over the live testbed (issue 9), registered as nondeterministic
+(docs/learning.md, "The live env"). `runner` starts the run (default:
+`runner.queueing_run.run_emulation`); tests give a fake one.
 """
 
 from __future__ import annotations
@@ -84,8 +74,7 @@ class LiveRoutingEnv(RoutingEnvBase):
                     return np.asarray(got["obs"], dtype=np.float32), got["estimate"]
             except (OSError, ValueError, KeyError):
                 pass
-            if self.error is not None or (self._thread is not None
-                                          and not self._thread.is_alive()):
+            if self.error is not None or (self._thread is not None and not self._thread.is_alive()):
                 raise RuntimeError(f"the live run ended before epoch {self._epoch + 1}: "
                                    f"{self.error or 'no error'}")
             time.sleep(0.02)

@@ -1,13 +1,8 @@
 """The policy a live env steps (issue 9): per-flow weighted choice, weights from outside.
 
-The live testbed's controller runs in its own process, so the env (agents/live_env.py)
-and this policy talk through an exchange folder (`policy.params.exchange`, loaded by
-the scenario as `policy.module: agents.live_policy`): `layout.json` (the observer's
-layout, written by the env before the run), `action.json` (the current weights, written
-by the env, read by the policy at each epoch boundary) and `obs.json` (each epoch's
-observation and estimates, written by the policy). Files are replaced atomically. The
-policy never waits for the env: a flow is decided with whatever weights are there, so
-what an action meets live depends on timing (the env is registered nondeterministic).
+The env and the controller's process talk through an exchange folder
+(`policy.params.exchange`: layout.json, action.json, obs.json, replaced atomically); the
+policy never waits for the env (docs/learning.md, "The live env").
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
-"""Training the seed's learner (models/rnn_learner.py) in the simulator.
-
-`train_rnn` trains `rl_rnn` (node weights) in the simulator env (issue 9); `train_path_rnn`
-trains seed 002a's `path_rnn` (a path rule per epoch) through whole simulated runs, one
-learner carried from run to run, for a live warm start (issue 20).
-
-One neuron per entry of the weight menu; each decision epoch the learner picks an entry
-(its most excited neuron, or with `explore` a random one), the env runs the epoch with
-those preference weights, and the measured reward R = 1 / G rewards or punishes the
-neuron. The saved JSON is what `controller.policies.rl.RlRnn` loads and goes on
-learning from live.
+"""Training the seed's learner (models/rnn_learner.py) in the simulator: `train_rnn` for
+`rl_rnn` (one neuron per weight-menu entry, issue 9), `train_path_rnn` for seed 002a's
+`path_rnn` through whole simulated runs (a live warm start, issue 20).
 """
 
 from __future__ import annotations
@@ -55,7 +47,7 @@ def train_rnn(env: SimRoutingEnv, menu: tuple[tuple[float, ...], ...], steps: in
     """`steps` decision epochs; episodes reseed from `seed`. Live it explores no more."""
     learner = RnnLearner(len(menu), seed=seed, explore=explore)
     agent = RnnAgent(menu, learner)
-    episode, rewards, infos = 0, [], []
+    rewards, infos = [], []
     env.reset(seed=seed)
     for _ in range(steps):
         k = learner.choose()
@@ -64,13 +56,8 @@ def train_rnn(env: SimRoutingEnv, menu: tuple[tuple[float, ...], ...], steps: in
         rewards.append(reward)
         infos.append(info)
         if truncated:
-            log = EpisodeLog.of(episode, rewards, infos)
-            agent.curve.append(log)
-            if progress is not None:
-                progress(log)
-            episode += 1
-            rewards, infos = [], []
-            env.reset(seed=seed + episode)
+            EpisodeLog.record(agent.curve, rewards, infos, progress)
+            env.reset(seed=seed + len(agent.curve))
     learner.explore = 0.0
     return agent
 

@@ -1,12 +1,7 @@
 """os-ken adapter: OpenFlow events in, the pure pipeline's messages out, around pure policies.
 
-`controller.pipeline` says what each switch holds; this app translates its messages into
-os-ken objects, sends them to the topology's switches, and turns OpenFlow events into
-cluster and link changes. A cluster change rewrites only the select groups, so
-established connections keep their worker (conntrack); a link failure (PortStatus on a
-switch-to-switch port) rewrites only the forwarding table along new paths. Each change
-waits for the barrier replies before it is acknowledged. What the policy decides is
-`controller.running_policy`'s, a policy swap `controller.policy_swap`'s.
+A cluster change rewrites only the select groups (connections keep their worker), a link
+failure only table 2; each change is acknowledged after the barrier replies.
 """
 
 from __future__ import annotations
@@ -84,9 +79,7 @@ class FogController(app_manager.OSKenApp):
             self.logger.error("%s", err)
         self.events_path = conf.events
         self._curve_path = self.events_path.with_name(CURVE_FILE)  # a restart appends
-        # the policy and its side (controller.policy_swap; a swap replaces it whole); a
-        # failing policy never takes the controller down (controller.policy_guard)
-        self.running = RunningPolicy.start(
+        self.running = RunningPolicy.start(  # a swap replaces it whole
             scenario, make_policy(scenario.policy, scenario.workload), self._policy_failed,
             next_policy_epoch(self._curve_path.read_text() if self._curve_path.exists()
                               else None))
@@ -102,7 +95,6 @@ class FogController(app_manager.OSKenApp):
         self._events = open(self.events_path, "a")  # noqa: SIM115 (policy_error may come next)
         graph = self.fabric.topology()
         self.topo = replace(Topology.of(graph), pinned=self.running.policy.paths(graph))
-        # each node's path time in the view (latency-aware policies, issue 9)
         self.cluster = ClusterState.from_scenario(scenario, dict(conf.available),
                                                   node_net_ms(scenario, self.topo.pinned))
         self.links = LinkState()  # switch-to-switch links and ports reported down
@@ -115,7 +107,6 @@ class FogController(app_manager.OSKenApp):
         self._lock = threading.RLock()  # one cluster change and one xid at a time
         self._barriers: dict[tuple[int, int], threading.Event] = {}
         self._installed: dict[TaskClass, Buckets] = {}  # each select group's, as sent
-        # response time as the network sees it: SYN to the server's FIN (controller.rt_measure)
         self.measure_rt = conf.measure_rt  # 0: off; N: one connection in N is timed
         self.rt = RtRecorder.of_run(
             scenario.time_scale, scenario.timeout_ms, self.fabric.vip,
@@ -144,16 +135,14 @@ class FogController(app_manager.OSKenApp):
         self.logger.error("policy failed, falling back to the FNs: %s", error)
         self._event(event="policy_error", call=call, error=error)
 
-    def _send(self, msg: Any) -> int:
+    def _send(self, msg: Any) -> None:
         dp = msg.datapath  # the switch the message was built for
         with self._lock:
-            xid = dp.set_xid(msg)
+            dp.set_xid(msg)
             dp.send_msg(msg)
-            return xid
 
     def _barrier(self, switches: list[str] | None = None) -> bool:
-        """Barriers to `switches` (all connected ones by default), waiting for every reply:
-        each switch has applied what came before."""
+        """Barriers to `switches` (default all connected), waiting for every reply."""
         waits = []
         with self._lock:
             for _, dp in self._datapaths(switches):
@@ -170,7 +159,7 @@ class FogController(app_manager.OSKenApp):
             self._barriers.pop(key, None)
         return ok
 
-    # -- pipeline (controller.pipeline's messages, as controller.of_messages builds them) ---
+    # -- pipeline ---------------------------------------------------------------------
     def _install_base(self, dpid: int) -> None:
         dp, switch = self.dps[dpid], self.names[dpid]
         groups, flows, self._tables[dpid] = switch_start(  # stages: size-based (seed 002b)
@@ -209,9 +198,8 @@ class FogController(app_manager.OSKenApp):
                 "latency_ms": (t_done - t_event) * 1000.0}
 
     def _reroute(self, link: str, up: bool, t_event: float) -> None:
-        """A switch-to-switch link went down or up: forwarding along the new paths. Only
-        the rules that change are rewritten (same match and priority: replaced in place),
-        and only the switches that got one are asked for a barrier."""
+        """A switch-to-switch link went down or up: only the rules that change are
+        rewritten, and only their switches asked for a barrier."""
         with self._lock:
             self.hops = next_hops(self.topo.graph, self.links.failed)
             touched = []
@@ -247,9 +235,8 @@ class FogController(app_manager.OSKenApp):
         dp, switch = self.dps[dpid], self.names[dpid]
         with self._lock:
             groups: dict[str, dict[str, int]] = {}
-            # a restarted controller finds the previous one's groups (fail-mode secure keeps
-            # them): clear them so that the ADDs below cannot fail; the flows that pointed
-            # at them go too, and are re-added at once by _install_base
+            # a restarted controller finds the previous one's groups (fail-mode secure):
+            # clear them so the ADDs cannot fail; _install_base re-adds their flows
             self._send(of.delete_all_groups(dp))
             if switch in self.edges:  # groups before the flows that use them
                 groups = self._install_groups(initial=True, only=dpid)
@@ -294,8 +281,7 @@ class FogController(app_manager.OSKenApp):
         if switch is None:
             return
         down = bool(desc.state & ofp.OFPPS_LINK_DOWN) or bool(desc.config & ofp.OFPPC_PORT_DOWN)
-        # the link state is updated here, in event order: each transition (a link fails
-        # while either end is down) re-routes once; an OFN's port is its availability
+        # the link state is updated here, in event order; an OFN's port is its availability
         change = port_change(self.topo, self.links, switch, int(desc.port_no), down)
         if change is not None and change[0] == "link":
             hub.spawn(self._reroute, change[1], change[2], t)
@@ -304,8 +290,7 @@ class FogController(app_manager.OSKenApp):
 
     @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)
     def _on_packet_in(self, ev: Any) -> None:
-        # when os-ken read it off the switch's connection, before it waited in the app's
-        # event queue (the response-time timer's clock: monotonic, as every stamp here)
+        # when os-ken read it, before the app's event queue; monotonic, as every stamp here
         t = ev.timestamp - self._wall_minus_mono
         msg = ev.msg
         if (self.measure_rt and msg.table_id == TABLE_CLASSIFY
@@ -337,7 +322,6 @@ class FogController(app_manager.OSKenApp):
         path = self.worker_sockets.get(node)
         return None if path is None else unix_call(path, {"cmd": "stats"}, timeout=0.2)
 
-    # -- response time as the network sees it (controller.rt_measure) ---------------
     def _observe(self, seg: Segment, t: float, node: str | None = None) -> None:
         """One copied segment to the recorder; a completed pairing to controller-rt.csv."""
         m = self.rt.observe(seg, t, node)
@@ -348,8 +332,7 @@ class FogController(app_manager.OSKenApp):
             self._wall_minus_mono = time.time() - time.monotonic()  # follows clock slewing
 
     def _dispatch_connection(self, msg: Any, ip: Any, seg: Any, t_in: float) -> None:
-        """Decide one new connection and re-inject its SYN to the chosen worker; a
-        retransmitted SYN goes where its first went (DecidedSyns)."""
+        """Decide one new connection and send its SYN on to the chosen worker."""
         dp = msg.datapath
         again = self._syns.retransmitted(ip.src, seg.src_port, seg.seq, t_in)
         if again is not None:
@@ -359,8 +342,7 @@ class FogController(app_manager.OSKenApp):
         cls = TaskClass.HP if (ip.tos >> 2) == DSCP_HP else TaskClass.LP
         src = next((h.name for h in self.fabric.hosts if h.ip == ip.src), ip.src)
         view = self._live_view()
-        # packet-ins are handled one at a time (os-ken's event thread): no lock; its own
-        # path's rules (seed 002a) go first, the far switches' before the edge's
+        # no lock (one packet-in at a time); its own path's rules, far switches first
         c = self.running.connection(view, Request(cls, src), seg.src_port, self.topo,
                                     lambda: time.monotonic() * self._model_ms_per_s,
                                     self._path_idle_s)
@@ -380,13 +362,8 @@ class FogController(app_manager.OSKenApp):
             self._send(of.flow_mod(dp, f))
         worker_ip = self.fabric.host(c.node).ip
         self._syns.decided(ip.src, seg.src_port, seg.seq, worker_ip, t_in)
-        # The SYN is committed and NATed by the packet-out itself: re-injecting it into
-        # table 0 would meet the datapath's cached "to controller" megaflow until OVS's
-        # revalidators catch up with the new rule (seen here: 2-8 packet-ins per SYN).
-        # A retransmitted SYN comes here again and goes the same way. The far switches'
-        # rules are not waited for: a barrier per connection (from a thread of its own,
-        # as the replies come through this one) was tried, and under load it collapsed
-        # the controller (docs/learning.md, "Seed 002a: paths as the action").
+        # NATed by the packet-out itself, not re-injected (docs/architecture.md); the far
+        # switches' rules are not waited for (docs/learning.md, "Seed 002a")
         self._send(of.packet_out(dp, connection_actions(worker_ip), msg.data,
                                  in_port=msg.match["in_port"]))
         if self.measure_rt and self.rt.sampled(seg.src_port):  # the decision's SYN
@@ -411,12 +388,10 @@ class FogController(app_manager.OSKenApp):
         node, up, t = availability_request(msg, self.cluster.nodes, time.monotonic())
         return self._reconcile(node, up, "registration", t)
 
-    # -- policy swap (issue 21; controller.policy_swap) ----------------------------------
+    # -- policy swap (issue 21) -----------------------------------------------------------
     def _swap_policy(self, spec: Any) -> dict[str, Any]:
-        """Build the new policy (nothing changes if that fails), swap it in under the
-        cluster lock, and bring every edge switch's dispatch to it: the select groups
-        rewritten, and the dispatch rules changed where the policy's kind (proactive or
-        per-request) changed. Answers once the barrier replies are in."""
+        """Build the new policy (nothing changes if that fails), swap it in under the lock,
+        bring every edge's groups and dispatch rules to it; answer after the barriers."""
         t_event = time.monotonic()
         try:
             sc, built = build_swap(self.running.scenario, PolicySpec.model_validate(spec))

@@ -1,8 +1,5 @@
-"""The controller's view of the cluster and its links: who is up, fed by PortStatus and
-registrations, and each node's load as its worker reports it (pure).
-
-PortStatus arrives 2-3 times per link-down and once per link-up (docs/architecture.md), and a
-registration may repeat what PortStatus said: only transitions change the view.
+"""The controller's view of the cluster and its links, fed by PortStatus, registrations
+and the workers' load reports (pure). Only transitions change it: PortStatus repeats.
 """
 
 from __future__ import annotations
@@ -52,8 +49,8 @@ class LinkState:
 
     def report(self, link: str, ends: Mapping[str, int], switch: str, port: int,
                down: bool) -> bool | None:
-        """`switch`'s `port`, one of `link`'s `ends` (switch -> port), is down or up: the
-        link's new state (True: up) when that changed it, else None."""
+        """`switch`'s `port`, one of `link`'s `ends`, is down or up: the link's new state
+        (True: up) when that changed it, else None."""
         if down:
             self.ports_down.add((switch, port))
         else:
@@ -67,9 +64,8 @@ class LinkState:
 
 def port_change(topo: Topology, links: LinkState, switch: str, port: int, down: bool
                 ) -> tuple[Literal["link", "node"], str, bool] | None:
-    """What a PortStatus of `switch`'s `port` (down or up) changes: ("link", its id, up)
-    where it turns a switch-to-switch link's state (`links` records it, in event order),
-    ("node", the OFN, up) for an OFN's own port; None for anything else."""
+    """What a PortStatus changes: ("link", its id, up) for a switch-to-switch link whose
+    state turns, ("node", the OFN, up) for an OFN's own port; None for anything else."""
     peer = topo.peer(switch, port)
     if peer is None:
         return None
@@ -86,8 +82,8 @@ def port_change(topo: Topology, links: LinkState, switch: str, port: int, down: 
 
 def loaded_view(view: ClusterView, stats: Callable[[str], Mapping[str, Any] | None],
                 recent_rt_ms: Callable[[str], float | None]) -> ClusterView:
-    """`view` with each node's load now from its worker's `stats` answer (None where it
-    gives none) and its recently measured response time (per-request policies read both)."""
+    """`view` with each node's load from its worker's `stats` answer (None where none)
+    and its recently measured response time."""
     nodes = []
     for n in view.nodes:
         load, work = None, None

@@ -25,9 +25,7 @@ class ControllerConfig:
     registration: Path  # Unix socket for OFN join/leave registrations
     available: Mapping[str, bool] = field(default_factory=dict)  # OFN state at start
     workers: Mapping[str, str] = field(default_factory=dict)  # node -> control socket
-    # time connections, SYN to the server's FIN (controller.rt_measure): 0 none, N one in
-    # N (a power of two, by the client port's low bits; 1 every one); one or two header
-    # packet-ins per timed request, recorded in controller-rt.csv beside `events`
+    # time one connection in N (a power of two; 0 none) into controller-rt.csv
     measure_rt: int = RT_SAMPLE_DEFAULT
 
     def to_dict(self) -> dict[str, Any]:

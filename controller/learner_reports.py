@@ -1,15 +1,6 @@
-"""What a run reports of a learning policy while it runs (pure): the new rows of its
-learning curve, and its state (`describe()`) for some of the controller's decision events.
-
-A policy swap or a restarted controller starts a new policy epoch with a new learner,
-whose curve starts again from its first decision, so every row of `learning_curve.csv`
-names its policy epoch (0 from the start, one more at each swap and restart) and its
-policy: two learners' epochs never read as one curve. The simulator writes the same
-columns (policy epoch 0).
-
-`describe()` is asked on the packet path, so only the first decision event of a policy
-epoch and every `DESCRIBE_EVERY`-th carry it (the run view shows the latest it has
-seen, `runner.view_state.ClassRoutes`).
+"""What a run reports of a learning policy while it runs (pure): its learning curve's new
+rows, each naming its policy epoch (one more at each swap and restart, so two learners
+never read as one curve), and now and then its state (`describe()`).
 """
 
 from __future__ import annotations
@@ -25,8 +16,7 @@ from controller.policies.base import Epoch
 
 CURVE_FILE = "learning_curve.csv"  # in the run folder, beside the controller's events
 CURVE_COLUMNS = "policy_epoch,policy," + Epoch.COLUMNS
-# a learning agent's state in one decision event of this many (the first of each policy
-# epoch included): at the seeds' 40 connections a second, the view lags under a second
+# describe() is asked on the packet path: in one decision event of 25 (the view lags <1 s)
 DESCRIBE_EVERY = 25
 
 
@@ -49,8 +39,7 @@ def curve_text(policy: str, epochs: Sequence[Epoch]) -> str:
 
 
 def next_policy_epoch(curve: str | None) -> int:
-    """The policy epoch a (re)started controller begins: one after the last that the run's
-    learning_curve.csv (`curve`, its text) holds, 0 for none."""
+    """One after the last policy epoch in learning_curve.csv's text `curve`, 0 for none."""
     last = -1
     for row in csv.DictReader(io.StringIO(curve or "")):
         with suppress(KeyError, TypeError, ValueError):
@@ -60,8 +49,7 @@ def next_policy_epoch(curve: str | None) -> int:
 
 @dataclass
 class LearnerReports:
-    """One policy epoch's reports: how many of its learner's epochs are written, and how
-    many decisions it has made (for `agent_state`)."""
+    """One policy epoch's reports: learner epochs written, decisions made."""
 
     policy_epoch: int
     policy: str  # its name, in each row
@@ -69,8 +57,7 @@ class LearnerReports:
     decisions: int = 0
 
     def new_rows(self, curve: Sequence[Epoch]) -> str:
-        """The rows of `curve` (the learner's epochs so far) not yet written, now counted
-        as written; "" when none closed since."""
+        """The rows of `curve` not yet written, now counted as written."""
         if len(curve) <= self.written:
             return ""
         rows = curve_rows(self.policy_epoch, self.policy, curve[self.written:])
@@ -78,9 +65,8 @@ class LearnerReports:
         return rows
 
     def agent_state(self, policy: object) -> dict[str, Any] | None:
-        """A learning agent's `describe()` for this decision's event, at the policy
-        epoch's first decision and every `DESCRIBE_EVERY`-th after; None otherwise and for
-        a policy that has none."""
+        """`describe()` at the policy epoch's first decision and every `DESCRIBE_EVERY`-th
+        after; None otherwise and for a policy that has none."""
         describe = getattr(policy, "describe", None)
         if describe is None:
             return None

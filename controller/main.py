@@ -37,8 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg.CONF.set_override("ofp_tcp_listen_port", a.port)
     cfg.CONF.set_override("echo_request_interval", 1.0)
     cfg.CONF.set_override("maximum_unreplied_echo_requests", 5)
-    logging.basicConfig(level=logging.INFO,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
 
     def _term(signum: int, frame: object) -> None:
         # os-ken's native hub threads cannot be killed (run_apps' own cleanup raises

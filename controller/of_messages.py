@@ -1,8 +1,6 @@
 """The pipeline's messages (`controller.pipeline`) as os-ken OpenFlow 1.3 objects.
 
-Builds, sends nothing: each function takes the datapath only for its `ofproto` and
-`ofproto_parser` (and as the message's target), so the translation is tested with a
-stand-in datapath and os-ken's own parser, without a switch.
+Builds, sends nothing, so it is tested with a stand-in datapath and os-ken's own parser.
 """
 
 from __future__ import annotations
@@ -72,8 +70,7 @@ def of_actions(dp: Any, actions: Sequence[Action]) -> list[Any]:
 
 
 def _answer_arp(dp: Any, a: AnswerArp) -> list[Any]:
-    """The request made the reply in place: the asker's addresses become the target's,
-    (a.ip, a.mac) the sender's, and out of the port it came in on."""
+    """The request made the reply in place, out of the port it came in on."""
     ofp, parser = dp.ofproto, dp.ofproto_parser
     return [parser.NXActionRegMove(src_field="eth_src", dst_field="eth_dst", n_bits=48),
             parser.OFPActionSetField(eth_src=a.mac),
@@ -99,8 +96,7 @@ def flow_mod(dp: Any, f: Flow) -> Any:
 
 
 def flow_delete_strict(dp: Any, f: Flow) -> Any:
-    """Remove the one entry with `f`'s table, priority and match (a policy swap that
-    changes the dispatch kind: controller.policy_swap.flow_changes)."""
+    """Remove the one entry with `f`'s table, priority and match."""
     ofp, parser = dp.ofproto, dp.ofproto_parser
     return parser.OFPFlowMod(dp, table_id=f.table, priority=f.priority,
                              command=ofp.OFPFC_DELETE_STRICT, out_port=ofp.OFPP_ANY,
@@ -115,25 +111,20 @@ def group_mod(dp: Any, g: GroupMod) -> Any:
     buckets = [parser.OFPBucket(weight=0 if failover or single else w, watch_port=port,
                                 watch_group=ofp.OFPG_ANY, actions=of_actions(dp, acts))
                for port, (w, acts) in zip(watch, g.buckets, strict=True)]
-    # one bucket: an indirect group, applied inline. A select group hashes in the
-    # datapath and recirculates, and that second pass is a cached flow keyed on the hash
-    # alone, which goes on choosing the old bucket until OVS revalidates it (about 2 ms
-    # after the barrier here; docs/emulation.md). OVS changes a group's type on MODIFY.
+    # one bucket: an indirect group, no stale cached hash pass (docs/architecture.md);
+    # OVS changes a group's type on MODIFY
     kind = ofp.OFPGT_FF if failover else ofp.OFPGT_INDIRECT if single else ofp.OFPGT_SELECT
     return parser.OFPGroupMod(dp, cmd, kind, g.group_id, buckets)
 
 
 def delete_all_groups(dp: Any) -> Any:
-    """What a restarted controller sends first: the previous one's groups go (and the
-    flows that point at them)."""
+    """What a restarted controller sends first (the flows that use the groups go too)."""
     ofp, parser = dp.ofproto, dp.ofproto_parser
     return parser.OFPGroupMod(dp, ofp.OFPGC_DELETE, 0, ofp.OFPG_ALL)
 
 
-def packet_out(dp: Any, actions: Sequence[Action], data: bytes, in_port: int | None = None
-               ) -> Any:
-    """`data` sent through `actions`, as if it came in on `in_port` (None: from the
-    controller itself)."""
+def packet_out(dp: Any, actions: Sequence[Action], data: bytes, in_port: int | None = None) -> Any:
+    """`data` sent through `actions`, as if from `in_port` (None: the controller)."""
     ofp, parser = dp.ofproto, dp.ofproto_parser
     return parser.OFPPacketOut(dp, buffer_id=ofp.OFP_NO_BUFFER,
                                in_port=ofp.OFPP_CONTROLLER if in_port is None else in_port,

@@ -1,11 +1,5 @@
-"""Paths as the action (seed 002a): each (client, node) pair's k candidate paths, and the
-choice of one per connection, the same in every engine (pure).
-
-The candidates are the k shortest loop-free paths by delay (ties to fewer hops);
-`PathRouter.choose` hands a policy the menu with what each option would wake now, takes
-the option it names and marks its ports used. The simulator then times and prices the
-request on that path; the live controller installs it end to end for that connection
-only (`connection_path`), so connections in flight keep theirs.
+"""Paths as the action (seed 002a): each (client, node) pair's k shortest loop-free paths
+by delay, and the choice of one per connection, the same in every engine (pure).
 """
 
 from __future__ import annotations
@@ -48,8 +42,7 @@ class PathRouter:
 
     @classmethod
     def of(cls, scenario: Scenario, k: int = K_PATHS_DEFAULT) -> PathRouter:
-        """The scenario's router; a port stays awake `switch_power.port_hold_s` (real
-        seconds, so hold_s x 1000 / time_scale model ms)."""
+        """The scenario's router; a port stays awake `switch_power.port_hold_s` real seconds."""
         g = scenario_graph(scenario)
         sp = scenario.switch_power
         activity = PortActivity(sp, switch_ports(g), sp.port_hold_s * 1000.0 / scenario.time_scale)
@@ -81,19 +74,15 @@ def k_paths(params: Mapping[str, object]) -> int:
 
 
 def path_router(scenario: Scenario, policy: Policy) -> PathRouter | None:
-    """The router of a policy that chooses each connection's path, as every engine builds
-    it; None for a policy that does not."""
-    return PathRouter.of(scenario, k_paths(policy.spec.params)) if policy.chooses_paths \
-        else None
+    """The router of a policy that chooses each connection's path; None for others."""
+    return PathRouter.of(scenario, k_paths(policy.spec.params)) if policy.chooses_paths else None
 
 
 def connection_path(router: PathRouter, ask: Callable[[PathMenu], int], topo: Topology,
                     client: str, node: str, client_port: int, t_ms: float, idle_s: int
                     ) -> tuple[PathOption, list[tuple[str, Flow]]]:
-    """The live controller's side (seed 002a): the option `ask` names for one connection
-    from `client`'s `client_port` to `node`, and its rules as (switch, rule) in the order
-    they are sent, the far switches first (the client's edge's rule goes last, just before
-    the SYN's packet-out)."""
+    """The live controller's side: the option `ask` names for one connection and its
+    rules as (switch, rule), far switches first (the edge's last, before the SYN)."""
     option = router.choose(ask, client, node, t_ms)
     flows = path_flows(topo, option.switches, client, node, client_port, idle_s)
     return option, flows[::-1]

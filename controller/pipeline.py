@@ -1,25 +1,11 @@
 """The OpenFlow pipeline for one datapath, as plain data (pure; no os-ken, no I/O).
 
 As Faucet's valve modules do, this returns the messages and the os-ken app only sends
-them, so the pipeline is tested against a fake flow table without root. OpenFlow 1.3 +
-OVS conntrack (measured in DESIGN):
-
-  table 0  IPv6 dropped. ARP for the service address to the controller (it answers) at
-           switches with clients; other ARP flooded on one switch, and on many answered
-           by the first switch (a request for a host) or forwarded towards its target
-           (no flooding over loops). IPv4 that concerns a local client (on one switch:
-           all IPv4) goes through ct(zone, nat) to table 1; other IPv4 skips to table 2.
-  table 1  +new TCP to the service address: HP (DSCP 46) to group 1, anything else to
-           group 2 (for a per-request policy, the SYN to the controller), after a
-           PerConnection multipath; each bucket commits the connection with
-           nat(dst=worker) and recirculates to table 2. Other traffic follows conntrack.
-  table 2  forwarding by destination along the host's shortest-by-delay tree (or a path
-           a policy pinned), through a fast-failover group to a loop-free backup port
-           where there is one; replies leaving the client's edge get the service MAC.
-
-Conntrack runs only at a client's edge switch: all bridges of the userspace datapath
-share one conntrack table, so a second ct() on the way would see the same entry.
-A re-route rewrites only table 2; established connections keep their worker.
+them, so the pipeline is tested against a fake flow table without root. The three
+tables are described in docs/architecture.md. On many switches, only IPv4 that concerns
+a local client goes through ct() to table 1 (the userspace datapath's bridges share one
+conntrack table), other IPv4 straight to table 2, which forwards along the shortest-by-
+delay tree or a pinned path, through a fast-failover group where a backup port exists.
 """
 
 from __future__ import annotations
@@ -60,13 +46,12 @@ class ToController:
 
 
 OBSERVE_MAX_LEN = 128  # a copy for the controller's timer: headers only (controller.rt_measure)
-TCP_FLAGS_FIN = (0x001, 0x001)  # FIN set
-TCP_FLAGS_CLIENT_SYN = (0x002, 0x012)  # SYN set, ACK clear: a client's first segment
-TCP_FLAGS_SYNACK = (0x012, 0x012)  # SYN and ACK: the server's handshake answer
-TCP_FLAGS_PURE_ACK = (0x010, 0x01F)  # ACK, no FIN/SYN/RST/PSH: e.g. the handshake's end
-# Linux picks a connection's port in steps of 2 (connect() keeps to even ports), so
-# samples by port use the bits above bit 0
-LEG_SAMPLE_MASK = 0x1E  # one client port in 16 also shows its handshake
+TCP_FLAGS_FIN = (0x001, 0x001)
+TCP_FLAGS_CLIENT_SYN = (0x002, 0x012)  # SYN set, ACK clear
+TCP_FLAGS_SYNACK = (0x012, 0x012)
+TCP_FLAGS_PURE_ACK = (0x010, 0x01F)  # ACK, no FIN/SYN/RST/PSH
+# one client port in 16 also shows its handshake (bit 0 skipped: connect() ports are even)
+LEG_SAMPLE_MASK = 0x1E
 PRIO_OBSERVE = 520  # above every IPv4 rule of table 0
 
 
@@ -94,18 +79,14 @@ class Conntrack:
 
 @dataclass(frozen=True)
 class PerConnection:
-    """A hash of the connection's 5-tuple into a scratch register, over one link: it
-    changes nothing, but OVS then keys the datapath's cached flow on the client's port,
-    so every new connection's first packet is translated with the tables as they are
-    now, never by a cached flow that a dispatch change has not yet been revalidated out
-    of (docs/emulation.md, "The network's reaction to churn")."""
+    """A one-link multipath hash that changes nothing but keys OVS's cached flow per
+    connection, so no stale cached dispatch outlives a change (docs/emulation.md)."""
 
 
 @dataclass(frozen=True)
 class AnswerArp:
-    """The switch turns an ARP request into the reply for (`ip`, `mac`) and sends it back
-    out of the port it came in on: the request never crosses a switch link, so it wakes
-    no switch on the way (seed 002a's network power), and the host is not asked."""
+    """The switch answers an ARP request for (`ip`, `mac`) itself, out of its in-port:
+    the request wakes no switch on the way (seed 002a's network power)."""
 
     mac: str
     ip: str
@@ -177,8 +158,7 @@ class Topology:
         return len(self.switches()) == 1
 
     def switch_of_dpid(self, dpid: int) -> str | None:
-        """The switch a datapath is; on a one-switch topology any datapath is that switch
-        (several may connect, as the controller benchmark's fake switches do)."""
+        """On a one-switch topology any datapath is that switch (the benchmark's fakes)."""
         name = next((n for n in self.switches() if self.graph.nodes[n]["dpid"] == dpid), None)
         return self.switches()[0] if name is None and self.single() else name
 
@@ -189,11 +169,10 @@ class Topology:
                      if g.edges[switch, n]["ports"].get(switch) == port), None)
 
 
-# -- what a datapath holds, so that a change sends only what differs ----------------------------
 @dataclass
 class SwitchTables:
-    """What one datapath was sent of table 2 (`forward_flows`, by entry) and of its
-    fast-failover groups (by id, kept as modifications)."""
+    """What one datapath holds of table 2 and its fast-failover groups, so that a change
+    sends only what differs."""
 
     forwarding: dict[tuple[Any, ...], Flow] = field(default_factory=dict)
     failover: dict[int, GroupMod] = field(default_factory=dict)
@@ -205,9 +184,7 @@ class SwitchTables:
 
     def changes(self, groups: Sequence[GroupMod], flows: Sequence[Flow]
                 ) -> tuple[list[GroupMod], list[Flow]]:
-        """The messages that bring the switch to `groups` (built with add=False) and
-        `flows`, recorded as sent: a new group is added, a changed one modified; a changed
-        flow replaces the entry with its match and priority."""
+        """What brings the switch to `groups` (built with add=False) and `flows`, as sent."""
         send_groups = []
         for g in groups:
             if self.failover.get(g.group_id) != g:
@@ -225,8 +202,7 @@ class SwitchTables:
 def base_flows(topo: Topology, switch: str, hops: NextHops, proactive: bool,
                measure_rt: int = 0) -> list[Flow]:
     """Everything a switch needs at start, table-miss last (its presence says 'ready');
-    with `measure_rt` N > 0, the copies the controller times one connection in N by
-    (observe_flows)."""
+    with `measure_rt` N > 0, `observe_flows` for one connection in N."""
     out: list[Flow] = [flow(TABLE_CLASSIFY, 1000, eth_type=ETH_IPV6)]
     clients = topo.local_clients(switch)
     edge = bool(clients) or topo.single()
@@ -251,8 +227,7 @@ def base_flows(topo: Topology, switch: str, hops: NextHops, proactive: bool,
             pin = [PerConnection()]  # each SYN translated afresh (PerConnection)
             out.append(flow(TABLE_DISPATCH, 300, [*pin, Group(GROUP_ID[TaskClass.HP])],
                             ip_dscp=DSCP_HP, **new_svc))
-            out.append(flow(TABLE_DISPATCH, 290, [*pin, Group(GROUP_ID[TaskClass.LP])],
-                            **new_svc))
+            out.append(flow(TABLE_DISPATCH, 290, [*pin, Group(GROUP_ID[TaskClass.LP])], **new_svc))
         else:  # a per-request policy sees each new connection's first packet (the SYN)
             out.append(flow(TABLE_DISPATCH, 290, [ToController()], **new_svc))
         out.append(flow(TABLE_DISPATCH, 1, goto=TABLE_FORWARD))
@@ -264,20 +239,17 @@ def base_flows(topo: Topology, switch: str, hops: NextHops, proactive: bool,
 
 
 def sample_mask(one_in: int) -> int:
-    """The client-port bits that must be 0 for a connection to be timed, one in `one_in`
-    (a power of two): bits 1 and up, as bit 0 is the same for every connect() port."""
+    """The client-port bits (from bit 1: connect() ports are even) that must be 0 for a
+    connection to be timed, one in `one_in` (a power of two)."""
     if one_in < 1 or one_in & (one_in - 1):
         raise ValueError(f"measure_rt: one connection in N needs N a power of two, got {one_in}")
     return (one_in - 1) << 1
 
 
 def observe_flows(topo: Topology, switch: str, proactive: bool, mask: int = 0) -> list[Flow]:
-    """At a client's edge switch, header copies to the controller (`controller.rt_measure`)
-    of each client SYN to the service address (proactive policies only: a per-request
-    policy's SYN comes anyway), each server FIN to a local client (before conntrack undoes
-    the NAT, so its source names the worker) and, for a sample of client ports, the
-    handshake's SYN-ACK and the client's pure ACKs. The packet itself goes on through ct;
-    `mask`: only connections whose client port has these bits 0 are copied."""
+    """At a client's edge switch, header copies to the controller's timer of client SYNs,
+    server FINs and a sample's handshake (docs/learning.md, "Response time measured by
+    the controller"); `mask`: only client ports with these bits 0 are copied."""
     if switch not in edge_switches(topo):
         return []
     def copy(**match: Any) -> Flow:
@@ -288,10 +260,8 @@ def observe_flows(topo: Topology, switch: str, proactive: bool, mask: int = 0) -
     from_sampled: dict[str, Any] = {"tcp_src": (0, mask)} if mask else {}
     to_sampled: dict[str, Any] = {"tcp_dst": (0, mask)} if mask else {}
     out = []
-    if proactive:
+    if proactive:  # a per-request policy's SYN comes up anyway
         out.append(copy(ipv4_dst=topo.vip, tcp_flags=TCP_FLAGS_CLIENT_SYN, **from_sampled))
-    # a sample of connections (client port & LEG_SAMPLE_MASK == 0) also shows its handshake:
-    # the SYN-ACK toward the client and the client's pure ACKs, the client's own leg
     out.append(copy(ipv4_dst=topo.vip, tcp_src=(0, LEG_SAMPLE_MASK | mask),
                     tcp_flags=TCP_FLAGS_PURE_ACK))
     for _, c in topo.clients() if topo.single() else topo.local_clients(switch):
@@ -303,11 +273,9 @@ def observe_flows(topo: Topology, switch: str, proactive: bool, mask: int = 0) -
 
 
 def arp_flows(topo: Topology, switch: str, hops: NextHops) -> list[Flow]:
-    """Many switches: a request for a host's address is answered by the first switch it
-    meets (AnswerArp), unless the host's own link is emulated (a link element: delay,
-    jitter, loss or a rate), whose cost the exchange then pays as the host's other
-    frames do; other ARP (a reply, a gratuitous one, a request for such a host) is
-    forwarded towards its target address, never flooded over loops."""
+    """Many switches: a request for a host is answered by the first switch (AnswerArp)
+    unless the host's own link is emulated (the exchange then pays its cost); other ARP
+    goes towards its target, never flooded over loops."""
     out = []
     for h, d in topo.hosts():
         if not link_params(topo.graph, h, d["switch"]).shaped:
@@ -315,15 +283,13 @@ def arp_flows(topo: Topology, switch: str, hops: NextHops) -> list[Flow]:
                             eth_type=ETH_ARP, arp_op=1, arp_tpa=d["ip"]))
         port = hops.towards(switch, h)
         if port is not None:
-            out.append(flow(TABLE_CLASSIFY, 850, [Output(port)], eth_type=ETH_ARP,
-                            arp_tpa=d["ip"]))
+            out.append(flow(TABLE_CLASSIFY, 850, [Output(port)], eth_type=ETH_ARP, arp_tpa=d["ip"]))
     return out
 
 
 def failover_groups(topo: Topology, switch: str, hops: NextHops, add: bool) -> list[GroupMod]:
-    """Where a host has a loop-free backup port at this switch: a fast-failover group,
-    the primary port first, so the switch itself moves traffic the moment the primary
-    port goes down, before the controller has heard of it. Sent before forward_flows."""
+    """A fast-failover group (primary, then loop-free backup port) per host that has a
+    backup here: the switch moves traffic before the controller hears of a failure."""
     out = []
     for i, (h, d) in enumerate(topo.hosts()):
         port, backup = hops.towards(switch, h), hops.backup_towards(switch, h)
@@ -336,21 +302,17 @@ def failover_groups(topo: Topology, switch: str, hops: NextHops, add: bool) -> l
 
 
 def forward_flows(topo: Topology, switch: str, hops: NextHops) -> list[Flow]:
-    """Table 2 (and, on many switches, the ARP rules): rewritten on a re-route where
-    they change."""
+    """Table 2 (and, on many switches, the ARP rules), rewritten on a re-route."""
     out: list[Flow] = []
     for i, (h, d) in enumerate(topo.hosts()):
         port = hops.towards(switch, h)
-        if port is None:  # cut off: drop rather than fall to the controller
-            out.append(flow(TABLE_FORWARD, 100, eth_type=ETH_IPV4, ipv4_dst=d["ip"]))
-            continue
-        if hops.backup_towards(switch, h) is not None:
-            out.append(flow(TABLE_FORWARD, 100, [Group(FAILOVER_GROUP_BASE + i)],
-                            eth_type=ETH_IPV4, ipv4_dst=d["ip"]))
-        else:
-            out.append(flow(TABLE_FORWARD, 100, [SetField("eth_dst", d["mac"]), Output(port)],
-                            eth_type=ETH_IPV4, ipv4_dst=d["ip"]))
-        if d["role"] == "client" and d["switch"] == switch:
+        acts: list[Action] = []  # cut off: drop rather than fall to the controller
+        if port is not None and hops.backup_towards(switch, h) is not None:
+            acts = [Group(FAILOVER_GROUP_BASE + i)]
+        elif port is not None:
+            acts = [SetField("eth_dst", d["mac"]), Output(port)]
+        out.append(flow(TABLE_FORWARD, 100, acts, eth_type=ETH_IPV4, ipv4_dst=d["ip"]))
+        if port is not None and d["role"] == "client" and d["switch"] == switch:
             out.append(flow(TABLE_FORWARD, 200, [SetField("eth_src", topo.vip_mac),
                                                  SetField("eth_dst", d["mac"]), Output(port)],
                             eth_type=ETH_IPV4, ipv4_src=topo.vip, ipv4_dst=d["ip"]))
@@ -397,9 +359,8 @@ def edge_switches(topo: Topology) -> list[str]:
 
 
 def stage_flows(topo: Topology, switch: str, stage_ips: Sequence[str]) -> list[Flow]:
-    """Size-based dispatch (seed 002b, `fogsdn.stages`): on an edge switch, a new connection
-    to stage i's port (service port + 1 + i) is committed with NAT to stage i's worker at
-    the service port, with no packet-in."""
+    """Size-based dispatch (seed 002b): a new connection to port service + 1 + i is NATed
+    to stage i's worker at the service port, with no packet-in."""
     if switch not in edge_switches(topo):
         return []
     out = []
@@ -414,8 +375,7 @@ def stage_flows(topo: Topology, switch: str, stage_ips: Sequence[str]) -> list[F
 
 def switch_start(topo: Topology, switch: str, hops: NextHops, proactive: bool, measure_rt: int,
                  stage_ips: Sequence[str]) -> tuple[list[GroupMod], list[Flow], SwitchTables]:
-    """What a switch is sent as it connects, in order: its fast-failover groups, then the
-    flows (`base_flows`, then the size-based `stage_flows`); and what it then holds."""
+    """What a switch is sent as it connects (groups, then flows) and what it then holds."""
     groups = failover_groups(topo, switch, hops, add=True)
     flows = base_flows(topo, switch, hops, proactive, measure_rt) + stage_flows(
         topo, switch, stage_ips)
@@ -432,11 +392,9 @@ PRIO_CONNECTION_PATH = 160  # above a policy's pinned (client, node) paths
 
 def path_flows(topo: Topology, switches: Sequence[str], client: str, node: str,
                client_port: int, idle_s: int) -> list[tuple[str, Flow]]:
-    """One connection's own path (seed 002a), as (switch, rule) for every switch on it:
-    table 2 rules matched on the connection's addresses and ports (after the edge's NAT,
-    so towards the worker's address), both ways, expiring `idle_s` after its last packet.
-    The client's edge needs none back: its conntrack un-NATs the reply and its client
-    rule delivers it. Connections in flight keep theirs; new ones get their own."""
+    """One connection's own path (seed 002a) as (switch, table 2 rule) both ways, matched
+    after the edge's NAT and expiring `idle_s` after its last packet; the client's edge
+    needs none back (its conntrack and client rule deliver the reply)."""
     g = topo.graph
     full = [client, *switches, node]
     c, n = g.nodes[client], g.nodes[node]

@@ -1,10 +1,5 @@
-"""A policy asked so that it never takes the live controller down (pure).
-
-Where `routes`, `decide`, `paths` or `choose_path` raises, `routes` returns a table
-that does not fit the view, or `decide` names no node of the cluster,
-`on_failure(call, line)` hears of it (the controller logs it and writes a
-`policy_error` event) and the safe answer stands in: HP and LP to the FNs
-(`safe_routes`), no pinned paths (shortest by delay), each connection on its shortest.
+"""A policy asked so that it never takes the live controller down (pure): a call that
+raises or answers nonsense is told to `on_failure(call, line)` and a safe answer stands in.
 """
 
 from __future__ import annotations
@@ -69,8 +64,7 @@ class GuardedPolicy:
             self.on_failure("paths", policy_failure(self.policy, "paths", err))
             return {}
 
-    def choose_path(self, view: ClusterView, request: Request, node: str,
-                    menu: PathMenu) -> int:
+    def choose_path(self, view: ClusterView, request: Request, node: str, menu: PathMenu) -> int:
         """The policy's path for one request, or the shortest (0) when it fails."""
         try:
             i = self.policy.choose_path(view, request, node, menu)

@@ -1,12 +1,6 @@
-"""A policy swap in a running testbed (issue 21), as pure functions: a request made a
-spec, the spec built and checked before anything changes, and the OpenFlow entries that
-differ between the old policy's pipeline and the new one's.
-
-The runner checks a swap (`controller.policies.check`) and sends the resolved spec; the
-controller builds it again in its own process (loading a policy file runs code in every
-process that uses it, as `make_policy` does everywhere), swaps it between two packet-ins
-and replaces its `RunningPolicy` whole. A request that fails anywhere changes nothing:
-each step raises `SwapError` with one line.
+"""A policy swap in a running testbed (issue 21), as pure functions: the request made a
+spec, built and checked before anything changes, and the OpenFlow entries that differ.
+A request that fails anywhere changes nothing (`SwapError`, one line).
 """
 
 from __future__ import annotations
@@ -26,8 +20,7 @@ from fogsdn.scenario import PolicySpec, Scenario, ScenarioError, absolute_policy
 from fogsdn.stages import StagePlan
 
 SWAP_KEYS = frozenset({"name", "module", "params", "alpha"})
-# the swapped policy's spec, kept beside the controller's registration socket: a
-# controller the supervisor restarts runs it instead of the scenario's
+# beside the registration socket: a restarted controller runs it, not the scenario's
 SWAPPED_POLICY_FILE = "policy.json"
 CHECK_VIEWS = 40  # the checker's generated views for a live swap (a second, not minutes)
 CHECK_TIMED = 200
@@ -44,9 +37,8 @@ def _scalar(key: str, v: object) -> float | int | str | bool:
 
 
 def swap_spec(current: PolicySpec, request: Mapping[str, Any], cwd: Path) -> PolicySpec:
-    """The spec a swap request names: `name` (a registered policy) and/or `module` (a
-    policy file, relative to `cwd`, or a module), `params` merged over the current ones
-    (a policy reads the parameters it knows), `alpha` kept unless given."""
+    """The spec a swap request names (`module` relative to `cwd`), `params` merged over
+    the current ones, `alpha` kept unless given."""
     unknown = sorted(set(request) - SWAP_KEYS)
     if unknown:
         raise SwapError(f"unknown field {unknown[0]!r} (known: {', '.join(sorted(SWAP_KEYS))})")
@@ -79,8 +71,7 @@ def swapped_scenario(scenario: Scenario, spec: PolicySpec) -> Scenario:
 
 
 def live_stages(sc: Scenario) -> tuple[StagePlan, str | None]:
-    """The stage rules a controller sets up for `sc` (size-based, seed 002b), and why
-    there are none where the policy gives no cutoffs (e.g. TAGS with no stable ones)."""
+    """The size-based stage rules for `sc`, and why there are none where it gives none."""
     try:
         return stage_plan(sc), None
     except PolicyError as err:
@@ -88,8 +79,7 @@ def live_stages(sc: Scenario) -> tuple[StagePlan, str | None]:
 
 
 def restarted_scenario(scenario: Scenario, spec_json: str | None) -> Scenario:
-    """The scenario a (re)started controller runs: with the last swapped policy where
-    there is one (`SWAPPED_POLICY_FILE`'s text)."""
+    """The scenario with the last swapped policy (`SWAPPED_POLICY_FILE`'s text), if any."""
     if not spec_json:
         return scenario
     try:
@@ -99,9 +89,8 @@ def restarted_scenario(scenario: Scenario, spec_json: str | None) -> Scenario:
 
 
 def build_swap(scenario: Scenario, spec: PolicySpec) -> tuple[Scenario, Policy]:
-    """Build the new policy and probe it (routes with the OFNs up and down); refuse a
-    swap that would change size-based stage rules (those are set up with the workers).
-    Returns the scenario with the policy named as built."""
+    """Build and probe the new policy, refusing one whose size-based stages differ (set
+    up with the workers); returns the scenario with the policy named as built."""
     sc = swapped_scenario(scenario, spec)
     try:
         built = make_policy(sc.policy, sc.workload)
@@ -119,8 +108,7 @@ def build_swap(scenario: Scenario, spec: PolicySpec) -> tuple[Scenario, Policy]:
 
 def checked_swap(scenario: Scenario, spec: PolicySpec, views: int = CHECK_VIEWS
                  ) -> tuple[Scenario, Policy]:
-    """`build_swap`, then the policy checker on generated views; its first failure
-    refuses the swap."""
+    """`build_swap`, then the checker; its first failure refuses the swap."""
     sc, built = build_swap(scenario, spec)
     report = check_policy(built, sc, views=views, timed=CHECK_TIMED)
     if report.failures:
@@ -129,9 +117,7 @@ def checked_swap(scenario: Scenario, spec: PolicySpec, views: int = CHECK_VIEWS
 
 
 def flow_changes(old: Sequence[Flow], new: Sequence[Flow]) -> tuple[list[Flow], list[Flow]]:
-    """(entries to delete, flows to send) that take a switch from `old` to `new`: an entry
-    the new pipeline lacks goes; a new or different flow is sent (it replaces the entry
-    with its match and priority)."""
+    """(entries to delete, flows to send) that take a switch from `old` to `new`."""
     have = {f.entry: f for f in old}
     want = {f.entry: f for f in new}
     gone = [f for e, f in have.items() if e not in want]
@@ -141,7 +127,6 @@ def flow_changes(old: Sequence[Flow], new: Sequence[Flow]) -> tuple[list[Flow], 
 
 def dispatch_changes(topo: Topology, switch: str, hops: NextHops, was_proactive: bool,
                      proactive: bool, measure_rt: int) -> tuple[list[Flow], list[Flow]]:
-    """`flow_changes` at one switch when the dispatch goes from proactive (select groups)
-    to per-request or back; none where the kind stays."""
+    """`flow_changes` at one switch when the dispatch kind changes (none where it stays)."""
     return flow_changes(base_flows(topo, switch, hops, was_proactive, measure_rt),
                         base_flows(topo, switch, hops, proactive, measure_rt))

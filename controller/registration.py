@@ -1,7 +1,5 @@
-"""Registration channel: how an OFN's join or leave (and a policy swap) reaches the
-controller (stdlib only). Seed 000 has OFNs announce entering and leaving to the AP
-(cellular registration); here the mobility model speaks for the OFN over the
-controller's Unix socket, and the answer comes once the new rules are in (barrier reply).
+"""Registration channel (stdlib only): an OFN's join or leave, or a policy swap, over the
+controller's Unix socket; the answer comes once the new rules are in.
 """
 
 from __future__ import annotations
@@ -14,16 +12,13 @@ from typing import Any
 from fogsdn.local_rpc import unix_call
 
 
-def register(path: str | Path, node: str, available: bool, timeout: float = 5.0
-             ) -> dict[str, Any]:
+def register(path: str | Path, node: str, available: bool, timeout: float = 5.0) -> dict[str, Any]:
     """Tell the controller an OFN joined or left; returns once its rules are in."""
-    body = {"node": node, "state": "available" if available else "unavailable",
-            "t": time.monotonic()}
-    return unix_call(path, body, timeout)
+    return unix_call(path, {"node": node, "state": "available" if available else "unavailable",
+                            "t": time.monotonic()}, timeout)
 
 
-def swap_policy(path: str | Path, spec: dict[str, Any], timeout: float = 10.0
-                ) -> dict[str, Any]:
+def swap_policy(path: str | Path, spec: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:
     """Have the controller run another policy (a resolved `PolicySpec` as a dict,
     controller.policy_swap); returns once the switches hold its rules, or `error`."""
     return unix_call(path, {"cmd": "policy", "spec": spec}, timeout)
@@ -31,8 +26,8 @@ def swap_policy(path: str | Path, spec: dict[str, Any], timeout: float = 10.0
 
 def availability_request(msg: Mapping[str, Any], nodes: Collection[str], now: float
                          ) -> tuple[str, bool, float]:
-    """(node, available, when) of a `register` request to the controller, stamped `now`
-    where it says not when; ValueError (or KeyError) for one it cannot apply."""
+    """(node, available, when) of a `register` request (`now` where it says not when);
+    ValueError (or KeyError) for one it cannot apply."""
     node, state = str(msg["node"]), str(msg["state"])
     if state not in ("available", "unavailable"):
         raise ValueError(f"state: must be available or unavailable, got {state!r}")

@@ -1,26 +1,8 @@
 """Response time as the network sees it: each connection's client SYN to the server's FIN.
 
-Pure, so the pairing is tested with fakes. The controller gets a copy of the client's
-SYN to the service address and of the server's first FIN, which the worker sends right
-after its reply (`nodes/task_server.py`: send, then close). A connection is named by its
-client end (address, port): NAT rewrites only the server end, so the FIN, copied before
-conntrack undoes the NAT, carries the same client end, and its source names the node.
-
-    timer = ConnectionTimer(ms_real=0.005)        # time scale 5: 5 real ms per model ms
-    timer.syn(("10.0.0.11", 40000), seq=7, t=1.000)
-    m = timer.fin(("10.0.0.11", 40000), t=1.012, node="fn")   # m.rt_ms == 2.4 model ms
-
-A FIN handled before its SYN is kept for `max_open_s` and paired with a SYN stamped
-before it. A retransmitted SYN (same sequence number) keeps the first stamp, when the
-client started; a new sequence number on the same client end is a new connection (the
-port was reused), and the old one, never answered, is abandoned.
-
-The switch cannot see the client's own leg (client to switch and back; on the userspace
-datapath mostly the wait until OVS reads the client's port). The handshake shows it: for
-a sample of connections (`pipeline.LEG_SAMPLE_MASK` on the client port) the controller
-also gets the server's SYN-ACK and the client's ACK; ACK minus SYN-ACK samples the leg,
-and each measurement adds its own connection's leg or the client's recent mean
-(`rt_ms = span_ms + leg_ms`), as passive TCP monitors estimate a client's RTT.
+Pure, so the pairing is tested with fakes. A connection is named by its client end
+(address, port), which NAT never rewrites; the client's own leg to the switch is sampled
+from the handshake (docs/learning.md, "Response time measured by the controller").
 """
 
 from __future__ import annotations
@@ -31,9 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from socket import inet_ntoa
 
-# One connection in 16: copying every SYN and FIN cost the FN 3-5 % of its service rate
-# on two cores (docs/emulation.md); one in 16 still times about 10 a real second at the
-# default load. Here (stdlib only): the command line's defaults need it before set-up.
+# why one in 16: docs/learning.md; here (stdlib only) for the command line's defaults
 RT_SAMPLE_DEFAULT = 16
 
 __all__ = ["RT_COLUMNS", "ConnKey", "ConnectionTimer", "Measurement", "PathStats", "RtRecorder",
@@ -77,9 +57,8 @@ class Segment:
 
 
 def parse_segment(data: bytes) -> Segment | None:
-    """An Ethernet/IPv4/TCP frame's addresses, ports, sequence number and flags; None if
-    it is not one or is cut before the flags. Hand-parsed: os-ken's full packet parser
-    costs several times more, and this runs twice per request."""
+    """An Ethernet/IPv4/TCP frame's segment, None if it is not one or is cut short.
+    Hand-parsed: os-ken's parser costs several times more, twice per request."""
     off = 14
     if len(data) < off:
         return None
@@ -127,9 +106,8 @@ class _Open:
 class ConnectionTimer:
     """Pairs each connection's first SYN with its server's first FIN.
 
-    `ms_real`: real seconds per model ms (time_scale / 1000). `max_open_s`: a connection
-    open longer (no FIN: reset, dropped, timed out) is abandoned; an unpaired FIN is
-    kept as long.
+    `ms_real`: real seconds per model ms. `max_open_s`: how long an open connection or
+    an unpaired FIN is kept.
     """
 
     ms_real: float
@@ -142,10 +120,10 @@ class ConnectionTimer:
         ("syn", "syn_retransmitted", "fin", "paired", "fin_unmatched", "abandoned", "legs",
          "no_leg"), 0))
 
-    def syn(self, key: ConnKey, seq: int, t: float, node: str | None = None
-            ) -> Measurement | None:
-        """A client's SYN stamped at `t` (`node`: where a per-request policy sent it).
-        Returns a measurement only when the connection's FIN was handled first."""
+    def syn(self, key: ConnKey, seq: int, t: float, node: str | None = None) -> Measurement | None:
+        """A client's SYN at `t` (`node`: where a per-request policy sent it); a
+        measurement only when its FIN was handled first. A retransmission keeps the first
+        stamp; a new sequence number on the same port abandons the old connection."""
         self.counts["syn"] += 1
         held = self.open.get(key)
         if held is not None and held.seq == seq:
@@ -169,8 +147,7 @@ class ConnectionTimer:
             held.t_synack = t
 
     def ack(self, key: ConnKey, t: float) -> None:
-        """A pure ACK from the client at `t`: the first after the SYN-ACK ends the handshake,
-        a sample of the client's leg; later ones are ignored."""
+        """A pure ACK from the client at `t`: the first after the SYN-ACK samples its leg."""
         held = self.open.get(key)
         if held is None or held.t_synack is None or held.leg is not None or t < held.t_synack:
             return
@@ -203,12 +180,10 @@ class ConnectionTimer:
             self.counts["no_leg"] += 1
             leg = 0.0
         span_ms, leg_ms = (t_fin - t_syn) / self.ms_real, leg / self.ms_real
-        return Measurement(key[0], key[1], node, t_syn, t_fin, span_ms + leg_ms, span_ms,
-                           leg_ms)
+        return Measurement(key[0], key[1], node, t_syn, t_fin, span_ms + leg_ms, span_ms, leg_ms)
 
     def expire(self, now: float) -> int:
-        """Forget connections open and FINs unpaired for longer than max_open_s; returns
-        how many connections were abandoned."""
+        """Forget what is older than max_open_s; returns how many connections were abandoned."""
         cut = now - self.max_open_s
         stale = [k for k, o in self.open.items() if o.t < cut]
         for k in stale:
@@ -221,9 +196,8 @@ class ConnectionTimer:
 
 @dataclass
 class PathStats:
-    """Per node (each node is reached over its own path here) the mean of the last
-    `window` measured response times (what a policy reads as the current figure; O(1),
-    as the simulator asks it per request)."""
+    """Per node, the mean of the last `window` measured response times (O(1): the
+    simulator asks it per request)."""
 
     window: int = 100
     _recent: dict[str, deque[float]] = field(default_factory=dict)
@@ -244,13 +218,8 @@ class PathStats:
 
 @dataclass
 class RtRecorder:
-    """The controller's side: each copied segment to the timer, each pairing into the
-    per-node `stats` and a CSV row, stale entries expired about once `expire_every_s`.
-    The os-ken event thread hands it packet-ins one at a time, so it needs no lock.
-
-    `vip`: the service address (a client's SYN goes to it); `node_of_ip`: host address
-    -> name (a FIN's source names the node that answered); `mask`: the client-port bits
-    that must be 0 for a connection to be timed (`pipeline.sample_mask`; 0: every one).
+    """The controller's side (no lock: one packet-in at a time): segments to the timer,
+    pairings into `stats` and CSV rows. `mask`: `pipeline.sample_mask` (0: time all).
     """
 
     timer: ConnectionTimer
@@ -264,8 +233,7 @@ class RtRecorder:
     @classmethod
     def of_run(cls, time_scale: float, timeout_ms: float, vip: str,
                node_of_ip: Mapping[str, str], mask: int, now: float) -> RtRecorder:
-        """A live run's recorder (`time_scale`: real ms per model ms; `now`: the clock at
-        start): a connection open past twice the request timeout, or 2 s, is abandoned."""
+        """A live run's recorder; a connection open past 2x the timeout, or 2 s, is abandoned."""
         timer = ConnectionTimer(time_scale / 1000.0,
                                 max_open_s=max(2.0, 2 * timeout_ms * time_scale / 1000.0))
         return cls(timer, vip, node_of_ip, mask, last_expiry=now)
@@ -275,8 +243,7 @@ class RtRecorder:
         return not client_port & self.mask
 
     def observe(self, seg: Segment, t: float, node: str | None = None) -> Measurement | None:
-        """One SYN, SYN-ACK, pure ACK or server FIN stamped at `t` (`node`: where a
-        per-request decision sent the SYN); the measurement when it completes a pair."""
+        """One copied segment stamped at `t`; the measurement when it completes a pair."""
         m: Measurement | None = None
         if seg.client_syn and seg.dst_ip == self.vip:
             m = self.timer.syn((seg.src_ip, seg.src_port), seg.seq, t, node)
@@ -291,8 +258,7 @@ class RtRecorder:
         return m
 
     def expire_due(self, t: float) -> bool:
-        """Expire the timer's stale entries if `expire_every_s` has passed since the last
-        time; True when it did."""
+        """Expire the timer's stale entries at most once `expire_every_s`; True when it did."""
         if t - self.last_expiry <= self.expire_every_s:
             return False
         self.last_expiry = t

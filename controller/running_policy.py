@@ -1,9 +1,5 @@
-"""The policy the live controller runs now: the select groups its routes make, and what
-it decides for one new connection (pure; the os-ken adapter sends what it says).
-
-A policy swap (`controller.policy_swap`) replaces the `RunningPolicy` whole, as one
-attribute, so a packet-in sees the old policy or the new one, never a mix; each swap
-starts a new policy epoch (`controller.learner_reports`).
+"""The policy the live controller runs now: its select groups and its decision for one
+new connection (pure). A swap replaces it whole, so a packet-in never sees a mix.
 """
 
 from __future__ import annotations
@@ -50,8 +46,8 @@ class RunningPolicy:
     @classmethod
     def start(cls, scenario: Scenario, built: Policy, on_failure: Callable[[str, str], None],
               policy_epoch: int) -> RunningPolicy:
-        """`built` (the scenario's policy) run as policy epoch `policy_epoch`: its choices
-        drawn from the scenario's seed, its failures told to `on_failure`."""
+        """`built` run as policy epoch `policy_epoch`, its choices drawn from the
+        scenario's seed, its failures told to `on_failure`."""
         return cls(scenario, GuardedPolicy(built, random.Random(scenario.seed), on_failure),
                    is_per_request(built), path_router(scenario, built),
                    LearnerReports(policy_epoch, built.name))
@@ -63,8 +59,7 @@ class RunningPolicy:
 
     def group_changes(self, view: ClusterView, installed: Mapping[TaskClass, Buckets],
                       initial: bool) -> dict[TaskClass, Buckets]:
-        """Each class's select-group buckets from the routes for `view`, where they differ
-        from `installed` (every class where `initial`); none for a per-request policy."""
+        """The select-group buckets that differ from `installed` (all where `initial`)."""
         if self.per_request:
             return {}
         table = self.policy.routes(view)
@@ -74,10 +69,8 @@ class RunningPolicy:
     def connection(self, view: ClusterView, request: Request, client_port: int,
                    topo: Topology, model_ms: Callable[[], float], idle_s: int
                    ) -> ConnectionChoice:
-        """Decide one connection from `request.client`'s `client_port` in `view`, and its
-        own path (a policy that chooses paths, a client on the topology): the menu as it
-        is once the node is chosen (`model_ms`: the clock), rules that expire `idle_s`
-        after the connection's last packet."""
+        """Decide one connection and, for a policy that chooses paths, its own path
+        (`model_ms`: the clock; its rules expire `idle_s` after its last packet)."""
         t0 = time.perf_counter()
         node = self.policy.decide(view, request)
         decide_ms = (time.perf_counter() - t0) * 1000.0
@@ -95,12 +88,9 @@ class RunningPolicy:
 
 
 class DecidedSyns:
-    """Which worker each recent connection was given, by its client address, port and
-    initial sequence number: a retransmitted SYN (same sequence number) goes where its
-    first went, without a second decision, while a new connection from a port the client
-    reuses (a new sequence number) is decided afresh. A 5-tuple rule in the switch
-    cannot tell the two apart (it matches no sequence number): a client that reused a
-    port within the rule's 2 s went, undecided, to its previous connection's worker.
+    """Each recent connection's worker by client address, port and initial sequence
+    number: a retransmitted SYN goes where its first went, a reused port is decided
+    afresh (a 5-tuple rule in the switch cannot tell the two apart).
     """
 
     def __init__(self, keep_s: float = 10.0) -> None:

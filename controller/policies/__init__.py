@@ -1,8 +1,5 @@
-"""Pure dispatch policies. `make_policy` is the one way engines obtain one.
-
-A user's policy lives in a file or module the scenario names (`policy.module`); every
-process that calls `make_policy` with that spec loads it, so it runs unchanged in the
-simulator, in sweep and Ray workers, and in the live controller process.
+"""Pure dispatch policies. `make_policy` is the one way engines obtain one, so a user's
+`policy.module` is loaded alike in every process (simulator, sweep workers, controller).
 """
 
 from __future__ import annotations
@@ -59,14 +56,12 @@ BUILT_IN_POLICIES: Mapping[str, type[Policy]] = MappingProxyType({
               PathShortest, PathRank, PathFewestSwitches, PathGoal, PathRnn)
 })
 
-# every policy a spec can name without a module: the built-ins, and classes this
-# process registered with `register_policy`
+# what a spec can name without a module: the built-ins and this process's `register_policy`
 POLICIES: dict[str, type[Policy]] = dict(BUILT_IN_POLICIES)
 
 
 def refuse_built_in_name(cls: type[Policy], where: str) -> None:
-    """A user's policy may not take a built-in's name: a scenario naming it would run
-    one or the other depending on which process loaded what."""
+    """A user's policy may not take a built-in's name: which ran would depend on the process."""
     if BUILT_IN_POLICIES.get(cls.name, cls) is not cls:
         raise PolicyError(f"{where}: policy name {cls.name!r} is a built-in policy's; "
                           "give yours another name")
@@ -74,16 +69,14 @@ def refuse_built_in_name(cls: type[Policy], where: str) -> None:
 
 def register_policy(cls: type[Policy]) -> type[Policy]:
     """Class decorator for policies imported in this process (prefer `policy.module`,
-    which every engine process loads). A file that `policy.module` names may use it too:
-    its class is then both registered and the module's own."""
+    which every engine process loads)."""
     refuse_built_in_name(cls, policy_origin(cls))
     POLICIES[cls.name] = cls
     return cls
 
 
 def user_policy_classes(module: str) -> tuple[type[Policy], ...]:
-    """The policies a user's file or module defines, none named like a built-in: what
-    the engines (through `make_policy`) and the checker both load."""
+    """The policies a user's file or module defines, none named like a built-in."""
     classes = load_policy_module(module)
     for cls in classes:
         refuse_built_in_name(cls, module)
@@ -184,17 +177,12 @@ def probe_policy(policy: Policy, scenario: Scenario) -> None:
 
 def initial_view(scenario: Scenario, ofn_available: bool = True) -> ClusterView:
     """The cluster as the scenario declares it, every FN up and OFNs as given."""
-    return ClusterView(
-        tuple(
-            node_view(n, ofn_available if n.role is Role.OFN else True) for n in scenario.nodes
-        )
-    )
+    return ClusterView(tuple(node_view(n, ofn_available if n.role is Role.OFN else True)
+                             for n in scenario.nodes))
 
 
 def stage_plan(scenario: Scenario) -> StagePlan:
-    """The live run's stage plan: what the scenario's policy says (`Policy.stages`) for
-    the cluster as a run starts (every node up). PolicyError where it cannot say (for
-    TAGS or SITA: no cutoffs)."""
+    """The scenario's policy's `stages` with every node up (PolicyError: no cutoffs)."""
     policy = make_policy(scenario.policy, scenario.workload)
     try:
         return policy.stages(initial_view(scenario))

@@ -1,9 +1,6 @@
-"""The policy contract shared by the controller, the simulator and the RL env.
-
-A policy is a pure object. For proactive policies the engines ask for a
-`RouteTable` whenever the cluster view changes and realise it (the controller as
-OpenFlow rules and select groups, the simulator by sampling). Per-request policies
-override `decide`; the default samples the route table.
+"""The policy contract shared by the controller, the simulator and the RL env
+(docs/policies.md): a pure object asked for a `RouteTable` per cluster change, or per
+request (`decide`) where it says so.
 """
 
 from __future__ import annotations
@@ -40,15 +37,12 @@ class NodeView:
     power_max_w: float | None = None
     net_ms: float | None = None  # mean network time a request to it spends on its path
     work_left: float | None = None  # model ms of work it holds now, where the engine knows it
-    # the recent mean response time of requests it answered, as the network measured it:
-    # client SYN to the server's FIN (controller.rt_measure; the simulator the same span)
-    measured_rt_ms: float | None = None
+    measured_rt_ms: float | None = None  # recent mean, client SYN to server FIN
 
 
 def node_view(spec: NodeSpec, available: bool, net_ms: float | None = None,
               in_system: int | None = None) -> NodeView:
-    """The one place that turns a `NodeSpec` into a view entry (with its path's network
-    time and its load where the engine knows them)."""
+    """The one place that turns a `NodeSpec` into a view entry."""
     return NodeView(spec.name, spec.role, available, spec.capacity, spec.mu, in_system,
                     multi_server=spec.servers is Servers.MULTI,
                     power_idle_w=spec.power.idle_w, power_max_w=spec.power.max_w,
@@ -79,9 +73,8 @@ class Request:
 
 @dataclass(frozen=True)
 class Epoch:
-    """One point of an online learner's curve: after `decisions` connections, the epoch's
-    action (the rule it followed, no commas), measured response time (model ms),
-    estimated network power (W) and goal G (lower is better)."""
+    """One point of an online learner's curve: its rule (no commas), response time (model
+    ms), network power (W) and goal G (lower is better) after `decisions` connections."""
 
     decisions: int
     action: str
@@ -100,23 +93,17 @@ class Epoch:
 class Policy(ABC):
     name: ClassVar[str]
     proactive: ClassVar[bool] = True
-    # Whether the answer depends only on the OFNs' availability and each node's count
-    # (the exact chain's state). None: the chain finds out by probing the policy;
-    # False: always outside the model; True: trusted, reads of other fields allowed.
+    # whether it answers from the exact chain's state alone (None: the chain probes it)
     state_based: ClassVar[bool | None] = None
     needs_size: ClassVar[bool] = False  # decide() reads request.size
     needs_work_left: ClassVar[bool] = False  # decide() reads NodeView.work_left
-    # decide() reads the view's load (in_system, work_left); False lets an engine hand
-    # it the same view until the cluster changes, which is much faster per request
+    # False: decide() never reads the load, so an engine may reuse one view (much faster)
     reads_load: ClassVar[bool] = True
-    # chooses each connection's path as well as its node (`choose_path`, seed 002a)
-    chooses_paths: ClassVar[bool] = False
-    # learns from NodeView.measured_rt_ms: live, every connection is then timed, as the
-    # simulator measures every request (the same measurement in both engines)
+    chooses_paths: ClassVar[bool] = False  # `choose_path` per connection (seed 002a)
+    # live, every connection is then timed, as the simulator measures every request
     learns_from_measured_rt: ClassVar[bool] = False
     spec: PolicySpec = field(default_factory=PolicySpec)
-    # the scenario's workload, for policies whose parameters depend on it (size-based)
-    workload: Workload | None = None
+    workload: Workload | None = None  # for parameters that depend on it (size-based)
 
     @abstractmethod
     def routes(self, view: ClusterView) -> RouteTable:
@@ -124,37 +111,30 @@ class Policy(ABC):
 
     def decide(self, view: ClusterView, request: Request, rng: random.Random) -> str:
         weights = routes_for(self.routes(view), request.cls)
-        names = list(weights)
-        return rng.choices(names, weights=[weights[n] for n in names])[0]
+        return rng.choices(list(weights), weights=list(weights.values()))[0]
 
     def paths(self, graph: Any) -> Mapping[tuple[str, str], tuple[str, ...]]:
-        """Switch paths the policy pins for (client, node) pairs on a topology graph
-        (networkx); pairs it leaves out take the shortest path by delay."""
+        """Switch paths pinned for (client, node) pairs on a networkx topology graph;
+        others take the shortest path by delay."""
         return {}
 
-    def choose_path(self, view: ClusterView, request: Request, node: str,
-                    menu: PathMenu) -> int:
-        """For a policy that `chooses_paths`: which of `menu.options` (the k shortest by
-        delay, shortest first) the request to `node` takes. Asked per request, after
-        `decide`, by every engine (`controller.path_choice.PathRouter`)."""
+    def choose_path(self, view: ClusterView, request: Request, node: str, menu: PathMenu) -> int:
+        """For a policy that `chooses_paths`: which of `menu.options` (shortest first) the
+        request to `node` takes, asked after `decide` by every engine."""
         return 0
 
     def learning_curve(self) -> Sequence[Epoch]:
-        """An online learner's epochs so far (the engines write them to the run's
-        learning_curve.csv); none for a policy that does not learn while it runs."""
+        """An online learner's epochs so far (the run's learning_curve.csv)."""
         return ()
 
     def stages(self, view: ClusterView) -> StagePlan:
-        """Size-based stages over this view's hosts (`fogsdn.stages`): "sita" (the client
-        picks a size interval's host) or "tags" (host i kills a task at cutoff i and it
-        restarts at host i + 1). Every engine asks this one method (simulator, live stage
-        ports and kill timers, the analysis's model). Default: no stages."""
+        """Size-based stages over this view's hosts, "sita" or "tags" (docs/policies.md);
+        every engine asks this one method. Default: none."""
         return StagePlan("none")
 
 
 def is_per_request(policy: Policy) -> bool:
-    """Whether engines must call `decide` per request rather than realise `routes`:
-    `proactive = False`, or a `decide` of its own. Every engine asks this one question."""
+    """Whether engines must call `decide` per request rather than realise `routes`."""
     return ((not policy.proactive) or type(policy).decide is not Policy.decide
             or policy.chooses_paths)
 
@@ -167,8 +147,8 @@ def routes_for(table: RouteTable, cls: TaskClass) -> Mapping[str, float]:
 
 
 def safe_routes(view: ClusterView) -> RouteTable:
-    """The table engines fall back to when a policy fails: both classes to the FNs that
-    are up (all FNs when none is), which every scenario has and which never leave."""
+    """When a policy fails: both classes to the FNs (every scenario has them, they never
+    leave), those up where any is."""
     fns = view.up(Role.FN) or tuple(n for n in view.nodes if n.role is Role.FN)
     return {TaskClass.HP: even(fns), TaskClass.LP: even(fns)}
 

@@ -1,14 +1,7 @@
 """Check a policy before running it: python -m controller.policies.check FILE_OR_MODULE
 
-Modelled on Gymnasium's environment checker: it builds each policy the file defines,
-asks it on generated cluster views (the scenario's cluster, and a larger one with
-several FNs, OFNs and a cloud, with random availability and loads), checks that every
-route table has finite non-negative weights for known nodes and a positive weight for
-each class, that `decide` names a node of the view and is reproducible for the same
-rng seed, and times `decide`. Exit status 0 when nothing failed, 1 otherwise (2 when
-the file cannot be loaded); warnings do not fail.
-
-    python -m controller.policies.check my_policy.py [--scenario FILE] [--name NAME]
+Modelled on Gymnasium's environment checker (docs/policies.md). Exit status 0 when
+nothing failed, 1 otherwise, 2 when the file cannot be loaded; warnings do not fail.
 """
 
 from __future__ import annotations

@@ -1,19 +1,8 @@
 """Greedy baselines for the learning controller (issue 9): least-loaded, latency-, power-greedy.
 
-Each sends every request, whatever its class, to the available node (any role) best by
-one measure of the view as it arrives, so the engines call `decide` per request; `routes`
-gives the same choice (with no queue lengths known: the measure with empty queues). A
-full node is passed over while another has room; ties go to the first node in scenario
-order, so the policies are deterministic.
-
-* `least_loaded`: fewest requests held per server.
-* `latency_greedy`: least expected response time, E[sojourn] + network time: with n held
-  and mean size 1, (n + 1) / mu for a single-server FIFO node, 1 / mu for a multi-server
-  node (no waiting), plus the view's `net_ms` where the engine knows it.
-* `power_greedy`: least marginal server energy per request under the linear power model,
-  (max_w - idle_w) / (servers * mu): the idle draw is paid anyway, so concentrating work
-  where it turns into watts most cheaply saves power. A node without power figures
-  counts as 1 W of dynamic range (all the same machine): service time per server.
+Each sends every request, of either class, to the available node best by one measure
+(docs/learning.md, "Baselines"), preferring nodes with room; ties go to the first node
+in scenario order, so the policies are deterministic.
 """
 
 from __future__ import annotations
@@ -50,7 +39,8 @@ def expected_response_ms(node: NodeView) -> float:
 
 
 def marginal_energy(node: NodeView) -> float:
-    """Dynamic server energy one request of mean size 1 adds (W x model ms)."""
+    """Dynamic server energy one request of mean size 1 adds (W x model ms): the idle draw
+    is paid anyway. No power figures: 1 W of dynamic range."""
     if node.power_idle_w is None or node.power_max_w is None:
         dynamic_w = 1.0
     else:

@@ -1,8 +1,5 @@
-"""Loading a user's policy module, by file path or importable name, in any process.
-
-The scenario loader makes `policy.module` paths absolute, so every process that builds
-the policy through `make_policy` (runner, controller, simulator, sweep and Ray workers)
-loads the same file. Every error is one line naming the file and the cause.
+"""Loading a user's policy module, by file path or importable name, in any process; every
+error is one line naming the file and the cause.
 """
 
 from __future__ import annotations
@@ -42,14 +39,12 @@ def _import_file(path: Path) -> ModuleType:
     sys.modules[mod_name] = module  # dataclasses look their module up while the file runs
     try:
         spec.loader.exec_module(module)
-    except PolicyError:  # `register_policy` refusing a built-in's name, already one line
-        del sys.modules[mod_name]
-        raise
-    except SyntaxError as err:
-        del sys.modules[mod_name]
-        raise PolicyError(f"{path}: syntax error at line {err.lineno}: {err.msg}") from None
     except Exception as err:
         del sys.modules[mod_name]
+        if isinstance(err, PolicyError):  # `register_policy` refusing a built-in's name
+            raise
+        if isinstance(err, SyntaxError):
+            raise PolicyError(f"{path}: syntax error at line {err.lineno}: {err.msg}") from None
         raise PolicyError(f"{path}: importing it raised {type(err).__name__}: {err}"
                           f"{error_line(err, str(path))}") from None
     return module
@@ -63,8 +58,7 @@ def _import_name(name: str) -> ModuleType:
     except ModuleNotFoundError as err:
         raise PolicyError(f"policy.module: cannot import {name!r}: {err}") from None
     except SyntaxError as err:
-        raise PolicyError(f"{err.filename}: syntax error at line {err.lineno}: {err.msg}"
-                          ) from None
+        raise PolicyError(f"{err.filename}: syntax error at line {err.lineno}: {err.msg}") from None
     except Exception as err:
         raise PolicyError(f"{name}: importing it raised {type(err).__name__}: {err}") from None
 

@@ -1,25 +1,8 @@
 """What a learning controller sees in one decision epoch, and what it does per flow (pure).
 
-The same code builds the observation in the simulator env (agents/env.py) and in the
-controller (controller/policies/rl.py), from only what a per-flow policy is shown there
-(the cluster view at each new flow and its own choices), so an agent trained on it can
-decide live.
-
-Per node: up (1/0) at the epoch's end, requests held / capacity (mean over the epoch's
-flows), estimated utilisation, its path's network time / RT_ref, and its share of the
-epoch's flows. Per switch: the share of its ports that carried a flow. Then the response
-time / RT_ref (measured SYN to FIN, `observed_response_ms`, estimated until a node has a
-figure) and the estimated power / P_ref. Utilisation is what arrivals see (PASTA): the
-share of flows that found a single-server node busy, or mean held / servers for a
-multi-server node. Power is `models.power_model` on those figures: each server's linear
-model, each switch's chassis plus its active ports (the traffic term, about 0.01 W at fog
-loads, is left out).
-
-Per flow, the epoch's weights act as preferences: a flow goes to the available node with
-room that has the least expected response time (latency-greedy's measure) divided by its
-weight; weight 0 excludes a node. Equal weights are latency-greedy; lowering a
-power-hungry node's weight moves work away from it only while the other nodes' queues
-are short, which a random split by weights cannot do.
+Built only from what a per-flow policy is shown (each flow's view and its own choice), so
+the simulator env and the live controller observe alike (docs/learning.md, "The
+environment").
 """
 
 from __future__ import annotations
@@ -42,9 +25,8 @@ FEATURES_PER_NODE = 5
 
 
 def weighted_choice(view: ClusterView, weights: Sequence[float]) -> int:
-    """Index (in view order) of the available node with room and the least expected
-    response time / weight; all weights of the available nodes zero: plain least
-    expected response time."""
+    """Index of the available node with room and the least expected response time /
+    weight (weight 0 excludes a node; all zero: plain least expected response time)."""
     up = [k for k, n in enumerate(view.nodes) if n.available]
     if not up:
         raise PolicyError("no node is available")
@@ -57,8 +39,7 @@ def weighted_choice(view: ClusterView, weights: Sequence[float]) -> int:
 
 @dataclass(frozen=True)
 class ObservationLayout:
-    """What the observer knows of the scenario: nodes in order, the switch ports each
-    node's paths use, every switch's port count and power model, the goal's references."""
+    """What the observer knows of the scenario's nodes, switches and goal references."""
 
     nodes: tuple[str, ...]
     node_ports: Mapping[str, Mapping[str, frozenset[str]]]  # node -> switch -> ports used
@@ -82,10 +63,8 @@ class ObservationLayout:
     @classmethod
     def from_json(cls, d: Mapping[str, object]) -> ObservationLayout:
         try:
-            ports = d["node_ports"]
-            assert isinstance(ports, Mapping)
-            sw = d["switch_ports"]
-            assert isinstance(sw, Mapping)
+            ports, sw = d["node_ports"], d["switch_ports"]
+            assert isinstance(ports, Mapping) and isinstance(sw, Mapping)
             return cls(tuple(str(n) for n in d["nodes"]),  # type: ignore[attr-defined]
                        {str(n): {str(s): frozenset(map(str, p)) for s, p in v.items()}
                         for n, v in ports.items()},
@@ -97,9 +76,7 @@ class ObservationLayout:
 
 
 def observed_response_ms(node: NodeView) -> float:
-    """A node's response time as the policy reads it: what the network measured for its
-    recent requests (SYN to FIN, `NodeView.measured_rt_ms`, both engines), or, before the
-    first of them completes, the estimate from its queue and path."""
+    """A node's measured recent response time, or its queue-and-path estimate before any."""
     return node.measured_rt_ms if node.measured_rt_ms is not None else expected_response_ms(node)
 
 
@@ -150,13 +127,11 @@ class EpochObserver:
     def close(self) -> tuple[Obs, dict[str, float]]:
         """The epoch's observation and estimates (response_ms, power_w); starts the next."""
         lay = self.layout
-        nn = len(lay.nodes)
         n = max(1, self._views)
-        view = self._last
-        nodes = view.nodes if view is not None else ()
+        nodes = self._last.nodes if self._last is not None else ()
         util = [b / n for b in self._busy]
         features: list[float] = []
-        for k in range(nn):
+        for k in range(len(lay.nodes)):
             node = nodes[k] if k < len(nodes) else None
             features += [1.0 if node is None or node.available else 0.0, self._held[k] / n,
                          util[k], ((node.net_ms or 0.0) if node else 0.0) / lay.rt_ref_ms,
@@ -175,10 +150,8 @@ class EpochObserver:
 
 
 def layout_of(scenario: Scenario) -> ObservationLayout:
-    """The observer's layout for a scenario: each (client, node) path by the routing's
-    shortest path by delay, ports named by the neighbour they face (as sim/power.py);
-    the goal's references from `scenario.goal` or, unset, the fastest node's service
-    plus its network time and every server and switch at full power."""
+    """The observer's layout: each (client, node) path shortest by delay, ports named by
+    the neighbour they face (as sim/power.py); unset goal references as in docs/learning.md."""
     g = scenario_graph(scenario)
     clients = [h.name for h in scenario_hosts(scenario) if h.role == "client"]
     sw_ports = switch_ports(g)

@@ -1,26 +1,6 @@
 """Path-choosing policies (seed 002a): the node as `least_loaded` picks it, and a path per
-connection among the k shortest (`controller.path_choice`), by one rule each.
-
-* `path_shortest`: always the shortest by delay (what destination routing does).
-* `path_rank`: every connection on its `params.rank`-th shortest path, a static plan.
-* `path_fewest_switches`: power-greedy: the path that wakes the fewest watts now
-  (`PathOption.wake_w`), ties to fewer switches, then to less delay.
-* `path_goal`: per request the option with the least G = a RT_i / RT_0 + (1 - a)
-  (P + wake_i) / P: RT_i the node's expected sojourn plus the path's delay, RT_0 that of
-  the shortest path, P the network's estimated power now, a `params.rt_weight` (0.5).
-* `path_rnn`: the seed's random neural network (models/rnn_learner.py), one neuron per
-  rule of `RULES`, learning online: every `params.epoch_requests` connections (200) it
-  is rewarded R = 1 / G for the epoch's rule, G = A RT / RT_ref + (1 - A) P / P_ref, RT
-  the measured response time (`NodeView.measured_rt_ms`), P the epoch's mean estimated
-  network power, the references the first epoch's, A `params.rt_weight`; its learning
-  curve is `curve`. With `params.rt_ref: shortest` (default `first`) RT is taken over
-  what the shortest path was expected to give under the epoch's load (as `goal_choice`
-  estimates RT_0), so the workload's phase largely cancels out of the reward.
-  `params.weights` (saved by `scripts/train_agent.py --agent path_rnn`) warm-starts it
-  from weights trained in the simulator, with the reward they were trained under
-  (`rt_ref`, `rt_weight`, `epoch_requests`) unless the params say otherwise; the
-  threshold and references are the run's own, set by its first epoch: another run's
-  scale would reward or punish at random.
+connection among the k shortest (`controller.path_choice`), by one rule each; the rules
+and `path_rnn`'s reward are in docs/learning.md, "Seed 002a: paths as the action".
 """
 
 from __future__ import annotations
@@ -36,12 +16,10 @@ from controller.policies.rl import read_weights
 from models.network_power import PathMenu
 from models.rnn_learner import RnnLearner, learner_from_json, learner_to_json
 
-# path_rnn's neurons: "rank r" sends every connection on its r-th shortest path (a plan
-# the whole network follows at once, so consolidating on a shared path is one action);
-# "a x" picks per connection by the goal with weight x (`goal_choice`)
-RT_REFS = ("first", "shortest")  # path_rnn's params.rt_ref (module docstring)
-RULES: tuple[str, ...] = ("rank 0", "rank 1", "rank 2", "a 0.9", "a 0.75", "a 0.5", "a 0.25",
-                          "a 0")
+# path_rnn's neurons: "rank r" sends every connection on its r-th shortest path (one
+# action consolidates the whole network); "a x" picks by the goal with weight x
+RT_REFS = ("first", "shortest")  # path_rnn's params.rt_ref
+RULES: tuple[str, ...] = ("rank 0", "rank 1", "rank 2", "a 0.9", "a 0.75", "a 0.5", "a 0.25", "a 0")
 
 
 def apply_rule(rule: str, view: ClusterView, node: str, menu: PathMenu) -> int:
@@ -57,11 +35,10 @@ def shortest_rt_ms(view: ClusterView, node: str, menu: PathMenu) -> float:
 
 
 def goal_choice(view: ClusterView, node: str, menu: PathMenu, rt_weight: float) -> int:
-    """The option with the least per-request goal G_i (module docstring)."""
+    """The option with the least G_i = a RT_i / RT_0 + (1 - a) (P + wake_i) / P."""
     sojourn = expected_sojourn_ms(view.node(node))
     rt0 = shortest_rt_ms(view, node, menu)
-    p_ref = menu.network_w if menu.network_w > 0 else max(
-        [o.wake_w for o in menu.options] + [1.0])
+    p_ref = menu.network_w if menu.network_w > 0 else max([o.wake_w for o in menu.options] + [1.0])
 
     def g(i: int) -> float:
         o = menu.options[i]
@@ -84,13 +61,11 @@ class PathShortest(_PathPolicy):
 
 @dataclass
 class PathRank(_PathPolicy):
-    """Every connection on its `params.rank`-th shortest path (0: the shortest): a static
-    plan, to show what a scenario allows (the last rank there is, where fewer)."""
+    """Every connection on its `params.rank`-th shortest path (or the last there is)."""
 
     name: ClassVar[str] = "path_rank"
 
-    def choose_path(self, view: ClusterView, request: Request, node: str,
-                    menu: PathMenu) -> int:
+    def choose_path(self, view: ClusterView, request: Request, node: str, menu: PathMenu) -> int:
         return apply_rule(f"rank {int(self.spec.params.get('rank', 0))}", view, node, menu)
 
 
@@ -98,8 +73,7 @@ class PathRank(_PathPolicy):
 class PathFewestSwitches(_PathPolicy):
     name: ClassVar[str] = "path_fewest_switches"
 
-    def choose_path(self, view: ClusterView, request: Request, node: str,
-                    menu: PathMenu) -> int:
+    def choose_path(self, view: ClusterView, request: Request, node: str, menu: PathMenu) -> int:
         opts = menu.options
         return min(range(len(opts)),
                    key=lambda i: (round(opts[i].wake_w, 9), len(opts[i].switches),
@@ -110,8 +84,7 @@ class PathFewestSwitches(_PathPolicy):
 class PathGoal(_PathPolicy):
     name: ClassVar[str] = "path_goal"
 
-    def choose_path(self, view: ClusterView, request: Request, node: str,
-                    menu: PathMenu) -> int:
+    def choose_path(self, view: ClusterView, request: Request, node: str, menu: PathMenu) -> int:
         return goal_choice(view, node, menu, float(self.spec.params.get("rt_weight", 0.5)))
 
 
@@ -168,8 +141,7 @@ class PathRnn(_PathPolicy):
     def learning_curve(self) -> Sequence[Epoch]:
         return self.curve
 
-    def choose_path(self, view: ClusterView, request: Request, node: str,
-                    menu: PathMenu) -> int:
+    def choose_path(self, view: ClusterView, request: Request, node: str, menu: PathMenu) -> int:
         if self.decisions and self.decisions % self.epoch_requests == 0:
             self._close(view)
         self.decisions += 1
@@ -179,11 +151,9 @@ class PathRnn(_PathPolicy):
         return apply_rule(RULES[self.choice], view, node, menu)
 
 
-def trained_learner(name: str, explore: float, seed: int
-                    ) -> tuple[RnnLearner, dict[str, Any]]:
-    """The learner a `path_rnn` training saved (`saved_path_rnn`), its threshold cleared
-    (module docstring), and the params of the reward it was trained under; a one-line
-    PolicyError naming `policy.params.weights` otherwise."""
+def trained_learner(name: str, explore: float, seed: int) -> tuple[RnnLearner, dict[str, Any]]:
+    """The learner `saved_path_rnn` wrote, its threshold cleared (another run's scale
+    would reward at random), and the reward params it was trained under."""
     data = read_weights(name, "path_rnn")
     if data.get("rules") != list(RULES):
         raise PolicyError(f"policy.params.weights: {name}: its rules {data.get('rules')} "
@@ -197,8 +167,7 @@ def trained_learner(name: str, explore: float, seed: int
 
 
 def warm_start_file(scenario_name: str) -> str:
-    """Where `scripts/train_agent.py --agent path_rnn` saves a scenario's trained learner
-    (relative to the project root, as `policy.params.weights` reads it)."""
+    """Where `train_agent.py --agent path_rnn` saves a scenario's learner (root-relative)."""
     return f"agents/weights/path_rnn_{scenario_name}.json"
 
 

@@ -21,10 +21,8 @@ class Prioritized(Policy):
 
 @dataclass
 class PrioritizedCloud(Policy):
-    """Seed 000's future work, offloading to the cloud: HP to the FN as in the proposed
-    scheme, LP to an OFN while one is in range and to the cloud (not the FN) while none
-    is, so the FN serves HP alone at any OFN status. With no cloud up, LP falls back to
-    the FN as in the proposed scheme."""
+    """Seed 000's cloud offload: as `prioritized`, but LP goes to the cloud (not the FN)
+    while no OFN is in range; with no cloud up, to the FN."""
 
     name: ClassVar[str] = "prioritized_cloud"
 

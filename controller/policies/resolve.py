@@ -1,7 +1,5 @@
-"""A scenario with its policy resolved: what every entry point runs (one error path).
-
-Here, not in an engine, so that every engine and CLI (runner, simulator, sweeps,
-predict, the checker) resolves a scenario the same way without importing another.
+"""A scenario with its policy resolved: what every entry point runs (one error path),
+here so that no engine or CLI imports another to resolve one.
 """
 
 from __future__ import annotations
@@ -17,13 +15,9 @@ from fogsdn.scenario import Scenario, absolute_policy_module, load_scenario
 def resolve_scenario(path: str | Path, policy: str | None = None,
                      overrides: Mapping[str, Any] | None = None,
                      policy_module: str | None = None) -> Scenario:
-    """Load, apply `--policy`, `--policy-module` and other overrides, and check the
-    policy can be built and answers `routes`.
-
-    A `--policy-module` file is relative to the working directory (a scenario's
-    `policy.module` to the scenario file) and made absolute here; the module's one policy
-    is named in the returned scenario, so every process and report sees the same policy.
-    Raises ScenarioError or PolicyError with one line naming the field or the file.
+    """Load, apply `--policy`, `--policy-module` (relative to the working directory) and
+    other overrides, and check the policy builds and answers `routes`; the module's one
+    policy is named in the result. ScenarioError or PolicyError, one line.
     """
     sc = load_scenario(path)
     over = dict(overrides or {})

@@ -1,22 +1,8 @@
-"""Learned agents as ordinary policies (issue 9): `rl_dqn` and `rl_rnn` (pure but for
-reading the saved weights once, when the policy is built).
+"""Learned agents as ordinary policies (issue 9): `rl_dqn` and `rl_rnn`, pure but for
+reading their weights file once (`policy.params.weights`, relative to the project root).
 
-Every new flow (the controller's packet-in for a SYN, the simulator's arrival) goes to
-the node the epoch's preference weights favour (`observe.weighted_choice`, microseconds);
-every `epoch_requests` flows the agent looks at the epoch's observation
-(`EpochObserver`, from the views the policy was shown) and picks the next weights from
-its menu. So the network never sits on the data path: a flow waits for one weighted
-comparison, and once per epoch for one forward pass (a 2 x 64 MLP in numpy, or the
-RNN's fixed point).
-
-* `rl_dqn`: the DQN trained in the simulator (scripts/train_agent.py), exported as JSON
-  (`agents/weights/dqn_<scenario>.json`): it picks the menu entry with the largest Q.
-* `rl_rnn`: the seed's random neural network (models/rnn_learner.py), one neuron per menu
-  entry, trained in the simulator (`rnn_<scenario>.json`); it goes on learning live,
-  R = 1 / G with G = a RT/RT_ref + b P/P_ref on the observer's figures (response time
-  measured SYN to FIN in both engines, power by models.power_model).
-
-`policy.params.weights` names the file (relative to the project root unless absolute).
+Each flow waits only for one weighted choice; the agent thinks once per epoch
+(docs/learning.md, "Agents as policies").
 """
 
 from __future__ import annotations
@@ -98,8 +84,7 @@ class _EpochAgent(Policy):
         raise NotImplementedError
 
     def describe(self) -> dict[str, Any]:
-        """What the agent decides with now (the run view shows it, issue 21): its menu
-        entry and the weight of each node, and how many flows it has decided."""
+        """Its menu entry, each node's weight and its decisions so far (for the run view)."""
         return {"choice": self.choice, "decisions": self.decisions,
                 "weights": dict(zip(self.layout.nodes, self.weights, strict=True))}
 

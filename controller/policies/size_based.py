@@ -1,10 +1,7 @@
 """Size-based task assignment (seed 002b) and its size-unaware baselines, as pure policies.
 
-The hosts are the view's available nodes in scenario order (roles do not matter here).
-SITA-E and SITA-U need the task's size (`needs_size`); TAGS does not: every task starts
-at the first host, and its stage plan (`Policy.stages`) says where each host kills it
-and where it restarts. Random, Round-Robin and Least-Work-Left are the baselines;
-Least-Work-Left needs each host's remaining work (`needs_work_left`).
+The hosts are the view's available nodes in scenario order, whatever their roles
+(docs/size_based.md).
 """
 
 from __future__ import annotations
@@ -80,8 +77,7 @@ class _Cutoffs(Policy):
         return got
 
     def intervals(self, view: ClusterView) -> list[tuple[str, float, float]]:
-        """(host, low, high) per host: its size interval (SITA) or (previous, own) cutoff
-        (TAGS)."""
+        """(host, low, high) per host: its size interval (SITA) or cutoffs (TAGS)."""
         lo, hi = support(self._workload().size)
         edges = [lo, *self.cutoffs(view), hi]
         return [(h.name, edges[i], edges[i + 1]) for i, h in enumerate(hosts_of(view))]

@@ -1,15 +1,8 @@
-"""A dispatch policy that is a decision table over the exact chain's states.
+"""A dispatch policy that is a decision table over the exact chain's states (pure).
 
-`scripts/optimize_policy.py` writes a scenario's optimal policy as a small user policy
-file: a subclass of `StateTablePolicy` holding the table. The state is what the chain
-tracks (each node's availability and count, in scenario order); per state and class the
-table names one node, or gives probabilities where the optimum randomises. A randomised
-decision draws one number from the engine's seeded `rng` (`rng.choices` over `routes`,
-as the default `decide` does, so the exact chain reads the same weights).
-
-A view the table does not cover (other nodes, a down OFN that holds requests, a count
-above capacity) falls back to the up node with room with the shortest expected stay,
-(n + 1) / mu, unknown counts taken as 0. Pure: no I/O.
+`scripts/optimize_policy.py` writes a scenario's optimal policy as a subclass holding the
+table (docs/policies.md, "The optimal policy"); a view the table does not cover falls
+back to the up node with room with the shortest expected stay.
 """
 
 from __future__ import annotations
@@ -95,12 +88,10 @@ class StateTablePolicy(Policy):
         return {self.NODES[CODES.index(code)]: 1.0}
 
     def routes(self, view: ClusterView) -> RouteTable:
-        return {TaskClass.HP: self._row(view, TaskClass.HP),
-                TaskClass.LP: self._row(view, TaskClass.LP)}
+        return {cls: self._row(view, cls) for cls in TaskClass}
 
     def decide(self, view: ClusterView, request: Request, rng: random.Random) -> str:
         row = self._row(view, request.cls)
-        if len(row) == 1:
+        if len(row) == 1:  # a deterministic decision draws nothing
             return next(iter(row))
-        names = list(row)
-        return rng.choices(names, weights=[row[n] for n in names])[0]
+        return rng.choices(list(row), weights=list(row.values()))[0]

@@ -1,10 +1,6 @@
-"""Worked example of a per-request policy (see docs/policies.md).
-
-HP always goes to the static FN. LP goes to an OFN only while the FN is busy, i.e.
-holds more than `threshold` requests (`policy.params.threshold`, default 5), and
-only to an OFN that is up; otherwise LP stays on the FN. Because the choice depends
-on the FN's queue at the moment a request arrives, the policy is not proactive: the
-engines call `decide` for every request with a fresh view that has `in_system` set.
+"""Worked example of a per-request policy (docs/policies.md): HP to the FN; LP to the
+least-loaded OFN that is up only while the FN holds more than `policy.params.threshold`
+requests (default 5), else to the FN.
 """
 
 from __future__ import annotations
@@ -32,8 +28,7 @@ class Threshold(Policy):
 
     @staticmethod
     def _least_loaded(nodes: tuple[NodeView, ...]) -> NodeView:
-        # an engine that does not know a node's load reports None: count it as empty
-        return min(nodes, key=lambda n: n.in_system or 0)  # first one wins ties
+        return min(nodes, key=lambda n: n.in_system or 0)  # unknown: empty; first wins ties
 
     def _targets(self, view: ClusterView) -> tuple[str, str]:
         """(HP node, LP node) in this view."""
@@ -47,8 +42,7 @@ class Threshold(Policy):
         return fn.name, lp
 
     def routes(self, view: ClusterView) -> RouteTable:
-        """The decision for each class in this view (where the FN's load is unknown,
-        LP stays on the FN)."""
+        """The decision for each class (the FN's load unknown: LP stays on the FN)."""
         hp, lp = self._targets(view)
         return {TaskClass.HP: {hp: 1.0}, TaskClass.LP: {lp: 1.0}}
 
