@@ -1,14 +1,9 @@
-"""The learning evaluation as a study (`runner.study`): every policy on the same seeds,
-one (policy, seed) run per point, simulated or live; `finish` prints the table of mean
-and p95 response time, mean power and energy per request (`analysis.agent_eval`) and
-writes it as JSON. The command is `scripts/eval_agents.py`.
+"""The learning evaluation as a study (`runner.study`, command `scripts/eval_agents.py`):
+every policy on the same seeds, one (policy, seed) run per point, simulated or live,
+and the table of response time, power and energy per request (`analysis.agent_eval`).
 
-A point's run writes OUT/<engine>/<policy>-seed<seed>/ (trace.csv and power.csv, the
-same files in both engines), and its row carries the run's figures and its per-flow
-decision times: live, the controller's own time in the policy's `decide`
-(controller-events.jsonl); simulated, the same call timed on 5000 views with random
-queue lengths (on a process pool the points share the CPUs: `--executor serial` times
-them alone). A live run holds the machine's emulation lock for that run only.
+Each row also carries the policy's per-flow decision times (docs/learning.md); a live
+point holds the machine's emulation lock for its own run only.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Seed 003's live city as the view's state (issue 21): the map (towers, fog nodes,
-moving clients), each client's chosen node and the Vivaldi coordinates, from what the
-live runner knows (positions) and what the daemons and clients write to the point's
-state folder. Pure: no I/O; the adapter is `runner.city_view`.
-
-The document keeps the queueing view's keys the page reads (`nodes`, `classes`,
-`timeline`, ...), so one page serves both; `study: "city"` and `city` carry the map.
+"""Seed 003's live city as the view's state (issue 21): the map, each client's chosen
+node and the Vivaldi coordinates (pure; the adapter is `runner.city_view`). It keeps the
+queueing view's keys, so one page serves both; `city` carries the map.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""Seed 003's claims table: both presets and the one-switch ablation, simulated.
-
-The configurations are the two presets (sim/seed003_presets.py) and, for every switch
-on which they differ, ours with that one switch set as in the seed preset. Each runs the
-seed's four selectors at each ratio and replication (study seed + i: a new city, new
-clients and walks); a selector whose rows a switch cannot change is run once and shared
-(`row_key`). The rows become a mean and 95 % interval per point, the claims
-(sim/seed003_claims.py) are evaluated on each configuration, and the figures of both
-presets are drawn with their intervals.
+"""Seed 003's claims table: both presets and the one-switch ablation, simulated, each
+point's mean and 95 % interval, the claims evaluated on each configuration
+(docs/coordinates.md).
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
 """A live run's children, watched from start to end, and the exit code that says how the
-run went.
-
-Every child gets a parent-death signal (a SIGKILLed runner takes its emulation with
-it) and is recorded by PID and start time in the run's record (`runner.cleanup`), so
-that the run, a later run or `--clean` removes exactly what it started. One thread
-looks at every watched child about every 50 ms: a death is an incident, said at once
-in one line on stderr and kept for summary.json. A child started with a `Restart`
-(the controller) is started again, up to MAX_RESTARTS times, and its outage measured;
-any other death marks the run crashed, which exits 3. Ctrl-C or SIGTERM stops the run,
-which keeps what it collected and exits 130.
+run went: a death is an incident (exit 3), the controller is restarted, Ctrl-C or
+SIGTERM keeps what was collected (exit 130). The rules: docs/reliability.md.
 """
 
 from __future__ import annotations

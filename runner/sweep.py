@@ -1,9 +1,6 @@
-"""A scenario's sweep as a study (`runner.study` runs it): every (sweep value x policy x
-replication) point, simulated or live. Each finished point is appended to sweep.csv at
-once, so a failed or interrupted sweep keeps what it finished; failed points go to
-sweep_failures.csv with their parameters. The figure (`analysis.figures.draw_sweep`) puts
-mean W (with 95 % intervals) per policy and class against the swept value, beside the
-exact curves where the analytic model applies.
+"""A scenario's sweep as a study (`runner.study` runs it): every (value x policy x
+replication) point, simulated or live, each appended to sweep.csv as it finishes (failed
+ones to sweep_failures.csv), and mean W per policy and class beside the exact curves.
 """
 
 from __future__ import annotations
