@@ -1,12 +1,8 @@
 """A scenario's network, live: our controller (restarted when it dies), the Mininet
-network under it with a link element on every shaped link, and the processes a run
-starts in its hosts, each in its container where the scenario asks for one.
+network under it with its link elements, and the processes a run starts in its hosts.
 
-Every process it starts is watched by the run's `Supervisor`; every bridge, interface,
-socket and cgroup is recorded before it exists, so that the run (or a later one, or
-`--clean`) removes exactly what it made. `live_network()` gives one up and forwarding
-for tests, benchmarks and runs with their own processes; `runner.queueing_run` and
-`runner.city_live` build on `LiveNetwork`.
+Every process is supervised and every bridge, interface, socket and cgroup recorded
+before it exists, so that the run (or a later one, or `--clean`) removes exactly that.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """The emulate engine's queueing run (seeds 000 and 002b): one scenario's workload on a
-live network.
+live network (docs/architecture.md, "A live run, step by step").
 
-scenario -> churn drawn -> `LiveNetwork` (controller, Mininet, link elements) -> workers
-in FN/OFN hosts, each in its container -> clients in client hosts -> churn replayed on
-the live network, power metered, progress shown -> traces merged -> summary. The
-`Supervisor` watches every child meanwhile (a dead worker or client is an incident and
-the run exits 3; a dead controller is restarted). Whatever happens (normal end,
-Ctrl-C, SIGTERM, an exception), the teardown removes what the run created and keeps
-what it collected.
+Whatever happens (normal end, Ctrl-C, SIGTERM, an exception), the teardown removes what
+the run created and keeps what it collected.
 """
 
 from __future__ import annotations
@@ -69,20 +64,13 @@ class Progress:
 @dataclass(frozen=True)
 class LiveOptions:
     """The live run's switches; the defaults are what a run should use, the others
-    measure what each costs or buys (scripts/bench_fidelity.py).
+    measure what each costs or buys (scripts/bench_fidelity.py, docs/emulation.md)."""
 
-    `churn_lead`: issue each OFN change one measured reaction time before its drawn
-    instant (ReactionLead). `measure_rt`: the controller times one connection in N (0:
-    none; a power of two), SYN to the server's FIN (controller.rt_measure; summary
-    `rt_measurement_error`). `meter_power` off: no per-second polling of switches and
-    workers (and no power figures), to measure what the polling costs. `realtime` off:
-    the workers, the controller and the churn replay run as ordinary processes (to
-    measure what SCHED_FIFO buys; docs/emulation.md)."""
-
-    churn_lead: bool = True
+    churn_lead: bool = True  # issue each OFN change early (fogsdn.churn.ReactionLead)
+    # the controller times one connection in N, SYN to FIN (0: none; a power of two)
     measure_rt: int = RT_SAMPLE_DEFAULT
-    meter_power: bool = True
-    realtime: bool = True
+    meter_power: bool = True  # off: no power polling (and no power figures)
+    realtime: bool = True  # off: workers, controller and churn replay not SCHED_FIFO
 
 
 class QueueingRun:
