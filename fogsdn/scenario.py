@@ -138,10 +138,8 @@ class Workload(FrozenModel):
 
 
 class ServerPower(FrozenModel):
-    """A server's linear power model, P = idle_w + (max_w - idle_w) * u (docs/power.md).
-
-    Defaults: the Intel Xeon E5645 server of EdgeSimPy's dataset (63.1 W idle, 200 W at
-    full load; SPECpower figures via Zakarya et al., IEEE TSC 2020)."""
+    """A server's linear power model, P = idle_w + (max_w - idle_w) * u; the defaults are
+    EdgeSimPy's Intel Xeon E5645 (docs/power.md)."""
 
     idle_w: float = Field(63.1, ge=0, description="watts at zero utilisation")
     max_w: float = Field(200.0, gt=0, description="watts at full utilisation")
@@ -154,11 +152,8 @@ class ServerPower(FrozenModel):
 
 
 class SwitchPower(FrozenModel):
-    """Every switch's power: idle + per active port + traffic share (docs/power.md).
-
-    P = idle_w + port_w * active_ports + (peak_w - idle_w - port_w * ports) * min(1,
-    traffic / capacity): idle_w with no traffic, peak_w with every port active at full
-    capacity. The defaults (20 W idle, 30 W peak) are our assumption, not the seed's."""
+    """Every switch's power: idle + per active port + traffic share (docs/power.md); the
+    defaults are our assumption, not the seed's."""
 
     idle_w: float = Field(20.0, ge=0, description="watts with no port carrying traffic")
     peak_w: float = Field(30.0, gt=0, description="watts with every port active at capacity")
@@ -408,11 +403,8 @@ def is_policy_path(ref: str) -> bool:
 
 
 def absolute_policy_module(ref: str, base: Path) -> str:
-    """A policy file made absolute against `base`; a module name unchanged.
-
-    Done once, where the scenario is loaded, so that every process that later builds
-    the policy from the spec (controller, workers of a sweep) finds the same file.
-    """
+    """A policy file made absolute against `base`, once at loading, so that every process
+    that later builds the policy finds the same file; a module name unchanged."""
     if not is_policy_path(ref):
         return ref
     p = Path(ref).expanduser()

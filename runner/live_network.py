@@ -480,10 +480,8 @@ def new_supervisor(out_dir: Path, stop: threading.Event | None = None) -> Superv
 def live_network(scenario: Scenario, out_dir: Path, stop: threading.Event | None = None,
                  available: dict[str, bool] | None = None, show_progress: bool = False
                  ) -> Iterator[LiveNetwork]:
-    """The scenario's network and controller, up and forwarding, without workers or
-    clients (OFNs all available unless `available` says otherwise), its processes
-    supervised: for tests, benchmarks and runs that start their own processes
-    (`start_in_host`). Everything it created is removed on exit."""
+    """The scenario's network and controller, up and forwarding and supervised, without
+    workers or clients (OFNs all available by default); removed on exit."""
     live = LiveNetwork(scenario, out_dir, new_supervisor(out_dir, stop), show_progress)
     if available is None:
         available = {n.name: True for n in scenario.nodes_with(Role.OFN)}

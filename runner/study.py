@@ -31,10 +31,8 @@ class StudyError(RuntimeError):
 
 class Study(Protocol):
     """A study: `plan` gives its points (each with a `label()`); `job(point, *job_args)`,
-    a module-level function (sent to worker processes and Ray tasks), runs one in
-    `engine` and gives its rows; `record` keeps a finished point's rows and says what it
-    found; `finish` writes the tables and figures from the rows and the failed points'
-    errors."""
+    module-level so that processes and Ray tasks can take it, runs one and gives its
+    rows; `record` says what a finished point found; `finish` writes tables and figures."""
 
     name: str
     engine: Engine

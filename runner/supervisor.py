@@ -28,15 +28,9 @@ EXIT_INTERRUPTED = 130
 
 
 def die_with_parent() -> None:
-    """`preexec_fn` for every child: SIGTERM it when the runner dies, however it dies.
-
-    SIGTERM, not SIGKILL: a client then records its outstanding requests and flushes its
-    trace, so a killed run's traces still merge; every child ends on SIGTERM within a
-    couple of seconds, and the next run stops by PID whatever still lingers. The signal
-    follows the thread that forked the child (a child the watch thread restarts dies
-    when the watch thread ends, at the run's close); it survives exec (mnexec and
-    python are not set-uid).
-    """
+    """`preexec_fn` for every child: SIGTERM it when the runner dies, however it dies
+    (SIGTERM so that a client flushes its trace; docs/reliability.md). The signal follows
+    the thread that forked the child: one the watch thread restarts dies with that thread."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
