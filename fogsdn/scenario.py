@@ -160,9 +160,7 @@ class SwitchPower(FrozenModel):
     port_w: float = Field(0.5, ge=0, description="watts per awake port")
     capacity_mbps: float = Field(1000.0, gt=0,
                                  description="forwarded traffic at which the traffic term is full")
-    # Idle ports and sleeping switches (energy-aware networking: IEEE 802.3az low-power
-    # idle for ports, switches put to sleep as in ElasticTree). The defaults keep the
-    # plain model: a port is awake in an interval it carried traffic, else draws nothing.
+    # idle ports and sleeping switches (docs/power.md); the defaults keep the plain model
     port_hold_s: float = Field(0.0, ge=0, description="seconds a port stays awake after "
                                "it last carried traffic, before it goes low-power idle")
     port_idle_w: float = Field(0.0, ge=0, description="watts of a port in low-power idle")

@@ -115,8 +115,7 @@ class LivePowerMeter:
             try:
                 t, busy = self.read_busy(name)
             except (OSError, ValueError, KeyError) as err:
-                # a worker that died (or does not answer): the machine is still on and
-                # does no fog work, so it counts as idle from its last figure on
+                # a dead or silent worker counts as idle from its last figure on
                 self._error(f"{name}: {err.__class__.__name__}: {err}")
                 t, busy = time.monotonic(), (prev[1] if prev is not None else 0.0)
             self._busy[name] = (t, busy)
