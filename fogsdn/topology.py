@@ -324,11 +324,8 @@ def link_params(g: nx.Graph, a: str, b: str) -> LinkSpec:
 
 def fabric_of(g: nx.Graph) -> Fabric:
     """The controller's view: service address, hosts and, for many switches, the graph."""
-    return Fabric(
-        vip=g.graph["vip"], vip_mac=g.graph["vip_mac"], service_port=g.graph["service_port"],
-        hosts=tuple(
-            HostPort(n, d["ip"], d["mac"], d["port"], d["role"], d["switch"])
-            for n, d in g.nodes(data=True) if d["kind"] == "host"
-        ),
-        graph=nx.node_link_data(g, edges="links"),
-    )
+    hosts = tuple(HostPort(n, d["ip"], d["mac"], d["port"], d["role"], d["switch"])
+                  for n, d in g.nodes(data=True) if d["kind"] == "host")
+    return Fabric(vip=g.graph["vip"], vip_mac=g.graph["vip_mac"],
+                  service_port=g.graph["service_port"], hosts=hosts,
+                  graph=nx.node_link_data(g, edges="links"))

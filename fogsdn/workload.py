@@ -69,12 +69,9 @@ def arrival_blocks(workload: Workload, seed: int) -> Iterator[ArrivalBlock]:
             t = profile.warp(u)
             gaps = np.diff(t, prepend=t_last)
             u_last, t_last = float(u[-1]), float(t[-1])
-        yield ArrivalBlock(
-            gaps.tolist(),
-            gen_cls.random(BLOCK).tolist(),
-            gen_cl.integers(0, n, BLOCK).tolist() if n > 1 else [0] * BLOCK,
-            size_block(workload.size, gen_sz, BLOCK),
-        )
+        yield ArrivalBlock(gaps.tolist(), gen_cls.random(BLOCK).tolist(),
+                           gen_cl.integers(0, n, BLOCK).tolist() if n > 1 else [0] * BLOCK,
+                           size_block(workload.size, gen_sz, BLOCK))
 
 
 def hp_share(workload: Workload) -> float:

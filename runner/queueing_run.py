@@ -203,11 +203,13 @@ class QueueingRun:
     def _apply_transition(self, tr: Transition) -> None:
         t_call = time.monotonic()
         lead_s = self.lead.lead_s
-        t_model = (t_call - self.epoch) / (self.sc.time_scale / 1000.0)
+        ms_real = self.sc.time_scale / 1000.0
         drop = self.sc.churn.leave is LeaveMode.DROP
         reply = self.live.register(tr.node, tr.available)
-        if reply.get("t_installed") is not None:
-            self.lead.observe(float(reply["t_installed"]) - t_call)
+        t_inst = reply.get("t_installed")
+        if t_inst is not None:
+            t_inst = float(t_inst)
+            self.lead.observe(t_inst - t_call)
         ctl = self.live.sock_dir / f"{tr.node}.sock"
         dropped: int | str = ""
         moved: int | str = ""
@@ -222,18 +224,13 @@ class QueueingRun:
             self.live.set_host_link(tr.node, up=True)
         if "latency_ms" in reply:
             self.update_latency_ms.append(float(reply["latency_ms"]))
-        t_inst = reply.get("t_installed")
         self.availability.append({
             "t": tr.t_ms, "node": tr.node,
             "state": "available" if tr.available else "unavailable",
-            "t_applied": round(t_model, 6),
-            "t_installed": "" if t_inst is None
-            else round((float(t_inst) - self.epoch) / (self.sc.time_scale / 1000.0), 6),
-            "dropped": dropped,
-            "handed_off": moved,
-            "lead": round(lead_s / (self.sc.time_scale / 1000.0), 6),
-            "error": str(reply.get("error", "")),
-        })
+            "t_applied": round((t_call - self.epoch) / ms_real, 6),
+            "t_installed": "" if t_inst is None else round((t_inst - self.epoch) / ms_real, 6),
+            "dropped": dropped, "handed_off": moved, "lead": round(lead_s / ms_real, 6),
+            "error": str(reply.get("error", ""))})
         self.progress.ofn_state[tr.node] = tr.available
 
     # -- main loop ------------------------------------------------------------

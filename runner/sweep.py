@@ -58,9 +58,8 @@ def plan(scenario: Scenario, out_dir: Path, engine: Engine = "simulate") -> list
             sc = scenario.with_overrides(over)
             for r in range(sw.replications):
                 run_dir = out_dir / "points" / policy / f"{sw.parameter}={value:g}" / f"rep{r:03d}"
-                points.append(
-                    Point(len(points), policy, sw.parameter, float(value), r, sc, run_dir)
-                )
+                points.append(Point(len(points), policy, sw.parameter, float(value), r, sc,
+                                    run_dir))
     return points
 
 
