@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -186,11 +186,8 @@ def write_outputs(rows: dict[str, list[Row]], table: list[dict[str, Any]], chose
                   run: ClaimsRun, json_path: Path | None, fig_dir: Path | None,
                   seconds: float) -> list[Path]:
     written: list[Path] = []
-    doc = {"claims": table, "preset": chosen, "presets": {
-        p: vars(c) for p, c in PRESETS.items()},
-        "run": {"ratios": list(run.ratios), "replications": run.replications,
-                "duration_cap_s": run.duration_cap_s, "selectors": list(run.selectors),
-                "seconds": round(seconds, 1)}}
+    doc = {"claims": table, "preset": chosen, "presets": {p: vars(c) for p, c in PRESETS.items()},
+           "run": {**asdict(run), "seconds": round(seconds, 1)}}
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(doc, indent=1) + "\n")
