@@ -51,13 +51,8 @@ class Servers(StrEnum):
 
 
 class Discipline(StrEnum):
-    """Which waiting request a single-server node serves next (docs/simulator.md).
-
-    fifo: in arrival order. round_robin: alternate between the HP and the LP queue
-    (each FIFO; the other class than the one served last when both wait).
-    priority: HP before LP, non-preemptive. priority_preemptive: HP before LP, and an
-    HP arrival preempts an LP in service, which resumes later with the work it has
-    left (preempt-resume)."""
+    """Which waiting request a single-server node serves next; each order is defined in
+    docs/simulator.md (priority_preemptive: preempt-resume)."""
 
     FIFO = "fifo"
     ROUND_ROBIN = "round_robin"
@@ -264,10 +259,8 @@ class Sweep(FrozenModel):
 
 
 class Goal(FrozenModel):
-    """Seed 002a's composite goal for learning controllers (agents/env.py):
-    G = rt_weight * RT / rt_ref_ms + (1 - rt_weight) * P / p_ref_w, reward 1 / G.
-    Unset references: the fastest node's mean service time plus its path's network time,
-    and every server and switch at full power."""
+    """Seed 002a's composite goal for learning controllers (agents/env.py; docs/learning.md):
+    G = rt_weight * RT / rt_ref_ms + (1 - rt_weight) * P / p_ref_w, reward 1 / G."""
 
     rt_weight: float = Field(0.5, ge=0, le=1, description="a: the response time's weight")
     rt_ref_ms: float | None = Field(None, gt=0, description="RT_ref, model ms")
