@@ -29,10 +29,8 @@ def city_state_document(*, layout: CityLayout, selector: str, ratio: float, t_s:
                         duration_s: float, time_scale: float, running: bool, clients: Sequence[str],
                         positions: Sequence[Point], fog_states: Mapping[str, Mapping[str, Any]],
                         client_states: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """GET /api/state for the city: one point (a selector at a client/slot ratio) at `t_s`
-    real seconds since its epoch (`time_scale` real ms per model ms). A fog node's
-    `members` is what its daemon last wrote; a client's `node` is the node it last chose
-    (None before its first step)."""
+    """GET /api/state for the city: one point at `t_s` real seconds since its epoch; each
+    fog node's `members` and client's `node` as last written (None before)."""
     fogs: list[dict[str, Any]] = []
     for site in layout.fog_nodes:
         st = fog_states.get(site.name, {})

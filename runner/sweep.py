@@ -188,10 +188,8 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 def exact_curves(scenario: Scenario, points: Sequence[Point], optimum: bool = False
                  ) -> Curves:
     """(policy, class) -> [(value, exact W, exact outage)] at the swept values, for every
-    policy the exact chain can take (the built-in schemes, and any state-based policy
-    through the chain built from the policy object); nothing for points outside it.
-    `optimum` adds ("optimal", class): the best state-based dispatch at each value for
-    `analysis.seed000_optimum`'s objective, where the optimiser takes the point."""
+    policy the exact chain can take; `optimum` adds ("optimal", class), the best
+    state-based dispatch for `analysis.seed000_optimum`'s objective where it is found."""
     from analysis.model_params import OutsideModel, exact_prediction
     from analysis.optimal_policy import OptimizeError
     from analysis.seed000_optimum import point_optimum
