@@ -25,12 +25,10 @@ class Transition(NamedTuple):  # a tuple: the simulator makes one per OFN event
 
 
 def initial_available(churn: Churn, rng: random.Random) -> bool:
-    if churn.initial == "available":
-        return True
-    if churn.initial == "unavailable":
-        return False
+    if churn.initial != "stationary":
+        return churn.initial == "available"
     total = churn.eta + churn.xi
-    return True if total == 0 else rng.random() < churn.xi / total
+    return total == 0 or rng.random() < churn.xi / total
 
 
 def sojourn_ms(churn: Churn, up: bool, rng: random.Random) -> float:
