@@ -1,15 +1,8 @@
 """OFN availability over time: alternating exponential sojourns (pure, seeded, lazy).
 
-One implementation for every engine: the simulator consumes `churn_events` as it
-goes, the emulator replays `churn_schedule` (the same events up to the run's end) on
-the live network, drawn up front so that a run's churn is known before it happens.
-Both draw from the effective seed's CHURN stream, so for one seed and replication the
-live network and the simulator see the same OFN schedule.
-
-Draw order (it fixes the stream's use): each OFN's initial state in scenario order
-(one draw where `initial: stationary` and eta + xi > 0), then each OFN's first sojourn,
-then, at each change in time order (ties: the OFN first in scenario order), the
-changed OFN's next sojourn.
+The simulator consumes `churn_events` as it goes and the emulator replays
+`churn_schedule`, both from the seed's CHURN stream, so both see the same OFN schedule.
+The draw order fixes the stream's use (docs/architecture.md, "Churn draws").
 """
 
 from __future__ import annotations
@@ -32,12 +25,10 @@ class Transition(NamedTuple):  # a tuple: the simulator makes one per OFN event
 
 
 def initial_available(churn: Churn, rng: random.Random) -> bool:
-    if churn.initial == "available":
-        return True
-    if churn.initial == "unavailable":
-        return False
+    if churn.initial != "stationary":
+        return churn.initial == "available"
     total = churn.eta + churn.xi
-    return True if total == 0 else rng.random() < churn.xi / total
+    return total == 0 or rng.random() < churn.xi / total
 
 
 def sojourn_ms(churn: Churn, up: bool, rng: random.Random) -> float:
@@ -100,15 +91,9 @@ def churn_schedule(churn: Churn, ofns: list[str], until_ms: float, seed: int,
 
 class ReactionLead:
     """How early the live runner issues each drawn OFN change, so that the data plane
-    follows it at the drawn instant rather than one reaction time later.
-
-    The schedule is drawn before the run starts, and the model's controller knows an
-    OFN's state at once; the live path (runner, registration, controller, flow-mods,
-    barrier) takes a couple of real milliseconds. The lead is the median of the last
-    `window` measured reactions (call to barrier reply), capped at `cap_s`: an estimate
-    from this run, not a tuned constant. The routing check still counts a request sent
-    before a change but routed by it as routed against the drawn state (early).
-    """
+    follows it at the drawn instant rather than one reaction time later: the median of
+    the last `window` measured reactions (call to barrier reply), at most `cap_s`
+    (docs/emulation.md, "The network's reaction to churn")."""
 
     def __init__(self, window: int = 31, cap_s: float = 0.005, enabled: bool = True) -> None:
         if window < 1 or not 0.0 <= cap_s <= 1.0:

@@ -1,8 +1,7 @@
 """What the controller must know of the data plane: service address, hosts, ports (pure).
 
-The topology layer produces it once the graph is built; the runner hands it to the
-controller, and flow-table checks in tests read it. No discovery: the topology is known
-in advance, so every forwarding rule is proactive and a task needs no packet-in.
+Known in advance from the topology layer, not discovered, so that every forwarding rule
+is proactive and a task needs no packet-in.
 """
 
 from __future__ import annotations

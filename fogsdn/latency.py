@@ -1,16 +1,8 @@
 """What the network adds to a request's response time, per (client, serving node) (pure).
 
-A request is one TCP connection (nodes/client.py): connect (SYN out, SYN-ACK back),
-then the request out and the reply back: `ROUND_TRIPS` = 2 round trips over the
-client's path to the node, on top of the node's sojourn. Per traversal of the path,
-each link adds its propagation delay, a uniform +-jitter draw (clamped at 0, as the
-link element does) and the frame's transmission time at the link's rate. A frame lost
-on the way costs a TCP retransmission timeout (Linux: 1 s for SYN and SYN-ACK, about
-200 ms plus a round trip for data, doubling per retry), an approximation stated as
-such. Times are model ms; the real-time TCP timeouts are divided by the time scale.
-
-The simulator samples this per request; `predict` adds `fixed_ms` where it is the whole
-story (no loss, links far from saturation) and gives no number otherwise.
+Two round trips per request (connect, then request and reply), each link adding delay,
+jitter and transmission time; a lost frame costs a TCP retransmission timeout, an
+approximation (docs/topologies.md). Times are model ms.
 """
 
 from __future__ import annotations

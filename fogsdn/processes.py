@@ -63,18 +63,9 @@ STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
 def stop_signals_deferred() -> Iterator[None]:
     """Hold SIGINT and SIGTERM back from this process and the children it forks meanwhile.
 
-    For Mininet's build: a terminal's Ctrl-C goes to the runner's whole process group,
-    so to each `mnexec` Mininet has just forked; one killed before it detaches leaves
-    Mininet waiting for its shell's prompt for ever (a read on a pty it holds open
-    itself), and the run hangs instead of stopping. The signals are blocked in this
-    thread, and the mask is inherited across fork and exec, so those children never see
-    them. A mask is per thread, though, and the kernel gives a signal sent to the process
-    to any thread that does not block it (the runner has several): so, in the main
-    thread, the Python-level handlers are replaced meanwhile by one that only notes the
-    signal, whichever thread it reached. When the block ends the handlers are restored,
-    the signals still pending in this thread are delivered and each noted one is raised
-    again, so the runner's handler (or the default action) stops the run as usual. Only
-    for children that are stopped otherwise (Mininet's shells end on SIGHUP).
+    For Mininet's build, which hangs if a Ctrl-C kills an `mnexec` before it detaches
+    (docs/reliability.md, "Signals during the network's build"). At the end the noted
+    signals are raised again, so the run stops as usual.
     """
     noted: list[int] = []
 

@@ -1,16 +1,8 @@
-"""A time-varying arrival rate: phases of given length, each scaling the base rates.
+"""A time-varying arrival rate: phases of given length, each scaling the base rates (pure).
 
-Seed 002a evaluates its controller "in the presence of a time-varying workload". The
-scenario's `workload.profile` lists phases (`duration_ms`, `factor`); within phase i
-both classes arrive at `factor_i` times `lambda_hp` and `lambda_lp`, so the class mix
-stays as the scenario says. With `repeat` the phases cycle; without it the last phase
-lasts to the end of the run.
-
-Arrivals are a non-homogeneous Poisson process by time change: the base stream's
-arrival instants (rate lambda) are read as operational time u and mapped to the real
-instant t with Lambda(t) = u, where Lambda(t) = integral of the factor up to t. So the
-class, client and size streams are untouched (common random numbers with the stationary
-run), and every engine draws the same instants. Pure: no I/O.
+Arrivals are a non-homogeneous Poisson process by time change, so the class, client and
+size streams stay those of the stationary run and every engine draws the same instants
+(docs/simulator.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""Paths over a topology graph: shortest by delay, around failed links (pure).
-
-One place for routing, used by the controller (next hops), the simulator and the
-model (a path's delay). Ties in delay go to the path with fewer hops.
+"""Paths over a topology graph: shortest by delay (ties to fewer hops), around failed
+links (pure); the one routing of the controller, the simulator and the model.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """When the kernel received data on a socket, on `time.monotonic()`'s clock.
 
-Why: a client's response time and a node's sojourn are bounded by the moments a
-request or reply reached the host, not by when a Python thread or event loop woke up
-to read it (0.1-1 ms later on a loaded machine, in every request's W_e2e - W).
-`SO_TIMESTAMPNS` makes the kernel stamp each received packet (CLOCK_REALTIME, ns);
-`recvmsg` hands the stamp of the data it returns (for TCP: of the last segment read).
+A request's times are bounded by when it reached the host, not by when Python woke up
+to read it (docs/architecture.md, "Trace"); `SO_TIMESTAMPNS` stamps each received
+packet (CLOCK_REALTIME, ns) and `recvmsg` hands the stamp of the last segment read.
 """
 
 from __future__ import annotations

@@ -51,13 +51,8 @@ class Servers(StrEnum):
 
 
 class Discipline(StrEnum):
-    """Which waiting request a single-server node serves next (docs/simulator.md).
-
-    fifo: in arrival order. round_robin: alternate between the HP and the LP queue
-    (each FIFO; the other class than the one served last when both wait).
-    priority: HP before LP, non-preemptive. priority_preemptive: HP before LP, and an
-    HP arrival preempts an LP in service, which resumes later with the work it has
-    left (preempt-resume)."""
+    """Which waiting request a single-server node serves next; each order is defined in
+    docs/simulator.md (priority_preemptive: preempt-resume)."""
 
     FIFO = "fifo"
     ROUND_ROBIN = "round_robin"
@@ -138,10 +133,8 @@ class Workload(FrozenModel):
 
 
 class ServerPower(FrozenModel):
-    """A server's linear power model, P = idle_w + (max_w - idle_w) * u (docs/power.md).
-
-    Defaults: the Intel Xeon E5645 server of EdgeSimPy's dataset (63.1 W idle, 200 W at
-    full load; SPECpower figures via Zakarya et al., IEEE TSC 2020)."""
+    """A server's linear power model, P = idle_w + (max_w - idle_w) * u; the defaults are
+    EdgeSimPy's Intel Xeon E5645 (docs/power.md)."""
 
     idle_w: float = Field(63.1, ge=0, description="watts at zero utilisation")
     max_w: float = Field(200.0, gt=0, description="watts at full utilisation")
@@ -154,20 +147,15 @@ class ServerPower(FrozenModel):
 
 
 class SwitchPower(FrozenModel):
-    """Every switch's power: idle + per active port + traffic share (docs/power.md).
-
-    P = idle_w + port_w * active_ports + (peak_w - idle_w - port_w * ports) * min(1,
-    traffic / capacity): idle_w with no traffic, peak_w with every port active at full
-    capacity. The defaults (20 W idle, 30 W peak) are our assumption, not the seed's."""
+    """Every switch's power: idle + per active port + traffic share (docs/power.md); the
+    defaults are our assumption, not the seed's."""
 
     idle_w: float = Field(20.0, ge=0, description="watts with no port carrying traffic")
     peak_w: float = Field(30.0, gt=0, description="watts with every port active at capacity")
     port_w: float = Field(0.5, ge=0, description="watts per awake port")
     capacity_mbps: float = Field(1000.0, gt=0,
                                  description="forwarded traffic at which the traffic term is full")
-    # Idle ports and sleeping switches (energy-aware networking: IEEE 802.3az low-power
-    # idle for ports, switches put to sleep as in ElasticTree). The defaults keep the
-    # plain model: a port is awake in an interval it carried traffic, else draws nothing.
+    # idle ports and sleeping switches (docs/power.md); the defaults keep the plain model
     port_hold_s: float = Field(0.0, ge=0, description="seconds a port stays awake after "
                                "it last carried traffic, before it goes low-power idle")
     port_idle_w: float = Field(0.0, ge=0, description="watts of a port in low-power idle")
@@ -271,10 +259,8 @@ class Sweep(FrozenModel):
 
 
 class Goal(FrozenModel):
-    """Seed 002a's composite goal for learning controllers (agents/env.py):
-    G = rt_weight * RT / rt_ref_ms + (1 - rt_weight) * P / p_ref_w, reward 1 / G.
-    Unset references: the fastest node's mean service time plus its path's network time,
-    and every server and switch at full power."""
+    """Seed 002a's composite goal for learning controllers (agents/env.py; docs/learning.md):
+    G = rt_weight * RT / rt_ref_ms + (1 - rt_weight) * P / p_ref_w, reward 1 / G."""
 
     rt_weight: float = Field(0.5, ge=0, le=1, description="a: the response time's weight")
     rt_ref_ms: float | None = Field(None, gt=0, description="RT_ref, model ms")
@@ -408,11 +394,8 @@ def is_policy_path(ref: str) -> bool:
 
 
 def absolute_policy_module(ref: str, base: Path) -> str:
-    """A policy file made absolute against `base`; a module name unchanged.
-
-    Done once, where the scenario is loaded, so that every process that later builds
-    the policy from the spec (controller, workers of a sweep) finds the same file.
-    """
+    """A policy file made absolute against `base`, once at loading, so that every process
+    that later builds the policy finds the same file; a module name unchanged."""
     if not is_policy_path(ref):
         return ref
     p = Path(ref).expanduser()

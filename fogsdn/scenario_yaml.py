@@ -1,7 +1,5 @@
-"""The YAML dialect scenario files are read in, and where to blame a syntax error.
-
-Kept apart from the schema (`fogsdn.scenario`): this is about text, not about what a
-valid scenario is.
+"""The YAML dialect scenario files are read in, and where to blame a syntax error; kept
+apart from the schema (`fogsdn.scenario`), which says what a valid scenario is.
 """
 
 from __future__ import annotations

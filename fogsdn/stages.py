@@ -1,22 +1,8 @@
 """Live size-based dispatch (seed 002b) as TCP destination ports the switch matches (pure).
 
-The service listens on `service_port`; a size-based policy's stage i (host i in
-scenario order) is reached at `service_port + 1 + i` on the service address. The
-controller installs one proactive rule per stage (new connection to that port ->
-conntrack NAT to host i's worker at `service_port`), so no request needs the
-controller:
-
-* SITA (sita_e, sita_u): the client, which knows its task's size, picks the port of
-  the size's interval; the interval travels in the destination port.
-* TAGS: every task starts at stage 0; the worker at stage i serves it up to the
-  cutoff s_i and answers `killed`; the client re-sends the same request id to stage
-  i + 1's port.
-
-Other policies use the service port itself (select groups or the per-request path).
-A policy states its plan (`Policy.stages(view)`, default kind "none"); every engine
-asks that method: the simulator kills and restarts where it says, and
-`controller.policies.stage_plan` gives the live run the plan as the run starts, which
-the runner hands to clients and workers as JSON (`to_json` / `from_json`).
+Stage i (host i in scenario order) is reached at `service_port + 1 + i`, so the switch
+routes SITA and TAGS stages by proactive rules without the controller
+(docs/architecture.md, "Size-based stages as ports").
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """Seeded random streams: the one source of a scenario's random inputs in every engine.
 
-The simulator, the live clients (`fogsdn.workload.client_arrivals`) and the churn
-schedule (`fogsdn.churn`) draw from these, so for one seed and replication a live run
-and a simulated run see the same arrivals, sizes and OFN schedule. Each source of
-randomness (`Stream`) gets its own stream derived from one seed, so changing how one is
-consumed (say, a policy that draws more) leaves the others untouched: runs that
-differ only in policy see the same arrivals (common random numbers).
+Each source of randomness (`Stream`) has its own stream from one seed, so runs that
+differ only in policy see the same arrivals (common random numbers), live or simulated.
 """
 
 from __future__ import annotations

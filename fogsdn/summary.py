@@ -1,8 +1,7 @@
 """summary.json, typed: one shape that every engine writes and every reader expects.
 
-Both engines (`runner.results` for emulate, `sim.runner` for simulate) build a
-`RunSummary`; the keys every run has are required, the engine's own are optional, and
-`analysis.compare` adds `predicted`/`comparison`. mypy checks each builder against it.
+The keys every run has are required, each engine's own optional; mypy checks each
+builder (`runner.results`, `sim.runner`, `analysis.compare`) against it.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """A scenario's network: its `topology:` section and the one networkx graph made of it (pure).
 
-The section is either a generator (`star`, seed 000's one-switch fog star and the
-default; `line`, `tree`, `fat_tree`, `multipath`) or an explicit graph (`kind: graph`
-with switches, links and the switch each host attaches to). Link figures are
-model units and stretch with the scenario's time scale like every other time.
-
-The graph is the topology layer's currency: nodes are switches (`kind="switch"`,
-`dpid`) and hosts (`kind="host"`, `role`, `ip`, `mac`, `switch` it attaches to, `port`
-on that switch); every edge carries its link's figures (`delay_ms`, `jitter_ms`,
-`loss`, `bw_mbps`), an `id` and the port number at each switch end (`ports`). The
-Mininet glue builds it, the controller routes on it, the simulator and the model read
-path delays from it. docs/topologies.md describes the schema and the generators.
+The graph is the topology layer's currency: Mininet is built from it, the controller
+routes on it, the simulator and the model read path delays from it. Its schema and the
+generators: docs/topologies.md.
 """
 
 from __future__ import annotations
@@ -332,11 +324,8 @@ def link_params(g: nx.Graph, a: str, b: str) -> LinkSpec:
 
 def fabric_of(g: nx.Graph) -> Fabric:
     """The controller's view: service address, hosts and, for many switches, the graph."""
-    return Fabric(
-        vip=g.graph["vip"], vip_mac=g.graph["vip_mac"], service_port=g.graph["service_port"],
-        hosts=tuple(
-            HostPort(n, d["ip"], d["mac"], d["port"], d["role"], d["switch"])
-            for n, d in g.nodes(data=True) if d["kind"] == "host"
-        ),
-        graph=nx.node_link_data(g, edges="links"),
-    )
+    hosts = tuple(HostPort(n, d["ip"], d["mac"], d["port"], d["role"], d["switch"])
+                  for n, d in g.nodes(data=True) if d["kind"] == "host")
+    return Fabric(vip=g.graph["vip"], vip_mac=g.graph["vip_mac"],
+                  service_port=g.graph["service_port"], hosts=hosts,
+                  graph=nx.node_link_data(g, edges="links"))

@@ -1,16 +1,7 @@
 """A topology's switch graph from a file: `topology: {graphml: FILE}` or `{edge_list: FILE}`.
 
-The file holds the switches and the links between them; hosts attach through the
-scenario's `topology.hosts`, as for `kind: graph`, into which the file is expanded when
-the scenario is loaded. A link's figures are edge attributes named as in YAML
-(`delay_ms`, `jitter_ms`, `loss`, `bw_mbps`); unset ones come from `topology.link`.
-
-- GraphML (networkx `read_graphml`): every node is a switch, named by its id.
-- Edge list (networkx `read_edgelist`): one link a line, `s1 s2` or
-  `s1 s2 {'delay_ms': 2.0}`; `#` starts a comment. Switches are the names used.
-
-The result is then validated like any explicit graph (unknown node, disconnected
-graph, negative delay: one line naming the field).
+Expanded into a `kind: graph` section when the scenario is loaded, then validated like
+any explicit graph (docs/topologies.md).
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Task sizes and the arrival stream (pure, seeded, lazy): one implementation that the
-simulator and the live clients both draw from.
+simulator and the live clients both draw from (docs/simulator.md).
 
-Arrivals of all clients together are one Poisson stream of rate lambda_hp + lambda_lp;
-each arrival's class is a coin with P(HP) = lambda_hp / lambda, its client uniform
-among the clients, its size from the size distribution, each from its own seeded
-stream (`fogsdn.streams`), drawn in blocks. Client k's requests are the arrivals whose
-client is k: a Poisson stream of rate lambda / clients, as the scenario means. The
-stream is lazy: nothing is held beyond one block, whatever the rate or duration.
+Client k's requests are the arrivals whose client is k: a Poisson stream of rate
+lambda / clients, as the scenario means.
 """
 
 from __future__ import annotations
@@ -73,12 +69,9 @@ def arrival_blocks(workload: Workload, seed: int) -> Iterator[ArrivalBlock]:
             t = profile.warp(u)
             gaps = np.diff(t, prepend=t_last)
             u_last, t_last = float(u[-1]), float(t[-1])
-        yield ArrivalBlock(
-            gaps.tolist(),
-            gen_cls.random(BLOCK).tolist(),
-            gen_cl.integers(0, n, BLOCK).tolist() if n > 1 else [0] * BLOCK,
-            size_block(workload.size, gen_sz, BLOCK),
-        )
+        yield ArrivalBlock(gaps.tolist(), gen_cls.random(BLOCK).tolist(),
+                           gen_cl.integers(0, n, BLOCK).tolist() if n > 1 else [0] * BLOCK,
+                           size_block(workload.size, gen_sz, BLOCK))
 
 
 def hp_share(workload: Workload) -> float:

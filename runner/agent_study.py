@@ -1,14 +1,9 @@
-"""The learning evaluation as a study (`runner.study`): every policy on the same seeds,
-one (policy, seed) run per point, simulated or live; `finish` prints the table of mean
-and p95 response time, mean power and energy per request (`analysis.agent_eval`) and
-writes it as JSON. The command is `scripts/eval_agents.py`.
+"""The learning evaluation as a study (`runner.study`, command `scripts/eval_agents.py`):
+every policy on the same seeds, one (policy, seed) run per point, simulated or live,
+and the table of response time, power and energy per request (`analysis.agent_eval`).
 
-A point's run writes OUT/<engine>/<policy>-seed<seed>/ (trace.csv and power.csv, the
-same files in both engines), and its row carries the run's figures and its per-flow
-decision times: live, the controller's own time in the policy's `decide`
-(controller-events.jsonl); simulated, the same call timed on 5000 views with random
-queue lengths (on a process pool the points share the CPUs: `--executor serial` times
-them alone). A live run holds the machine's emulation lock for that run only.
+Each row also carries the policy's per-flow decision times (docs/learning.md); a live
+point holds the machine's emulation lock for its own run only.
 """
 
 from __future__ import annotations
@@ -60,10 +55,8 @@ def emulation_lock() -> Iterator[None]:
 
 
 def policy_spec(label: str, scenario: Scenario) -> PolicySpec:
-    """`rl_dqn_a0.5` is rl_dqn with the weights trained for a = 0.5, `path_rnn_a0.9` and
-    `path_goal_a0.9` those policies with goal weight a = 0.9, `path_rank_1` path_rank
-    with rank 1, `path_rnn_warm` path_rnn from the weights `scripts/train_agent.py --agent
-    path_rnn` trained in the simulator for this scenario; others by name."""
+    """A label's policy: `rl_dqn_a0.5` rl_dqn with the weights trained for a = 0.5,
+    `path_rnn_warm` path_rnn from this scenario's simulator-trained weights; the rest below."""
     if label.startswith("rl_dqn_a"):
         a = label[len("rl_dqn_a"):]
         return PolicySpec(name="rl_dqn", params={
@@ -232,9 +225,8 @@ class AgentStudy:
         self.results: dict[str, dict[str, Any]] = {}
 
     def plan(self) -> list[AgentRun]:
-        """Seed by seed, every policy within each (one at a time live): a machine whose
-        load drifts during a long live evaluation then weighs on every policy alike, not
-        on whichever ran first (seed 002a's first live table ran policy by policy)."""
+        """Seed by seed, every policy within each, so that a machine whose load drifts
+        during a long live evaluation weighs on every policy alike (docs/learning.md)."""
         return [AgentRun(label, seed) for seed in self.seeds for label in self.labels]
 
     def record(self, run: AgentRun, rows: list[Row]) -> str:

@@ -1,18 +1,7 @@
 """A fog node's resource budget as a cgroup: CPU limit, memory limit, accounting, OOM.
 
-Two layouts (docs/containers.md):
-
-* cgroup v1 (this machine kind): one directory per controller, `cpu` (cfs quota),
-  `cpuacct` (usage in ns) and `memory` (limit_in_bytes, failcnt, oom_control). Where
-  cpu and cpuacct share a mount (`cpu,cpuacct`), one directory serves both.
-* cgroup v2 (unified): one directory with `cpu.max`, `cpu.stat` (usage_usec),
-  `memory.max` and `memory.events` (oom_kill).
-
-Each node's group is created *below the runner's own group* in every hierarchy (read
-from /proc/self/cgroup), so a run never escapes the limits it was itself given; the
-groups are named after the run's tag and recorded in the run record, and removed at
-teardown (processes still in them, ours by construction, are killed first) or by the
-next run after a crash.
+cgroup v1 (one directory per controller) or v2 (unified). Each group lies below the
+runner's own, so a run never escapes the limits it was given (docs/containers.md).
 """
 
 from __future__ import annotations
@@ -88,9 +77,8 @@ RT_PERIOD_US = 100_000
 
 
 def rt_share(n_groups: int) -> float:
-    """Each of `n_groups` node groups' real-time share: 30 % (a worker's completion thread
-    spins at most 0.5 ms per reply), and all of them together at most 60 %, below the
-    kernel's 95 % for every real-time task (the link relays run in the root group)."""
+    """Each node group's real-time share: 30 % (a worker's completion thread spins at
+    most 0.5 ms per reply), all together at most 60 % (docs/containers.md)."""
     return min(0.3, 0.6 / max(1, n_groups))
 
 
@@ -124,9 +112,8 @@ class NodeCgroup:
     def create(self, cpu: float | None, memory_mb: int | None,
                rt_share: float | None = None) -> None:
         """Make the group(s) and set the limits (None: no limit, accounting only).
-        `rt_share`: where the kernel groups real-time time too (cgroup v1 with
-        `cpu.rt_runtime_us`, whose child groups get none, so SCHED_FIFO is refused in
-        them), that share of each RT_PERIOD_US for the group's real-time threads."""
+        `rt_share`: the share of each RT_PERIOD_US for the group's real-time threads,
+        where v1 gives child groups no real-time time of their own."""
         for d in dict.fromkeys((self.cpu_dir, self.acct_dir, self.mem_dir)):
             try:
                 d.mkdir(exist_ok=True)
@@ -203,12 +190,8 @@ RT_BUDGET_WAIT_S = 3.0
 
 
 def _write_rt_runtime(cpu_dir: Path, runtime_us: int, wait_s: float = RT_BUDGET_WAIT_S) -> None:
-    """Give the group its real-time budget, waiting for removed groups to return theirs.
-
-    The kernel refuses (EINVAL) a budget that would take all groups past its real-time
-    limit, and a removed group keeps its budget until the kernel frees it some time after
-    the rmdir (10-20 ms measured here), so a run started right after another can meet it. If the
-    budget is still taken after `wait_s`, the error names the groups that hold it."""
+    """Give the group its real-time budget, waiting for removed groups to return theirs
+    (docs/containers.md); after `wait_s` the error names the groups that hold it."""
     f = cpu_dir / "cpu.rt_runtime_us"
     deadline = time.monotonic() + wait_s
     while True:

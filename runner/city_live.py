@@ -1,23 +1,8 @@
-"""Seed 003's city, live: fog daemons and mobile clients on an emulated city network.
+"""Seed 003's city, live: fog daemons and mobile clients on one emulated city network.
 
-One network for the whole study (`topologies.city_net`: a switch per fog node and per
-client with a link element per pair, or, `network: star`, one element per fog node
-with a per-peer delay table), built for the largest client count; then, per selector
-and client/slot ratio, fresh fog daemons (`nodes.city_fog`) and that many clients
-(`nodes.city_client`) for `duration_s` live seconds. Every other time of the study
-(starts, periods, walks, `tick_s`, the nodes' probes) is model seconds, run at
-`time_scale` real seconds each, as the latencies are: the point spans `duration_s /
-time_scale` model seconds. Meanwhile the runner moves the clients
-(random waypoint or a trace, every `tick_s`) and changes their links' delays to follow
-them, changes each fog node's access delay to follow its clients (eqs. 8, 9, 12), and
-writes the configured RTTs (the truth file) that the omniscient selector and the scores
-read. Every point starts from the same positions and walks, as in the simulator.
-
-The network is a `runner.live_network.LiveNetwork`, whose `Supervisor` watches the
-daemons and clients: a death is an incident and the run exits 3; Ctrl-C or SIGTERM ends
-the current point early and keeps what was collected (exit 130). `summary.json` (the
-queueing run's keys, and `scale`, `startup_s`, `peak_memory_mb`, `offset_ms`) goes
-beside the points' folders.
+Per selector and client/slot ratio it starts fresh daemons and clients, moves the
+clients by changing link delays and writes the truth file (docs/coordinates.md,
+"Runner"); supervised as the queueing run, with the same exit codes and summary keys.
 """
 
 from __future__ import annotations
@@ -79,8 +64,8 @@ Point = tuple[float, float]
 
 def live_scenario(study: CityStudy, layout: CityLayout, positions: list[Point],
                   p: LatencyParams) -> Scenario:
-    """The testbed scenario carrying the city's graph: fog nodes as FNs, no workload of
-    its own (the city's clients and fog daemons make the traffic)."""
+    """The testbed scenario carrying the city's graph; the city's own processes make the
+    traffic."""
     return Scenario(
         name=study.name, seed=study.seed, duration_ms=study.duration_s * 1000 / study.time_scale,
         time_scale=study.time_scale, containers=False,
@@ -202,9 +187,8 @@ class CityLive:
             self._write_delays()
 
     def _write_delays(self) -> None:
-        """Every client-node and node-node delay for the clients where `placed` has them
-        and the nodes' counts now: per link (pairs), per table, each written where it
-        changed (star, one slice each)."""
+        """Every client-node and node-node delay for `placed` and the counts now, written
+        only where it changed (pairs: per link; star: per table)."""
         sites = self.layout.fog_nodes
         counts = [self.members[s.name] for s in sites]
         if self.study.network != "star":
@@ -232,9 +216,7 @@ class CityLive:
             self.link_updates += 1
 
     def _truth(self, positions: list[Point]) -> dict[str, Any]:
-        """Each client's load-free RTT per node: twice the one-way path plus processing,
-        the simulator's static part. The client adds each node's load term for the count
-        on the member board, as the network carries it (eq. 7)."""
+        """Each client's load-free RTT per node (the client adds the load term, eq. 7)."""
         cf = client_fog_matrix(positions, self.layout, self.p)
         names = list(self.sites)
         static = 2.0 * cf + processing_ms(self.p)
@@ -245,14 +227,13 @@ class CityLive:
 
     @staticmethod
     def _write_truth(folder: Path, truth: dict[str, Any]) -> None:
-        """One small file per client (what it reads each step), not one for all: 200
-        clients each parsing everyone's RTTs every step would cost a core here."""
+        """One small file per client: 200 clients parsing one shared file every step
+        would cost a core here."""
         for c, mine in truth["clients"].items():
             write_json_atomic(folder / f"{c}.json", {"t": truth["t"], "clients": {c: mine}})
 
     def _config(self, n: int, state_dir: Path, epoch_file: Path) -> CityConfig:
-        """What every daemon and client of one point reads: the fog nodes, the clients,
-        the study's timing and selection parameters."""
+        """What every daemon and client of one point reads."""
         st = self.study
         return CityConfig(
             fogs={name: FogInfo(name, self.net.ip(name), s.slots,
@@ -394,10 +375,8 @@ class CityLive:
                 proc.kill()
 
     def _summary(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
-        """summary.json: its scale, how the run went (the queueing run's keys), its
-        start-up (network up, s), peak memory (RSS of all its processes), the emulation's
-        own offset per round trip (median task RTT minus the configured one, model ms),
-        its links, and what each point collected."""
+        """summary.json; `offset_ms` is the median task RTT minus the configured one
+        (model ms), `peak_memory_mb` the RSS of all the run's processes."""
         excess = [x for r in rows for x in r.get("excess", [])]
         st = self.study
         return {"scale": {"fog_nodes": len(self.sites), "slots": self.layout.total_slots,

@@ -1,8 +1,6 @@
-"""Seed 003's city as a study (`runner.study`): simulate runs each selector at each
-ratio as one point, at the study's full scale (`full_scale:`) or its live scale; emulate
-runs the live scale on the emulated city (`runner.city_live`: one network for every
-point, so it is one point here). Both write `seed003-<engine>.csv` and the Figs. 4-7
-PNGs (`sim.city_output`).
+"""Seed 003's city as a study (`runner.study`): simulated, one point per selector and
+ratio; live, one point for the whole study (`runner.city_live` builds one network for
+all). Both write `seed003-<engine>.csv` and the Figs. 4-7 PNGs (`sim.city_output`).
 """
 
 from __future__ import annotations

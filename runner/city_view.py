@@ -1,9 +1,6 @@
-"""`--view` for seed 003's live city (issue 21): the `ViewSource` the view's server asks,
-over the point the live runner is in. A thin adapter: the runner hands over each tick's
-positions (`CityNow`), the state files are read when the page asks (each daemon's
-members and coordinate; each client's chosen node and coordinate, `nodes.city_client`),
-`runner.city_view_state` builds the document. A city study has no policy to swap: no
-token, and the server answers a write 405.
+"""`--view` for seed 003's live city (issue 21): the `ViewSource` over the point the live
+runner is in. The runner hands over each tick's positions (`CityNow`); the state files
+are read when the page asks. A city has no policy to swap: writes get 405.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Seed 003's live city as the view's state (issue 21): the map (towers, fog nodes,
-moving clients), each client's chosen node and the Vivaldi coordinates, from what the
-live runner knows (positions) and what the daemons and clients write to the point's
-state folder. Pure: no I/O; the adapter is `runner.city_view`.
-
-The document keeps the queueing view's keys the page reads (`nodes`, `classes`,
-`timeline`, ...), so one page serves both; `study: "city"` and `city` carry the map.
+"""Seed 003's live city as the view's state (issue 21): the map, each client's chosen
+node and the Vivaldi coordinates (pure; the adapter is `runner.city_view`). It keeps the
+queueing view's keys, so one page serves both; `city` carries the map.
 """
 
 from __future__ import annotations
@@ -33,10 +29,8 @@ def city_state_document(*, layout: CityLayout, selector: str, ratio: float, t_s:
                         duration_s: float, time_scale: float, running: bool, clients: Sequence[str],
                         positions: Sequence[Point], fog_states: Mapping[str, Mapping[str, Any]],
                         client_states: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """GET /api/state for the city: one point (a selector at a client/slot ratio) at `t_s`
-    real seconds since its epoch (`time_scale` real ms per model ms). A fog node's
-    `members` is what its daemon last wrote; a client's `node` is the node it last chose
-    (None before its first step)."""
+    """GET /api/state for the city: one point at `t_s` real seconds since its epoch; each
+    fog node's `members` and client's `node` as last written (None before)."""
     fogs: list[dict[str, Any]] = []
     for site in layout.fog_nodes:
         st = fog_states.get(site.name, {})

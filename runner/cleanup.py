@@ -1,8 +1,6 @@
 """What a run created, recorded as it goes, so that it (or a later `--clean`) removes
-exactly that and nothing else: bridges by name, processes by PID and start time
-(a recycled PID is never killed), interfaces and sockets by path.
-
-Never `mn -c`: it kills by name machine-wide and deletes every bridge.
+exactly that: bridges by name, processes by PID and start time, interfaces and sockets
+by path. Never `mn -c`: it kills by name machine-wide and deletes every bridge.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
-"""The main command: run one scenario live (emulate) or simulated, or clean up.
+"""The main command (`fogsdn-run` when installed): run one scenario live (emulate) or
+simulated, or clean up.
 
-`scripts/run_testbed.py` sets up what is missing on the first run and then calls
-`main`; an installed fogsdn runs it as `fogsdn-run`. Module-level imports are the
-standard library only, so the set-up can parse the arguments before the environment
-exists.
+Module-level imports are the standard library only, so that `scripts/run_testbed.py`
+can parse the arguments before it has set up the environment.
 """
 
 from __future__ import annotations

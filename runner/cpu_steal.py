@@ -1,12 +1,6 @@
-"""The share of the CPU a hypervisor took from this machine while a run ran, and the
-share nobody used (idle): the two figures that tell a run's own artefacts apart.
-
-On a virtual machine the host may run other guests on our cores ("steal" time in
-/proc/stat). Every live timing then stretches, whatever our own scheduling: at time
-scale 5 the FN's achieved/nominal service tracked it (x1.002 at 0.04 % stolen, x1.06-1.08
-at 14 %; docs/emulation.md). A run records it so that a reader can tell it apart. A run
-with no idle CPU left has met this machine's floor: its clients, switch and nodes wait
-for a core.
+"""The share of the CPU a hypervisor took from this machine while a run ran (steal), and
+the share nobody used (idle): the two figures that tell a run's own artefacts apart
+(docs/emulation.md, "The hypervisor's steal").
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """A scenario's network, live: our controller (restarted when it dies), the Mininet
-network under it with a link element on every shaped link, and the processes a run
-starts in its hosts, each in its container where the scenario asks for one.
+network under it with its link elements, and the processes a run starts in its hosts.
 
-Every process it starts is watched by the run's `Supervisor`; every bridge, interface,
-socket and cgroup is recorded before it exists, so that the run (or a later one, or
-`--clean`) removes exactly what it made. `live_network()` gives one up and forwarding
-for tests, benchmarks and runs with their own processes; `runner.queueing_run` and
-`runner.city_live` build on `LiveNetwork`.
+Every process is supervised and every bridge, interface, socket and cgroup recorded
+before it exists, so that the run (or a later one, or `--clean`) removes exactly that.
 """
 
 from __future__ import annotations
@@ -484,10 +480,8 @@ def new_supervisor(out_dir: Path, stop: threading.Event | None = None) -> Superv
 def live_network(scenario: Scenario, out_dir: Path, stop: threading.Event | None = None,
                  available: dict[str, bool] | None = None, show_progress: bool = False
                  ) -> Iterator[LiveNetwork]:
-    """The scenario's network and controller, up and forwarding, without workers or
-    clients (OFNs all available unless `available` says otherwise), its processes
-    supervised: for tests, benchmarks and runs that start their own processes
-    (`start_in_host`). Everything it created is removed on exit."""
+    """The scenario's network and controller, up and forwarding and supervised, without
+    workers or clients (OFNs all available by default); removed on exit."""
     live = LiveNetwork(scenario, out_dir, new_supervisor(out_dir, stop), show_progress)
     if available is None:
         available = {n.name: True for n in scenario.nodes_with(Role.OFN)}

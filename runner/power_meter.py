@@ -1,18 +1,8 @@
 """Live power: the runner polls busy time and switch port counters once a second.
 
-Servers: each worker's `stats` gives its cumulative busy server-seconds (`busy_s`,
-model mode) with the worker's own clock reading; the difference over a poll interval
-is the node's utilisation. Where a node runs in a container with CPU accounting the
-caller may pass a `cpu_seconds` reader instead (cpu mode). Switches: `ovs-ofctl
-dump-ports` on every bridge of the run gives per-port packet and byte counters; a
-port whose counters moved was active, and the bytes received over all ports are the
-traffic the switch forwarded (every packet enters exactly once).
-
-Why the runner and not the controller: the counters are the same OpenFlow port
-statistics either way (ovs-ofctl sends OFPMP_PORT_STATS over its own connection), the
-runner already owns the run's clock and output directory, and a controller restart
-(docs/reliability.md) then never loses the power account. `models.power_model` turns the
-inputs into watts.
+A node's utilisation is its busy server-seconds over a poll; a switch port whose
+counters moved was active. Polled by the runner, not the controller, so that a
+controller restart never loses the account (docs/architecture.md, "Live power").
 """
 
 from __future__ import annotations
@@ -125,8 +115,7 @@ class LivePowerMeter:
             try:
                 t, busy = self.read_busy(name)
             except (OSError, ValueError, KeyError) as err:
-                # a worker that died (or does not answer): the machine is still on and
-                # does no fog work, so it counts as idle from its last figure on
+                # a dead or silent worker counts as idle from its last figure on
                 self._error(f"{name}: {err.__class__.__name__}: {err}")
                 t, busy = time.monotonic(), (prev[1] if prev is not None else 0.0)
             self._busy[name] = (t, busy)

@@ -1,12 +1,8 @@
 """The memory a run holds: the resident set of its whole process tree, sampled; and
 the CPU time its kinds of process used (clients, fog daemons, relays, Open vSwitch).
 
-Why: the live city at the paper's scale is some 260 processes (fog daemons, clients,
-the hosts' shells, link relays, the controller); the figure that says whether it fits
-a machine is their resident sets summed, at its peak. Shared pages (the Python
-interpreter's, the libraries') count once per process, so the sum overstates what the
-machine gives up; the proportional set (PSS, each shared page split among its users)
-is kept beside it where the kernel gives it.
+The summed RSS says whether the live city fits a machine; it counts shared pages once
+per process, so the proportional set (PSS) is kept beside it where the kernel gives it.
 """
 
 from __future__ import annotations

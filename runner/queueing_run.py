@@ -1,13 +1,8 @@
 """The emulate engine's queueing run (seeds 000 and 002b): one scenario's workload on a
-live network.
+live network (docs/architecture.md, "A live run, step by step").
 
-scenario -> churn drawn -> `LiveNetwork` (controller, Mininet, link elements) -> workers
-in FN/OFN hosts, each in its container -> clients in client hosts -> churn replayed on
-the live network, power metered, progress shown -> traces merged -> summary. The
-`Supervisor` watches every child meanwhile (a dead worker or client is an incident and
-the run exits 3; a dead controller is restarted). Whatever happens (normal end,
-Ctrl-C, SIGTERM, an exception), the teardown removes what the run created and keeps
-what it collected.
+Whatever happens (normal end, Ctrl-C, SIGTERM, an exception), the teardown removes what
+the run created and keeps what it collected.
 """
 
 from __future__ import annotations
@@ -69,20 +64,13 @@ class Progress:
 @dataclass(frozen=True)
 class LiveOptions:
     """The live run's switches; the defaults are what a run should use, the others
-    measure what each costs or buys (scripts/bench_fidelity.py).
+    measure what each costs or buys (scripts/bench_fidelity.py, docs/emulation.md)."""
 
-    `churn_lead`: issue each OFN change one measured reaction time before its drawn
-    instant (ReactionLead). `measure_rt`: the controller times one connection in N (0:
-    none; a power of two), SYN to the server's FIN (controller.rt_measure; summary
-    `rt_measurement_error`). `meter_power` off: no per-second polling of switches and
-    workers (and no power figures), to measure what the polling costs. `realtime` off:
-    the workers, the controller and the churn replay run as ordinary processes (to
-    measure what SCHED_FIFO buys; docs/emulation.md)."""
-
-    churn_lead: bool = True
+    churn_lead: bool = True  # issue each OFN change early (fogsdn.churn.ReactionLead)
+    # the controller times one connection in N, SYN to FIN (0: none; a power of two)
     measure_rt: int = RT_SAMPLE_DEFAULT
-    meter_power: bool = True
-    realtime: bool = True
+    meter_power: bool = True  # off: no power polling (and no power figures)
+    realtime: bool = True  # off: workers, controller and churn replay not SCHED_FIFO
 
 
 class QueueingRun:
@@ -215,11 +203,13 @@ class QueueingRun:
     def _apply_transition(self, tr: Transition) -> None:
         t_call = time.monotonic()
         lead_s = self.lead.lead_s
-        t_model = (t_call - self.epoch) / (self.sc.time_scale / 1000.0)
+        ms_real = self.sc.time_scale / 1000.0
         drop = self.sc.churn.leave is LeaveMode.DROP
         reply = self.live.register(tr.node, tr.available)
-        if reply.get("t_installed") is not None:
-            self.lead.observe(float(reply["t_installed"]) - t_call)
+        t_inst = reply.get("t_installed")
+        if t_inst is not None:
+            t_inst = float(t_inst)
+            self.lead.observe(t_inst - t_call)
         ctl = self.live.sock_dir / f"{tr.node}.sock"
         dropped: int | str = ""
         moved: int | str = ""
@@ -234,18 +224,13 @@ class QueueingRun:
             self.live.set_host_link(tr.node, up=True)
         if "latency_ms" in reply:
             self.update_latency_ms.append(float(reply["latency_ms"]))
-        t_inst = reply.get("t_installed")
         self.availability.append({
             "t": tr.t_ms, "node": tr.node,
             "state": "available" if tr.available else "unavailable",
-            "t_applied": round(t_model, 6),
-            "t_installed": "" if t_inst is None
-            else round((float(t_inst) - self.epoch) / (self.sc.time_scale / 1000.0), 6),
-            "dropped": dropped,
-            "handed_off": moved,
-            "lead": round(lead_s / (self.sc.time_scale / 1000.0), 6),
-            "error": str(reply.get("error", "")),
-        })
+            "t_applied": round((t_call - self.epoch) / ms_real, 6),
+            "t_installed": "" if t_inst is None else round((t_inst - self.epoch) / ms_real, 6),
+            "dropped": dropped, "handed_off": moved, "lead": round(lead_s / ms_real, 6),
+            "error": str(reply.get("error", ""))})
         self.progress.ofn_state[tr.node] = tr.available
 
     # -- main loop ------------------------------------------------------------

@@ -1,7 +1,5 @@
-"""A finished (or interrupted) run's results directory: trace, availability, summary.
-
-Shared by the engines that produce per-request traces; the exact prediction is added
-by `analysis.compare` where the scenario is inside a model.
+"""A finished (or interrupted) live run's results directory: trace, availability,
+summary; `analysis.compare` adds the exact prediction where the scenario is in a model.
 """
 
 from __future__ import annotations

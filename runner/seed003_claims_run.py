@@ -1,12 +1,6 @@
-"""Seed 003's claims table: both presets and the one-switch ablation, simulated.
-
-The configurations are the two presets (sim/seed003_presets.py) and, for every switch
-on which they differ, ours with that one switch set as in the seed preset. Each runs the
-seed's four selectors at each ratio and replication (study seed + i: a new city, new
-clients and walks); a selector whose rows a switch cannot change is run once and shared
-(`row_key`). The rows become a mean and 95 % interval per point, the claims
-(sim/seed003_claims.py) are evaluated on each configuration, and the figures of both
-presets are drawn with their intervals.
+"""Seed 003's claims table: both presets and the one-switch ablation, simulated, each
+point's mean and 95 % interval, the claims evaluated on each configuration
+(docs/coordinates.md).
 """
 
 from __future__ import annotations
@@ -14,7 +8,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -192,11 +186,8 @@ def write_outputs(rows: dict[str, list[Row]], table: list[dict[str, Any]], chose
                   run: ClaimsRun, json_path: Path | None, fig_dir: Path | None,
                   seconds: float) -> list[Path]:
     written: list[Path] = []
-    doc = {"claims": table, "preset": chosen, "presets": {
-        p: vars(c) for p, c in PRESETS.items()},
-        "run": {"ratios": list(run.ratios), "replications": run.replications,
-                "duration_cap_s": run.duration_cap_s, "selectors": list(run.selectors),
-                "seconds": round(seconds, 1)}}
+    doc = {"claims": table, "preset": chosen, "presets": {p: vars(c) for p, c in PRESETS.items()},
+           "run": {**asdict(run), "seconds": round(seconds, 1)}}
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(doc, indent=1) + "\n")

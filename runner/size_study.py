@@ -1,11 +1,8 @@
 """Seed 002b's size-based study (`runner.study`): simulated points beside the model
-curves (exact, or approximate for TAGS), drawn by `analysis.figures`; on the runner
-side because it drives the simulator.
+curves (exact, or approximate for TAGS), drawn by `analysis.figures`.
 
-A figure comes from a scenario with a sweep (`scenarios/seed002b_*.yaml`) over
-`workload.lambda_lp` (load), `workload.size.shape` (alpha) or `workload.size.high`
-(H/L). For the last two the load is held at the base scenario's: lambda is rescaled
-to load * sum(mu) / E[X] at every point, since E[X] changes with the distribution.
+A sweep over the size distribution (`shape`, `high`) holds the base load: lambda is
+rescaled to load * sum(mu) / E[X] at every point, since E[X] changes with it.
 """
 
 from __future__ import annotations

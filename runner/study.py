@@ -1,12 +1,9 @@
 """One driver for every study (a `Study` plug-in): its points run on one executor, one
 progress line per point, then its tables and figures.
 
-Points are independent runs, so they fan out: a local process pool by default, or Ray
-tasks (a private local Ray, or an existing cluster given its address). A failed point
-is reported with its label and the others go on; Ctrl-C keeps the finished points.
-Live points run one at a time here, or on Ray one per emulation node at a time.
-The plug-ins: `runner.sweep`, `runner.size_study`, `runner.city_study_run` and
-`runner.agent_study`; `runner.study_cli` builds the one a file declares.
+Points are independent runs, so they fan out on a process pool or Ray
+(docs/scale-out.md); a failed point is reported and the others go on; Ctrl-C keeps the
+finished points. `runner.study_cli` builds the plug-in a file declares.
 """
 
 from __future__ import annotations
@@ -34,10 +31,8 @@ class StudyError(RuntimeError):
 
 class Study(Protocol):
     """A study: `plan` gives its points (each with a `label()`); `job(point, *job_args)`,
-    a module-level function (sent to worker processes and Ray tasks), runs one in
-    `engine` and gives its rows; `record` keeps a finished point's rows and says what it
-    found; `finish` writes the tables and figures from the rows and the failed points'
-    errors."""
+    module-level so that processes and Ray tasks can take it, runs one and gives its
+    rows; `record` says what a finished point found; `finish` writes tables and figures."""
 
     name: str
     engine: Engine

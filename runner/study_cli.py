@@ -1,7 +1,5 @@
-"""The study command (`scripts/sweep.py`): a file says which study it is (`study:`),
-this module builds that plug-in (seed 000's sweep, seed 002b's size-based study, seed
-003's city) and runs it with `runner.study`. Kept apart from the framework, which
-imports no plug-in.
+"""The study command (`scripts/sweep.py`): builds the plug-in a file's `study:` names and
+runs it with `runner.study`; kept apart from the framework, which imports no plug-in.
 """
 
 from __future__ import annotations

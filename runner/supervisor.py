@@ -1,14 +1,6 @@
 """A live run's children, watched from start to end, and the exit code that says how the
-run went.
-
-Every child gets a parent-death signal (a SIGKILLed runner takes its emulation with
-it) and is recorded by PID and start time in the run's record (`runner.cleanup`), so
-that the run, a later run or `--clean` removes exactly what it started. One thread
-looks at every watched child about every 50 ms: a death is an incident, said at once
-in one line on stderr and kept for summary.json. A child started with a `Restart`
-(the controller) is started again, up to MAX_RESTARTS times, and its outage measured;
-any other death marks the run crashed, which exits 3. Ctrl-C or SIGTERM stops the run,
-which keeps what it collected and exits 130.
+run went: a death is an incident (exit 3), the controller is restarted, Ctrl-C or
+SIGTERM keeps what was collected (exit 130). The rules: docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -36,15 +28,9 @@ EXIT_INTERRUPTED = 130
 
 
 def die_with_parent() -> None:
-    """`preexec_fn` for every child: SIGTERM it when the runner dies, however it dies.
-
-    SIGTERM, not SIGKILL: a client then records its outstanding requests and flushes its
-    trace, so a killed run's traces still merge; every child ends on SIGTERM within a
-    couple of seconds, and the next run stops by PID whatever still lingers. The signal
-    follows the thread that forked the child (a child the watch thread restarts dies
-    when the watch thread ends, at the run's close); it survives exec (mnexec and
-    python are not set-uid).
-    """
+    """`preexec_fn` for every child: SIGTERM it when the runner dies, however it dies
+    (SIGTERM so that a client flushes its trace; docs/reliability.md). The signal follows
+    the thread that forked the child: one the watch thread restarts dies with that thread."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 

@@ -1,9 +1,6 @@
-"""A scenario's sweep as a study (`runner.study` runs it): every (sweep value x policy x
-replication) point, simulated or live. Each finished point is appended to sweep.csv at
-once, so a failed or interrupted sweep keeps what it finished; failed points go to
-sweep_failures.csv with their parameters. The figure (`analysis.figures.draw_sweep`) puts
-mean W (with 95 % intervals) per policy and class against the swept value, beside the
-exact curves where the analytic model applies.
+"""A scenario's sweep as a study (`runner.study` runs it): every (value x policy x
+replication) point, simulated or live, each appended to sweep.csv as it finishes (failed
+ones to sweep_failures.csv), and mean W per policy and class beside the exact curves.
 """
 
 from __future__ import annotations
@@ -61,9 +58,8 @@ def plan(scenario: Scenario, out_dir: Path, engine: Engine = "simulate") -> list
             sc = scenario.with_overrides(over)
             for r in range(sw.replications):
                 run_dir = out_dir / "points" / policy / f"{sw.parameter}={value:g}" / f"rep{r:03d}"
-                points.append(
-                    Point(len(points), policy, sw.parameter, float(value), r, sc, run_dir)
-                )
+                points.append(Point(len(points), policy, sw.parameter, float(value), r, sc,
+                                    run_dir))
     return points
 
 
@@ -192,10 +188,8 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 def exact_curves(scenario: Scenario, points: Sequence[Point], optimum: bool = False
                  ) -> Curves:
     """(policy, class) -> [(value, exact W, exact outage)] at the swept values, for every
-    policy the exact chain can take (the built-in schemes, and any state-based policy
-    through the chain built from the policy object); nothing for points outside it.
-    `optimum` adds ("optimal", class): the best state-based dispatch at each value for
-    `analysis.seed000_optimum`'s objective, where the optimiser takes the point."""
+    policy the exact chain can take; `optimum` adds ("optimal", class), the best
+    state-based dispatch for `analysis.seed000_optimum`'s objective where it is found."""
     from analysis.model_params import OutsideModel, exact_prediction
     from analysis.optimal_policy import OptimizeError
     from analysis.seed000_optimum import point_optimum

@@ -1,19 +1,7 @@
 """The switch's settings for one live run, applied at start and given back at teardown.
 
-Open vSwitch (userspace datapath here) caches each flow it translated as a datapath
-flow and keeps using it until its revalidator threads re-translate it after a rule or
-group change. Measured here: requests sent 1-4 ms (real) after the barrier reply of an
-OFN change still followed the old state, about 5-10 % of all requests at time scale 5
-(docs/emulation.md, "The network's reaction to churn"). Two settings, with the
-pipeline's per-connection dispatch (controller.pipeline.PerConnection), close that:
-- ovs-vswitchd's threads run SCHED_FIFO like the workers, so that forwarding and
-  revalidation do not wait behind real-time threads on two cores;
-- datapath flows idle for `MAX_IDLE_MS` are dropped (OVS's default is 10 s): every new
-  connection's first packet makes one such flow, and each OFN change revalidates them all.
-
-Both are daemon-wide; the previous values come back at teardown. A run killed
-outright (SIGKILL) leaves them set until the next run's teardown, which then gives the
-switch OVS's defaults (ordinary threads, no max-idle of its own).
+SCHED_FIFO for ovs-vswitchd and a short datapath max-idle, so that datapath flows do
+not outlive an OFN change (docs/architecture.md, "The switch's tuning for a run").
 """
 
 from __future__ import annotations

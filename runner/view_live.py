@@ -1,11 +1,7 @@
-"""The live run's view source (issue 21): a thread that reads the running testbed twice
-a second (each worker's control socket, the clients' growing traces, the power meter,
-the churn applied so far) into the state the view serves, and the policy swap: checked
-here, sent to the controller, recorded as a new policy epoch.
-
-Reading stays off the run's critical path: its own thread, ordinary priority, one
-short control-socket call per worker per tick (the power meter already makes one a
-second), the traces read incrementally.
+"""The live run's view source (issue 21): a thread that reads the running testbed four
+times a second into the state the view serves, off the run's critical path
+(docs/view.md, "Cost"); and the policy swap, checked, sent to the controller and
+recorded as a new policy epoch.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """A finished run's view (issue 21, `scripts/view.py results/RUN`): the same page over
-the run's folder, with a time slider. The folder is read once (scenario, trace,
-availability, power, summary); the state at model time t is then computed from it:
-the figures of the requests finished by t, each node's queue at t (requests that had
-arrived and not yet finished there), OFN state and policy at t. Writes are refused.
+the run's folder, with a time slider. The folder is read once; the state at model time
+t is computed from it. Writes are refused.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """The run's view over HTTP (issue 21): a thin adapter from a `ViewSource` to a stdlib
-`ThreadingHTTPServer` in a daemon thread. The page (runner/view_static/index.html) and
-its JSON come from the same origin; the page loads nothing from anywhere else.
-
-    GET  /                 the page
-    GET  /api/state        nodes, classes, links, policy, timeline (?t=MS in a replay)
-    GET  /api/topology     switches, hosts, links with their configured delay
-    GET  /api/summary      the running comparison with the exact model, per policy epoch
-    GET  /api/events       server-sent events: the state, every EVENT_PERIOD_S
-    PUT  /api/policy       swap the policy (Authorization: Bearer TOKEN)
+`ThreadingHTTPServer` in a daemon thread. The page and its JSON come from the same
+origin and load nothing from anywhere else; the endpoints: docs/view.md.
 """
 
 from __future__ import annotations

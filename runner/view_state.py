@@ -1,7 +1,6 @@
-"""What the run's view (issue 21) serves, as pure functions: the state and topology
-documents, the running per-class figures, the write token check and the request
-checks. The HTTP adapter (runner.view_server) and the sources that read a live or a
-finished run (runner.view_live, runner.view_replay) call these; nothing here does I/O.
+"""What the run's view (issue 21) serves, as pure functions: the documents, the running
+per-class figures and the request checks, for the HTTP adapter (runner.view_server)
+and the live and replay sources (runner.view_live, runner.view_replay).
 """
 
 from __future__ import annotations
