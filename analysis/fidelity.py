@@ -1,12 +1,9 @@
 """How faithfully the live nodes behaved, measured on the run's own sample path (pure).
 
-Comparing emulated means with the exact model needs long runs (the LP queue's
-variance is large). Replaying the very requests a node received, at the instants it
-received them, with their nominal service times, through an ideal node (FIFO, or the
-node's discipline: `ClassQueue`, the worker's own) gives the
-sojourn each request *should* have had on that path: the per-request difference
-isolates what the emulation added (timer overshoot, scheduling jitter), with a far
-smaller variance than the gap to the model.
+Replaying the very requests a node received, at their instants and with their nominal
+service times, through an ideal node gives the sojourn each *should* have had: the
+per-request difference isolates what the emulation added, with far less variance than
+the gap to the model (docs/emulation.md).
 """
 
 from __future__ import annotations

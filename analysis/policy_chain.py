@@ -1,14 +1,9 @@
 """Exact CTMC built by asking a policy object where each class goes, state by state.
 
-The state is the availability of each OFN and the count at each node; the policy's
-answers in each state (`analysis.policy_probe`, which also says when a policy does not
-qualify) make the generator, and the tagged-request analysis (`analysis.response_time`)
-gives means, blocking, outage and the response-time CDF: `predict_policy` here, the
-one entry point. Structure is used where it exists: with routing that depends on
-availability only and no handoff, each node's count with the availability vector is a
-Markov chain of its own (`analysis.lumped_chain`), solved by level reduction at any
-size; otherwise the joint chain (`analysis.joint_chain`, and `analysis.handoff_chain`
-for a request that is handed off), by GTH when small, a sparse LU when large. Pure.
+`predict_policy` is the one entry point: the policy's answers (`analysis.policy_probe`)
+make the generator, solved as the lumped chains where routing depends on availability
+only and there is no handoff, else as the joint chain (docs/model.md, "Chains built
+from the policy object"). Pure.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Asking a policy object where each class goes, state by state, and checking that its
 answer is a function of the chain's state alone (`PolicyOracle`; pure).
 
-For every state the policy gets the `ClusterView` of that state (`in_system` filled
-in): a proactive policy's `routes` is asked once per availability vector (with
-`in_system` None, as the engines ask it), a per-request one's `decide` per state.
-Views whose other fields are poisoned, a counting rng and states re-asked at random
-show a policy that reads more than the state, samples something other than its own
-weights, or keeps hidden memory; `PolicyOutsideModel` says which (docs/model.md).
+Poisoned view fields, a counting rng and states re-asked at random show a policy that
+reads more than the state, samples other than its own weights, or keeps hidden memory;
+`PolicyOutsideModel` says which (docs/model.md).
 """
 
 from __future__ import annotations

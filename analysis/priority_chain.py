@@ -1,23 +1,10 @@
 """Seed 000's FN under a class discipline, exactly (issue 22).
 
-With exponential service the FN serves whatever it holds at rate mu whatever the
-order (every discipline here is work-conserving; preemption is preempt-resume), so
-its total count, and every class's blocking (capacity counts both), are the FIFO
-chain's. Per class they are not:
-
-* `priority_preemptive`: the FN's state is (a, h, l), HP and LP held, served HP
-  first. A tagged HP finds h HP ahead and no one passes it (an LP never, a later HP
-  queues behind): Erlang(h+1, mu). A tagged LP waits for the h HP and l LP ahead and
-  every HP that arrives before it is done (each preempts it); HP arrivals are blocked
-  when the FN is full, which counts the LP that came after it: (a, h, ahead, behind).
-* `priority` (non-preemptive) and `round_robin`: which class goes next depends on the
-  class in service, so the state is (a, h, l, s). A tagged request of class X is
-  followed through (a, X ahead, Y held, X behind, class in service), then its own
-  service; the discipline's rule picks the next class at each completion, exactly as
-  `nodes.service_queue.ClassQueue` does.
-
-Exact under `drain` and `drop`, where the FN's counts are a chain of their own; a
-handoff moves tasks into the FN and is outside this model. Pure: no I/O.
+Every discipline here is work-conserving with exponential service, so the FN's total
+count and every class's blocking are the FIFO chain's; per class they are not, and a
+tagged request is followed through the discipline's own state (docs/model.md, "The FN
+under a class discipline"). Exact under `drain` and `drop`; a handoff moves tasks into
+the FN and is outside this model. Pure: no I/O.
 """
 
 from __future__ import annotations

@@ -51,7 +51,6 @@ class HandoffChain(Component):
         self.p_drop = float((w * h_drop[1]).sum())
         self.t_sojourn = float((w * soj[1]).sum())
         self.t_complete = float((w * g[1]).sum())
-        self._u: Uniformised | None = None
 
     # -- structure ------------------------------------------------------------------
     def _ahead_rate(self, j: int) -> float:
@@ -120,8 +119,8 @@ class HandoffChain(Component):
         return tuple((x_fn[:, r], x_ofn[:, :, r]) for r in range(nr))
 
     # -- distribution -------------------------------------------------------------
-    def _transient(self) -> Uniformised:
-        """The tagged chain's transient rates, for the distribution (uniformised)."""
+    def _uniformised(self) -> Uniformised:
+        """The tagged chain's transient rates, uniformised."""
         cf, jn, n_fn = self._cf, self._jn, self._nfn
         n_ofn = (cf + 1) * jn
 
@@ -168,13 +167,3 @@ class HandoffChain(Component):
         v0 = np.zeros(size)
         v0[n_fn:] = self.weights.T.ravel()  # j-major, then k
         return Uniformised(T, out, done, drop, v0)
-
-    def completed_by(self, t: np.ndarray) -> np.ndarray:
-        if self._u is None:
-            self._u = self._transient()
-        return self._u.completed_by(t)
-
-    def not_completed_by(self, t: np.ndarray) -> np.ndarray:
-        if self._u is None:
-            self._u = self._transient()
-        return self._u.not_completed_by(t)
