@@ -17,17 +17,11 @@ from analysis.policy_chain_model import PolicyModel, service_rate
 from analysis.policy_probe import PolicyOracle
 from fogsdn.scenario import LeaveMode, Role
 
-# Chains above this many states (joint states, plus the unknowns of the tagged chains
-# under handoff) are refused: measured on this machine kind (2 cores, shared) by
-# scripts/bench_analytic.py --policy-chain, 223,608 joint states of a per-request
-# policy took 54 s (44 s asking the policy, 10 s solving) and 67 s for the whole
-# prediction, so the limit sits below that; a handoff chain of
-# 19,844 states with 2 x 189,000 tagged unknowns 88 s (docs/model.md).
+# Chains above this many states (joint states, plus the tagged chains' unknowns under
+# handoff) are refused: about a minute here (docs/model.md).
 MAX_STATES = 200_000
-
-
-# Dense GTH (subtraction-free, O(N^3)) is tried up to this many states: where the
-# cost model (analysis.linsolve.joint_method) picks it, or where the sparse LU's check fails.
+# Dense GTH (O(N^3)) is tried up to this many states, where the cost model picks it or
+# the sparse LU's check fails.
 GTH_MAX_STATES = 1_500
 
 
@@ -167,11 +161,8 @@ def build_joint(m: PolicyModel, oracle: PolicyOracle) -> JointChain:
 
 
 def joint_stationary(Q: sp.csr_matrix) -> tuple[np.ndarray, str]:
-    """Stationary vector of a chain in which every state reaches state 0.
-
-    Up to linsolve.DIRECT_MAX states: the cheaper of dense GTH and a sparse LU by the
-    cost model, the LU's answer checked entry by entry (`linsolve.checked_stationary`)
-    and redone by GTH (up to GTH_MAX_STATES) where it lost digits. Above: BiCGSTAB.
+    """Stationary vector of a chain in which every state reaches state 0: up to
+    linsolve.DIRECT_MAX states a checked LU or dense GTH by the cost model; above, BiCGSTAB.
     """
     N = Q.shape[0]
     dense_flops = 2.0 * N**3 / 3.0

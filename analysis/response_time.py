@@ -112,13 +112,9 @@ class ErlangMixture(Component):
 
 
 class Uniformised:
-    """P(done by t) and P(not done by t) of an absorbing chain, by uniformisation.
-
-    `T` holds the transient states' off-diagonal rates (row = from), `out` each state's
-    total out-rate (absorption included), `done`/`drop` the rates into either end, `v0`
-    the initial weights (per arrival). Only non-negative terms are summed: the tail is
-    never 1 - CDF, and the Poisson sum is cut where its remaining mass is below 1e-15.
-    """
+    """P(done by t) and P(not done by t) of an absorbing chain, by uniformisation,
+    summing only non-negative terms. Arguments as `TransientChain`'s, `v0` the initial
+    weights (per arrival)."""
 
     def __init__(self, T: sp.csr_matrix, out: np.ndarray, done: np.ndarray,
                  drop: np.ndarray, v0: np.ndarray) -> None:
@@ -169,12 +165,9 @@ class Uniformised:
 
 
 class TransientChain:
-    """The transient part of an absorbing chain (ends: done, dropped).
-
-    `T`: off-diagonal rates between transient states (row = from); `out_rate`: each
-    state's total out-rate; `done`/`drop`: its rates into the two ends. The hitting
-    probabilities and mean times come from sparse solves done once, whatever the
-    starting weights.
+    """The transient part of an absorbing chain (ends: done, dropped), its hitting
+    probabilities and mean times solved once for any starting weights. `T`: off-diagonal
+    rates (row = from); `out_rate`: total out-rates; `done`/`drop`: rates into the ends.
     """
 
     def __init__(self, T: sp.csr_matrix, out_rate: np.ndarray, done: np.ndarray,

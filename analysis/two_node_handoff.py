@@ -20,11 +20,8 @@ from analysis.response_time import Component, Uniformised
 class HandoffChain(Component):
     """A request accepted by the OFN under `handoff`, followed jointly with the FN.
 
-    Transient states: (j ahead of it at the OFN, k at the FN) while the OFN is up,
-    then its position at the FN after a leave (FIFO: later arrivals never matter).
-    When the OFN leaves, the j requests ahead and then it join the FN's tail; it is
-    dropped if k + j + 1 > C_F. Its response time runs from arrival at the OFN to
-    completion wherever that happens.
+    Transient states: (j ahead of it at the OFN, k at the FN), then its position at the
+    FN after a leave (dropped if k + j + 1 > C_F); FIFO, so later arrivals never matter.
     """
 
     weights: np.ndarray  # [k, j], per arrival
