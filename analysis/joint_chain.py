@@ -168,8 +168,7 @@ def joint_stationary(Q: sp.csr_matrix) -> tuple[np.ndarray, str]:
     dense_flops = 2.0 * N**3 / 3.0
     if N <= GTH_MAX_STATES and joint_method(N, dense_flops) == "gth":
         return gth_dense(Q.toarray()), "gth"
-    out = np.asarray(Q.sum(axis=1)).ravel()
-    G = (Q - sp.diags(out)).tocsr()
+    G = linsolve.rates_generator(Q)
     if N <= linsolve.DIRECT_MAX:
         pi, err = linsolve.checked_stationary(G)
         if err > linsolve.STATIONARY_TOL and N <= GTH_MAX_STATES:

@@ -243,10 +243,13 @@ class Chain:
     hub: bool
 
 
+def rates_generator(Q: sp.spmatrix) -> sp.csr_matrix:
+    """The full generator of off-diagonal rates `Q` (diagonal = minus the row's out-rate)."""
+    return (Q - sp.diags(np.asarray(Q.sum(axis=1)).ravel())).tocsr()
+
+
 def generator(chain: Chain) -> sp.csr_matrix:
-    """Full generator (diagonal = minus the row's out-rate)."""
-    out = np.asarray(chain.Q.sum(axis=1)).ravel()
-    return (chain.Q - sp.diags(out)).tocsr()
+    return rates_generator(chain.Q)
 
 
 def gth_dense(Q: np.ndarray) -> np.ndarray:

@@ -165,25 +165,13 @@ def _class_metrics(counts: dict[str, int], w: MeanCI, e2e: MeanCI, in_deadline: 
         return k / n if n else math.nan
 
     return ClassMetrics(
-        count=n,
-        ok=counts["ok"],
-        blocked=counts["blocked"],
-        timeout=counts["timeout"],
-        lost=counts["lost"],
-        W=w.mean,
-        W_ci95=w.half_width,
-        W_e2e=e2e.mean,
-        W_e2e_ci95=e2e.half_width,
-        blocking=share(counts["blocked"]),
-        timeout_prob=share(counts["timeout"]),
-        lost_prob=share(counts["lost"]),
-        outage=share(n - in_deadline),
-        outage_e2e=share(n - in_deadline_e2e),
-        by_node=by_node,
-        blocking_ci95=blocking_ci95,
-        outage_ci95=outage_ci95,
-        percentiles=percentiles or {},
-    )
+        count=n, ok=counts["ok"], blocked=counts["blocked"], timeout=counts["timeout"],
+        lost=counts["lost"], W=w.mean, W_ci95=w.half_width, W_e2e=e2e.mean,
+        W_e2e_ci95=e2e.half_width, blocking=share(counts["blocked"]),
+        timeout_prob=share(counts["timeout"]), lost_prob=share(counts["lost"]),
+        outage=share(n - in_deadline), outage_e2e=share(n - in_deadline_e2e),
+        by_node=by_node, blocking_ci95=blocking_ci95, outage_ci95=outage_ci95,
+        percentiles=percentiles or {})
 
 
 @dataclass(frozen=True)
@@ -223,11 +211,8 @@ def measured_summary(
 
 
 # -- streaming (constant memory) ------------------------------------------------------
-# For runs too long to hold in a list (a 10-million-request simulation): the same
-# numbers as `measured_summary`, accumulated as the rows come. The batch-means
-# interval keeps between `batches` and 2 * `batches` equal batches, halving their
-# number (doubling their size) whenever it reaches 2 * `batches`; rows are taken in
-# the order given, which for an engine's stream is (close to) completion order.
+# For runs too long to hold in a list: the same numbers as `measured_summary`, as the
+# rows come (in the order given: for an engine's stream, about completion order).
 
 
 class StreamingBatchMeans:
@@ -245,12 +230,7 @@ class StreamingBatchMeans:
         self.n = 0
 
     def add(self, x: float) -> None:
-        self.total += x
-        self.n += 1
-        self._sum += x
-        self._k += 1
-        if self._k == self.size:
-            self._close_batch()
+        self.add_many((x,))
 
     def _close_batch(self) -> None:
         """Keep the batch's mean; at 2 x `batches` means, merge pairs and double the size."""

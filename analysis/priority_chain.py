@@ -58,10 +58,7 @@ class _Rates:
 
     def stationary(self) -> np.ndarray:
         """The stationary vector of the chain these rates make (state 0: empty)."""
-        Q = self.matrix()
-        out = np.asarray(Q.sum(axis=1)).ravel()
-        pi, _ = linsolve.checked_stationary((Q - sp.diags(out)).tocsr())
-        return pi
+        return linsolve.checked_stationary(linsolve.rates_generator(self.matrix()))[0]
 
     def absorbing(self, done: np.ndarray, v0: np.ndarray) -> AbsorbingChain:
         """A tagged request that starts with weights `v0` and is served at rates `done`."""
