@@ -1,7 +1,6 @@
 """What a prediction of one class and of both classes answers, whichever chain made it
-(seed 000's closed chain, `analysis.ctmc`, or a policy's chain, `analysis.policy_chain`):
-means, blocking, outage, percentiles and the response-time CDF, from a `ClassResponse`.
-Pure: no I/O.
+(`analysis.ctmc` or `analysis.policy_chain`): means, blocking, outage, percentiles and
+the response-time CDF, from a `ClassResponse`. Pure: no I/O.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Measured against exact for one run directory: summary.json updated, a plot, a table.
 
-The comparison itself (what is compared, and per phase under a time-varying
-workload) is pure and lives in `analysis/comparison.py`; this module reads the run's
-scenario, summary and trace, writes the summary and draws the plot.
+The comparison itself is pure and lives in `analysis/comparison.py`; this module reads
+the run's files, writes the summary and draws the plot.
 """
 
 from __future__ import annotations
@@ -156,7 +155,7 @@ def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
         text = _compare_per_epoch(run_dir, summary, sc, rows, plot)
         summary_path.write_text(json.dumps(json_safe(summary), indent=1, default=str))
         return text + epoch_text
-    if sc.workload.profile is not None:  # per phase (module docstring)
+    if sc.workload.profile is not None:  # per phase (analysis.comparison)
         fields, text = compare_phases(sc, rows)
         for key in ("predicted", "comparison", "outside_model"):
             summary.pop(key, None)

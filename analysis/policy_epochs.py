@@ -1,10 +1,6 @@
 """Policy epochs of a live run (issue 21): which policy ran over which span of model
-time, and each span's measured figures beside the exact prediction for its own policy.
-
-A run whose policy was swapped through the REST API is a sequence of stationary
-experiments, one per policy; each epoch (the requests sent in it) is compared as if its
-policy ran forever: quasi-stationary, biased just after a swap as workload phases are
-near a change (`analysis.comparison`).
+time, and each span's measured figures beside the exact prediction for its own policy
+(quasi-stationary, biased just after a swap: docs/view.md).
 """
 
 from __future__ import annotations

@@ -111,7 +111,7 @@ def evaluate(claim: Claim, get: Get) -> float:
 
 
 def verdict(claim: Claim, value: float) -> str:
-    """The module docstring's rule."""
+    """docs/reproduction.md's rule: within 10 % reproduced, same sign within 2x same order."""
     if not math.isfinite(value):
         return "n/a"
     if claim.paper is None:

@@ -1,10 +1,9 @@
 """Size-based scenarios (seed 002b): the prediction for a Scenario, measured means from
 a trace or the simulator's rows, and the two side by side.
 
-`models.size_assignment` holds the formulas; this module maps a Scenario and its policy
-onto them (or says why no model applies) and measures the same quantities: mean
-response time W, mean queueing time (`wait`), mean slowdown (response / (size / mu of
-the completing host)), per completing host and overall.
+`models.size_assignment` holds the formulas; this module maps a Scenario onto them (or
+says why no model applies) and measures the same W, wait and slowdown, per completing
+host and overall.
 """
 
 from __future__ import annotations
