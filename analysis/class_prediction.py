@@ -97,8 +97,7 @@ class ClassPair:
             raise ModelError(f"class must be hp or lp, got {name!r}")
         return self.hp if name == "hp" else self.lp
 
-    def cdf(self, cls: str, t: np.ndarray | list[float], among: Among = "completed"
-            ) -> np.ndarray:
+    def cdf(self, cls: str, t: np.ndarray | list[float], among: Among = "completed") -> np.ndarray:
         """Exact response-time CDF of `cls` at times t (model ms)."""
         return self.cls(cls).cdf(np.asarray(t, dtype=float), among)
 

@@ -31,8 +31,7 @@ from fogsdn.summary import json_safe
 from fogsdn.trace import Outcome, TraceRow, read_trace
 
 
-def _answered(rows: list[TraceRow], sc: Scenario, cls: str, order: str = "sorted"
-              ) -> np.ndarray:
+def _answered(rows: list[TraceRow], sc: Scenario, cls: str, order: str = "sorted") -> np.ndarray:
     """Answered requests' node sojourns after warm-up: sorted, or in arrival order."""
     ok = [r for r in rows
           if r.cls == cls and r.t_send >= sc.warmup_ms and r.outcome is Outcome.OK

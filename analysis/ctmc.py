@@ -183,9 +183,7 @@ def service_rates(mu: float, cap: int, kind: str) -> np.ndarray:
 # -- state space and generator --------------------------------------------------------
 
 
-def build_chain(
-    p: ModelParams, cap_f: int, cap_o: int, levels: Literal["fn", "ofn"]
-) -> Chain:
+def build_chain(p: ModelParams, cap_f: int, cap_o: int, levels: Literal["fn", "ofn"]) -> Chain:
     """The chain over (a, n_F <= cap_f, n_O <= cap_o), its levels numbered by n_F or n_O.
 
     cap_o = 0 gives the lumped FN chain (drain, drop), cap_f = 0 the lumped OFN chain

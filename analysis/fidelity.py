@@ -239,8 +239,7 @@ def emulation_bias(service_ratios: Mapping[str, float], routing_share: float | N
                 reasons.append(f"{cls.upper()} requests reached node {n} bunched: an ideal "
                                f"node gives them {100 * b:+.1f} % sojourn over their drawn "
                                "instants (clients or switch that stalled)")
-    if routing_share is not None and math.isfinite(routing_share) and \
-            routing_share > routing_limit:
+    if routing_share is not None and math.isfinite(routing_share) and routing_share > routing_limit:
         reasons.append(f"{100 * routing_share:.1f} % of requests were routed against the "
                        "drawn OFN availability")
     if reasons and steal_share is not None and steal_share > steal_limit:

@@ -140,8 +140,7 @@ def transitions(m: PolicyModel, strides: np.ndarray, avail: np.ndarray, count: n
     return out
 
 
-def rate_matrix(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n: int
-                ) -> sp.csr_matrix:
+def rate_matrix(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n: int) -> sp.csr_matrix:
     """`transitions`' (source, destination, rate) parts as one n x n matrix, duplicates
     summed (self-loops kept)."""
     r, c, v = (np.concatenate([p[i] for p in parts]) for i in range(3))

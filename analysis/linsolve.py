@@ -87,8 +87,7 @@ def stationary_error(G: sp.spmatrix, pi: np.ndarray) -> float:
     return float(ratio.max()) if ratio.size else 0.0
 
 
-def pinned_stationary(Gt: sp.spmatrix, pin: int, order: np.ndarray | None = None
-                      ) -> np.ndarray:
+def pinned_stationary(Gt: sp.spmatrix, pin: int, order: np.ndarray | None = None) -> np.ndarray:
     """Stationary vector from G^T pi = 0 with pi[pin] = 1 (then normalised).
 
     Every state must reach `pin`. `order`: all states in a fill-reducing order, or None
@@ -114,8 +113,7 @@ def pinned_stationary(Gt: sp.spmatrix, pin: int, order: np.ndarray | None = None
     return pi / pi.sum()
 
 
-def checked_stationary(G: sp.spmatrix, order: np.ndarray | None = None
-                       ) -> tuple[np.ndarray, float]:
+def checked_stationary(G: sp.spmatrix, order: np.ndarray | None = None) -> tuple[np.ndarray, float]:
     """Pinned LU at state 0; if its check fails, again pinned at the likeliest state.
 
     Returns the vector (clamped to >= 0) and its `stationary_error`, for the caller's

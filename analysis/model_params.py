@@ -25,8 +25,7 @@ from fogsdn.scenario import Discipline, Role, Scenario
 AnyPrediction = Prediction | PolicyPrediction
 CLOSED_SCHEMES: tuple[type, ...] = (Prioritized, NoDiff, Basic)
 
-POLICY_TO_SCHEME: dict[str, str] = {"prioritized": "proposed", "nodiff": "nodiff",
-                                    "basic": "basic"}
+POLICY_TO_SCHEME: dict[str, str] = {"prioritized": "proposed", "nodiff": "nodiff", "basic": "basic"}
 
 
 class OutsideModel(ValueError):

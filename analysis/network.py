@@ -37,8 +37,7 @@ class NetworkShare:
         return None if self.fixed_ms is None else w + self.fixed_ms
 
 
-def _class_mix(by_node: dict[str, float], pred: AnyPrediction | None
-               ) -> dict[str, float] | None:
+def _class_mix(by_node: dict[str, float], pred: AnyPrediction | None) -> dict[str, float] | None:
     """Per class, the network time of its answered requests from the exact mix of nodes
     that answers it (`PolicyPrediction.answered_at`); None where the prediction has no
     such mix or it does not account for every answer (a handed-off request)."""

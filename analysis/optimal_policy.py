@@ -191,8 +191,7 @@ class _Program:
         out[c * self.P:(c + 1) * self.P] = v
         return out
 
-    def of_class(self, cls: str, per: Callable[[int], np.ndarray], weighted: bool
-                 ) -> np.ndarray:
+    def of_class(self, cls: str, per: Callable[[int], np.ndarray], weighted: bool) -> np.ndarray:
         """`per(c)` in class c's columns for `hp` or `lp`; for `all`, both classes',
         each times its arrival rate where `weighted` (a per-arrival figure)."""
         if cls != "all":
@@ -344,8 +343,7 @@ def _table_attrs(opt: OptimalPolicy, policy_name: str) -> dict[str, Any]:
             "PHASES": opt.phases, "HP": hp, "LP": lp, "MIXED": mixed}
 
 
-def table_policy_class(opt: OptimalPolicy, policy_name: str = "optimal"
-                       ) -> type[StateTablePolicy]:
+def table_policy_class(opt: OptimalPolicy, policy_name: str = "optimal") -> type[StateTablePolicy]:
     """The decision table as a policy class (what the written file defines)."""
     attrs = {**_table_attrs(opt, policy_name), "__module__": __name__}
     return type("Optimal", (StateTablePolicy,), attrs)

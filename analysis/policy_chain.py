@@ -55,8 +55,7 @@ class PolicyPrediction(ClassPair):
 
     @property
     def mean_fn(self) -> float:
-        return sum(v for k, v in self.node_means.items()
-                   if self._role(k) is not Role.OFN)
+        return sum(v for k, v in self.node_means.items() if self._role(k) is not Role.OFN)
 
     @property
     def mean_ofn(self) -> float:
@@ -96,8 +95,7 @@ def _class_responses(m: PolicyModel, weights: list[list[np.ndarray]],
                                 for n, a in zip(m.nodes, answered, strict=True)}
 
 
-def solve(m: PolicyModel, oracle: PolicyOracle, max_states: int = MAX_STATES
-          ) -> PolicyPrediction:
+def solve(m: PolicyModel, oracle: PolicyOracle, max_states: int = MAX_STATES) -> PolicyPrediction:
     """Exact prediction; PolicyOutsideModel or StateSpaceTooLarge where it cannot."""
     K = len(m.nodes)
     n_joint = m.n_states()
@@ -169,8 +167,7 @@ def solve(m: PolicyModel, oracle: PolicyOracle, max_states: int = MAX_STATES
             np.add.at(w, jc.count[ok, k], r[ok])
             weights[c][k] = w
     hp, lp, answered_at = _class_responses(m, weights, blocking, extra)
-    return PolicyPrediction(m, hp, lp, node_means, n_joint, method, n_joint, node_busy,
-                            answered_at)
+    return PolicyPrediction(m, hp, lp, node_means, n_joint, method, n_joint, node_busy, answered_at)
 
 
 def _route_avail(m: PolicyModel, oracle: PolicyOracle, vec: tuple[bool, ...]) -> np.ndarray:

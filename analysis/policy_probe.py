@@ -34,8 +34,7 @@ class PolicyOutsideModel(ValueError):
     """The policy's answer is not a function of the chain's state; the message says why."""
 
 
-def _poisoned(cls: type, allowed: frozenset[str], reads: set[str], extra: frozenset[str]
-              ) -> type:
+def _poisoned(cls: type, allowed: frozenset[str], reads: set[str], extra: frozenset[str]) -> type:
     """A subclass of the frozen dataclass `cls` that records in `reads` the names of
     fields outside `allowed` (and of the names in `extra`) that are read."""
     watch = frozenset(f.name for f in fields(cls)) - allowed | extra
@@ -188,8 +187,7 @@ class PolicyOracle:
             u = (i + 0.5) / STRATA
             rng = _CountingRandom([u])
             got = self._decide(view, cls, rng, "c1", 1.0)
-            want = names[min(int(np.searchsorted(cum, u * cum[-1], side="right")),
-                             len(names) - 1)]
+            want = names[min(int(np.searchsorted(cum, u * cum[-1], side="right")), len(names) - 1)]
             if rng.count > 1 or got != self.index[want]:
                 raise PolicyOutsideModel(
                     f"policy {self.policy.name!r}: decide draws random numbers beyond the "

@@ -274,8 +274,7 @@ def printed_params(scenario: Scenario) -> ModelParams:
     except OutsideModel as err:
         raise OutsidePrintedModel(str(err)) from None
     if p.servers_f != "single" or p.servers_o != "single":
-        raise OutsidePrintedModel("the printed chain has one server per node "
-                                  "(servers: single)")
+        raise OutsidePrintedModel("the printed chain has one server per node (servers: single)")
     if p.discipline_f != "fifo":
         raise OutsidePrintedModel(f"the printed chain has a FIFO FN (nodes discipline "
                                   f"{p.discipline_f})")

@@ -126,8 +126,7 @@ class Uniformised:
         self._lam_u = lam_u
         self._v = np.asarray(v0, dtype=float).copy()
         self.mass = float(self._v.sum())
-        self._seq: dict[str, list[float]] = {"done": [0.0], "drop": [0.0],
-                                             "trans": [self.mass]}
+        self._seq: dict[str, list[float]] = {"done": [0.0], "drop": [0.0], "trans": [self.mass]}
 
     def _extend(self, steps: int) -> None:
         done, drop, trans = self._seq["done"], self._seq["drop"], self._seq["trans"]

@@ -53,8 +53,7 @@ class PointOptimum:
 
 def point_optimum(point: Scenario, with_baselines: bool = True) -> PointOptimum:
     """The optimum at `point` (a scenario without a sweep; its own policy is ignored)."""
-    proposed_sc = point.model_copy(update={"policy": PolicySpec(name=REFERENCE),
-                                           "sweep": None})
+    proposed_sc = point.model_copy(update={"policy": PolicySpec(name=REFERENCE), "sweep": None})
     proposed = prediction_figures(proposed_sc, exact_prediction(proposed_sc))
     objective = parse_expr(OBJECTIVE)
     cons = (parse_constraint(f"hp.W<={proposed['hp.W']!r}"),)

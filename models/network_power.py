@@ -78,8 +78,7 @@ class PortActivity:
         for switch, a, b in hops:
             last = self.last[switch]
             extra += self.chassis_w[switch] * self._share(max(last.values(), default=None), t_ms)
-            extra += self.port_w * (self._share(last.get(a), t_ms)
-                                    + self._share(last.get(b), t_ms))
+            extra += self.port_w * (self._share(last.get(a), t_ms) + self._share(last.get(b), t_ms))
         return extra
 
     def use(self, hops: Sequence[Hop], t_ms: float) -> None:

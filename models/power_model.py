@@ -44,8 +44,7 @@ def server_power_w(spec: ServerPower, utilization: float) -> float:
     return spec.idle_w + (spec.max_w - spec.idle_w) * u
 
 
-def switch_power_w(spec: SwitchPower, active_ports: int, ports: int,
-                   bytes_per_s: float) -> float:
+def switch_power_w(spec: SwitchPower, active_ports: int, ports: int, bytes_per_s: float) -> float:
     """The chassis-plus-ports model of docs/power.md; `active_ports` are the awake ones
     (`awake_ports`), and every port awake at capacity draws `peak_w`."""
     if ports < 0 or not 0 <= active_ports <= ports:
@@ -173,8 +172,7 @@ def predicted_power(scenario: Scenario, busy: Mapping[str, float],
     }
 
 
-def server_power_gap(measured: Mapping[str, object], predicted: Mapping[str, object]
-                     ) -> float:
+def server_power_gap(measured: Mapping[str, object], predicted: Mapping[str, object]) -> float:
     """Relative gap of measured mean server power (all servers) against predicted."""
     m, p = measured.get("servers_W"), predicted.get("servers_W")
     if not isinstance(m, (int, float)) or not isinstance(p, (int, float)) or p == 0:
