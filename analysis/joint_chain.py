@@ -101,10 +101,8 @@ def transitions(m: PolicyModel, strides: np.ndarray, avail: np.ndarray, count: n
                 phase: np.ndarray, tables: list[dict[tuple[bool, int], int]], routes: np.ndarray,
                 skip_ofn_events: int | None = None
                 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """(source, destination, rate) arrays of every transition of the joint chain.
-
-    `skip_ofn_events=i` leaves out OFN i's completions and its leave (the tagged-request
-    chain adds those itself)."""
+    """(source, destination, rate) arrays of every transition of the joint chain;
+    `skip_ofn_events=i` leaves out OFN i's completions and leave (a tagged chain's own)."""
     s = np.arange(avail.shape[0], dtype=np.int64)
     lam = np.asarray(m.lam)
     drain = m.leave is LeaveMode.DRAIN
@@ -176,5 +174,5 @@ def joint_stationary(Q: sp.csr_matrix) -> tuple[np.ndarray, str]:
     At = G.T.tocsc()
     B = At[1:, 1:].tocsc()
     rhs = -np.asarray(At[1:, 0].toarray()).ravel()
-    pi = np.concatenate([[1.0], np.maximum(linsolve.solve(B, rhs), 0.0)])  # pinned at 0
+    pi = np.concatenate([[1.0], np.maximum(linsolve.Solver(B).solve(rhs), 0.0)])  # pinned at 0
     return pi / pi.sum(), "bicgstab"

@@ -68,11 +68,6 @@ class Solver:
         return out.reshape(b.shape)
 
 
-def solve(A: sp.spmatrix, rhs: np.ndarray) -> np.ndarray:
-    """x with A x = rhs (one factorisation, used once)."""
-    return Solver(A).solve(rhs)
-
-
 def stationary_error(G: sp.spmatrix, pi: np.ndarray) -> float:
     """Largest componentwise residual of pi G = 0: |(pi G)_j| / (|pi| |G|)_j.
 
@@ -251,10 +246,8 @@ def generator(chain: Chain) -> sp.csr_matrix:
 
 
 def gth_dense(Q: np.ndarray) -> np.ndarray:
-    """Stationary vector by Grassmann-Taksar-Heyman: no subtractions at all.
-
-    Reads off-diagonal rates only; every state must reach state 0.
-    """
+    """Stationary vector by Grassmann-Taksar-Heyman, with no subtractions at all; reads
+    off-diagonal rates only, and every state must reach state 0."""
     W = np.array(Q, dtype=float, copy=True)
     np.fill_diagonal(W, 0.0)
     m = W.shape[0]

@@ -52,10 +52,8 @@ PERCENTILES: tuple[tuple[str, float], ...] = (
 
 
 def binomial_half_width(n: int, hits: int) -> float:
-    """The farther end of the exact (Clopper-Pearson) 95 % interval of hits/n.
-
-    Batch means of a 0/1 indicator say nothing when hits are few (no hit in any batch
-    gives a zero-width interval); a share is never known better than this."""
+    """The farther end of the exact (Clopper-Pearson) 95 % interval of hits/n: a share is
+    never known better, though batch means of few hits give a zero-width interval."""
     if n <= 0:
         return math.nan
     p = hits / n

@@ -41,12 +41,10 @@ class PolicyPrediction(ClassPair):
     n_states: int  # of the joint chain
     method: str
     solved_states: int  # what was solved: the joint chain, or the per-node chains
-    # per node, the mean share of its servers busy: P(n > 0), or E[n]/C with `multi`
-    # (exact server power, models/power_model.py)
+    # per node, the mean share of its servers busy (exact server power)
     node_busy: dict[str, float] = field(default_factory=dict)
-    # per node, P(a class's arrival is answered there), (HP, LP): the mix of nodes a
-    # class's answers come from (each node's network time, analysis.network); nodes a
-    # handed-off request may end at are not in it
+    # per node, P(a class's arrival is answered there), (HP, LP), for analysis.network;
+    # a handed-off request's end is not in it
     answered_at: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @property

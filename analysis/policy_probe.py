@@ -20,11 +20,9 @@ from analysis.class_prediction import CLASSES
 from controller.policies.base import ClusterView, NodeView, Policy, Request, routes_for
 from fogsdn.scenario import Role, TaskClass
 
-# States re-asked at random at the end: a policy whose answers drift (hidden memory)
-# answers differently the second time.
+# States re-asked at random at the end (hidden memory answers differently), and uniform
+# draws fed to a `decide` that uses its rng (it qualifies if it only samples its weights).
 RECHECK_STATES = 256
-# Uniform draws fed to a `decide` that uses its rng, to see whether it only samples
-# the route weights (it then qualifies, with those weights).
 STRATA = 32
 STATE_NODE_FIELDS = frozenset({"name", "role", "available", "capacity", "mu", "in_system"})
 STATE_VIEW_FIELDS = frozenset({"nodes"})

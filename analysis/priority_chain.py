@@ -227,10 +227,8 @@ def fn_class_components(lam_hp: np.ndarray, lam_lp: np.ndarray, route_hp: np.nda
                         route_lp: np.ndarray, mu: float, cap: int, avail: tuple[int, ...],
                         eta: float, xi: float, discipline: str = "priority_preemptive"
                         ) -> tuple[Component | None, Component | None]:
-    """The FN's part of each class's response under `discipline`: (HP, LP).
-
-    `lam_*[a]` are the class's rates into the FN, `route_*[a]` the share of the class's
-    arrivals sent there (per arrival weights), both per availability a."""
+    """The FN's part of each class's response under `discipline`: (HP, LP). Per
+    availability a, `lam_*[a]` is the class's rate into the FN, `route_*[a]` its share."""
     if discipline == "priority_preemptive":
         p = fn_class_stationary(lam_hp, lam_lp, mu, cap, avail, eta, xi)
         return (hp_component(p, route_hp, mu),

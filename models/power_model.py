@@ -79,9 +79,8 @@ def server_count(node: NodeSpec) -> int:
 
 
 def busy_fraction(p_n: Sequence[float], servers: int) -> float:
-    """Mean share of busy servers from the distribution of the number in system.
-
-    One server: P(n > 0). C servers with no waiting (n <= C): E[n] / C."""
+    """Mean share of busy servers from the distribution of the number in system: P(n > 0)
+    for one server, E[n] / C for C servers with no waiting."""
     total = math.fsum(p_n)
     if not p_n or not math.isclose(total, 1.0, rel_tol=1e-6, abs_tol=1e-9):
         raise PowerError(f"p_n must be a probability distribution (sums to {total!r})")

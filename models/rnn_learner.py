@@ -25,9 +25,8 @@ class RnnError(ValueError):
 def excitation(w_plus: Matrix, w_minus: Matrix, ext_plus: npt.NDArray[np.float64],
                ext_minus: npt.NDArray[np.float64], q0: npt.NDArray[np.float64] | None = None,
                tol: float = 1e-10, max_iter: int = 10_000) -> npt.NDArray[np.float64]:
-    """The stationary excitation probabilities q of the network, by fixed-point iteration.
-
-    Raises RnnError when the iteration has not settled within `max_iter` sweeps."""
+    """The stationary excitation probabilities q, by fixed-point iteration (RnnError when
+    it has not settled within `max_iter` sweeps)."""
     rates = w_plus.sum(axis=1) + w_minus.sum(axis=1)
     q = np.full(len(rates), 0.5) if q0 is None else q0.copy()
     for _ in range(max_iter):
