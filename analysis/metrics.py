@@ -92,11 +92,8 @@ def batch_quantile_ci(values: Sequence[float] | np.ndarray, q: float, batches: i
 
 def percentiles_ci(values: Sequence[float] | np.ndarray) -> dict[str, dict[str, float]]:
     """p50/p90/p95/p99 of answered requests' times, each with its batch interval."""
-    out: dict[str, dict[str, float]] = {}
-    for name, q in PERCENTILES:
-        ci = batch_quantile_ci(values, q)
-        out[name] = {"value": ci.mean, "ci95": ci.half_width}
-    return out
+    cis = {name: batch_quantile_ci(values, q) for name, q in PERCENTILES}
+    return {name: {"value": ci.mean, "ci95": ci.half_width} for name, ci in cis.items()}
 
 
 def replications_ci(means: Sequence[float]) -> MeanCI:

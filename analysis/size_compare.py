@@ -166,11 +166,9 @@ class SizeStats:
 
 def replicated(summaries: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """Mean and 95 % half-width across replications of overall W, wait and slowdown."""
-    out: dict[str, dict[str, float]] = {}
-    for key in ("W", "wait", "slowdown"):
-        ci = replications_ci([float(s["overall"][key]) for s in summaries])
-        out[key] = {"mean": ci.mean, "ci95": ci.half_width, "n": ci.n}
-    return out
+    cis = {key: replications_ci([float(s["overall"][key]) for s in summaries])
+           for key in ("W", "wait", "slowdown")}
+    return {key: {"mean": ci.mean, "ci95": ci.half_width, "n": ci.n} for key, ci in cis.items()}
 
 
 def comparison(measured: dict[str, Any], pred: SizePrediction) -> dict[str, Any]:
