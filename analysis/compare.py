@@ -69,11 +69,8 @@ def plot_comparison(path: Path, rows: list[TraceRow], sc: Scenario, pred: AnyPre
                 err = number(v["ci95"])
                 ax_cdf.errorbar([v["measured"]], [q], xerr=[[err if math.isfinite(err) else 0.0]]
                                 * 2, fmt="|", color=colors[cls], capsize=4, ms=10)
-    ax_cdf.set_xlabel("response time at the node (model ms)")
-    ax_cdf.set_ylabel("P(T <= t | answered); bars: percentiles, 95 % CI")
-    ax_cdf.set_ylim(0, 1.02)
-    ax_cdf.legend(fontsize=8)
-    ax_cdf.grid(alpha=0.3)
+    ax_cdf.set(xlabel="response time at the node (model ms)",
+               ylabel="P(T <= t | answered); bars: percentiles, 95 % CI", ylim=(0, 1.02))
     shares = [(c, k) for c in CLASSES for k in ("blocking", "outage")]
     for ax, figures in ((ax_w, [(c, "W") for c in CLASSES]), (ax_p, shares)):
         for i, (cls, metric) in enumerate(figures):
@@ -87,13 +84,12 @@ def plot_comparison(path: Path, rows: list[TraceRow], sc: Scenario, pred: AnyPre
                     ls="none", label="exact" if i == 0 else None)
     ax_w.set_xticks([0, 1], ["HP", "LP"])
     ax_w.set_ylabel("mean response time W (model ms)")
-    ax_w.legend(fontsize=8)
-    ax_w.grid(alpha=0.3)
     ax_p.set_xticks(range(len(shares)), [f"{c.upper()} {k}" for c, k in shares], fontsize=8)
     ax_p.set_yscale("symlog", linthresh=1e-4)
     ax_p.set_ylabel("share of arrivals (95 % CI)")
-    ax_p.legend(fontsize=8)
-    ax_p.grid(alpha=0.3)
+    for ax in (ax_cdf, ax_w, ax_p):
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
     if power:  # mean power per server, measured beside exact
         ax_pw = axes[3]
         names = list(power["nodes"])
