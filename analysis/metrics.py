@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from analysis.class_prediction import PERCENTILES
 from fogsdn.trace import Outcome, TraceRow
 
 DEFAULT_BATCHES = 20
@@ -44,11 +45,6 @@ def batch_means_ci(values: Sequence[float], batches: int = DEFAULT_BATCHES) -> M
         return MeanCI(float(x.mean()), math.inf, n)
     size = n // b
     return MeanCI(float(x.mean()), _t_half(x[: b * size].reshape(b, size).mean(axis=1)), n)
-
-
-PERCENTILES: tuple[tuple[str, float], ...] = (
-    ("p50", 50.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0),
-)
 
 
 def binomial_half_width(n: int, hits: int) -> float:
@@ -92,7 +88,7 @@ def batch_quantile_ci(values: Sequence[float] | np.ndarray, q: float, batches: i
 
 def percentiles_ci(values: Sequence[float] | np.ndarray) -> dict[str, dict[str, float]]:
     """p50/p90/p95/p99 of answered requests' times, each with its batch interval."""
-    cis = {name: batch_quantile_ci(values, q) for name, q in PERCENTILES}
+    cis = {name: batch_quantile_ci(values, 100 * q) for name, q in PERCENTILES}
     return {name: {"value": ci.mean, "ci95": ci.half_width} for name, ci in cis.items()}
 
 
