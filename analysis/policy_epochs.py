@@ -40,11 +40,9 @@ class EpochLog:
 
     def start(self, policy: str, spec: Mapping[str, Any], t_ms: float) -> None:
         t = max(0.0, t_ms)
-        if self.epochs:
-            last = self.epochs[-1]
-            if last.to_ms is None:
-                t = max(t, last.from_ms)
-                self.epochs[-1] = replace(last, to_ms=t)
+        if self.epochs and self.epochs[-1].to_ms is None:
+            t = max(t, self.epochs[-1].from_ms)
+        self.close(t)
         self.epochs.append(PolicyEpoch(policy, dict(spec), t))
 
     def close(self, t_ms: float) -> None:
