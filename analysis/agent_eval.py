@@ -1,10 +1,8 @@
 """Figures of merit for comparing policies on response time and power (issue 9), pure.
 
-One run gives: mean and p95 response time of the answered requests after warm-up (model
-ms, network included), mean estimated power (servers and switches, W) and energy per
-answered request (J). Several runs of the same policy on different seeds combine by
-independent replications (95 % t interval over the runs' figures); a single run gets
-batch-means intervals (responses in arrival order, power per second).
+Per run: mean and p95 response (model ms, network included), mean estimated power (W)
+and energy per answered request (J), with batch-means intervals; several seeds of a
+policy combine by independent replications (docs/learning.md).
 """
 
 from __future__ import annotations

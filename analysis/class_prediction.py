@@ -1,7 +1,6 @@
 """What a prediction of one class and of both classes answers, whichever chain made it
-(seed 000's closed chain, `analysis.ctmc`, or a policy's chain, `analysis.policy_chain`):
-means, blocking, outage, percentiles and the response-time CDF, from a `ClassResponse`.
-Pure: no I/O.
+(`analysis.ctmc` or `analysis.policy_chain`): means, blocking, outage, percentiles and
+the response-time CDF, from a `ClassResponse`. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -98,8 +97,7 @@ class ClassPair:
             raise ModelError(f"class must be hp or lp, got {name!r}")
         return self.hp if name == "hp" else self.lp
 
-    def cdf(self, cls: str, t: np.ndarray | list[float], among: Among = "completed"
-            ) -> np.ndarray:
+    def cdf(self, cls: str, t: np.ndarray | list[float], among: Among = "completed") -> np.ndarray:
         """Exact response-time CDF of `cls` at times t (model ms)."""
         return self.cls(cls).cdf(np.asarray(t, dtype=float), among)
 

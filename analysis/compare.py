@@ -1,8 +1,7 @@
 """Measured against exact for one run directory: summary.json updated, a plot, a table.
 
-The comparison itself (what is compared, and per phase under a time-varying
-workload) is pure and lives in `analysis/comparison.py`; this module reads the run's
-scenario, summary and trace, writes the summary and draws the plot.
+The comparison itself is pure and lives in `analysis/comparison.py`; this module reads
+the run's files, writes the summary and draws the plot.
 """
 
 from __future__ import annotations
@@ -32,8 +31,7 @@ from fogsdn.summary import json_safe
 from fogsdn.trace import Outcome, TraceRow, read_trace
 
 
-def _answered(rows: list[TraceRow], sc: Scenario, cls: str, order: str = "sorted"
-              ) -> np.ndarray:
+def _answered(rows: list[TraceRow], sc: Scenario, cls: str, order: str = "sorted") -> np.ndarray:
     """Answered requests' node sojourns after warm-up: sorted, or in arrival order."""
     ok = [r for r in rows
           if r.cls == cls and r.t_send >= sc.warmup_ms and r.outcome is Outcome.OK
@@ -71,11 +69,8 @@ def plot_comparison(path: Path, rows: list[TraceRow], sc: Scenario, pred: AnyPre
                 err = number(v["ci95"])
                 ax_cdf.errorbar([v["measured"]], [q], xerr=[[err if math.isfinite(err) else 0.0]]
                                 * 2, fmt="|", color=colors[cls], capsize=4, ms=10)
-    ax_cdf.set_xlabel("response time at the node (model ms)")
-    ax_cdf.set_ylabel("P(T <= t | answered); bars: percentiles, 95 % CI")
-    ax_cdf.set_ylim(0, 1.02)
-    ax_cdf.legend(fontsize=8)
-    ax_cdf.grid(alpha=0.3)
+    ax_cdf.set(xlabel="response time at the node (model ms)",
+               ylabel="P(T <= t | answered); bars: percentiles, 95 % CI", ylim=(0, 1.02))
     shares = [(c, k) for c in CLASSES for k in ("blocking", "outage")]
     for ax, figures in ((ax_w, [(c, "W") for c in CLASSES]), (ax_p, shares)):
         for i, (cls, metric) in enumerate(figures):
@@ -89,13 +84,12 @@ def plot_comparison(path: Path, rows: list[TraceRow], sc: Scenario, pred: AnyPre
                     ls="none", label="exact" if i == 0 else None)
     ax_w.set_xticks([0, 1], ["HP", "LP"])
     ax_w.set_ylabel("mean response time W (model ms)")
-    ax_w.legend(fontsize=8)
-    ax_w.grid(alpha=0.3)
     ax_p.set_xticks(range(len(shares)), [f"{c.upper()} {k}" for c, k in shares], fontsize=8)
     ax_p.set_yscale("symlog", linthresh=1e-4)
     ax_p.set_ylabel("share of arrivals (95 % CI)")
-    ax_p.legend(fontsize=8)
-    ax_p.grid(alpha=0.3)
+    for ax in (ax_cdf, ax_w, ax_p):
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
     if power:  # mean power per server, measured beside exact
         ax_pw = axes[3]
         names = list(power["nodes"])
@@ -156,7 +150,7 @@ def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
         text = _compare_per_epoch(run_dir, summary, sc, rows, plot)
         summary_path.write_text(json.dumps(json_safe(summary), indent=1, default=str))
         return text + epoch_text
-    if sc.workload.profile is not None:  # per phase (module docstring)
+    if sc.workload.profile is not None:  # per phase (analysis.comparison)
         fields, text = compare_phases(sc, rows)
         for key in ("predicted", "comparison", "outside_model"):
             summary.pop(key, None)

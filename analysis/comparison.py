@@ -1,18 +1,10 @@
 """Measured beside exact, as data and as text (pure): the compared figures of a class,
 of power, and of each phase of a time-varying workload.
 
-What is compared is each answered request's node sojourn (`node_ms`: wait plus
-service at the serving node) with the model's response time; the network's share
-is in `W_e2e` on the measured side only. Under `handoff` the model's response time
-runs from arrival at the OFN to completion at the FN.
-
-Under a time-varying workload (`workload.profile`) no stationary prediction exists, so
-each phase is compared with the exact model at that phase's rates, as if the phase
-lasted forever (quasi-stationary). That is exact for phases long against the system's
-relaxation time and biased near each change (a queue built in a busy phase drains in
-the next): the per-phase table shows it. Overall, the prediction is the phases'
-mixture: W weighted by each phase's answered requests, blocking and outage by its
-arrivals; percentiles are compared per phase only.
+The measured side is each answered request's node sojourn (`node_ms`), the network's
+share being in `W_e2e` only. A time-varying workload is compared phase by phase with
+the model at that phase's rates (quasi-stationary, biased near each change:
+docs/simulator.md), overall with the phases' mixture.
 """
 
 from __future__ import annotations

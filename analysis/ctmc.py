@@ -1,12 +1,8 @@
 """Exact CTMC of seed 000: one static FN and one opportunistic FN (OFN) that comes and goes.
 
-The state is (OFN availability A/U, n_F at the FN, n_O at the OFN); the seed's own
-chain (its eqs. 1-10) counts one node per state and is wrong, see docs/model.md.
-
-Under `drain` and `drop` the joint chain is exactly lumpable onto (a, n_F) and onto
-(a, n_O), so those small chains give every metric at any size; `handoff` couples the
-nodes and needs the joint chain. Both are solved as `analysis.linsolve` says (level
-reduction or a checked sparse LU, by its cost model). Pure: no I/O.
+The state is (a, n_F, n_O); the seed's own chain counts one node per state and is wrong
+(docs/model.md). Under `drain` and `drop` the chain is exactly lumpable onto (a, n_F) and
+(a, n_O); `handoff` couples the nodes and needs the joint chain. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -40,11 +36,9 @@ SERVERS: tuple[str, ...] = ("single", "multi")
 class ModelParams:
     """Everything the chain depends on; rates per model ms, capacities in requests.
 
-    `servers_*`: `single` is one FIFO server (rate mu while non-empty); `multi` is
-    C servers and no waiting room (rate n*mu). With eta = xi = 0 the OFN never
-    changes state and `initial_available` says which state that is. `discipline_f`:
-    the FN's order, `fifo`, `round_robin`, `priority` or `priority_preemptive`
-    (`analysis.priority_chain`, under drain and drop).
+    `servers_*`: `single` (one FIFO server) or `multi` (C servers, no waiting room).
+    `initial_available`: the OFN's state when eta = xi = 0. `discipline_f`: the FN's
+    order (`analysis.priority_chain`).
     """
 
     scheme: Scheme
@@ -189,15 +183,11 @@ def service_rates(mu: float, cap: int, kind: str) -> np.ndarray:
 # -- state space and generator --------------------------------------------------------
 
 
-def build_chain(
-    p: ModelParams, cap_f: int, cap_o: int, levels: Literal["fn", "ofn"]
-) -> Chain:
-    """The chain over (a, n_F <= cap_f, n_O <= cap_o).
+def build_chain(p: ModelParams, cap_f: int, cap_o: int, levels: Literal["fn", "ofn"]) -> Chain:
+    """The chain over (a, n_F <= cap_f, n_O <= cap_o), its levels numbered by n_F or n_O.
 
-    With cap_o = 0 it is the exact lumped FN chain (drain, drop); with cap_f = 0 the
-    lumped OFN chain (any leave mode: a handoff with no room at the FN is a drop).
-    `levels` picks what numbers the levels: n_F (block tridiagonal except handoff)
-    or n_O (jumps caused by a leave land in level 0).
+    cap_o = 0 gives the lumped FN chain (drain, drop), cap_f = 0 the lumped OFN chain
+    (any leave mode: a handoff with no room at the FN is a drop).
     """
     avail = availability_states(p)
     lf, lo = arrival_rates(p)
@@ -262,12 +252,8 @@ def build_chain(
 
 @dataclass(frozen=True)
 class Stationary:
-    """Stationary probabilities the metrics need, by availability a (A=0, U=1).
-
-    `p_fn[a, k]` = P(a, n_F = k), `p_ofn[a, n]` = P(a, n_O = n); `joint_a[k, n]` =
-    P(A, n_F = k, n_O = n), kept only where a tagged OFN request's fate depends on
-    the FN (handoff).
-    """
+    """Stationary probabilities the metrics need: `p_fn[a, k]` = P(a, n_F = k),
+    `p_ofn[a, n]` = P(a, n_O = n), and (handoff only) `joint_a[k, n]` = P(A, k, n)."""
 
     p_fn: np.ndarray
     p_ofn: np.ndarray
@@ -277,11 +263,8 @@ class Stationary:
 
 
 def lumpable(p: ModelParams) -> bool:
-    """True when (a, n_F) and (a, n_O) are Markov chains on their own.
-
-    Only a handoff moves requests between the nodes; without it each node's count
-    changes at rates that depend on that count and on availability alone.
-    """
+    """True when (a, n_F) and (a, n_O) are Markov chains on their own: only a handoff
+    (with churn) moves requests between the nodes."""
     return p.leave != "handoff" or len(availability_states(p)) < 2 or not p.has_ofn
 
 
@@ -310,12 +293,9 @@ def gth_flops(p: ModelParams, by: str) -> float:
 def solve_stationary(p: ModelParams, method: Method = "auto") -> Stationary:
     """Stationary distribution by the cheapest exact route for these parameters.
 
-    `lumped`: the two small per-node chains (not for handoff with churn);
-    `gth`: the joint chain by level reduction; `sparse`: the joint chain by sparse LU;
-    `joint`: the cheaper of the two by `joint_method`, and an LU answer whose check
-    fails (some probability lost its relative accuracy: the pinned states are far
-    less likely than others, as in overload) is redone by level reduction where that
-    fits in GTH_MAX_FLOPS; `auto`: lumped where exact, else joint.
+    `lumped`: the two per-node chains; `gth` / `sparse`: the joint chain by level
+    reduction / sparse solves; `joint`: the cheaper by `joint_method`, an LU answer
+    failing its check redone by GTH where that fits; `auto`: lumped where exact.
     """
     cap_o = p.cap_o if p.has_ofn else 0
     n_states = p.n_states()

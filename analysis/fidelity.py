@@ -1,12 +1,9 @@
 """How faithfully the live nodes behaved, measured on the run's own sample path (pure).
 
-Comparing emulated means with the exact model needs long runs (the LP queue's
-variance is large). Replaying the very requests a node received, at the instants it
-received them, with their nominal service times, through an ideal node (FIFO, or the
-node's discipline: `ClassQueue`, the worker's own) gives the
-sojourn each request *should* have had on that path: the per-request difference
-isolates what the emulation added (timer overshoot, scheduling jitter), with a far
-smaller variance than the gap to the model.
+Replaying the very requests a node received, at their instants and with their nominal
+service times, through an ideal node gives the sojourn each *should* have had: the
+per-request difference isolates what the emulation added, with far less variance than
+the gap to the model (docs/emulation.md).
 """
 
 from __future__ import annotations
@@ -97,13 +94,10 @@ class ArrivalTiming:
 
 def arrival_timing(spec: NodeSpec, rows: Iterable[TraceRow], drawn: Mapping[str, float],
                    after_ms: float = 0.0) -> ArrivalTiming:
-    """The node's requests through the ideal node twice: at the instants they reached
-    it and at the instants the workload drew for them (`drawn`, by request id). A lag
-    that is the same for every request, or independent from one request to the next,
-    leaves a Poisson stream Poisson and the two equal; lags that move together (a
-    client, or the switch, that stalls and then sends several at once) bunch arrivals
-    and lengthen the queue. The difference is the emulation's, on top of the node's own
-    bias (`replay_node`); `after_ms` leaves out the warm-up from the means."""
+    """The node's requests through the ideal node twice: at the instants they reached it
+    and at those the workload drew (`drawn`, by request id). Lags that move together
+    bunch arrivals and lengthen the queue: the difference is the emulation's, on top of
+    `replay_node`'s bias; `after_ms` leaves out the warm-up."""
     got = [r for r in _received(spec, rows) if r.request_id in drawn]
     at_arrival, _ = _ideal_sojourns(spec, [(_arrival(r), r) for r in got])
     as_drawn, _ = _ideal_sojourns(spec, [(drawn[r.request_id], r) for r in got])
@@ -147,17 +141,11 @@ def routing_against_schedule(
     policy: Policy, base: ClusterView,
 ) -> RoutingCheck:
     """How many requests the live data plane sent where the policy, applied to the drawn
-    OFN availability at the instant they were sent, would not have: the network's
-    reaction time (runner, controller, barrier, datapath revalidation) made visible.
+    OFN availability at their send instant, would not have: the network's reaction time.
 
-    `availability`: (t, node, available[, t_installed]), initial states at t = 0. A
-    request routed as the next change says is counted early where that change was
-    installed before it was sent (the runner issued it ahead), or where it was sent
-    nearer to that change than to the one before: the switch decides when the SYN
-    arrives, after the send stamp, and a SYN that waited (for a core, behind the
-    switch's other packets) meets the change already installed. The rest are late:
-    routed by a state the data plane had not yet left. Only proactive policies decide
-    from availability alone.
+    `availability`: (t, node, available[, t_installed]), initial states at t = 0. Each
+    is counted early (routed as the next change says: installed before it was sent, or
+    sent nearer to it) or late (docs/emulation.md). Proactive policies only.
     """
     changes = sorted((c[0], c[1], c[2], c[3] if len(c) > 3 else math.inf)  # type: ignore[misc]
                      for c in availability)
@@ -238,12 +226,9 @@ def emulation_bias(service_ratios: Mapping[str, float], routing_share: float | N
                    steal_limit: float = STEAL_SHARE_LIMIT,
                    timing: Mapping[str, Mapping[str, float | None]] | None = None,
                    timing_limit: float = TIMING_BIAS_LIMIT) -> dict[str, object]:
-    """Whether this run's own emulation artefacts are large enough that a reader could
-    take them for a policy effect: a node that served slower or faster than specified,
-    a data plane that followed the churn late for many requests, or arrivals that
-    reached a node bunched (`timing`, from `timing_summary`). One reason a line; where
-    there is one, a hypervisor that took more than `steal_limit` of the CPU is named as
-    the likely cause (it is no artefact by itself)."""
+    """Emulation artefacts a reader could take for a policy effect (a node off its
+    service rate, a data plane late to follow the churn, bunched arrivals), one reason a
+    line; a hypervisor steal above `steal_limit` is then named as the likely cause."""
     reasons = [f"node {n} served at x{r:.3f} its nominal mean service"
                for n, r in sorted(service_ratios.items())
                if math.isfinite(r) and abs(r - 1.0) > ratio_tolerance]
@@ -254,8 +239,7 @@ def emulation_bias(service_ratios: Mapping[str, float], routing_share: float | N
                 reasons.append(f"{cls.upper()} requests reached node {n} bunched: an ideal "
                                f"node gives them {100 * b:+.1f} % sojourn over their drawn "
                                "instants (clients or switch that stalled)")
-    if routing_share is not None and math.isfinite(routing_share) and \
-            routing_share > routing_limit:
+    if routing_share is not None and math.isfinite(routing_share) and routing_share > routing_limit:
         reasons.append(f"{100 * routing_share:.1f} % of requests were routed against the "
                        "drawn OFN availability")
     if reasons and steal_share is not None and steal_share > steal_limit:

@@ -17,17 +17,11 @@ from analysis.policy_chain_model import PolicyModel, service_rate
 from analysis.policy_probe import PolicyOracle
 from fogsdn.scenario import LeaveMode, Role
 
-# Chains above this many states (joint states, plus the unknowns of the tagged chains
-# under handoff) are refused: measured on this machine kind (2 cores, shared) by
-# scripts/bench_analytic.py --policy-chain, 223,608 joint states of a per-request
-# policy took 54 s (44 s asking the policy, 10 s solving) and 67 s for the whole
-# prediction, so the limit sits below that; a handoff chain of
-# 19,844 states with 2 x 189,000 tagged unknowns 88 s (docs/model.md).
+# Chains above this many states (joint states, plus the tagged chains' unknowns under
+# handoff) are refused: about a minute here (docs/model.md).
 MAX_STATES = 200_000
-
-
-# Dense GTH (subtraction-free, O(N^3)) is tried up to this many states: where the
-# cost model (analysis.linsolve.joint_method) picks it, or where the sparse LU's check fails.
+# Dense GTH (O(N^3)) is tried up to this many states, where the cost model picks it or
+# the sparse LU's check fails.
 GTH_MAX_STATES = 1_500
 
 
@@ -107,10 +101,8 @@ def transitions(m: PolicyModel, strides: np.ndarray, avail: np.ndarray, count: n
                 phase: np.ndarray, tables: list[dict[tuple[bool, int], int]], routes: np.ndarray,
                 skip_ofn_events: int | None = None
                 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """(source, destination, rate) arrays of every transition of the joint chain.
-
-    `skip_ofn_events=i` leaves out OFN i's completions and its leave (the tagged-request
-    chain adds those itself)."""
+    """(source, destination, rate) arrays of every transition of the joint chain;
+    `skip_ofn_events=i` leaves out OFN i's completions and leave (a tagged chain's own)."""
     s = np.arange(avail.shape[0], dtype=np.int64)
     lam = np.asarray(m.lam)
     drain = m.leave is LeaveMode.DRAIN
@@ -146,8 +138,7 @@ def transitions(m: PolicyModel, strides: np.ndarray, avail: np.ndarray, count: n
     return out
 
 
-def rate_matrix(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n: int
-                ) -> sp.csr_matrix:
+def rate_matrix(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n: int) -> sp.csr_matrix:
     """`transitions`' (source, destination, rate) parts as one n x n matrix, duplicates
     summed (self-loops kept)."""
     r, c, v = (np.concatenate([p[i] for p in parts]) for i in range(3))
@@ -167,18 +158,14 @@ def build_joint(m: PolicyModel, oracle: PolicyOracle) -> JointChain:
 
 
 def joint_stationary(Q: sp.csr_matrix) -> tuple[np.ndarray, str]:
-    """Stationary vector of a chain in which every state reaches state 0.
-
-    Up to linsolve.DIRECT_MAX states: the cheaper of dense GTH and a sparse LU by the
-    cost model, the LU's answer checked entry by entry (`linsolve.checked_stationary`)
-    and redone by GTH (up to GTH_MAX_STATES) where it lost digits. Above: BiCGSTAB.
+    """Stationary vector of a chain in which every state reaches state 0: up to
+    linsolve.DIRECT_MAX states a checked LU or dense GTH by the cost model; above, BiCGSTAB.
     """
     N = Q.shape[0]
     dense_flops = 2.0 * N**3 / 3.0
     if N <= GTH_MAX_STATES and joint_method(N, dense_flops) == "gth":
         return gth_dense(Q.toarray()), "gth"
-    out = np.asarray(Q.sum(axis=1)).ravel()
-    G = (Q - sp.diags(out)).tocsr()
+    G = linsolve.rates_generator(Q)
     if N <= linsolve.DIRECT_MAX:
         pi, err = linsolve.checked_stationary(G)
         if err > linsolve.STATIONARY_TOL and N <= GTH_MAX_STATES:
@@ -187,5 +174,5 @@ def joint_stationary(Q: sp.csr_matrix) -> tuple[np.ndarray, str]:
     At = G.T.tocsc()
     B = At[1:, 1:].tocsc()
     rhs = -np.asarray(At[1:, 0].toarray()).ravel()
-    pi = np.concatenate([[1.0], np.maximum(linsolve.solve(B, rhs), 0.0)])  # pinned at 0
+    pi = np.concatenate([[1.0], np.maximum(linsolve.Solver(B).solve(rhs), 0.0)])  # pinned at 0
     return pi / pi.sum(), "bicgstab"

@@ -1,23 +1,10 @@
 """The chains' linear systems: stationary vectors and nonsingular M-matrix solves.
 
-Stationary vectors of level-ordered chains (`Chain`: the closed model's and the
-lumped chains') come from GTH level reduction (`gth_levels`: only additions,
-products and divisions of non-negative numbers, so probabilities of 1e-13 keep full
-relative accuracy) or from sparse solves (`checked_sparse`), whichever the measured
-cost model (`joint_method`) says is cheaper.
-
-Small systems get one sparse LU in minimum-degree order on A^T + A (on the chains'
-multi-dimensional grids it fills two to three times less than COLAMD). Large ones
-get BiCGSTAB with a Jacobi (diagonal) preconditioner, checked by its residual: on a
-72,000-state chain of four dimensions it took 4 s where the LU took 130 s and 94
-million nonzeros, and SuperLU's incomplete LU did not finish in minutes. If it does
-not converge, the full LU (where it fits) or an error.
-
-Stationary vectors by one pinned solve (`pinned_stationary`) are checked by their
-componentwise residual (`stationary_error`): where a probability has lost its relative
-accuracy, its own balance equation no longer holds to rounding, so the check sees
-what the norm of the residual hides (measured: the largest relative error of any
-entry is within 3x of it). Pure: no I/O.
+Stationary vectors of level-ordered chains (`Chain`) come from subtraction-free GTH
+level reduction or from checked sparse solves, whichever the measured cost model
+(`joint_method`) says is cheaper; nonsingular systems from one sparse LU or, when
+large, Jacobi-preconditioned BiCGSTAB. Measurements: docs/model.md ("Accuracy",
+"Choosing the solve"). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -29,9 +16,9 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, bicgstab, gmres, splu
 
-# Above this many unknowns the full LU's fill (and time) grows too fast: BiCGSTAB.
+# Above this many unknowns the LU's fill grows too fast: BiCGSTAB, and where that
+# fails the LU up to FALLBACK_MAX (beyond: an error).
 DIRECT_MAX = 6_000
-# Where BiCGSTAB fails, the full LU is still tried up to here (beyond: an error).
 FALLBACK_MAX = 60_000
 RTOL = 1e-13
 ORDER = "MMD_AT_PLUS_A"
@@ -81,17 +68,11 @@ class Solver:
         return out.reshape(b.shape)
 
 
-def solve(A: sp.spmatrix, rhs: np.ndarray) -> np.ndarray:
-    """x with A x = rhs (one factorisation, used once)."""
-    return Solver(A).solve(rhs)
-
-
 def stationary_error(G: sp.spmatrix, pi: np.ndarray) -> float:
     """Largest componentwise residual of pi G = 0: |(pi G)_j| / (|pi| |G|)_j.
 
-    Independent of scale; rounding gives ~1e-16. Where the pinned state is far less
-    likely than others, LU's pivots cancel and the small probabilities lose their
-    digits (the norm of pi G stays tiny): this rises with that relative error.
+    Scale-free (rounding gives ~1e-16); unlike the norm of pi G it rises with the
+    relative error of the smallest probabilities.
     """
     A = sp.csr_matrix(G)
     flow = np.abs(pi) @ abs(A)
@@ -101,14 +82,12 @@ def stationary_error(G: sp.spmatrix, pi: np.ndarray) -> float:
     return float(ratio.max()) if ratio.size else 0.0
 
 
-def pinned_stationary(Gt: sp.spmatrix, pin: int, order: np.ndarray | None = None
-                      ) -> np.ndarray:
+def pinned_stationary(Gt: sp.spmatrix, pin: int, order: np.ndarray | None = None) -> np.ndarray:
     """Stationary vector from G^T pi = 0 with pi[pin] = 1 (then normalised).
 
-    `Gt` is the transposed generator of a chain in which every state reaches `pin`;
-    `order` the unknowns in a fill-reducing order (all states; `pin` is dropped from
-    it), or None for SuperLU's minimum degree on A^T + A. The system left is a
-    nonsingular M-matrix: no pivoting, so the given order is kept.
+    Every state must reach `pin`. `order`: all states in a fill-reducing order, or None
+    for SuperLU's minimum degree; the system left is a nonsingular M-matrix, so no
+    pivoting and the order is kept.
     """
     n = Gt.shape[0]
     At = sp.csc_matrix(Gt)
@@ -129,12 +108,11 @@ def pinned_stationary(Gt: sp.spmatrix, pin: int, order: np.ndarray | None = None
     return pi / pi.sum()
 
 
-def checked_stationary(G: sp.spmatrix, order: np.ndarray | None = None
-                       ) -> tuple[np.ndarray, float]:
+def checked_stationary(G: sp.spmatrix, order: np.ndarray | None = None) -> tuple[np.ndarray, float]:
     """Pinned LU at state 0; if its check fails, again pinned at the likeliest state.
 
-    Returns the vector (negative entries clamped to 0) and its `stationary_error`,
-    for the caller to fall back to GTH where that is still above STATIONARY_TOL.
+    Returns the vector (clamped to >= 0) and its `stationary_error`, for the caller's
+    GTH fallback.
     """
     Gt = sp.csr_matrix(G).T  # CSC without a copy
     pi = pinned_stationary(Gt, 0, order)
@@ -148,13 +126,10 @@ def checked_stationary(G: sp.spmatrix, order: np.ndarray | None = None
     return pi / pi.sum(), err
 
 
-# Where the two-level solve stops: GMRES's relative residual on the pinned system and
-# the most iterations (measured: 26 on a drain chain of 1,003,002 states).
+# The two-level solve: GMRES's relative residual on the pinned system, its most
+# iterations, and the damped Jacobi smoother around the coarse correction.
 TWO_LEVEL_RTOL = 1e-12
 TWO_LEVEL_MAXITER = 300
-# Its smoother: two damped Jacobi sweeps before and after the coarse correction. One
-# undamped sweep does not converge; Gauss-Seidel sweeps took 2 fewer iterations but
-# their triangles cost 2 s to set up at 1M states (SuperLU), more than they saved.
 JACOBI_DAMPING = 0.8
 JACOBI_SWEEPS = 2
 
@@ -164,14 +139,10 @@ def two_level_stationary(G: sp.spmatrix, groups: np.ndarray,
                          ) -> tuple[np.ndarray, int] | None:
     """Stationary vector by GMRES with a two-level preconditioner, or None.
 
-    The pinned system (state 0) is preconditioned by damped Jacobi sweeps around an
-    exact correction on the aggregates `groups` (state -> aggregate; the Galerkin
-    product P^T A P, factorised once in `coarse_order`, or minimum degree). On the
-    joint chain's grid, aggregates of 2 x 2 grid points (both availabilities) cut the
-    LU's size 8x and its fill more, and the iteration count stays at ~25 from 250,000
-    to 1,000,000 states (3 x 3 aggregates: 36, 4 x 4: 50). Accurate in absolute terms
-    (||pi G|| ~ 1e-15), not entry by entry. None where GMRES does not converge (the
-    caller falls back to the LU).
+    Damped Jacobi sweeps around an exact correction on the aggregates `groups` (state
+    -> aggregate; the Galerkin product factorised once in `coarse_order`, or minimum
+    degree). Accurate in absolute terms, not entry by entry; None where GMRES does not
+    converge (the caller falls back to the LU).
     """
     n = G.shape[0]
     At = sp.csr_matrix(G).T.tocsr()
@@ -231,28 +202,20 @@ def two_level_stationary(G: sp.spmatrix, groups: np.ndarray,
 
 A, U = 0, 1  # availability index of the OFN
 
-# Level reduction costs about N * (2p) * (3p) flops for N states in levels of p phases
-# (5p with jumps into level 0): above this budget it is never tried, not even as the
-# sparse LU's fallback (2e9 flops: ~3 s here).
+# Level reduction's flop budget (`ctmc.gth_flops`; 2e9 is ~3 s here): above it, it is
+# never tried, not even as the sparse LU's fallback.
 GTH_MAX_FLOPS = 2e9
 
-# Cost model of the two exact routes, seconds on this machine (2 shared cores;
-# scripts/bench_analytic.py --solvers, handoff and drain chains of 77 to 40,602
-# states): level reduction ~55 us per state (its per-state Python step) plus
-# ~1.6 ns per flop of `ctmc.gth_flops`; the pinned sparse LU ~2 ms plus ~10 us per state
-# (it grows as N^1.5 on these 2-D grids, but by then level reduction costs far more).
+# The cost model of the two exact routes, seconds on this machine (docs/model.md,
+# "Choosing the solve").
 GTH_S_PER_STATE = 55e-6
 GTH_S_PER_FLOP = 1.6e-9
 LU_S_FIXED = 2e-3
 LU_S_PER_STATE = 10e-6
-# Below this many states SuperLU's own minimum degree (on A^T + A) fills no more than
-# nested dissection and skips its ordering step; above, nested dissection.
+# Below this many states SuperLU's own minimum degree fills no more than nested
+# dissection and skips an ordering step.
 ND_MIN_STATES = 30_000
-# From this many states the two-level iterative solve beats the LU on chains without
-# jumps into level 0 (measured, CPU s: 0.21 against 0.40 at 40,602 states, 0.53
-# against 1.01 at 90,902, 6.4 against ~25 at 1,003,002). With them (handoff) it does
-# not (2.6 against 1.3 at 126,252: each leave links a whole anti-diagonal to one
-# state, which 2 x 2 aggregates do not capture), so those keep the LU.
+# From here the two-level solve beats the LU, on chains without jumps into level 0.
 TWO_LEVEL_MIN_STATES = 50_000
 
 
@@ -260,11 +223,9 @@ TWO_LEVEL_MIN_STATES = 50_000
 class Chain:
     """A generator in level order: `Q` holds off-diagonal rates only (row = from).
 
-    States are numbered level by level (`starts[l]:starts[l+1]` is level l); level 0
-    starts with the empty state, which every state reaches. Transitions go only to
-    the same level, the next one up or down, or (`hub`) into level 0. `a`, `k`, `n`:
-    each state's OFN availability (A or U), FN count and OFN count, the grid the
-    nested-dissection orders follow.
+    Level l is `starts[l]:starts[l+1]`; level 0 starts with the empty state, which every
+    state reaches. Moves go within a level, one level up or down, or (`hub`) into level
+    0. `a`, `k`, `n`: each state's availability, FN count and OFN count.
     """
 
     Q: sp.csr_matrix
@@ -275,18 +236,18 @@ class Chain:
     hub: bool
 
 
+def rates_generator(Q: sp.spmatrix) -> sp.csr_matrix:
+    """The full generator of off-diagonal rates `Q` (diagonal = minus the row's out-rate)."""
+    return (Q - sp.diags(np.asarray(Q.sum(axis=1)).ravel())).tocsr()
+
+
 def generator(chain: Chain) -> sp.csr_matrix:
-    """Full generator (diagonal = minus the row's out-rate)."""
-    out = np.asarray(chain.Q.sum(axis=1)).ravel()
-    return (chain.Q - sp.diags(out)).tocsr()
+    return rates_generator(chain.Q)
 
 
 def gth_dense(Q: np.ndarray) -> np.ndarray:
-    """Stationary vector by Grassmann-Taksar-Heyman: no subtractions at all.
-
-    Only off-diagonal rates are read. State 0 must be reachable from every state
-    (states that cannot be reached from it get probability 0).
-    """
+    """Stationary vector by Grassmann-Taksar-Heyman, with no subtractions at all; reads
+    off-diagonal rates only, and every state must reach state 0."""
     W = np.array(Q, dtype=float, copy=True)
     np.fill_diagonal(W, 0.0)
     m = W.shape[0]
@@ -304,12 +265,8 @@ def gth_dense(Q: np.ndarray) -> np.ndarray:
 
 
 def gth_levels(chain: Chain) -> np.ndarray:
-    """GTH state reduction done level by level, keeping only the levels it touches.
-
-    Eliminating the top level l couples level l-1 (and level 0, for jumps into it)
-    only, so the working matrix stays at the size of two or three levels: O(N p^2)
-    time for N states in levels of p phases, and still subtraction-free.
-    """
+    """GTH state reduction level by level: eliminating the top level couples only the
+    one below (and level 0 for jumps), so O(N p^2) time for levels of p phases."""
     Q, st = chain.Q, chain.starts
     L = len(st) - 2
     if L == 0:
@@ -374,11 +331,8 @@ def gth_levels(chain: Chain) -> np.ndarray:
 
 
 def nested_dissection(kmax: int, nmax: int, leaf: int = 64) -> tuple[np.ndarray, np.ndarray]:
-    """Grid points (k, n) in nested-dissection order: halves first, separator last.
-
-    The joint chain lives on a 2-D grid, where this order keeps LU fill at
-    O(N log N) instead of the band's O(N sqrt N).
-    """
+    """Grid points (k, n) in nested-dissection order (halves first, separator last):
+    LU fill O(N log N) on a 2-D grid instead of the band's O(N sqrt N)."""
     ks: list[np.ndarray] = []
     ns: list[np.ndarray] = []
     stack: list[tuple[int, int, int, int, bool]] = [(0, kmax + 1, 0, nmax + 1, False)]
@@ -404,11 +358,8 @@ def nested_dissection(kmax: int, nmax: int, leaf: int = 64) -> tuple[np.ndarray,
 
 
 def nd_order(chain: Chain) -> np.ndarray:
-    """All states in nested-dissection order over the (n_F, n_O) grid.
-
-    The U states that a handoff or drop jumps into (one per n_F, each reached from a
-    whole anti-diagonal) come last.
-    """
+    """All states in nested-dissection order over the (n_F, n_O) grid; the U states a
+    handoff or drop jumps into (each reached from a whole anti-diagonal) last."""
     kmax, nmax = int(chain.k.max()), int(chain.n.max())
     kg, ng = nested_dissection(kmax, nmax)
     rank = np.empty((kmax + 1, nmax + 1), dtype=np.int64)
@@ -420,11 +371,8 @@ def nd_order(chain: Chain) -> np.ndarray:
 
 
 def coarse_grid(chain: Chain, step: int = 2) -> tuple[np.ndarray, np.ndarray]:
-    """Aggregates of step x step grid points (both availabilities), and their ND order.
-
-    Returns each state's aggregate and the aggregates in nested-dissection order over
-    the coarse (n_F / step, n_O / step) grid, for `two_level_stationary`.
-    """
+    """Each state's aggregate of step x step grid points (both availabilities), and the
+    aggregates in nested-dissection order, for `two_level_stationary`."""
     ck, cn = chain.k // step, chain.n // step
     width = int(cn.max()) + 1
     keys, groups = np.unique(ck * width + cn, return_inverse=True)
@@ -437,14 +385,9 @@ def coarse_grid(chain: Chain, step: int = 2) -> tuple[np.ndarray, np.ndarray]:
 def checked_sparse(chain: Chain) -> tuple[np.ndarray, float, str]:
     """Stationary vector by sparse solves, its componentwise residual, and the route.
 
-    Up to TWO_LEVEL_MIN_STATES, and for chains with jumps into level 0 (`hub`) at any
-    size, one pinned LU (`sparse`): minimum degree below
-    ND_MIN_STATES, nested dissection above; ordinary Gaussian elimination, accurate
-    in absolute terms always and entry by entry where the check
-    (`stationary_error`) says so; the caller falls back on that. Above,
-    GMRES with a two-level preconditioner (`two-level`: the LU of the chain
-    aggregated 2 x 2 over the grid, 8x fewer unknowns), accurate in absolute terms;
-    the full LU if it does not converge.
+    `sparse`: one checked pinned LU (up to TWO_LEVEL_MIN_STATES, and for `hub` chains
+    at any size). `two-level`: above, accurate in absolute terms only; the LU where
+    it does not converge.
     """
     G = generator(chain)
     if chain.Q.shape[0] >= TWO_LEVEL_MIN_STATES and not chain.hub:
@@ -462,11 +405,8 @@ def joint_method(n_states: int, flops: float, *,
                  gth_per_flop: float = GTH_S_PER_FLOP,
                  lu_fixed: float = LU_S_FIXED,
                  lu_per_state: float = LU_S_PER_STATE) -> Literal["gth", "sparse"]:
-    """The route the cost model says is faster; GTH only within GTH_MAX_FLOPS.
-
-    With this machine's constants the LU wins at every size measured (level reduction
-    is 3x slower at 77 states, 20x at 5,252), so GTH serves as the LU's fallback.
-    """
+    """The route the cost model says is faster; GTH only within GTH_MAX_FLOPS (with
+    this machine's constants the LU always wins, and GTH is its fallback)."""
     gth_s = gth_per_state * n_states + gth_per_flop * flops
     lu_s = lu_fixed + lu_per_state * n_states
     return "gth" if (flops <= GTH_MAX_FLOPS and gth_s < lu_s) else "sparse"

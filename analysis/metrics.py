@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from analysis.class_prediction import PERCENTILES
 from fogsdn.trace import Outcome, TraceRow
 
 DEFAULT_BATCHES = 20
@@ -46,16 +47,9 @@ def batch_means_ci(values: Sequence[float], batches: int = DEFAULT_BATCHES) -> M
     return MeanCI(float(x.mean()), _t_half(x[: b * size].reshape(b, size).mean(axis=1)), n)
 
 
-PERCENTILES: tuple[tuple[str, float], ...] = (
-    ("p50", 50.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0),
-)
-
-
 def binomial_half_width(n: int, hits: int) -> float:
-    """The farther end of the exact (Clopper-Pearson) 95 % interval of hits/n.
-
-    Batch means of a 0/1 indicator say nothing when hits are few (no hit in any batch
-    gives a zero-width interval); a share is never known better than this."""
+    """The farther end of the exact (Clopper-Pearson) 95 % interval of hits/n: a share is
+    never known better, though batch means of few hits give a zero-width interval."""
     if n <= 0:
         return math.nan
     p = hits / n
@@ -94,11 +88,8 @@ def batch_quantile_ci(values: Sequence[float] | np.ndarray, q: float, batches: i
 
 def percentiles_ci(values: Sequence[float] | np.ndarray) -> dict[str, dict[str, float]]:
     """p50/p90/p95/p99 of answered requests' times, each with its batch interval."""
-    out: dict[str, dict[str, float]] = {}
-    for name, q in PERCENTILES:
-        ci = batch_quantile_ci(values, q)
-        out[name] = {"value": ci.mean, "ci95": ci.half_width}
-    return out
+    cis = {name: batch_quantile_ci(values, 100 * q) for name, q in PERCENTILES}
+    return {name: {"value": ci.mean, "ci95": ci.half_width} for name, ci in cis.items()}
 
 
 def replications_ci(means: Sequence[float]) -> MeanCI:
@@ -165,25 +156,13 @@ def _class_metrics(counts: dict[str, int], w: MeanCI, e2e: MeanCI, in_deadline: 
         return k / n if n else math.nan
 
     return ClassMetrics(
-        count=n,
-        ok=counts["ok"],
-        blocked=counts["blocked"],
-        timeout=counts["timeout"],
-        lost=counts["lost"],
-        W=w.mean,
-        W_ci95=w.half_width,
-        W_e2e=e2e.mean,
-        W_e2e_ci95=e2e.half_width,
-        blocking=share(counts["blocked"]),
-        timeout_prob=share(counts["timeout"]),
-        lost_prob=share(counts["lost"]),
-        outage=share(n - in_deadline),
-        outage_e2e=share(n - in_deadline_e2e),
-        by_node=by_node,
-        blocking_ci95=blocking_ci95,
-        outage_ci95=outage_ci95,
-        percentiles=percentiles or {},
-    )
+        count=n, ok=counts["ok"], blocked=counts["blocked"], timeout=counts["timeout"],
+        lost=counts["lost"], W=w.mean, W_ci95=w.half_width, W_e2e=e2e.mean,
+        W_e2e_ci95=e2e.half_width, blocking=share(counts["blocked"]),
+        timeout_prob=share(counts["timeout"]), lost_prob=share(counts["lost"]),
+        outage=share(n - in_deadline), outage_e2e=share(n - in_deadline_e2e),
+        by_node=by_node, blocking_ci95=blocking_ci95, outage_ci95=outage_ci95,
+        percentiles=percentiles or {})
 
 
 @dataclass(frozen=True)
@@ -223,11 +202,8 @@ def measured_summary(
 
 
 # -- streaming (constant memory) ------------------------------------------------------
-# For runs too long to hold in a list (a 10-million-request simulation): the same
-# numbers as `measured_summary`, accumulated as the rows come. The batch-means
-# interval keeps between `batches` and 2 * `batches` equal batches, halving their
-# number (doubling their size) whenever it reaches 2 * `batches`; rows are taken in
-# the order given, which for an engine's stream is (close to) completion order.
+# For runs too long to hold in a list: the same numbers as `measured_summary`, as the
+# rows come (in the order given: for an engine's stream, about completion order).
 
 
 class StreamingBatchMeans:
@@ -245,12 +221,7 @@ class StreamingBatchMeans:
         self.n = 0
 
     def add(self, x: float) -> None:
-        self.total += x
-        self.n += 1
-        self._sum += x
-        self._k += 1
-        if self._k == self.size:
-            self._close_batch()
+        self.add_many((x,))
 
     def _close_batch(self) -> None:
         """Keep the batch's mean; at 2 x `batches` means, merge pairs and double the size."""

@@ -25,8 +25,7 @@ from fogsdn.scenario import Discipline, Role, Scenario
 AnyPrediction = Prediction | PolicyPrediction
 CLOSED_SCHEMES: tuple[type, ...] = (Prioritized, NoDiff, Basic)
 
-POLICY_TO_SCHEME: dict[str, str] = {"prioritized": "proposed", "nodiff": "nodiff",
-                                    "basic": "basic"}
+POLICY_TO_SCHEME: dict[str, str] = {"prioritized": "proposed", "nodiff": "nodiff", "basic": "basic"}
 
 
 class OutsideModel(ValueError):
@@ -108,13 +107,9 @@ def model_params_from_scenario(scenario: Scenario) -> ModelParams:
 
 
 def exact_prediction(scenario: Scenario, max_states: int = MAX_STATES) -> AnyPrediction:
-    """The exact prediction of `scenario`, or OutsideModel("reason").
-
-    The policy comes from `make_policy(scenario.policy)`, as in every engine; the
-    closed chains answer for the three built-in schemes where they apply (they are
-    identical to the policy chain there, and lumped at any size), the policy chain for
-    the rest.
-    """
+    """The exact prediction of `scenario`, or OutsideModel("reason"): the closed chains
+    for the built-in schemes where they apply (identical to the policy chain there, and
+    lumped at any size), else the policy chain of `make_policy(scenario.policy)`."""
     if scenario.workload.profile is not None:
         model_params_from_scenario(scenario)  # raises: no stationary prediction
     if scenario.capacity_drawn:

@@ -1,13 +1,9 @@
 """The network's share of the end-to-end response, where the model can state it (pure).
 
-The queueing models predict the node sojourn W. On a topology whose links only delay
-(propagation, jitter within the delay, transmission on links far from saturation), a
-request's end-to-end response is W plus a fixed path time (two round trips and four
-frames' transmission, `fogsdn.latency`), the same for every request of a class as
-long as every serving node is equally far from the clients on average (clients share
-the load evenly). Where that does not hold (loss: TCP retransmission timeouts; a link
-close to saturation: queueing in the network; nodes at different distances: the
-class's mix of nodes would matter) there is no number for W_e2e, and the reason says why.
+On links that only delay, the end-to-end response is W plus a fixed path time
+(`fogsdn.latency`), as long as every serving node is equally far from the clients on
+average; where that fails (loss, a link near saturation, nodes at different distances)
+there is no W_e2e, and the reason says why.
 """
 
 from __future__ import annotations
@@ -41,8 +37,7 @@ class NetworkShare:
         return None if self.fixed_ms is None else w + self.fixed_ms
 
 
-def _class_mix(by_node: dict[str, float], pred: AnyPrediction | None
-               ) -> dict[str, float] | None:
+def _class_mix(by_node: dict[str, float], pred: AnyPrediction | None) -> dict[str, float] | None:
     """Per class, the network time of its answered requests from the exact mix of nodes
     that answers it (`PolicyPrediction.answered_at`); None where the prediction has no
     such mix or it does not account for every answer (a handed-off request)."""

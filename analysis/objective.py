@@ -1,15 +1,9 @@
 """Objectives and constraints over a policy's exact figures, as users write them
-(`all.W`, `hp.W<=2.4`, `lp.blocking + 0.01*power`), parsed once into typed terms
-(pure).
+(`all.W`, `hp.W<=2.4`, `lp.blocking + 0.01*power`), parsed once into typed terms (pure).
 
-A metric is `CLASS.NAME` with CLASS `hp`, `lp` or `all` and NAME `W` (mean response of
-answered requests, model ms), `blocking`, `outage` (not answered within the deadline,
-blocked included), `N` (mean number held) or `throughput` (accepted per model ms), or
-`power` (mean server power, W). `all.W` is the mean over every answered request of both
-classes; `all.blocking` and `all.outage` are over every arrival. W is a ratio of two
-long-run rates (time spent by answered requests over answered requests), so it may
-only stand alone (times a number) in an objective or a constraint; every other metric
-is a long-run average and may be summed with weights.
+W is a ratio of two long-run rates, so it may only stand alone (times a number); every
+other metric is a long-run average and may be summed with weights. The metrics:
+docs/policies.md.
 """
 
 from __future__ import annotations

@@ -1,33 +1,10 @@
 """The optimal state-based dispatch of a scenario, from the exact chain (pure).
 
-A constrained Markov decision process on the joint chain's states
-(`analysis.joint_chain`: each OFN's availability and each node's count), solved
-exactly as one linear program over state-action frequencies (scipy's HiGHS).
-
-Variables: y_c(s, k), the long-run fraction of time the chain is in state s *and* a
-class-c arrival would be sent to node k. HP and LP arrivals are independent Poisson
-streams, so each class has its own decision variables sharing the state's occupation,
-p(s) = sum_k y_hp(s, k) = sum_k y_lp(s, k). Constraints: global balance of the chain
-(service, churn and leave moves as the chain has them, `transitions` with no routes;
-an arrival moves the state where `arrival_targets` says, or is blocked), sum p = 1.
-The decision is a node; a request sent to a node that is down or full is blocked, as
-in every engine. By default a policy only names nodes that are up (so blocking happens
-only at capacity, as in every built-in policy); `reject=True` also lets it name a node
-that is down, which is admission control.
-
-Every figure is linear in y because a FIFO node's future for a request is fixed when it
-arrives: with n held ahead of it, it needs n + 1 stages of the node's rate (one with
-`servers: multi`), lost at rate eta on an OFN that leaves under `drop`
-(`analysis.response_time.ErlangMixture`: E[T; completed], P(completed), P(not answered
-by the deadline), E[stay]). So the state needs no per-class counts. W = E[T; answered] /
-P(answered) is a ratio: it is optimised by the Charnes-Cooper transform (z = y / D,
-t = 1 / D, minimise the numerator with D(z) = 1), one LP, exact; a W bound W <= b is
-the linear N_W - b D <= 0. `handoff` with churn is outside: a handed-off request's
-stay then depends on decisions taken after it arrived.
-
-The extracted policy is y_c(s, k) / p(s); states the optimum never visits (p = 0)
-keep the table policy's fallback (`controller.policies.state_table`). A vertex of this
-LP randomises in at most as many states as there are constraints.
+A constrained MDP on the joint chain's states, solved exactly as one linear program
+over state-action frequencies y_c(s, k) (scipy's HiGHS); a ratio objective (W) by the
+Charnes-Cooper transform. The formulation, and why `handoff` with churn is outside it,
+is in docs/policies.md ("Method"). A vertex of this LP randomises in at most as many
+states as there are constraints.
 """
 
 from __future__ import annotations
@@ -61,10 +38,8 @@ from models.power_model import server_power_w
 
 # y / p below this share of a state's decisions is dropped as solver noise
 _MIN_SHARE = 1e-9
-# The largest joint chain the optimiser accepts. Measured on this machine kind (2 cores,
-# shared): 462 states (seed 000) 0.7 s, 1,584 (one FN, two OFNs) 9-15 s, 1,722 about 8 s
-# per LP; 10,164 states did not finish in 8 minutes (HiGHS on the degenerate
-# balance equations), so the limit sits well below that (docs/policies.md).
+# The largest joint chain the optimiser accepts: well below the 10,164 states whose LP
+# did not finish in 8 minutes (timings in docs/policies.md).
 MAX_OPT_STATES = 5_000
 
 
@@ -216,8 +191,7 @@ class _Program:
         out[c * self.P:(c + 1) * self.P] = v
         return out
 
-    def of_class(self, cls: str, per: Callable[[int], np.ndarray], weighted: bool
-                 ) -> np.ndarray:
+    def of_class(self, cls: str, per: Callable[[int], np.ndarray], weighted: bool) -> np.ndarray:
         """`per(c)` in class c's columns for `hp` or `lp`; for `all`, both classes',
         each times its arrival rate where `weighted` (a per-arrival figure)."""
         if cls != "all":
@@ -369,8 +343,7 @@ def _table_attrs(opt: OptimalPolicy, policy_name: str) -> dict[str, Any]:
             "PHASES": opt.phases, "HP": hp, "LP": lp, "MIXED": mixed}
 
 
-def table_policy_class(opt: OptimalPolicy, policy_name: str = "optimal"
-                       ) -> type[StateTablePolicy]:
+def table_policy_class(opt: OptimalPolicy, policy_name: str = "optimal") -> type[StateTablePolicy]:
     """The decision table as a policy class (what the written file defines)."""
     attrs = {**_table_attrs(opt, policy_name), "__module__": __name__}
     return type("Optimal", (StateTablePolicy,), attrs)

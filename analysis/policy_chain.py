@@ -1,14 +1,9 @@
 """Exact CTMC built by asking a policy object where each class goes, state by state.
 
-The state is the availability of each OFN and the count at each node; the policy's
-answers in each state (`analysis.policy_probe`, which also says when a policy does not
-qualify) make the generator, and the tagged-request analysis (`analysis.response_time`)
-gives means, blocking, outage and the response-time CDF: `predict_policy` here, the
-one entry point. Structure is used where it exists: with routing that depends on
-availability only and no handoff, each node's count with the availability vector is a
-Markov chain of its own (`analysis.lumped_chain`), solved by level reduction at any
-size; otherwise the joint chain (`analysis.joint_chain`, and `analysis.handoff_chain`
-for a request that is handed off), by GTH when small, a sparse LU when large. Pure.
+`predict_policy` is the one entry point: the policy's answers (`analysis.policy_probe`)
+make the generator, solved as the lumped chains where routing depends on availability
+only and there is no handoff, else as the joint chain (docs/model.md, "Chains built
+from the policy object"). Pure.
 """
 
 from __future__ import annotations
@@ -46,12 +41,10 @@ class PolicyPrediction(ClassPair):
     n_states: int  # of the joint chain
     method: str
     solved_states: int  # what was solved: the joint chain, or the per-node chains
-    # per node, the mean share of its servers busy: P(n > 0), or E[n]/C with `multi`
-    # (exact server power, models/power_model.py)
+    # per node, the mean share of its servers busy (exact server power)
     node_busy: dict[str, float] = field(default_factory=dict)
-    # per node, P(a class's arrival is answered there), (HP, LP): the mix of nodes a
-    # class's answers come from (each node's network time, analysis.network); nodes a
-    # handed-off request may end at are not in it
+    # per node, P(a class's arrival is answered there), (HP, LP), for analysis.network;
+    # a handed-off request's end is not in it
     answered_at: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
@@ -60,8 +53,7 @@ class PolicyPrediction(ClassPair):
 
     @property
     def mean_fn(self) -> float:
-        return sum(v for k, v in self.node_means.items()
-                   if self._role(k) is not Role.OFN)
+        return sum(v for k, v in self.node_means.items() if self._role(k) is not Role.OFN)
 
     @property
     def mean_ofn(self) -> float:
@@ -101,8 +93,7 @@ def _class_responses(m: PolicyModel, weights: list[list[np.ndarray]],
                                 for n, a in zip(m.nodes, answered, strict=True)}
 
 
-def solve(m: PolicyModel, oracle: PolicyOracle, max_states: int = MAX_STATES
-          ) -> PolicyPrediction:
+def solve(m: PolicyModel, oracle: PolicyOracle, max_states: int = MAX_STATES) -> PolicyPrediction:
     """Exact prediction; PolicyOutsideModel or StateSpaceTooLarge where it cannot."""
     K = len(m.nodes)
     n_joint = m.n_states()
@@ -174,8 +165,7 @@ def solve(m: PolicyModel, oracle: PolicyOracle, max_states: int = MAX_STATES
             np.add.at(w, jc.count[ok, k], r[ok])
             weights[c][k] = w
     hp, lp, answered_at = _class_responses(m, weights, blocking, extra)
-    return PolicyPrediction(m, hp, lp, node_means, n_joint, method, n_joint, node_busy,
-                            answered_at)
+    return PolicyPrediction(m, hp, lp, node_means, n_joint, method, n_joint, node_busy, answered_at)
 
 
 def _route_avail(m: PolicyModel, oracle: PolicyOracle, vec: tuple[bool, ...]) -> np.ndarray:

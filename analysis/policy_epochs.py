@@ -1,10 +1,6 @@
 """Policy epochs of a live run (issue 21): which policy ran over which span of model
-time, and each span's measured figures beside the exact prediction for its own policy.
-
-A run whose policy was swapped through the REST API is a sequence of stationary
-experiments, one per policy; each epoch (the requests sent in it) is compared as if its
-policy ran forever: quasi-stationary, biased just after a swap as workload phases are
-near a change (`analysis.comparison`).
+time, and each span's measured figures beside the exact prediction for its own policy
+(quasi-stationary, biased just after a swap: docs/view.md).
 """
 
 from __future__ import annotations
@@ -44,11 +40,9 @@ class EpochLog:
 
     def start(self, policy: str, spec: Mapping[str, Any], t_ms: float) -> None:
         t = max(0.0, t_ms)
-        if self.epochs:
-            last = self.epochs[-1]
-            if last.to_ms is None:
-                t = max(t, last.from_ms)
-                self.epochs[-1] = replace(last, to_ms=t)
+        if self.epochs and self.epochs[-1].to_ms is None:
+            t = max(t, self.epochs[-1].from_ms)
+        self.close(t)
         self.epochs.append(PolicyEpoch(policy, dict(spec), t))
 
     def close(self, t_ms: float) -> None:

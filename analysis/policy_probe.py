@@ -1,12 +1,9 @@
 """Asking a policy object where each class goes, state by state, and checking that its
 answer is a function of the chain's state alone (`PolicyOracle`; pure).
 
-For every state the policy gets the `ClusterView` of that state (`in_system` filled
-in): a proactive policy's `routes` is asked once per availability vector (with
-`in_system` None, as the engines ask it), a per-request one's `decide` per state.
-Views whose other fields are poisoned, a counting rng and states re-asked at random
-show a policy that reads more than the state, samples something other than its own
-weights, or keeps hidden memory; `PolicyOutsideModel` says which (docs/model.md).
+Poisoned view fields, a counting rng and states re-asked at random show a policy that
+reads more than the state, samples other than its own weights, or keeps hidden memory;
+`PolicyOutsideModel` says which (docs/model.md).
 """
 
 from __future__ import annotations
@@ -23,11 +20,9 @@ from analysis.class_prediction import CLASSES
 from controller.policies.base import ClusterView, NodeView, Policy, Request, routes_for
 from fogsdn.scenario import Role, TaskClass
 
-# States re-asked at random at the end: a policy whose answers drift (hidden memory)
-# answers differently the second time.
+# States re-asked at random at the end (hidden memory answers differently), and uniform
+# draws fed to a `decide` that uses its rng (it qualifies if it only samples its weights).
 RECHECK_STATES = 256
-# Uniform draws fed to a `decide` that uses its rng, to see whether it only samples
-# the route weights (it then qualifies, with those weights).
 STRATA = 32
 STATE_NODE_FIELDS = frozenset({"name", "role", "available", "capacity", "mu", "in_system"})
 STATE_VIEW_FIELDS = frozenset({"nodes"})
@@ -37,8 +32,7 @@ class PolicyOutsideModel(ValueError):
     """The policy's answer is not a function of the chain's state; the message says why."""
 
 
-def _poisoned(cls: type, allowed: frozenset[str], reads: set[str], extra: frozenset[str]
-              ) -> type:
+def _poisoned(cls: type, allowed: frozenset[str], reads: set[str], extra: frozenset[str]) -> type:
     """A subclass of the frozen dataclass `cls` that records in `reads` the names of
     fields outside `allowed` (and of the names in `extra`) that are read."""
     watch = frozenset(f.name for f in fields(cls)) - allowed | extra
@@ -191,8 +185,7 @@ class PolicyOracle:
             u = (i + 0.5) / STRATA
             rng = _CountingRandom([u])
             got = self._decide(view, cls, rng, "c1", 1.0)
-            want = names[min(int(np.searchsorted(cum, u * cum[-1], side="right")),
-                             len(names) - 1)]
+            want = names[min(int(np.searchsorted(cum, u * cum[-1], side="right")), len(names) - 1)]
             if rng.count > 1 or got != self.index[want]:
                 raise PolicyOutsideModel(
                     f"policy {self.policy.name!r}: decide draws random numbers beyond the "

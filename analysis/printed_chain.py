@@ -1,46 +1,9 @@
 """Seed 000's chain as the paper prints it (its eqs. 1-10), a labelled prediction beside ours.
 
-The paper's state (i, n, j) holds the OFN's status i (A or U), the serving node n (F or
-O) and the count j at that node only. Its eq. 1 (proposed) and eq. 9 (NoDiff) give the
-transition rates, eqs. 2 and 10 the balance equations, eqs. 3-8 the means and Little's
-law. The printed text is inconsistent in places; each reading below is the one closest to
-the text, and where two are plausible both are computed (`Reading`); docs/model.md and
-docs/reproduction.md give the same list.
-
-1. States: (A,F,0..C_F), (U,F,0..C_F), (A,O,1..C_O). Eq. 1 has no (U,O,j) and no
-   (A,O,0). Basic is "only status A in Figure 3" without the OFN: (A,F,0..C_F).
-2. Eq. 1's ranges "0 <= j <= C_F" on arrivals and completions: a state outside the
-   space is never entered (arrivals stop at C_F, completions at 0), as the balance
-   equations (3) and (6) say.
-3. Eq. 1's line "p(A,F,j; A,O,j+1) = lambda_LP (j = 1)" repeats the j = 0 line with
-   another index; no balance equation has that flow and eq. 9 has no such line: it is
-   read as a misprint and left out.
-4. "p(A,O,j; A,O,j-1) = mu_OF (1 <= j <= C_O)" at j = 1 names (A,O,0), which does not
-   exist; the last line sends (A,O,1) to (A,F,0) at mu_OF. One transition, not two.
-5. eta is the A -> U rate as eq. 1 writes it (the text's "rates 1/eta and 1/xi" would
-   make Fig. 4b's eta = 2/3 a longer stay at A, against its "lower sojourn time").
-6. The stationary vector: from eq. 1's (eq. 9's) generator by GTH (`stationary =
-   "rates"`, shown), or from the balance equations exactly as printed (eq. 2, eq. 10)
-   with the normalisation, solved by least squares (`"balance"`): they are not eq. 1's
-   (no eta in the outflow of (A,F,0); eq. 2 (7) feeds (A,O,1) from (U,F,0); eq. 10
-   (2)-(3) give the FN lambda, not alpha*lambda, in A; eq. 10 (7)-(8) leave mu_OF out
-   of the OFN's outflow; no equation for (A,O,C_O)); eq. 10 (8)'s "0 < j < C_O" is read
-   1 < j < C_O, as in eq. 2 (8), since (7) is j = 1. Basic has no balance equations
-   printed; both give its birth-death chain.
-7. Eq. 4 sums j pi_{U,O,j} over j <= C_F, states that do not exist; the range is the
-   FN's and eq. 6 counts all arrivals at the FN in U, so it is read as pi_{U,F,j}
-   (`eq4_u="fn"`, shown; `"zero"` drops the term).
-8. Eqs. 5-6 weight each status by an arrival rate: lambda_HP on (A,F,j), lambda_LP on
-   (A,O,j), lambda_HP + lambda_LP on (U,F,j): for Fig. 2 that is the node's total
-   arrival rate in that status. The paper reuses eqs. 3-8 for NoDiff and Basic;
-   `eq5_rates="node"` (shown) applies the same rule to Fig. 3 (alpha*lambda at the FN
-   and beta*lambda at the OFN in A, lambda in U; lambda for Basic), `"verbatim"` copies
-   the printed coefficients unchanged. For the proposed scheme both are the same.
-9. No blocking anywhere in eqs. 5-6 (arrivals that find a node full count), as printed.
-10. A scheme's single curve (NoDiff, Basic) is its eq. 7 (W_HP): Fig. 5b's text compares
-    "the HP flows in the proposed scheme" with "that of NoDiff".
-
-Pure: no I/O. Outage has no printed equation, so none is computed.
+The paper's state (i, n, j) counts one node only. Where the printed text contradicts
+itself, each reading is the one closest to it, and both are computed where two are
+plausible (`Reading`); "item N" below is the numbered list in docs/model.md ("The
+printed chain, computed as printed"). Pure: no I/O. Outage has no printed equation.
 """
 
 from __future__ import annotations
@@ -66,7 +29,7 @@ LABEL = "the seed's chain as printed"
 
 @dataclass(frozen=True)
 class Reading:
-    """Which reading of the printed text (module docstring, items 6-8); defaults are shown."""
+    """Which reading of the printed text (items 6-8); the defaults are shown."""
 
     stationary: StationaryReading = "rates"
     eq4_u: Eq4Reading = "fn"
@@ -311,8 +274,7 @@ def printed_params(scenario: Scenario) -> ModelParams:
     except OutsideModel as err:
         raise OutsidePrintedModel(str(err)) from None
     if p.servers_f != "single" or p.servers_o != "single":
-        raise OutsidePrintedModel("the printed chain has one server per node "
-                                  "(servers: single)")
+        raise OutsidePrintedModel("the printed chain has one server per node (servers: single)")
     if p.discipline_f != "fifo":
         raise OutsidePrintedModel(f"the printed chain has a FIFO FN (nodes discipline "
                                   f"{p.discipline_f})")

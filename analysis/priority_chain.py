@@ -1,23 +1,10 @@
 """Seed 000's FN under a class discipline, exactly (issue 22).
 
-With exponential service the FN serves whatever it holds at rate mu whatever the
-order (every discipline here is work-conserving; preemption is preempt-resume), so
-its total count, and every class's blocking (capacity counts both), are the FIFO
-chain's. Per class they are not:
-
-* `priority_preemptive`: the FN's state is (a, h, l), HP and LP held, served HP
-  first. A tagged HP finds h HP ahead and no one passes it (an LP never, a later HP
-  queues behind): Erlang(h+1, mu). A tagged LP waits for the h HP and l LP ahead and
-  every HP that arrives before it is done (each preempts it); HP arrivals are blocked
-  when the FN is full, which counts the LP that came after it: (a, h, ahead, behind).
-* `priority` (non-preemptive) and `round_robin`: which class goes next depends on the
-  class in service, so the state is (a, h, l, s). A tagged request of class X is
-  followed through (a, X ahead, Y held, X behind, class in service), then its own
-  service; the discipline's rule picks the next class at each completion, exactly as
-  `nodes.service_queue.ClassQueue` does.
-
-Exact under `drain` and `drop`, where the FN's counts are a chain of their own; a
-handoff moves tasks into the FN and is outside this model. Pure: no I/O.
+Every discipline here is work-conserving with exponential service, so the FN's total
+count and every class's blocking are the FIFO chain's; per class they are not, and a
+tagged request is followed through the discipline's own state (docs/model.md, "The FN
+under a class discipline"). Exact under `drain` and `drop`; a handoff moves tasks into
+the FN and is outside this model. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -71,10 +58,7 @@ class _Rates:
 
     def stationary(self) -> np.ndarray:
         """The stationary vector of the chain these rates make (state 0: empty)."""
-        Q = self.matrix()
-        out = np.asarray(Q.sum(axis=1)).ravel()
-        pi, _ = linsolve.checked_stationary((Q - sp.diags(out)).tocsr())
-        return pi
+        return linsolve.checked_stationary(linsolve.rates_generator(self.matrix()))[0]
 
     def absorbing(self, done: np.ndarray, v0: np.ndarray) -> AbsorbingChain:
         """A tagged request that starts with weights `v0` and is served at rates `done`."""
@@ -243,10 +227,8 @@ def fn_class_components(lam_hp: np.ndarray, lam_lp: np.ndarray, route_hp: np.nda
                         route_lp: np.ndarray, mu: float, cap: int, avail: tuple[int, ...],
                         eta: float, xi: float, discipline: str = "priority_preemptive"
                         ) -> tuple[Component | None, Component | None]:
-    """The FN's part of each class's response under `discipline`: (HP, LP).
-
-    `lam_*[a]` are the class's rates into the FN, `route_*[a]` the share of the class's
-    arrivals sent there (per arrival weights), both per availability a."""
+    """The FN's part of each class's response under `discipline`: (HP, LP). Per
+    availability a, `lam_*[a]` is the class's rate into the FN, `route_*[a]` its share."""
     if discipline == "priority_preemptive":
         p = fn_class_stationary(lam_hp, lam_lp, mu, cap, avail, eta, xi)
         return (hp_component(p, route_hp, mu),

@@ -1,13 +1,8 @@
 """Response-time distribution of a tagged request, by phase-type analysis.
 
-A request of a class arrives, sees the stationary state (PASTA) and is followed
-through an absorbing chain whose ends are `done` and `dropped`. Weights carried
-here are per arrival (routing probability times stationary probability), so they
-sum to the probability that an arrival is accepted.
-
-Tail probabilities are computed directly, never as 1 - CDF: closed forms use the
-regularised upper incomplete gamma (relative accuracy in the far tail), the general
-chain is uniformised and its non-negative terms summed. Pure: no I/O.
+A request sees the stationary state (PASTA) and is followed through an absorbing chain
+ending in `done` or `dropped`; weights are per arrival, so they sum to P(accepted).
+Tails are computed directly, never as 1 - CDF (docs/model.md, "Accuracy"). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -42,14 +37,24 @@ class Component:
     p_drop: float = field(init=False)  # P(dropped after acceptance), per arrival
     t_complete: float = field(init=False)  # E[T ; completed], per arrival
     t_sojourn: float = field(init=False)  # E[time until completion or drop], per arrival
+    _u: Uniformised | None = field(init=False, default=None, repr=False)
+
+    def _uniformised(self) -> Uniformised:
+        """The request's absorbing chain, for its distribution (built once)."""
+        raise NotImplementedError
+
+    def _dist(self) -> Uniformised:
+        if self._u is None:
+            self._u = self._uniformised()
+        return self._u
 
     def completed_by(self, t: np.ndarray) -> np.ndarray:
         """P(completed within t), per arrival."""
-        raise NotImplementedError
+        return self._dist().completed_by(t)
 
     def not_completed_by(self, t: np.ndarray) -> np.ndarray:
         """P(accepted and not completed within t: dropped, or still there), per arrival."""
-        raise NotImplementedError
+        return self._dist().not_completed_by(t)
 
 
 @dataclass
@@ -107,13 +112,9 @@ class ErlangMixture(Component):
 
 
 class Uniformised:
-    """P(done by t) and P(not done by t) of an absorbing chain, by uniformisation.
-
-    `T` holds the transient states' off-diagonal rates (row = from), `out` each state's
-    total out-rate (absorption included), `done`/`drop` the rates into either end, `v0`
-    the initial weights (per arrival). Only non-negative terms are summed: the tail is
-    never 1 - CDF, and the Poisson sum is cut where its remaining mass is below 1e-15.
-    """
+    """P(done by t) and P(not done by t) of an absorbing chain, by uniformisation,
+    summing only non-negative terms. Arguments as `TransientChain`'s, `v0` the initial
+    weights (per arrival)."""
 
     def __init__(self, T: sp.csr_matrix, out: np.ndarray, done: np.ndarray,
                  drop: np.ndarray, v0: np.ndarray) -> None:
@@ -125,8 +126,7 @@ class Uniformised:
         self._lam_u = lam_u
         self._v = np.asarray(v0, dtype=float).copy()
         self.mass = float(self._v.sum())
-        self._seq: dict[str, list[float]] = {"done": [0.0], "drop": [0.0],
-                                             "trans": [self.mass]}
+        self._seq: dict[str, list[float]] = {"done": [0.0], "drop": [0.0], "trans": [self.mass]}
 
     def _extend(self, steps: int) -> None:
         done, drop, trans = self._seq["done"], self._seq["drop"], self._seq["trans"]
@@ -164,12 +164,9 @@ class Uniformised:
 
 
 class TransientChain:
-    """The transient part of an absorbing chain (ends: done, dropped).
-
-    `T`: off-diagonal rates between transient states (row = from); `out_rate`: each
-    state's total out-rate; `done`/`drop`: its rates into the two ends. The hitting
-    probabilities and mean times come from sparse solves done once, whatever the
-    starting weights.
+    """The transient part of an absorbing chain (ends: done, dropped), its hitting
+    probabilities and mean times solved once for any starting weights. `T`: off-diagonal
+    rates (row = from); `out_rate`: total out-rates; `done`/`drop`: rates into the ends.
     """
 
     def __init__(self, T: sp.csr_matrix, out_rate: np.ndarray, done: np.ndarray,
@@ -198,19 +195,10 @@ class AbsorbingChain(Component):
         self.p_drop = float(w @ c.h_drop)
         self.t_sojourn = float(w @ c.sojourn)
         self.t_complete = float(w @ c.t_done)
-        self._u: Uniformised | None = None
 
-    def _dist(self) -> Uniformised:
-        if self._u is None:
-            c = self.chain
-            self._u = Uniformised(c.T, c.out_rate, c.done, c.drop, self.weights)
-        return self._u
-
-    def completed_by(self, t: np.ndarray) -> np.ndarray:
-        return self._dist().completed_by(t)
-
-    def not_completed_by(self, t: np.ndarray) -> np.ndarray:
-        return self._dist().not_completed_by(t)
+    def _uniformised(self) -> Uniformised:
+        c = self.chain
+        return Uniformised(c.T, c.out_rate, c.done, c.drop, self.weights)
 
 
 @dataclass

@@ -1,12 +1,8 @@
 """The controller's response-time measurement against the clients' own (pure, no I/O).
 
-The controller times each connection from its client SYN to its server's FIN
-(`controller.rt_measure`, one row per connection in `controller-rt.csv`); each client
-records its response time and its connection's own port (`fogsdn.trace`, `ports`). A
-connection is the same in both when client and port agree and the controller's SYN
-falls within the client's request; then per node (each node is reached over its own
-path) the two means are compared on the same connections. `rt_measurement_error` is the
-largest relative gap over the nodes: the figure that must stay within 5 %.
+A connection is the same in both when client and port agree and the controller's SYN
+falls within the client's request; per node the two means are compared on the same
+connections. `rt_measurement_error`, the largest relative gap, must stay within 5 %.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """Seed 000's numeric and ordering claims for Figs. 4-6, as checkable rows (pure).
 
-Each `Claim` is one statement of the paper's text: its figure, the paper's value (a
-number, or None where the text only says which is larger: the value must be > 0), and
-a function of the figures at the claim's points. The same function is evaluated on the
-printed chain (analysis/printed_chain.py), our exact chain, the exact mean over the
-paper's drawn capacities, and each simulated replication (common random numbers: every
-scheme of a replication runs on the same seed), so a difference or a percentage gets its
-interval from the replications' own values.
-
-Verdict of a value against the paper's: a number within 10 % is "reproduced", one of the
-same sign within a factor of 2 "same order", anything else "not"; an ordering claim is
-"reproduced" when its value is > 0. NaN (no printed outage equation) is "n/a".
+Each `Claim` is one statement of the paper's text and a function of the figures at its
+points, evaluated alike on the printed chain, our exact chain, the mean over drawn
+capacities and each simulated replication (common random numbers, so a difference gets
+its interval from the replications' own values). The verdicts: docs/reproduction.md.
 """
 
 from __future__ import annotations
@@ -118,7 +111,7 @@ def evaluate(claim: Claim, get: Get) -> float:
 
 
 def verdict(claim: Claim, value: float) -> str:
-    """The module docstring's rule."""
+    """docs/reproduction.md's rule: within 10 % reproduced, same sign within 2x same order."""
     if not math.isfinite(value):
         return "n/a"
     if claim.paper is None:

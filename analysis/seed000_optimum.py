@@ -1,15 +1,9 @@
 """The optimal state-based dispatch at a seed 000 figure point, for one stated objective
-(pure): minimise the mean response time of every answered request (`all.W`) subject
-to HP's mean response at most the proposed scheme's own at that point
-(`hp.W <= W_HP(prioritized)`).
+(pure): minimise `all.W` subject to `hp.W <= W_HP(prioritized)` at that point.
 
-Why this objective: the seed's proposed scheme exists to protect HP, and its stated
-future work is "the optimal solution to find the criteria" for differentiating HP and
-LP. Holding HP exactly as well off as the proposed scheme leaves, as the only question,
-how much the rest of the traffic can gain from better criteria; the gain is measured
-against the best built-in state-based policy that meets the same bound
-(`analysis.optimal_policy.baselines`: prioritized, basic, nodiff and threshold over
-their settings). The proposed scheme meets it by construction, so a best one exists.
+Holding HP exactly as well off as the proposed scheme leaves, as the only question, how
+much the rest gains from better criteria (the seed's future work); the gain is measured
+against the best built-in state-based policy meeting the same bound (docs/reproduction.md).
 """
 
 from __future__ import annotations
@@ -59,8 +53,7 @@ class PointOptimum:
 
 def point_optimum(point: Scenario, with_baselines: bool = True) -> PointOptimum:
     """The optimum at `point` (a scenario without a sweep; its own policy is ignored)."""
-    proposed_sc = point.model_copy(update={"policy": PolicySpec(name=REFERENCE),
-                                           "sweep": None})
+    proposed_sc = point.model_copy(update={"policy": PolicySpec(name=REFERENCE), "sweep": None})
     proposed = prediction_figures(proposed_sc, exact_prediction(proposed_sc))
     objective = parse_expr(OBJECTIVE)
     cons = (parse_constraint(f"hp.W<={proposed['hp.W']!r}"),)

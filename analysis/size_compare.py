@@ -1,10 +1,9 @@
 """Size-based scenarios (seed 002b): the prediction for a Scenario, measured means from
 a trace or the simulator's rows, and the two side by side.
 
-`models.size_assignment` holds the formulas; this module maps a Scenario and its policy
-onto them (or says why no model applies) and measures the same quantities: mean
-response time W, mean queueing time (`wait`), mean slowdown (response / (size / mu of
-the completing host)), per completing host and overall.
+`models.size_assignment` holds the formulas; this module maps a Scenario onto them (or
+says why no model applies) and measures the same W, wait and slowdown, per completing
+host and overall.
 """
 
 from __future__ import annotations
@@ -167,11 +166,9 @@ class SizeStats:
 
 def replicated(summaries: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """Mean and 95 % half-width across replications of overall W, wait and slowdown."""
-    out: dict[str, dict[str, float]] = {}
-    for key in ("W", "wait", "slowdown"):
-        ci = replications_ci([float(s["overall"][key]) for s in summaries])
-        out[key] = {"mean": ci.mean, "ci95": ci.half_width, "n": ci.n}
-    return out
+    cis = {key: replications_ci([float(s["overall"][key]) for s in summaries])
+           for key in ("W", "wait", "slowdown")}
+    return {key: {"mean": ci.mean, "ci95": ci.half_width, "n": ci.n} for key, ci in cis.items()}
 
 
 def comparison(measured: dict[str, Any], pred: SizePrediction) -> dict[str, Any]:

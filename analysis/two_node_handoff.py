@@ -20,11 +20,8 @@ from analysis.response_time import Component, Uniformised
 class HandoffChain(Component):
     """A request accepted by the OFN under `handoff`, followed jointly with the FN.
 
-    Transient states: (j ahead of it at the OFN, k at the FN) while the OFN is up,
-    then its position at the FN after a leave (FIFO: later arrivals never matter).
-    When the OFN leaves, the j requests ahead and then it join the FN's tail; it is
-    dropped if k + j + 1 > C_F. Its response time runs from arrival at the OFN to
-    completion wherever that happens.
+    Transient states: (j ahead of it at the OFN, k at the FN), then its position at the
+    FN after a leave (dropped if k + j + 1 > C_F); FIFO, so later arrivals never matter.
     """
 
     weights: np.ndarray  # [k, j], per arrival
@@ -51,7 +48,6 @@ class HandoffChain(Component):
         self.p_drop = float((w * h_drop[1]).sum())
         self.t_sojourn = float((w * soj[1]).sum())
         self.t_complete = float((w * g[1]).sum())
-        self._u: Uniformised | None = None
 
     # -- structure ------------------------------------------------------------------
     def _ahead_rate(self, j: int) -> float:
@@ -120,8 +116,8 @@ class HandoffChain(Component):
         return tuple((x_fn[:, r], x_ofn[:, :, r]) for r in range(nr))
 
     # -- distribution -------------------------------------------------------------
-    def _transient(self) -> Uniformised:
-        """The tagged chain's transient rates, for the distribution (uniformised)."""
+    def _uniformised(self) -> Uniformised:
+        """The tagged chain's transient rates, uniformised."""
         cf, jn, n_fn = self._cf, self._jn, self._nfn
         n_ofn = (cf + 1) * jn
 
@@ -168,13 +164,3 @@ class HandoffChain(Component):
         v0 = np.zeros(size)
         v0[n_fn:] = self.weights.T.ravel()  # j-major, then k
         return Uniformised(T, out, done, drop, v0)
-
-    def completed_by(self, t: np.ndarray) -> np.ndarray:
-        if self._u is None:
-            self._u = self._transient()
-        return self._u.completed_by(t)
-
-    def not_completed_by(self, t: np.ndarray) -> np.ndarray:
-        if self._u is None:
-            self._u = self._transient()
-        return self._u.not_completed_by(t)

@@ -1,13 +1,8 @@
 """Which switch ports carry connections lately, and what a path choice adds to network power (pure).
 
-Seed 002a chooses a connection path per request to trade response time against network
-power. A path's power cost depends on what else is awake: a port that carried a
-connection within `port_hold_s` is awake (`port_w`), else idle (`port_idle_w`), and a
-switch with no awake port sleeps (`sleep_w`), as `models.power_model.switch_power_w`
-prices it. `PortActivity` keeps each port's last use (model ms) and answers, for a
-candidate path, the watts it adds (`wake_w`: what it wakes or keeps awake, over one
-hold period) and the network's estimated power (`network_w`). The traffic term is left
-out of these estimates: at fog loads it is hundredths of a watt (docs/power.md). Ports
+Seed 002a trades response time against network power per connection path; a path's cost
+depends on what else is awake, priced as `models.power_model.switch_power_w` does. The
+traffic term is left out: at fog loads it is hundredths of a watt (docs/power.md). Ports
 are named by the neighbour they lead to, as `sim.power.PowerAccount` names them.
 """
 
@@ -83,8 +78,7 @@ class PortActivity:
         for switch, a, b in hops:
             last = self.last[switch]
             extra += self.chassis_w[switch] * self._share(max(last.values(), default=None), t_ms)
-            extra += self.port_w * (self._share(last.get(a), t_ms)
-                                    + self._share(last.get(b), t_ms))
+            extra += self.port_w * (self._share(last.get(a), t_ms) + self._share(last.get(b), t_ms))
         return extra
 
     def use(self, hops: Sequence[Hop], t_ms: float) -> None:

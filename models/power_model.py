@@ -1,17 +1,9 @@
 """Estimated power of fog servers and switches, the same arithmetic in every engine (pure).
 
-Servers follow the linear model of CloudSim, LEAF and EdgeSimPy,
-P = P_idle + (P_max - P_idle) * u, with u the share of the node's servers that were
-busy over an interval. Switches follow a chassis-plus-ports model (EdgeSimPy's
-switch; the figures are our assumptions, docs/power.md): an idle chassis, a term per
-awake port (one that carried traffic lately; idle ports may draw a low-power figure, a
-switch with no awake port may sleep), and a term proportional to the traffic forwarded.
-The inputs differ by engine (busy time polled from workers or cgroup CPU accounting
-live, the simulation's own service intervals in `simulate`, busy probabilities in
-`predict`); what turns them into watts and joules is here and nowhere else. See docs/power.md.
-
-Power is physical, so intervals are real seconds: a simulated model ms lasts
-`time_scale` real ms, as it does live, and energy compares across engines.
+Servers: the linear model of CloudSim, LEAF and EdgeSimPy; switches: chassis plus
+ports plus traffic (docs/power.md). The engines only supply the inputs. Intervals are
+real seconds (a simulated model ms lasts `time_scale` real ms), so energy compares
+across engines.
 """
 
 from __future__ import annotations
@@ -32,10 +24,8 @@ POWER_CSV_COLUMNS: tuple[str, ...] = (
     "bytes_per_s", "power_w",
 )
 
-# Bytes one request puts through a switch (every packet counted once, where it enters):
-# TCP handshake, request line, reply line, FIN exchange, with Ethernet/IP/TCP headers.
-# Measured live on the default scenario: 916 bytes (docs/power.md); the simulator and the
-# prediction, which have no packets, use it to turn requests into traffic.
+# Bytes one request puts through a switch, measured live (docs/power.md): how the
+# simulator and the prediction, which have no packets, turn requests into traffic.
 BYTES_PER_REQUEST = 916.0
 
 # a utilisation measured from two polls can exceed 1 by the polls' jitter
@@ -54,15 +44,9 @@ def server_power_w(spec: ServerPower, utilization: float) -> float:
     return spec.idle_w + (spec.max_w - spec.idle_w) * u
 
 
-def switch_power_w(spec: SwitchPower, active_ports: int, ports: int,
-                   bytes_per_s: float) -> float:
-    """idle + port_w * awake + port_idle_w * (ports - awake)
-    + max(0, peak - idle - port_w * ports) * min(1, load); `sleep_w` when no port is
-    awake and the switch sleeps.
-
-    `active_ports` are the awake ones (`awake_ports`); `load` is the forwarded traffic
-    over the switch's capacity. With every port awake at capacity the switch draws
-    `peak_w` (as long as the ports' share fits under it)."""
+def switch_power_w(spec: SwitchPower, active_ports: int, ports: int, bytes_per_s: float) -> float:
+    """The chassis-plus-ports model of docs/power.md; `active_ports` are the awake ones
+    (`awake_ports`), and every port awake at capacity draws `peak_w`."""
     if ports < 0 or not 0 <= active_ports <= ports:
         raise PowerError(f"need 0 <= active_ports <= ports, got {active_ports} of {ports}")
     if not math.isfinite(bytes_per_s) or bytes_per_s < 0:
@@ -76,9 +60,8 @@ def switch_power_w(spec: SwitchPower, active_ports: int, ports: int,
 
 
 def hold_intervals(spec: SwitchPower, interval_s: float) -> int:
-    """How many earlier intervals keep a port awake: a port that carried traffic in an
-    interval stays awake for `port_hold_s`, counted in whole intervals (rounded up), the
-    granularity at which every engine sees traffic."""
+    """How many earlier intervals keep a port awake: `port_hold_s` in whole intervals
+    (rounded up), the granularity at which every engine sees traffic."""
     if interval_s <= 0:
         raise PowerError(f"interval_s must be > 0, got {interval_s!r}")
     return math.ceil(spec.port_hold_s / interval_s - 1e-9)
@@ -96,9 +79,8 @@ def server_count(node: NodeSpec) -> int:
 
 
 def busy_fraction(p_n: Sequence[float], servers: int) -> float:
-    """Mean share of busy servers from the distribution of the number in system.
-
-    One server: P(n > 0). C servers with no waiting (n <= C): E[n] / C."""
+    """Mean share of busy servers from the distribution of the number in system: P(n > 0)
+    for one server, E[n] / C for C servers with no waiting."""
     total = math.fsum(p_n)
     if not p_n or not math.isclose(total, 1.0, rel_tol=1e-6, abs_tol=1e-9):
         raise PowerError(f"p_n must be a probability distribution (sums to {total!r})")
@@ -189,8 +171,7 @@ def predicted_power(scenario: Scenario, busy: Mapping[str, float],
     }
 
 
-def server_power_gap(measured: Mapping[str, object], predicted: Mapping[str, object]
-                     ) -> float:
+def server_power_gap(measured: Mapping[str, object], predicted: Mapping[str, object]) -> float:
     """Relative gap of measured mean server power (all servers) against predicted."""
     m, p = measured.get("servers_W"), predicted.get("servers_W")
     if not isinstance(m, (int, float)) or not isinstance(p, (int, float)) or p == 0:
@@ -198,20 +179,6 @@ def server_power_gap(measured: Mapping[str, object], predicted: Mapping[str, obj
     return (float(m) - float(p)) / float(p)
 
 
-__all__ = [
-    "BYTES_PER_REQUEST",
-    "POWER_CSV_COLUMNS",
-    "PowerError",
-    "PowerSample",
-    "busy_fraction",
-    "power_block",
-    "power_csv_text",
-    "predicted_power",
-    "server_count",
-    "server_power_gap",
-    "server_power_w",
-    "switch_ports",
-    "switch_power_w",
-    "awake_ports",
-    "hold_intervals",
-]
+__all__ = ["BYTES_PER_REQUEST", "POWER_CSV_COLUMNS", "PowerError", "PowerSample", "busy_fraction",
+           "power_block", "power_csv_text", "predicted_power", "server_count", "server_power_gap",
+           "server_power_w", "switch_ports", "switch_power_w", "awake_ports", "hold_intervals"]

@@ -1,28 +1,8 @@
 """The seed's own learner (seed 002a): a random neural network trained by reinforcement (pure).
 
-Gelenbe's random neural network (RNN) has one neuron per choice (a path, a serving node).
-Neuron i fires at total rate r_i; a spike goes to neuron j as an excitatory signal with
-rate W+[i][j] or as an inhibitory one with rate W-[i][j], so r_i = sum_j W+[i][j] + W-[i][j].
-With external excitatory arrivals Lambda_i and inhibitory arrivals lambda_i, the stationary
-probability that neuron i is excited solves
-
-    q_i = min(1, (Lambda_i + sum_j q_j W+[j][i]) / (r_i + lambda_i + sum_j q_j W-[j][i]))
-
-which `excitation` finds by fixed-point iteration. The choice is the most excited neuron.
-
-Learning follows the cognitive packet network's rule. After choice j earns reward R_k
-(larger is better: R = 1/G for a goal G to minimise), the threshold T_(k-1), a smoothed
-history of rewards, says whether R_k was good news:
-
-* R_k >= T_(k-1): reward j: W+[i][j] += R_k for every other neuron i, and the other
-  neurons' weights are inhibited a little: W-[i][m] += R_k / (n - 2) for m not in {i, j};
-* otherwise punish j: W-[i][j] += R_k, and W+[i][m] += R_k / (n - 2) for m not in {i, j}.
-
-Then each neuron's weights are scaled back so its firing rate r_i is what it was before
-the update (renormalisation: learning moves weight between targets, it never makes a
-neuron fire faster), and T_k = alpha * T_(k-1) + (1 - alpha) * R_k. The first reward only
-sets the threshold. Written from the papers' description (Gelenbe's RNN and the
-cognitive packet network); see docs/learning.md.
+Gelenbe's random neural network with one neuron per choice, the most excited one chosen,
+and the cognitive packet network's reward-and-punishment rule with renormalised firing
+rates; the equations and the rule are in docs/learning.md.
 """
 
 from __future__ import annotations
@@ -45,9 +25,8 @@ class RnnError(ValueError):
 def excitation(w_plus: Matrix, w_minus: Matrix, ext_plus: npt.NDArray[np.float64],
                ext_minus: npt.NDArray[np.float64], q0: npt.NDArray[np.float64] | None = None,
                tol: float = 1e-10, max_iter: int = 10_000) -> npt.NDArray[np.float64]:
-    """The stationary excitation probabilities q of the network, by fixed-point iteration.
-
-    Raises RnnError when the iteration has not settled within `max_iter` sweeps."""
+    """The stationary excitation probabilities q, by fixed-point iteration (RnnError when
+    it has not settled within `max_iter` sweeps)."""
     rates = w_plus.sum(axis=1) + w_minus.sum(axis=1)
     q = np.full(len(rates), 0.5) if q0 is None else q0.copy()
     for _ in range(max_iter):

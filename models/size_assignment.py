@@ -1,22 +1,9 @@
 """Size-based task assignment (seed 002b): cutoffs and M/G/1 predictions (pure).
 
-Hosts are single FCFS servers with unbounded queues fed by one Poisson stream of
-rate lambda (all classes together); a host of rate mu serves size s in s/mu model ms.
-
-* SITA (SITA-E, SITA-U) sends a task of size in (s_(i-1), s_i] to host i. Poisson
-  splitting by size keeps each host's arrivals Poisson, so per-host
-  Pollaczek-Khinchine (P-K) is exact.
-* Random (uniform) also splits Poisson: exact P-K with the whole size distribution.
-* TAGS runs every task at host 1 up to s_1, kills it and restarts it from scratch at
-  host 2, and so on. The prediction is the seed's per-host approximation: host i is
-  taken as M/G/1 with Poisson arrivals of rate lambda P(X > s_(i-1)) and service
-  min(X, s_i) for X > s_(i-1). Arrivals at hosts after the first are really the
-  killed departures of the previous host (not Poisson), so this is an
-  APPROXIMATION; its error against the simulator is measured in docs/size_based.md.
-
-"wait" is time spent queueing (at every host visited, for TAGS); "W" is the mean
-response time (queueing + all service, including killed work for TAGS); slowdown is
-response time / (size / mu of the host that completed the task).
+Hosts are single FCFS servers with unbounded queues fed by one Poisson stream; a host
+of rate mu serves size s in s/mu model ms. SITA and Random split the stream Poisson, so
+per-host Pollaczek-Khinchine is exact; TAGS uses the seed's per-host APPROXIMATION.
+The models and the meaning of wait, W and slowdown: docs/size_based.md.
 """
 
 from __future__ import annotations
@@ -226,7 +213,7 @@ def predict_random(lam: float, spec: SizeSpec, mus: Sequence[float], names: Sequ
 def predict_tags(lam: float, spec: SizeSpec, cutoffs: Sequence[float], mus: Sequence[float],
                  names: Sequence[str]) -> SizePrediction:
     """TAGS with cutoffs s_1 < ... < s_(h-1) (s_h = the largest size): the seed's per-host
-    approximation (see the module docstring)."""
+    approximation (hosts after the first taken as M/G/1 with Poisson arrivals)."""
     _check(lam, mus, names, cutoffs)
     h = len(mus)
     lo, hi = support(spec)
@@ -358,20 +345,6 @@ def parse_cutoffs(text: str, hosts: int, spec: SizeSpec) -> tuple[float, ...]:
     return vals
 
 
-__all__ = [
-    "HostPrediction",
-    "SizeModelError",
-    "SizePrediction",
-    "load_cutoff",
-    "moment",
-    "parse_cutoffs",
-    "partial_moment",
-    "predict_random",
-    "predict_sita",
-    "predict_tags",
-    "sita_e_cutoffs",
-    "sita_u_cutoffs",
-    "support",
-    "tags_cutoffs",
-    "tail",
-]
+__all__ = ["HostPrediction", "SizeModelError", "SizePrediction", "load_cutoff", "moment",
+           "parse_cutoffs", "partial_moment", "predict_random", "predict_sita", "predict_tags",
+           "sita_e_cutoffs", "sita_u_cutoffs", "support", "tags_cutoffs", "tail"]
