@@ -12,9 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from analysis.metrics import MeanCI, batch_means_ci, batch_quantile_ci, replications_ci
+from analysis.metrics import MeanCI, batch_means_ci, batch_quantile_ci, p50_p99, replications_ci
 
 METRICS: tuple[str, ...] = ("response_ms", "p95_ms", "power_W", "energy_per_request_J")
 
@@ -94,8 +92,7 @@ def policy_entry(runs: Sequence[RunFigures], decide_ms: Sequence[float]) -> dict
     decision times (ms) when it has any."""
     out: dict[str, Any] = dict(combine(runs))
     if decide_ms:
-        out["decide_ms_p50"] = float(np.percentile(decide_ms, 50))
-        out["decide_ms_p99"] = float(np.percentile(decide_ms, 99))
+        out.update({f"decide_ms_{k}": v for k, v in p50_p99(decide_ms).items()})
     return out
 
 

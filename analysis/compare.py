@@ -27,7 +27,7 @@ from analysis.metrics import measured_summary, percentiles_ci
 from analysis.model_params import AnyPrediction, OutsideModel, exact_prediction
 from analysis.policy_epochs import epoch_comparisons, epoch_scenario, epochs_table, rows_in
 from fogsdn.scenario import Scenario, load_scenario
-from fogsdn.summary import json_safe
+from fogsdn.summary import write_summary
 from fogsdn.trace import Outcome, TraceRow, read_trace
 
 
@@ -109,6 +109,14 @@ def plot_comparison(path: Path, rows: list[TraceRow], sc: Scenario, pred: AnyPre
     save_figure(fig, path)
 
 
+def _not_compared(summary_path: Path, summary: dict[str, Any], key: str, why: str) -> None:
+    """Record in summary.json that no prediction stands beside the run, and why (`key`)."""
+    summary["predicted"] = None
+    summary[key] = why
+    summary.pop("comparison", None)
+    write_summary(summary_path, summary)
+
+
 def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
     """Add the exact prediction to run_dir/summary.json, plot it, return a table.
 
@@ -132,10 +140,7 @@ def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
     if summary.get("crashed"):
         # a crashed run's numbers never appear beside the model as a measurement
         why = "the run crashed (see incidents in summary.json)"
-        summary["predicted"] = None
-        summary["not_compared"] = why
-        summary.pop("comparison", None)
-        summary_path.write_text(json.dumps(json_safe(summary), indent=1, default=str))
+        _not_compared(summary_path, summary, "not_compared", why)
         return f"exact model: not compared: {why}"
     if rows:  # a streamed summary has no percentiles: take them from the trace read here
         for cls in CLASSES:
@@ -148,22 +153,19 @@ def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
         epoch_text = "\n" + epochs_table(sc, summary["policy_epochs"])
     if len(epochs) > 1:  # swapped policies: no one prediction stands for the whole run
         text = _compare_per_epoch(run_dir, summary, sc, rows, plot)
-        summary_path.write_text(json.dumps(json_safe(summary), indent=1, default=str))
+        write_summary(summary_path, summary)
         return text + epoch_text
     if sc.workload.profile is not None:  # per phase (analysis.comparison)
         fields, text = compare_phases(sc, rows)
         for key in ("predicted", "comparison", "outside_model"):
             summary.pop(key, None)
         summary.update(fields)
-        summary_path.write_text(json.dumps(json_safe(summary), indent=1, default=str))
+        write_summary(summary_path, summary)
         return text + epoch_text
     try:
         pred = exact_prediction(sc)
     except OutsideModel as err:
-        summary["predicted"] = None
-        summary["outside_model"] = str(err)
-        summary.pop("comparison", None)
-        summary_path.write_text(json.dumps(json_safe(summary), indent=1, default=str))
+        _not_compared(summary_path, summary, "outside_model", str(err))
         return f"exact model: outside the model ({err}); no prediction to compare{epoch_text}"
     d = pred.to_dict()
     d["power"] = predicted_power_block(sc, pred)
@@ -179,7 +181,7 @@ def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
     if not plot:
         note = f"no comparison plot: {no_plot_why}" if no_plot_why else "no comparison plot"
         summary["notes"] = [*summary.get("notes", []), note]
-    summary_path.write_text(json.dumps(json_safe(summary), indent=1, default=str))
+    write_summary(summary_path, summary)
     text = comparison_table(sc, comp, power) + epoch_text
     if not plot:
         return text

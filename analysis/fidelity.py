@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.metrics import MeanCI, batch_means_ci
+from analysis.metrics import MeanCI, batch_means_ci, p50_p99
 from controller.policies import ClusterView, Policy, RouteTable
 from fogsdn.scenario import Discipline, NodeSpec, TaskClass
 from fogsdn.trace import Outcome, TraceRow
@@ -188,9 +188,8 @@ def routing_against_schedule(
 
 
 def _p50_p99(xs: list[float]) -> tuple[float, float]:
-    if not xs:
-        return math.nan, math.nan
-    return float(np.percentile(xs, 50)), float(np.percentile(xs, 99))
+    got = p50_p99(xs)
+    return got["p50"], got["p99"]
 
 
 SERVICE_RATIO_TOLERANCE = 0.03  # a node's achieved/nominal mean service beyond 1 +- this

@@ -92,6 +92,15 @@ def percentiles_ci(values: Sequence[float] | np.ndarray) -> dict[str, dict[str, 
     return {name: {"value": ci.mean, "ci95": ci.half_width} for name, ci in cis.items()}
 
 
+def p50_p99(values: Sequence[float], digits: int | None = None) -> dict[str, float]:
+    """The median and 99th percentile of `values`, rounded to `digits` when given; NaN
+    for no values."""
+    if not values:
+        return {"p50": math.nan, "p99": math.nan}
+    got = {"p50": float(np.percentile(values, 50)), "p99": float(np.percentile(values, 99))}
+    return got if digits is None else {k: round(v, digits) for k, v in got.items()}
+
+
 def replications_ci(means: Sequence[float]) -> MeanCI:
     """95 % interval across independent replications' means."""
     x = np.asarray([m for m in means if not math.isnan(m)], dtype=float)

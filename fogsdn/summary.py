@@ -6,7 +6,9 @@ builder (`runner.results`, `sim.runner`, `analysis.compare`) against it.
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict
 
 from fogsdn.scenario import PolicySpec
@@ -96,3 +98,8 @@ def json_safe(x: Any) -> Any:
     if isinstance(x, float) and not math.isfinite(x):
         return None
     return x
+
+
+def write_summary(path: Path, summary: Any) -> None:
+    """Write `summary` to `path` as summary.json is written: strict JSON, indent 1."""
+    path.write_text(json.dumps(json_safe(summary), indent=1, default=str))

@@ -11,11 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from analysis.compare import attach_prediction
 from analysis.fidelity import emulation_bias, timing_line, timing_summary
-from analysis.metrics import measured_summary, summary_table
+from analysis.metrics import measured_summary, p50_p99, summary_table
 from analysis.rt_measurement import ControllerRt, compare_rt, rt_report_line
 from fogsdn.scenario import LeaveMode, Scenario
 from fogsdn.summary import PolicyReport, RunSummary, policy_report
@@ -23,10 +21,6 @@ from fogsdn.trace import Outcome, TraceRow, read_trace, write_trace
 from fogsdn.workload import drawn_instants
 from models.power_model import power_block, power_csv_text
 from runner.view_state import event_lines
-
-
-def _pct(values: list[float], q: float) -> float:
-    return float(np.percentile(values, q)) if values else math.nan
 
 
 def _events(path: Path, kind: str) -> list[dict[str, Any]]:
@@ -120,7 +114,7 @@ def live_policy_report(out: Path, sc: Scenario) -> PolicyReport:
 
 def _lag_stats(avail: list[dict[str, Any]]) -> dict[str, float]:
     lag = [float(a["t_applied"]) - float(a["t"]) for a in avail if float(a["t"]) > 0]
-    return {"count": len(lag), "p50": _pct(lag, 50), "p99": _pct(lag, 99)}
+    return {"count": len(lag), **p50_p99(lag)}
 
 
 def _bias(summary: Mapping[str, Any]) -> dict[str, Any]:
@@ -169,7 +163,7 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
         "requests": len(rows),
         "measured": measured_summary(rows, sc.warmup_ms, sc.deadline_ms),
         "startup_s": live.timings,
-        "rule_update_ms": {"count": len(lat), "p50": _pct(lat, 50), "p99": _pct(lat, 99),
+        "rule_update_ms": {"count": len(lat), **p50_p99(lat),
                            "max": max(lat) if lat else math.nan},
         # how late the live network followed the drawn churn schedule (model ms)
         "churn_lag_ms": _lag_stats(run.availability),

@@ -29,8 +29,7 @@ import bootstrap  # first run: set-up; outside .venv: re-run inside it
 bootstrap.bootstrap(needs_network_stack=False, extras="")
 ROOT = bootstrap.ROOT
 
-import numpy as np  # noqa: E402
-
+from analysis.metrics import p50_p99  # noqa: E402
 from analysis.size_compare import bounded_pareto, size_scenario  # noqa: E402
 from fogsdn.stages import StagePlan, stage_port  # noqa: E402
 from fogsdn.trace import TraceRow, TraceWriter, read_trace  # noqa: E402
@@ -118,9 +117,7 @@ def kill_figures(rows: list[TraceRow], cutoff: float, time_scale: float) -> dict
     mean_late = sum(late) / len(late)
     mean_wasted = cutoff + mean_late
     return {"requests": len(rows), "killed": len(late), "mean_wasted_model_ms": mean_wasted,
-            "lateness_model_ms": {"mean": mean_late,
-                                  "p50": float(np.percentile(late, 50)),
-                                  "p99": float(np.percentile(late, 99)), "max": max(late)},
+            "lateness_model_ms": {"mean": mean_late, **p50_p99(late), "max": max(late)},
             "lateness_real_ms_mean": mean_late * time_scale,
             "target_mean_wasted_model_ms": cutoff * (1 + TARGET_REL),
             "meets_target": mean_wasted <= cutoff * (1 + TARGET_REL)}

@@ -31,6 +31,7 @@ ROOT = bootstrap.ROOT
 import numpy as np  # noqa: E402
 from bench_topology import reroute_section, startup_section  # noqa: E402
 
+from analysis.metrics import p50_p99  # noqa: E402
 from rigs.linkem_testnet import Rig, namespace_rig, ping_rtts, tcp_transfer, udp_rtts  # noqa: E402
 from runner.proc_memory import cpu_seconds  # noqa: E402
 from topologies.link_params import LinkParams  # noqa: E402
@@ -50,18 +51,11 @@ class BenchContext:
     failures: int = 100  # reroute: link failures per variant
 
 
-def _pcts(values: list[float]) -> dict[str, float]:
-    if not values:
-        return {"p50": math.nan, "p99": math.nan}
-    return {"p50": round(float(np.percentile(values, 50)), 4),
-            "p99": round(float(np.percentile(values, 99)), 4)}
-
-
 def _rtt_figures(rig: Rig, ctx: BenchContext) -> dict[str, float]:
     """Round trips by ping (the headline) and by our UDP echo, both SCHED_FIFO."""
     icmp = ping_rtts(rig, ctx.pings, ctx.interval_ms / 1e3, realtime=True)
     udp = udp_rtts(rig, ctx.pings, ctx.interval_ms, realtime=True)["rtt_ms"]
-    i, u = _pcts(icmp), _pcts(udp)
+    i, u = p50_p99(icmp, 4), p50_p99(udp, 4)
     return {"rtt_ms_p50": i["p50"], "rtt_ms_p99": i["p99"], "replies": len(icmp),
             "udp_rtt_ms_p50": u["p50"], "udp_rtt_ms_p99": u["p99"], "udp_replies": len(udp)}
 

@@ -5,7 +5,6 @@ while the trace streams to disk: a 10-million-request run never holds its rows.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Mapping
@@ -20,7 +19,7 @@ from controller.policies import Policy, make_policy
 from fogsdn.latency import request_network
 from fogsdn.scenario import Scenario, ScenarioError, scenario_graph
 from fogsdn.streams import draw_capacities, replication_seed
-from fogsdn.summary import RunSummary, json_safe, policy_report
+from fogsdn.summary import RunSummary, policy_report, write_summary
 from models.network_power import PathOption
 from models.power_model import power_block, power_csv_text
 from sim.engine import simulate
@@ -127,7 +126,7 @@ def run_simulation(
                     "random": network.random},
         "notes": [SEMANTICS_NOTE],
     }
-    (out_dir / "summary.json").write_text(json.dumps(json_safe(summary), indent=1, default=str))
+    write_summary(out_dir / "summary.json", summary)
     if verbose:
         print(summary_text(summary))
     written = cast(dict[str, Any], summary)
@@ -235,7 +234,7 @@ def replicate(
     if summary.get("predicted"):
         summary["comparison"] = _replications_comparison(summary["replications_ci"],
                                                          summary["predicted"])
-    (out_dir / "summary.json").write_text(json.dumps(json_safe(summary), indent=1, default=str))
+    write_summary(out_dir / "summary.json", summary)
     if verbose:
         print(replications_text(summary))
     return summary
