@@ -33,7 +33,7 @@ from fogsdn.scenario import NodeSpec, Role, Scenario, scenario_graph
 from fogsdn.topology import LinkSpec, fabric_of
 from runner.cgroups import CgroupError, Layout, NodeCgroup, remove_cgroup, rt_share
 from runner.cleanup import stop_pid
-from runner.supervisor import Restart, Supervisor, die_with_parent
+from runner.supervisor import Restart, Supervisor, die_with_parent, free_port
 from runner.switch_tuning import SwitchTuning
 from topologies.linkem import choose_mechanism
 from topologies.mininet_net import Network, build_network, shaped_links
@@ -62,12 +62,6 @@ def wait_for(cond: Callable[[], bool], timeout: float, what: str, stop: threadin
             return
         time.sleep(0.02)
     raise EmulationError(f"timed out after {timeout:.0f} s waiting for {what}")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _listening(port: int) -> bool:
@@ -165,7 +159,7 @@ class LiveNetwork:
         self.supervisor.start_watching()
 
     def _start_controller(self, fabric: dict[str, Any]) -> None:
-        self.controller_port = _free_port()
+        self.controller_port = free_port()
         conf = ControllerConfig(
             fabric=Fabric.from_dict(fabric),
             scenario=self.out / "scenario.yaml",

@@ -9,6 +9,7 @@ import ctypes
 import math
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -52,6 +53,13 @@ def exit_code(summary: Mapping[str, Any]) -> int:
     if summary.get("crashed"):
         return EXIT_CRASHED
     return EXIT_INTERRUPTED if summary.get("interrupted") else 0
+
+
+def free_port() -> int:
+    """A TCP port free on loopback now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def stop_on_signals(stop: threading.Event) -> None:

@@ -17,7 +17,6 @@ import math
 import os
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -48,6 +47,7 @@ from rigs.fake_switch import (  # noqa: E402
     probe,
 )
 from runner.proc_memory import cpu_seconds  # noqa: E402
+from runner.supervisor import free_port  # noqa: E402
 
 SCENARIO = ROOT / "scenarios" / "default.yaml"
 BASELINE_APP = "scripts.bench_apps.simple_switch_13"
@@ -300,12 +300,6 @@ def bench_fabric() -> tuple[Fabric, str]:
     return fabric_of(scenario_graph(sc)), ofn
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     """Stop a process we started, by its PID: terminate, then kill."""
     if proc.poll() is not None:
@@ -334,7 +328,7 @@ def running_controller(workdir: Path, name: str, fabric: Fabric,
     conf = ControllerConfig(fabric=fabric, scenario=SCENARIO, events=d / "events.jsonl",
                             ready=d / "ready", registration=d / "reg.sock",
                             available={h.name: True for h in fabric.workers()})
-    port = _free_port()
+    port = free_port()
     log_path = d / "controller.log"
     proc = start_controller(conf, d / "controller.json", port, log_path,
                             apps=() if app is None else (app,))

@@ -26,14 +26,6 @@ from pathlib import Path
 import bootstrap  # the project on sys.path; the set-up itself waits for the arguments
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class ViewWatcher:
     """A page's load on the view: a thread that follows /api/events while the run serves
     it (connecting again until it can), counting the events it reads."""
@@ -119,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     from fogsdn.scenario import LeaveMode, load_scenario
     from fogsdn.trace import Outcome, read_trace
     from runner.queueing_run import LiveOptions, run_emulation
-    from runner.supervisor import stop_on_signals
+    from runner.supervisor import free_port, stop_on_signals
     from runner.view_live import ViewConfig
 
     stop = threading.Event()  # Ctrl-C or SIGTERM: the run in progress tears down, no more

@@ -35,6 +35,7 @@ from fogsdn.stages import StagePlan, stage_port  # noqa: E402
 from fogsdn.trace import TraceRow, TraceWriter, read_trace  # noqa: E402
 from nodes.client import Client  # noqa: E402
 from nodes.worker import control_request  # noqa: E402
+from runner.supervisor import free_port  # noqa: E402
 
 TARGET_REL = 0.15  # mean wasted work at most 15 % above the cutoff
 START_TIMEOUT_S = 30.0
@@ -43,9 +44,7 @@ START_TIMEOUT_S = 30.0
 def _free_base(n: int) -> int:
     """A port p with p .. p + n free on loopback."""
     for _ in range(100):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = int(s.getsockname()[1])
+        base = free_port()
         probes: list[socket.socket] = []
         try:
             for port in range(base, base + n + 1):
