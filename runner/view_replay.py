@@ -23,11 +23,10 @@ from runner.view_state import (
     EpochTallies,
     NodeLive,
     RequestError,
-    churn_timeline,
     curve_points,
     event_lines,
     link_loads,
-    policy_timeline,
+    run_timeline,
     state_document,
     topology_document,
 )
@@ -169,9 +168,7 @@ class ReplaySource:
             prediction=(epoch or {}).get("predicted"),
             links=link_loads(self._graph, load),
             policy=str((epoch or {}).get("policy", self.sc.policy.name)),
-            timeline=sorted(churn_timeline([a for a in self.availability
-                                            if float(a["t"]) <= t])
-                            + policy_timeline(shown), key=lambda e: e["t_ms"]),
+            timeline=run_timeline([a for a in self.availability if float(a["t"]) <= t], shown),
             epochs=[{k: e[k] for k in ("policy", "from_ms", "to_ms", "predicted") if k in e}
                     for e in shown],
             sent=sum(1 for r in self.rows if r.t_send <= t),

@@ -384,12 +384,11 @@ def recent_timeline(timeline: Sequence[Mapping[str, Any]], keep: int = TIMELINE_
     return [dict(e) for i, e in enumerate(timeline) if i not in drop]
 
 
-def churn_timeline(availability: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The run's OFN changes as timeline events (model ms)."""
-    return [{"t_ms": _num(a.get("t")), "kind": "churn", "node": str(a.get("node")),
-             "up": a.get("state") == "available"} for a in availability]
-
-
-def policy_timeline(epochs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    return [{"t_ms": _num(e.get("from_ms")), "kind": "policy", "policy": str(e.get("policy"))}
-            for e in epochs]
+def run_timeline(availability: Iterable[Mapping[str, Any]],
+                 epochs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The run's OFN changes and policy epochs as timeline events, in time order (model ms)."""
+    churn = [{"t_ms": _num(a.get("t")), "kind": "churn", "node": str(a.get("node")),
+              "up": a.get("state") == "available"} for a in availability]
+    policy = [{"t_ms": _num(e.get("from_ms")), "kind": "policy", "policy": str(e.get("policy"))}
+              for e in epochs]
+    return sorted(churn + policy, key=lambda e: e["t_ms"])

@@ -15,13 +15,12 @@ from runner.view_state import (
     NodeLive,
     RequestError,
     check_bearer,
-    churn_timeline,
     finite,
     json_object,
     link_loads,
     parse_trace_lines,
-    policy_timeline,
     require_token,
+    run_timeline,
     split_complete,
     state_document,
     topology_document,
@@ -126,8 +125,8 @@ def test_state_document_is_strict_json() -> None:
         tallies={"hp": t, "lp": ClassTally()},
         prediction={"hp": {"W": 1.5, "blocking": 0.01}, "lp": {"W": 3.0, "blocking": 0.1}},
         links={"fn-s1": 0.8}, policy="prioritized",
-        timeline=churn_timeline([{"t": 2.0, "node": "ofn1", "state": "unavailable"}])
-        + policy_timeline([{"policy": "nodiff", "from_ms": 3.0}]),
+        timeline=run_timeline([{"t": 2.0, "node": "ofn1", "state": "unavailable"}],
+                              [{"policy": "nodiff", "from_ms": 3.0}]),
         epochs=[{"policy": "prioritized", "from_ms": 0.0, "to_ms": None}])
     text = json.dumps(doc, allow_nan=False)  # NaN would break the browser's JSON.parse
     back = json.loads(text)
