@@ -8,7 +8,6 @@ point holds the machine's emulation lock for its own run only.
 
 from __future__ import annotations
 
-import csv
 import fcntl
 import json
 import math
@@ -22,6 +21,7 @@ import numpy as np
 
 from analysis.agent_eval import RunFigures, policy_entry, run_figures, table
 from analysis.metrics import replications_ci
+from fogsdn.csv_rows import read_csv_rows
 from fogsdn.scenario import PolicySpec, Scenario
 from fogsdn.trace import Outcome, read_trace
 from runner.study import Engine, Row
@@ -79,12 +79,11 @@ def _power_series(run_dir: Path) -> tuple[dict[str, list[tuple[float, float, flo
     with its own timestamps: the k-th interval is every element's k-th sample."""
     series: dict[str, list[tuple[float, float, float]]] = {}
     switches: set[str] = set()
-    with open(run_dir / "power.csv") as fh:
-        for rec in csv.DictReader(fh):
-            series.setdefault(rec["element"], []).append(
-                (float(rec["t_s"]), float(rec["dt_s"]), float(rec["power_w"])))
-            if rec["kind"] == "switch":
-                switches.add(rec["element"])
+    for rec in read_csv_rows(run_dir / "power.csv"):
+        series.setdefault(rec["element"], []).append(
+            (float(rec["t_s"]), float(rec["dt_s"]), float(rec["power_w"])))
+        if rec["kind"] == "switch":
+            switches.add(rec["element"])
     return {e: sorted(v) for e, v in series.items()}, switches
 
 

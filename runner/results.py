@@ -4,7 +4,6 @@ summary; `analysis.compare` adds the exact prediction where the scenario is in a
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from collections.abc import Mapping
@@ -15,6 +14,7 @@ from analysis.compare import attach_prediction
 from analysis.fidelity import emulation_bias, timing_line, timing_summary
 from analysis.metrics import measured_summary, p50_p99, summary_table
 from analysis.rt_measurement import ControllerRt, compare_rt, rt_report_line
+from fogsdn.csv_rows import read_csv_rows, write_csv_rows
 from fogsdn.scenario import LeaveMode, Scenario
 from fogsdn.summary import PolicyReport, RunSummary, policy_report
 from fogsdn.trace import Outcome, TraceRow, read_trace, write_trace
@@ -55,24 +55,21 @@ def read_controller_rt(path: Path, epoch: float, ms_real: float) -> list[Control
     out: list[ControllerRt] = []
     if not path.exists():
         return out
-    with open(path, newline="") as fh:
-        for rec in csv.DictReader(fh):
-            try:
-                out.append(ControllerRt(rec["client"], int(rec["client_port"]), rec["node"],
-                                        (float(rec["t_syn"]) - epoch) / ms_real,
-                                        float(rec["rt_ms"])))
-            except (TypeError, ValueError):
-                continue
+    for rec in read_csv_rows(path):
+        try:
+            out.append(ControllerRt(rec["client"], int(rec["client_port"]), rec["node"],
+                                    (float(rec["t_syn"]) - epoch) / ms_real,
+                                    float(rec["rt_ms"])))
+        except (TypeError, ValueError):
+            continue
     return out
 
 
 def write_availability(out: Path, rows: list[dict[str, Any]]) -> None:
     cols = ["t", "node", "state", "t_applied", "t_installed", "dropped", "handed_off", "lead",
             "error"]
-    with open(out / "availability.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=cols, restval="")
-        w.writeheader()
-        w.writerows(sorted(rows, key=lambda r: (r["t"], r["node"])))
+    write_csv_rows(out / "availability.csv", cols,
+                   sorted(rows, key=lambda r: (r["t"], r["node"])), restval="")
 
 
 def _routing(sc: Scenario, rows: list[TraceRow], avail: list[dict[str, Any]]

@@ -7,7 +7,6 @@ rescaled to load * sum(mu) / E[X] at every point, since E[X] changes with it.
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from analysis.figures import (
     x_of,
 )
 from analysis.size_compare import SizeStats, replicated
+from fogsdn.csv_rows import read_csv_rows, write_csv_rows
 from fogsdn.scenario import Scenario
 from runner.study import Engine
 
@@ -147,13 +147,9 @@ class SizeStudy:
         csv_path, png = self.out / f"{self.base.name}.csv", self.out / f"{self.base.name}.png"
         if self.live:
             if self.plot_only:
-                with open(csv_path) as fh:
-                    rows = list(csv.DictReader(fh))
+                rows = read_csv_rows(csv_path)
             else:
-                with open(csv_path, "w", newline="") as fh:
-                    w = csv.DictWriter(fh, fieldnames=LIVE_COLUMNS)
-                    w.writeheader()
-                    w.writerows(rows)
+                write_csv_rows(csv_path, LIVE_COLUMNS, rows)
             draw_size_live(png, rows, self.base.workload.size, len(self.base.nodes))
             return [png] if self.plot_only else [csv_path, png]
         pts = read_size_csv(csv_path) if self.plot_only else self.points(rows)

@@ -14,6 +14,7 @@ from typing import Any
 
 from analysis.figures import CLASSES, Curves, draw_sweep
 from analysis.metrics import replications_ci
+from fogsdn.csv_rows import write_csv_rows
 from fogsdn.scenario import Scenario
 from runner.study import Engine, StudyError
 
@@ -136,8 +137,7 @@ class SweepStudy:
         self.points = plan(self.scenario, self.out_dir, self.engine)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         (self.out_dir / "scenario.yaml").write_text(self.scenario.to_yaml())
-        with open(self.out_dir / "sweep.csv", "w", newline="") as fh:
-            csv.DictWriter(fh, fieldnames=CSV_COLUMNS).writeheader()
+        write_csv_rows(self.out_dir / "sweep.csv", CSV_COLUMNS, [])
         return self.points
 
     def record(self, point: Point, rows: list[dict[str, Any]]) -> str:
@@ -151,10 +151,7 @@ class SweepStudy:
         self.failures = [{**{k: getattr(p, k) for k in FAIL_COLUMNS[:-1]}, "error": error}
                          for p, error in failures]
         if self.failures:
-            with open(self.out_dir / "sweep_failures.csv", "w", newline="") as fh:
-                w = csv.DictWriter(fh, fieldnames=FAIL_COLUMNS)
-                w.writeheader()
-                w.writerows(self.failures)
+            write_csv_rows(self.out_dir / "sweep_failures.csv", FAIL_COLUMNS, self.failures)
         out = [self.out_dir / "sweep.csv"]
         if self.figure and rows:
             self.figure_path = draw_sweep(

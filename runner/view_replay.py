@@ -6,7 +6,6 @@ t is computed from it. Writes are refused.
 from __future__ import annotations
 
 import bisect
-import csv
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.learner_reports import CURVE_FILE
+from fogsdn.csv_rows import read_csv_rows
 from fogsdn.scenario import Role, Scenario, load_scenario, scenario_graph
 from fogsdn.trace import Outcome, TraceRow, read_trace
 from models.power_model import server_count
@@ -58,10 +58,7 @@ def epoch_at(epochs: Sequence[Mapping[str, Any]], t_ms: float) -> Mapping[str, A
 
 
 def _csv_rows(path: Path) -> list[dict[str, str]]:
-    if not path.exists():
-        return []
-    with open(path, newline="") as fh:
-        return list(csv.DictReader(fh))
+    return read_csv_rows(path) if path.exists() else []
 
 
 @dataclass

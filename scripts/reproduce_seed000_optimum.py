@@ -12,7 +12,6 @@ table, and the seed 000 figures redrawn with the optimal curve (docs/reproductio
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 import tempfile
@@ -29,6 +28,7 @@ from reproduce_seed000_claims import publish, table_args  # noqa: E402
 
 from analysis.figures import draw_sweep  # noqa: E402
 from analysis.seed000_optimum import OBJECTIVE, point_optimum  # noqa: E402
+from fogsdn.csv_rows import read_csv_rows  # noqa: E402
 from fogsdn.scenario import load_scenario  # noqa: E402
 from runner.sweep import aggregate, exact_curves, plan  # noqa: E402
 
@@ -91,8 +91,7 @@ def redraw() -> list[Path]:
             table = ROOT / "docs" / "figures" / f"seed000_fig{fig}-{engine}.csv"
             if not table.exists():
                 continue
-            with open(table, newline="") as fh:
-                rows = list(csv.DictReader(fh))
+            rows = read_csv_rows(table)
             with tempfile.TemporaryDirectory() as tmp:
                 points = plan(sc, Path(tmp), engine)  # type: ignore[arg-type]
             curves = exact_curves(sc, points, optimum=True)

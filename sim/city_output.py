@@ -4,12 +4,12 @@ its processes' records) and its CSV; `analysis.figures.draw_city` draws them."""
 
 from __future__ import annotations
 
-import csv
 import math
 import statistics
 from pathlib import Path
 from typing import Any
 
+from fogsdn.csv_rows import write_csv_rows
 from nodes.ncs.discovery import METRIC_COLUMNS, ClientTally, city_metrics
 
 LIVE_COLUMNS = ("probe_messages", "rtt_excess_ms", "coord_median_rel_error", "link_updates",
@@ -70,8 +70,5 @@ def _meridian_columns(clients: list[dict[str, Any]], fog_states: dict[str, dict[
 def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
     cols = ["selector", "ratio", "clients", "slots", "seed", "duration_s", *METRIC_COLUMNS]
     cols += [c for c in (*LIVE_COLUMNS, *MERIDIAN_COLUMNS) if any(c in r for r in rows)]
-    with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+    write_csv_rows(path, cols, ({k: (f"{v:.6g}" if isinstance(v, float) else v)
+                                 for k, v in r.items()} for r in rows), extrasaction="ignore")
