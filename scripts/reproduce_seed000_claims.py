@@ -16,6 +16,7 @@ import json
 import math
 import tempfile
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,7 @@ def run(replications: int, requests: int) -> dict[str, Any]:
             "figure": c.figure, "claim": c.text, "paper": c.paper, "paper_text": c.paper_text(),
             "unit": c.unit.strip(), "printed": shown, "printed_readings": per_reading,
             "exact": ours, "exact_drawn_capacities": evaluate(c, lookup(drawn)),
-            "simulated": sim.to_dict(), "verdict_exact": verdict(c, ours),
+            "simulated": asdict(sim), "verdict_exact": verdict(c, ours),
             "verdict_printed": verdict(c, shown)})
     return {"label_printed": LABEL, "reading_shown": SHOWN.label(),
             "mu_OF": scenario("4a@0.5", "prioritized").node("ofn1").mu,

@@ -212,3 +212,19 @@ def test_claims_table_in_the_docs_is_the_committed_runs(tmp_path: Path,
     assert doc.read_text() == f"head\n{claims.BEGIN}\n{table}{claims.END}\ntail\n"
     assert table in (ROOT / "docs/reproduction.md").read_text()
     assert table == (ROOT / "docs/figures/seed000-claims.md").read_text()
+
+
+def test_claims_run_writes_every_claim_with_its_simulated_interval(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import reproduce_seed000_claims as cli  # type: ignore[import-not-found]
+
+    out = tmp_path / "claims.json"
+    rc, _, err = call_main(cli.main, ["--replications", "2", "--requests", "1000",
+                                      "--json", str(out), "--markdown", str(tmp_path / "c.md")],
+                           capsys)
+    assert rc == 0, err
+    rows = json.loads(out.read_text())["rows"]
+    assert len(rows) == len(CLAIMS)
+    for row in rows:
+        assert set(row["simulated"]) == {"mean", "lo", "hi", "n"}
+        assert row["simulated"]["n"] in (0, 2)
