@@ -58,6 +58,58 @@ def stop_pid(pid: int, start: int, grace_s: float = 3.0) -> bool:
 
 STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
 
+# Set by SIGINT or SIGTERM from the first line of a run's script on (catch_stop_signals):
+# one flag for the whole life of the process, so a signal is never an exception that
+# some import's `except:` can swallow, and the phases that start things check it first.
+STOP_REQUESTED = threading.Event()
+
+
+def catch_stop_signals() -> threading.Event:
+    """SIGINT and SIGTERM set STOP_REQUESTED from now on, silently; returns it.
+
+    Called as a script's first statement (docs/reliability.md, "A stop at any
+    instant"): until then Python turns SIGINT into a KeyboardInterrupt wherever the
+    main thread happens to be, an import's bare `except:` included, and SIGTERM kills
+    at once. The signals are also unblocked here, in case a parent left them blocked
+    (a mask survives fork and exec; `exec_with_stop_signals_held` relies on that)."""
+    for stop in STOP_SIGNALS:
+        signal.signal(stop, _note_stop)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    return STOP_REQUESTED
+
+
+def _note_stop(signum: int, frame: FrameType | None) -> None:
+    STOP_REQUESTED.set()
+
+
+def stop_signals_caught() -> bool:
+    """Whether catch_stop_signals' handler is the one in place now."""
+    return all(signal.getsignal(stop) is _note_stop for stop in STOP_SIGNALS)
+
+
+def stop_signals_as_exceptions() -> None:
+    """Python's own defaults again (SIGINT raises KeyboardInterrupt, SIGTERM ends the
+    process), for work that stops by exception (a simulation); a signal already noted
+    is raised now, as KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if STOP_REQUESTED.is_set():
+        raise KeyboardInterrupt
+
+
+def exec_with_stop_signals_held(path: str, argv: list[str]) -> None:
+    """`os.execv`, with SIGINT and SIGTERM blocked across it: one that arrives while the
+    new interpreter starts stays pending until its catch_stop_signals, instead of
+    meeting Python's own start-up (a KeyboardInterrupt traceback, or death by the
+    signal)."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    if STOP_REQUESTED.is_set():  # noted before the block: pending, it survives the exec
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+    try:
+        os.execv(path, argv)
+    finally:  # only reached if exec failed
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
 
 @contextmanager
 def stop_signals_deferred() -> Iterator[None]:

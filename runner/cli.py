@@ -54,16 +54,18 @@ def main(argv: list[str] | None = None,
     set-up that started them provides it: scripts/run_testbed.py)."""
     args = parse_args(argv)
     import os
-    import threading
     import time
 
     from controller.policies import PolicyError
     from controller.policies.resolve import resolve_scenario
     from fogsdn.cli_args import ArgumentError, duration_span_ms, require_count
+    from fogsdn.processes import STOP_REQUESTED, stop_signals_as_exceptions
     from fogsdn.scenario import ScenarioError, load_scenario
 
     checkout = Path(__file__).resolve().parent.parent
     root = checkout if (checkout / "scenarios").is_dir() else Path.cwd()
+    if STOP_REQUESTED.is_set():  # a signal during the imports or the set-up
+        return _interrupted_before_start()
     if args.clean:
         from runner.cleanup import clean_all
 
@@ -80,6 +82,9 @@ def main(argv: list[str] | None = None,
 
     if declared_study(args.scenario) == "city":  # a study of many runs: the study driver's
         from runner.study_cli import main as run_study_file
+
+        if args.engine == "simulate":
+            stop_signals_as_exceptions()
 
         out = args.out or str(root / "results" / time.strftime("%Y%m%d-%H%M%S-city"))
         view = [] if args.view is None else ["--view", str(args.view), "--view-host",
@@ -107,7 +112,11 @@ def main(argv: list[str] | None = None,
         from sim.runner import run_simulation
 
         try:
+            stop_signals_as_exceptions()
             run_simulation(sc, out, requests=args.requests, verbose=True)
+        except KeyboardInterrupt:
+            print("\n[run] interrupted: the simulation stopped", file=sys.stderr)
+            return 130
         except ScenarioError as err:
             print(f"error: {args.scenario}: {err}", file=sys.stderr)
             return 2
@@ -129,8 +138,10 @@ def main(argv: list[str] | None = None,
     from runner.supervisor import exit_code, stop_on_signals
     from runner.view_live import view_config
 
-    stop = threading.Event()
+    stop = STOP_REQUESTED  # set already if a signal came during the imports above
     stop_on_signals(stop)
+    if stop.is_set():
+        return _interrupted_before_start()
     try:
         options = LiveOptions(measure_rt=0 if args.no_measure_rt else args.rt_sample)
         summary = run_emulation(sc, out, stop, show_progress=not args.quiet, options=options,
@@ -144,10 +155,14 @@ def main(argv: list[str] | None = None,
     return exit_code(summary)
 
 
+def _interrupted_before_start() -> int:
+    print("\n[run] interrupted during start-up; nothing was running", file=sys.stderr)
+    return 130
+
+
 def entry() -> None:
     """`fogsdn-run`."""
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:  # before the run's own handler is in: nothing started yet
-        print("\n[run] interrupted during start-up; nothing was running", file=sys.stderr)
-        sys.exit(130)
+    from fogsdn.processes import catch_stop_signals
+
+    catch_stop_signals()  # first, as in scripts/run_testbed.py
+    sys.exit(main())

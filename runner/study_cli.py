@@ -55,7 +55,10 @@ def _city_study(a: argparse.Namespace, over: dict[str, Any], out: Path) -> Study
         if a.engine == "simulate" and not a.live_scale:
             over["full_scale.duration_s"] = \
                 a.duration / load_city_study(a.scenario, over).time_scale
-    stop = threading.Event()
+    from fogsdn.processes import STOP_REQUESTED
+
+    # the process's flag: set already if scripts/run_testbed.py noted a signal earlier
+    stop = STOP_REQUESTED if a.engine == "emulate" else threading.Event()
     if a.engine == "emulate":
         from runner.supervisor import stop_on_signals
 

@@ -19,6 +19,12 @@ from typing import NoReturn
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from fogsdn.processes import (  # noqa: E402 (standard library only)
+    STOP_REQUESTED,
+    exec_with_stop_signals_held,
+    stop_signals_caught,
+)
+
 VENV = ROOT / ".venv"
 VENV_PY = VENV / "bin" / "python"
 STAMP = VENV / ".fogsdn-installed"
@@ -52,8 +58,31 @@ def say(msg: str) -> None:
     print(f"[setup] {msg}", flush=True)
 
 
+def _stop_requested() -> bool:
+    """A Ctrl-C or SIGTERM noted by a script that catches them from its first line
+    (fogsdn.processes.catch_stop_signals); others stop by KeyboardInterrupt as usual."""
+    return STOP_REQUESTED.is_set()
+
+
+def _interrupted() -> NoReturn:
+    say("interrupted; nothing was running")
+    raise SystemExit(130)
+
+
 def _run(cmd: list[str], **kw: object) -> None:
-    subprocess.run(cmd, check=True, **kw)  # type: ignore[call-overload]
+    """`cmd` to its end, or until a noted stop signal: then it is stopped and so are we."""
+    with subprocess.Popen(cmd, **kw) as proc:  # type: ignore[call-overload]
+        while True:
+            try:
+                rc = proc.wait(timeout=0.2)
+                break
+            except subprocess.TimeoutExpired:
+                if _stop_requested():
+                    proc.terminate()
+                    proc.wait()
+                    _interrupted()
+    if rc:
+        raise subprocess.CalledProcessError(rc, cmd)
 
 
 def _has_venv_module() -> bool:
@@ -185,10 +214,17 @@ def bootstrap(needs_network_stack: bool = True, extras: str = "test",
         ensure_venv(extras)
         if needs_network_stack:
             ensure_ovs()
+        if _stop_requested():
+            _interrupted()
         # orig_argv keeps `-m module` and interpreter flags, so `python -m sim` works too
-        os.execv(str(VENV_PY), [str(VENV_PY), *sys.orig_argv[1:]])
+        argv = [str(VENV_PY), *sys.orig_argv[1:]]
+        if stop_signals_caught():  # the script catches them again at its first line
+            exec_with_stop_signals_held(str(VENV_PY), argv)
+        os.execv(str(VENV_PY), argv)
     elif needs_network_stack:
         ensure_ovs()
+    if _stop_requested():
+        _interrupted()
 
 
 def fail(message: object, code: int = 2) -> int:

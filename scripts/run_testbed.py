@@ -14,11 +14,17 @@ itself is `runner.cli` (`fogsdn-run` once installed).
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
-import bootstrap  # the project on sys.path; the set-up itself waits for the arguments
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from fogsdn.processes import catch_stop_signals  # noqa: E402 (standard library only)
 
-from runner.cli import main as run  # standard library only
-from runner.cli import parse_args
+catch_stop_signals()  # first: a Ctrl-C from here on is a flag every phase checks
+
+import bootstrap  # noqa: E402 (the set-up itself waits for the arguments)
+
+from runner.cli import main as run  # noqa: E402 (standard library only)
+from runner.cli import parse_args  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,8 +34,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:  # before the run's own handler is in: nothing started yet
-        print("\n[run] interrupted during start-up; nothing was running", file=sys.stderr)
-        sys.exit(130)
+    sys.exit(main())

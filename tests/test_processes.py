@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import threading
 from pathlib import Path
 from types import FrameType
 
-from conftest import wait_until
+from conftest import ROOT, wait_until
 
 from fogsdn.processes import stop_signals_deferred
 
@@ -83,3 +84,55 @@ def test_children_forked_meanwhile_never_see_ctrl_c_and_the_runner_still_does() 
         signal.signal(signal.SIGTERM, old)
         other_may_end.set()
         other.join(5)
+
+
+# a script that catches the stop signals at its first line, says so, then works (a
+# KeyboardInterrupt-swallowing import stands in for the imports a signal used to meet)
+_EARLY = r'''
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from fogsdn.processes import catch_stop_signals, exec_with_stop_signals_held
+stop = catch_stop_signals()
+print("caught", flush=True)
+if sys.argv[2] == "exec":  # a signal noted before the exec is not lost either
+    time.sleep(float(sys.argv[3]))  # hold the signals across exec into a second interpreter
+    argv = [sys.executable, __file__, sys.argv[1], "work"]
+    exec_with_stop_signals_held(sys.executable, argv)
+deadline = time.monotonic() + 20
+while not stop.is_set() and time.monotonic() < deadline:
+    try:
+        time.sleep(0.01)
+    except:  # noqa: E722 (what some imports do)
+        pass
+print("stopped" if stop.is_set() else "went on", flush=True)
+sys.exit(130 if stop.is_set() else 0)
+'''
+
+
+def _run_early(tmp_path: Path, mode: str, sig: signal.Signals, wait_s: float = 0.0
+               ) -> tuple[int, str]:
+    script = tmp_path / "early.py"
+    script.write_text(_EARLY)
+    p = subprocess.Popen([sys.executable, str(script), str(ROOT), mode, str(wait_s)],
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None
+    assert p.stdout.readline().strip() == "caught"
+    p.send_signal(sig)
+    out, _ = p.communicate(timeout=30)
+    return p.returncode, out
+
+
+def test_a_caught_stop_signal_is_a_flag_no_bare_except_can_swallow(tmp_path: Path) -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        rc, out = _run_early(tmp_path, "work", sig)
+        assert (rc, out.strip()) == (130, "stopped"), sig
+
+
+def test_a_stop_signal_during_exec_waits_for_the_next_interpreters_catch(
+        tmp_path: Path) -> None:
+    """Sent right after the first interpreter's catch, the signal may arrive before,
+    during or after the exec; in every case the second interpreter stops on it."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        for wait_s in (0.0, 0.2):  # the signal during the exec, or noted before it
+            rc, out = _run_early(tmp_path, "exec", sig, wait_s)
+            assert rc == 130 and out.strip().endswith("stopped"), (sig, wait_s, rc, out)
