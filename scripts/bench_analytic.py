@@ -33,7 +33,7 @@ OPTIMIZER_CLUSTERS = "20x10x1,10x5x2,20x5x2,10x10x2,20x10x2"
 
 
 def _params(cf: int, co: int, leave: str):  # type: ignore[no-untyped-def]
-    from analysis.ctmc import ModelParams
+    from fogsdn.exact.ctmc import ModelParams
 
     return ModelParams("proposed", 0.3, 0.5, 1.0, 0.3, cf, co, 1 / 3, 1 / 3, leave=leave)
 
@@ -43,7 +43,7 @@ def _naive_pi(chain):  # type: ignore[no-untyped-def]
     import numpy as np
     from scipy.sparse.linalg import spsolve
 
-    from analysis.linsolve import generator
+    from fogsdn.exact.linsolve import generator
 
     At = generator(chain).T.tocsc()
     x = spsolve(At[1:, 1:].tocsc(), -np.asarray(At[1:, 0].toarray()).ravel())
@@ -77,7 +77,7 @@ def one(case: str, cf: int, co: int, leave: str) -> dict[str, object]:
     import numpy as np  # noqa: F401  (imports are not timed)
     import scipy.sparse  # noqa: F401
 
-    from analysis.ctmc import build_chain, predict
+    from fogsdn.exact.ctmc import build_chain, predict
 
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     p = _params(cf, co, leave)
@@ -101,7 +101,7 @@ def one(case: str, cf: int, co: int, leave: str) -> dict[str, object]:
 
 
 def _cluster(cf: int, co: int, ofns: int, leave: str):  # type: ignore[no-untyped-def]
-    from fogsdn.scenario import load_scenario, parse_scenario
+    from fogsdn.core.scenario import load_scenario, parse_scenario
 
     sc = load_scenario(ROOT / "scenarios" / "threshold.yaml")
     d = sc.to_dict()
@@ -116,11 +116,11 @@ def one_policy_chain(cf: int, co: int, ofns: int, leave: str) -> dict[str, objec
     """Build and solve the threshold policy's joint chain in this process."""
     import numpy as np  # noqa: F401  (imports are not timed)
 
-    from analysis.joint_chain import build_joint, joint_stationary
-    from analysis.policy_chain import predict_policy
-    from analysis.policy_chain_model import policy_model
-    from analysis.policy_probe import PolicyOracle
-    from controller.policies import make_policy
+    from fogsdn.exact.joint_chain import build_joint, joint_stationary
+    from fogsdn.exact.policy_chain import predict_policy
+    from fogsdn.exact.policy_chain_model import policy_model
+    from fogsdn.exact.policy_probe import PolicyOracle
+    from fogsdn.policies import make_policy
 
     sc = _cluster(cf, co, ofns, leave)
     policy = make_policy(sc.policy)
@@ -144,10 +144,10 @@ def one_policy_chain(cf: int, co: int, ofns: int, leave: str) -> dict[str, objec
 
 
 def one_optimizer(cf: int, co: int, ofns: int, method: str) -> dict[str, object]:
-    from analysis.model_params import exact_prediction
-    from analysis.objective import parse_constraint, parse_expr
-    from analysis.optimal_policy import optimize
-    from fogsdn.scenario import PolicySpec
+    from fogsdn.core.scenario import PolicySpec
+    from fogsdn.exact.model_params import exact_prediction
+    from fogsdn.exact.objective import parse_constraint, parse_expr
+    from fogsdn.exact.optimal_policy import optimize
 
     sc = _cluster(cf, co, ofns, "drain").model_copy(
         update={"policy": PolicySpec(name="prioritized")})
@@ -212,8 +212,8 @@ def solvers_main(ns: argparse.Namespace) -> int:
     """Chosen route vs GTH vs plain spsolve, per chain kind and size; then the split."""
     import numpy as np
 
-    from analysis.ctmc import build_chain, gth_flops, lumpable, solve_stationary
-    from analysis.linsolve import checked_sparse, gth_levels
+    from fogsdn.exact.ctmc import build_chain, gth_flops, lumpable, solve_stationary
+    from fogsdn.exact.linsolve import checked_sparse, gth_levels
 
     hdr = (f"{'leave':<8}{'C_F':>6}{'C_O':>5}{'states':>9}  {'chosen':<10}{'chosen s':>9}"
            f"{'gth s':>9}{'spsolve s':>10}{'spsolve/chosen':>15}{'check':>9}{'|dE n_O|':>10}")
@@ -242,9 +242,9 @@ def solvers_main(ns: argparse.Namespace) -> int:
 def split_main(cf: int, co: int, compare_lu: bool = True) -> None:
     """Where the time of the largest joint chain (drain, forced joint) goes, and how
     the two-level solve compares with the LU (nested dissection) it replaced there."""
-    from analysis import linsolve
-    from analysis.ctmc import build_chain, predict
-    from analysis.linsolve import checked_sparse, checked_stationary, coarse_grid, generator
+    from fogsdn.exact import linsolve
+    from fogsdn.exact.ctmc import build_chain, predict
+    from fogsdn.exact.linsolve import checked_sparse, checked_stationary, coarse_grid, generator
 
     p = _params(cf, co, "drain")
     by: Literal["fn", "ofn"] = "ofn" if cf < co else "fn"

@@ -40,7 +40,7 @@ def _children_cpu_s() -> float:
 def _service_stats(out: Path, warmup_ms: float) -> dict[str, dict[str, float]]:
     import numpy as np
 
-    from fogsdn.trace import Outcome, read_trace
+    from fogsdn.core.trace import Outcome, read_trace
 
     by: dict[str, list[tuple[float, float]]] = {}
     for r in read_trace(out / "trace.csv"):
@@ -60,7 +60,7 @@ def _service_stats(out: Path, warmup_ms: float) -> dict[str, dict[str, float]]:
 
 
 def run_variant(name: str, scenario: Path, duration: float, out_root: Path) -> dict[str, Any]:
-    from fogsdn.scenario import load_scenario
+    from fogsdn.core.scenario import load_scenario
 
     sc = load_scenario(scenario).with_overrides(VARIANTS[name])
     f = out_root / f"{name}.yaml"

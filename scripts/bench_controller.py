@@ -31,13 +31,15 @@ import bootstrap  # first run: set-up; outside .venv: re-run inside it
 bootstrap.bootstrap(needs_network_stack=False, extras="")
 ROOT = bootstrap.ROOT
 
-from controller.config import ControllerConfig  # noqa: E402
-from controller.launch import start_controller  # noqa: E402
-from controller.registration import register  # noqa: E402
-from fogsdn.fabric import Fabric  # noqa: E402
-from fogsdn.scenario import Role, load_scenario, scenario_graph  # noqa: E402
-from fogsdn.topology import fabric_of  # noqa: E402
-from rigs.fake_switch import (  # noqa: E402
+from fogsdn.controller.config import ControllerConfig  # noqa: E402
+from fogsdn.controller.launch import start_controller  # noqa: E402
+from fogsdn.controller.registration import register  # noqa: E402
+from fogsdn.core.fabric import Fabric  # noqa: E402
+from fogsdn.core.scenario import Role, load_scenario, scenario_graph  # noqa: E402
+from fogsdn.core.topology import fabric_of  # noqa: E402
+from fogsdn.live.proc_memory import cpu_seconds  # noqa: E402
+from fogsdn.live.supervisor import free_port  # noqa: E402
+from tools.rigs.fake_switch import (  # noqa: E402
     T_FLOW_MOD,
     T_GROUP_MOD,
     FakeSwitch,
@@ -46,8 +48,6 @@ from rigs.fake_switch import (  # noqa: E402
     fleet,
     probe,
 )
-from runner.proc_memory import cpu_seconds  # noqa: E402
-from runner.supervisor import free_port  # noqa: E402
 
 SCENARIO = ROOT / "scenarios" / "default.yaml"
 BASELINE_APP = "scripts.bench_apps.simple_switch_13"
@@ -322,7 +322,7 @@ def _tail(path: Path, n: int = 15) -> str:
 @contextmanager
 def running_controller(workdir: Path, name: str, fabric: Fabric,
                        app: str | None = None) -> Iterator[ControllerRun]:
-    """Start `controller.main` (our app, or `app`) on a free port; always stop it after."""
+    """Start `fogsdn.controller.main` (our app, or `app`) on a free port; always stop it after."""
     d = workdir / name
     d.mkdir(parents=True, exist_ok=True)
     conf = ControllerConfig(fabric=fabric, scenario=SCENARIO, events=d / "events.jsonl",

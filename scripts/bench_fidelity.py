@@ -98,21 +98,21 @@ def main(argv: list[str] | None = None) -> int:
                     help="workers, controller and churn replay as ordinary processes (to see "
                          "what SCHED_FIFO buys)")
     ap.add_argument("--view", action="store_true",
-                    help="serve the run view (runner.view_live) with one page following its "
+                    help="serve the run view (fogsdn.live.live_view) with one page following its "
                          "events, to see what the view costs (docs/view.md)")
     a = ap.parse_args(argv)
     bootstrap.bootstrap()
 
-    from analysis.ctmc import predict
-    from analysis.fidelity import replay
-    from analysis.metrics import replications_ci
-    from analysis.model_params import model_params_from_scenario
-    from controller.rt_measure import RT_SAMPLE_DEFAULT
-    from fogsdn.scenario import LeaveMode, load_scenario
-    from fogsdn.trace import Outcome, read_trace
-    from runner.queueing_run import LiveOptions, run_emulation
-    from runner.supervisor import free_port, stop_on_signals
-    from runner.view_live import ViewConfig
+    from fogsdn.controller.rt_measure import RT_SAMPLE_DEFAULT
+    from fogsdn.core.scenario import LeaveMode, load_scenario
+    from fogsdn.core.trace import Outcome, read_trace
+    from fogsdn.exact.ctmc import predict
+    from fogsdn.exact.model_params import model_params_from_scenario
+    from fogsdn.live.live_view import ViewConfig
+    from fogsdn.live.queueing_run import LiveOptions, run_emulation
+    from fogsdn.live.supervisor import free_port, stop_on_signals
+    from fogsdn.measure.fidelity import replay
+    from fogsdn.measure.metrics import replications_ci
 
     stop = threading.Event()  # Ctrl-C or SIGTERM: the run in progress tears down, no more
     stop_on_signals(stop)

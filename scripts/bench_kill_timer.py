@@ -29,13 +29,13 @@ import bootstrap  # first run: set-up; outside .venv: re-run inside it
 bootstrap.bootstrap(needs_network_stack=False, extras="")
 ROOT = bootstrap.ROOT
 
-from analysis.metrics import p50_p99  # noqa: E402
-from analysis.size_compare import bounded_pareto, size_scenario  # noqa: E402
-from fogsdn.stages import StagePlan, stage_port  # noqa: E402
-from fogsdn.trace import TraceRow, TraceWriter, read_trace  # noqa: E402
-from nodes.client import Client  # noqa: E402
-from nodes.worker import control_request  # noqa: E402
-from runner.supervisor import free_port  # noqa: E402
+from fogsdn.core.stages import StagePlan, stage_port  # noqa: E402
+from fogsdn.core.trace import TraceRow, TraceWriter, read_trace  # noqa: E402
+from fogsdn.live.supervisor import free_port  # noqa: E402
+from fogsdn.measure.metrics import p50_p99  # noqa: E402
+from fogsdn.measure.size_compare import bounded_pareto, size_scenario  # noqa: E402
+from fogsdn.nodes.client import Client  # noqa: E402
+from fogsdn.nodes.worker import control_request  # noqa: E402
 
 TARGET_REL = 0.15  # mean wasted work at most 15 % above the cutoff
 START_TIMEOUT_S = 30.0
@@ -68,7 +68,7 @@ def tags_workers(folder: Path, time_scale: float, cutoff: float) -> Iterator[int
         for i, (name, kill) in enumerate((("h1", ["--kill-after", repr(cutoff)]), ("h2", []))):
             ctl = folder / f"{name}.sock"
             procs.append((subprocess.Popen(
-                [sys.executable, "-m", "nodes.worker", "--name", name, "--host", "127.0.0.1",
+                [sys.executable, "-m", "fogsdn.nodes.worker", "--name", name, "--host", "127.0.0.1",
                  "--port", str(stage_port(base, i)), "--mu", "1", "--capacity", "1000",
                  "--time-scale", repr(time_scale), "--control", str(ctl), *kill], cwd=ROOT),
                 ctl))

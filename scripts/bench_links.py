@@ -31,11 +31,11 @@ ROOT = bootstrap.ROOT
 import numpy as np  # noqa: E402
 from bench_topology import reroute_section, startup_section  # noqa: E402
 
-from analysis.metrics import p50_p99  # noqa: E402
-from rigs.linkem_testnet import Rig, namespace_rig, ping_rtts, tcp_transfer, udp_rtts  # noqa: E402
-from runner.proc_memory import cpu_seconds  # noqa: E402
-from topologies.link_params import LinkParams  # noqa: E402
-from topologies.linkem import LinkShaper, choose_mechanism, make_shaper  # noqa: E402
+from fogsdn.live.proc_memory import cpu_seconds  # noqa: E402
+from fogsdn.measure.metrics import p50_p99  # noqa: E402
+from fogsdn.netem.link_params import LinkParams  # noqa: E402
+from fogsdn.netem.linkem import LinkShaper, choose_mechanism, make_shaper  # noqa: E402
+from tools.rigs.linkem_testnet import Rig, namespace_rig, ping_rtts, tcp_transfer, udp_rtts  # noqa: E402
 
 DELAYS_MS = (1.0, 5.0, 20.0, 50.0)
 LINK = "bench"

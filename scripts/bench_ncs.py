@@ -26,8 +26,8 @@ bootstrap.bootstrap(needs_network_stack=False, extras="")
 
 import numpy as np  # noqa: E402
 
-from nodes.ncs.meridian import MeridianConfig, MeridianError  # noqa: E402
-from rigs.ncs_accuracy import MatrixError, meridian_and_random, vivaldi_median_error  # noqa: E402
+from fogsdn.nodes.ncs.meridian import MeridianConfig, MeridianError  # noqa: E402
+from tools.rigs.ncs_accuracy import MatrixError, meridian_and_random, vivaldi_median_error  # noqa: E402
 
 
 def load_matrix(path: Path, key: str) -> np.ndarray:

@@ -27,9 +27,9 @@ POLICIES = {"prioritized": [], "threshold": ["--policy", "threshold"]}
 
 def drill(scenario: str, extra: list[str], seconds: float, kills: int, out: Path
           ) -> dict[str, Any]:
-    from fogsdn.scenario import load_scenario
-    from fogsdn.trace import read_trace
-    from runner.cleanup import RunRecord, record_of_runner
+    from fogsdn.core.scenario import load_scenario
+    from fogsdn.core.trace import read_trace
+    from fogsdn.live.cleanup import RunRecord, record_of_runner
 
     root = bootstrap.ROOT
     p = subprocess.Popen([sys.executable, str(root / "scripts" / "run_testbed.py"),

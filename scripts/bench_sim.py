@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Simulator speed: requests per second of sim.engine beside the same model in SimPy.
+"""Simulator speed: requests per second of fogsdn.sim.engine beside the same model in SimPy.
 
 In CPU seconds, best of R interleaved runs, for the default scenario and a large one
 (docs/benchmarks.md; figures in docs/simulator.md).
@@ -26,12 +26,12 @@ import bootstrap  # first run: set-up; outside .venv: re-run inside it
 bootstrap.bootstrap(needs_network_stack=False, extras="bench")
 ROOT = bootstrap.ROOT
 
-from analysis.metrics import MeasuredAccumulator  # noqa: E402
-from fogsdn.scenario import Scenario, load_scenario  # noqa: E402
-from sim.engine import simulate  # noqa: E402
-from sim.output import TraceCsvSink  # noqa: E402
-from sim.rows import Row  # noqa: E402
-from sim.runner import run_simulation  # noqa: E402
+from fogsdn.core.scenario import Scenario, load_scenario  # noqa: E402
+from fogsdn.measure.metrics import MeasuredAccumulator  # noqa: E402
+from fogsdn.sim.engine import simulate  # noqa: E402
+from fogsdn.sim.output import TraceCsvSink  # noqa: E402
+from fogsdn.sim.rows import Row  # noqa: E402
+from fogsdn.sim.runner import run_simulation  # noqa: E402
 
 
 def _drop(rows: list[Row]) -> None:
@@ -76,7 +76,7 @@ def time_engine(sc: Scenario, n: int, tmp: Path | None) -> float:
 
 
 def time_simpy(sc: Scenario, n: int, tmp: Path | None) -> float:
-    from rigs.simpy_ref import simulate_simpy
+    from tools.rigs.simpy_ref import simulate_simpy
 
     return _timed(simulate_simpy, sc, n, tmp, "simpy")
 

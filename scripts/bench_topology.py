@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from fogsdn.scenario import Scenario, parse_scenario
-from rigs.probe_network import measure_reroutes, ping_rtts_ms
-from rigs.traffic_probe import Outage
-from runner.live_network import live_network
+from fogsdn.core.scenario import Scenario, parse_scenario
+from fogsdn.live.live_network import live_network
+from tools.rigs.probe_network import measure_reroutes, ping_rtts_ms
+from tools.rigs.traffic_probe import Outage
 
 ROOT = Path(__file__).resolve().parent.parent
 REROUTE_FAILURES = 100
@@ -100,7 +100,7 @@ def _plain_mininet_seconds(sc: Scenario) -> float:
     """The same graph as a plain Mininet network (no controller): build and start."""
     script = """
 import time
-from fogsdn.scenario import parse_scenario, scenario_graph
+from fogsdn.core.scenario import parse_scenario, scenario_graph
 from mininet.link import TCULink
 from mininet.net import Mininet
 from mininet.node import OVSSwitch

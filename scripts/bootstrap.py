@@ -19,7 +19,7 @@ from typing import NoReturn
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from fogsdn.processes import (  # noqa: E402 (standard library only)
+from fogsdn.core.processes import (  # noqa: E402 (standard library only)
     STOP_REQUESTED,
     exec_with_stop_signals_held,
     stop_signals_caught,
@@ -40,7 +40,7 @@ APT_NEEDS = {
     "ethtool": "ethtool",
     "ip": "iproute2",
     "ping": "iputils-ping",
-    "gcc": "gcc",  # builds the link relay (topologies/linkem_relay.c) where there is no netem
+    "gcc": "gcc",  # builds the link relay (fogsdn/netem/linkem_relay.c) where there is no netem
 }
 # file -> Debian package that provides it: the C headers the link relay includes (gcc
 # only recommends the C library's, and apt-get here installs no recommends)
@@ -60,7 +60,7 @@ def say(msg: str) -> None:
 
 def _stop_requested() -> bool:
     """A Ctrl-C or SIGTERM noted by a script that catches them from its first line
-    (fogsdn.processes.catch_stop_signals); others stop by KeyboardInterrupt as usual."""
+    (fogsdn.core.processes.catch_stop_signals); others stop by KeyboardInterrupt as usual."""
     return STOP_REQUESTED.is_set()
 
 
@@ -216,7 +216,7 @@ def bootstrap(needs_network_stack: bool = True, extras: str = "test",
             ensure_ovs()
         if _stop_requested():
             _interrupted()
-        # orig_argv keeps `-m module` and interpreter flags, so `python -m sim` works too
+        # orig_argv keeps `-m module` and interpreter flags, so `python -m fogsdn.sim` works too
         argv = [str(VENV_PY), *sys.orig_argv[1:]]
         if stop_signals_caught():  # the script catches them again at its first line
             exec_with_stop_signals_held(str(VENV_PY), argv)

@@ -18,9 +18,9 @@ import bootstrap  # first run: set-up; outside .venv: re-run inside it
 
 bootstrap.bootstrap(needs_network_stack=False, extras="")
 
-from nodes.ncs.selection import SelectionError  # noqa: E402
-from sim.city_study import SPREAD_METRICS, draw_spread  # noqa: E402
-from topologies.city_net import CityStudyError, load_city_study  # noqa: E402
+from fogsdn.city.event_model import SPREAD_METRICS, draw_spread  # noqa: E402
+from fogsdn.city.study_spec import CityStudyError, load_city_study  # noqa: E402
+from fogsdn.nodes.ncs.selection import SelectionError  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

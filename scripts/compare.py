@@ -12,8 +12,8 @@ import bootstrap  # first run: set-up; outside .venv: re-run inside it
 
 bootstrap.bootstrap(needs_network_stack=False, extras="")
 
-from analysis.compare import compare_run  # noqa: E402
-from fogsdn.scenario import ScenarioError  # noqa: E402
+from fogsdn.core.scenario import ScenarioError  # noqa: E402
+from fogsdn.measure.compare import compare_run  # noqa: E402
 
 
 def merge_unfinished(run_dir: Path, clients: list[str]) -> None:
@@ -21,9 +21,9 @@ def merge_unfinished(run_dir: Path, clients: list[str]) -> None:
     run crashed, so that its numbers are kept but never set beside the model."""
     import json
 
-    from analysis.metrics import measured_summary
-    from fogsdn.scenario import load_scenario
-    from runner.results import merge_traces
+    from fogsdn.core.scenario import load_scenario
+    from fogsdn.live.results import merge_traces
+    from fogsdn.measure.metrics import measured_summary
 
     sc = load_scenario(run_dir / "scenario.yaml")
     rows = merge_traces(run_dir, clients)

@@ -18,8 +18,8 @@ import bootstrap  # first run: set-up; outside .venv: re-run inside it
 
 bootstrap.bootstrap(needs_network_stack=False, extras="")
 
-from topologies.city_layout import LayoutError, parse_trace  # noqa: E402
-from topologies.mobility_traces import (  # noqa: E402
+from fogsdn.city.layout import LayoutError, parse_trace  # noqa: E402
+from fogsdn.city.mobility_traces import (  # noqa: E402
     FCD_KINDS,
     FORMATS,
     ConvertOptions,

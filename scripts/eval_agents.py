@@ -5,7 +5,7 @@
         [--policies ...] [--sweep A ...] [--json FILE] [--executor {process,ray,serial}]
     sudo python scripts/eval_agents.py --engine emulate --seeds 1 --duration 15 [...]
 
-The study `runner.agent_study` on the study driver, one point per (policy, seed); a
+The study `fogsdn.studies.agent_study` on the study driver, one point per (policy, seed); a
 failed run is reported and the others go on (exit 1). Its JSON: docs/reproduction.md.
 """
 
@@ -23,9 +23,9 @@ _RAY = any(a in ("ray", "--executor=ray") for a in sys.argv[1:])
 bootstrap.bootstrap(needs_network_stack=_ENGINE == "emulate", extras="sweep" if _RAY else "")
 ROOT = bootstrap.ROOT
 
-from fogsdn.scenario import ScenarioError, load_scenario  # noqa: E402
-from runner.agent_study import POLICIES, AgentStudy, default_policies  # noqa: E402
-from runner.study import StudyError, run_study  # noqa: E402
+from fogsdn.core.scenario import ScenarioError, load_scenario  # noqa: E402
+from fogsdn.studies.agent_study import POLICIES, AgentStudy, default_policies  # noqa: E402
+from fogsdn.studies.study import StudyError, run_study  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

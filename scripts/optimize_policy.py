@@ -24,8 +24,10 @@ import bootstrap  # first run: set-up; outside .venv: re-run inside it
 
 bootstrap.bootstrap(needs_network_stack=False, extras="")
 
-from analysis.objective import ObjectiveError, evaluate, parse_constraint, parse_expr  # noqa: E402
-from analysis.optimal_policy import (  # noqa: E402
+from fogsdn.core.scenario import ScenarioError, load_scenario  # noqa: E402
+from fogsdn.core.summary import json_safe  # noqa: E402
+from fogsdn.exact.objective import ObjectiveError, evaluate, parse_constraint, parse_expr  # noqa: E402
+from fogsdn.exact.optimal_policy import (  # noqa: E402
     OptimalPolicy,
     OptimizeError,
     baselines,
@@ -35,9 +37,7 @@ from analysis.optimal_policy import (  # noqa: E402
     prediction_figures,
     table_policy_class,
 )
-from analysis.policy_chain import predict_policy  # noqa: E402
-from fogsdn.scenario import ScenarioError, load_scenario  # noqa: E402
-from fogsdn.summary import json_safe  # noqa: E402
+from fogsdn.exact.policy_chain import predict_policy  # noqa: E402
 
 SHOWN = ("W", "blocking", "outage", "N", "throughput")
 

@@ -3,7 +3,7 @@
 
     python scripts/plot_agents.py docs/figures/learning/eval_simulate.json \
         docs/figures/learning/eval_emulate.json --out docs/figures/learning/pareto.png \
-        [--curve agents/weights/dqn_multipath_power.pt.curve.csv]
+        [--curve fogsdn/agents/weights/dqn_multipath_power.pt.curve.csv]
 
 Each JSON is `scripts/eval_agents.py --json` output; what it draws: docs/reproduction.md.
 """

@@ -5,7 +5,7 @@
     python scripts/predict.py --scenario scenarios/default.yaml [--json]
     python scripts/predict.py --scenario FILE --optimum all.W --subject-to "hp.W<=2.4"
     python scripts/predict.py --scenario scenarios/default.yaml --printed  # beside the
-        # seed's chain as printed (its eqs. 1-10: analysis/printed_chain.py)
+        # seed's chain as printed (its eqs. 1-10: fogsdn/exact/printed_chain.py)
 
 With --scenario, any state-based policy gets the chain built from the policy object
 (docs/model.md); a state space too large to solve here in a minute is refused.
@@ -22,17 +22,17 @@ import bootstrap  # first run: set-up; outside .venv: re-run inside it
 
 bootstrap.bootstrap(needs_network_stack=False, extras="")
 
-from analysis.class_prediction import ModelError  # noqa: E402
-from analysis.comparison import predicted_power_block  # noqa: E402
-from analysis.ctmc import ModelParams, predict  # noqa: E402
-from analysis.model_params import (  # noqa: E402
+from fogsdn.core.scenario import Scenario, ScenarioError, load_scenario  # noqa: E402
+from fogsdn.core.summary import json_safe  # noqa: E402
+from fogsdn.exact.class_prediction import ModelError  # noqa: E402
+from fogsdn.exact.ctmc import ModelParams, predict  # noqa: E402
+from fogsdn.exact.model_params import (  # noqa: E402
     OutsideModel,
     capacity_mean_prediction,
     timed_prediction,
 )
-from analysis.network import network_share  # noqa: E402
-from fogsdn.scenario import Scenario, ScenarioError, load_scenario  # noqa: E402
-from fogsdn.summary import json_safe  # noqa: E402
+from fogsdn.exact.network import network_share  # noqa: E402
+from fogsdn.measure.comparison import predicted_power_block  # noqa: E402
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -75,8 +75,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 def optimum_block(sc: object, pred: object, ns: argparse.Namespace) -> dict[str, object]:
     """The optimum for --optimum/--subject-to and this policy's distance from it; where
     the optimiser cannot (too many states, infeasible), why, beside the prediction."""
-    from analysis.objective import evaluate, parse_constraint, parse_expr
-    from analysis.optimal_policy import OptimizeError, optimize, prediction_figures
+    from fogsdn.exact.objective import evaluate, parse_constraint, parse_expr
+    from fogsdn.exact.optimal_policy import OptimizeError, optimize, prediction_figures
 
     objective = parse_expr(ns.optimum)
     constraints = tuple(parse_constraint(c) for c in ns.subject_to)
@@ -165,7 +165,7 @@ def table(d: dict[str, object], head: str) -> str:
 
 def _size_based(ns: argparse.Namespace) -> int | None:
     """Size-based scenarios (seed 002b): per-host M/G/1; None for any other scenario."""
-    from analysis.size_compare import is_size_scenario, predict_scenario
+    from fogsdn.measure.size_compare import is_size_scenario, predict_scenario
 
     if ns.scenario is None:
         return None
@@ -210,8 +210,8 @@ def _capacity_mean(sc: Scenario, as_json: bool) -> int:
 
 
 def _printed(ns: argparse.Namespace) -> int:
-    """Our exact W beside the seed's chain as printed (analysis/printed_chain.py)."""
-    from analysis.printed_chain import LABEL, SHOWN, OutsidePrintedModel, printed_figures
+    """Our exact W beside the seed's chain as printed (fogsdn/exact/printed_chain.py)."""
+    from fogsdn.exact.printed_chain import LABEL, SHOWN, OutsidePrintedModel, printed_figures
 
     if ns.scenario is None:
         return bootstrap.fail("predict.py: error: --printed needs --scenario")
@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
             return done
         if ns.scenario is not None:
             if ns.policy_module:
-                from controller.policies.resolve import resolve_scenario
+                from fogsdn.policies.resolve import resolve_scenario
 
                 sc = resolve_scenario(ns.scenario, policy_module=ns.policy_module)
             else:

@@ -25,13 +25,13 @@ import bootstrap
 bootstrap.bootstrap(needs_network_stack=False, extras="")
 ROOT = bootstrap.ROOT
 
-from analysis.model_params import capacity_mean_prediction, exact_prediction  # noqa: E402
-from analysis.printed_chain import LABEL, SHOWN, all_readings, printed_figures  # noqa: E402
-from analysis.seed000_claims import CLAIMS, POINTS, evaluate, lookup, needed, verdict  # noqa: E402
-from fogsdn.scenario import Scenario, load_scenario  # noqa: E402
-from fogsdn.summary import json_safe  # noqa: E402
-from sim.runner import run_simulation  # noqa: E402
-from sim.seed003_claims import interval  # noqa: E402
+from fogsdn.city.claims import interval  # noqa: E402
+from fogsdn.core.scenario import Scenario, load_scenario  # noqa: E402
+from fogsdn.core.summary import json_safe  # noqa: E402
+from fogsdn.exact.model_params import capacity_mean_prediction, exact_prediction  # noqa: E402
+from fogsdn.exact.printed_chain import LABEL, SHOWN, all_readings, printed_figures  # noqa: E402
+from fogsdn.measure.seed000_claims import CLAIMS, POINTS, evaluate, lookup, needed, verdict  # noqa: E402
+from fogsdn.sim.runner import run_simulation  # noqa: E402
 
 BEGIN, END = "<!-- seed000-claims:begin -->", "<!-- seed000-claims:end -->"
 DRAWN = {"nodes.fn.capacity": {"uniform": [17, 23]}, "nodes.ofn1.capacity": {"uniform": [7, 13]}}

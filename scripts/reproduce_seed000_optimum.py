@@ -26,11 +26,11 @@ ROOT = bootstrap.ROOT
 
 from reproduce_seed000_claims import publish, table_args  # noqa: E402
 
-from analysis.figures import draw_sweep  # noqa: E402
-from analysis.seed000_optimum import OBJECTIVE, point_optimum  # noqa: E402
-from fogsdn.csv_rows import read_csv_rows  # noqa: E402
-from fogsdn.scenario import load_scenario  # noqa: E402
-from runner.sweep import aggregate, exact_curves, plan  # noqa: E402
+from fogsdn.core.csv_rows import read_csv_rows  # noqa: E402
+from fogsdn.core.scenario import load_scenario  # noqa: E402
+from fogsdn.exact.seed000_optimum import OBJECTIVE, point_optimum  # noqa: E402
+from fogsdn.measure.figures import draw_sweep  # noqa: E402
+from fogsdn.studies.sweep import aggregate, exact_curves, plan  # noqa: E402
 
 FIGURES = ("4a", "4b", "5a", "5b")  # 6a, 6b: the points of 4a, 4b
 MARKERS = ("<!-- seed000-optimum:begin -->", "<!-- seed000-optimum:end -->")

@@ -20,15 +20,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def claims_main(argv: list[str]) -> int:
     sys.path.insert(0, str(ROOT))
-    from runner.seed003_claims_run import (
+    from fogsdn.city.claims_run import (
         ClaimsRun,
         claims_table,
         inert_switches,
         run_claims,
         write_outputs,
     )
-    from sim.seed003_presets import PRESETS
-    from topologies.city_net import CityStudyError, load_city_study
+    from fogsdn.city.presets import PRESETS
+    from fogsdn.city.study_spec import CityStudyError, load_city_study
 
     ap = argparse.ArgumentParser(description="seed 003 claims table (simulate only)")
     ap.add_argument("--preset", required=True)

@@ -8,7 +8,7 @@
     sudo python scripts/run_testbed.py --clean     # remove leftovers of crashed runs
 
 The first run sets up what is missing (apt packages, .venv, Open vSwitch); the command
-itself is `runner.cli` (`fogsdn-run` once installed).
+itself is `fogsdn.cli.run_command` (`fogsdn-run` once installed).
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from fogsdn.processes import catch_stop_signals  # noqa: E402 (standard library only)
+from fogsdn.core.processes import catch_stop_signals  # noqa: E402 (standard library only)
 
 catch_stop_signals()  # first: a Ctrl-C from here on is a flag every phase checks
 
 import bootstrap  # noqa: E402 (the set-up itself waits for the arguments)
 
-from runner.cli import main as run  # noqa: E402 (standard library only)
-from runner.cli import parse_args  # noqa: E402
+from fogsdn.cli.run_command import main as run  # noqa: E402 (standard library only)
+from fogsdn.cli.run_command import parse_args  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

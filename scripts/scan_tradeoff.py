@@ -18,8 +18,8 @@ bootstrap.bootstrap(needs_network_stack=False, extras="")
 
 import numpy as np  # noqa: E402
 
-from agents.env import SimRoutingEnv  # noqa: E402
-from fogsdn.scenario import ScenarioError, load_scenario  # noqa: E402
+from fogsdn.agents.env import SimRoutingEnv  # noqa: E402
+from fogsdn.core.scenario import ScenarioError, load_scenario  # noqa: E402
 
 
 def measure(env: SimRoutingEnv, weights: tuple[float, ...], seeds: list[int]

@@ -2,9 +2,9 @@
 
     python scripts/train_agent.py [--agent dqn|rnn] [--scenario scenarios/multipath_power.yaml]
         [--steps 3000] [--rt-weight A] [--epoch-requests 100] [--epochs 50] [--seed 0]
-        [--out agents/weights/dqn_multipath_power.pt]
+        [--out fogsdn/agents/weights/dqn_multipath_power.pt]
     python scripts/train_agent.py --agent path_rnn --scenario scenarios/seed002a.yaml
-        [--runs 20] [--seed 0] [--out agents/weights/path_rnn_seed002a.json]
+        [--runs 20] [--seed 0] [--out fogsdn/agents/weights/path_rnn_seed002a.json]
 
 What it prints and writes: docs/reproduction.md; the agents: docs/learning.md.
 """
@@ -23,18 +23,18 @@ bootstrap.bootstrap(needs_network_stack=False, extras="rl")
 
 import numpy as np  # noqa: E402
 
-from agents.dqn import DEMOTE_LEVELS, DqnConfig, EpisodeLog, train_dqn, weight_menu  # noqa: E402
-from agents.env import Obs, SimRoutingEnv  # noqa: E402
-from agents.train_rnn import train_path_rnn, train_rnn  # noqa: E402
-from controller.learner_reports import curve_text  # noqa: E402
-from controller.policies.paths import (  # noqa: E402
+from fogsdn.agents.dqn import DEMOTE_LEVELS, DqnConfig, EpisodeLog, train_dqn, weight_menu  # noqa: E402
+from fogsdn.agents.env import Obs, SimRoutingEnv  # noqa: E402
+from fogsdn.agents.train_rnn import train_path_rnn, train_rnn  # noqa: E402
+from fogsdn.controller.learner_reports import curve_text  # noqa: E402
+from fogsdn.core.scenario import Scenario, ScenarioError, load_scenario  # noqa: E402
+from fogsdn.policies.paths import (  # noqa: E402
     RT_REFS,
     RULES,
     PathRnn,
     saved_path_rnn,
     warm_start_file,
 )
-from fogsdn.scenario import Scenario, ScenarioError, load_scenario  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 EVAL_SEEDS = (1000, 1001, 1002)
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
             {} if ns.rt_weight is None else {"rt_weight": ns.rt_weight})
         return train_path(scenario, params, ns.runs, ns.seed,
                           ns.out or ROOT / warm_start_file(scenario.name))
-    out = ns.out or Path("agents/weights") / f"{ns.agent}_{scenario.name}.pt"
+    out = ns.out or Path("fogsdn/agents/weights") / f"{ns.agent}_{scenario.name}.pt"
     env = SimRoutingEnv(scenario, epoch_requests=ns.epoch_requests, epochs=ns.epochs,
                         rt_weight=ns.rt_weight)
     meta = {"scenario": scenario.name, "rt_weight": env.rt_weight,

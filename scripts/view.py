@@ -22,8 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port", type=int, default=8080, help="0: any free port")
     ap.add_argument("--host", default="127.0.0.1")
     a = ap.parse_args(argv)
-    from runner.view_replay import ReplaySource
-    from runner.view_server import ViewServer
+    from fogsdn.view.replay import ReplaySource
+    from fogsdn.view.server import ViewServer
 
     run = Path(a.run)
     for need in ("scenario.yaml", "trace.csv"):

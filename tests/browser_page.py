@@ -52,8 +52,8 @@ def chromium_page(base_url: str, width: int = 1280, height: int = 960
 @contextmanager
 def replay_page(folder: Any) -> Iterator[tuple[WatchedPage, str]]:
     """scripts/view.py's page over a run folder, loaded: (the page, the server's url)."""
-    from runner.view_replay import ReplaySource
-    from runner.view_server import ViewServer
+    from fogsdn.view.replay import ReplaySource
+    from fogsdn.view.server import ViewServer
 
     server = ViewServer(ReplaySource.of(folder), 0)
     server.start()

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from runner.cleanup import RunRecord
+    from fogsdn.live.cleanup import RunRecord
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # rigs/ (fakes and probes for tests) is not installed
+sys.path.insert(0, str(ROOT))  # tools/rigs/ (fakes and probes for tests) is not installed
 sys.path.insert(0, str(ROOT / "scripts"))
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
@@ -124,7 +124,7 @@ def wait_until(ready: Callable[[], bool], what: str, timeout_s: float = READY_TI
 def wait_for_worker(proc: subprocess.Popen[Any], control: Path) -> None:
     """A worker process is serving once its control socket answers `stats` (its TCP
     port listens before that); fail at once if it exited instead."""
-    from nodes.worker import control_request
+    from fogsdn.nodes.worker import control_request
 
     def answers() -> bool:
         if proc.poll() is not None:
@@ -232,7 +232,7 @@ def start_runner(tmp_path: Path, name: str, load_s: float, *args: str, **over: A
                  ) -> tuple[subprocess.Popen[bytes], Path]:
     """`run_testbed.py` on a 40 s scenario (time scale 20; `over` overrides it), returned
     once its clients have sent for `load_s` seconds."""
-    from fogsdn.scenario import parse_scenario
+    from fogsdn.core.scenario import parse_scenario
 
     base: dict[str, Any] = {"time_scale": 20.0, "duration_ms": 2000}
     sc = parse_scenario(scenario_dict(name=name, **(base | over)))
@@ -257,7 +257,7 @@ def wait_for_run_to_die(rec: RunRecord) -> None:
     """Every process of a run (a `RunRecord`) whose runner was killed has gone: clients
     get INTERRUPT_GRACE_S (2 s) to record what they had in flight; one left after 15 s
     did not die with the runner."""
-    from runner.cleanup import ours_alive
+    from fogsdn.live.cleanup import ours_alive
 
     def alive() -> list[str]:
         return [label for label, (pid, st) in rec.pids.items() if ours_alive(pid, st)]
@@ -266,6 +266,6 @@ def wait_for_run_to_die(rec: RunRecord) -> None:
 
 
 def _runs_dir() -> Path:
-    from runner.cleanup import RUNS_DIR
+    from fogsdn.live.cleanup import RUNS_DIR
 
     return RUNS_DIR

@@ -1,6 +1,6 @@
 """A small fake of OVS's tables for the pipeline's unit tests: packets in, ports out.
 
-It interprets `controller.pipeline` flows the way OVS does for what the pipeline uses:
+It interprets `fogsdn.controller.pipeline` flows the way OVS does for what the pipeline uses:
 highest-priority match per table, apply-actions in order, goto forward, select groups,
 and one conntrack table shared by every bridge (as in OVS's userspace datapath) with
 commit + dst-NAT and the reverse NAT of replies.
@@ -14,8 +14,8 @@ from typing import Any
 
 import networkx as nx
 
-from controller.flow_tables import TABLE_DISPATCH
-from controller.pipeline import (
+from fogsdn.controller.flow_tables import TABLE_DISPATCH
+from fogsdn.controller.pipeline import (
     CT_NEW_TRK,
     ETH_IPV4,
     AnswerArp,

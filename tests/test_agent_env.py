@@ -11,9 +11,9 @@ import pytest
 from conftest import ROOT, scenario_dict
 from gymnasium.utils.env_checker import check_env
 
-from agents.env import SimRoutingEnv
-from fogsdn.scenario import parse_scenario
-from models.rnn_learner import RnnLearner
+from fogsdn.agents.env import SimRoutingEnv
+from fogsdn.core.scenario import parse_scenario
+from fogsdn.models.rnn_learner import RnnLearner
 
 SCENARIO: dict[str, Any] = {
     "name": "envtest", "seed": 3, "duration_ms": 1e9, "warmup_ms": 0, "timeout_ms": 50,
@@ -119,7 +119,7 @@ def test_the_seeds_learner_finds_the_best_node_through_the_env() -> None:
 
 
 def test_reward_is_one_over_the_goal_and_the_observation_carries_power_and_paths() -> None:
-    from fogsdn.scenario import load_scenario
+    from fogsdn.core.scenario import load_scenario
 
     env = SimRoutingEnv(load_scenario(ROOT / "scenarios" / "multipath_power.yaml"),
                         epoch_requests=100, epochs=3)

@@ -12,8 +12,8 @@ from pathlib import Path
 import bench_controller as bc
 import pytest
 
-import rigs.fake_switch as fs
-from fogsdn.fabric import Fabric
+import tools.rigs.fake_switch as fs
+from fogsdn.core.fabric import Fabric
 
 PACKET_INS = 50
 UPDATES = 20

@@ -8,7 +8,7 @@ import math
 import bench_kill_timer as bk
 import pytest
 
-from fogsdn.trace import Outcome, TraceRow
+from fogsdn.core.trace import Outcome, TraceRow
 
 
 def test_lateness_of_killed_tasks_is_measured() -> None:

@@ -14,8 +14,13 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from nodes.ncs.meridian import MeridianConfig
-from rigs.ncs_accuracy import MatrixError, check_matrix, meridian_and_random, vivaldi_median_error
+from fogsdn.nodes.ncs.meridian import MeridianConfig
+from tools.rigs.ncs_accuracy import (
+    MatrixError,
+    check_matrix,
+    meridian_and_random,
+    vivaldi_median_error,
+)
 
 SEATTLE = Path(__file__).parent / "data" / "seattle99.npz"
 

@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from analysis.ctmc import predict
-from analysis.model_params import (
+from fogsdn.core.scenario import ScenarioError, load_scenario
+from fogsdn.core.streams import draw_capacities
+from fogsdn.exact.ctmc import predict
+from fogsdn.exact.model_params import (
     OutsideModel,
     capacity_mean_prediction,
     exact_prediction,
     model_params_from_scenario,
 )
-from fogsdn.scenario import ScenarioError, load_scenario
-from fogsdn.streams import draw_capacities
-from sim.runner import replicate
+from fogsdn.sim.runner import replicate
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -13,23 +13,23 @@ from typing import Any
 import pytest
 from conftest import ROOT
 
-from fogsdn.routing import path_links, shortest_path
-from fogsdn.scenario import scenario_graph
-from nodes.city_client import CityClient
-from nodes.city_fog import MERIDIAN_PORT, CityConfig, FogInfo, FogNode, MemberBoard
-from nodes.city_meridian import Ping, query_message
-from nodes.ncs.vivaldi import Coordinate
-from runner.city_live import Mobility, live_scenario, start_positions
-from runner.study_cli import declared_study
-from runner.study_cli import main as study_main
-from sim.city_output import live_metrics
-from topologies.city_latency import LatencyParams, latency_ms, load_ms, processing_ms
-from topologies.city_net import (
+from fogsdn.city.fog_daemon import MERIDIAN_PORT, CityConfig, FogInfo, FogNode, MemberBoard
+from fogsdn.city.geo_latency import LatencyParams, latency_ms, load_ms, processing_ms
+from fogsdn.city.live_run import Mobility, live_scenario, start_positions
+from fogsdn.city.meridian_node import Ping, query_message
+from fogsdn.city.mobile_client import CityClient
+from fogsdn.city.sim_output import live_metrics
+from fogsdn.city.study_spec import (
     CityStudy,
     CityStudyError,
     fog_access_ms,
     load_city_study,
 )
+from fogsdn.cli.study_command import declared_study
+from fogsdn.cli.study_command import main as study_main
+from fogsdn.core.routing import path_links, shortest_path
+from fogsdn.core.scenario import scenario_graph
+from fogsdn.nodes.ncs.vivaldi import Coordinate
 
 P = LatencyParams()
 
@@ -411,7 +411,7 @@ def test_the_clis_recognise_a_city_study(tmp_path: Path, entry: str) -> None:
                  "full_scale: {fog_nodes: 4, total_slots: 12, duration_s: 10, ratios: [0.5]}\n")
     out = tmp_path / "out"
     if entry == "run_testbed":
-        from runner.cli import main as cli_main
+        from fogsdn.cli.run_command import main as cli_main
 
         rc = cli_main(["--scenario", str(f), "--engine", "simulate", "--out", str(out),
                        "--quiet"])
@@ -424,7 +424,7 @@ def test_the_clis_recognise_a_city_study(tmp_path: Path, entry: str) -> None:
 
 def test_a_bad_study_is_one_line_from_the_cli(tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
-    from runner.cli import main as cli_main
+    from fogsdn.cli.run_command import main as cli_main
 
     f = tmp_path / "c.yaml"
     f.write_text("study: city\nname: bad\nratios: [0]\n")
@@ -451,7 +451,7 @@ def test_live_and_simulated_clients_walk_the_same_streets() -> None:
     """The live runner moves every client each tick; the simulator moves one at its own
     steps, between other clients' draws: each client's walk has its own draws, so where
     it is at a given time is the same in both (and in every selector's run)."""
-    from sim.city_study import CitySimulation
+    from fogsdn.city.event_model import CitySimulation
 
     st = _study(fog_nodes=4, total_slots=20, ratios=[0.5], mobility={"kind": "waypoint"})
     live = Mobility(st, st.layout(), 10)

@@ -1,4 +1,4 @@
-"""The fog daemons' Meridian (nodes/city_meridian.py) over a fake network: the query
+"""The fog daemons' Meridian (fogsdn/city/meridian_node.py) over a fake network: the query
 forwarded between agents gives what the pure overlay gives, with the same messages."""
 
 from __future__ import annotations
@@ -12,19 +12,19 @@ from typing import Any
 import numpy as np
 import pytest
 
-from nodes.city_meridian import (
+from fogsdn.city.meridian_node import (
     AgentTiming,
     MeridianAgent,
     Ping,
     Send,
     query_message,
 )
-from nodes.ncs.meridian import MeridianConfig, MeridianOverlay, Messages, matrix_measure
+from fogsdn.nodes.ncs.meridian import MeridianConfig, MeridianOverlay, Messages, matrix_measure
 
 CLIENT_PROBE = ("10.9.0.1", 7000)
 CLIENT_REPLY = ("10.9.0.1", 5000)
 
-# the wire kinds of one Meridian query (nodes.city_meridian)
+# the wire kinds of one Meridian query (fogsdn.city.meridian_node)
 QUERY_KINDS = ("m_query", "m_ask", "m_answer", "m_result", "m_probe")
 
 

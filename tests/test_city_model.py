@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from topologies.city_latency import (
+from fogsdn.city.geo_latency import (
     LatencyModelError,
     LatencyParams,
     bandwidth_gbps,
@@ -18,7 +18,7 @@ from topologies.city_latency import (
     static_ms,
     transmission_ms,
 )
-from topologies.city_layout import (
+from fogsdn.city.layout import (
     LayoutError,
     WaypointParams,
     advance,

@@ -12,22 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from fogsdn.scenario import scenario_graph
-from fogsdn.topology import HostSpec, build_graph, host_address
-from nodes.city_fog import CityConfig
-from runner.city_live import live_scenario, start_positions
-from runner.proc_memory import (
-    MemoryPeak,
-    descendants,
-    parse_stat_cpu_ticks,
-    parse_stat_ppid,
-    parse_status_kb,
-    process_kind,
-    tree_memory_kb,
-)
-from sim.city_study import CitySimulation
-from topologies.city_latency import latency_ms, path_km, processing_ms
-from topologies.city_net import (
+from fogsdn.city.event_model import CitySimulation
+from fogsdn.city.fog_daemon import CityConfig
+from fogsdn.city.geo_latency import latency_ms, path_km, processing_ms
+from fogsdn.city.live_run import live_scenario, start_positions
+from fogsdn.city.study_spec import (
     STAR_CLIENTS_PER_SWITCH,
     STAR_PORTS_PER_SWITCH,
     CityStudy,
@@ -37,7 +26,18 @@ from topologies.city_net import (
     load_city_study,
     star_peer_delays,
 )
-from topologies.mininet_net import shaped_links
+from fogsdn.core.scenario import scenario_graph
+from fogsdn.core.topology import HostSpec, build_graph, host_address
+from fogsdn.live.proc_memory import (
+    MemoryPeak,
+    descendants,
+    parse_stat_cpu_ticks,
+    parse_stat_ppid,
+    parse_status_kb,
+    process_kind,
+    tree_memory_kb,
+)
+from fogsdn.netem.mininet_net import shaped_links
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -109,7 +109,7 @@ def test_host_addresses_past_the_first_block() -> None:
     assert [host_address(i) for i in (1, 249, 250, 498, 499)] == \
         ["10.0.0.1", "10.0.0.249", "10.0.1.1", "10.0.1.249", "10.0.2.1"]
     hosts = [HostSpec("f", "fn")] + [HostSpec(f"c{k}", "client") for k in range(1, 201)]
-    from fogsdn.topology import TopologySpec
+    from fogsdn.core.topology import TopologySpec
     spec = TopologySpec(kind="graph", switches=("s0", "s1", "s2", "s3", "s4", "s5", "s6"),
                         links=tuple({"a": "s0", "b": f"s{j}"} for j in range(1, 7)),
                         hosts={"f": "s0"} | {f"c{k}": f"s{1 + (k - 1) // 40}"
@@ -152,7 +152,7 @@ def test_memory_of_a_process_tree() -> None:
     assert rss > 10_000 and n >= 1
     line = "9 (x y) S 1 9 9 0 -1 4194560 100 0 0 0 250 31 0 0 20 0 1 0 5 0 0"
     assert parse_stat_cpu_ticks(line) == 281
-    assert process_kind("python -m nodes.city_client --name c1") == "clients"
+    assert process_kind("python -m fogsdn.city.mobile_client --name c1") == "clients"
     assert process_kind("build/linkem/linkem_relay ctl a b") == "link relays"
     assert process_kind("bash --norc") == "runner and other"
     peak = MemoryPeak(os.getpid())

@@ -1,6 +1,6 @@
 """Seed 003's live city in the view (issue 21): the state document built from the
-runner's positions and the daemons' and clients' state files (runner.city_view_state),
-and its adapter served over loopback (runner.city_view): the map, each client's chosen
+runner's positions and the daemons' and clients' state files (fogsdn.city.map_state),
+and its adapter served over loopback (fogsdn.city.map_view): the map, each client's chosen
 node, the coordinates, writes refused."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from nodes.city_client import client_status_path
-from runner.city_view import CityNow, CityView
-from runner.city_view_state import city_state_document
-from runner.view_server import ViewServer
-from topologies.city_layout import CityLayout, FogSite
+from fogsdn.city.layout import CityLayout, FogSite
+from fogsdn.city.map_state import city_state_document
+from fogsdn.city.map_view import CityNow, CityView
+from fogsdn.city.mobile_client import client_status_path
+from fogsdn.view.server import ViewServer
 
 LAYOUT = CityLayout(side_m=1500.0, towers=((100.0, 200.0), (1400.0, 900.0), (700.0, 50.0)),
                     fog_nodes=(FogSite("f1", (100.0, 200.0), 6),

@@ -52,11 +52,11 @@ def test_duration_is_seconds_of_live_load_in_every_cli(tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]
                                                       ) -> None:
     """`--duration 1` at the default time scale (5 real ms per model ms) is 200 model ms,
-    in `python -m sim` as in run_testbed.py; `--model-ms` states model time directly.
-    (`python -m sim` runs as a process in test_sim_engine.)"""
+    in `python -m fogsdn.sim` as in run_testbed.py; `--model-ms` states model time directly.
+    (`python -m fogsdn.sim` runs as a process in test_sim_engine.)"""
     import json
 
-    from sim.__main__ import main as sim_main
+    from fogsdn.sim.__main__ import main as sim_main
 
     for flag, value, want in (("--duration", "1", 200.0), ("--model-ms", "150", 150.0)):
         out = tmp_path / flag.strip("-")
@@ -98,7 +98,7 @@ def test_the_set_up_parses_its_arguments_before_anything_is_installed() -> None:
         "        raise ModuleNotFoundError(f'No module named {name!r} (not installed yet)')\n"
         "sys.meta_path.insert(0, Fresh())\n"
         f"sys.path[:0] = [{str(ROOT / 'scripts')!r}, {str(ROOT)!r}]\n"
-        "from runner.cli import parse_args\n"
+        "from fogsdn.cli.run_command import parse_args\n"
         "a = parse_args(['--view', '--duration', '5'])\n"
         "import bootstrap\n"
         "print(a.engine, a.view, a.rt_sample)\n")

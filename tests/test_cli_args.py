@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fogsdn.cli_args import ArgumentError, duration_span_ms, require_count
+from fogsdn.core.cli_args import ArgumentError, duration_span_ms, require_count
 
 
 def test_duration_spans_model_ms_at_the_time_scale() -> None:

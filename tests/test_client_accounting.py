@@ -12,9 +12,9 @@ from pathlib import Path
 from conftest import scenario_dict
 from test_worker import _free_port, worker  # noqa: F401 (fixture)
 
-from fogsdn.scenario import parse_scenario
-from fogsdn.trace import Outcome, TraceWriter, read_trace
-from nodes.client import Client
+from fogsdn.core.scenario import parse_scenario
+from fogsdn.core.trace import Outcome, TraceWriter, read_trace
+from fogsdn.nodes.client import Client
 
 
 def _run_client(tmp_path: Path, port: int, interrupt_after: float | None = None,

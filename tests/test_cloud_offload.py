@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, call_main
 
-from analysis.model_params import exact_prediction
-from analysis.network import network_share
-from controller.policies import make_policy
-from controller.policies.base import ClusterView, NodeView
-from fogsdn.scenario import PolicySpec, Role, TaskClass, load_scenario
-from sim.runner import run_simulation
+from fogsdn.core.scenario import PolicySpec, Role, TaskClass, load_scenario
+from fogsdn.exact.model_params import exact_prediction
+from fogsdn.exact.network import network_share
+from fogsdn.policies import make_policy
+from fogsdn.policies.base import ClusterView, NodeView
+from fogsdn.sim.runner import run_simulation
 
 SCENARIO = ROOT / "scenarios" / "seed000_cloud.yaml"
 CLOUD_NET_MS = 10.0  # 2.5 model ms each way on the cloud's link, two round trips

@@ -19,9 +19,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, assert_clean, footprint, start_runner, wait_for_run_to_die
 
-from fogsdn.scenario import ScenarioError, parse_scenario
-from nodes.container import in_cgroup, kept_under_private, needed_dirs
-from runner.cgroups import (
+from fogsdn.core.scenario import ScenarioError, parse_scenario
+from fogsdn.live.cgroups import (
     RT_PERIOD_US,
     CgroupError,
     Layout,
@@ -30,6 +29,7 @@ from runner.cgroups import (
     remove_cgroup,
     rt_share,
 )
+from fogsdn.nodes.container import in_cgroup, kept_under_private, needed_dirs
 
 V1_SELF = "4:memory:/sandbox/x\n3:cpuacct:/\n2:cpu:/\n1:name=systemd:/\n0::/\n"
 
@@ -136,7 +136,7 @@ def _launch(cg: NodeCgroup, code: str, keep: Path | None = None
             ) -> subprocess.CompletedProcess[str]:
     joins = [a for f in cg.procs_files() for a in ("--join", f)]
     keeps = ["--keep", str(keep)] if keep else []
-    return subprocess.run([sys.executable, "-m", "nodes.container", "--name", "box", *joins,
+    return subprocess.run([sys.executable, "-m", "fogsdn.nodes.container", "--name", "box", *joins,
                            *keeps, "--", sys.executable, "-c", code],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
 
@@ -150,7 +150,7 @@ def test_container_namespaces_and_cpu_quota(tmp_path: Path) -> None:
     keep.mkdir(parents=True, exist_ok=True)
     try:
         code = ("import os, socket, threading, time\n"
-                "from nodes.cpu_work import kernel\n"
+                "from fogsdn.nodes.cpu_work import kernel\n"
                 "print(os.getpid(), socket.gethostname(), sorted(os.listdir('/run')),\n"
                 "      os.listdir('/tmp'), flush=True)\n"
                 f"open('{keep}/mark', 'w').write('x')\n"
@@ -186,10 +186,10 @@ def test_container_namespaces_and_cpu_quota(tmp_path: Path) -> None:
 
 @pytest.mark.emulation
 def test_a_thread_in_a_node_group_may_run_sched_fifo() -> None:
-    """What a worker's completion thread asks for (nodes/realtime.py), granted inside its
+    """What a worker's completion thread asks for (fogsdn/core/realtime.py), granted inside its
     node's group on this machine's cgroups, and refused without the group's budget where
     the kernel groups real-time time."""
-    code = ("from nodes.realtime import go_realtime; import os\n"
+    code = ("from fogsdn.core.realtime import go_realtime; import os\n"
             "print(go_realtime(), os.sched_getscheduler(0) == os.SCHED_FIFO)")
     lay = Layout.detect()
     cg = NodeCgroup(lay, f"fogsdn-test{os.getpid()}-rt")
@@ -238,9 +238,9 @@ def test_worker_out_of_memory_is_reported_and_the_run_goes_on(tmp_path: Path) ->
     """The OFN (memory_mb 120) is told to hold 300 MB: the kernel kills it, the run
     names it and the cause, its requests are lost, the FN keeps answering, and the
     cgroups are gone afterwards."""
-    from fogsdn.trace import Outcome, read_trace
-    from nodes.worker import control_request
-    from runner.cleanup import RUNS_DIR, RunRecord
+    from fogsdn.core.trace import Outcome, read_trace
+    from fogsdn.live.cleanup import RUNS_DIR, RunRecord
+    from fogsdn.nodes.worker import control_request
 
     before, groups_before = footprint(), _fogsdn_cgroups()
     nodes = [{"name": "fn", "role": "fn", "mu": 1.0, "capacity": 20},
@@ -283,7 +283,7 @@ def test_worker_out_of_memory_is_reported_and_the_run_goes_on(tmp_path: Path) ->
 def test_a_killed_runs_cgroups_are_removed_by_clean(tmp_path: Path) -> None:
     """SIGKILL the runner: its workers die with it (parent-death signals through the
     launcher), its cgroups stay recorded, and `--clean` removes them."""
-    from runner.cleanup import RUNS_DIR, RunRecord
+    from fogsdn.live.cleanup import RUNS_DIR, RunRecord
 
     before, groups_before = footprint(), _fogsdn_cgroups()
     p, _ = start_runner(tmp_path, "killcg", 0.5)
@@ -306,7 +306,7 @@ def test_real_time_budget_waits_for_a_removed_group_to_return_its_share(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The kernel frees a removed group's real-time budget some ms after the rmdir, and
     refuses (EINVAL) a new group's meanwhile: the write is retried, not failed."""
-    from runner import cgroups
+    from fogsdn.live import cgroups
     d = tmp_path / "fogsdn-t-fn"
     d.mkdir()
     (d / "cpu.rt_runtime_us").write_text("0")
@@ -326,7 +326,7 @@ def test_real_time_budget_waits_for_a_removed_group_to_return_its_share(
 
 def test_real_time_budget_still_taken_names_the_groups_holding_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from runner import cgroups
+    from fogsdn.live import cgroups
     holder = tmp_path / "fogsdn-old-fn"
     holder.mkdir()
     (holder / "cpu.rt_runtime_us").write_text("70000")

@@ -1,9 +1,9 @@
 """What the os-ken adapter reads, without os-ken: the switch a datapath is
-(controller.pipeline.Topology.switch_of_dpid), a PortStatus made a link or node change
-(controller.cluster.port_change), the workers' answers made the live view
-(controller.cluster.loaded_view), a registration request read
-(controller.registration.availability_request) and answered over its Unix socket
-(fogsdn.local_rpc.serve_unix, answer_one)."""
+(fogsdn.controller.pipeline.Topology.switch_of_dpid), a PortStatus made a link or node change
+(fogsdn.controller.cluster.port_change), the workers' answers made the live view
+(fogsdn.controller.cluster.loaded_view), a registration request read
+(fogsdn.controller.registration.availability_request) and answered over its Unix socket
+(fogsdn.core.local_rpc.serve_unix, answer_one)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from conftest import ROOT, scenario_dict
 
-from controller.cluster import LinkState, loaded_view, port_change
-from controller.pipeline import Topology
-from controller.policies import initial_view
-from controller.registration import availability_request
-from fogsdn.local_rpc import answer_one, serve_unix, unix_call
-from fogsdn.scenario import load_scenario, parse_scenario, scenario_graph
+from fogsdn.controller.cluster import LinkState, loaded_view, port_change
+from fogsdn.controller.pipeline import Topology
+from fogsdn.controller.registration import availability_request
+from fogsdn.core.local_rpc import answer_one, serve_unix, unix_call
+from fogsdn.core.scenario import load_scenario, parse_scenario, scenario_graph
+from fogsdn.policies import initial_view
 
 SC = parse_scenario(scenario_dict())
 

@@ -7,15 +7,15 @@ import math
 import numpy as np
 import pytest
 
-from analysis.class_prediction import ModelError
-from analysis.ctmc import (
+from fogsdn.exact.class_prediction import ModelError
+from fogsdn.exact.ctmc import (
     ModelParams,
     build_chain,
     predict,
     service_rates,
     solve_stationary,
 )
-from analysis.linsolve import gth_dense, gth_levels
+from fogsdn.exact.linsolve import gth_dense, gth_levels
 
 BASE = dict(lam_hp=0.3, lam_lp=0.5, mu_f=1.0, mu_of=0.3, cap_f=20, cap_o=10,
             eta=1 / 3, xi=1 / 3)

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.compare import compare_run
-from analysis.ctmc import predict
-from analysis.metrics import measured_summary
-from analysis.model_params import model_params_from_scenario
-from fogsdn.scenario import load_scenario
-from fogsdn.trace import Outcome, TraceRow, read_trace, write_trace
+from fogsdn.core.scenario import load_scenario
+from fogsdn.core.trace import Outcome, TraceRow, read_trace, write_trace
+from fogsdn.exact.ctmc import predict
+from fogsdn.exact.model_params import model_params_from_scenario
+from fogsdn.measure.compare import compare_run
+from fogsdn.measure.metrics import measured_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,5 @@
-"""The seed 000 figure scenarios' exact curves (`runner.sweep.exact_curves`, a few points)."""
+"""The seed 000 figure scenarios' exact curves (`fogsdn.studies.sweep.exact_curves`, a
+few points)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fogsdn.scenario import load_scenario
-from runner.sweep import exact_curves, plan
+from fogsdn.core.scenario import load_scenario
+from fogsdn.studies.sweep import exact_curves, plan
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import call_main
 
-from analysis.model_params import OutsideModel, model_params_from_scenario
-from fogsdn.scenario import load_scenario
+from fogsdn.core.scenario import load_scenario
+from fogsdn.exact.model_params import OutsideModel, model_params_from_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT / "scenarios" / "default.yaml"
@@ -41,7 +41,7 @@ def test_outside_model(override: dict[str, object], reason: str) -> None:
 def test_two_ofns_or_a_cloud_are_outside() -> None:
     d = load_scenario(DEFAULT).to_dict()
     d["nodes"].append({"name": "ofn2", "role": "ofn", "mu": 0.3, "capacity": 10})
-    from fogsdn.scenario import parse_scenario
+    from fogsdn.core.scenario import parse_scenario
 
     with pytest.raises(OutsideModel, match="at most one OFN"):
         model_params_from_scenario(parse_scenario(d))

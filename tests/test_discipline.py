@@ -20,24 +20,8 @@ import numpy as np
 import pytest
 from conftest import merged, scenario_dict
 
-from analysis.ctmc import (
-    ModelParams,
-    Prediction,
-    availability_states,
-    routing,
-    solve_stationary,
-)
-from analysis.fidelity import replay
-from analysis.model_params import OutsideModel, exact_prediction
-from analysis.priority_chain import (
-    fn_class_service_stationary,
-    fn_class_stationary,
-    next_class,
-    tagged_component,
-)
-from analysis.response_time import ErlangMixture
-from fogsdn.local_rpc import recv_line
-from fogsdn.scenario import (
+from fogsdn.core.local_rpc import recv_line
+from fogsdn.core.scenario import (
     Discipline,
     Scenario,
     ScenarioError,
@@ -45,13 +29,29 @@ from fogsdn.scenario import (
     TaskClass,
     parse_scenario,
 )
-from fogsdn.trace import read_trace
-from nodes.protocol import TaskRequest
-from nodes.service_queue import ClassQueue, ServiceQueue
-from nodes.task_server import Worker
-from sim.engine import simulate
-from sim.rows import BLOCKED, LOST, OK
-from sim.runner import run_simulation
+from fogsdn.core.trace import read_trace
+from fogsdn.exact.ctmc import (
+    ModelParams,
+    Prediction,
+    availability_states,
+    routing,
+    solve_stationary,
+)
+from fogsdn.exact.model_params import OutsideModel, exact_prediction
+from fogsdn.exact.priority_chain import (
+    fn_class_service_stationary,
+    fn_class_stationary,
+    next_class,
+    tagged_component,
+)
+from fogsdn.exact.response_time import ErlangMixture
+from fogsdn.measure.fidelity import replay
+from fogsdn.models.service_queue import ClassQueue, ServiceQueue
+from fogsdn.nodes.protocol import TaskRequest
+from fogsdn.nodes.task_server import Worker
+from fogsdn.sim.engine import simulate
+from fogsdn.sim.rows import BLOCKED, LOST, OK
+from fogsdn.sim.runner import run_simulation
 
 # -- the pure queue ----------------------------------------------------------------------
 
@@ -563,7 +563,7 @@ def test_the_policy_chain_refuses_a_discipline() -> None:
 @pytest.mark.parametrize("discipline", ["round_robin", "priority", "priority_preemptive"])
 def test_the_fidelity_replay_of_a_simulated_trace_has_no_bias(tmp_path: Path,
                                                               discipline: str) -> None:
-    """The simulator's ordered node replayed through `ClassQueue` (analysis.fidelity, as
+    """The simulator's ordered node replayed through `ClassQueue` (fogsdn.measure.fidelity, as
     a live trace is) agrees with itself: what it measures is the emulation's own."""
     sc = _seed000(discipline, "drain", duration_ms=3000.0,
                   churn={"eta": 0.0, "xi": 0.0, "initial": "unavailable"})

@@ -12,8 +12,8 @@ import pytest
 from conftest import scenario_dict
 from test_agent_env import SCENARIO
 
-from agents.env import SimRoutingEnv
-from fogsdn.scenario import parse_scenario
+from fogsdn.agents.env import SimRoutingEnv
+from fogsdn.core.scenario import parse_scenario
 
 # torch is imported by the tests themselves: collecting this file (in every pytest-xdist
 # worker) then costs no torch import
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
 
 
 def test_weight_menu() -> None:
-    from agents.dqn import weight_menu
+    from fogsdn.agents.dqn import weight_menu
 
     assert weight_menu(1) == ((1.0,),)
     assert weight_menu(2) == ((1.0, 0.0), (0.0, 1.0), (1.0, 1.0))
@@ -31,8 +31,8 @@ def test_weight_menu() -> None:
 
 
 def test_trains_logs_and_round_trips(tmp_path: Path) -> None:
-    from agents.dqn import DqnAgent, DqnConfig, train_dqn
-    from agents.env import EpisodeLog
+    from fogsdn.agents.dqn import DqnAgent, DqnConfig, train_dqn
+    from fogsdn.agents.env import EpisodeLog
 
     env = SimRoutingEnv(parse_scenario(scenario_dict(**SCENARIO)), epoch_requests=50,
                         epochs=20)
@@ -60,10 +60,10 @@ def test_exported_network_decides_as_torch_does_in_the_controller_policy(
     """The JSON export read by rl_dqn (numpy, no torch) gives torch's Q-values."""
     import torch
 
-    from agents.dqn import DqnConfig, train_dqn
-    from controller.policies import make_policy
-    from controller.policies.rl import RlDqn
-    from fogsdn.scenario import PolicySpec
+    from fogsdn.agents.dqn import DqnConfig, train_dqn
+    from fogsdn.core.scenario import PolicySpec
+    from fogsdn.policies import make_policy
+    from fogsdn.policies.rl import RlDqn
 
     env = SimRoutingEnv(parse_scenario(scenario_dict(**SCENARIO)), epoch_requests=50,
                         epochs=5)

@@ -22,9 +22,9 @@ import pytest
 from conftest import ROOT, assert_clean, footprint, scenario_dict, start_runner
 from scipy.stats import binomtest, poisson
 
-from fogsdn.scenario import parse_scenario
-from fogsdn.trace import Outcome, read_trace
-from fogsdn.workload import Arrival, arrivals
+from fogsdn.core.scenario import parse_scenario
+from fogsdn.core.trace import Outcome, read_trace
+from fogsdn.core.workload import Arrival, arrivals
 
 pytestmark = pytest.mark.emulation
 
@@ -32,7 +32,7 @@ SCALE = 20.0  # real ms per model ms, as the default scenario
 
 
 def _run(tmp: Path, name: str, **over: Any) -> tuple[Path, dict[str, Any]]:
-    from runner.queueing_run import run_emulation
+    from fogsdn.live.queueing_run import run_emulation
 
     sc = parse_scenario(scenario_dict(name=name, time_scale=SCALE, **over))
     out = tmp / name
@@ -249,9 +249,9 @@ def test_default_run_serves_at_its_nominal_rate(tmp_path: Path) -> None:
     the tail, a systematic stretch moves the median."""
     import statistics
 
-    from fogsdn.scenario import load_scenario
-    from runner.proc_memory import ovs_pid
-    from runner.queueing_run import run_emulation
+    from fogsdn.core.scenario import load_scenario
+    from fogsdn.live.proc_memory import ovs_pid
+    from fogsdn.live.queueing_run import run_emulation
 
     sc = load_scenario(ROOT / "scenarios" / "default.yaml").with_overrides(
         {"duration_ms": 3000.0, "warmup_ms": 0.0})
@@ -263,7 +263,7 @@ def test_default_run_serves_at_its_nominal_rate(tmp_path: Path) -> None:
     timing = summary["arrival_timing"]
     assert set(timing) == {"fn", "ofn1"} and math.isfinite(timing["fn"]["hp"])
     assert 0 < timing["fn"]["lag_p50_ms"] < timing["fn"]["lag_p99_ms"] < 300
-    # the workers run SCHED_FIFO in their containers (root; runner/cgroups.py gives each
+    # the workers run SCHED_FIFO in their containers (root; fogsdn/live/cgroups.py gives each
     # node's group its real-time share where the kernel groups it)
     assert summary["realtime_workers"] == {"fn": True, "ofn1": True}
     # so did the switch's threads, given back at teardown
@@ -273,7 +273,7 @@ def test_default_run_serves_at_its_nominal_rate(tmp_path: Path) -> None:
     assert all(os.sched_getscheduler(int(t)) == os.SCHED_OTHER
                for t in os.listdir(f"/proc/{switch}/task"))
     # requests routed against the drawn OFN state: 1.4-1.6 % without steal since each new
-    # connection is translated afresh (controller.pipeline.PerConnection), 7-8 % without
+    # connection is translated afresh (fogsdn.controller.pipeline.PerConnection), 7-8 % without
     # steal and 9-11 % at 7-14 % steal when the switch's cached flows kept the old choice
     # (docs/emulation.md). CPU the hypervisor takes delays the rule installs too (measured
     # with the fix: 5.5 % at 19 % steal, 8.9 % at 29 %), so the bound grows with it

@@ -17,9 +17,9 @@ import pytest
 import yaml
 from conftest import ROOT, assert_clean, footprint, wait_for_run_to_die, wait_until
 
-from runner.city_live import run_city_live
-from runner.cleanup import RunRecord, record_of_runner
-from topologies.city_net import CityStudy
+from fogsdn.city.live_run import run_city_live
+from fogsdn.city.study_spec import CityStudy
+from fogsdn.live.cleanup import RunRecord, record_of_runner
 
 pytestmark = pytest.mark.emulation
 

@@ -2,7 +2,7 @@
 
 The FN runs in status U for the whole run (the OFN never in range), so it serves both
 classes. Each answered request is replayed at the instant it arrived through the
-simulator's own `ClassQueue` (`analysis.fidelity`): the live order is the discipline's
+simulator's own `ClassQueue` (`fogsdn.measure.fidelity`): the live order is the discipline's
 when the replay's sojourns match the measured ones up to the emulation's own lateness.
 """
 
@@ -14,16 +14,16 @@ from pathlib import Path
 import pytest
 from conftest import scenario_dict
 
-from analysis.fidelity import replay
-from fogsdn.scenario import parse_scenario
-from fogsdn.trace import Outcome, read_trace
+from fogsdn.core.scenario import parse_scenario
+from fogsdn.core.trace import Outcome, read_trace
+from fogsdn.measure.fidelity import replay
 
 pytestmark = pytest.mark.emulation
 
 
 @pytest.mark.parametrize("discipline", ["priority_preemptive", "round_robin"])
 def test_the_live_fn_serves_in_its_discipline_order(tmp_path: Path, discipline: str) -> None:
-    from runner.queueing_run import run_emulation
+    from fogsdn.live.queueing_run import run_emulation
 
     sc = parse_scenario(scenario_dict(
         name=f"disc_{discipline}", time_scale=20.0, duration_ms=600, seed=3,

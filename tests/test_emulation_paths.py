@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from controller.pipeline import PRIO_CONNECTION_PATH
-from fogsdn.scenario import load_scenario
-from rigs.probe_network import service_session, session_result
-from runner.live_network import live_network
+from fogsdn.controller.pipeline import PRIO_CONNECTION_PATH
+from fogsdn.core.scenario import load_scenario
+from fogsdn.live.live_network import live_network
+from tools.rigs.probe_network import service_session, session_result
 
 pytestmark = pytest.mark.emulation
 

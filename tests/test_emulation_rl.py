@@ -13,10 +13,10 @@ import pytest
 from conftest import ROOT
 from test_rl_policies import MENU
 
-from controller.policies.observe import layout_of
-from fogsdn.scenario import PolicySpec, load_scenario
-from fogsdn.trace import Outcome, read_trace
-from runner.queueing_run import run_emulation
+from fogsdn.core.scenario import PolicySpec, load_scenario
+from fogsdn.core.trace import Outcome, read_trace
+from fogsdn.live.queueing_run import run_emulation
+from fogsdn.policies.observe import layout_of
 
 pytestmark = pytest.mark.emulation
 EPOCH = 30

@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 from conftest import ROOT
 
-from controller.pipeline import sample_mask
-from fogsdn.scenario import load_scenario
-from fogsdn.trace import Outcome, read_trace
+from fogsdn.controller.pipeline import sample_mask
+from fogsdn.core.scenario import load_scenario
+from fogsdn.core.trace import Outcome, read_trace
 
 pytestmark = pytest.mark.emulation
 
 
 def _run(tmp: Path, policy: dict[str, Any], measure_rt: int) -> tuple[Path, dict[str, Any]]:
-    from runner.queueing_run import LiveOptions, run_emulation
+    from fogsdn.live.queueing_run import LiveOptions, run_emulation
 
     # a sample needs a longer run for enough timed connections at the OFN
     sc = load_scenario(ROOT / "scenarios" / "default.yaml").with_overrides(

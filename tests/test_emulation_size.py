@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from analysis.size_compare import bounded_pareto, size_scenario
-from controller.policies import stage_plan
-from fogsdn.trace import Outcome, TraceRow, read_trace
+from fogsdn.core.trace import Outcome, TraceRow, read_trace
+from fogsdn.measure.size_compare import bounded_pareto, size_scenario
+from fogsdn.policies import stage_plan
 
 pytestmark = pytest.mark.emulation
 
@@ -20,7 +20,7 @@ SIZES = bounded_pareto(1.5, 1.0, 100.0)
 
 
 def _run(tmp: Path, policy: str, **params: Any) -> tuple[Path, list[TraceRow], list[dict]]:
-    from runner.queueing_run import run_emulation
+    from fogsdn.live.queueing_run import run_emulation
 
     sc = size_scenario(policy, 2, 0.3, SIZES, seed=3, name=f"size-{policy}", params=params,
                        duration_ms=1500)

@@ -1,4 +1,4 @@
-"""A switch whose OpenFlow handshake stalled is made to connect again (runner.live_network
+"""A switch whose OpenFlow handshake stalled is made to connect again (fogsdn.live.live_network
 `_reconnect`), against a real OVS bridge and a plain TCP listener standing in for the
 controller (root, Open vSwitch)."""
 
@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from runner.live_network import _reconnect
+from fogsdn.live.live_network import _reconnect
 
 pytestmark = pytest.mark.emulation
 

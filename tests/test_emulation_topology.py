@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, scenario_dict
 
-from fogsdn.scenario import load_scenario, parse_scenario
-from fogsdn.topology import LinkSpec
-from rigs.probe_network import (
+from fogsdn.core.scenario import load_scenario, parse_scenario
+from fogsdn.core.topology import LinkSpec
+from fogsdn.live.live_network import live_network
+from fogsdn.live.queueing_run import run_emulation
+from tools.rigs.probe_network import (
     measure_reroutes,
     ping_rtts_ms,
     session_result,
     tcp_echo_session,
 )
-from runner.live_network import live_network
-from runner.queueing_run import run_emulation
 
 pytestmark = pytest.mark.emulation
 

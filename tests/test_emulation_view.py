@@ -32,7 +32,7 @@ import requests
 from browser_page import chromium_page, replay_page, require_chromium, slide_to
 from conftest import ROOT, scenario_dict
 
-from fogsdn.scenario import parse_scenario
+from fogsdn.core.scenario import parse_scenario
 
 pytestmark = pytest.mark.emulation
 
@@ -136,8 +136,8 @@ def _ofctl(what: str, bridge: str) -> list[str]:
 
 
 def _hp_group(bridge: str) -> str:
-    from controller.flow_tables import GROUP_ID
-    from fogsdn.scenario import TaskClass
+    from fogsdn.controller.flow_tables import GROUP_ID
+    from fogsdn.core.scenario import TaskClass
 
     gid = GROUP_ID[TaskClass.HP]
     return next((ln for ln in _ofctl("dump-groups", bridge) if f"group_id={gid}," in ln), "")

@@ -64,7 +64,7 @@ def test_seed002a_reports_network_power_the_claims_keys_and_each_phase(tmp_path:
         capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert r.returncode == 0, r.stdout + r.stderr
     data = json.loads(out.read_text())
-    # path_rnn_warm too: agents/weights/path_rnn_seed002a.json is trained for it
+    # path_rnn_warm too: fogsdn/agents/weights/path_rnn_seed002a.json is trained for it
     assert list(data) == ["path_shortest", "path_fewest_switches", "path_goal", "path_rnn",
                           "path_rnn_warm"]
     for entry in data.values():
@@ -85,7 +85,7 @@ def test_seed002a_reports_network_power_the_claims_keys_and_each_phase(tmp_path:
 def test_live_runs_interleave_the_policies_seed_by_seed(tmp_path: Path) -> None:
     """A long live evaluation goes seed by seed, every policy within each, so that the
     machine's drift meets every policy alike."""
-    from runner.agent_study import AgentStudy
+    from fogsdn.studies.agent_study import AgentStudy
 
     study = AgentStudy.__new__(AgentStudy)
     study.labels, study.seeds = ["a", "b", "c"], [1, 2]

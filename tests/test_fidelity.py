@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from analysis.fidelity import replay_node
-from fogsdn.scenario import NodeSpec, Role
-from fogsdn.trace import Outcome, TraceRow
+from fogsdn.core.scenario import NodeSpec, Role
+from fogsdn.core.trace import Outcome, TraceRow
+from fogsdn.measure.fidelity import replay_node
 
 
 def _fifo_end(t: float, size: float, capacity: int, ends: list[float]) -> float | None:
     """An ideal FIFO single-server node written apart from the code under test (which
-    replays through `nodes.service_queue`): the end of a request arriving at `t` given the
+    replays through `fogsdn.models.service_queue`): the end of a request arriving at `t` given the
     ends of those admitted before it (appended to), None when `capacity` are still in."""
     if sum(1 for e in ends if e > t) >= capacity:
         return None
@@ -76,9 +76,9 @@ def test_late_replies_show_as_bias_of_that_size() -> None:
 def test_routing_against_the_drawn_availability() -> None:
     from conftest import scenario_dict
 
-    from analysis.fidelity import routing_against_schedule
-    from controller.policies import initial_view, make_policy
-    from fogsdn.scenario import parse_scenario
+    from fogsdn.core.scenario import parse_scenario
+    from fogsdn.measure.fidelity import routing_against_schedule
+    from fogsdn.policies import initial_view, make_policy
 
     sc = parse_scenario(scenario_dict())
     avail = [(0.0, "ofn1", True), (10.0, "ofn1", False), (20.0, "ofn1", True)]
@@ -105,10 +105,10 @@ def test_the_simulators_inlined_nodes_are_the_service_queue(tmp_path: Path, serv
     (the worker's node model) its trace agrees request by request."""
     from conftest import scenario_dict
 
-    from analysis.fidelity import replay
-    from fogsdn.scenario import parse_scenario
-    from fogsdn.trace import read_trace
-    from sim.runner import run_simulation
+    from fogsdn.core.scenario import parse_scenario
+    from fogsdn.core.trace import read_trace
+    from fogsdn.measure.fidelity import replay
+    from fogsdn.sim.runner import run_simulation
 
     sc = parse_scenario(scenario_dict(
         duration_ms=3000, churn={"eta": 0.0, "xi": 0.0},
@@ -129,9 +129,9 @@ def test_routing_before_a_change_is_counted_early_not_right() -> None:
     they are against the drawn state too, counted apart from the late ones."""
     from conftest import scenario_dict
 
-    from analysis.fidelity import routing_against_schedule
-    from controller.policies import initial_view, make_policy
-    from fogsdn.scenario import parse_scenario
+    from fogsdn.core.scenario import parse_scenario
+    from fogsdn.measure.fidelity import routing_against_schedule
+    from fogsdn.policies import initial_view, make_policy
 
     sc = parse_scenario(scenario_dict())
     # the leave was installed at 9.7 (ahead), the return at 19.6 (ahead)
@@ -161,7 +161,7 @@ def test_routing_before_a_change_is_counted_early_not_right() -> None:
 
 
 def test_reaction_lead_is_the_median_of_recent_reactions_capped() -> None:
-    from fogsdn.churn import ReactionLead
+    from fogsdn.core.churn import ReactionLead
 
     lead = ReactionLead(window=3, cap_s=0.004)
     assert lead.lead_s == 0.0  # nothing measured yet: on time
@@ -182,7 +182,7 @@ def test_reaction_lead_is_the_median_of_recent_reactions_capped() -> None:
 
 
 def test_a_large_emulation_bias_is_named() -> None:
-    from analysis.fidelity import emulation_bias
+    from fogsdn.measure.fidelity import emulation_bias
 
     fine = emulation_bias({"fn": 1.01, "ofn1": 0.995}, 0.05)
     assert fine["large"] is False and fine["reasons"] == []
@@ -195,7 +195,7 @@ def test_a_large_emulation_bias_is_named() -> None:
 
 
 def test_bunched_arrivals_are_named() -> None:
-    from analysis.fidelity import emulation_bias
+    from fogsdn.measure.fidelity import emulation_bias
 
     timing = {"fn": {"hp": 0.08, "lp": 0.02}, "ofn1": {"hp": math.nan, "lp": -0.01}}
     bunched = emulation_bias({"fn": 1.0, "ofn1": 1.0}, 0.01, timing=timing)
@@ -207,7 +207,7 @@ def test_bunched_arrivals_are_named() -> None:
 
 
 def test_the_timing_line_names_each_node_and_class_it_has() -> None:
-    from analysis.fidelity import timing_line
+    from fogsdn.measure.fidelity import timing_line
 
     line = timing_line({"fn": {"hp": 0.016, "lp": 0.012, "lag_p50_ms": 0.61, "lag_p99_ms": 2.5},
                         "ofn1": {"hp": None, "lp": -0.022, "lag_p50_ms": 0.6, "lag_p99_ms": 2.7}})
@@ -216,8 +216,8 @@ def test_the_timing_line_names_each_node_and_class_it_has() -> None:
 
 
 def test_a_hypervisor_that_took_the_cpu_is_named_as_the_likely_cause(tmp_path: Path) -> None:
-    from analysis.fidelity import emulation_bias
-    from runner.cpu_steal import idle_share, read_cpu_times, steal_share
+    from fogsdn.live.cpu_steal import idle_share, read_cpu_times, steal_share
+    from fogsdn.measure.fidelity import emulation_bias
 
     slow = emulation_bias({"fn": 1.06}, 0.05, steal_share=0.14)
     assert slow["reasons"][-1].startswith("likely cause: the hypervisor took 14.0 %")
@@ -250,7 +250,7 @@ def _rows_arriving(times: list[float], sizes: list[float], capacity: int = 50) -
 def test_arrival_timing_by_hand() -> None:
     """Drawn at 0, 2 and 4 with service 1: nobody waits (ideal W 1). A client that stalled
     sends the first two at 4 with the third: they wait 0, 1 and 2 (W 2), +100 %."""
-    from analysis.fidelity import arrival_timing
+    from fogsdn.measure.fidelity import arrival_timing
 
     spec = NodeSpec(name="fn", role=Role.FN, mu=1.0, capacity=10)
     rows = _rows_arriving([4.0, 4.0, 4.0], [1.0, 1.0, 1.0])
@@ -264,7 +264,7 @@ def test_arrival_timing_by_hand() -> None:
 
 
 def test_lags_that_move_together_bunch_arrivals_and_independent_ones_do_not() -> None:
-    from analysis.fidelity import arrival_timing
+    from fogsdn.measure.fidelity import arrival_timing
 
     big = NodeSpec(name="fn", role=Role.FN, mu=1.0, capacity=50)
     rng = random.Random(11)

@@ -11,8 +11,11 @@ import city_spread
 import pytest
 import yaml
 
-from nodes.ncs.discovery import ClientParams, make_selector
-from nodes.ncs.selection import (
+from fogsdn.city.event_model import CitySimulation, _SimulatedNet, draw_spread, run_study
+from fogsdn.city.layout import parse_trace
+from fogsdn.city.study_spec import CityStudy
+from fogsdn.nodes.ncs.discovery import ClientParams, make_selector
+from fogsdn.nodes.ncs.selection import (
     LoadAware,
     MeridianClosest,
     Optimal,
@@ -22,9 +25,6 @@ from nodes.ncs.selection import (
     SelectionError,
     VivaldiNearest,
 )
-from sim.city_study import CitySimulation, _SimulatedNet, draw_spread, run_study
-from topologies.city_layout import parse_trace
-from topologies.city_net import CityStudy
 
 NODES = ["a", "b", "c", "d"]
 SLOTS = {"a": 4, "b": 4, "c": 4, "d": 4}

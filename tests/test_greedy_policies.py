@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from conftest import merged, scenario_dict
 
-from controller.policies import (
+from fogsdn.core.scenario import PolicySpec, Role, TaskClass, parse_scenario
+from fogsdn.policies import (
     ClusterView,
     NodeView,
     PolicyError,
@@ -20,9 +21,8 @@ from controller.policies import (
     is_per_request,
     make_policy,
 )
-from fogsdn.scenario import PolicySpec, Role, TaskClass, parse_scenario
-from sim.engine import simulate
-from sim.rows import OK
+from fogsdn.sim.engine import simulate
+from fogsdn.sim.rows import OK
 
 RNG = random.Random(0)
 HP = Request(TaskClass.HP, "c1")

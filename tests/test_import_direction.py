@@ -1,12 +1,10 @@
 """Dependency direction, enforced by reading every module's imports (lazy ones too).
 
-The layers, imported downward only (docs/architecture.md, "Dependency direction"):
-fogsdn/ (scenario schema and types) -> models/ (pure models) -> controller.policies ->
-analysis/ (models and predictions, may use the policies) -> engines (sim/, runner/,
-the controller app, nodes/, topologies/) -> agents/ (studies, training) -> scripts/.
-No cycle between modules or between packages, with no exceptions; engines never
-import each other's internals the wrong way (the simulator nothing of the live
-runner); no package imports scripts/ or rigs/ (fakes and probes for tests).
+One installed package, `fogsdn`, whose subpackages are layers (docs/architecture.md,
+"Layers"): a module imports its own subpackage and the layers below it, never one above
+and never a sibling of its own layer. No cycle between modules or subpackages, with no
+exceptions; the pure modules import only pure modules; no package imports scripts/ or
+tools/ (benchmarks' and tests' rigs).
 """
 
 from __future__ import annotations
@@ -17,32 +15,42 @@ from pathlib import Path
 
 from conftest import ROOT
 
-PACKAGES = ("fogsdn", "models", "controller", "topologies", "nodes", "analysis", "sim", "runner",
-            "agents")
-CHECKED = (*PACKAGES, "rigs")  # rigs/ may import any package, and must not form cycles
-PURE = ("fogsdn", "models", "controller.policies", "controller.flow_tables",
-        "controller.cluster", "controller.config", "analysis", "controller.pipeline",
-        "controller.rt_measure", "controller.policy_guard", "controller.of_messages",
-        "nodes.protocol", "nodes.service_queue", "nodes.ncs", "topologies.city_latency",
-        "topologies.city_layout", "topologies.city_net", "topologies.mobility_traces",
-        "topologies.link_params", "sim.rows", "sim.policy_tables",
-        "controller.policy_swap", "runner.view_state", "controller.path_choice",
-        "controller.learner_reports", "controller.running_policy")
-FORBIDDEN: dict[str, tuple[str, ...]] = {
-    # importer -> what it must not import
-    "fogsdn": ("models", "controller", "analysis", "sim", "runner", "nodes", "topologies",
-               "agents"),
-    "models": ("controller", "analysis", "sim", "runner", "nodes", "topologies", "agents"),
-    "controller.policies": ("controller.app", "analysis", "sim", "runner", "agents"),
-    "analysis": ("sim", "runner", "agents", "controller.app"),
-    "sim": ("runner", "agents", "nodes.worker", "nodes.task_server", "nodes.client",
-            "controller.app", "topologies.mininet_net"),
-    "controller": ("runner", "sim", "analysis", "agents", "nodes.worker", "nodes.task_server",
-                   "nodes.client", "topologies"),
-    "nodes": ("runner", "sim", "controller", "topologies", "agents"),
-    "topologies": ("controller", "runner", "sim", "nodes", "agents"),
-    "runner": ("agents",),
-}
+# bottom to top; the subpackages of one layer do not import each other
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("core",),  # the scenario schema, traces, topology, processes and signals
+    ("models",),  # pure models: power, sizes, RNN scorer, service queues
+    ("policies",),  # pure dispatch policies
+    ("exact",),  # chains, solvers, predictions, the optimum
+    ("measure",),  # metrics, fidelity, measured vs exact
+    ("controller", "nodes", "netem"),  # the processes' code and the network's glue
+    ("sim",),  # the simulator
+    ("view",),  # the view's state document, server, replay
+    ("live",),  # the live core: network, supervisor, the queueing run
+    ("agents", "studies"),  # learning; the study framework and its plug-ins
+    ("city",),  # seed 003, whole
+    ("cli",),  # the commands
+)
+PACKAGES = ("fogsdn",)
+CHECKED = (*PACKAGES, "tools")  # tools/ may import any layer, and must not form cycles
+PURE = ("fogsdn.core",  # as before the move: the base layer, no engine
+        "fogsdn.models", "fogsdn.policies", "fogsdn.exact", "fogsdn.measure",
+        "fogsdn.controller.flow_tables", "fogsdn.controller.cluster",
+        "fogsdn.controller.config", "fogsdn.controller.pipeline",
+        "fogsdn.controller.rt_measure", "fogsdn.controller.policy_guard",
+        "fogsdn.controller.of_messages", "fogsdn.controller.policy_swap",
+        "fogsdn.controller.path_choice", "fogsdn.controller.learner_reports",
+        "fogsdn.controller.running_policy", "fogsdn.nodes.protocol", "fogsdn.nodes.ncs",
+        "fogsdn.city.geo_latency", "fogsdn.city.layout", "fogsdn.city.study_spec",
+        "fogsdn.city.mobility_traces", "fogsdn.netem.link_params", "fogsdn.sim.rows",
+        "fogsdn.sim.policy_tables", "fogsdn.view.state", "fogsdn.legacy_names")
+
+
+def layer_of(module: str) -> int | None:
+    """The layer of `fogsdn.<sub>...`; None for `fogsdn` itself and what is outside."""
+    parts = module.split(".")
+    if len(parts) < 2 or parts[0] != "fogsdn":
+        return None
+    return next((i for i, layer in enumerate(LAYERS) if parts[1] in layer), None)
 
 
 # -- the checker (a function of a tree, so a test can run it on a made-up one) -------------
@@ -98,11 +106,15 @@ def module_graph(imports: Mapping[str, set[str]]) -> dict[str, set[str]]:
 
 
 def package_graph(graph: Mapping[str, set[str]]) -> dict[str, set[str]]:
-    """Top-level package -> the other top-level packages its modules import."""
-    out: dict[str, set[str]] = {m.split(".")[0]: set() for m in graph}
+    """Package (fogsdn's subpackages, and any other top-level one) -> the other packages
+    its modules import."""
+    def top(m: str) -> str:  # fogsdn's subpackages are its packages
+        parts = m.split(".")
+        return ".".join(parts[:2]) if parts[0] == "fogsdn" and len(parts) > 1 else parts[0]
+
+    out: dict[str, set[str]] = {top(m): set() for m in graph}
     for mod, targets in graph.items():
-        top = mod.split(".")[0]
-        out[top].update(t.split(".")[0] for t in targets if t.split(".")[0] != top)
+        out[top(mod)].update(top(t) for t in targets if top(t) != top(mod))
     return out
 
 
@@ -182,7 +194,7 @@ def test_the_checker_finds_a_cycle_made_on_purpose(tmp_path: Path) -> None:
 
 
 def test_no_package_imports_scripts_or_rigs() -> None:
-    bad = {m: sorted(i for i in imps if i.split(".")[0] in ("scripts", "bootstrap", "rigs")
+    bad = {m: sorted(i for i in imps if i.split(".")[0] in ("scripts", "bootstrap", "tools")
                      or i.startswith("bench_"))
            for m, imps in _modules().items()}
     assert {m: v for m, v in bad.items() if v} == {}
@@ -201,21 +213,33 @@ def test_pure_modules_import_only_pure_modules() -> None:
     assert bad == {}
 
 
-def test_fogsdn_is_the_base() -> None:
-    bad = {m: sorted(i for i in imps if not _within(i, ("fogsdn",)))
-           for m, imps in _modules().items() if _within(m, ("fogsdn",))}
-    assert {m: v for m, v in bad.items() if v} == {}
-
-
-def test_layers_do_not_import_upward() -> None:
+def test_layers_import_only_downward_and_not_their_siblings() -> None:
     bad = {}
     for mod, imps in _modules().items():
-        for importer, banned in FORBIDDEN.items():
-            if _within(mod, (importer,)):
-                wrong = sorted(i for i in imps if _within(i, banned))
-                if wrong:
-                    bad[mod] = wrong
+        own = layer_of(mod)
+        if own is None:
+            continue
+        sub = mod.split(".")[1]
+        wrong = sorted(i for i in imps if (lay := layer_of(i)) is not None
+                       and (lay > own or (lay == own and i.split(".")[1] != sub)))
+        if wrong:
+            bad[mod] = wrong
     assert bad == {}
+
+
+def test_every_subpackage_has_a_layer() -> None:
+    subs = {p.name for p in (ROOT / "fogsdn").iterdir()
+            if p.is_dir() and (p / "__init__.py").exists()}
+    placed = {s for layer in LAYERS for s in layer}
+    assert subs == placed
+    # and fogsdn/ holds no module of its own but its face and the old names' aliases
+    assert sorted(p.name for p in (ROOT / "fogsdn").glob("*.py")) == ["__init__.py",
+                                                                    "legacy_names.py"]
+
+
+def test_one_top_level_package_is_installed() -> None:
+    text = (ROOT / "pyproject.toml").read_text()
+    assert 'include = ["fogsdn*"]' in text
 
 
 def test_the_rules_name_modules_that_exist() -> None:
@@ -223,7 +247,7 @@ def test_the_rules_name_modules_that_exist() -> None:
     module moved without its rule): every package, pure module and engine they name has
     modules here."""
     modules = set(_modules())
-    named = {*PACKAGES, *PURE, *FORBIDDEN}
+    named = {*PACKAGES, *PURE, *(f"fogsdn.{s}" for layer in LAYERS for s in layer)}
     assert sorted(n for n in named if not any(_within(m, (n,)) for m in modules)) == []
 
 

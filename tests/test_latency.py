@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from conftest import ROOT, scenario_dict
 
-from analysis.network import network_share
-from fogsdn.latency import FRAME_BYTES, ROUND_TRIPS, PathTiming, request_network
-from fogsdn.scenario import load_scenario, parse_scenario
-from sim.engine import simulate
-from sim.output import TraceCsvSink
+from fogsdn.core.latency import FRAME_BYTES, ROUND_TRIPS, PathTiming, request_network
+from fogsdn.core.scenario import load_scenario, parse_scenario
+from fogsdn.exact.network import network_share
+from fogsdn.sim.engine import simulate
+from fogsdn.sim.output import TraceCsvSink
 
 
 def _trace(sc: Any, tmp: Path, network: bool = True, requests: int = 4000) -> list[dict[str, str]]:

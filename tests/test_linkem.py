@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from topologies.link_params import LinkParams, decide_mechanism, link_seed, netem_qdisc_args
-from topologies.linkem import choose_mechanism, make_shaper
-from topologies.relay_control import (
+from fogsdn.netem.link_params import LinkParams, decide_mechanism, link_seed, netem_qdisc_args
+from fogsdn.netem.linkem import choose_mechanism, make_shaper
+from fogsdn.netem.relay_control import (
     CTL_SIZE,
     ControlBlock,
     decode_counters,
@@ -110,7 +110,7 @@ def test_set_up_on_a_bare_machine_installs_what_the_relay_includes() -> None:
 
     from bootstrap import missing_apt_packages
 
-    from topologies.relay_control import RELAY_SOURCE
+    from fogsdn.netem.relay_control import RELAY_SOURCE
 
     headers = re.findall(r"^#include <([^>]+)>", RELAY_SOURCE.read_text(), re.MULTILINE)
     assert "arpa/inet.h" in headers and "linux/if_packet.h" in headers

@@ -20,10 +20,10 @@ import pytest
 from conftest import ROOT
 from scipy.stats import binomtest
 
-from fogsdn.processes import ours_alive
-from rigs.linkem_testnet import Rig, namespace_rig, ping_rtts, tcp_transfer, udp_rtts
-from topologies.link_params import LinkParams
-from topologies.linkem import LinkShaper, make_shaper, netem_available
+from fogsdn.core.processes import ours_alive
+from fogsdn.netem.link_params import LinkParams
+from fogsdn.netem.linkem import LinkShaper, make_shaper, netem_available
+from tools.rigs.linkem_testnet import Rig, namespace_rig, ping_rtts, tcp_transfer, udp_rtts
 
 pytestmark = pytest.mark.emulation
 
@@ -192,8 +192,8 @@ def test_relay_dies_with_its_parent_and_close_removes_it(tmp_path: Path) -> None
         code = (
             "import sys, time\n"
             "from pathlib import Path\n"
-            "from topologies.link_params import LinkParams\n"
-            "from topologies.linkem import make_shaper\n"
+            "from fogsdn.netem.link_params import LinkParams\n"
+            "from fogsdn.netem.linkem import make_shaper\n"
             f"s = make_shaper('userspace', Path({str(tmp_path)!r}))\n"
             f"s.attach('p', {rig.intf_a!r}, {rig.intf_b!r}, LinkParams(delay_ms=1))\n"
             "pid, start = s.created().pids['linkem-p']\n"

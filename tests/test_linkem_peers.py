@@ -17,15 +17,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rigs.linkem_testnet import Rig, namespace_rig
-from topologies.link_params import LinkParams
-from topologies.linkem import UserspaceShaper
-from topologies.relay_control import (
+from fogsdn.netem.link_params import LinkParams
+from fogsdn.netem.linkem import UserspaceShaper
+from fogsdn.netem.relay_control import (
     CTL_SIZE,
     TABLE_ENTRY,
     ControlBlock,
     encode_peer_table,
 )
+from tools.rigs.linkem_testnet import Rig, namespace_rig
 
 NEAR, FAR = "10.77.0.2", "10.77.0.3"  # two addresses of namespace B, behind one element
 

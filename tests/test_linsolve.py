@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from analysis import ctmc, joint_chain, linsolve
-from analysis.ctmc import ModelParams, build_chain, solve_stationary
-from analysis.linsolve import GTH_MAX_FLOPS, generator, gth_levels, joint_method, nd_order
+from fogsdn.exact import ctmc, joint_chain, linsolve
+from fogsdn.exact.ctmc import ModelParams, build_chain, solve_stationary
+from fogsdn.exact.linsolve import GTH_MAX_FLOPS, generator, gth_levels, joint_method, nd_order
 
 
 def params(seed: int, leave: str = "handoff", load: float = 1.0, cf: int = 14,

@@ -1,5 +1,5 @@
 """The live env's protocol without root: registration, and stepping a fake run that drives
-the exchange policy (agents/live_policy.py) with views, as the controller would."""
+the exchange policy (fogsdn/agents/live_policy.py) with views, as the controller would."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ import pytest
 from conftest import ROOT
 from test_rl_policies import view
 
-from agents.live_env import LiveRoutingEnv
-from controller.policies import make_policy
-from controller.policies.base import Request
-from controller.policies.rl import goal
-from fogsdn.scenario import Scenario, TaskClass, load_scenario
+from fogsdn.agents.live_env import LiveRoutingEnv
+from fogsdn.core.scenario import Scenario, TaskClass, load_scenario
+from fogsdn.policies import make_policy
+from fogsdn.policies.base import Request
+from fogsdn.policies.rl import goal
 
 SCENARIO = ROOT / "scenarios" / "multipath_power.yaml"
 
@@ -47,7 +47,7 @@ def test_live_env_steps_a_run_through_the_exchange_policy(tmp_path: Path) -> Non
     env = LiveRoutingEnv(load_scenario(SCENARIO), epoch_requests=20, epochs=3,
                          folder=tmp_path, step_timeout_s=10, runner=fake_run)
     sc = env.live_scenario()
-    assert sc.policy.name == "rl_live" and sc.policy.module == "agents.live_policy"
+    assert sc.policy.name == "rl_live" and sc.policy.module == "fogsdn.agents.live_policy"
     obs, info = env.reset(seed=4)
     assert obs.shape == env.observation_space.shape and "run" in info
     truncated, shares = False, []

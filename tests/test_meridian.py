@@ -10,7 +10,7 @@ import statistics
 import numpy as np
 import pytest
 
-from nodes.ncs.meridian import (
+from fogsdn.nodes.ncs.meridian import (
     MeridianConfig,
     MeridianError,
     MeridianOverlay,

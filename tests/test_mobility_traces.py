@@ -13,12 +13,10 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from runner.city_live import Mobility
-from runner.city_study_run import CityStudyRun, run_city_point
-from sim.city_study import CitySimulation
-from topologies.city_layout import parse_trace
-from topologies.city_net import load_city_study
-from topologies.mobility_traces import (
+from fogsdn.city.event_model import CitySimulation
+from fogsdn.city.layout import parse_trace
+from fogsdn.city.live_run import Mobility
+from fogsdn.city.mobility_traces import (
     ConvertOptions,
     Fix,
     Placement,
@@ -33,6 +31,8 @@ from topologies.mobility_traces import (
     read_sumo_fcd,
     resample,
 )
+from fogsdn.city.study_run import CityStudyRun, run_city_point
+from fogsdn.city.study_spec import load_city_study
 
 DATA = ROOT / "tests" / "data"
 FCD = DATA / "trace_sumo_fcd.xml"

@@ -1,4 +1,4 @@
-"""The pipeline's messages as os-ken objects (controller.of_messages), against os-ken's own
+"""The pipeline's messages as os-ken objects (fogsdn.controller.of_messages), against os-ken's own
 OpenFlow 1.3 parser and a stand-in datapath: no switch, no root."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from os_ken.lib.packet import arp, ethernet, packet
 from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
 
-from controller.flow_tables import TABLE_DISPATCH, TABLE_FORWARD
-from controller.of_messages import (
+from fogsdn.controller.flow_tables import TABLE_DISPATCH, TABLE_FORWARD
+from fogsdn.controller.of_messages import (
     NX_CT_F_COMMIT,
     NX_NAT_F_DST,
     arp_reply,
@@ -23,7 +23,7 @@ from controller.of_messages import (
     of_action,
     packet_out,
 )
-from controller.pipeline import (
+from fogsdn.controller.pipeline import (
     AnswerArp,
     Conntrack,
     Flood,
@@ -40,8 +40,8 @@ from controller.pipeline import (
     failover_groups,
     forward_flows,
 )
-from fogsdn.routing import next_hops
-from fogsdn.scenario import parse_scenario, scenario_graph
+from fogsdn.core.routing import next_hops
+from fogsdn.core.scenario import parse_scenario, scenario_graph
 
 DP = SimpleNamespace(ofproto=ofp, ofproto_parser=parser, id=1)
 

@@ -1,4 +1,4 @@
-"""The optimal state-based policy (analysis/optimal_policy.py, scripts/optimize_policy.py):
+"""The optimal state-based policy (fogsdn/exact/optimal_policy.py, scripts/optimize_policy.py):
 the LP's optimum is what the exact chain gives the extracted table, it is no worse than
 any built-in policy, errors are one line, and the written file is an ordinary policy."""
 
@@ -16,8 +16,9 @@ import pytest
 import yaml
 from conftest import ROOT, call_main, scenario_dict
 
-from analysis.objective import ObjectiveError, parse_constraint, parse_expr
-from analysis.optimal_policy import (
+from fogsdn.core.scenario import Role, Scenario, TaskClass, parse_scenario
+from fogsdn.exact.objective import ObjectiveError, parse_constraint, parse_expr
+from fogsdn.exact.optimal_policy import (
     OptimizeError,
     baselines,
     optimize,
@@ -25,12 +26,11 @@ from analysis.optimal_policy import (
     prediction_figures,
     table_policy_class,
 )
-from analysis.policy_chain import predict_policy
-from controller.policies import make_policy
-from controller.policies.base import ClusterView, NodeView, Request
-from controller.policies.check import check_policy
-from controller.policies.resolve import resolve_scenario
-from fogsdn.scenario import Role, Scenario, TaskClass, parse_scenario
+from fogsdn.exact.policy_chain import predict_policy
+from fogsdn.policies import make_policy
+from fogsdn.policies.base import ClusterView, NodeView, Request
+from fogsdn.policies.check import check_policy
+from fogsdn.policies.resolve import resolve_scenario
 
 SMALL = {"nodes": [{"name": "fn", "role": "fn", "mu": 1.0, "capacity": 5},
                    {"name": "ofn1", "role": "ofn", "mu": 0.3, "capacity": 3}]}
@@ -174,7 +174,7 @@ def test_cli_writes_json_and_a_policy_file_that_loads(
     assert d["exact_check"]["max_rel_gap"] < 1e-7
     # the file is an ordinary user policy: the checker passes it, every engine loads it,
     # and the chain built from it gives the optimum
-    from controller.policies.check import main as check_main
+    from fogsdn.policies.check import main as check_main
 
     rc, text, _ = call_main(check_main, [str(pol), "--scenario", str(path)], capsys)
     assert rc == 0, text

@@ -11,21 +11,21 @@ import pytest
 from conftest import ROOT
 from fake_flow_table import FakeNetwork, decided_connection
 
-from controller.path_choice import PathRouter, candidate_paths
-from controller.pipeline import (
+from fogsdn.controller.path_choice import PathRouter, candidate_paths
+from fogsdn.controller.pipeline import (
     ETH_IPV4,
     Topology,
     base_flows,
     failover_groups,
     path_flows,
 )
-from controller.policies import ClusterView, PolicySpec, Request, make_policy, node_view
-from controller.policies.base import Epoch, Policy, RouteTable
-from controller.policy_guard import GuardedPolicy
-from fogsdn.routing import k_shortest_paths, next_hops
-from fogsdn.scenario import Scenario, TaskClass, load_scenario, scenario_graph
-from models.network_power import PathMenu, PathOption
-from sim.runner import run_simulation
+from fogsdn.controller.policy_guard import GuardedPolicy
+from fogsdn.core.routing import k_shortest_paths, next_hops
+from fogsdn.core.scenario import Scenario, TaskClass, load_scenario, scenario_graph
+from fogsdn.models.network_power import PathMenu, PathOption
+from fogsdn.policies import ClusterView, PolicySpec, Request, make_policy, node_view
+from fogsdn.policies.base import Epoch, Policy, RouteTable
+from fogsdn.sim.runner import run_simulation
 
 SCENARIO = ROOT / "scenarios" / "seed002a.yaml"
 
@@ -184,7 +184,7 @@ def test_the_rnn_learns_online_and_keeps_a_curve(scenario: Scenario, tmp_path: P
     run_simulation(sc, tmp_path, requests=3000, compare=False)
     with open(tmp_path / "learning_curve.csv") as fh:
         rows = list(csv.DictReader(fh))
-    # one learner, one policy epoch: the live controller's columns (controller.learner_reports)
+    # one learner, one policy epoch: the live controller's columns (learner_reports)
     assert {(r["policy_epoch"], r["policy"]) for r in rows} == {("0", "path_rnn")}
     curve = [Epoch(int(r["decisions"]), r["action"], float(r["response_ms"]),
                    float(r["network_w"]), float(r["goal"])) for r in rows]
@@ -200,7 +200,7 @@ def test_live_times_every_connection_for_a_learner_that_reads_the_measurement(
     """The simulator measures every request; live, the controller times one connection in
     16 unless the policy learns from the figure, which then gets every one (or none, when
     the user turned timing off)."""
-    from runner.queueing_run import LiveOptions, timing_for
+    from fogsdn.live.queueing_run import LiveOptions, timing_for
 
     def timed(policy: str, one_in: int) -> int:
         sc = scenario.with_overrides({"policy.name": policy})

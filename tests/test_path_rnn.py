@@ -1,5 +1,5 @@
 """Seed 002a's learner, path_rnn: its reward's response-time reference, and the warm start
-from weights trained in the simulator (controller/policies/paths.py, agents/train_rnn.py)."""
+from weights trained in the simulator (fogsdn/policies/paths.py, fogsdn/agents/train_rnn.py)."""
 
 from __future__ import annotations
 
@@ -10,20 +10,13 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from agents.train_rnn import train_path_rnn
-from controller.policies import (
-    ClusterView,
-    PolicyError,
-    PolicySpec,
-    Request,
-    make_policy,
-    node_view,
-)
-from controller.policies.paths import RULES, PathRnn, saved_path_rnn
-from fogsdn.scenario import Scenario, TaskClass, load_scenario
-from models.network_power import PathMenu, PathOption
-from runner.agent_study import default_policies, read_figures
-from sim.runner import run_simulation
+from fogsdn.agents.train_rnn import train_path_rnn
+from fogsdn.core.scenario import Scenario, TaskClass, load_scenario
+from fogsdn.models.network_power import PathMenu, PathOption
+from fogsdn.policies import ClusterView, PolicyError, PolicySpec, Request, make_policy, node_view
+from fogsdn.policies.paths import RULES, PathRnn, saved_path_rnn
+from fogsdn.sim.runner import run_simulation
+from fogsdn.studies.agent_study import default_policies, read_figures
 
 
 @pytest.fixture(scope="module")
@@ -129,5 +122,5 @@ def test_a_missing_weights_file_is_named(tmp_path: Path) -> None:
 
 
 def test_the_warm_learner_is_a_default_only_where_it_was_trained(scenario: Scenario) -> None:
-    assert default_policies(scenario)[-1] == "path_rnn_warm"  # agents/weights/ has seed002a's
+    assert default_policies(scenario)[-1] == "path_rnn_warm"  # agents/weights/: seed002a's
     assert "path_rnn_warm" not in default_policies(scenario.model_copy(update={"name": "x"}))

@@ -9,8 +9,8 @@ import pytest
 from conftest import scenario_dict
 from fake_flow_table import FakeNetwork
 
-from controller.flow_tables import GROUP_ID
-from controller.pipeline import (
+from fogsdn.controller.flow_tables import GROUP_ID
+from fogsdn.controller.pipeline import (
     DSCP_HP,
     ETH_ARP,
     ETH_IPV4,
@@ -28,8 +28,8 @@ from controller.pipeline import (
     stage_flows,
     switch_start,
 )
-from fogsdn.routing import next_hops, shortest_path
-from fogsdn.scenario import TaskClass, parse_scenario, scenario_graph
+from fogsdn.core.routing import next_hops, shortest_path
+from fogsdn.core.scenario import TaskClass, parse_scenario, scenario_graph
 
 SYN = {"eth_type": ETH_IPV4, "ip_proto": 6, "tcp_src": 40000, "tcp_dst": 9000}
 

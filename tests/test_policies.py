@@ -6,10 +6,10 @@ from collections import Counter
 import pytest
 from conftest import scenario_dict
 
-from controller.cluster import ClusterState, LinkState
-from controller.flow_tables import bucket_weights
-from controller.policies import PolicyError, Request, initial_view, make_policy, routes_for
-from fogsdn.scenario import PolicySpec, TaskClass, parse_scenario
+from fogsdn.controller.cluster import ClusterState, LinkState
+from fogsdn.controller.flow_tables import bucket_weights
+from fogsdn.core.scenario import PolicySpec, TaskClass, parse_scenario
+from fogsdn.policies import PolicyError, Request, initial_view, make_policy, routes_for
 
 SC = parse_scenario(scenario_dict())
 

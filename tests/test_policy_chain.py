@@ -17,18 +17,18 @@ import pytest
 from conftest import ROOT, call_main, scenario_dict
 from scipy import stats
 
-from analysis.ctmc import predict
-from analysis.joint_chain import StateSpaceTooLarge
-from analysis.metrics import MeasuredAccumulator
-from analysis.model_params import OutsideModel, exact_prediction, model_params_from_scenario
-from analysis.policy_chain import PolicyPrediction, predict_policy
-from analysis.policy_probe import PolicyOutsideModel
-from controller.policies import make_policy
-from controller.policies.base import ClusterView, Policy, Request, RouteTable
-from controller.policies.nodiff import NoDiff
-from fogsdn.scenario import Role, Scenario, TaskClass, parse_scenario
-from sim.engine import simulate
-from sim.output import TraceCsvSink
+from fogsdn.core.scenario import Role, Scenario, TaskClass, parse_scenario
+from fogsdn.exact.ctmc import predict
+from fogsdn.exact.joint_chain import StateSpaceTooLarge
+from fogsdn.exact.model_params import OutsideModel, exact_prediction, model_params_from_scenario
+from fogsdn.exact.policy_chain import PolicyPrediction, predict_policy
+from fogsdn.exact.policy_probe import PolicyOutsideModel
+from fogsdn.measure.metrics import MeasuredAccumulator
+from fogsdn.policies import make_policy
+from fogsdn.policies.base import ClusterView, Policy, Request, RouteTable
+from fogsdn.policies.nodiff import NoDiff
+from fogsdn.sim.engine import simulate
+from fogsdn.sim.output import TraceCsvSink
 
 
 def sc(**over: Any) -> Scenario:
@@ -291,7 +291,7 @@ def test_predict_cli_gives_threshold_exact_figures(capsys: pytest.CaptureFixture
     d = json.loads(out)
     assert d["model"] == {"chain": "policy", "policy": "threshold", "states": 462,
                           "method": "sparse", "solved_states": 462}
-    from fogsdn.scenario import load_scenario
+    from fogsdn.core.scenario import load_scenario
 
     s = load_scenario(ROOT / "scenarios/threshold.yaml")
     ref = predict_policy(s, make_policy(s.policy))
@@ -308,8 +308,8 @@ USER_POLICY = '''
 from dataclasses import dataclass
 from typing import ClassVar
 
-from controller.policies.base import ClusterView, Policy, Request, RouteTable
-from fogsdn.scenario import Role, TaskClass
+from fogsdn.policies.base import ClusterView, Policy, Request, RouteTable
+from fogsdn.core.scenario import Role, TaskClass
 
 
 @dataclass
@@ -333,7 +333,7 @@ class BusyOffload(Policy):
 
 
 def test_a_policy_file_outside_the_repository_gets_exact_figures(tmp_path: Path) -> None:
-    from fogsdn.scenario import load_scenario
+    from fogsdn.core.scenario import load_scenario
 
     assert not tmp_path.resolve().is_relative_to(ROOT)
     (tmp_path / "my_policy.py").write_text(USER_POLICY)

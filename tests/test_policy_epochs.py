@@ -1,4 +1,4 @@
-"""Policy epochs (analysis.policy_epochs): the log of swaps and each span's comparison
+"""Policy epochs (fogsdn.measure.policy_epochs): the log of swaps and each span's comparison
 with the exact model for its own policy."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import math
 import pytest
 from conftest import scenario_dict
 
-from analysis.model_params import exact_prediction
-from analysis.policy_epochs import EpochLog, epoch_comparisons, epochs_table, rows_in
-from fogsdn.scenario import parse_scenario
-from fogsdn.trace import Outcome, TraceRow
+from fogsdn.core.scenario import parse_scenario
+from fogsdn.core.trace import Outcome, TraceRow
+from fogsdn.exact.model_params import exact_prediction
+from fogsdn.measure.policy_epochs import EpochLog, epoch_comparisons, epochs_table, rows_in
 
 
 def test_epoch_log_closes_each_span() -> None:
@@ -75,8 +75,8 @@ def test_epoch_outside_the_model_says_why(tmp_path) -> None:  # noqa: ANN001
 def test_compare_run_splits_the_comparison_per_epoch(tmp_path) -> None:  # noqa: ANN001
     import json
 
-    from analysis.compare import compare_run
-    from fogsdn.trace import write_trace
+    from fogsdn.core.trace import write_trace
+    from fogsdn.measure.compare import compare_run
 
     sc = parse_scenario(scenario_dict(warmup_ms=0))
     (tmp_path / "scenario.yaml").write_text(sc.to_yaml())
@@ -106,8 +106,8 @@ def test_compare_run_splits_the_comparison_per_epoch(tmp_path) -> None:  # noqa:
 def test_one_epoch_keeps_the_top_level_comparison(tmp_path) -> None:  # noqa: ANN001
     import json
 
-    from analysis.compare import compare_run
-    from fogsdn.trace import write_trace
+    from fogsdn.core.trace import write_trace
+    from fogsdn.measure.compare import compare_run
 
     sc = parse_scenario(scenario_dict(warmup_ms=0))
     (tmp_path / "scenario.yaml").write_text(sc.to_yaml())

@@ -1,4 +1,4 @@
-"""The live controller's guard around a policy (controller.policy_guard): a failing call
+"""The live controller's guard around a policy (fogsdn.controller.policy_guard): a failing call
 is reported once and the safe answer stands in; a working policy passes through."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Any, ClassVar
 import networkx as nx
 from conftest import scenario_dict
 
-from controller.policies import ClusterView, Policy, Request, RouteTable, initial_view
-from controller.policy_guard import GuardedPolicy
-from fogsdn.scenario import TaskClass, parse_scenario
+from fogsdn.controller.policy_guard import GuardedPolicy
+from fogsdn.core.scenario import TaskClass, parse_scenario
+from fogsdn.policies import ClusterView, Policy, Request, RouteTable, initial_view
 
 VIEW = initial_view(parse_scenario(scenario_dict()))  # fn and ofn1, both up
 SAFE = {TaskClass.HP: {"fn": 1.0}, TaskClass.LP: {"fn": 1.0}}

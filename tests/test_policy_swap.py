@@ -1,4 +1,4 @@
-"""A live policy swap's pure part (controller.policy_swap): the request made a spec, the
+"""A live policy swap's pure part (fogsdn.controller.policy_swap): the request made a spec, the
 spec built and checked, and the OpenFlow entries a change of dispatch kind touches."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 from conftest import scenario_dict
 from user_policies import HP_AWAY
 
-from controller.pipeline import Topology, base_flows, edge_switches
-from controller.policy_swap import (
+from fogsdn.controller.pipeline import Topology, base_flows, edge_switches
+from fogsdn.controller.policy_swap import (
     SwapError,
     build_swap,
     checked_swap,
@@ -19,15 +19,15 @@ from controller.policy_swap import (
     live_stages,
     swap_spec,
 )
-from fogsdn.routing import next_hops
-from fogsdn.scenario import PolicySpec, parse_scenario, scenario_graph
+from fogsdn.core.routing import next_hops
+from fogsdn.core.scenario import PolicySpec, parse_scenario, scenario_graph
 
 BROKEN_ROUTES = '''
 from dataclasses import dataclass
 from typing import ClassVar
 
-from controller.policies.base import ClusterView, Policy, RouteTable
-from fogsdn.scenario import TaskClass
+from fogsdn.policies.base import ClusterView, Policy, RouteTable
+from fogsdn.core.scenario import TaskClass
 
 
 @dataclass
@@ -43,9 +43,9 @@ NO_CUTOFFS = '''
 from dataclasses import dataclass
 from typing import ClassVar
 
-from controller.policies.base import ClusterView, Policy, RouteTable
-from fogsdn.scenario import TaskClass
-from fogsdn.stages import StagePlan
+from fogsdn.policies.base import ClusterView, Policy, RouteTable
+from fogsdn.core.scenario import TaskClass
+from fogsdn.core.stages import StagePlan
 
 
 @dataclass
@@ -182,7 +182,7 @@ def test_live_stages_none_with_the_reason_where_the_policy_cannot_say(tmp_path: 
 
 
 def test_restarted_controller_runs_the_swapped_policy() -> None:
-    from controller.policy_swap import restarted_scenario
+    from fogsdn.controller.policy_swap import restarted_scenario
 
     sc = _sc()
     assert restarted_scenario(sc, None) is sc

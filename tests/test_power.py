@@ -6,11 +6,11 @@ import math
 
 import pytest
 
-from analysis.comparison import predicted_power_block
-from analysis.ctmc import predict
-from analysis.model_params import model_params_from_scenario
-from fogsdn.scenario import ScenarioError, ServerPower, SwitchPower, parse_scenario
-from models.power_model import (
+from fogsdn.core.scenario import ScenarioError, ServerPower, SwitchPower, parse_scenario
+from fogsdn.exact.ctmc import predict
+from fogsdn.exact.model_params import model_params_from_scenario
+from fogsdn.measure.comparison import predicted_power_block
+from fogsdn.models.power_model import (
     PowerError,
     PowerSample,
     awake_ports,
@@ -121,9 +121,9 @@ def test_power_fields_validated_with_one_line_errors() -> None:
 
 
 def test_simulator_account_bins_busy_time_and_traffic_by_real_second() -> None:
-    from fogsdn.scenario import scenario_graph
-    from sim.power import PowerAccount
-    from sim.rows import BLOCKED, OK, TIMEOUT
+    from fogsdn.core.scenario import scenario_graph
+    from fogsdn.sim.power import PowerAccount
+    from fogsdn.sim.rows import BLOCKED, OK, TIMEOUT
 
     sc = parse_scenario(_scenario())  # time_scale 5: 200 model ms per real second
     acc = PowerAccount(sc, scenario_graph(sc))
@@ -149,7 +149,7 @@ def test_simulator_account_bins_busy_time_and_traffic_by_real_second() -> None:
 def test_simulated_run_writes_power_close_to_exact(tmp_path: object) -> None:
     from pathlib import Path
 
-    from sim.runner import run_simulation
+    from fogsdn.sim.runner import run_simulation
 
     out = Path(str(tmp_path))
     sc = parse_scenario(_scenario(duration_ms=20000))
@@ -166,10 +166,10 @@ def test_policy_chain_busy_matches_the_closed_chain() -> None:
     """The policy chain's P(node busy) equals the closed chain's for a built-in scheme."""
     from conftest import ROOT
 
-    from analysis.comparison import node_busy
-    from analysis.policy_chain import predict_policy
-    from controller.policies import make_policy
-    from fogsdn.scenario import load_scenario
+    from fogsdn.core.scenario import load_scenario
+    from fogsdn.exact.policy_chain import predict_policy
+    from fogsdn.measure.comparison import node_busy
+    from fogsdn.policies import make_policy
 
     sc = load_scenario(ROOT / "scenarios" / "default.yaml")
     closed = node_busy(sc, predict(model_params_from_scenario(sc)))
@@ -199,7 +199,7 @@ def test_simulated_switch_sleeps_once_its_ports_have_been_quiet_for_the_hold(tmp
     """Traffic in the first real second of every 7 (a profile with an idle phase): the
     switch keeps its ports awake for the hold (2 s) after the last request, sleeps, and
     wakes with the next busy phase."""
-    from sim.runner import run_simulation
+    from fogsdn.sim.runner import run_simulation
 
     sc = parse_scenario({
         "name": "sleepy", "seed": 2, "duration_ms": 7500, "warmup_ms": 0, "time_scale": 1,

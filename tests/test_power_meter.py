@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from fogsdn.scenario import NodeSpec, Role, ServerPower, SwitchPower
-from runner.power_meter import (
+from fogsdn.core.scenario import NodeSpec, Role, ServerPower, SwitchPower
+from fogsdn.live.power_meter import (
     LivePowerMeter,
     PortCounters,
     moved_ports,

@@ -1,4 +1,4 @@
-"""Seed 000's chain as printed (analysis/printed_chain.py): closed forms, each documented
+"""Seed 000's chain as printed (fogsdn/exact/printed_chain.py): closed forms, each documented
 reading, the claims' rule, and predict.py --printed."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import call_main
 
-from analysis.ctmc import ModelParams, predict
-from analysis.printed_chain import (
+from fogsdn.core.scenario import load_scenario, parse_scenario
+from fogsdn.exact.ctmc import ModelParams, predict
+from fogsdn.exact.printed_chain import (
     Reading,
     balance_rows,
     figures,
@@ -20,8 +21,7 @@ from analysis.printed_chain import (
     stationary,
     transitions,
 )
-from analysis.seed000_claims import CLAIMS, POINTS, evaluate, lookup, needed, verdict
-from fogsdn.scenario import load_scenario, parse_scenario
+from fogsdn.measure.seed000_claims import CLAIMS, POINTS, evaluate, lookup, needed, verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 FIG4A = ROOT / "scenarios" / "seed000_fig4a.yaml"
@@ -164,7 +164,7 @@ def test_printed_from_a_scenario_and_outside_it(tmp_path: Path) -> None:
     assert printed_figures(sc).W_hp == pytest.approx(figures(_p("proposed")).W_hp)
     d = sc.to_dict()
     d["nodes"].append({"name": "ofn2", "role": "ofn", "mu": 0.3, "capacity": 10})
-    from analysis.printed_chain import OutsidePrintedModel
+    from fogsdn.exact.printed_chain import OutsidePrintedModel
 
     with pytest.raises(OutsidePrintedModel, match="one OFN"):
         printed_figures(parse_scenario(d))

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, wait_until
 
-from nodes.probe import (
+from fogsdn.nodes.probe import (
     ECHO,
     PING,
     EchoResponder,
@@ -202,12 +202,13 @@ def test_command_line_on_loopback() -> None:
         port = s.getsockname()[1]
     # pings start once the responder is bound; SIGTERM ends it, and it reports (SIGINT
     # would not do: a process started in the background, as by pytest-xdist, ignores it)
-    resp = subprocess.Popen([sys.executable, "-m", "nodes.probe", "respond", "--bind",
+    resp = subprocess.Popen([sys.executable, "-m", "fogsdn.nodes.probe", "respond", "--bind",
                              f"127.0.0.1:{port}", "--duration", "60"], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_until(lambda: _udp_bound(port) or resp.poll() is not None, "the responder's bind")
-        r = subprocess.run([sys.executable, "-m", "nodes.probe", "ping", "--bind", "127.0.0.1",
+        r = subprocess.run([sys.executable, "-m", "fogsdn.nodes.probe", "ping",
+                            "--bind", "127.0.0.1",
                             "--target", f"127.0.0.1:{port}", "--count", "3",
                             "--interval-ms", "20"],
                            cwd=ROOT, capture_output=True, text=True, timeout=30)
@@ -219,7 +220,8 @@ def test_command_line_on_loopback() -> None:
     summary = json.loads(r.stdout)
     assert summary["count"] == summary["answered"] == 3
     assert json.loads(out)["counters"]["received"] == 3
-    bad = subprocess.run([sys.executable, "-m", "nodes.probe", "respond", "--bind", "0.0.0.0:1"],
+    bad = subprocess.run([sys.executable, "-m", "fogsdn.nodes.probe", "respond",
+                          "--bind", "0.0.0.0:1"],
                          cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert bad.returncode == 2 and "wildcard" in bad.stderr
 
@@ -245,10 +247,11 @@ def test_probe_across_namespaces() -> None:
             _ip("-n", ns, "link", "set", dev, "up")
             _ip("-n", ns, "link", "set", "lo", "up")
         resp = subprocess.Popen(["ip", "netns", "exec", ns_a, sys.executable, "-m",
-                                 "nodes.probe", "respond", "--bind", "10.213.0.1:7000",
+                                 "fogsdn.nodes.probe", "respond", "--bind", "10.213.0.1:7000",
                                  "--duration", "4"], cwd=ROOT, stdout=subprocess.PIPE, text=True)
         try:
-            r = subprocess.run(["ip", "netns", "exec", ns_b, sys.executable, "-m", "nodes.probe",
+            r = subprocess.run(["ip", "netns", "exec", ns_b, sys.executable, "-m",
+                                "fogsdn.nodes.probe",
                                 "ping", "--bind", "10.213.0.2", "--target", "10.213.0.1:7000",
                                 "--count", "20", "--interval-ms", "20"],
                                cwd=ROOT, capture_output=True, text=True, timeout=30)

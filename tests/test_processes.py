@@ -1,4 +1,4 @@
-"""fogsdn.processes: stop signals held back from what Mininet forks while it builds."""
+"""fogsdn.core.processes: stop signals held back from what Mininet forks while it builds."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from types import FrameType
 
 from conftest import ROOT, wait_until
 
-from fogsdn.processes import stop_signals_deferred
+from fogsdn.core.processes import stop_signals_deferred
 
 
 def _blocked(pid: int) -> int:
@@ -91,7 +91,7 @@ def test_children_forked_meanwhile_never_see_ctrl_c_and_the_runner_still_does() 
 _EARLY = r'''
 import sys, time
 sys.path.insert(0, sys.argv[1])
-from fogsdn.processes import catch_stop_signals, exec_with_stop_signals_held
+from fogsdn.core.processes import catch_stop_signals, exec_with_stop_signals_held
 stop = catch_stop_signals()
 print("caught", flush=True)
 if sys.argv[2] == "exec":  # a signal noted before the exec is not lost either

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest, poisson
 
-from analysis.comparison import compare_phases, phase_scenario
-from analysis.model_params import OutsideModel, exact_prediction
-from fogsdn.rate_profile import ProfileError, RateProfile
-from fogsdn.scenario import ScenarioError, load_scenario
-from fogsdn.workload import arrivals
-from runner.queueing_run import check_live_limits
-from sim.runner import run_simulation
+from fogsdn.core.rate_profile import ProfileError, RateProfile
+from fogsdn.core.scenario import ScenarioError, load_scenario
+from fogsdn.core.workload import arrivals
+from fogsdn.exact.model_params import OutsideModel, exact_prediction
+from fogsdn.live.queueing_run import check_live_limits
+from fogsdn.measure.comparison import compare_phases, phase_scenario
+from fogsdn.sim.runner import run_simulation
 
 ROOT = Path(__file__).resolve().parents[1]
 PHASES = {"phases": [{"duration_ms": 1000, "factor": 0.5}, {"duration_ms": 500, "factor": 0.0},
@@ -104,7 +104,7 @@ def test_phase_comparison_mixes_the_phases_by_their_requests(tmp_path: Path) -> 
     assert phase_scenario(sc, 1).workload.lambda_lp == pytest.approx(0.75)
     assert phase_scenario(sc, 1).workload.profile is None
     run_simulation(sc, tmp_path / "sim")
-    from fogsdn.trace import read_trace
+    from fogsdn.core.trace import read_trace
 
     fields, text = compare_phases(sc, read_trace(tmp_path / "sim" / "trace.csv"))
     assert "phase 1 (factor 1.5" in text and "overall" in text

@@ -1,4 +1,4 @@
-"""Real-time scheduling of another process's threads (nodes.realtime), as the runner
+"""Real-time scheduling of another process's threads (fogsdn.core.realtime), as the runner
 gives the switch for a run and takes back at teardown."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from nodes.realtime import all_realtime, process_ordinary, process_realtime
+from fogsdn.core.realtime import all_realtime, process_ordinary, process_realtime
 
 CHILD = ("import threading, time\n"
          "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"

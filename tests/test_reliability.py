@@ -33,12 +33,12 @@ from conftest import (
     wait_for_worker,
 )
 
-from fogsdn.local_rpc import recv_line
-from fogsdn.scenario import ScenarioError, TaskClass, load_scenario, parse_scenario
-from fogsdn.trace import Outcome, read_trace
-from fogsdn.workload import max_task_size
-from nodes.protocol import TaskRequest
-from runner.cleanup import RunRecord, record_of_runner
+from fogsdn.core.local_rpc import recv_line
+from fogsdn.core.scenario import ScenarioError, TaskClass, load_scenario, parse_scenario
+from fogsdn.core.trace import Outcome, read_trace
+from fogsdn.core.workload import max_task_size
+from fogsdn.live.cleanup import RunRecord, record_of_runner
+from fogsdn.nodes.protocol import TaskRequest
 
 RUN_TESTBED = str(ROOT / "scripts" / "run_testbed.py")
 emulation = pytest.mark.emulation
@@ -264,7 +264,7 @@ def test_absurd_scenario_is_refused_before_anything_starts(tmp_path: Path) -> No
 
 
 def test_absurd_scenario_is_refused_by_the_simulator_too(tmp_path: Path) -> None:
-    from sim.runner import run_simulation
+    from fogsdn.sim.runner import run_simulation
 
     sc = parse_scenario(scenario_dict(workload={"lambda_hp": 1e9}, duration_ms=12000))
     with pytest.raises(ScenarioError, match="expects 1.2e\\+13 requests"):
@@ -313,7 +313,7 @@ def _running_worker(tmp_path: Path, read_timeout_s: float
     port, ctl = free_ports(1), tmp_path / "w.sock"
     max_size = max_task_size(parse_scenario(scenario_dict()).workload.size)
     p = subprocess.Popen(
-        [sys.executable, "-m", "nodes.worker", "--name", "fn", "--host", "127.0.0.1",
+        [sys.executable, "-m", "fogsdn.nodes.worker", "--name", "fn", "--host", "127.0.0.1",
          "--port", str(port), "--mu", "1", "--capacity", "4", "--time-scale", "10",
          "--control", str(ctl), "--max-size", repr(max_size),
          "--read-timeout", repr(read_timeout_s)], cwd=ROOT, stderr=subprocess.PIPE)
@@ -388,7 +388,7 @@ def test_open_connections_are_capped_and_freed(patient_worker: tuple) -> None:
     """Past MAX_READING connections whose request line is still being read, each new
     one is answered `busy` at once; the others are cut off at the read deadline, which
     gives their slots back while the connections are still open."""
-    from nodes.task_server import MAX_READING
+    from fogsdn.nodes.task_server import MAX_READING
 
     port, p = patient_worker
     over = 20
@@ -414,7 +414,8 @@ def test_open_connections_are_capped_and_freed(patient_worker: tuple) -> None:
 
 
 def test_a_worker_whose_internal_thread_dies_exits() -> None:
-    code = ("import sys; from nodes.task_server import Worker; from fogsdn.scenario import Servers;"
+    code = ("import sys; from fogsdn.nodes.task_server import Worker;"
+            "from fogsdn.core.scenario import Servers;"
             "w = Worker('fn', 1.0, 2, Servers.SINGLE, 10.0);"
             "w.guarded(lambda: 1 / 0); sys.exit(0)")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,

@@ -1,4 +1,4 @@
-"""The re-route measurement (rigs/traffic_probe.reroute_times), on made-up
+"""The re-route measurement (tools/rigs/traffic_probe.reroute_times), on made-up
 arrivals: what a failure cost a stream of datagrams, three ways (no root)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from rigs.traffic_probe import Outage, reroute_times, tcp_listen_ready
+from tools.rigs.traffic_probe import Outage, reroute_times, tcp_listen_ready
 
 MS = 1_000_000  # ns
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy.linalg import expm
 
-from analysis.ctmc import ModelParams, arrival_rates, predict
-from analysis.response_time import ErlangMixture
-from analysis.two_node_handoff import HandoffChain
+from fogsdn.exact.ctmc import ModelParams, arrival_rates, predict
+from fogsdn.exact.response_time import ErlangMixture
+from fogsdn.exact.two_node_handoff import HandoffChain
 
 
 def brute_handoff_cdf(p: ModelParams, weights: np.ndarray, times: list[float]) -> np.ndarray:

@@ -13,14 +13,21 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from controller.policies import PolicyError, make_policy
-from controller.policies.base import ClusterView, NodeView, Request
-from controller.policies.observe import EpochObserver, ObservationLayout, layout_of, weighted_choice
-from controller.policies.rl import RlDqn, RlRnn, goal
-from fogsdn.scenario import PolicySpec, Role, ServerPower, SwitchPower, TaskClass, load_scenario
-from models.power_model import server_power_w, switch_power_w
-from models.rnn_learner import RnnLearner, learner_from_json, learner_to_json
-from sim.engine import simulate
+from fogsdn.core.scenario import (
+    PolicySpec,
+    Role,
+    ServerPower,
+    SwitchPower,
+    TaskClass,
+    load_scenario,
+)
+from fogsdn.models.power_model import server_power_w, switch_power_w
+from fogsdn.models.rnn_learner import RnnLearner, learner_from_json, learner_to_json
+from fogsdn.policies import PolicyError, make_policy
+from fogsdn.policies.base import ClusterView, NodeView, Request
+from fogsdn.policies.observe import EpochObserver, ObservationLayout, layout_of, weighted_choice
+from fogsdn.policies.rl import RlDqn, RlRnn, goal
+from fogsdn.sim.engine import simulate
 
 SCENARIO = ROOT / "scenarios" / "multipath_power.yaml"
 

@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from models.rnn_learner import RnnError, RnnLearner, excitation
+from fogsdn.models.rnn_learner import RnnError, RnnLearner, excitation
 
 BEFORE = (1.0, 1.5, 1.2, 0.8)  # mean reward per arm; arm 1 is best
 AFTER = (1.0, 0.8, 1.2, 1.6)  # after the switch, arm 3 is best

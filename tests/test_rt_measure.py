@@ -1,4 +1,4 @@
-"""The controller's response-time timer (controller.rt_measure): parsing, pairing, stats."""
+"""The controller's response-time timer (fogsdn.controller.rt_measure): parsing, pairing, stats."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from controller.rt_measure import (
+from fogsdn.controller.rt_measure import (
     RT_COLUMNS,
     TCP_ACK,
     TCP_FIN,
@@ -178,9 +178,9 @@ def test_the_simulator_shows_per_request_policies_the_same_measured_figure() -> 
 
     from conftest import scenario_dict
 
-    from controller.policies import ClusterView, Policy, Request
-    from fogsdn.scenario import parse_scenario
-    from sim.engine import simulate
+    from fogsdn.core.scenario import parse_scenario
+    from fogsdn.policies import ClusterView, Policy, Request
+    from fogsdn.sim.engine import simulate
 
     seen: list[tuple[float, float | None]] = []
 

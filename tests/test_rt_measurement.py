@@ -1,4 +1,4 @@
-"""The controller's measured response time against the clients' (analysis.rt_measurement)."""
+"""The controller's measured response time against the clients' (fogsdn.measure.rt_measurement)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from analysis.rt_measurement import ControllerRt, compare_rt, rt_report_line
-from fogsdn.trace import Outcome, TraceRow
+from fogsdn.core.trace import Outcome, TraceRow
+from fogsdn.measure.rt_measurement import ControllerRt, compare_rt, rt_report_line
 
 
 def _row(client: str, port: str, t_send: float, response: float, node: str = "fn",

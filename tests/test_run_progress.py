@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runner.queueing_run import Progress, QueueingRun
+from fogsdn.live.queueing_run import Progress, QueueingRun
 
 
 def _run(out: Path, clients: list[str]) -> QueueingRun:

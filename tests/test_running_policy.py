@@ -1,5 +1,5 @@
-"""The live controller's policy side, without os-ken (controller.running_policy,
-controller.learner_reports): one connection's decision, path rules and reports; a swap
+"""The live controller's policy side, without os-ken (fogsdn.controller.running_policy,
+fogsdn.controller.learner_reports): one connection's decision, path rules and reports; a swap
 starting a new policy epoch; the learning curve of each epoch kept apart; a learning
 agent's state in some decision events, not in each."""
 
@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import pytest
 from conftest import ROOT, scenario_dict
 
-from controller.learner_reports import (
+from fogsdn.controller.learner_reports import (
     CURVE_COLUMNS,
     DESCRIBE_EVERY,
     LearnerReports,
@@ -22,12 +22,12 @@ from controller.learner_reports import (
     curve_text,
     next_policy_epoch,
 )
-from controller.path_choice import path_router
-from controller.pipeline import Topology, path_flows
-from controller.policies import ClusterView, PolicySpec, Request, initial_view, make_policy
-from controller.policies.base import Epoch, Policy, RouteTable
-from controller.running_policy import RunningPolicy
-from fogsdn.scenario import Scenario, TaskClass, load_scenario, parse_scenario, scenario_graph
+from fogsdn.controller.path_choice import path_router
+from fogsdn.controller.pipeline import Topology, path_flows
+from fogsdn.controller.running_policy import RunningPolicy
+from fogsdn.core.scenario import Scenario, TaskClass, load_scenario, parse_scenario, scenario_graph
+from fogsdn.policies import ClusterView, PolicySpec, Request, initial_view, make_policy
+from fogsdn.policies.base import Epoch, Policy, RouteTable
 
 SC = parse_scenario(scenario_dict())
 VIEW = initial_view(SC, True)
@@ -214,7 +214,7 @@ def test_a_retransmitted_syn_goes_where_its_first_went_and_a_reused_port_is_deci
         ) -> None:
     """The same client port with the same initial sequence number is a retransmission;
     with another, a new connection (a client reuses ports within seconds)."""
-    from controller.running_policy import DecidedSyns
+    from fogsdn.controller.running_policy import DecidedSyns
 
     syns = DecidedSyns(keep_s=10.0)
     assert syns.retransmitted("10.0.0.101", 40000, 111, t=0.0) is None  # never decided

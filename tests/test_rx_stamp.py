@@ -1,4 +1,4 @@
-"""Kernel receive stamps (fogsdn/rx_stamp.py): conversion to the monotonic clock, the
+"""Kernel receive stamps (fogsdn/core/rx_stamp.py): conversion to the monotonic clock, the
 fallbacks, and a real stamp on a loopback TCP connection (no root)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import socket
 import struct
 import time
 
-from fogsdn import rx_stamp
+from fogsdn.core import rx_stamp
 
 
 def _anc(real_s: float) -> list[tuple[int, int, bytes]]:

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, scenario_dict
 
-from fogsdn.scenario import (
+from fogsdn.core.scenario import (
     LeaveMode,
     ScenarioError,
     load_scenario,

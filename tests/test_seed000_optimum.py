@@ -1,4 +1,4 @@
-"""The optimum at seed 000's figure points (analysis/seed000_optimum.py): it keeps HP
+"""The optimum at seed 000's figure points (fogsdn/exact/seed000_optimum.py): it keeps HP
 within the proposed scheme's W, is no worse than any built-in meeting that bound, and
 the sweep's figure data gains its curve only when asked."""
 
@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, scenario_dict
 
-from analysis.model_params import exact_prediction
-from analysis.optimal_policy import prediction_figures
-from analysis.seed000_optimum import point_optimum
-from fogsdn.scenario import PolicySpec, load_scenario, parse_scenario
-from runner.sweep import exact_curves, plan
+from fogsdn.core.scenario import PolicySpec, load_scenario, parse_scenario
+from fogsdn.exact.model_params import exact_prediction
+from fogsdn.exact.optimal_policy import prediction_figures
+from fogsdn.exact.seed000_optimum import point_optimum
+from fogsdn.studies.sweep import exact_curves, plan
 
 SMALL = [{"name": "fn", "role": "fn", "mu": 1.0, "capacity": 6},
          {"name": "ofn1", "role": "ofn", "mu": 0.3, "capacity": 4}]

@@ -11,11 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from nodes.ncs.meridian import MeridianConfig, next_step
-from nodes.ncs.selection import Optimal
-from nodes.ncs.vivaldi import Coordinate, VivaldiConfig, VivaldiNode, plain_config
-from sim.city_study import CitySimulation
-from sim.seed003_claims import (
+from fogsdn.city.claims import (
     CLAIMS,
     Claim,
     Results,
@@ -24,7 +20,9 @@ from sim.seed003_claims import (
     evaluate,
     interval,
 )
-from sim.seed003_presets import (
+from fogsdn.city.event_model import CitySimulation
+from fogsdn.city.layout import CityLayout, FogSite
+from fogsdn.city.presets import (
     PRESETS,
     SWITCH_AFFECTS,
     SWITCHES,
@@ -36,8 +34,10 @@ from sim.seed003_presets import (
     preset,
     row_key,
 )
-from topologies.city_layout import CityLayout, FogSite
-from topologies.city_net import load_city_study
+from fogsdn.city.study_spec import load_city_study
+from fogsdn.nodes.ncs.meridian import MeridianConfig, next_step
+from fogsdn.nodes.ncs.selection import Optimal
+from fogsdn.nodes.ncs.vivaldi import Coordinate, VivaldiConfig, VivaldiNode, plain_config
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDY = load_city_study(ROOT / "scenarios" / "city.yaml")

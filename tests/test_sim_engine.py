@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from conftest import merged, scenario_dict
 
-from analysis.metrics import measured_summary
-from controller.policies import ClusterView, NodeView, Request, make_policy
-from fogsdn.scenario import PolicySpec, Role, Scenario, TaskClass, parse_scenario
-from fogsdn.trace import Outcome, read_trace, write_trace
-from sim.engine import simulate
-from sim.rows import BLOCKED, LOST, OK, TIMEOUT
-from sim.runner import replicate, run_simulation
+from fogsdn.core.scenario import PolicySpec, Role, Scenario, TaskClass, parse_scenario
+from fogsdn.core.trace import Outcome, read_trace, write_trace
+from fogsdn.measure.metrics import measured_summary
+from fogsdn.policies import ClusterView, NodeView, Request, make_policy
+from fogsdn.sim.engine import simulate
+from fogsdn.sim.rows import BLOCKED, LOST, OK, TIMEOUT
+from fogsdn.sim.runner import replicate, run_simulation
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -220,7 +220,7 @@ def test_threshold_policy_decides_from_the_fn_queue() -> None:
 
 def test_simpy_yardstick_agrees_request_by_request() -> None:
     pytest.importorskip("simpy", reason="simpy is not installed (the bench extra)")
-    from rigs.simpy_ref import simulate_simpy
+    from tools.rigs.simpy_ref import simulate_simpy
 
     sc = scenario()
     ours, theirs = rows_of(sc, requests=20_000), []
@@ -241,7 +241,7 @@ def test_replications_and_cli(tmp_path: Path) -> None:
     scen = tmp_path / "s.yaml"
     scen.write_text(sc.to_yaml())
     out = subprocess.run(
-        [sys.executable, "-m", "sim", "--scenario", str(scen), "--requests", "2000",
+        [sys.executable, "-m", "fogsdn.sim", "--scenario", str(scen), "--requests", "2000",
          "--out", str(tmp_path / "cli")],
         cwd=ROOT, capture_output=True, text=True, timeout=60,
     )

@@ -4,7 +4,7 @@ Two independent references: closed forms (M/M/1/K for `basic`, independent
 M/M/1/K nodes when eta = 0, Erlang-B for `multi`) and a small joint chain over
 (OFN availability, n_F, n_O) written here from the shared semantics, with a
 tagged-request chain for what happens to a request at an OFN that leaves
-(drain, drop, handoff). Where `analysis.ctmc.predict` exists, the simulator is
+(drain, drop, handoff). Where `fogsdn.exact.ctmc.predict` exists, the simulator is
 also checked against it, and the two models against each other.
 
 Each simulated number is a batch-means mean over one fixed-seed run; "agrees"
@@ -22,12 +22,12 @@ import pytest
 from scipy import stats
 from scipy.special import gammainc, gammaincc
 
-from analysis.ctmc import predict
-from analysis.metrics import MeanCI, batch_means_ci
-from analysis.model_params import model_params_from_scenario
-from fogsdn.scenario import Scenario, parse_scenario
-from sim.engine import simulate
-from sim.rows import BLOCKED, LOST, OK
+from fogsdn.core.scenario import Scenario, parse_scenario
+from fogsdn.exact.ctmc import predict
+from fogsdn.exact.model_params import model_params_from_scenario
+from fogsdn.measure.metrics import MeanCI, batch_means_ci
+from fogsdn.sim.engine import simulate
+from fogsdn.sim.rows import BLOCKED, LOST, OK
 
 Z = 4.0  # standard errors
 ABS_TOL = 5e-4  # for probabilities the run may see no event of at all
@@ -365,7 +365,7 @@ def test_leave_options_differ_where_they_should() -> None:
     assert got.mean > 0.05
 
 
-# -- against analysis.ctmc ----------------------------------------------
+# -- against fogsdn.exact.ctmc ----------------------------------------------
 
 
 def _predicted(sc: Scenario) -> dict[str, dict[str, float | None]]:

@@ -12,12 +12,11 @@ import pytest
 from conftest import call_main
 from scipy import integrate
 
-from analysis.metrics import replications_ci
-from analysis.model_params import OutsideModel
-from analysis.size_compare import SizeStats, bounded_pareto, predict_scenario, size_scenario
-from controller.policies import ClusterView, NodeView, PolicyError, Request, make_policy
-from fogsdn.scenario import PolicySpec, Role, Scenario, SizeSpec, TaskClass, parse_scenario
-from models.size_assignment import (
+from fogsdn.core.scenario import PolicySpec, Role, Scenario, SizeSpec, TaskClass, parse_scenario
+from fogsdn.exact.model_params import OutsideModel
+from fogsdn.measure.metrics import replications_ci
+from fogsdn.measure.size_compare import SizeStats, bounded_pareto, predict_scenario, size_scenario
+from fogsdn.models.size_assignment import (
     SizeModelError,
     moment,
     parse_cutoffs,
@@ -30,7 +29,8 @@ from models.size_assignment import (
     tags_cutoffs,
     tail,
 )
-from sim.engine import simulate
+from fogsdn.policies import ClusterView, NodeView, PolicyError, Request, make_policy
+from fogsdn.sim.engine import simulate
 
 ROOT = Path(__file__).resolve().parent.parent
 BP = bounded_pareto(1.5, 1.0, 100.0)
@@ -166,11 +166,11 @@ def test_tags_in_the_simulator_kills_restarts_and_counts_waste() -> None:
 
 
 def test_trace_csv_has_the_hosts_column(tmp_path: Path) -> None:
-    from sim.runner import run_simulation
+    from fogsdn.sim.runner import run_simulation
 
     sc = size_scenario("tags", 2, 0.4, BP, params={"cutoffs": "3"})
     run_simulation(sc, tmp_path, requests=300, compare=False)
-    from fogsdn.trace import read_trace
+    from fogsdn.core.trace import read_trace
 
     rows = read_trace(tmp_path / "trace.csv")
     assert len(rows) == 300
@@ -242,8 +242,8 @@ def test_predict_script_json(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
 
 def test_stage_plans_carry_intervals_and_stages_as_json() -> None:
-    from controller.policies import stage_plan
-    from fogsdn.stages import StagePlan, stage_port
+    from fogsdn.core.stages import StagePlan, stage_port
+    from fogsdn.policies import stage_plan
 
     sita = stage_plan(size_scenario("sita_e", 3, 0.5, BP))
     c1, c2 = sita_e_cutoffs(BP, [1.0] * 3)

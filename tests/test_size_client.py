@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, free_ports, wait_for_worker
 
-from analysis.size_compare import bounded_pareto, size_scenario
-from fogsdn.stages import StagePlan, stage_port
-from fogsdn.trace import Outcome, TraceWriter, read_trace
-from nodes.client import Client
+from fogsdn.core.stages import StagePlan, stage_port
+from fogsdn.core.trace import Outcome, TraceWriter, read_trace
+from fogsdn.measure.size_compare import bounded_pareto, size_scenario
+from fogsdn.nodes.client import Client
 
 SIZES = bounded_pareto(1.5, 1.0, 20.0)
 SCALE = 2.0  # real ms per model ms
@@ -30,7 +30,7 @@ def two_stages(tmp_path: Path) -> Iterator[int]:
     for i, (name, kill) in enumerate((("h1", ["--kill-after", "3"]), ("h2", []))):
         ctl = tmp_path / f"{name}.sock"
         procs.append((subprocess.Popen(
-            [sys.executable, "-m", "nodes.worker", "--name", name, "--host", "127.0.0.1",
+            [sys.executable, "-m", "fogsdn.nodes.worker", "--name", name, "--host", "127.0.0.1",
              "--port", str(stage_port(base, i)), "--mu", "1", "--capacity", "1000",
              "--time-scale", str(SCALE), "--control", str(ctl), *kill], cwd=ROOT), ctl))
     try:

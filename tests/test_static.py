@@ -7,9 +7,8 @@ import sys
 
 from conftest import ROOT
 
-# the installed packages, and rigs/ (fakes and probes for tests and benchmarks)
-PACKAGES = ["fogsdn", "models", "controller", "nodes", "analysis", "sim", "runner", "topologies",
-            "agents", "rigs"]
+# the installed package, and tools/ (fakes and probes for tests and benchmarks)
+PACKAGES = ["fogsdn", "tools"]
 
 
 def _tool(name: str, *args: str) -> subprocess.CompletedProcess[str]:

@@ -7,12 +7,12 @@ import itertools
 
 from conftest import scenario_dict
 
-from fogsdn.churn import churn_schedule
-from fogsdn.scenario import parse_scenario
-from fogsdn.streams import replication_seed
-from fogsdn.workload import arrivals, client_arrivals
-from sim.engine import simulate
-from sim.rows import CLASSES
+from fogsdn.core.churn import churn_schedule
+from fogsdn.core.scenario import parse_scenario
+from fogsdn.core.streams import replication_seed
+from fogsdn.core.workload import arrivals, client_arrivals
+from fogsdn.sim.engine import simulate
+from fogsdn.sim.rows import CLASSES
 
 
 def test_each_live_client_sends_the_simulated_clients_requests() -> None:

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import wait_until
 
-import runner.cleanup
-from runner.supervisor import MAX_RESTARTS, Restart, Supervisor, exit_code
+import fogsdn.live.cleanup
+from fogsdn.live.supervisor import MAX_RESTARTS, Restart, Supervisor, exit_code
 
 
 def _sleeper() -> subprocess.Popen[bytes]:
@@ -24,7 +24,7 @@ def _sleeper() -> subprocess.Popen[bytes]:
 
 @pytest.fixture
 def sup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Supervisor]:
-    monkeypatch.setattr(runner.cleanup, "RUNS_DIR", tmp_path / "runs")
+    monkeypatch.setattr(fogsdn.live.cleanup, "RUNS_DIR", tmp_path / "runs")
     s = Supervisor("fztest", tmp_path / "out", threading.Event())
     yield s
     s.close()  # stops whatever the record still names

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from conftest import scenario_dict
 
-from fogsdn.scenario import Scenario, parse_scenario
-from runner.study import run_study
-from runner.sweep import SweepError, SweepStudy, plan
+from fogsdn.core.scenario import Scenario, parse_scenario
+from fogsdn.studies.study import run_study
+from fogsdn.studies.sweep import SweepError, SweepStudy, plan
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -91,7 +91,7 @@ def test_sweep_script_runs_serially(tmp_path: Path) -> None:
 
 
 def test_exact_curves_where_the_model_applies(tmp_path: Path) -> None:
-    from runner.sweep import exact_curves
+    from fogsdn.studies.sweep import exact_curves
 
     sc = swept(["prioritized", "threshold"])
     curves = exact_curves(sc, plan(sc, tmp_path))
@@ -129,7 +129,7 @@ def test_a_size_based_sweep_is_seed_002bs_study(tmp_path: Path) -> None:
     """A sweep that says `study: size_based` runs through the same driver: every
     (value, policy) replicated, beside the model, into <name>.csv and .png; --plot-only
     redraws from that table."""
-    from runner.study_cli import main as study_main
+    from fogsdn.cli.study_command import main as study_main
 
     args = ["--scenario", str(ROOT / "scenarios" / "seed002b_load.yaml"), "--out",
             str(tmp_path), "--requests", "3000", "--replications", "2", "--executor", "serial",

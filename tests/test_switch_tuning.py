@@ -1,11 +1,11 @@
-"""The switch's per-run settings (runner.switch_tuning): what is read back and restored."""
+"""The switch's per-run settings (fogsdn.live.switch_tuning): what is read back and restored."""
 
 from __future__ import annotations
 
 import pytest
 
-from runner import switch_tuning
-from runner.switch_tuning import SwitchTuning, _other_config_value
+from fogsdn.live import switch_tuning
+from fogsdn.live.switch_tuning import SwitchTuning, _other_config_value
 
 
 def test_other_config_values_are_read_from_vsctl_output() -> None:

@@ -8,8 +8,8 @@ import networkx as nx
 import pytest
 from conftest import ROOT, scenario_dict
 
-from fogsdn.scenario import ScenarioError, load_scenario, parse_scenario, scenario_graph
-from fogsdn.topology import fabric_of
+from fogsdn.core.scenario import ScenarioError, load_scenario, parse_scenario, scenario_graph
+from fogsdn.core.topology import fabric_of
 
 
 def _graph(topology: dict[str, Any], **over: Any) -> nx.Graph:

@@ -1,4 +1,4 @@
-"""Topologies from files (fogsdn/topology_files.py): `topology: {graphml: FILE}` and
+"""Topologies from files (fogsdn/core/topology_files.py): `topology: {graphml: FILE}` and
 `{edge_list: FILE}` become explicit graphs, with the same one-line errors."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 import yaml
 from conftest import scenario_dict
 
-from fogsdn.scenario import ScenarioError, load_scenario, scenario_graph
-from fogsdn.topology import link_params
+from fogsdn.core.scenario import ScenarioError, load_scenario, scenario_graph
+from fogsdn.core.topology import link_params
 
 HOSTS = {"fn": "s2", "ofn1": "s2", "c1": "s1", "c2": {"switch": "s1", "delay_ms": 5}}
 

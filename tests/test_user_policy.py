@@ -18,14 +18,14 @@ from user_policies import (
     write_scenario,
 )
 
-import controller.policies
-from controller.policies import POLICIES, PolicyError, make_policy, safe_routes, stage_plan
-from controller.policies.check import main as check_main
-from controller.policies.resolve import resolve_scenario
-from fogsdn.scenario import TaskClass, load_scenario
-from fogsdn.stages import StagePlan
-from fogsdn.trace import Outcome, read_trace
-from sim.runner import run_simulation
+import fogsdn.policies
+from fogsdn.core.scenario import TaskClass, load_scenario
+from fogsdn.core.stages import StagePlan
+from fogsdn.core.trace import Outcome, read_trace
+from fogsdn.policies import POLICIES, PolicyError, make_policy, safe_routes, stage_plan
+from fogsdn.policies.check import main as check_main
+from fogsdn.policies.resolve import resolve_scenario
+from fogsdn.sim.runner import run_simulation
 
 
 def _outside(tmp_path: Path) -> Path:
@@ -79,7 +79,7 @@ def test_a_users_kill_and_restart_policy_gets_stages_in_the_simulator_and_live(
                for r in ok if r not in restarted)
     assert any(r.size > 1.5 for r in ok if r.hosts == "fn")
     # and the analysis takes it for TAGS over its stages (the model has no churn)
-    from analysis.size_compare import is_size_scenario, predict_scenario
+    from fogsdn.measure.size_compare import is_size_scenario, predict_scenario
 
     still = sc.with_overrides({"churn.eta": 0.0, "workload.lambda_hp": 0.05,
                                "workload.lambda_lp": 0.05})
@@ -139,8 +139,8 @@ def test_a_policy_failing_in_the_simulator_names_its_file(tmp_path: Path) -> Non
 
 
 def test_sweep_workers_load_the_users_policy(tmp_path: Path) -> None:
-    from runner.study import run_study
-    from runner.sweep import SweepStudy
+    from fogsdn.studies.study import run_study
+    from fogsdn.studies.sweep import SweepStudy
 
     tmp = _outside(tmp_path)
     write_policy(tmp, HP_AWAY)
@@ -165,8 +165,8 @@ def test_sweep_workers_load_the_users_policy(tmp_path: Path) -> None:
 def test_safe_routes_send_both_classes_to_the_fns() -> None:
     from conftest import scenario_dict
 
-    from controller.policies import initial_view
-    from fogsdn.scenario import parse_scenario
+    from fogsdn.core.scenario import parse_scenario
+    from fogsdn.policies import initial_view
 
     sc = parse_scenario(scenario_dict(nodes=[
         {"name": "fn", "role": "fn", "mu": 1.0, "capacity": 20},
@@ -188,7 +188,7 @@ def test_checker_passes_a_good_policy_and_fails_a_bad_one(
     out = capsys.readouterr().out
     assert "FAIL: policy 'brittle'" in out and "decide raised IndexError" in out
     assert check_main([str(tmp / "absent.py")]) == 2
-    r = subprocess.run([sys.executable, "-m", "controller.policies.check", str(good)],
+    r = subprocess.run([sys.executable, "-m", "fogsdn.policies.check", str(good)],
                        capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r.returncode == 0 and "ok: policy 'hp_away'" in r.stdout, r.stderr
 
@@ -198,7 +198,7 @@ def registry(monkeypatch: pytest.MonkeyPatch) -> dict[str, type]:
     """This process's policy registry, restored after the test (a decorated file
     registers its class while it loads)."""
     mine = dict(POLICIES)
-    monkeypatch.setattr(controller.policies, "POLICIES", mine)
+    monkeypatch.setattr(fogsdn.policies, "POLICIES", mine)
     return mine
 
 
@@ -217,7 +217,7 @@ def test_a_file_using_register_policy_loads_and_checks_like_any_other(
 
 def test_a_registered_policy_taking_a_built_in_name_is_refused_by_loader_and_checker(
         tmp_path: Path, registry: dict[str, type], capsys: pytest.CaptureFixture[str]) -> None:
-    from controller.policies import Prioritized
+    from fogsdn.policies import Prioritized
 
     tmp = _outside(tmp_path)
     for text, name in ((HP_AWAY_REGISTERED, "reg_clash.py"), (HP_AWAY, "plain_clash.py")):

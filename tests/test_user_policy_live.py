@@ -12,8 +12,8 @@ import pytest
 from conftest import ROOT
 from user_policies import FAILS_WHEN_OFN_DOWN, HP_AWAY, write_policy, write_scenario
 
-from controller.policies.resolve import resolve_scenario
-from fogsdn.trace import Outcome, read_trace
+from fogsdn.core.trace import Outcome, read_trace
+from fogsdn.policies.resolve import resolve_scenario
 
 pytestmark = pytest.mark.emulation
 
@@ -35,7 +35,7 @@ def test_users_policy_file_runs_live_from_the_documented_command(tmp_path: Path)
 
 
 def test_a_policy_that_raises_live_falls_back_to_the_fns(tmp_path: Path) -> None:
-    from runner.queueing_run import run_emulation
+    from fogsdn.live.queueing_run import run_emulation
 
     path = write_policy(tmp_path, FAILS_WHEN_OFN_DOWN)
     sc = resolve_scenario(write_scenario(tmp_path, path.name, time_scale=20, seed=5,

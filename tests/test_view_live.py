@@ -1,4 +1,4 @@
-"""The live run's view source (runner.view_live) over a fake run: a results folder with
+"""The live run's view source (fogsdn.live.live_view) over a fake run: a results folder with
 a growing trace, and a fake controller on the registration socket."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from conftest import scenario_dict
 
-from fogsdn.local_rpc import recv_line, send_json
-from fogsdn.scenario import parse_scenario, scenario_graph
-from runner.queueing_run import Progress
-from runner.view_live import LiveView, write_token
-from runner.view_state import RequestError
+from fogsdn.core.local_rpc import recv_line, send_json
+from fogsdn.core.scenario import parse_scenario, scenario_graph
+from fogsdn.live.live_view import LiveView, write_token
+from fogsdn.live.queueing_run import Progress
+from fogsdn.view.state import RequestError
 
 HEADER = "request_id,client,cls,size,t_send,t_done,node,outcome,response_ms,node_ms\n"
 
@@ -123,8 +123,8 @@ def test_token_file_is_private(tmp_path: Path) -> None:
 
 
 def test_an_online_learners_curve_is_shown_as_its_epochs_close(run: SimpleNamespace) -> None:
-    from controller.learner_reports import CURVE_COLUMNS, curve_rows
-    from controller.policies.base import Epoch
+    from fogsdn.controller.learner_reports import CURVE_COLUMNS, curve_rows
+    from fogsdn.policies.base import Epoch
 
     view = LiveView(run, "tok")
     view._tick()

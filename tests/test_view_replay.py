@@ -1,4 +1,4 @@
-"""Replay of a finished run (runner.view_replay) over a made-up results folder, and the
+"""Replay of a finished run (fogsdn.view.replay) over a made-up results folder, and the
 REST client's request building (scripts/fogsdn_ctl.py)."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import scenario_dict
 
-from fogsdn.scenario import parse_scenario
-from fogsdn.trace import Outcome, TraceRow, write_trace
-from runner.view_replay import ReplaySource, in_system_at, up_at
-from runner.view_state import RequestError
+from fogsdn.core.scenario import parse_scenario
+from fogsdn.core.trace import Outcome, TraceRow, write_trace
+from fogsdn.view.replay import ReplaySource, in_system_at, up_at
+from fogsdn.view.state import RequestError
 
 
 def _folder(tmp_path: Path) -> Path:
@@ -88,8 +88,8 @@ def test_ctl_policy_body(tmp_path: Path) -> None:
 
 
 def test_an_online_learners_curve_comes_with_every_state(tmp_path: Path) -> None:
-    from controller.learner_reports import CURVE_COLUMNS, curve_rows
-    from controller.policies.base import Epoch
+    from fogsdn.controller.learner_reports import CURVE_COLUMNS, curve_rows
+    from fogsdn.policies.base import Epoch
 
     folder = _folder(tmp_path)
     assert ReplaySource.of(folder).state(30.0)["learning_curve"] == []  # no learner
@@ -106,8 +106,8 @@ def test_the_replay_page_follows_the_slider_and_shows_the_curve(tmp_path: Path) 
     pytest.importorskip("playwright.sync_api")
     from browser_page import replay_page, slide_to
 
-    from controller.learner_reports import CURVE_COLUMNS, curve_rows
-    from controller.policies.base import Epoch
+    from fogsdn.controller.learner_reports import CURVE_COLUMNS, curve_rows
+    from fogsdn.policies.base import Epoch
 
     folder = _folder(tmp_path)
     (folder / "learning_curve.csv").write_text(CURVE_COLUMNS + curve_rows(0, "path_rnn", [

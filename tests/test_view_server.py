@@ -1,4 +1,4 @@
-"""The run view's HTTP adapter (runner.view_server) over a fake source on loopback:
+"""The run view's HTTP adapter (fogsdn.view.server) over a fake source on loopback:
 routes, the token on writes, one-line JSON errors, server-sent events, the page."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from runner.view_server import EVENT_PERIOD_S, ViewServer, static_page
-from runner.view_state import RequestError
+from fogsdn.view.server import EVENT_PERIOD_S, ViewServer, static_page
+from fogsdn.view.state import RequestError
 
 TOKEN = "tok-123"
 

@@ -1,4 +1,4 @@
-"""The run view's pure part (runner.view_state): token check, request checks, running
+"""The run view's pure part (fogsdn.view.state): token check, request checks, running
 class figures, trace parsing and the state and topology documents."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import math
 import pytest
 from conftest import scenario_dict
 
-from fogsdn.scenario import parse_scenario, scenario_graph
-from runner.view_state import (
+from fogsdn.core.scenario import parse_scenario, scenario_graph
+from fogsdn.view.state import (
     ClassTally,
     NodeLive,
     RequestError,
@@ -145,7 +145,7 @@ def test_finite() -> None:
 
 
 def test_epoch_tallies_keep_each_policy_apart() -> None:
-    from runner.view_state import EpochTallies
+    from fogsdn.view.state import EpochTallies
 
     et = EpochTallies()
     et.open(0.0)
@@ -164,7 +164,7 @@ def test_epoch_tallies_keep_each_policy_apart() -> None:
 
 
 def test_class_routes_from_controller_events() -> None:
-    from runner.view_state import ClassRoutes, event_lines
+    from fogsdn.view.state import ClassRoutes, event_lines
 
     r = ClassRoutes()
     for ev in event_lines([
@@ -184,7 +184,7 @@ def test_class_routes_from_controller_events() -> None:
 
 
 def test_timeline_keeps_every_policy_change_and_the_latest_churn() -> None:
-    from runner.view_state import recent_timeline
+    from fogsdn.view.state import recent_timeline
 
     tl = ([{"t_ms": 0.0, "kind": "policy", "policy": "a"}]
           + [{"t_ms": float(i), "kind": "churn", "node": "o", "up": i % 2 == 0}
@@ -197,7 +197,7 @@ def test_timeline_keeps_every_policy_change_and_the_latest_churn() -> None:
 
 
 def test_learning_agent_state_from_decisions() -> None:
-    from runner.view_state import ClassRoutes
+    from fogsdn.view.state import ClassRoutes
 
     r = ClassRoutes()
     r.apply({"event": "decision", "cls": "lp", "node": "fn",

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nodes.ncs.vivaldi import (
+from fogsdn.nodes.ncs.vivaldi import (
     Coordinate,
     VivaldiConfig,
     VivaldiError,
@@ -19,7 +19,7 @@ from nodes.ncs.vivaldi import (
     relative_errors,
     simulate,
 )
-from rigs import synthetic_rtt
+from tools.rigs import synthetic_rtt
 
 SEATTLE = Path(__file__).parent / "data" / "seattle99.npz"
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, free_ports, wait_for_worker, wait_until
 
-from fogsdn.local_rpc import recv_line
-from fogsdn.scenario import Servers, TaskClass
-from nodes.protocol import MAX_REQUEST_BYTES, ProtocolError, TaskRequest, parse_request
-from nodes.service_queue import ServiceQueue
-from nodes.worker import control_request
+from fogsdn.core.local_rpc import recv_line
+from fogsdn.core.scenario import Servers, TaskClass
+from fogsdn.models.service_queue import ServiceQueue
+from fogsdn.nodes.protocol import MAX_REQUEST_BYTES, ProtocolError, TaskRequest, parse_request
+from fogsdn.nodes.worker import control_request
 
 
 def test_fifo_schedules_against_absolute_deadlines() -> None:
@@ -73,7 +73,7 @@ def _free_port() -> int:
 def worker(tmp_path: Path) -> Iterator[tuple[int, Path, Path]]:
     port, ctl, events = _free_port(), tmp_path / "w.sock", tmp_path / "w.jsonl"
     p = subprocess.Popen(
-        [sys.executable, "-m", "nodes.worker", "--name", "fn", "--host", "127.0.0.1",
+        [sys.executable, "-m", "fogsdn.nodes.worker", "--name", "fn", "--host", "127.0.0.1",
          "--port", str(port), "--mu", "1", "--capacity", "2", "--time-scale", "100",
          "--control", str(ctl), "--events", str(events)], cwd=ROOT)
     try:
@@ -155,14 +155,14 @@ def test_worker_counts_busy_time_for_power(worker: tuple) -> None:
 def test_cpu_work_mode_does_real_work_in_proportion_to_size(tmp_path: Path) -> None:
     """work: cpu: a task hashes size/mu x time_scale x bytes_per_ms bytes; its service
     is what that took (loose bounds: this is a shared machine, not a benchmark)."""
-    from nodes.cpu_work import calibrate, kernel
+    from fogsdn.nodes.cpu_work import calibrate, kernel
 
     assert kernel(3000) != kernel(3001)
     rate = calibrate(8 << 20, repeats=2)
     assert rate > 1e4  # bytes per CPU-ms: a figure, not zero
     port, ctl = _free_port(), tmp_path / "c.sock"
     p = subprocess.Popen(
-        [sys.executable, "-m", "nodes.worker", "--name", "fn", "--host", "127.0.0.1",
+        [sys.executable, "-m", "fogsdn.nodes.worker", "--name", "fn", "--host", "127.0.0.1",
          "--port", str(port), "--mu", "1", "--capacity", "1", "--time-scale", "100",
          "--control", str(ctl), "--bytes-per-ms", repr(rate)], cwd=ROOT)
     try:

@@ -13,8 +13,8 @@ HP_AWAY = '''
 from dataclasses import dataclass
 from typing import ClassVar
 
-from controller.policies.base import ClusterView, Policy, RouteTable
-from fogsdn.scenario import Role, TaskClass
+from fogsdn.policies.base import ClusterView, Policy, RouteTable
+from fogsdn.core.scenario import Role, TaskClass
 
 
 @dataclass
@@ -30,8 +30,8 @@ class HpAway(Policy):
 # the same policy registered with the package's decorator while its file loads, as a
 # user reading the built-ins' package might write it
 HP_AWAY_REGISTERED = HP_AWAY.replace(
-    "from controller.policies.base import",
-    "from controller.policies import register_policy\nfrom controller.policies.base import",
+    "from fogsdn.policies.base import",
+    "from fogsdn.policies import register_policy\nfrom fogsdn.policies.base import",
 ).replace("@dataclass\n", "@register_policy\n@dataclass\n")
 
 # a per-request policy that sends LP to the OFN when it knows the loads, and fails
@@ -40,8 +40,8 @@ FAILS_WHEN_OFN_DOWN = '''
 from dataclasses import dataclass
 from typing import ClassVar
 
-from controller.policies.base import ClusterView, Policy, RouteTable
-from fogsdn.scenario import Role, TaskClass
+from fogsdn.policies.base import ClusterView, Policy, RouteTable
+from fogsdn.core.scenario import Role, TaskClass
 
 
 @dataclass
@@ -66,9 +66,9 @@ TRY_FN_FIRST = '''
 from dataclasses import dataclass
 from typing import ClassVar
 
-from controller.policies.base import ClusterView, Policy, RouteTable
-from fogsdn.scenario import Role, TaskClass
-from fogsdn.stages import StagePlan
+from fogsdn.policies.base import ClusterView, Policy, RouteTable
+from fogsdn.core.scenario import Role, TaskClass
+from fogsdn.core.stages import StagePlan
 
 
 @dataclass

@@ -1,0 +1,1 @@
+"""Learning agents: the Gymnasium environments, DQN, RNN training."""

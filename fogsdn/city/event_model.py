@@ -1,0 +1,385 @@
+"""Seed 003's study in simulation: mobile clients choosing fog nodes in a city (pure).
+
+One run = one selector at one client/slot ratio. The city, the clients' start times,
+walks and periods come from the seed alone, so every selector faces the same clients on
+the same streets; latencies follow `fogsdn.city.geo_latency` with each node's live load.
+The client's step, the selectors' knowledge and the metrics (seed 003 section 3.1, eq. 13)
+are in docs/coordinates.md, Seed 003's study, simulated.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fogsdn.city.geo_latency import load_ms, nearest, pair_load_ms, processing_ms
+from fogsdn.city.layout import (
+    CityLayout,
+    PositionTrace,
+    Waypoint,
+    WaypointParams,
+    advance,
+    random_positions,
+    start_walker,
+)
+from fogsdn.city.study_spec import CityStudy
+from fogsdn.nodes.ncs.discovery import (
+    VIVALDI_SELECTORS,
+    ClientParams,
+    ClientTally,
+    city_metrics,
+    discovery_step,
+    make_selector,
+)
+from fogsdn.nodes.ncs.meridian import MeridianConfig, MeridianOverlay, Messages
+from fogsdn.nodes.ncs.selection import ProbeAnswer, SelectionContext, SelectionError
+from fogsdn.nodes.ncs.vivaldi import VivaldiConfig, VivaldiNode, plain_config
+
+
+def client_params(study: CityStudy) -> ClientParams:
+    """The study file's client knobs, for either engine (the one place they are copied)."""
+    return ClientParams(period_s=study.period_s, start_s=study.start_s,
+                        max_attempts=study.max_attempts, timeout_ms=study.timeout_ms,
+                        dimensions=study.vivaldi_dimensions,
+                        bound_ms=study.load_aware_bound_ms)
+
+
+@dataclass
+class _Client:
+    name: str
+    position: tuple[float, float]
+    walker: Waypoint
+    walk_rng: random.Random  # its own: its walk is the same in every run and engine
+    last_move_s: float
+    tower: int
+    tower_m: float
+    node: str | None = None
+    tally: ClientTally = field(default_factory=ClientTally)
+    vivaldi: VivaldiNode | None = None
+    last_rtt: dict[str, float] = field(default_factory=dict)  # per node: last task's RTT
+
+
+class _SimulatedNet:
+    """One client's step on the simulated city (`fogsdn.nodes.ncs.discovery.ClientEngine`)."""
+
+    def __init__(self, sim: CitySimulation, c: _Client, static: dict[str, float]) -> None:
+        self.sim, self.c, self.static = sim, c, static
+
+    def context(self, excluded: frozenset[str]) -> SelectionContext:
+        sim, c = self.sim, self.c
+        asked = None
+        if sim.uses_vivaldi:  # ask a node to rank the nodes by coordinates
+            asked = c.node or sim.rng.choice(sim.names)
+            sim.messages.send("discovery", c.name, asked)
+            sim.messages.send("discovery", asked, c.name)
+        return sim.context(c, self.static, excluded, asked)
+
+    def true_rtt(self) -> dict[str, float]:
+        return self.sim.true_rtt(self.static)
+
+    def join(self, node: str) -> bool:
+        sim = self.sim
+        if sim.load[node] < sim.slots[node]:
+            sim.load[node] += 1
+            return True
+        sim.messages.send("task", self.c.name, node)  # refused: this task is lost
+        return False
+
+    def leave(self, node: str) -> None:
+        self.sim.load[node] -= 1
+
+    def task(self, node: str) -> None:
+        sim, c = self.sim, self.c
+        sim.messages.send("task", c.name, node)
+        rtt = self.static[node] + sim.load_term(node)
+        if rtt > sim.client.timeout_ms:
+            c.tally.lost += 1
+            return
+        sim.messages.send("reply", node, c.name)
+
+        def rtt_at(n: str) -> float:  # this task's RTT had it gone to n
+            return self.static[n] + sim.load_term(n, 0 if n == node else 1)
+        if sim.static_reference:  # the RTT at the load-agnostic optimum (eq. 13's f)
+            best = rtt_at(min(sim.names, key=lambda n: (self.static[n], n)))
+        else:
+            best = min(rtt_at(n) for n in sim.names)
+        c.tally.deliver(rtt, best)
+        if c.vivaldi is not None:
+            # the task carries the client's coordinate and its last task's RTT to this
+            # node, which the node folds in first: it cannot time this trip itself
+            last = c.last_rtt.get(node)
+            if last is not None:
+                sim.node_vivaldi[node].update(c.name, c.vivaldi.coord, last)
+            c.vivaldi.update(node, sim.node_vivaldi[node].coord, rtt)
+            c.last_rtt[node] = rtt
+
+    def probe(self, node: str) -> None:
+        sim, c = self.sim, self.c
+        sim.messages.probe(c.name, node)
+        assert c.vivaldi is not None
+        c.vivaldi.update(node, sim.node_vivaldi[node].coord,
+                         self.static[node] + sim.load_term(node))
+
+
+class CitySimulation:
+    """One selector at one client/slot ratio of a study, at the study's scale (its live
+    one, or `study.at_full_scale()`); `run()` plays it out and returns the metrics row."""
+
+    def __init__(self, study: CityStudy, selector: str, ratio: float,
+                 trace: PositionTrace | None = None, layout: CityLayout | None = None,
+                 draw: int = 0) -> None:
+        if not 0 < ratio <= 10:
+            raise SelectionError(f"ratio: must be in (0, 10], got {ratio!r}")
+        self.study, self.kind, self.ratio = study, selector, ratio
+        self.client = client_params(study)
+        self.seed = study.seed
+        self.p = study.params()
+        self.layout = layout or study.layout()
+        self.trace = trace
+        self.names = [n.name for n in self.layout.fog_nodes]
+        self.pos = {n.name: n.position for n in self.layout.fog_nodes}
+        self.slots = {n.name: n.slots for n in self.layout.fog_nodes}
+        self.load = dict.fromkeys(self.names, 0)
+        self.free_snapshot = dict(self.slots)
+        towers = self.layout.towers
+        self.tt = [[math.dist(a, b) for b in towers] for a in towers]
+        near = {n: nearest(self.pos[n], towers) for n in self.names}
+        self.node_tower = {n: near[n][0] for n in self.names}
+        self.node_tower_m = {n: near[n][1] for n in self.names}
+        self.proc = processing_ms(self.p)
+        self._load_terms: dict[tuple[int, int], float] = {}
+        self.messages = Messages()
+        self.selector = make_selector(selector, self.client)
+        self.uses_vivaldi = selector in VIVALDI_SELECTORS
+        self.static_reference = study.optimal_reference == "static"
+        vcfg = plain_config(self.client.dimensions) if study.vivaldi == "plain" \
+            else VivaldiConfig(dimensions=self.client.dimensions)
+        self.node_vivaldi = {n: VivaldiNode(vcfg, random.Random(f"{self.seed}-v-{n}"))
+                             for n in self.names}
+        # the nodes' coordinates as the last probe round carried them (each node's view)
+        self.node_view = {n: v.coord for n, v in self.node_vivaldi.items()}
+        # the run's own choices (random picks, entry nodes, probe targets); `draw` > 0
+        # redraws them alone: the same city, clients, walks and periods
+        self.rng = random.Random(f"{self.seed}-{selector}-{ratio}"
+                                 + (f"-draw{draw}" if draw else ""))
+        self.wp = WaypointParams(self.layout.side_m, study.mobility.speed_mps,
+                                 study.mobility.pause_s)
+        self.clients = self._make_clients(vcfg)
+        self.by_name = {c.name: c for c in self.clients}
+        self.meridian: MeridianOverlay | None = None
+        if selector == "meridian":
+            self.meridian = MeridianOverlay(
+                self.names, self._measure,
+                MeridianConfig(termination=study.meridian_termination), self.messages)
+        self.meridian_queries: list[tuple[int, int, int]] = []  # (messages, probes, hops)
+    # ---- set-up ------------------------------------------------------------------
+    def _make_clients(self, vcfg: VivaldiConfig) -> list[_Client]:
+        n = self.study.clients_at(self.ratio)
+        crng = random.Random(f"clients-{self.seed}")  # same for every selector
+        trace_names = self.trace.clients() if self.trace else []
+        if self.trace and len(trace_names) < n:
+            raise SelectionError(f"trace: has {len(trace_names)} clients, the run needs {n}")
+        starts = random_positions(n, self.layout.side_m, crng)
+        out = []
+        for i in range(n):
+            name = trace_names[i] if self.trace else f"c{i}"
+            p0 = self.trace.at(name, 0.0) if self.trace else starts[i]
+            walk_rng = random.Random(f"walk-{self.seed}-{i}")
+            walker = start_walker(p0, self.wp, walk_rng)
+            t, d = nearest(p0, self.layout.towers)
+            viv = VivaldiNode(vcfg, random.Random(f"{self.seed}-vc-{i}")) \
+                if self.uses_vivaldi else None
+            out.append(_Client(name, p0, walker, walk_rng, 0.0, t, d, vivaldi=viv))
+        return out
+
+    # ---- latencies ---------------------------------------------------------------
+    def _static_from_client(self, c: _Client) -> dict[str, float]:
+        v, tt = self.p.propagation_ms_per_km, self.tt[c.tower]
+        back = self.p.backhaul
+        return {n: (c.tower_m + (tt[self.node_tower[n]] if back else 0.0)
+                    + self.node_tower_m[n]) / 1000.0 * v + self.proc for n in self.names}
+
+    def _node_static(self, a: str, b: str) -> float:
+        back = self.tt[self.node_tower[a]][self.node_tower[b]] if self.p.backhaul else 0.0
+        metres = self.node_tower_m[a] + back + self.node_tower_m[b]
+        return metres / 1000.0 * self.p.propagation_ms_per_km + self.proc
+
+    def load_term(self, n: str, extra: int = 0) -> float:
+        key = (self.load[n] + extra, self.slots[n])
+        ms = self._load_terms.get(key)
+        if ms is None:  # a plain dict: hashing LatencyParams per call cost a fifth
+            ms = self._load_terms[key] = load_ms(key[0], key[1], self.p)
+        return ms
+
+    def _node_rtt(self, a: str, b: str) -> float:
+        """RTT between two fog nodes now (eq. 7 between them, as the live star gives it)."""
+        return self._node_static(a, b) + pair_load_ms(self.load_term(a), self.load_term(b))
+
+    def _measure(self, a: str, b: str) -> float:
+        """RTT between any two named hosts under the current loads (Meridian's probes)."""
+        if a in self.pos and b in self.pos:
+            return self._node_rtt(a, b)
+        client, node = (self.by_name[a], b) if a in self.by_name else (self.by_name[b], a)
+        return self._static_from_client(client)[node] + self.load_term(node)
+
+    # ---- events ------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        # the periodic events: (first time, period in s, what runs then)
+        periodic: list[tuple[float, float, Callable[[], None]]] = [(0.0, 1.0, self._snapshot)]
+        if self.uses_vivaldi:
+            every = self.study.node_probe_s
+            periodic.append((every / 2, every, self._node_probes))
+        if (overlay := self.meridian) is not None:
+            overlay.converge(random.Random(f"{self.seed}-meridian"), gossip_rounds=10)
+            every = self.study.node_probe_s  # each node re-measures its members, as live
+            periodic += [(every / 2, every, overlay.remeasure),
+                         (5.0, 5.0, lambda: overlay.gossip_round(self.rng)),
+                         (30.0, 30.0, overlay.manage_rings)]
+        crng = random.Random(f"starts-{self.seed}")
+        # (t, seq, client index or -1 - periodic index): seq orders simultaneous events
+        events = [(crng.uniform(*self.client.start_s), i, i) for i in range(len(self.clients))]
+        events += [(t, len(self.clients) + j, -1 - j) for j, (t, _, _) in enumerate(periodic)]
+        seq = len(events)
+        heapq.heapify(events)
+        period_rng = random.Random(f"periods-{self.seed}")
+        while events:
+            t, _, idx = heapq.heappop(events)
+            if t > self.study.duration_s:
+                break
+            if idx >= 0:
+                self._client_step(self.clients[idx], t)
+                nxt = t + period_rng.uniform(*self.client.period_s)
+            else:
+                _, period, action = periodic[-1 - idx]
+                action()
+                nxt = t + period
+            heapq.heappush(events, (nxt, seq, idx))
+            seq += 1
+        return self._metrics()
+
+    def _snapshot(self) -> None:
+        self.free_snapshot = {n: self.slots[n] - self.load[n] for n in self.names}
+
+    def _node_probes(self) -> None:
+        for a in self.names:
+            b = self.rng.choice([n for n in self.names if n != a])
+            self.messages.probe(a, b)
+            self.node_vivaldi[a].update(b, self.node_vivaldi[b].coord, self._node_rtt(a, b))
+        self.node_view = {n: v.coord for n, v in self.node_vivaldi.items()}
+
+    def _move(self, c: _Client, t: float) -> None:
+        if self.trace is not None:
+            c.position = self.trace.at(c.name, t)
+        else:
+            c.walker = advance(c.walker, t - c.last_move_s, self.wp, c.walk_rng)
+            c.position = c.walker.position
+        c.last_move_s = t
+        c.tower, c.tower_m = nearest(c.position, self.layout.towers)
+
+    def true_rtt(self, static: dict[str, float]) -> dict[str, float]:
+        """What the scores take as every node's latency: now, load included, or the
+        network distance alone (a load-agnostic optimum)."""
+        if self.static_reference:
+            return dict(static)
+        return {n: static[n] + self.load_term(n) for n in self.names}
+
+    def context(self, c: _Client, static: dict[str, float], excluded: frozenset[str],
+                asked: str | None = None) -> SelectionContext:
+        """What `c`'s selector may know now; `asked`: the node that ranks by coordinates,
+        whose own is current while the others' are as its last probe round saw them."""
+        kind = self.kind
+        true = self.true_rtt(static) if kind == "optimal" else None
+        est = None
+        if c.vivaldi is not None:
+            own = c.vivaldi.coord
+            est = {n: own.distance_to(self.node_vivaldi[n].coord if n == asked
+                                      else self.node_view[n]) for n in self.names}
+        free: dict[str, int] | None = None
+        if kind == "load_aware":
+            free = self.free_snapshot
+        elif kind == "meridian":
+            free = {n: self.slots[n] - self.load[n] for n in self.names}
+        meridian = None
+        if self.meridian is not None:
+            overlay = self.meridian
+            entry = c.node or self.rng.choice(self.names)
+
+            def meridian_query(eligible: Any) -> str | None:
+                probes = self.messages.by_kind["probe"]
+                result = overlay.closest(c.name, entry, eligible)
+                self.meridian_queries.append(
+                    (result.messages, (self.messages.by_kind["probe"] - probes) // 2,
+                     result.hops))
+                return result.node
+            meridian = meridian_query
+        probe = None
+        if kind == "load_aware":
+            def probe_node(n: str) -> ProbeAnswer:
+                self.messages.probe(c.name, n)
+                k, here = self.load[n], self.load_term(n)
+                return ProbeAnswer(static[n] + here, self.slots[n] - k,
+                                   join_cost_ms=k * (self.load_term(n, 1) - here),
+                                   leave_gain_ms=(k - 1) * (here - self.load_term(n, -1))
+                                   if k > 0 else 0.0)
+            probe = probe_node
+        return SelectionContext(self.names, self.slots, c.node, excluded, true, est, free,
+                                meridian, probe)
+
+    def _client_step(self, c: _Client, t: float) -> None:
+        self._move(c, t)
+        net = _SimulatedNet(self, c, self._static_from_client(c))
+        c.node = discovery_step(net, self.selector, c.node, self.names, self.client,
+                                c.tally, self.rng, t, c.vivaldi is not None)
+
+    # ---- results -----------------------------------------------------------------
+    def _metrics(self) -> dict[str, Any]:
+        m = self.messages
+        for c in self.clients:
+            c.tally.messages = m.sent[c.name] + m.received[c.name]
+        return {
+            "selector": self.kind,
+            "ratio": self.ratio,
+            "clients": len(self.clients),
+            "slots": sum(self.slots.values()),
+            "seed": self.seed,
+            "duration_s": self.study.duration_s,
+        } | city_metrics([c.tally for c in self.clients], [m.received[n] for n in self.names],
+                         [m.sent[n] for n in self.names]) | self._meridian_metrics()
+
+    def _meridian_metrics(self) -> dict[str, Any]:
+        """Per query as the live run counts them (fogsdn/sim/city_output.MERIDIAN_COLUMNS)."""
+        q = self.meridian_queries
+        if not q:
+            return {}
+        by_kind = self.messages.by_kind
+        return {"meridian_queries": len(q),
+                "meridian_messages_per_query": statistics.mean(m for m, _p, _h in q),
+                "meridian_probes_per_query": statistics.mean(p for _m, p, _h in q),
+                "meridian_hops_per_query": statistics.mean(h for _m, _p, h in q),
+                "meridian_upkeep_messages": by_kind["gossip"] + by_kind["ring_manage"]}
+
+
+def run_study(study: CityStudy, selector: str, ratio: float,
+              trace: PositionTrace | None = None, draw: int = 0) -> dict[str, Any]:
+    return CitySimulation(study, selector, ratio, trace, draw=draw).run()
+
+
+SPREAD_METRICS = ("client_lost", "optimal_rate", "selection_rmse_ms", "client_handovers",
+                  "mean_latency_ms")
+
+
+def draw_spread(study: CityStudy, selector: str, ratio: float, draws: int
+                ) -> dict[str, tuple[float, float]]:
+    """Mean and standard deviation of `SPREAD_METRICS` over `draws` runs that differ only
+    in the run's own random choices (draws 1..N): how far one live run of the same city,
+    clients and walks may fall from the simulator by chance."""
+    if draws < 2:
+        raise SelectionError(f"draws: need at least 2 for a spread, got {draws}")
+    rows = [run_study(study, selector, ratio, draw=k) for k in range(1, draws + 1)]
+    return {m: (statistics.mean(float(r[m]) for r in rows),
+                statistics.stdev(float(r[m]) for r in rows)) for m in SPREAD_METRICS}

@@ -1,0 +1,291 @@
+"""Meridian in a live fog daemon: rings, gossip, ring management and the closest-node
+query forwarded between daemons, as events in and messages out (no sockets here).
+
+The algorithm is `fogsdn.nodes.ncs.meridian`'s, run one datagram at a time: the daemon feeds
+`measured`, `message`, `client_rtt` and `tick` and carries out what they return. The
+`m_*` kinds are JSON datagrams, counted by kind where sent and received.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from fogsdn.nodes.ncs.meridian import (
+    MeridianConfig,
+    MeridianNode,
+    Messages,
+    band_members,
+    fallback_groups,
+    next_step,
+    within_cutoff,
+)
+
+Addr = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Send:
+    dest: Addr
+    msg: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Ping:
+    """Probe the client at `dest` and report the RTT with `client_rtt(token, ...)`."""
+
+    dest: Addr
+    token: tuple[str, str]  # (query id, "self" or "ask")
+
+
+Action = Send | Ping
+
+
+@dataclass
+class _Query:
+    """A query while it is at this node."""
+
+    msg: dict[str, Any]
+    d: float | None
+    deadline: float
+    asked: set[str] = field(default_factory=set)
+    answers: dict[str, float] = field(default_factory=dict)
+    fallback: int = -1  # which fallback group is being asked (-1: the band)
+
+
+@dataclass
+class AgentTiming:
+    """When things happen (real seconds) and how long a node waits for answers."""
+
+    gossip_s: float = 2.0
+    manage_s: float = 6.0
+    ping_timeout_s: float = 1.0
+    slack_s: float = 0.05  # on top of the latencies, for the daemons' own time
+    time_scale: float = 1.0  # real ms per model ms
+
+
+class MeridianAgent:
+    def __init__(self, name: str, peers: dict[str, Addr], config: MeridianConfig,
+                 rng: random.Random, timing: AgentTiming, sent: Counter[str],
+                 received: Counter[str], seeds_per_node: int = 2) -> None:
+        self.name = name
+        self.peers = {n: a for n, a in peers.items() if n != name}
+        self.config = config
+        n_nodes = len(self.peers) + 1
+        k = config.primaries(n_nodes)
+        self.node = MeridianNode(name, config, k, max(n_nodes - k, 0))
+        self.rng = rng
+        self.timing = timing
+        self.sent, self.received = sent, received
+        others = sorted(self.peers)
+        # bootstrap: a few peers known from the start; gossip brings the rest
+        self.known: set[str] = set(rng.sample(others, min(seeds_per_node, len(others))))
+        self.latest: dict[str, float] = {}  # peer -> last RTT the daemon measured (model ms)
+        self.reports: dict[str, dict[str, float]] = {}  # member -> its RTTs to others
+        self.queries: dict[str, _Query] = {}
+        self.asks: dict[str, tuple[str, float | None]] = {}  # qid -> (asker, d or None)
+        self.next_gossip: float | None = None  # set by the first tick
+        self.next_manage = math.inf
+        self.hops: list[int] = []  # per query this node finished: hops it made
+
+    # -- membership -------------------------------------------------------------
+    def measured(self, peer: str, rtt_ms: float) -> None:
+        if peer not in self.peers or not math.isfinite(rtt_ms):
+            return
+        self.latest[peer] = rtt_ms
+        if peer in self.known:
+            self.node.file(peer, rtt_ms)
+
+    def _learn(self, member: str) -> None:
+        if member in self.peers and member not in self.known:
+            self.known.add(member)
+            if member in self.latest:
+                self.node.file(member, self.latest[member])
+
+    def _send(self, dest: Addr, msg: dict[str, Any]) -> Send:
+        self.sent[str(msg["op"])] += 1
+        return Send(dest, msg)
+
+    def tick(self, now: float) -> list[Action]:
+        out: list[Action] = []
+        if self.next_gossip is None:  # the first tick: gossip now, manage one period on
+            self.next_gossip, self.next_manage = now, now + self.timing.manage_s
+        if now >= self.next_gossip:
+            self.next_gossip = now + self.timing.gossip_s
+            out += self._gossip()
+        if now >= self.next_manage:
+            self.next_manage = now + self.timing.manage_s
+            out += self._manage()
+        for qid, q in list(self.queries.items()):
+            if now >= q.deadline:
+                out += self._decide(qid, q, now)
+        return out
+
+    def _gossip(self) -> list[Action]:
+        known = sorted(self.node.knows())
+        if not known:
+            return []
+        peer = self.rng.choice(known)
+        members = [self.name] + [self.rng.choice(sorted(r.members()))
+                                 for r in self.node.rings if r.members()]
+        return [self._send(self.peers[peer], {"op": "m_gossip", "from": self.name,
+                                              "members": members})]
+
+    def _manage(self) -> list[Action]:
+        """Choose the primaries from the reports of the last round, then ask for new ones."""
+        self.node.manage_rings(lambda a, b: self.reports.get(a, {}).get(b, math.nan),
+                               Messages())  # the datagrams are counted below
+        out: list[Action] = []
+        for ring in self.node.rings:
+            members = sorted(ring.members())
+            if len(members) <= self.node.k:
+                continue
+            for m in members:
+                out.append(self._send(self.peers[m], {"op": "m_ring", "from": self.name,
+                                                      "names": members}))
+        return out
+
+    # -- messages ---------------------------------------------------------------
+    def message(self, msg: dict[str, Any], now: float) -> list[Action]:
+        kind = str(msg.get("op"))
+        self.received[kind] += 1
+        try:
+            if kind == "m_gossip":
+                for m in msg["members"]:
+                    self._learn(str(m))
+                return []
+            if kind == "m_ring":
+                rtt = {str(n): self.latest[n] for n in msg["names"] if n in self.latest}
+                return [self._send(self.peers[str(msg["from"])],
+                                   {"op": "m_report", "from": self.name, "rtt": rtt})]
+            if kind == "m_report":
+                self.reports[str(msg["from"])] = {str(k): float(v)
+                                                  for k, v in msg["rtt"].items()}
+                return []
+            if kind == "m_query":
+                return self._query_in(msg, now)
+            if kind == "m_ask":
+                d = None if msg["d"] is None else float(msg["d"])
+                self.asks[str(msg["qid"])] = (str(msg["from"]), d)
+                return [Ping(_addr(msg["probe"]), (str(msg["qid"]), "ask"))]
+            if kind == "m_answer":
+                q = self.queries.get(str(msg["qid"]))
+                if q is not None and msg["node"] in q.asked:
+                    q.answers[str(msg["node"])] = float(msg["rtt"])
+                    if set(q.answers) == q.asked:
+                        return self._decide(str(msg["qid"]), q, now)
+                return []
+        except (KeyError, TypeError, ValueError):
+            self.received["malformed"] += 1
+        return []
+
+    def _query_in(self, msg: dict[str, Any], now: float) -> list[Action]:
+        qid = str(msg["qid"])
+        d = None if msg.get("d") is None else float(msg["d"])
+        q = _Query(msg, d, now + self.timing.ping_timeout_s)
+        self.queries[qid] = q
+        if d is None:  # the entry node: measure the client first
+            return [Ping(_addr(msg["probe"]), (qid, "self"))]
+        return self._ask_band(qid, q, now)
+
+    def client_rtt(self, token: tuple[str, str], rtt_ms: float | None, now: float
+                   ) -> list[Action]:
+        qid, role = token
+        if role == "ask":
+            asker, d = self.asks.pop(qid, ("", None))
+            if not asker or rtt_ms is None:
+                return []
+            if d is not None and not within_cutoff(self.config, d, rtt_ms):
+                return []
+            return [self._send(self.peers[asker], {"op": "m_answer", "qid": qid,
+                                                   "node": self.name, "rtt": rtt_ms})]
+        q = self.queries.get(qid)
+        if q is None:
+            return []
+        if rtt_ms is None:  # the client did not answer: nothing to route by
+            return self._finish(qid, q)
+        q.d = rtt_ms
+        if self.name in q.msg["ok"] and rtt_ms < _best(q.msg)[1]:
+            q.msg["best"] = [self.name, rtt_ms]
+        return self._ask_band(qid, q, now)
+
+    def _ask(self, qid: str, q: _Query, members: list[str], d: float | None, now: float
+             ) -> list[Action]:
+        q.asked, q.answers = set(members), {}
+        # an answer within the cutoff comes back within the way there and back plus
+        # (2 beta + 1) d; without a cutoff (the fallback) we wait as for any probe
+        q.deadline = now + self.timing.ping_timeout_s
+        if d is not None:
+            farthest = max((self.node.latency_to(m) or 0.0 for m in members), default=0.0)
+            wait_ms = farthest + (2 * self.config.beta + 1) * d
+            q.deadline = min(q.deadline, now + wait_ms * self.timing.time_scale / 1000
+                             + self.timing.slack_s)
+        return [self._send(self.peers[m], {"op": "m_ask", "qid": qid, "from": self.name,
+                                           "probe": q.msg["probe"], "d": d})
+                for m in members]
+
+    def _ask_band(self, qid: str, q: _Query, now: float) -> list[Action]:
+        assert q.d is not None
+        visited = [str(v) for v in q.msg["visited"]] + [self.name]
+        q.msg["visited"] = visited
+        ok = set(q.msg["ok"])
+        members = band_members(self.node, q.d, visited, lambda m: m in ok)
+        if not members:
+            return self._decide(qid, q, now)
+        return self._ask(qid, q, members, q.d, now)
+
+    def _decide(self, qid: str, q: _Query, now: float) -> list[Action]:
+        """All asked members answered, or the wait ran out."""
+        if q.d is None:  # the entry's own probe to the client got no answer
+            return self._finish(qid, q)
+        if q.fallback < 0:
+            step = next_step(self.config, q.d, q.answers)
+            if step.nearest is not None and step.latency_ms < _best(q.msg)[1]:
+                q.msg["best"] = [step.nearest, step.latency_ms]
+            if step.nearest is not None and step.forward:
+                del self.queries[qid]
+                fwd = {**q.msg, "d": step.latency_ms, "hops": int(q.msg["hops"]) + 1}
+                return [self._send(self.peers[step.nearest], fwd)]
+        elif q.answers:
+            step = next_step(self.config, math.inf, q.answers)
+            assert step.nearest is not None
+            q.msg["best"] = [step.nearest, step.latency_ms]
+        if _best(q.msg)[0] is None:  # no eligible answer yet: ask all eligible members
+            ok = set(q.msg["ok"])
+            groups = fallback_groups(self.node, lambda m: m in ok)
+            while q.fallback + 1 < len(groups):
+                q.fallback += 1
+                if groups[q.fallback]:
+                    return self._ask(qid, q, groups[q.fallback], None, now)
+        return self._finish(qid, q)
+
+    def _finish(self, qid: str, q: _Query) -> list[Action]:
+        self.queries.pop(qid, None)
+        node, lat = _best(q.msg)
+        self.hops.append(int(q.msg["hops"]))
+        return [self._send(_addr(q.msg["reply"]), {
+            "op": "m_result", "qid": qid, "node": node,
+            "rtt": lat if math.isfinite(lat) else None, "hops": int(q.msg["hops"]),
+            "by": self.name})]
+
+
+def _addr(value: Any) -> Addr:
+    return str(value[0]), int(value[1])
+
+
+def _best(msg: dict[str, Any]) -> tuple[str | None, float]:
+    best = msg.get("best")
+    if not best or best[0] is None:
+        return None, math.inf
+    return str(best[0]), float(best[1])
+
+
+def query_message(qid: str, client: str, probe: Addr, reply: Addr, eligible: list[str]
+                  ) -> dict[str, Any]:
+    """What a client sends its entry node."""
+    return {"op": "m_query", "qid": qid, "client": client, "probe": list(probe),
+            "reply": list(reply), "ok": sorted(eligible), "visited": [], "best": None,
+            "d": None, "hops": 0}

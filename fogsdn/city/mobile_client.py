@@ -1,0 +1,403 @@
+"""A mobile client of the live city (seed 003): discovers a fog node, holds a slot there,
+sends one task per step, every message counted (docs/coordinates.md, What runs where).
+
+Selection runs here, as seed 003 puts it: the shared step (`fogsdn.nodes.ncs.discovery`) with
+a context from live data (the runner's truth file, a node's `view`, probes, or a
+Meridian query among the daemons). The runner moves the client by changing its links'
+delays. The result (JSON) is written when the run ends or on SIGTERM.
+
+    python -m fogsdn.city.mobile_client --config RUN/city.json --name c1 --selector vivaldi \
+        --truth RUN/truth/c1.json --out F
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from fogsdn.city.fog_daemon import (
+    MERIDIAN_PORT,
+    OPS_PORT,
+    PROBE_PORT,
+    CityConfig,
+    Counts,
+    MemberBoard,
+    member_board_path,
+)
+from fogsdn.city.meridian_node import query_message
+from fogsdn.core.local_rpc import write_json_atomic
+from fogsdn.core.realtime import go_realtime
+from fogsdn.nodes.ncs.discovery import (
+    VIVALDI_SELECTORS,
+    ClientTally,
+    discovery_step,
+    make_selector,
+)
+from fogsdn.nodes.ncs.selection import SELECTORS, ProbeAnswer, SelectionContext, Selector
+from fogsdn.nodes.ncs.vivaldi import Coordinate, VivaldiConfig, VivaldiError, VivaldiNode
+from fogsdn.nodes.probe import EchoResponder, Prober
+
+
+class Transport(Protocol):
+    """What the client can do on the network (a fake one in tests)."""
+
+    def ping(self, fog: str) -> tuple[float | None, dict[str, Any] | None]:
+        """One probe: RTT in model ms and the node's echoed state (None, None if lost)."""
+
+    def op(self, fog: str, msg: dict[str, Any], want_reply: bool) -> dict[str, Any] | None:
+        """One ops datagram, and its reply when one is wanted (None: none came)."""
+
+    def truth(self) -> dict[str, Any]:
+        """The runner's load-free RTTs for this client now (the simulator's static part):
+        {"static": {node: model ms}}."""
+
+    def meridian(self, fog: str, qid: str, eligible: list[str]) -> dict[str, Any] | None:
+        """A closest-node query to `fog`; the `m_result` (from whichever node ends it)."""
+
+
+@dataclass
+class ClientResult(ClientTally):
+    """The shared tally, plus what only a live client measures."""
+
+    excess: list[float] = field(default_factory=list)  # task RTT minus the configured one
+    counts: Counts = field(default_factory=Counts)
+    meridian_hops: list[int] = field(default_factory=list)  # per answered query
+
+    def to_dict(self) -> dict[str, Any]:
+        self.messages = self.counts.total
+        return {**asdict(self), "counts": self.counts.to_dict()}
+
+
+class CityClient:
+    """One live client: `fogsdn.nodes.ncs.discovery.discovery_step` on its sockets (it is the
+    step's `ClientEngine`)."""
+
+    def __init__(self, name: str, cfg: CityConfig, selector: str, net: Transport,
+                 rng: random.Random, members: Callable[[], dict[str, int]]) -> None:
+        self.name = name
+        self.cfg = cfg
+        self.kind = selector
+        self.selector: Selector = make_selector(selector, cfg.client)
+        self.net = net
+        self.rng = rng
+        self.members = members  # every node's client count now (`MemberBoard.read`)
+        self.fogs = sorted(cfg.fogs)
+        self.slots = {n: f.slots for n, f in cfg.fogs.items()}
+        self.node: str | None = None
+        self.result = ClientResult()
+        self.vivaldi = VivaldiNode(VivaldiConfig(dimensions=cfg.client.dimensions),
+                                   random.Random(f"{cfg.seed}-client-{name}")) \
+            if selector in VIVALDI_SELECTORS else None
+        self.coords: dict[str, Coordinate] = {}
+        self.last_rtt: dict[str, float] = {}  # per node, its last task's RTT (model ms)
+        self.queries = 0
+        self._truth: dict[str, Any] = {"static": {}}
+        self._loads: dict[str, int] = {}  # the members counted for this selection
+
+    # -- counting ---------------------------------------------------------------
+    def _count(self, kind: str, sent: int, received: int) -> None:
+        self.result.counts.sent[kind] += sent
+        self.result.counts.received[kind] += received
+
+    def ping(self, fog: str) -> tuple[float | None, dict[str, Any] | None]:
+        rtt, state = self.net.ping(fog)
+        self._count("probe", 1, 0 if rtt is None else 1)
+        if rtt is not None and state is not None:
+            self._learn(fog, state, rtt)
+        return rtt, state
+
+    def request(self, fog: str, msg: dict[str, Any], want_reply: bool = True
+                ) -> dict[str, Any] | None:
+        reply = self.net.op(fog, {**msg, "client": self.name}, want_reply)
+        self._count(str(msg["op"]), 1, 0 if reply is None else 1)
+        return reply
+
+    def _learn(self, fog: str, state: dict[str, Any], rtt_ms: float | None) -> None:
+        if self.vivaldi is None:
+            return
+        try:
+            coord = Coordinate.from_dict(state.get("coord"), self.cfg.client.dimensions)
+        except VivaldiError:
+            return
+        self.coords[fog] = coord
+        if rtt_ms is not None:
+            with suppress(VivaldiError):
+                self.vivaldi.update(fog, coord, rtt_ms)
+
+    # -- discovery --------------------------------------------------------------
+    def _view(self) -> dict[str, int]:
+        """Ask a node for its view: coordinates (learned) and free slots (returned)."""
+        node = self.node or self.rng.choice(self.fogs)
+        reply = self.request(node, {"op": "view"})
+        free = {n: self.slots[n] for n in self.fogs}
+        if reply is None:
+            return free
+        for n, st in dict(reply.get("nodes", {})).items():
+            if n in free:
+                free[n] = int(st.get("free", free[n]))
+                self._learn(n, st, None)
+        return free
+
+    def _meridian(self) -> Callable[[Callable[[str], bool]], str | None]:
+        entry = self.node or self.rng.choice(self.fogs)
+
+        def query(eligible: Callable[[str], bool]) -> str | None:
+            self.queries += 1
+            reply = self.net.meridian(entry, f"{self.name}-{self.queries}",
+                                      [n for n in self.fogs if eligible(n)])
+            self._count("m_query", 1, 0)
+            if reply is None:
+                return None
+            self._count("m_result", 0, 1)
+            self.result.meridian_hops.append(int(reply.get("hops", 0)))
+            node = reply.get("node")
+            return node if node in self.slots and eligible(node) else None
+
+        return query
+
+    def context(self, excluded: frozenset[str]) -> SelectionContext:
+        kind = self.kind
+        self._loads = self.members()
+        true = dict(self.true_rtt()) if kind == "optimal" else None
+        free: dict[str, int] | None = None
+        est: dict[str, float] | None = None
+        if kind in VIVALDI_SELECTORS:
+            free = self._view()
+            assert self.vivaldi is not None
+            own = self.vivaldi.coord
+            est = {n: own.distance_to(self.coords[n]) if n in self.coords else math.inf
+                   for n in self.fogs}
+        meridian = None
+        if kind == "meridian":
+            # a full node does not take part in queries
+            free = {n: self.slots[n] - self._loads.get(n, 0) for n in self.fogs}
+            meridian = self._meridian()
+        probe = self._probe_answer if kind == "load_aware" else None
+        return SelectionContext(self.fogs, self.slots, self.node, excluded, true, est, free,
+                                meridian, probe)
+
+    def _probe_answer(self, n: str) -> ProbeAnswer:
+        rtt, st = self.ping(n)
+        if rtt is None or st is None:
+            return ProbeAnswer(math.inf, 0)
+        return ProbeAnswer(rtt, int(st.get("free", 0)), float(st.get("join", 0.0)),
+                           float(st.get("leave", 0.0)))
+
+    def _latency(self, loads: dict[str, int], joining: str | None = None) -> dict[str, float]:
+        """Eq. 7 per node under `loads`; this client counts already at `joining` and would
+        be one more anywhere else."""
+        fogs = self.cfg.fogs
+        return {n: v + fogs[n].load(loads.get(n, 0) + (joining not in (None, n)))
+                for n, v in self._static().items()}
+
+    def _static(self) -> dict[str, float]:
+        return {n: float(v) for n, v in self._truth["static"].items()}
+
+    def true_rtt(self) -> dict[str, float]:
+        """The latency the omniscient baseline and the scores take: now, load included
+        (the loads counted for this selection), or the network distance alone."""
+        if self.cfg.optimal_reference == "static":
+            return self._static()
+        return self._latency(self._loads)
+
+    def join(self, node: str) -> bool:
+        """False for a full node, or no answer in time; then a leave, in case the node
+        took the client after all (a slot held by no one)."""
+        reply = self.request(node, {"op": "join"})
+        if reply is None:
+            self.leave(node)
+        return reply is not None and bool(reply.get("ok"))
+
+    def leave(self, node: str) -> None:
+        self.request(node, {"op": "leave"}, want_reply=False)
+
+    def probe(self, node: str) -> None:
+        self.ping(node)
+
+    def step(self, t_s: float) -> None:
+        """One discovery step and one task (t_s: model seconds since the run's epoch)."""
+        self._truth = self.net.truth()
+        self.node = discovery_step(self, self.selector, self.node, self.fogs, self.cfg.client,
+                                   self.result, self.rng, t_s, self.vivaldi is not None)
+
+    def task(self, node: str) -> None:
+        r = self.result
+        # the node's access link carries its load term for these counts (the runner
+        # follows the board within a poll): the configured RTT, and every alternative's
+        loads = self.members()
+        msg: dict[str, Any] = {"op": "task", "seq": r.delivered + r.lost}
+        if self.vivaldi is not None:  # the node learns from its clients, as simulated
+            msg |= {"coord": self.vivaldi.coord.to_dict(), "rtt": self.last_rtt.get(node)}
+        t0 = time.monotonic_ns()
+        reply = self.request(node, msg)
+        if reply is None or reply.get("op") != "done":
+            r.lost += 1
+            return
+        rtt = (time.monotonic_ns() - t0) / 1e6 / self.cfg.time_scale
+        self.last_rtt[node] = rtt
+        # the best this task could have had: here, or as one more client anywhere else
+        at = self._latency(loads, joining=node)
+        if self.cfg.optimal_reference == "static":  # the RTT at the load-agnostic optimum
+            static = self._static()
+            r.deliver(rtt, at[min(static, key=lambda n: (static[n], n))])
+        else:
+            r.deliver(rtt, min(at.values()))
+        r.excess.append(rtt - at[node])  # over what its links carry
+        state = reply.get("state")
+        if isinstance(state, dict):
+            self._learn(node, state, rtt)
+
+    def status(self) -> dict[str, Any]:
+        """Its chosen node and Vivaldi coordinate (None: none yet, or no coordinate kept)."""
+        return {"node": self.node,
+                "coord": self.vivaldi.coord.to_dict() if self.vivaldi is not None else None}
+
+    def coordinate_errors(self) -> dict[str, float]:
+        """|estimate - configured| / configured per node with a known coordinate
+        (configured: the latency its links carry now)."""
+        if self.vivaldi is None:
+            return {}
+        self._truth = self.net.truth() or self._truth
+        own, rtt = self.vivaldi.coord, self._latency(self.members())
+        return {n: abs(own.distance_to(c) - rtt[n]) / rtt[n] for n, c in self.coords.items()}
+
+
+class UdpTransport:
+    """The real network: probes to the fog nodes' probe ports, ops to their ops ports."""
+
+    def __init__(self, cfg: CityConfig, name: str, truth_path: Path) -> None:
+        self.cfg = cfg
+        self.name = name
+        ip = cfg.clients[name]
+        self.prober = Prober((ip, 0))
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind((ip, 0))
+        self.timeout_s = cfg.client.timeout_ms * cfg.time_scale / 1000.0
+        self.seq = 0  # the last ops request's id
+        self.truth_path = truth_path
+        self._truth: dict[str, Any] = {}
+
+    def ping(self, fog: str) -> tuple[float | None, dict[str, Any] | None]:
+        s = self.prober.ping((self.cfg.fogs[fog].ip, PROBE_PORT), self.timeout_s)
+        if s.rtt_ms is None:
+            return None, None
+        try:
+            state = json.loads(s.payload.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            state = None
+        return s.rtt_ms / self.cfg.time_scale, state if isinstance(state, dict) else None
+
+    def op(self, fog: str, msg: dict[str, Any], want_reply: bool) -> dict[str, Any] | None:
+        """Each request carries an id its reply echoes: a reply that comes after its
+        request timed out is not taken for the answer to the next one."""
+        self.seq += 1
+        self.sock.sendto(json.dumps({**msg, "id": self.seq}).encode(),
+                         (self.cfg.fogs[fog].ip, OPS_PORT))
+        if not want_reply:
+            return None
+        return self._await(self.timeout_s, lambda r: r.get("id") == self.seq)
+
+    def _await(self, timeout_s: float, ours: Callable[[dict[str, Any]], bool]
+               ) -> dict[str, Any] | None:
+        """The first datagram within `timeout_s` that is a JSON object `ours` accepts."""
+        deadline = time.monotonic() + timeout_s
+        while (left := deadline - time.monotonic()) > 0:
+            self.sock.settimeout(left)
+            try:
+                reply = json.loads(self.sock.recv(4096))
+            except TimeoutError:
+                return None
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                continue  # not an answer of ours
+            if isinstance(reply, dict) and ours(reply):
+                return reply
+        return None
+
+    def meridian(self, fog: str, qid: str, eligible: list[str]) -> dict[str, Any] | None:
+        ip, port = self.sock.getsockname()
+        msg = query_message(qid, self.name, (ip, PROBE_PORT), (ip, port), eligible)
+        self.sock.sendto(json.dumps(msg).encode(), (self.cfg.fogs[fog].ip, MERIDIAN_PORT))
+        # the query may visit every node, each waiting at most a probe's timeout
+        return self._await(self.timeout_s * 3,
+                           lambda r: r.get("op") == "m_result" and r.get("qid") == qid)
+
+    def truth(self) -> dict[str, Any]:
+        try:
+            self._truth = json.loads(self.truth_path.read_text())["clients"][self.name]
+        except (OSError, json.JSONDecodeError, KeyError):
+            pass  # a torn read cannot happen (atomic replace); keep the last one
+        return self._truth
+
+
+def client_status_path(state_dir: Path, name: str) -> Path:
+    """Where a client keeps its chosen node and coordinate, rewritten each step."""
+    return state_dir / f"client-{name}.json"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--config", type=Path, required=True)
+    ap.add_argument("--name", required=True)
+    ap.add_argument("--selector", required=True, choices=sorted(SELECTORS))
+    ap.add_argument("--truth", type=Path, required=True)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--realtime", action="store_true", help="run SCHED_FIFO (root)")
+    args = ap.parse_args(argv)
+    cfg = CityConfig.read(args.config)
+    if args.name not in cfg.clients:
+        ap.error(f"--name: {args.name!r} is not a client of {args.config}")
+    net = UdpTransport(cfg, args.name, args.truth)
+    # the fog daemons' Meridian probes this client; it answers them beside its own work
+    responder = EchoResponder((cfg.clients[args.name], PROBE_PORT))
+    threading.Thread(target=responder.serve, daemon=True).start()
+    rng = random.Random(f"{cfg.seed}-{args.selector}-{args.name}")
+    board = MemberBoard(member_board_path(cfg.state_dir), list(cfg.fogs))
+    client = CityClient(args.name, cfg, args.selector, net, rng, board.read)
+    stop = False
+
+    def _stop(signum: int, frame: object) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    if args.realtime:
+        go_realtime()
+    # the study's times are model seconds, `time_scale` real seconds each as its latencies
+    # are, so a step's messages take the share of its period they take in the simulator
+    scale = cfg.time_scale
+    end = cfg.epoch + cfg.duration_s
+    t = cfg.epoch + rng.uniform(*cfg.client.start_s) * scale
+    while not stop:
+        now = time.monotonic()
+        if now >= end:
+            break
+        if now < t:
+            time.sleep(min(t - now, 0.05))
+            continue
+        client.step((now - cfg.epoch) / scale)
+        write_json_atomic(client_status_path(cfg.state_dir, args.name), client.status())
+        t = max(t + rng.uniform(*cfg.client.period_s) * scale, time.monotonic())
+    responder.stop()
+    counts = client.result.counts
+    counts.received["m_probe"] += responder.counters.received
+    counts.sent["m_probe"] += responder.counters.sent
+    out = client.result.to_dict()
+    out["coordinate_errors"] = client.coordinate_errors()
+    write_json_atomic(args.out, out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

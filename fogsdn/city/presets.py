@@ -1,0 +1,99 @@
+"""Seed 003's study as the paper writes it, and as we run it (pure data).
+
+Every modelling choice that separates the two is one typed switch of `StudyChoices`
+(listed once, here, for the one-at-a-time `ablation`); a preset is one value of it.
+Where the paper is silent, docs/coordinates.md states the value used and why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Literal
+
+from fogsdn.city.study_spec import CityStudy
+
+
+class PresetError(ValueError):
+    """An unknown preset or switch; the message names it."""
+
+
+@dataclass(frozen=True)
+class StudyChoices:
+    """The switches, each tabulated with both presets' values in docs/coordinates.md (Seed
+    003 as written). `duration_s`: simulated seconds per point; `task_deadline_ms`: a
+    task answered later counts as lost."""
+
+    backhaul: bool
+    propagation_ms_per_km: float
+    optimal_reference: Literal["current", "static"]
+    vivaldi: Literal["serf", "plain"]
+    meridian_termination: Literal["wong", "seed"]
+    duration_s: float
+    task_deadline_ms: float
+
+
+# which selectors' rows a switch can change (None: all); the ablation reuses the other
+# selectors' rows instead of running them again
+SWITCH_AFFECTS: dict[str, frozenset[str] | None] = {
+    "backhaul": None,
+    "propagation_ms_per_km": None,
+    "optimal_reference": None,  # the scores of every selector compare with the optimum
+    "vivaldi": frozenset({"vivaldi", "load_aware"}),
+    "meridian_termination": frozenset({"meridian"}),
+    "duration_s": None,
+    "task_deadline_ms": None,
+}
+
+PRESETS: dict[str, StudyChoices] = {
+    "seed": StudyChoices(backhaul=False, propagation_ms_per_km=0.005,
+                         optimal_reference="static", vivaldi="plain",
+                         meridian_termination="seed", duration_s=600.0,
+                         task_deadline_ms=50.0),
+    "ours": StudyChoices(backhaul=True, propagation_ms_per_km=1.0,
+                         optimal_reference="current", vivaldi="serf",
+                         meridian_termination="wong", duration_s=60.0,
+                         task_deadline_ms=100.0),
+}
+
+SWITCHES: tuple[str, ...] = tuple(f.name for f in fields(StudyChoices))
+
+# the seed's selectors (ours, load_aware, is not in the paper)
+SEED_SELECTORS: tuple[str, ...] = ("optimal", "random", "vivaldi", "meridian")
+
+
+def preset(name: str) -> StudyChoices:
+    if name not in PRESETS:
+        raise PresetError(f"preset: unknown {name!r} (known: {', '.join(PRESETS)})")
+    return PRESETS[name]
+
+
+def differing(a: StudyChoices, b: StudyChoices) -> list[str]:
+    """The switches whose values differ between `a` and `b`, in declaration order."""
+    return [s for s in SWITCHES if getattr(a, s) != getattr(b, s)]
+
+
+def ablation(base: StudyChoices, target: StudyChoices) -> dict[str, StudyChoices]:
+    """For every switch that differs: `base` with that one switch set as in `target`."""
+    return {s: replace(base, **{s: getattr(target, s)}) for s in differing(base, target)}
+
+
+def apply_choices(study: CityStudy, choices: StudyChoices, *, seed: int | None = None,
+                  duration_s: float | None = None) -> CityStudy:
+    """The full-scale study these choices run (`duration_s` caps the preset's point
+    length for a bounded run; `seed` replaces the study's seed for a replication)."""
+    full = study.at_full_scale()
+    latency = dict(full.latency) | {"backhaul": choices.backhaul,
+                                    "propagation_ms_per_km": choices.propagation_ms_per_km}
+    length = choices.duration_s if duration_s is None else min(duration_s, choices.duration_s)
+    return full.model_copy(update={
+        "latency": latency, "optimal_reference": choices.optimal_reference,
+        "vivaldi": choices.vivaldi, "meridian_termination": choices.meridian_termination,
+        "duration_s": length, "timeout_ms": choices.task_deadline_ms,
+        "seed": study.seed if seed is None else seed})
+
+
+def row_key(choices: StudyChoices, selector: str) -> tuple[object, ...]:
+    """The switches that can change `selector`'s rows: two configurations with equal keys
+    give that selector the same rows (the ablation runs it once)."""
+    return tuple(getattr(choices, s) for s in SWITCHES
+                 if SWITCH_AFFECTS[s] is None or selector in (SWITCH_AFFECTS[s] or ()))

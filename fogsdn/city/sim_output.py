@@ -1,0 +1,74 @@
+"""Seed 003's study rows and table: one row per selector and ratio (the metric columns
+`fogsdn.nodes.ncs.discovery.city_metrics` gives either engine, the live run's own columns from
+its processes' records) and its CSV; `fogsdn.measure.figures.draw_city` draws them."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from pathlib import Path
+from typing import Any
+
+from fogsdn.core.csv_rows import write_csv_rows
+from fogsdn.nodes.ncs.discovery import METRIC_COLUMNS, ClientTally, city_metrics
+
+LIVE_COLUMNS = ("probe_messages", "rtt_excess_ms", "coord_median_rel_error", "link_updates",
+                "clients_reporting", "fogs_reporting")
+
+
+# Meridian's messages per query and its upkeep, counted the same way by both engines
+MERIDIAN_COLUMNS = ("meridian_queries", "meridian_messages_per_query",
+                    "meridian_probes_per_query", "meridian_hops_per_query",
+                    "meridian_upkeep_messages")
+
+
+def live_metrics(results: dict[str, dict[str, Any]], fog_states: dict[str, dict[str, Any]]
+                 ) -> dict[str, Any]:
+    """A live point's columns from its clients' results and fog nodes' state files: the
+    simulator's metric columns, the live ones and Meridian's."""
+    clients = list(results.values())
+    fields = ClientTally.__dataclass_fields__
+    tallies = [ClientTally(**{k: v for k, v in r.items() if k in fields} | {
+        "messages": int(r["counts"]["in"]) + int(r["counts"]["out"])}) for r in clients]
+    excess = [x for r in clients for x in r.get("excess", [])]
+    coord = [e for r in clients for e in r.get("coordinate_errors", {}).values()]
+    probes = sum(int(r["counts"][way].get(kind, 0)) for r in [*clients, *fog_states.values()]
+                 for way in ("sent", "received") for kind in ("probe", "m_probe"))
+    return city_metrics(tallies, [int(s["counts"]["in"]) for s in fog_states.values()],
+                        [int(s["counts"]["out"]) for s in fog_states.values()]) | {
+        "probe_messages": probes,
+        "rtt_excess_ms": statistics.median(excess) if excess else math.nan,
+        "coord_median_rel_error": statistics.median(coord) if coord else math.nan,
+    } | _meridian_columns(clients, fog_states)
+
+
+def _meridian_columns(clients: list[dict[str, Any]], fog_states: dict[str, dict[str, Any]]
+                      ) -> dict[str, Any]:
+    """Meridian's messages as the daemons counted them, per query as the simulator
+    counts them: the client's query, the asks and forwards, the answers and the
+    result, and each probe to the client (ping and echo); and its upkeep."""
+    queries = sum(int(r["counts"]["sent"].get("m_query", 0)) for r in clients)
+    if not queries:
+        return {}
+    fogs = list(fog_states.values())
+
+    def sent(kind: str) -> int:
+        return sum(int(s["counts"]["sent"].get(kind, 0)) for s in fogs)
+
+    probes = sent("m_probe")
+    per_query = queries + sum(sent(k) for k in ("m_query", "m_ask", "m_answer", "m_result"))
+    per_query += probes + sum(int(s["counts"]["received"].get("m_probe", 0)) for s in fogs)
+    hops = [h for s in fogs for h in s.get("meridian_hops", [])]
+    return {"meridian_queries": queries,
+            "meridian_messages_per_query": per_query / queries,
+            "meridian_probes_per_query": probes / queries,
+            "meridian_hops_per_query": statistics.mean(hops) if hops else math.nan,
+            "meridian_upkeep_messages": sum(sent(k) for k in ("m_gossip", "m_ring",
+                                                                "m_report"))}
+
+
+def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
+    cols = ["selector", "ratio", "clients", "slots", "seed", "duration_s", *METRIC_COLUMNS]
+    cols += [c for c in (*LIVE_COLUMNS, *MERIDIAN_COLUMNS) if any(c in r for r in rows)]
+    write_csv_rows(path, cols, ({k: (f"{v:.6g}" if isinstance(v, float) else v)
+                                 for k, v in r.items()} for r in rows), extrasaction="ignore")

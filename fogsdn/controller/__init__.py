@@ -1,0 +1,1 @@
+"""The os-ken controller: a thin app around the pure OpenFlow pipeline."""

@@ -1,0 +1,52 @@
+"""What the controller process is told at start: one typed file, written by whoever
+starts it (the emulate engine, the controller benchmark) and read by `fogsdn.controller.app`."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fogsdn.controller.rt_measure import RT_SAMPLE_DEFAULT
+from fogsdn.core.fabric import Fabric
+
+CONFIG_ENV = "FOGSDN_CONTROLLER_CONFIG"  # the path of the config file, in the environment
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    fabric: Fabric
+    scenario: Path  # the run's resolved scenario file
+    events: Path  # JSON lines the controller appends (ready, availability, decisions, ...)
+    ready: Path  # written once the pipeline is in ("ready", or why not)
+    registration: Path  # Unix socket for OFN join/leave registrations
+    available: Mapping[str, bool] = field(default_factory=dict)  # OFN state at start
+    workers: Mapping[str, str] = field(default_factory=dict)  # node -> control socket
+    # time one connection in N (a power of two; 0 none) into controller-rt.csv
+    measure_rt: int = RT_SAMPLE_DEFAULT
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"fabric": self.fabric.to_dict(), "scenario": str(self.scenario),
+                "events": str(self.events), "ready": str(self.ready),
+                "registration": str(self.registration), "available": dict(self.available),
+                "workers": dict(self.workers), "measure_rt": self.measure_rt}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ControllerConfig:
+        return cls(fabric=Fabric.from_dict(d["fabric"]), scenario=Path(d["scenario"]),
+                   events=Path(d["events"]), ready=Path(d["ready"]),
+                   registration=Path(d["registration"]),
+                   available={str(k): bool(v) for k, v in d.get("available", {}).items()},
+                   workers={str(k): str(v) for k, v in d.get("workers", {}).items()},
+                   measure_rt=int(d.get("measure_rt", RT_SAMPLE_DEFAULT)))
+
+    def write(self, path: Path) -> Path:
+        path.write_text(json.dumps(self.to_dict(), indent=1))
+        return path
+
+    @classmethod
+    def from_environment(cls) -> ControllerConfig:
+        return cls.from_dict(json.loads(Path(os.environ[CONFIG_ENV]).read_text()))

@@ -1,0 +1,1 @@
+"""The exact side: chains, solvers, predictions and the optimum."""

@@ -1,0 +1,1 @@
+"""The live core: network, supervisor, the queueing run, results."""

@@ -1,0 +1,486 @@
+"""A scenario's network, live: our controller (restarted when it dies), the Mininet
+network under it with its link elements, and the processes a run starts in its hosts.
+
+Every process is supervised and every bridge, interface, socket and cgroup recorded
+before it exists, so that the run (or a later one, or `--clean`) removes exactly that.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import replace
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from fogsdn.controller.config import ControllerConfig
+from fogsdn.controller.launch import start_controller
+from fogsdn.controller.registration import register
+from fogsdn.controller.rt_measure import RT_SAMPLE_DEFAULT
+from fogsdn.core.fabric import Fabric
+from fogsdn.core.scenario import NodeSpec, Role, Scenario, scenario_graph
+from fogsdn.core.topology import LinkSpec, fabric_of
+from fogsdn.live.cgroups import CgroupError, Layout, NodeCgroup, remove_cgroup, rt_share
+from fogsdn.live.cleanup import stop_pid
+from fogsdn.live.supervisor import Restart, Supervisor, die_with_parent, free_port
+from fogsdn.live.switch_tuning import SwitchTuning
+from fogsdn.netem.linkem import choose_mechanism
+from fogsdn.netem.mininet_net import Network, build_network, shaped_links
+
+ROOT = Path(__file__).resolve().parents[2]
+STARTUP_TIMEOUT_S = 20.0
+# A switch that holds no rule while others hold the controller's, and no switch has got
+# its rules for this long, connects again, once (docs/architecture.md, "A stalled handshake")
+HANDSHAKE_GRACE_S = 5.0
+SOCKETS = Path("/run/fogsdn")
+
+
+class EmulationError(RuntimeError):
+    """The emulation could not be set up; the message says which step."""
+
+
+def wait_for(cond: Callable[[], bool], timeout: float, what: str, stop: threading.Event
+             ) -> None:
+    """Poll `cond` until it holds; KeyboardInterrupt once `stop` is set, EmulationError
+    naming `what` after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        if cond():
+            return
+        time.sleep(0.02)
+    raise EmulationError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def _listening(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def _flows(bridge: str, *match: str) -> list[str]:
+    r = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", bridge, *match],
+                       capture_output=True, text=True)
+    return [ln for ln in r.stdout.splitlines() if "priority=" in ln]
+
+
+def _table_miss_installed(bridge: str) -> bool:
+    return any("priority=0" in ln and "CONTROLLER" in ln for ln in _flows(bridge, "table=0"))
+
+
+def _reconnect(bridge: str) -> None:
+    """A new Controller record with the same target and settings: OVS keeps a connection
+    whose handshake stalled, so only a new one starts it again."""
+    r = subprocess.run(["ovs-vsctl", "get", "Bridge", bridge, "controller"],
+                       capture_output=True, text=True)
+    uuids = [u.strip() for u in r.stdout.strip().strip("[]").split(",") if u.strip()]
+    r = subprocess.run(["ovs-vsctl", "--format=json", "--columns=target,max_backoff",
+                        "list", "Controller", *uuids], capture_output=True, text=True)
+    rows = json.loads(r.stdout or "{}").get("data", []) if r.returncode == 0 else []
+    cmd = ["ovs-vsctl"]
+    refs = []
+    for i, (target, backoff) in enumerate(rows):
+        extra = [f"max_backoff={backoff}"] if isinstance(backoff, int) else []
+        cmd += ["--", f"--id=@c{i}", "create", "Controller", f"target={json.dumps(target)}",
+                *extra]
+        refs.append(f"@c{i}")
+    if refs:
+        subprocess.run([*cmd, "--", "set", "Bridge", bridge, f"controller=[{','.join(refs)}]"],
+                       capture_output=True, text=True)
+
+
+def child_env() -> dict[str, str]:
+    """The environment of every process a run starts: this checkout first on the path."""
+    return dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+
+
+class LiveNetwork:
+    """The controller and the network of one scenario, and the processes in its hosts."""
+
+    def __init__(self, scenario: Scenario, out_dir: Path, supervisor: Supervisor,
+                 show_progress: bool = False, peer_tables: dict[str, int] | None = None,
+                 measure_rt: int = RT_SAMPLE_DEFAULT, realtime: bool = True) -> None:
+        """`peer_tables`: host link id -> size of its element's per-peer delay table
+        (`update_peers`; these need the userspace relay, chosen then). `measure_rt`: the
+        controller times one connection in N (0: none; fogsdn.controller.rt_measure).
+        `realtime`: the controller runs SCHED_FIFO (docs/emulation.md, fidelity)."""
+        self.realtime = realtime
+        self.sc = scenario
+        self.peer_tables = dict(peer_tables or {})
+        self.measure_rt = measure_rt
+        self.out = out_dir
+        self.supervisor = supervisor
+        self.show_progress = show_progress
+        self.tag = supervisor.tag
+        self.sock_dir = SOCKETS / self.tag  # this run's sockets, markers and state files
+        self.graph = scenario_graph(scenario)
+        self.network: Network | None = None
+        self.bridges: dict[str, str] = {}  # graph switch name -> OVS bridge
+        self.links: dict[str, Any] = {"mechanism": "none", "shaped": 0}
+        self.available: dict[str, bool] = {}  # the OFN availability the controller has
+        self.timings: dict[str, float] = {}
+        self.notes: list[str] = []
+        self.cgroups: dict[str, NodeCgroup] = {}  # node -> its container's cgroup
+        self.container_stats: dict[str, dict[str, Any]] = {}
+        self.controller_port = 0
+        self.switch = SwitchTuning()
+
+    # -- start ------------------------------------------------------------------------
+    def start(self, available: dict[str, bool], t0: float | None = None) -> None:
+        """Results folder and resolved scenario, the run's record (removing what dead
+        runs left), the controller, then the network under it, ready to forward; from
+        then on the supervisor watches. `timings` counts from `t0`."""
+        t0 = time.monotonic() if t0 is None else t0
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "scenario.yaml").write_text(self.sc.to_yaml())
+        self.supervisor.claim()
+        self.sock_dir.mkdir(parents=True, exist_ok=True)
+        self.available = dict(available)
+        self._start_controller(fabric_of(self.graph).to_dict())
+        self.timings["controller_s"] = time.monotonic() - t0
+        self._start_network()
+        self.timings["network_s"] = time.monotonic() - t0
+        self.switch.apply(self.realtime)  # given back at teardown (fogsdn.live.switch_tuning)
+        self.notes += self.switch.notes
+        self.supervisor.start_watching()
+
+    def _start_controller(self, fabric: dict[str, Any]) -> None:
+        self.controller_port = free_port()
+        conf = ControllerConfig(
+            fabric=Fabric.from_dict(fabric),
+            scenario=self.out / "scenario.yaml",
+            available=self.available,
+            events=self.out / "controller-events.jsonl",
+            ready=self.sock_dir / "controller.ready",
+            registration=self.sock_dir / "controller.sock",
+            workers={n.name: str(self.sock_dir / f"{n.name}.sock") for n in self.sc.nodes},
+            measure_rt=self.measure_rt,
+        )
+        self.supervisor.record.paths += [str(conf.ready), str(conf.registration)]
+
+        def launch() -> subprocess.Popen[bytes]:
+            """The controller; also its restart after a crash, from the last cluster state."""
+            conf.ready.unlink(missing_ok=True)
+            return start_controller(
+                replace(conf, available=dict(self.available)), self.out / "controller.json",
+                self.controller_port, self.out / "controller.log", env=child_env(),
+                python=sys.executable, preexec_fn=die_with_parent, realtime=self.realtime)
+
+        first = launch()
+        self.supervisor.watch("controller", first,
+                              "restarting it with the current cluster state",
+                              restart=Restart(launch, self._controller_ready,
+                                              "switch reconnected, rules re-installed"))
+
+        def up() -> bool:
+            if first.poll() is not None:
+                raise EmulationError("controller exited at start; see controller.log")
+            return _listening(self.controller_port)
+
+        wait_for(up, STARTUP_TIMEOUT_S, "the controller to listen", self.supervisor.stop)
+
+    def _controller_ready(self) -> bool:
+        """The controller says ready and its table-miss rule is in every switch."""
+        try:
+            ready = (self.sock_dir / "controller.ready").read_text().strip() == "ready"
+        except OSError:
+            return False
+        return ready and all(_table_miss_installed(b) for b in self.bridges.values())
+
+    def _choose_links(self) -> str | None:
+        """The link element for this run (once), printed and kept for summary.json."""
+        shaped = shaped_links(self.graph)
+        if not shaped:
+            return None
+        prefer = os.environ.get("FOGSDN_LINKS", "auto")
+        if self.peer_tables and prefer == "auto":
+            prefer = "userspace"  # per-peer tables are the relay's alone
+        mechanism = choose_mechanism(prefer)
+        self.links = {"mechanism": mechanism, "shaped": len(shaped)}
+        if self.show_progress:
+            why = "kernel netem" if mechanism == "netem" else "our relay (no netem here)"
+            print(f"[run] links: {len(shaped)} shaped by {mechanism} ({why})", flush=True)
+        return mechanism
+
+    def _start_network(self) -> None:
+        rec = self.supervisor.record
+        rec.bridges = [f"{self.tag}{n}" for n, d in self.graph.nodes(data=True)
+                       if d["kind"] == "switch"]
+        rec.save()
+        mechanism = self._choose_links()
+        self.network = build_network(self.graph, self.controller_port, self.tag,
+                                     self.sc.time_scale, mechanism, self.sock_dir, self.sc.seed,
+                                     self.peer_tables)
+        self.bridges = self.network.bridges
+        for name, pid in self.network.host_pids().items():
+            self.supervisor.track(f"host {name}", pid)
+        for name, pid in self.network.element_pids().items():
+            self.supervisor.track(f"element {name}", pid)
+        if self.network.shaper is not None:
+            made = self.network.shaper.created()
+            rec.pids.update(made.pids)
+            rec.paths += made.paths
+            for link_id, p in self.network.shaper.processes().items():
+                self.supervisor.watch(f"link relay {link_id}", p, "the link carries nothing "
+                                      "from now on; the run goes on and exits non-zero")
+        rec.interfaces = self.network.root_interfaces()
+        rec.save()
+        ready = self.sock_dir / "controller.ready"
+        progress = [time.monotonic(), len(self.bridges)]  # last change, switches missing
+        reconnected: set[str] = set()
+
+        def rules_in() -> bool:
+            missing = [n for n, b in self.bridges.items() if not _table_miss_installed(b)]
+            if not missing:
+                return ready.exists()
+            now = time.monotonic()
+            if len(missing) != progress[1]:  # the controller is still getting through them
+                progress[:] = [now, len(missing)]
+            if now - progress[0] > HANDSHAKE_GRACE_S and len(missing) < len(self.bridges):
+                for n in missing:
+                    if n not in reconnected and not _flows(self.bridges[n]):
+                        reconnected.add(n)
+                        _reconnect(self.bridges[n])
+                        note = (f"switch {n}: no OpenFlow rule while the others had theirs, "
+                                f"none new for {HANDSHAKE_GRACE_S:.0f} s (a stalled "
+                                "handshake); it connected again before the load began")
+                        self.notes.append(note)
+                        if self.show_progress:
+                            print(f"[run] {note}", flush=True)
+            return False
+
+        try:
+            wait_for(rules_in, STARTUP_TIMEOUT_S, "the controller's table-miss rules",
+                     self.supervisor.stop)
+        except EmulationError as err:
+            missing = sorted(n for n, b in self.bridges.items() if not _table_miss_installed(b))
+            ctl = self.controller
+            if ctl is not None and ctl.poll() is None:
+                with suppress(OSError):  # its threads' stacks into controller.log
+                    os.kill(ctl.pid, signal.SIGUSR1)
+                    time.sleep(0.5)
+            raise EmulationError(f"{err} (none in {', '.join(missing) or 'no switch'}; "
+                                 "the controller's thread stacks are in controller.log)"
+                                 ) from None
+        if ready.read_text().strip() != "ready":
+            raise EmulationError(f"controller: {ready.read_text().strip()}")
+
+    # -- the controller -----------------------------------------------------------------
+    @property
+    def controller(self) -> subprocess.Popen[Any] | None:
+        """The controller process now (a new one after a restart)."""
+        return self.supervisor.process("controller")
+
+    def register(self, node: str, available: bool) -> dict[str, Any]:
+        """An OFN joins or leaves: the controller's reply, or an `error` while it is down
+        (a restarted one starts from `available`)."""
+        self.available[node] = available
+        try:
+            return dict(register(self.sock_dir / "controller.sock", node, available))
+        except (OSError, ValueError) as err:
+            return {"error": f"registration failed: {err.__class__.__name__}: {err}"}
+
+    # -- hosts and links ----------------------------------------------------------------
+    def host(self, name: str) -> Any:
+        """The Mininet host of a graph node (its `cmd`, `popen`, its namespace)."""
+        assert self.network is not None, "the network is not up"
+        return self.network.net.get(name)
+
+    def ip(self, name: str) -> str:
+        return str(self.graph.nodes[name]["ip"])
+
+    def host_link(self, host: str) -> str:
+        """The id of the link between a host and its switch."""
+        return str(self.graph.edges[host, self.graph.nodes[host]["switch"]]["id"])
+
+    def set_link(self, link_id: str, up: bool) -> None:
+        """Take one link down or up (the switches report PortStatus)."""
+        assert self.network is not None, "the network is not up"
+        self.network.set_link(link_id, up)
+
+    def set_host_link(self, host: str, up: bool) -> None:
+        self.set_link(self.host_link(host), up)
+
+    def update_link(self, link_id: str, link: LinkSpec) -> None:
+        """New delay, jitter, loss or rate (model units) on a shaped link, at once."""
+        assert self.network is not None, "the network is not up"
+        self.network.update_link(link_id, link)
+
+    def update_peers(self, link_id: str, delays_ms: dict[str, float]) -> None:
+        """A host link's per-peer table (peer address -> model one-way ms), at once."""
+        assert self.network is not None, "the network is not up"
+        self.network.update_peers(link_id, delays_ms)
+
+    def link_delays_ms(self) -> dict[str, float]:
+        """Every link's configured delay (model ms) by link id."""
+        return {str(d["id"]): float(d["delay_ms"]) for _, _, d in self.graph.edges(data=True)}
+
+    @property
+    def link_elements(self) -> int:
+        return len(self.network.elements) if self.network is not None else 0
+
+    # -- processes in hosts -------------------------------------------------------------
+    def start_in_host(self, host: str, label: str, argv: list[str], log: Path | None, *,
+                      action: str | None = None, node: NodeSpec | None = None,
+                      exit_zero_ends: bool = False,
+                      cause: Callable[[], str | None] | None = None) -> subprocess.Popen[Any]:
+        """`python -m argv...` in `host`, output to `log` (None: a text pipe), with a
+        parent-death signal; in its node's container when `node` is given and the
+        scenario asks for containers. Recorded under `label`; watched (its death an
+        incident saying `action`) unless `action` is None. Call from the main thread."""
+        cmd = [sys.executable, "-m", *argv]
+        if node is not None and self.sc.containers:
+            cmd = self._containerize(node, cmd)
+        out: Any = open(log, "ab") if log is not None else subprocess.PIPE  # noqa: SIM115
+        try:
+            proc = self.host(host).popen(
+                cmd, cwd=str(ROOT), env=child_env(), stdout=out, stderr=subprocess.STDOUT,
+                text=log is None, preexec_fn=die_with_parent)
+        finally:
+            if log is not None:
+                out.close()
+        if action is None:
+            self.supervisor.track(label, proc.pid)
+        else:
+            self.supervisor.watch(label, proc, action, exit_zero_ends=exit_zero_ends,
+                                  cause=cause)
+        if node is not None and node.name in self.cgroups:
+            try:
+                self.cgroups[node.name].add_process(proc.pid)
+            except CgroupError as err:
+                raise EmulationError(f"node {node.name}: {err}") from None
+        return proc
+
+    @cached_property
+    def _cgroup_layout(self) -> Layout | None:
+        """The machine's cgroups; None (and a note) where there are none and no node asks
+        for limits; an EmulationError where limits were asked for."""
+        try:
+            return Layout.detect()
+        except (CgroupError, OSError) as err:
+            limited = [n.name for n in self.sc.nodes if n.cpu or n.memory_mb]
+            if limited:
+                raise EmulationError(f"nodes {', '.join(limited)} have cpu/memory_mb limits "
+                                     f"but: {err}") from None
+            self.notes.append(f"containers without cgroups (no accounting): {err}")
+            return None
+
+    def _containerize(self, node: NodeSpec, cmd: list[str]) -> list[str]:
+        """Wrap a command in its node's container (fogsdn/nodes/container.py), its cgroup
+        created first and recorded for cleanup before it exists."""
+        joins: list[str] = []
+        layout = self._cgroup_layout
+        if layout is not None:
+            cg = NodeCgroup(layout, f"fogsdn-{self.tag}-{node.name}")
+            rec = self.supervisor.record
+            rec.cgroups += [str(d) for d in dict.fromkeys((cg.cpu_dir, cg.acct_dir, cg.mem_dir))]
+            rec.save()
+            try:
+                cg.create(node.cpu, node.memory_mb, rt_share(len(self.sc.nodes)))
+            except CgroupError as err:
+                raise EmulationError(f"node {node.name}: {err}") from None
+            self.cgroups[node.name] = cg
+            # the host's own /sys hides the cgroups: the runner moves the launcher in
+            joins = ["--await-cgroup", cg.name, "--await-lines", str(len(cg.procs_files()))]
+        return [sys.executable, "-m", "fogsdn.nodes.container", "--name", node.name, *joins,
+                "--keep", str(self.sock_dir), "--keep", str(self.out.resolve()), "--", *cmd]
+
+    def out_of_memory(self, name: str) -> str | None:
+        """Why a node's process died, where its cgroup knows: the kernel's OOM killer."""
+        cg = self.cgroups.get(name)
+        if cg is not None and cg.oom_kills() > 0:
+            return f"out of memory (memory_mb {self.sc.node(name).memory_mb})"
+        return None
+
+    # -- teardown -------------------------------------------------------------------------
+    def teardown(self, first: Sequence[tuple[str, Callable[[], Any]]] = ()) -> None:
+        """Stop the run's own processes (`first`, in order), then the steps below, then
+        remove whatever the record still names; every step runs whatever failed before."""
+        self.supervisor.quiet()
+        steps = [*first, ("cgroups", self._remove_cgroups), ("flows", self._dump_tables),
+                 ("network", self._stop_network), ("controller", self._stop_controller),
+                 ("switch settings", self.switch.restore)]
+        for what, step in steps:
+            try:
+                step()
+            except Exception as err:  # keep tearing down whatever failed
+                print(f"[teardown] {what}: {err}", file=sys.stderr)
+        leftovers = self.supervisor.close()
+        if leftovers:
+            print(f"[teardown] removed leftovers: {', '.join(leftovers)}", file=sys.stderr)
+        # this run's alone (its tag): sockets, markers, what its processes kept there
+        shutil.rmtree(self.sock_dir, ignore_errors=True)
+
+    def _remove_cgroups(self) -> None:
+        for name, cg in self.cgroups.items():
+            with suppress(OSError, ValueError, CgroupError):
+                self.container_stats[name] = {
+                    "cpu_s": cg.cpu_usage_s(), "oom_kills": cg.oom_kills(),
+                    "memory_failcnt": cg.memory_failcnt()}
+        rec = self.supervisor.record
+        for d in rec.cgroups:
+            remove_cgroup(d)
+        rec.cgroups = []
+        rec.save()
+
+    def _dump_tables(self) -> None:
+        """Flows and groups as ovs-ofctl prints them; several bridges under a `## bridge`
+        line each."""
+        if self.network is None or not self.bridges:
+            return
+        for what, name in (("dump-flows", "flows.txt"), ("dump-groups", "groups.txt")):
+            parts = []
+            for bridge in self.bridges.values():
+                r = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", what, bridge],
+                                   capture_output=True, text=True)
+                head = f"## {bridge}\n" if len(self.bridges) > 1 else ""
+                parts.append(head + r.stdout + r.stderr)
+            (self.out / name).write_text("".join(parts))
+
+    def _stop_network(self) -> None:
+        if self.network is not None:
+            self.network.stop()
+            self.network = None
+
+    def _stop_controller(self) -> None:
+        p = self.controller
+        if p is not None and "controller" in self.supervisor.record.pids:
+            pid, start = self.supervisor.record.pids["controller"]
+            stop_pid(pid, start)
+            with suppress(subprocess.TimeoutExpired):
+                p.wait(timeout=2)
+
+
+def new_supervisor(out_dir: Path, stop: threading.Event | None = None) -> Supervisor:
+    """A supervisor for a new run, under a fresh tag (its bridges' and sockets' prefix)."""
+    return Supervisor("fz" + secrets.token_hex(2), out_dir, stop or threading.Event())
+
+
+@contextmanager
+def live_network(scenario: Scenario, out_dir: Path, stop: threading.Event | None = None,
+                 available: dict[str, bool] | None = None, show_progress: bool = False
+                 ) -> Iterator[LiveNetwork]:
+    """The scenario's network and controller, up and forwarding and supervised, without
+    workers or clients (OFNs all available by default); removed on exit."""
+    live = LiveNetwork(scenario, out_dir, new_supervisor(out_dir, stop), show_progress)
+    if available is None:
+        available = {n.name: True for n in scenario.nodes_with(Role.OFN)}
+    try:
+        live.start(available)
+        yield live
+    finally:
+        live.teardown()

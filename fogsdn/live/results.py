@@ -1,0 +1,252 @@
+"""A finished (or interrupted) live run's results directory: trace, availability,
+summary; `fogsdn.measure.compare` adds the exact prediction where the scenario is in a model.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from fogsdn.core.csv_rows import read_csv_rows, write_csv_rows
+from fogsdn.core.scenario import LeaveMode, Scenario
+from fogsdn.core.summary import PolicyReport, RunSummary, policy_report
+from fogsdn.core.trace import Outcome, TraceRow, read_trace, write_trace
+from fogsdn.core.workload import drawn_instants
+from fogsdn.measure.compare import attach_prediction
+from fogsdn.measure.fidelity import emulation_bias, timing_line, timing_summary
+from fogsdn.measure.metrics import measured_summary, p50_p99, summary_table
+from fogsdn.measure.rt_measurement import ControllerRt, compare_rt, rt_report_line
+from fogsdn.models.power_model import power_block, power_csv_text
+from fogsdn.view.state import event_lines
+
+
+def _events(path: Path, kind: str) -> list[dict[str, Any]]:
+    """An event log's events of one kind (none where there is no log; a torn line skipped)."""
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [ev for ev in event_lines(lines) if ev.get("event") == kind]
+
+
+def merge_traces(out: Path, clients: list[str]) -> list[TraceRow]:
+    """Client traces into one, timeouts of requests a worker dropped reclassified `lost`."""
+    dropped = {str(ev["id"]): f.stem.removeprefix("worker-")
+               for f in out.glob("worker-*.jsonl") for ev in _events(f, "dropped")}
+    rows: list[TraceRow] = []
+    for name in clients:
+        f = out / f"trace-{name}.csv"
+        if f.exists():
+            rows += read_trace(f)
+    for r in rows:
+        if r.outcome is Outcome.TIMEOUT and r.request_id in dropped:
+            r.outcome = Outcome.LOST
+            r.node = dropped[r.request_id]
+            r.error = "dropped when the OFN left"
+    rows.sort(key=lambda r: r.t_send)
+    write_trace(out / "trace.csv", rows)
+    return rows
+
+
+def read_controller_rt(path: Path, epoch: float, ms_real: float) -> list[ControllerRt]:
+    """controller-rt.csv (fogsdn.controller.app: client, client_port, node, t_syn, t_fin, rt_ms;
+    times on the controller's monotonic clock), SYN stamps made model ms from `epoch`;
+    a torn last line is skipped."""
+    out: list[ControllerRt] = []
+    if not path.exists():
+        return out
+    for rec in read_csv_rows(path):
+        try:
+            out.append(ControllerRt(rec["client"], int(rec["client_port"]), rec["node"],
+                                    (float(rec["t_syn"]) - epoch) / ms_real,
+                                    float(rec["rt_ms"])))
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+def write_availability(out: Path, rows: list[dict[str, Any]]) -> None:
+    cols = ["t", "node", "state", "t_applied", "t_installed", "dropped", "handed_off", "lead",
+            "error"]
+    write_csv_rows(out / "availability.csv", cols,
+                   sorted(rows, key=lambda r: (r["t"], r["node"])), restval="")
+
+
+def _routing(sc: Scenario, rows: list[TraceRow], avail: list[dict[str, Any]]
+             ) -> dict[str, Any] | None:
+    """Requests the data plane routed against the drawn availability (proactive policies)."""
+    from fogsdn.measure.fidelity import routing_against_schedule
+    from fogsdn.policies import initial_view, is_per_request, make_policy
+
+    policy = make_policy(sc.policy)
+    if is_per_request(policy) or not avail:
+        return None
+    changes = [(float(a["t"]), str(a["node"]), a["state"] == "available",
+                float(a["t_installed"]) if a.get("t_installed") not in (None, "") else math.inf)
+               for a in avail]
+    try:
+        rc = routing_against_schedule(rows, changes, policy, initial_view(sc))
+    except Exception:  # the policy failed here too; summary["policy"] reports it
+        return None
+    return {"checked": rc.checked, "against": rc.against, "share": rc.share,
+            "late_p50_ms": rc.late_ms[0], "late_p99_ms": rc.late_ms[1],
+            "early": rc.early, "early_p50_ms": rc.early_ms[0], "early_p99_ms": rc.early_ms[1]}
+
+
+def _first_policy_rows(rows: list[TraceRow], epochs: list[dict[str, Any]]) -> list[TraceRow]:
+    """The requests the scenario's own policy dispatched: all of them, or those sent
+    before the first policy swap (a swapped-in policy routes by its own table)."""
+    if len(epochs) < 2:
+        return rows
+    end = float(epochs[0]["to_ms"])
+    return [r for r in rows if r.t_send < end]
+
+
+def live_policy_report(out: Path, sc: Scenario) -> PolicyReport:
+    """The policy that ran, and whether it failed (the controller then used the FNs)."""
+    errors = [str(ev.get("error", ""))
+              for ev in _events(out / "controller-events.jsonl", "policy_error")]
+    return policy_report(sc.policy, errors)
+
+
+def _lag_stats(avail: list[dict[str, Any]]) -> dict[str, float]:
+    lag = [float(a["t_applied"]) - float(a["t"]) for a in avail if float(a["t"]) > 0]
+    return {"count": len(lag), **p50_p99(lag)}
+
+
+def _bias(summary: Mapping[str, Any]) -> dict[str, Any]:
+    nodes = summary["measured"].get("nodes") or {}
+    ratios = {n: float(v["ratio"]) for n, v in nodes.items() if v.get("ratio") is not None}
+    routing = summary.get("routing") or {}
+    return emulation_bias(ratios, routing.get("share"),
+                          steal_share=summary.get("cpu_steal_share"),
+                          timing=summary.get("arrival_timing"))
+
+
+def _arrival_timing(sc: Scenario, rows: list[TraceRow]) -> dict[str, dict[str, float]] | None:
+    """What the clients' and the switch's timing did to each node's queue
+    (`fogsdn.measure.fidelity.arrival_timing`); None where a request's arrival at its node is
+    not in the trace (handed off, or restarted at size-based stages)."""
+    if sc.churn.leave is LeaveMode.HANDOFF or any(r.hosts for r in rows):
+        return None
+    return timing_summary(sc.nodes, rows, drawn_instants(sc, sc.seed), sc.warmup_ms)
+
+
+def crash_report(summary: Mapping[str, Any]) -> str:
+    """What went wrong, one line each; says that the numbers are not compared."""
+    lines = ["[run] CRASHED RUN: these numbers are not a measurement of the scenario"]
+    for i in summary.get("incidents", []):
+        extra = f", back after {i['outage_ms']} ms" if "outage_ms" in i else ""
+        cause = f" ({i['cause']})" if i.get("cause") else ""
+        lines.append(f"  {i['process']} (pid {i['pid']}) {i['exit']}{cause} at model t="
+                     f"{i['t_model_ms']} ms: {i['action']}{extra}")
+    if summary.get("failure"):
+        lines.append(f"  run failed: {summary['failure']}")
+    return "\n".join(lines)
+
+
+def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, Any]
+                   ) -> dict[str, Any]:
+    """summary.json of a `fogsdn.live.queueing_run.QueueingRun` (`run`), written and returned."""
+    rows = merge_traces(out, list(run.clients))
+    write_availability(out, run.availability)
+    lat = run.update_latency_ms
+    live = run.live
+    summary: RunSummary = {
+        "engine": "emulate",
+        "scenario": sc.name,
+        # crashed: a process died or the run failed; its numbers are not a measurement
+        **run.supervisor.summary_fields(),  # type: ignore[typeddict-item]
+        "requests": len(rows),
+        "measured": measured_summary(rows, sc.warmup_ms, sc.deadline_ms),
+        "startup_s": live.timings,
+        "rule_update_ms": {"count": len(lat), **p50_p99(lat),
+                           "max": max(lat) if lat else math.nan},
+        # how late the live network followed the drawn churn schedule (model ms)
+        "churn_lag_ms": _lag_stats(run.availability),
+        "routing": _routing(sc, _first_policy_rows(rows, run.policy_epochs), run.availability),
+        "policy": live_policy_report(out, sc),
+        # the link element chosen for this run ("none" when no link is shaped)
+        "links": live.links,
+        "workers": worker_stats,
+        "containers": {
+            "enabled": bool(sc.containers),
+            "limits": {n.name: {"cpu": n.cpu, "memory_mb": n.memory_mb} for n in sc.nodes},
+            "accounting": live.container_stats,
+        },
+    }
+    measured_rt = read_controller_rt(out / "controller-rt.csv", run.epoch,
+                                     sc.time_scale / 1000.0)
+    if measured_rt:
+        summary["rt_measurement"] = compare_rt(measured_rt, rows, sc.warmup_ms)
+        summary["rt_measurement_error"] = summary["rt_measurement"]["rt_measurement_error"]
+    if sc.workload.work == "cpu":
+        summary["cpu_work"] = {"bytes_per_cpu_ms": run.bytes_per_ms,
+                               "kernel": "sha256 (fogsdn/nodes/cpu_work.py)"}
+    # whether each worker's completion thread got SCHED_FIFO (fogsdn/nodes/worker.py --realtime)
+    realtime = {f.stem.removeprefix("worker-"): bool(ev.get("granted"))
+                for f in sorted(out.glob("worker-*.jsonl")) for ev in _events(f, "realtime")}
+    # whether ovs-vswitchd's threads ran SCHED_FIFO for the run (fogsdn.live.live_network)
+    summary["realtime_switch"] = live.switch.realtime
+    if realtime:
+        summary["realtime_workers"] = realtime
+        refused = sorted(n for n, ok in realtime.items() if not ok)
+        if refused:
+            live.notes.append(f"real-time scheduling refused for {', '.join(refused)}: "
+                              "their replies may leave late on a busy machine")
+    if run.policy_epochs:  # the policies a view's swaps ran, per span (measure.policy_epochs)
+        summary["policy_epochs"] = run.policy_epochs
+    if live.notes:
+        summary["notes"] = list(live.notes)
+    meter = run.power
+    if meter is not None and meter.samples:
+        (out / "power.csv").write_text(power_csv_text(meter.samples))
+        answered = sum(1 for r in rows if r.outcome is Outcome.OK)
+        summary["power"] = power_block(meter.samples, answered)
+        if meter.errors:
+            summary["power"]["errors"] = meter.errors
+    if run.cpu_steal is not None:
+        summary["cpu_steal_share"] = run.cpu_steal
+    if run.cpu_idle is not None:
+        summary["cpu_idle_share"] = run.cpu_idle
+    timing = _arrival_timing(sc, rows)
+    if timing is not None:
+        summary["arrival_timing"] = timing
+    summary["emulation_bias"] = _bias(summary)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    print(("\n[run] INTERRUPTED: partial results\n" if summary["interrupted"] else "\n")
+          + summary_table(summary), flush=True)
+    if summary["crashed"]:
+        print(crash_report(summary), flush=True)
+    if lat:
+        print(f"rule update after an OFN event: p50 {summary['rule_update_ms']['p50']:.2f} ms, "
+              f"p99 {summary['rule_update_ms']['p99']:.2f} ms over {len(lat)} events")
+    if "power" in summary:
+        pw = summary["power"]
+        print(f"estimated power: {pw['total_W']:.1f} W in total ({pw['servers_W']:.1f} W "
+              f"servers), {pw['energy_J']:.0f} J, {pw['energy_per_request_J']:.3f} J per "
+              "answered request")
+    if "rt_measurement" in summary:
+        print(rt_report_line(summary["rt_measurement"]))
+    pol = summary["policy"]
+    if pol["errors"]:
+        print(f"[run] POLICY FAILED {pol['errors']} times; the controller sent those "
+              f"decisions to the FNs. First: {pol['first_error']}")
+    rt = summary["routing"]
+    if rt and rt["against"]:
+        late = rt["against"] - rt.get("early", 0)
+        print(f"routed against the drawn OFN availability: {rt['against']} of {rt['checked']} "
+              f"({100 * rt['share']:.1f} %): {late} late, sent p50 {rt['late_p50_ms']:.3f} / "
+              f"p99 {rt['late_p99_ms']:.3f} model ms after a change (the network's reaction "
+              f"time); {rt.get('early', 0)} early, sent p50 {rt.get('early_p50_ms', math.nan):.3f}"
+              " model ms before a change they followed (installed ahead by the lead, or "
+              "reached by their SYN after its install)")
+    if "arrival_timing" in summary:
+        print(timing_line(summary["arrival_timing"]))
+    if summary["emulation_bias"]["large"]:
+        print("[run] EMULATION BIAS: this run's own artefacts are large; do not read them as "
+              "a policy effect in the comparison below:\n  " +
+              "\n  ".join(summary["emulation_bias"]["reasons"]), flush=True)
+    attach_prediction(out)
+    print(f"results: {out}")
+    return json.loads((out / "summary.json").read_text())

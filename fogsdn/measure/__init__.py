@@ -1,0 +1,1 @@
+"""Measured against exact: metrics, fidelity, comparisons, figures."""

@@ -1,0 +1,1 @@
+"""Pure models: power, sizes, the RNN scorer, service queues."""

@@ -1,0 +1,1 @@
+"""Mininet glue and the link elements (netem or our relay)."""

@@ -1,0 +1,1 @@
+"""The processes in the hosts: workers, clients, probes; `ncs/` the coordinate systems."""

@@ -1,0 +1,1 @@
+"""The study framework and its plug-ins (sweep, size-based, agents)."""

@@ -1,0 +1,210 @@
+"""One driver for every study (a `Study` plug-in): its points run on one executor, one
+progress line per point, then its tables and figures.
+
+Points are independent runs, so they fan out on a process pool or Ray
+(docs/scale-out.md); a failed point is reported and the others go on; Ctrl-C keeps the
+finished points. `fogsdn.cli.study_command` builds the plug-in a file declares.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+Engine = Literal["simulate", "emulate"]
+Executor = Literal["process", "ray", "serial"]
+Row = dict[str, Any]
+
+
+class StudyError(RuntimeError):
+    """A study that cannot run at all (as opposed to one failed point)."""
+
+
+class Study(Protocol):
+    """A study: `plan` gives its points (each with a `label()`); `job(point, *job_args)`,
+    module-level so that processes and Ray tasks can take it, runs one and gives its
+    rows; `record` says what a finished point found; `finish` writes tables and figures."""
+
+    name: str
+    engine: Engine
+    job: Callable[..., list[Row]]
+    job_args: tuple[Any, ...]
+    # a study run live as one supervised run (the city) writes its summary.json here;
+    # its verdict (3 crashed, 130 interrupted) is the command's exit status
+    live_summary: Path | None
+
+    def plan(self) -> Sequence[Any]: ...
+
+    def record(self, point: Any, rows: list[Row]) -> str: ...
+
+    def finish(self, rows: list[Row], failures: list[tuple[Any, str]]) -> list[Path]: ...
+
+
+@dataclass
+class StudyResult:
+    rows: list[Row] = field(default_factory=list)
+    failures: list[tuple[Any, str]] = field(default_factory=list)
+    outputs: list[Path] = field(default_factory=list)
+
+
+# -- executors -------------------------------------------------------------------------
+
+Outcome = tuple[Any, list[Row] | None, str | None]
+
+
+def error_text(err: BaseException) -> str:
+    return f"{type(err).__name__}: {err}".replace("\n", " ")[:500]
+
+
+def _serial(points: Sequence[Any], job: Callable[..., list[Row]], args: tuple[Any, ...]
+            ) -> Iterator[Outcome]:
+    for p in points:
+        try:
+            yield p, job(p, *args), None
+        except Exception as err:  # noqa: BLE001 - report the point, keep the others
+            yield p, None, error_text(err)
+
+
+def _process(points: Sequence[Any], workers: int, job: Callable[..., list[Row]],
+             args: tuple[Any, ...]) -> Iterator[Outcome]:
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures: dict[Future[list[Row]], Any] = {pool.submit(job, p, *args): p for p in points}
+        for fut in as_completed(futures):
+            p = futures[fut]
+            try:
+                yield p, fut.result(), None
+            except Exception as err:  # noqa: BLE001
+                yield p, None, error_text(err)
+
+
+RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+# A Ray node that can emulate offers one unit of this resource (`ray start --resources
+# '{"fogsdn_emulation": 1}'`, as root, with Open vSwitch); a live point takes the unit,
+# so each node runs one emulation at a time while the nodes run theirs in parallel.
+EMULATION_RESOURCE = "fogsdn_emulation"
+
+
+def _ray(points: Sequence[Any], workers: int, address: str | None,
+         job: Callable[..., list[Row]], args: tuple[Any, ...],
+         options: dict[str, Any], local_resources: dict[str, float] | None = None,
+         need: str | None = None) -> Iterator[Outcome]:
+    """Ray tasks `job(point, *args)`: on a private local Ray (started and shut down here)
+    or, with an address, on an existing cluster. Never `ray stop`: it kills by name
+    machine-wide. `need`: a custom resource some node must offer, or a one-line error."""
+    try:
+        import ray
+    except ImportError:
+        raise StudyError(
+            "--executor ray needs Ray: .venv/bin/pip install 'fogsdn[sweep]'"
+        ) from None
+    started = not ray.is_initialized()
+    saved_env: dict[str, str | None] = {}
+    tmp: str | None = None
+    if started:
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            # a bare ray.init() would silently join any running cluster: always say 'local'
+            tmp = tempfile.mkdtemp(prefix="fogsdn-ray-")
+            env = RAY_ENV | {"RAY_TMPDIR": tmp}
+            saved_env = {k: os.environ.get(k) for k in env}
+            os.environ.update(env)
+            ray.init(address="local", num_cpus=workers, include_dashboard=False,
+                     log_to_driver=False, resources=local_resources or None)
+    try:
+        if need is not None and ray.cluster_resources().get(need, 0) < 1:
+            raise StudyError(
+                f"no Ray node offers the {need!r} resource: start each host that can "
+                f"emulate with `ray start --resources='{{\"{need}\": 1}}'` (as root)")
+        task = ray.remote(max_retries=0, **options)(job)
+        pending = {task.remote(p, *args): p for p in points}
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                p = pending.pop(ref)
+                try:
+                    yield p, ray.get(ref), None
+                except Exception as err:  # noqa: BLE001 - RayTaskError wraps the cause
+                    cause = getattr(err, "cause", None) or err
+                    yield p, None, error_text(cause)
+    finally:
+        if started:
+            ray.shutdown()
+            for k, v in saved_env.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+            if tmp:
+                shutil.rmtree(tmp, ignore_errors=True)
+
+
+def execute(points: Sequence[Any], job: Callable[..., list[Row]], args: tuple[Any, ...], *,
+            live: bool = False, executor: Executor = "process", workers: int | None = None,
+            ray_address: str | None = None) -> tuple[Iterator[Outcome], str]:
+    """The outcomes of `job(point, *args)` for every point as they finish, and how they
+    run (for the progress line)."""
+    workers = workers or min(len(points), os.cpu_count() or 1) or 1
+    if live and executor == "ray":
+        return (_ray(points, workers, ray_address, job, args,
+                     {"num_cpus": 1, "resources": {EMULATION_RESOURCE: 1}},
+                     local_resources={EMULATION_RESOURCE: 1}, need=EMULATION_RESOURCE),
+                f"live on Ray ({ray_address or 'local'}), one emulation per node at a time")
+    if live:
+        return _serial(points, job, args), "live, one point at a time"
+    if executor == "ray":
+        return (_ray(points, workers, ray_address, job, args, {"num_cpus": 1}),
+                f"Ray ({ray_address or f'local, {workers} CPUs'})")
+    if executor == "serial" or workers == 1:
+        return _serial(points, job, args), "in this process"
+    return _process(points, workers, job, args), f"process pool of {workers}"
+
+
+# -- the driver -------------------------------------------------------------------------
+
+
+def run_study(study: Study, out_dir: Path, *, executor: Executor = "process",
+              workers: int | None = None, ray_address: str | None = None,
+              log: Callable[[str], None] | None = None) -> StudyResult:
+    """Run every point of `study` (`out_dir` is where it said it writes), then its
+    tables and figures."""
+    say = log or (lambda s: print(s, file=sys.stderr, flush=True))
+    points = study.plan()
+    outcomes, how = execute(points, study.job, study.job_args, live=study.engine == "emulate",
+                            executor=executor, workers=workers, ray_address=ray_address)
+    say(f"[{study.name}] {len(points)} points ({study.engine}, {how}) -> {out_dir}")
+    result = StudyResult()
+    t0 = time.perf_counter()
+    done = 0
+    try:
+        for k, (p, rows, err) in enumerate(outcomes, 1):
+            head = f"[{study.name} {k}/{len(points)} {time.perf_counter() - t0:6.1f}s] {p.label()}"
+            if rows is None:
+                assert err is not None
+                result.failures.append((p, err))
+                say(f"{head}: FAILED: {err}")
+                continue
+            result.rows.extend(rows)
+            done += 1
+            say(f"{head}: {study.record(p, rows)}")
+    except KeyboardInterrupt:
+        say(f"[{study.name}] interrupted: keeping the finished points")
+    try:
+        result.outputs = study.finish(result.rows, result.failures)
+    except Exception as err:  # noqa: BLE001 - the numbers are kept even if plotting fails
+        say(f"[{study.name}] could not draw the figures: {error_text(err)}")
+        traceback.print_exc()
+    for path in result.outputs:
+        say(f"[{study.name}] wrote {path}")
+    say(f"[{study.name}] {done} of {len(points)} points done, {len(result.failures)} "
+        f"failed, {time.perf_counter() - t0:.1f} s")
+    return result

@@ -1,0 +1,218 @@
+"""A scenario's sweep as a study (`fogsdn.studies.study` runs it): every (value x policy x
+replication) point, simulated or live, each appended to sweep.csv as it finishes (failed
+ones to sweep_failures.csv), and mean W per policy and class beside the exact curves.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fogsdn.core.csv_rows import write_csv_rows
+from fogsdn.core.scenario import Scenario
+from fogsdn.measure.figures import CLASSES, Curves, draw_sweep
+from fogsdn.measure.metrics import replications_ci
+from fogsdn.studies.study import Engine, StudyError
+
+MEASURED = ("count", "ok", "W", "W_ci95", "blocking", "lost_prob", "timeout_prob", "outage")
+CSV_COLUMNS: tuple[str, ...] = ("index", "policy", "parameter", "value", "replication", "cls",
+                                *MEASURED, "requests", "wall_s", "run_dir")
+FAIL_COLUMNS: tuple[str, ...] = ("index", "policy", "parameter", "value", "replication", "error")
+
+
+class SweepError(StudyError):
+    """A sweep that cannot run at all (as opposed to one failed point)."""
+
+
+@dataclass(frozen=True)
+class Point:
+    index: int
+    policy: str
+    parameter: str
+    value: float
+    replication: int
+    scenario: Scenario
+    run_dir: Path
+
+    def label(self) -> str:
+        return f"{self.policy} {self.parameter}={self.value:g} rep {self.replication}"
+
+
+def plan(scenario: Scenario, out_dir: Path, engine: Engine = "simulate") -> list[Point]:
+    """Every point: sweep values (emulate_values for emulate, when given) x policies
+    (the scenario's own when the sweep names none) x replications."""
+    sw = scenario.sweep
+    if sw is None:
+        raise SweepError(f"scenario {scenario.name} has no sweep block")
+    values = sw.emulate_values if (engine == "emulate" and sw.emulate_values) else sw.values
+    policies = sw.policies or (scenario.policy.name,)
+    points: list[Point] = []
+    for value in values:
+        for policy in policies:
+            over: dict[str, Any] = {sw.parameter: value}
+            if policy != scenario.policy.name:
+                over["policy.name"] = policy
+            sc = scenario.with_overrides(over)
+            for r in range(sw.replications):
+                run_dir = out_dir / "points" / policy / f"{sw.parameter}={value:g}" / f"rep{r:03d}"
+                points.append(Point(len(points), policy, sw.parameter, float(value), r, sc,
+                                    run_dir))
+    return points
+
+
+def _rows(point: Point, summary: dict[str, Any]) -> list[dict[str, Any]]:
+    m = summary["measured"]
+    return [{"index": point.index, "policy": point.policy, "parameter": point.parameter,
+             "value": point.value, "replication": point.replication, "cls": cls,
+             **{k: m[cls][k] for k in MEASURED}, "requests": summary.get("requests", ""),
+             "wall_s": summary.get("wall_s", ""), "run_dir": str(point.run_dir)}
+            for cls in CLASSES]
+
+
+def run_point(
+    point: Point, requests: int | None = None, duration_ms: float | None = None,
+    trace: bool = True,
+) -> list[dict[str, Any]]:
+    """Simulate one point (in whatever process or Ray worker runs it): sweep.csv rows."""
+    from fogsdn.sim.runner import run_simulation
+
+    summary = run_simulation(point.scenario, point.run_dir, requests=requests,
+                             duration_ms=duration_ms, replication=point.replication,
+                             trace=trace, compare=False)
+    return _rows(point, summary)
+
+
+def emulate_point(point: Point, duration_ms: float | None = None,
+                  time_scale: float | None = None) -> list[dict[str, Any]]:
+    """Run one point live (root, Open vSwitch; one network at a time per host), here or
+    in a Ray worker on the node that took the emulation resource."""
+    from fogsdn.live.queueing_run import run_emulation
+
+    sc = point.scenario
+    over: dict[str, Any] = {}
+    if point.replication:
+        over["seed"] = sc.seed + point.replication
+    if duration_ms is not None:
+        over["duration_ms"] = duration_ms
+        if sc.warmup_ms >= duration_ms:
+            over["warmup_ms"] = 0.0
+    if time_scale is not None:
+        over["time_scale"] = time_scale
+    if over:
+        sc = sc.with_overrides(over)
+    summary = run_emulation(sc, point.run_dir, show_progress=False)
+    if summary.get("interrupted"):
+        # the live run caught Ctrl-C to tear down cleanly; stop the sweep, keep the rest
+        raise KeyboardInterrupt
+    return _rows(point, summary)
+
+
+class SweepStudy:
+    """A scenario's sweep as a study (`fogsdn.studies.study`): sweep.csv written as points finish
+    and the failed ones in sweep_failures.csv, then sweep.png."""
+
+    name = "sweep"
+
+    def __init__(self, scenario: Scenario, out_dir: Path, engine: Engine = "simulate",
+                 requests: int | None = None, duration_ms: float | None = None,
+                 trace: bool = True, figure: bool = True, time_scale: float | None = None,
+                 optimum: bool = False) -> None:
+        self.scenario, self.out_dir, self.engine, self.figure = scenario, out_dir, engine, figure
+        self.optimum = optimum  # the figure's optimal curve (exact_curves)
+        self.job: Callable[..., list[dict[str, Any]]] = \
+            emulate_point if engine == "emulate" else run_point
+        self.live_summary: Path | None = None  # each live point has its own
+        self.job_args: tuple[Any, ...] = (duration_ms, time_scale) if engine == "emulate" \
+            else (requests, duration_ms, trace)
+        self.points: list[Point] = []
+        self.rows: list[dict[str, Any]] = []
+        self.failures: list[dict[str, Any]] = []
+        self.figure_path: Path | None = None
+
+    def plan(self) -> list[Point]:
+        self.points = plan(self.scenario, self.out_dir, self.engine)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        (self.out_dir / "scenario.yaml").write_text(self.scenario.to_yaml())
+        write_csv_rows(self.out_dir / "sweep.csv", CSV_COLUMNS, [])
+        return self.points
+
+    def record(self, point: Point, rows: list[dict[str, Any]]) -> str:
+        self.rows += rows
+        with open(self.out_dir / "sweep.csv", "a", newline="") as fh:
+            csv.DictWriter(fh, fieldnames=CSV_COLUMNS).writerows(rows)
+        return ", ".join(f"W {r['cls']} {float(r['W']):.3f}" for r in rows)
+
+    def finish(self, rows: list[dict[str, Any]], failures: list[tuple[Point, str]]
+               ) -> list[Path]:
+        self.failures = [{**{k: getattr(p, k) for k in FAIL_COLUMNS[:-1]}, "error": error}
+                         for p, error in failures]
+        if self.failures:
+            write_csv_rows(self.out_dir / "sweep_failures.csv", FAIL_COLUMNS, self.failures)
+        out = [self.out_dir / "sweep.csv"]
+        if self.figure and rows:
+            self.figure_path = draw_sweep(
+                self.scenario, aggregate(rows), self.out_dir / "sweep.png",
+                exact_curves(self.scenario, self.points, self.optimum),
+                "live" if self.engine == "emulate" else "sim")
+            out.append(self.figure_path)
+        return out
+
+
+def aggregate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (policy, value, class): mean W with a 95 % interval across replications (the
+    batch-means interval of the single run when there is one), blocking and outage."""
+    groups: dict[tuple[str, float, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["policy"], float(r["value"]), r["cls"]), []).append(r)
+    out = []
+    for (policy, value, cls), rs in sorted(groups.items()):
+        ws = [float(r["W"]) for r in rs]
+        if len(rs) > 1:
+            ci = replications_ci(ws)
+            w, half = ci.mean, ci.half_width
+        else:
+            w, half = ws[0], float(rs[0]["W_ci95"])
+        out.append({"policy": policy, "value": value, "cls": cls, "n": len(rs), "W": w,
+                    "W_ci95": half, **{k: sum(float(r[k]) for r in rs) / len(rs)
+                                       for k in ("blocking", "outage", "lost_prob")}})
+    return out
+
+
+def exact_curves(scenario: Scenario, points: Sequence[Point], optimum: bool = False
+                 ) -> Curves:
+    """(policy, class) -> [(value, exact W, exact outage)] at the swept values, for every
+    policy the exact chain can take; `optimum` adds ("optimal", class), the best
+    state-based dispatch for `fogsdn.exact.seed000_optimum`'s objective where it is found."""
+    from fogsdn.exact.model_params import OutsideModel, exact_prediction
+    from fogsdn.exact.optimal_policy import OptimizeError
+    from fogsdn.exact.seed000_optimum import point_optimum
+
+    out: Curves = {}
+    seen: set[tuple[str, float]] = set()
+    for p in points:
+        if (p.policy, p.value) in seen:
+            continue
+        seen.add((p.policy, p.value))
+        try:
+            pred = exact_prediction(p.scenario)
+            exact = {cls: (float(pred.cls(cls).W), float(pred.cls(cls).outage))
+                     for cls in CLASSES}
+        except OutsideModel:
+            continue
+        if optimum and ("optimal", p.value) not in seen:
+            seen.add(("optimal", p.value))
+            try:
+                f = point_optimum(p.scenario, with_baselines=False).optimal
+            except (OutsideModel, OptimizeError):
+                continue
+            for cls in CLASSES:
+                out.setdefault(("optimal", cls), []).append(
+                    (p.value, f[f"{cls}.W"], f[f"{cls}.outage"]))
+        for cls, (w, outage) in exact.items():
+            if math.isfinite(w):
+                out.setdefault((p.policy, cls), []).append((p.value, w, outage))
+    return {k: sorted(v) for k, v in out.items()}

@@ -1,0 +1,183 @@
+"""A finished run's view (issue 21, `scripts/view.py results/RUN`): the same page over
+the run's folder, with a time slider. The folder is read once; the state at model time
+t is computed from it. Writes are refused.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fogsdn.controller.learner_reports import CURVE_FILE
+from fogsdn.core.csv_rows import read_csv_rows
+from fogsdn.core.scenario import Role, Scenario, load_scenario, scenario_graph
+from fogsdn.core.trace import Outcome, TraceRow, read_trace
+from fogsdn.models.power_model import server_count
+from fogsdn.view.state import (
+    ClassRoutes,
+    EpochTallies,
+    NodeLive,
+    RequestError,
+    curve_points,
+    event_lines,
+    link_loads,
+    run_timeline,
+    state_document,
+    topology_document,
+)
+
+CHART_POINTS = 120  # chart points over the whole run
+RECENT_MS = 100.0  # a node's load at t: requests it finished in the last RECENT_MS
+
+
+def finished_at(r: TraceRow) -> float:
+    """When a request's figure became known: its completion, or its send when blocked."""
+    return r.t_send if r.outcome is Outcome.BLOCKED or not math.isfinite(r.t_done) else r.t_done
+
+
+def up_at(availability: Sequence[Mapping[str, Any]], node: str, t_ms: float) -> bool:
+    """An OFN's drawn state at t (available before any row says otherwise)."""
+    last = next((a for a in reversed(availability)
+                 if a.get("node") == node and float(a["t"]) <= t_ms), None)
+    return last is None or last.get("state") == "available"
+
+
+def in_system_at(rows: Sequence[TraceRow], node: str, t_ms: float) -> int:
+    """Requests at `node` at t: arrived (completion minus sojourn) and not yet done."""
+    return sum(1 for r in rows if r.node == node and r.outcome is Outcome.OK
+               and math.isfinite(r.node_ms) and r.t_done - r.node_ms <= t_ms < r.t_done)
+
+
+def epoch_at(epochs: Sequence[Mapping[str, Any]], t_ms: float) -> Mapping[str, Any] | None:
+    return next((e for e in reversed(epochs) if float(e["from_ms"]) <= t_ms), None)
+
+
+def _csv_rows(path: Path) -> list[dict[str, str]]:
+    return read_csv_rows(path) if path.exists() else []
+
+
+@dataclass
+class ReplaySource:
+    """`ViewSource` over a finished run's folder."""
+
+    sc: Scenario
+    rows: list[TraceRow]  # in the order their figures became known
+    availability: list[dict[str, Any]]
+    power: list[dict[str, str]]
+    summary_json: dict[str, Any]  # summary.json
+    controller_events: list[dict[str, Any]] = field(default_factory=list)  # with t_ms
+    token: str = ""  # no writes to a finished run
+    learning_curve: list[dict[str, Any]] = field(default_factory=list)  # shown whole at any t
+
+    @classmethod
+    def of(cls, run_dir: Path) -> ReplaySource:
+        sc = load_scenario(run_dir / "scenario.yaml")
+        rows = sorted(read_trace(run_dir / "trace.csv"), key=finished_at)
+        avail: list[dict[str, Any]] = _csv_rows(run_dir / "availability.csv")
+        power = _csv_rows(run_dir / "power.csv")
+        summary = (json.loads((run_dir / "summary.json").read_text())
+                   if (run_dir / "summary.json").exists() else {})
+        events: list[dict[str, Any]] = []
+        try:  # the controller's events, on the run's clock made model ms
+            epoch = float((run_dir / "epoch").read_text())
+            for ev in event_lines((run_dir / "controller-events.jsonl").read_text().splitlines()):
+                ev["t_ms"] = (float(ev.get("t", epoch)) - epoch) * 1000.0 / sc.time_scale
+                events.append(ev)
+        except (OSError, ValueError):
+            pass
+        curve: list[dict[str, Any]] = []
+        if (run_dir / CURVE_FILE).exists():
+            lines = (run_dir / CURVE_FILE).read_text().splitlines()
+            curve = curve_points(lines[1:], lines[0].split(",")) if lines else []
+        return cls(sc, rows, avail, power, summary, events, learning_curve=curve)
+
+    def __post_init__(self) -> None:
+        self._done = [finished_at(r) for r in self.rows]
+        self._graph = scenario_graph(self.sc)
+        self._epochs = list(self.summary_json.get("policy_epochs") or [
+            {"policy": self.sc.policy.name, "from_ms": 0.0, "to_ms": self.sc.duration_ms,
+             "predicted": self.summary_json.get("predicted")}])
+
+    def _power_at(self, node: str, t_ms: float) -> float | None:
+        scale = self.sc.time_scale
+        for p in self.power:
+            if p.get("element") != node:
+                continue
+            t0 = float(p["t_s"]) * 1000.0 / scale
+            if t0 <= t_ms < t0 + float(p["dt_s"]) * 1000.0 / scale:
+                return float(p["power_w"])
+        return None
+
+    def state(self, t_ms: float | None = None) -> dict[str, Any]:
+        end = self.sc.duration_ms
+        t = end if t_ms is None else t_ms
+        if not math.isfinite(t) or t < 0:
+            raise RequestError(400, f"t: model ms in [0, {end:g}], got {t_ms}")
+        t = min(t, max(end, self._done[-1] if self._done else end))
+        tallies = EpochTallies(self.sc.warmup_ms)
+        starts = [float(e["from_ms"]) for e in self._epochs]
+        grid = [end * (k + 1) / CHART_POINTS for k in range(CHART_POINTS)]
+        g = 0
+        upto = bisect.bisect_right(self._done, t)
+
+        def advance(until: float) -> None:
+            nonlocal g
+            while g < len(grid) and grid[g] < until:
+                while len(tallies.starts) < len(starts) and starts[len(tallies.starts)] <= grid[g]:
+                    tallies.open(starts[len(tallies.starts)])
+                tallies.mark(grid[g])
+                g += 1
+
+        tallies.open(starts[0] if starts else 0.0)
+        for r, done in zip(self.rows[:upto], self._done[:upto], strict=True):
+            advance(done)
+            while len(tallies.starts) < len(starts) and starts[len(tallies.starts)] <= done:
+                tallies.open(starts[len(tallies.starts)])
+            tallies.add(r.cls, r.t_send, r.outcome.value, r.node_ms)
+        advance(t)
+        tallies.mark(t)
+        nodes, load = [], {}
+        recent = [r for r, d in zip(self.rows[:upto], self._done[:upto], strict=True)
+                  if d > t - RECENT_MS and r.outcome is Outcome.OK]
+        for n in self.sc.nodes:
+            q = in_system_at(self.rows, n.name, t)
+            per_ms = sum(1 for r in recent if r.node == n.name) / RECENT_MS
+            load[n.name] = per_ms
+            nodes.append(NodeLive(n.name, n.role.value,
+                                  up_at(self.availability, n.name, t)
+                                  if n.role is Role.OFN else True,
+                                  n.capacity, q, min(q, server_count(n)) / server_count(n),
+                                  self._power_at(n.name, t), per_ms))
+        routes = ClassRoutes()
+        for ev in self.controller_events:
+            if ev["t_ms"] <= t:
+                routes.apply(ev)
+        epoch = epoch_at(self._epochs, t)
+        shown = [e for e in self._epochs if float(e["from_ms"]) <= t]
+        return state_document(
+            mode="replay", t_model_ms=t, duration_ms=end, running=False, nodes=nodes,
+            tallies=tallies.current(), histories=tallies.histories(),
+            prediction=(epoch or {}).get("predicted"),
+            links=link_loads(self._graph, load),
+            policy=str((epoch or {}).get("policy", self.sc.policy.name)),
+            timeline=run_timeline([a for a in self.availability if float(a["t"]) <= t], shown),
+            epochs=[{k: e[k] for k in ("policy", "from_ms", "to_ms", "predicted") if k in e}
+                    for e in shown],
+            sent=sum(1 for r in self.rows if r.t_send <= t),
+            answered=sum(1 for r in self.rows[:upto] if r.outcome is Outcome.OK),
+            routes=routes.document(), agent=routes.agent, learning_curve=self.learning_curve)
+
+    def topology(self) -> dict[str, Any]:
+        return topology_document(self._graph)
+
+    def summary(self) -> dict[str, Any]:
+        keys = ("measured", "predicted", "comparison", "policy_epochs", "power")
+        return {k: self.summary_json[k] for k in keys if k in self.summary_json}
+
+    def swap_policy(self, request: dict[str, Any]) -> dict[str, Any]:
+        raise RequestError(405, "a finished run: its policy cannot be swapped")

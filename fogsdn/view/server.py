@@ -1,0 +1,174 @@
+"""The run's view over HTTP (issue 21): a thin adapter from a `ViewSource` to a stdlib
+`ThreadingHTTPServer` in a daemon thread. The page and its JSON come from the same
+origin and load nothing from anywhere else; the endpoints: docs/view.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from contextlib import suppress
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from typing import Any, Protocol
+from urllib.parse import parse_qs, urlparse
+
+from fogsdn.view.state import RequestError, error_document, finite, json_object, require_token
+
+EVENT_PERIOD_S = 0.4  # at least two updates a second
+MAX_BODY = 1 << 16
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+class ViewSource(Protocol):
+    """What the server asks of a live run or a finished one."""
+
+    token: str  # "" where writes are refused (a replay)
+
+    def state(self, t_ms: float | None = None) -> dict[str, Any]: ...
+
+    def topology(self) -> dict[str, Any]: ...
+
+    def summary(self) -> dict[str, Any]: ...
+
+    def swap_policy(self, request: dict[str, Any]) -> dict[str, Any]: ...
+
+
+def lower_priority(nice: int) -> None:
+    """This thread (and the threads it starts) at a lower CPU priority than the run's:
+    on Linux a thread's nice value is its own and is inherited by the threads it starts."""
+    with suppress(OSError, AttributeError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+
+
+def static_page() -> bytes:
+    return resources.files("fogsdn.view").joinpath("view_static/index.html").read_bytes()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: ViewHTTPServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib's name)
+        pass  # the run's own output stays readable
+
+    def _send(self, status: int, body: bytes, ctype: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _json(self, status: int, obj: Any) -> None:
+        self._send(status, json.dumps(finite(obj)).encode() + b"\n", "application/json")
+
+    def do_GET(self) -> None:  # noqa: N802 (stdlib's name)
+        url = urlparse(self.path)
+        src = self.server.source
+        try:
+            if url.path in ("/", "/index.html"):
+                self._send(200, static_page(), "text/html; charset=utf-8")
+            elif url.path == "/api/state":
+                t = parse_qs(url.query).get("t", [])
+                try:
+                    t_ms = float(t[0]) if t else None
+                except ValueError:
+                    raise RequestError(400, f"t: a number of model ms, got {t[0]!r}") from None
+                self._json(200, src.state(t_ms))
+            elif url.path == "/api/topology":
+                self._json(200, src.topology())
+            elif url.path == "/api/summary":
+                self._json(200, src.summary())
+            elif url.path == "/api/events":
+                self._events()
+            else:
+                self._json(404, error_document(f"no such path {url.path}"))
+        except RequestError as err:
+            self._json(err.status, error_document(str(err)))
+
+    def _events(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        stop = self.server.stopping
+        try:
+            while not stop.is_set():
+                data = json.dumps(finite(self.server.source.state()))
+                self.wfile.write(f"data: {data}\n\n".encode())
+                self.wfile.flush()
+                stop.wait(EVENT_PERIOD_S)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def do_PUT(self) -> None:  # noqa: N802 (stdlib's name)
+        url = urlparse(self.path)
+        try:
+            if url.path != "/api/policy":
+                raise RequestError(404, f"no such path {url.path}")
+            if not self.server.source.token:
+                raise RequestError(405, "read-only: a replay, or a city study (no policy)")
+            require_token(self.headers.get("Authorization"), self.server.source.token)
+            size = int(self.headers.get("Content-Length") or 0)
+            if size > MAX_BODY:
+                raise RequestError(413, f"body: at most {MAX_BODY} bytes")
+            body = json_object(self.rfile.read(size))
+            self._json(200, self.server.source.swap_policy(body))
+        except RequestError as err:
+            self._json(err.status, error_document(str(err)))
+        except ValueError as err:
+            self._json(400, error_document(f"Content-Length: {err}"))
+
+
+class ViewHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], source: ViewSource) -> None:
+        self.source = source
+        self.stopping = threading.Event()
+        super().__init__(address, _Handler)
+
+
+class ViewServer:
+    """The server in a daemon thread: start, its URL, stop."""
+
+    def __init__(self, source: ViewSource, port: int, host: str = "127.0.0.1",
+                 nice: int = 0) -> None:
+        """`nice`: the serving threads' CPU priority below the process's (a live run's
+        view yields to the emulation)."""
+        self.httpd = ViewHTTPServer((host, port), source)
+        self.nice = nice
+        self.host = host
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self.httpd.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/"
+
+    def start(self) -> None:
+        if self.host not in LOOPBACK:
+            print(f"[view] WARNING: serving on {self.host}, reachable from other machines; "
+                  "reads need no token", file=sys.stderr, flush=True)
+        self._thread = threading.Thread(target=self._serve, name="view", daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        if self.nice:  # handler threads inherit the serving thread's priority
+            lower_priority(self.nice)
+        self.httpd.serve_forever(poll_interval=0.2)
+
+    def stop(self) -> None:
+        self.httpd.stopping.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)

@@ -1,3 +1,0 @@
-"""Network coordinate systems (pure, no sockets): Vivaldi and Meridian, on measured
-round-trip times in ms from whoever measures them (`nodes.probe`, or a latency model).
-"""

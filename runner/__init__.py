@@ -1,1 +1,0 @@
-"""fogsdn: engines orchestration (emulation runner, cleanup, results)."""

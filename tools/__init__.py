@@ -1,0 +1,1 @@
+"""Benchmarks' and tests' rigs, not installed."""
