@@ -12,7 +12,6 @@ failed run is reported and the others go on (exit 1). Its JSON: docs/reproductio
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from pathlib import Path
 
@@ -53,11 +52,6 @@ def main(argv: list[str] | None = None) -> int:
         return bootstrap.fail(f"eval_agents.py: {err}")
     labels = list(ns.policies or default_policies(base)) + [f"rl_dqn_a{a:g}" for a in ns.sweep]
     study = AgentStudy(base, labels, ns.seeds, ns.out, ns.engine, ns.requests, ns.duration, ns.json)
-    if ns.engine == "emulate":
-        def _term(signum: int, frame: object) -> None:
-            raise KeyboardInterrupt  # the live run tears down; the finished runs are kept
-
-        signal.signal(signal.SIGTERM, _term)
     try:
         res = run_study(study, study.runs_dir, executor=ns.executor, workers=ns.workers,
                         ray_address=ns.ray_address)

@@ -74,7 +74,6 @@ def _city_study(a: argparse.Namespace, over: dict[str, Any], out: Path) -> Study
 
 def main(argv: list[str] | None = None) -> int:
     """`scripts/sweep.py`: run the study a file declares and draw its figures."""
-    import signal
 
     from fogsdn.city.layout import LayoutError
     from fogsdn.city.study_spec import CityStudyError
@@ -132,8 +131,6 @@ def main(argv: list[str] | None = None) -> int:
 
                 study = SweepStudy(sc, out, a.engine, a.requests, duration_ms, not a.no_trace,
                                    time_scale=a.time_scale, optimum=a.optimum)
-            if a.engine == "emulate":  # SIGTERM as Ctrl-C: the run tears down, points kept
-                signal.signal(signal.SIGTERM, signal.default_int_handler)
         res = run_study(study, out, executor=a.executor, workers=a.workers,
                         ray_address=a.ray_address)
     except (StudyError, ScenarioError, PolicyError, ArgumentError, CityStudyError,

@@ -24,7 +24,7 @@ from fogsdn.core.scenario import PolicySpec, Scenario
 from fogsdn.core.trace import Outcome, read_trace
 from fogsdn.measure.agent_eval import RunFigures, policy_entry, run_figures, table
 from fogsdn.measure.metrics import replications_ci
-from fogsdn.studies.study import Engine, Row
+from fogsdn.studies.study import Engine, Row, live_point_verdict
 
 LOCK = Path("/tmp/fogsdn-emulation.lock")
 POLICIES = ("latency_greedy", "power_greedy", "least_loaded", "round_robin", "random",
@@ -195,9 +195,8 @@ def run_agent(run: AgentRun, base: Scenario, engine: Engine, out: Path, requests
         model_ms = duration_s * 1000.0 / scenario.time_scale
         live = scenario.model_copy(update={"duration_ms": model_ms})
         with emulation_lock():
-            summary = run_emulation(live, run_dir, show_progress=False)
-        if summary.get("interrupted"):
-            raise KeyboardInterrupt  # the live run tore down; the study keeps its points
+            summary = live_point_verdict(run_emulation(live, run_dir, show_progress=False),
+                                         run_dir)
         decide = decide_ms_live(run_dir)
         rt_error = float(summary.get("rt_measurement_error", math.nan))
     return [{"policy": run.policy, "seed": run.seed, "run_dir": str(run_dir),

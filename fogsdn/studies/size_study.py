@@ -31,7 +31,7 @@ from fogsdn.measure.figures import (
     x_of,
 )
 from fogsdn.measure.size_compare import SizeStats, replicated
-from fogsdn.studies.study import Engine
+from fogsdn.studies.study import Engine, live_point_verdict
 
 
 @dataclass(frozen=True)
@@ -74,9 +74,7 @@ def emulate_run(run: SizeRun, runs: Path) -> list[dict[str, Any]]:
     from fogsdn.live.queueing_run import run_emulation
 
     out = runs / f"{run.policy}-{run.x:g}"
-    summary = run_emulation(run.scenario, out, show_progress=False)
-    if summary.get("interrupted"):
-        raise KeyboardInterrupt  # the live run tore down; the study keeps its points
+    summary = live_point_verdict(run_emulation(run.scenario, out, show_progress=False), out)
     sb = summary.get("size_based") or json.loads((out / "summary.json").read_text())[
         "size_based"]
     m, p = sb["measured"]["overall"], (sb.get("predicted") or {}).get("overall", {})

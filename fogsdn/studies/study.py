@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -27,6 +30,24 @@ Row = dict[str, Any]
 
 class StudyError(RuntimeError):
     """A study that cannot run at all (as opposed to one failed point)."""
+
+
+class LivePointFailed(RuntimeError):
+    """A live point whose run crashed or failed: its numbers are not a measurement, so
+    the point is reported failed (and the command exits non-zero), never kept as a row."""
+
+
+def live_point_verdict(summary: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """The framework's verdict on one live point's run (`summary.json`'s content): an
+    interrupted run stops the study (KeyboardInterrupt: the finished points are kept), a
+    crashed or failed one fails the point (LivePointFailed); else the summary."""
+    if summary.get("interrupted"):
+        raise KeyboardInterrupt  # the live run tore down; the study keeps its points
+    if summary.get("crashed") or summary.get("failure"):
+        what = "; ".join(f"{i.get('process')} {i.get('exit')}"
+                         for i in summary.get("incidents") or []) or summary.get("failure")
+        raise LivePointFailed(f"the live run crashed ({what}): not a measurement ({run_dir})")
+    return summary
 
 
 class Study(Protocol):
@@ -178,6 +199,27 @@ def run_study(study: Study, out_dir: Path, *, executor: Executor = "process",
     """Run every point of `study` (`out_dir` is where it said it writes), then its
     tables and figures."""
     say = log or (lambda s: print(s, file=sys.stderr, flush=True))
+    if study.engine == "emulate" and study.live_summary is None:
+        with sigterm_as_ctrl_c():  # a live point tears down as on Ctrl-C; points kept
+            return _run_study(study, out_dir, executor, workers, ray_address, say)
+    return _run_study(study, out_dir, executor, workers, ray_address, say)
+
+
+@contextmanager
+def sigterm_as_ctrl_c() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt meanwhile (in the main thread), as Ctrl-C does."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _run_study(study: Study, out_dir: Path, executor: Executor, workers: int | None,
+               ray_address: str | None, say: Callable[[str], None]) -> StudyResult:
     points = study.plan()
     outcomes, how = execute(points, study.job, study.job_args, live=study.engine == "emulate",
                             executor=executor, workers=workers, ray_address=ray_address)

@@ -16,7 +16,7 @@ from fogsdn.core.csv_rows import write_csv_rows
 from fogsdn.core.scenario import Scenario
 from fogsdn.measure.figures import CLASSES, Curves, draw_sweep
 from fogsdn.measure.metrics import replications_ci
-from fogsdn.studies.study import Engine, StudyError
+from fogsdn.studies.study import Engine, StudyError, live_point_verdict
 
 MEASURED = ("count", "ok", "W", "W_ci95", "blocking", "lost_prob", "timeout_prob", "outage")
 CSV_COLUMNS: tuple[str, ...] = ("index", "policy", "parameter", "value", "replication", "cls",
@@ -104,10 +104,8 @@ def emulate_point(point: Point, duration_ms: float | None = None,
         over["time_scale"] = time_scale
     if over:
         sc = sc.with_overrides(over)
-    summary = run_emulation(sc, point.run_dir, show_progress=False)
-    if summary.get("interrupted"):
-        # the live run caught Ctrl-C to tear down cleanly; stop the sweep, keep the rest
-        raise KeyboardInterrupt
+    summary = live_point_verdict(run_emulation(sc, point.run_dir, show_progress=False),
+                                 point.run_dir)
     return _rows(point, summary)
 
 
