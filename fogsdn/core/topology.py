@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import networkx as nx
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -22,9 +23,36 @@ Position = tuple[float, float]
 
 
 class FrozenModel(BaseModel):
-    """Scenario and study sections: immutable once validated, unknown keys refused."""
+    """Scenario and study sections: immutable once validated, unknown keys refused, every
+    number finite (`.inf` and `.nan` refused: no engine runs them) and never a boolean
+    (YAML's `true` would otherwise be read as 1)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_boolean_numbers(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for name, value in data.items():
+                field = cls.model_fields.get(name) if isinstance(name, str) else None
+                if isinstance(value, bool) and field is not None and \
+                        _numbers_only(field.annotation):
+                    raise ValueError(f"{name}: {str(value).lower()} is a boolean, not a "
+                                     "number")
+        return data
+
+
+def _numbers_only(annotation: Any) -> bool:
+    """Whether a field takes numbers and nothing else (None aside): int, float, a union
+    of them, or one of those under Annotated."""
+    if annotation in (int, float):
+        return True
+    if get_origin(annotation) is Annotated:
+        return _numbers_only(get_args(annotation)[0])
+    if get_origin(annotation) in (Union, UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        return bool(args) and all(_numbers_only(a) for a in args)
+    return False
 
 
 class LinkSpec(FrozenModel):
