@@ -192,6 +192,11 @@ class _Alias(importlib.abc.Loader):
 class _LegacyFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path: Sequence[str] | None = None,
                   target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in OLD_TO_NEW and fullname not in OLD_PACKAGES:
+            return None
+        top = fullname.split(".")[0]
+        if top != "fogsdn" and importlib.machinery.PathFinder.find_spec(top) is not None:
+            return None  # a real package of that name (the user's own) wins
         if fullname in OLD_TO_NEW:
             new = OLD_TO_NEW[fullname]
             is_pkg = importlib.util.find_spec(new) is not None and \
@@ -210,4 +215,6 @@ _FINDER = _LegacyFinder()
 def install() -> None:
     """Old names resolve from now on, in this process (idempotent)."""
     if _FINDER not in sys.meta_path:
-        sys.meta_path.append(_FINDER)  # last: a real module of that name still wins
+        # first: the path finder would otherwise load `controller.policies.base` afresh
+        # from the aliased package's folder, a second copy with classes of its own
+        sys.meta_path.insert(0, _FINDER)

@@ -230,3 +230,28 @@ def test_a_registered_policy_taking_a_built_in_name_is_refused_by_loader_and_che
         assert check_main([str(path)]) == 2
         assert "is a built-in policy's" in capsys.readouterr().err
     assert registry["prioritized"] is Prioritized  # the decorator replaced nothing
+
+
+def test_a_policy_file_of_the_old_layout_loads_with_a_deprecation_warning(
+        tmp_path: Path) -> None:
+    """One release of grace (fogsdn/legacy_names.py): `controller.policies.base` and
+    `fogsdn.scenario` resolve to their new modules, each import warned."""
+    from fogsdn.policies.loader import load_policy_module
+
+    f = tmp_path / "old_layout_policy.py"
+    f.write_text(
+        "from controller.policies.base import ClusterView, Policy, RouteTable\n"
+        "from fogsdn.scenario import TaskClass\n\n"
+        "class OldLayoutFnOnly(Policy):\n"
+        "    name = 'old_layout_fn_only'\n\n"
+        "    def routes(self, view: ClusterView) -> RouteTable:\n"
+        "        return {TaskClass.HP: {'fn': 1.0}, TaskClass.LP: {'fn': 1.0}}\n")
+    with pytest.warns(DeprecationWarning) as caught:
+        [cls] = load_policy_module(str(f))
+    assert cls.__name__ == "OldLayoutFnOnly" and issubclass(cls, fogsdn.policies.Policy)
+    said = " ".join(str(w.message) for w in caught)
+    assert "controller.policies.base is deprecated" in said and "fogsdn.policies.base" in said
+    assert "fogsdn.scenario is deprecated" in said and "fogsdn.core.scenario" in said
+    import controller.policies.base as old  # type: ignore[import-not-found]
+
+    assert old is fogsdn.policies.base  # the same module, not a copy
