@@ -3,6 +3,9 @@
 A request's times are bounded by when it reached the host, not by when Python woke up
 to read it (docs/architecture.md, "Trace"); `SO_TIMESTAMPNS` stamps each received
 packet (CLOCK_REALTIME, ns) and `recvmsg` hands the stamp of the last segment read.
+The conversion reads both clocks at the read, so a step of the realtime clock between
+arrival and read moves the stamp by that step (a slew, parts per million, does not
+matter); a step of more than MAX_AGE_S makes it unbelievable and the read time is used.
 """
 
 from __future__ import annotations
