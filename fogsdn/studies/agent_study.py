@@ -3,16 +3,14 @@ every policy on the same seeds, one (policy, seed) run per point, simulated or l
 and the table of response time, power and energy per request (`fogsdn.measure.agent_eval`).
 
 Each row also carries the policy's per-flow decision times (docs/learning.md); a live
-point holds the machine's emulation lock for its own run only.
+point holds the machine's emulation lock for its own run only (`fogsdn.studies.study`).
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import math
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,9 +22,8 @@ from fogsdn.core.scenario import PolicySpec, Scenario
 from fogsdn.core.trace import Outcome, read_trace
 from fogsdn.measure.agent_eval import RunFigures, policy_entry, run_figures, table
 from fogsdn.measure.metrics import replications_ci
-from fogsdn.studies.study import Engine, Row, live_point_verdict
+from fogsdn.studies.study import Engine, Row, run_live_point
 
-LOCK = Path("/tmp/fogsdn-emulation.lock")
 POLICIES = ("latency_greedy", "power_greedy", "least_loaded", "round_robin", "random",
             "rl_dqn", "rl_rnn")
 # seed 002a's: the node by least load, the path by each rule (fogsdn/policies/paths.py)
@@ -44,14 +41,6 @@ def default_policies(scenario: Scenario) -> tuple[str, ...]:
         return POLICIES
     trained = weights_path(warm_start_file(scenario.name)).is_file()
     return PATH_POLICIES + (("path_rnn_warm",) if trained else ())
-
-
-@contextmanager
-def emulation_lock() -> Iterator[None]:
-    """The machine's emulation lock (flock), held for one live run."""
-    with open(LOCK, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)  # given back when the file closes, however it ends
-        yield
 
 
 def policy_spec(label: str, scenario: Scenario) -> PolicySpec:
@@ -190,13 +179,9 @@ def run_agent(run: AgentRun, base: Scenario, engine: Engine, out: Path, requests
         # the simulator's controller measures the same span the client sees: 0 by construction
         rt_error = 0.0
     else:
-        from fogsdn.live.queueing_run import run_emulation
-
         model_ms = duration_s * 1000.0 / scenario.time_scale
         live = scenario.model_copy(update={"duration_ms": model_ms})
-        with emulation_lock():
-            summary = live_point_verdict(run_emulation(live, run_dir, show_progress=False),
-                                         run_dir)
+        summary = run_live_point(live, run_dir)
         decide = decide_ms_live(run_dir)
         rt_error = float(summary.get("rt_measurement_error", math.nan))
     return [{"policy": run.policy, "seed": run.seed, "run_dir": str(run_dir),
@@ -287,5 +272,5 @@ class AgentStudy:
 
 
 __all__ = ["PATH_POLICIES", "POLICIES", "AgentRun", "AgentStudy", "decide_ms_live",
-           "decide_ms_simulated", "default_policies", "emulation_lock", "policy_spec",
+           "decide_ms_simulated", "default_policies", "policy_spec",
            "read_figures", "run_agent"]

@@ -31,7 +31,7 @@ from fogsdn.measure.figures import (
     x_of,
 )
 from fogsdn.measure.size_compare import SizeStats, replicated
-from fogsdn.studies.study import Engine, live_point_verdict
+from fogsdn.studies.study import Engine, run_live_point
 
 
 @dataclass(frozen=True)
@@ -71,10 +71,8 @@ LIVE_COLUMNS = ("policy", "load", "answered", "other", "W_live", "W_live_ci95", 
 
 def emulate_run(run: SizeRun, runs: Path) -> list[dict[str, Any]]:
     """One point live (root, Open vSwitch): the workers' measured means beside the model."""
-    from fogsdn.live.queueing_run import run_emulation
-
     out = runs / f"{run.policy}-{run.x:g}"
-    summary = live_point_verdict(run_emulation(run.scenario, out, show_progress=False), out)
+    summary = run_live_point(run.scenario, out)
     sb = summary.get("size_based") or json.loads((out / "summary.json").read_text())[
         "size_based"]
     m, p = sb["measured"]["overall"], (sb.get("predicted") or {}).get("overall", {})

@@ -16,7 +16,7 @@ from fogsdn.core.csv_rows import write_csv_rows
 from fogsdn.core.scenario import Scenario
 from fogsdn.measure.figures import CLASSES, Curves, draw_sweep
 from fogsdn.measure.metrics import replications_ci
-from fogsdn.studies.study import Engine, StudyError, live_point_verdict
+from fogsdn.studies.study import Engine, StudyError, run_live_point
 
 MEASURED = ("count", "ok", "W", "W_ci95", "blocking", "lost_prob", "timeout_prob", "outage")
 CSV_COLUMNS: tuple[str, ...] = ("index", "policy", "parameter", "value", "replication", "cls",
@@ -90,8 +90,6 @@ def emulate_point(point: Point, duration_ms: float | None = None,
                   time_scale: float | None = None) -> list[dict[str, Any]]:
     """Run one point live (root, Open vSwitch; one network at a time per host), here or
     in a Ray worker on the node that took the emulation resource."""
-    from fogsdn.live.queueing_run import run_emulation
-
     sc = point.scenario
     over: dict[str, Any] = {}
     if point.replication:
@@ -104,8 +102,7 @@ def emulate_point(point: Point, duration_ms: float | None = None,
         over["time_scale"] = time_scale
     if over:
         sc = sc.with_overrides(over)
-    summary = live_point_verdict(run_emulation(sc, point.run_dir, show_progress=False),
-                                 point.run_dir)
+    summary = run_live_point(sc, point.run_dir)
     return _rows(point, summary)
 
 
