@@ -24,7 +24,7 @@ catch_stop_signals()  # first: a Ctrl-C from here on is a flag every phase check
 import bootstrap  # noqa: E402 (the set-up itself waits for the arguments)
 
 from fogsdn.cli.run_command import main as run  # noqa: E402 (standard library only)
-from fogsdn.cli.run_command import parse_args  # noqa: E402
+from fogsdn.cli.run_command import parse_args, run_caught  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,4 +34,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_caught(main))

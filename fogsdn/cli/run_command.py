@@ -84,8 +84,7 @@ def main(argv: list[str] | None = None,
         from fogsdn.cli.study_command import main as run_study_file
 
         if args.engine == "simulate":
-            stop_signals_as_exceptions()
-
+            stop_signals_as_exceptions()  # its points stop by KeyboardInterrupt (entry's net)
         out = args.out or str(root / "results" / time.strftime("%Y%m%d-%H%M%S-city"))
         view = [] if args.view is None else ["--view", str(args.view), "--view-host",
                                              args.view_host]
@@ -165,4 +164,14 @@ def entry() -> None:
     from fogsdn.core.processes import catch_stop_signals
 
     catch_stop_signals()  # first, as in scripts/run_testbed.py
-    sys.exit(main())
+    sys.exit(run_caught(main))
+
+
+def run_caught(command: Callable[[], int]) -> int:
+    """`command()`, with the one KeyboardInterrupt that can still escape (a simulation's,
+    once Python's own handling is back) as exit 130 and one line, not a traceback."""
+    try:
+        return command()
+    except KeyboardInterrupt:
+        print("\n[run] interrupted", file=sys.stderr)
+        return 130
