@@ -118,9 +118,10 @@ def test_the_star_city_gives_every_pair_its_delay_with_one_element_per_node(
         # lowest 0.899, and 0.887 in one clean-clone CI run), hence 85 %
         assert sum(-0.2 < x < 2.0 for x in excess) > 0.85 * len(excess), sorted(excess)
     # the clients' coordinates fit the per-pair RTTs: they differ per pair, as configured
-    # (8 clients for 12 s: 0.50 at most in the runs seen; coordinates that ignored the
-    # pairs would be off by about 1)
-    assert live.rows[1]["coord_median_rel_error"] < 0.65
+    # (8 clients moving for 12 s, a median of 32 errors, and it varies: 0.26-0.50 in the
+    # runs seen here, 0.66 once in a clean-clone CI run; coordinates that ignored the pairs
+    # would be off by about 1), hence 0.8
+    assert live.rows[1]["coord_median_rel_error"] < 0.8
 
 
 # -- the city run supervised: a daemon that dies, a Ctrl-C --------------------------------
