@@ -67,26 +67,15 @@ def test_an_ofns_port_is_its_availability_and_other_ports_change_nothing() -> No
     assert links.failed == set() and links.ports_down == set()
 
 
-def test_the_live_view_carries_each_workers_answer_or_none() -> None:
+def test_the_live_view_carries_the_controllers_counts_or_none() -> None:
     view = initial_view(SC, True)
-    answers: dict[str, Any] = {"fn": {"in_system": 3, "work_left_ms": 7.5}}
-
-    def stats(node: str) -> dict[str, Any] | None:
-        if node == "ofn1":
-            raise OSError("connection refused")  # a worker not answering
-        return answers.get(node)
-
-    out = loaded_view(view, stats, {"fn": 4.0}.get)
+    counts, work = {"fn": 3}, {"fn": 7.5}
+    out = loaded_view(view, counts.get, work.get, {"fn": 4.0}.get)
     fn, ofn = out.node("fn"), out.node("ofn1")
     assert (fn.in_system, fn.work_left, fn.measured_rt_ms) == (3, 7.5, 4.0)
     assert (ofn.in_system, ofn.work_left, ofn.measured_rt_ms) == (None, None, None)
     assert [n.name for n in out.nodes] == [n.name for n in view.nodes]
     assert out.node("ofn1").available == view.node("ofn1").available
-    # an answer that does not read: what was read stands, the rest is unknown
-    answers["fn"] = {"in_system": 2, "work_left_ms": "lots"}
-    assert (loaded_view(view, stats, {}.get).node("fn").in_system,
-            loaded_view(view, stats, {}.get).node("fn").work_left) == (2, None)
-    assert loaded_view(view, lambda n: None, {}.get).node("fn").in_system is None
 
 
 def test_a_registration_names_a_known_node_and_a_state() -> None:

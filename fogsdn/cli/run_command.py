@@ -11,6 +11,12 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fogsdn.core.scenario import Scenario
+
+DECIDE_TIMING_LIMIT_S = 5.0
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -141,6 +147,9 @@ def main(argv: list[str] | None = None,
     stop_on_signals(stop)
     if stop.is_set():
         return _interrupted_before_start()
+    slow = slow_decision_note(sc)
+    if slow is not None:
+        print(f"[run] note: {slow}", flush=True)
     try:
         options = LiveOptions(measure_rt=0 if args.no_measure_rt else args.rt_sample)
         summary = run_emulation(sc, out, stop, show_progress=not args.quiet, options=options,
@@ -152,6 +161,37 @@ def main(argv: list[str] | None = None,
         print(f"error: {err}", file=sys.stderr)
         return 1
     return exit_code(summary)
+
+
+def slow_decision_note(sc: Scenario) -> str | None:
+    """For a per-request policy, whether its `decide` alone is over the decision budget
+    at the run's time scale (timed on generated views, as the policy checker does); a
+    policy that fails here is left to the run, which reports its failures."""
+    import random
+    import signal
+
+    from fogsdn.policies import is_per_request, make_policy
+    from fogsdn.policies.check import decide_over_budget, time_decide
+
+    def too_long(signum: int, frame: object) -> None:
+        raise TimeoutError
+
+    was = signal.signal(signal.SIGALRM, too_long)
+    signal.setitimer(signal.ITIMER_REAL, DECIDE_TIMING_LIMIT_S)
+    try:
+        policy = make_policy(sc.policy, sc.workload)
+        if not is_per_request(policy):
+            return None
+        return decide_over_budget(sc, time_decide(policy, sc, 300, random.Random(sc.seed))[1])
+    except TimeoutError:
+        return (f"the policy's decide did not finish 300 calls on generated views within "
+                f"{DECIDE_TIMING_LIMIT_S:g} s: the live controller holds each new connection "
+                "for it")
+    except (Exception, SystemExit):  # noqa: BLE001 (user code: the run says how it fails)
+        return None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, was)
 
 
 def _interrupted_before_start() -> int:

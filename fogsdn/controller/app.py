@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import json
 import math
+import select
+import socket
 import threading
 import time
+from contextlib import suppress
 from dataclasses import replace
 from typing import Any
 
@@ -30,6 +33,7 @@ from fogsdn.controller.cluster import ClusterState, LinkState, loaded_view, port
 from fogsdn.controller.config import ControllerConfig
 from fogsdn.controller.flow_tables import TABLE_CLASSIFY
 from fogsdn.controller.learner_reports import CURVE_COLUMNS, CURVE_FILE, next_policy_epoch
+from fogsdn.controller.load_ledger import LOAD_FILE, LoadLedger, read_staleness
 from fogsdn.controller.pipeline import (
     DSCP_HP,
     Output,
@@ -55,7 +59,8 @@ from fogsdn.controller.registration import availability_request
 from fogsdn.controller.rt_measure import RT_COLUMNS, RtRecorder, Segment, parse_segment
 from fogsdn.controller.running_policy import Buckets, DecidedSyns, RunningPolicy
 from fogsdn.core.latency import node_net_ms
-from fogsdn.core.local_rpc import answer_one, serve_unix, unix_call
+from fogsdn.core.load_report import MAX_REPORT_BYTES, LoadReport, LoadReportError
+from fogsdn.core.local_rpc import answer_one, listen_packets, serve_unix, write_json_atomic
 from fogsdn.core.routing import next_hops
 from fogsdn.core.scenario import PolicySpec, TaskClass, load_scenario
 from fogsdn.policies import ClusterView, Request, make_policy
@@ -91,7 +96,19 @@ class FogController(app_manager.OSKenApp):
         self._syns = DecidedSyns()  # packet-ins are handled one at a time: no lock
         self.ready_path = conf.ready
         self.registration_path = conf.registration
-        self.worker_sockets: dict[str, str] = dict(conf.workers)
+        # each node's count for per-request policies, kept from decisions and the workers'
+        # reports (fogsdn.controller.load_ledger); the reader thread and a decision take
+        # the lock, and only under it is the report socket read
+        self.loads = LoadLedger.of(
+            (n.name for n in scenario.nodes),
+            scenario.timeout_ms * scenario.time_scale / 1000.0 + 1.0, scenario.time_scale / 1000.0)
+        self._loads_lock = threading.Lock()
+        self._load_file = self.events_path.with_name(LOAD_FILE)
+        with suppress(OSError, ValueError):  # a restarted controller adds to what was judged
+            self.loads.staleness.update(read_staleness(self._load_file.read_text()))
+        self._load_listener = (None if conf.load_reports is None
+                               else listen_packets(conf.load_reports))
+        self._load_conns: list[socket.socket] = []  # one per worker
         self._events = open(self.events_path, "a")  # noqa: SIM115 (policy_error may come next)
         graph = self.fabric.topology()
         self.topo = replace(Topology.of(graph), pinned=self.running.policy.paths(graph))
@@ -187,6 +204,9 @@ class FogController(app_manager.OSKenApp):
         with self._lock:
             if not self.cluster.set_available(node, up):
                 return {"changed": False}
+            if not up:
+                with self._loads_lock:
+                    self.loads.left(node)
             if not self.dps:
                 return {"changed": True, "installed": False}
             groups = self._install_groups(initial=False)
@@ -312,15 +332,56 @@ class FogController(app_manager.OSKenApp):
         self._event(event="arp_reply", to=req.src_ip)
 
     # -- per-request policies ---------------------------------------------------------
-    def _live_view(self) -> ClusterView:
-        """The cluster view with each worker's current load, asked over its control socket."""
-        with self._lock:  # a consistent snapshot; the workers are asked outside the lock
-            view = self.cluster.view()
-        return loaded_view(view, self._worker_stats, self.rt.stats.recent)
+    def _live_view(self, view: ClusterView) -> ClusterView:
+        """The cluster `view` with each node's count now: the controller's own, after every
+        report already sent (the caller holds `_loads_lock`, and not `_lock`: a cluster
+        change takes `_lock`, then `_loads_lock`)."""
+        self._drain_load_reports()
+        now = time.monotonic()
+        return loaded_view(view, lambda n: self.loads.in_system(n, now),
+                           lambda n: self.loads.work_left_ms(n, now), self.rt.stats.recent)
 
-    def _worker_stats(self, node: str) -> dict[str, Any] | None:
-        path = self.worker_sockets.get(node)
-        return None if path is None else unix_call(path, {"cmd": "stats"}, timeout=0.2)
+    def _drain_load_reports(self) -> int:
+        """Apply every report waiting from the workers (the caller holds `_loads_lock`)."""
+        n = 0
+        for conn in list(self._load_conns):
+            while True:
+                try:
+                    data = conn.recv(MAX_REPORT_BYTES + 1, socket.MSG_DONTWAIT)
+                except BlockingIOError:
+                    break
+                except OSError:
+                    data = b""
+                if not data:  # the worker is gone
+                    self._load_conns.remove(conn)
+                    conn.close()
+                    break
+                try:
+                    self.loads.report(LoadReport.decode(data))
+                except LoadReportError as err:
+                    self._event(event="bad_load_report", error=str(err))
+                n += 1
+        return n
+
+    def _read_load_reports(self) -> None:
+        """Take the workers' connections and keep their reports applied between
+        decisions; write the staleness histogram a moment after the reports stop (a
+        run's end) or every quarter second."""
+        listener, written, dirty = self._load_listener, time.monotonic(), False
+        if listener is None:
+            return
+        while True:
+            ready, _, _ = select.select([listener, *self._load_conns], [], [], 0.1)
+            with self._loads_lock:
+                if listener in ready:
+                    with suppress(OSError):
+                        self._load_conns.append(listener.accept()[0])
+                dirty = self._drain_load_reports() > 0 or dirty
+                if dirty and (not ready or time.monotonic() - written > 0.25):
+                    write_json_atomic(self._load_file, {
+                        "staleness": {str(k): v for k, v in self.loads.staleness.items()},
+                        **self.loads.staleness_summary()})
+                    written, dirty = time.monotonic(), False
 
     def _observe(self, seg: Segment, t: float, node: str | None = None) -> None:
         """One copied segment to the recorder; a completed pairing to controller-rt.csv."""
@@ -341,11 +402,16 @@ class FogController(app_manager.OSKenApp):
             return
         cls = TaskClass.HP if (ip.tos >> 2) == DSCP_HP else TaskClass.LP
         src = next((h.name for h in self.fabric.hosts if h.ip == ip.src), ip.src)
-        view = self._live_view()
-        # no lock (one packet-in at a time); its own path's rules, far switches first
-        c = self.running.connection(view, Request(cls, src), seg.src_port, self.topo,
-                                    lambda: time.monotonic() * self._model_ms_per_s,
-                                    self._path_idle_s)
+        with self._lock:
+            cluster = self.cluster.view()
+        with self._loads_lock:  # no report applied between the view and the count
+            view = self._live_view(cluster)
+            # its own path's rules, far switches first
+            c = self.running.connection(view, Request(cls, src), seg.src_port, self.topo,
+                                        lambda: time.monotonic() * self._model_ms_per_s,
+                                        self._path_idle_s)
+            seen = view.node(c.node).in_system if c.node in self.loads.nodes else None
+            self.loads.decided(c.node, (ip.src, seg.src_port), seen, time.monotonic())
         dps = {self.names[i]: d for i, d in self._datapaths(c.path)} if c.path else {}
         edge = self.names.get(int(dp.id))
         at_edge = []
@@ -366,17 +432,20 @@ class FogController(app_manager.OSKenApp):
         # switches' rules are not waited for (docs/learning.md, "Seed 002a")
         self._send(of.packet_out(dp, connection_actions(worker_ip), msg.data,
                                  in_port=msg.match["in_port"]))
+        path_ms = (time.monotonic() - t_in) * 1000.0  # packet-in read to packet-out queued
         if self.measure_rt and self.rt.sampled(seg.src_port):  # the decision's SYN
             self._observe(Segment(ip.src, seg.src_port, ip.dst, seg.dst_port, seg.seq,
                                   seg.bits), t_in, c.node)
         self._event(event="decision", cls=str(cls), client=src, port=seg.src_port,
                     flags=seg.bits, node=c.node, decide_ms=round(c.decide_ms, 4),
+                    path_ms=round(path_ms, 4), seen=seen,
                     load={n.name: n.in_system for n in view.nodes}, path=c.path,
                     **({"agent": c.agent} if c.agent is not None else {}))
 
     # -- registrations (OFN join/leave, from the mobility model) ---------------------
     def start(self) -> Any:
         thread = super().start()
+        hub.spawn(self._read_load_reports)
         hub.spawn(serve_unix, self.registration_path, lambda conn: answer_one(
             conn, self._registration, 5.0,
             (OSError, ValueError, KeyError, TypeError, AttributeError)), hub.spawn)

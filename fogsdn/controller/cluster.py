@@ -5,9 +5,8 @@ and the workers' load reports (pure). Only transitions change it: PortStatus rep
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from contextlib import suppress
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Literal
 
 from fogsdn.controller.pipeline import Topology
 from fogsdn.core.scenario import Role, Scenario
@@ -80,18 +79,12 @@ def port_change(topo: Topology, links: LinkState, switch: str, port: int, down: 
     return None
 
 
-def loaded_view(view: ClusterView, stats: Callable[[str], Mapping[str, Any] | None],
+def loaded_view(view: ClusterView, in_system: Callable[[str], int | None],
+                work_left_ms: Callable[[str], float | None],
                 recent_rt_ms: Callable[[str], float | None]) -> ClusterView:
-    """`view` with each node's load from its worker's `stats` answer (None where none)
-    and its recently measured response time."""
-    nodes = []
-    for n in view.nodes:
-        load, work = None, None
-        with suppress(OSError, KeyError, TypeError, ValueError):  # a worker not answering
-            answer = stats(n.name)
-            if answer is not None:
-                load = int(answer["in_system"])
-                work = float(answer["work_left_ms"])
-        nodes.append(replace(n, in_system=load, work_left=work,
-                             measured_rt_ms=recent_rt_ms(n.name)))
-    return ClusterView(tuple(nodes))
+    """`view` with each node's count and work left as the controller keeps them
+    (`fogsdn.controller.load_ledger`; None where unknown) and its recently measured
+    response time."""
+    return ClusterView(tuple(
+        replace(n, in_system=in_system(n.name), work_left=work_left_ms(n.name),
+                measured_rt_ms=recent_rt_ms(n.name)) for n in view.nodes))

@@ -27,12 +27,16 @@ class ControllerConfig:
     workers: Mapping[str, str] = field(default_factory=dict)  # node -> control socket
     # time one connection in N (a power of two; 0 none) into controller-rt.csv
     measure_rt: int = RT_SAMPLE_DEFAULT
+    # Unix datagram socket the workers report their counts to (fogsdn.core.load_report);
+    # None: a per-request policy sees only the connections the controller decided
+    load_reports: Path | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"fabric": self.fabric.to_dict(), "scenario": str(self.scenario),
                 "events": str(self.events), "ready": str(self.ready),
                 "registration": str(self.registration), "available": dict(self.available),
-                "workers": dict(self.workers), "measure_rt": self.measure_rt}
+                "workers": dict(self.workers), "measure_rt": self.measure_rt,
+                "load_reports": None if self.load_reports is None else str(self.load_reports)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ControllerConfig:
@@ -41,7 +45,9 @@ class ControllerConfig:
                    registration=Path(d["registration"]),
                    available={str(k): bool(v) for k, v in d.get("available", {}).items()},
                    workers={str(k): str(v) for k, v in d.get("workers", {}).items()},
-                   measure_rt=int(d.get("measure_rt", RT_SAMPLE_DEFAULT)))
+                   measure_rt=int(d.get("measure_rt", RT_SAMPLE_DEFAULT)),
+                   load_reports=(None if d.get("load_reports") is None
+                                 else Path(d["load_reports"])))
 
     def write(self, path: Path) -> Path:
         path.write_text(json.dumps(self.to_dict(), indent=1))

@@ -159,3 +159,16 @@ def request_network(scenario: Scenario, pinned: Mapping[tuple[str, str], Sequenc
     g = scenario_graph(scenario)
     clients = [h.name for h in scenario_hosts(scenario) if h.role == "client"]
     return RequestNetwork.of(g, clients, [n.name for n in scenario.nodes], pinned)
+
+
+# a per-request decision holds the connection's SYN while it runs, adding its time to every
+# response: this share of the fastest node's mean service time is what it may add
+DECISION_BUDGET_SHARE = 0.02
+
+
+def decision_budget_real_ms(scenario: Scenario) -> float:
+    """Real ms a decision (packet-in to packet-out) may take at the scenario's time scale:
+    DECISION_BUDGET_SHARE of the fastest node's mean service time, so that it biases a
+    response time by no more than that share."""
+    fastest = max(n.mu for n in scenario.nodes)
+    return DECISION_BUDGET_SHARE * scenario.workload.size.mean / fastest * scenario.time_scale

@@ -55,6 +55,16 @@ def serve_unix(path: Path, handle: Callable[[socket.socket], object],
         spawn(handle, conn)
 
 
+def listen_packets(path: Path, backlog: int = 64) -> socket.socket:
+    """A fresh Unix SOCK_SEQPACKET socket listening at `path`: whole messages, one
+    connection per sender."""
+    path.unlink(missing_ok=True)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    sock.bind(str(path))
+    sock.listen(backlog)
+    return sock
+
+
 def answer_one(conn: socket.socket, answer: Callable[[Any], dict[str, Any]], timeout: float,
                errors: tuple[type[Exception], ...]) -> None:
     """Read one JSON request from `conn` and send `answer`'s reply, or `{"error": its

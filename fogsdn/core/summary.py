@@ -62,6 +62,8 @@ class RunSummary(TypedDict):
     rt_measurement_error: NotRequired[float]  # the largest per-node relative gap
     # the policy of each span of a run whose policy was swapped live (issue 21)
     policy_epochs: NotRequired[list[dict[str, Any]]]
+    # a per-request policy's decision path and staleness (fogsdn.measure.decisions)
+    decisions: NotRequired[dict[str, Any]]
     # simulate
     seed: NotRequired[int]
     replication: NotRequired[int]

@@ -29,6 +29,7 @@ from fogsdn.controller.launch import start_controller
 from fogsdn.controller.registration import register
 from fogsdn.controller.rt_measure import RT_SAMPLE_DEFAULT
 from fogsdn.core.fabric import Fabric
+from fogsdn.core.load_report import LOAD_SOCKET_NAME
 from fogsdn.core.scenario import NodeSpec, Role, Scenario, scenario_graph
 from fogsdn.core.topology import LinkSpec, fabric_of
 from fogsdn.live.cgroups import CgroupError, Layout, NodeCgroup, remove_cgroup, rt_share
@@ -169,8 +170,10 @@ class LiveNetwork:
             registration=self.sock_dir / "controller.sock",
             workers={n.name: str(self.sock_dir / f"{n.name}.sock") for n in self.sc.nodes},
             measure_rt=self.measure_rt,
+            load_reports=self.sock_dir / LOAD_SOCKET_NAME,
         )
-        self.supervisor.record.paths += [str(conf.ready), str(conf.registration)]
+        self.supervisor.record.paths += [str(conf.ready), str(conf.registration),
+                                         str(conf.load_reports)]
 
         def launch() -> subprocess.Popen[bytes]:
             """The controller; also its restart after a crash, from the last cluster state."""

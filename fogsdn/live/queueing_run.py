@@ -22,6 +22,7 @@ from typing import Any
 from fogsdn.controller.pipeline import sample_mask
 from fogsdn.controller.rt_measure import RT_SAMPLE_DEFAULT
 from fogsdn.core.churn import ReactionLead, Transition, churn_schedule
+from fogsdn.core.load_report import LOAD_SOCKET_NAME
 from fogsdn.core.local_rpc import write_json_atomic
 from fogsdn.core.realtime import go_realtime
 from fogsdn.core.scenario import LeaveMode, Role, Scenario, ScenarioError
@@ -121,6 +122,7 @@ class QueueingRun:
                     "--servers", node.servers.value, "--discipline", node.discipline.value,
                     "--time-scale", repr(self.sc.time_scale),
                     "--control", str(ctl),
+                    "--load-report", str(sock_dir / LOAD_SOCKET_NAME),
                     "--events", str(self.out.resolve() / f"worker-{node.name}.jsonl"),
                     "--max-size", repr(max_task_size(self.sc.workload.size)), *work,
                     *(["--kill-after", repr(kill)] if kill is not None else []),

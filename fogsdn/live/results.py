@@ -10,12 +10,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from fogsdn.controller.load_ledger import LOAD_FILE
 from fogsdn.core.csv_rows import read_csv_rows, write_csv_rows
+from fogsdn.core.latency import decision_budget_real_ms
 from fogsdn.core.scenario import LeaveMode, Scenario
 from fogsdn.core.summary import PolicyReport, RunSummary, policy_report
 from fogsdn.core.trace import Outcome, TraceRow, read_trace, write_trace
 from fogsdn.core.workload import drawn_instants
 from fogsdn.measure.compare import attach_prediction
+from fogsdn.measure.decisions import decision_block, decision_lines
 from fogsdn.measure.fidelity import emulation_bias, timing_line, timing_summary
 from fogsdn.measure.metrics import measured_summary, p50_p99, summary_table
 from fogsdn.measure.rt_measurement import ControllerRt, compare_rt, rt_report_line
@@ -132,6 +135,22 @@ def _arrival_timing(sc: Scenario, rows: list[TraceRow]) -> dict[str, dict[str, f
     return timing_summary(sc.nodes, rows, drawn_instants(sc, sc.seed), sc.warmup_ms)
 
 
+def _decisions(out: Path, sc: Scenario) -> dict[str, Any] | None:
+    """The per-request decisions' path and staleness (fogsdn.measure.decisions); None
+    where the controller decided no connection (a proactive policy)."""
+    path_ms = [float(ev["path_ms"]) for ev in _events(out / "controller-events.jsonl",
+                                                        "decision") if "path_ms" in ev]
+    if not path_ms:
+        return None
+    staleness = None
+    try:
+        staleness = json.loads((out / LOAD_FILE).read_text())
+        staleness.pop("staleness", None)  # the histogram stays in its file
+    except (OSError, ValueError, AttributeError):
+        pass
+    return decision_block(path_ms, sc.time_scale, decision_budget_real_ms(sc), staleness)
+
+
 def crash_report(summary: Mapping[str, Any]) -> str:
     """What went wrong, one line each; says that the numbers are not compared."""
     lines = ["[run] CRASHED RUN: these numbers are not a measurement of the scenario"]
@@ -212,6 +231,9 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
     timing = _arrival_timing(sc, rows)
     if timing is not None:
         summary["arrival_timing"] = timing
+    decisions = _decisions(out, sc)
+    if decisions is not None:
+        summary["decisions"] = decisions
     summary["emulation_bias"] = _bias(summary)
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     print(("\n[run] INTERRUPTED: partial results\n" if summary["interrupted"] else "\n")
@@ -243,6 +265,8 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
               "reached by their SYN after its install)")
     if "arrival_timing" in summary:
         print(timing_line(summary["arrival_timing"]))
+    if "decisions" in summary:
+        print("\n".join(decision_lines(summary["decisions"])))
     if summary["emulation_bias"]["large"]:
         print("[run] EMULATION BIAS: this run's own artefacts are large; do not read them as "
               "a policy effect in the comparison below:\n  " +

@@ -19,11 +19,13 @@ import struct
 import sys
 import threading
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import IO, Any
 
 from fogsdn.core import rx_stamp
+from fogsdn.core.load_report import MAX_ENDS, LoadReport
 from fogsdn.core.local_rpc import recv_line
 from fogsdn.core.scenario import Discipline, Servers, TaskClass
 from fogsdn.models.service_queue import ClassQueue, Job, ServiceQueue
@@ -57,6 +59,15 @@ class _Pending:
     killed: bool = False  # served up to the TAGS cutoff only: the reply says `killed`
 
 
+def _peer(conn: socket.socket) -> tuple[str, int] | None:
+    """The client's (ip, port): the key of its connection's decision at the controller."""
+    try:
+        ip, port = conn.getpeername()[:2]
+    except (OSError, ValueError):
+        return None
+    return str(ip), int(port)
+
+
 def _abort(conn: socket.socket) -> None:
     """Close with RST so the peer learns at once (used for dropped tasks)."""
     with suppress(OSError):
@@ -72,8 +83,12 @@ class Worker:
                  max_size: float = float("inf"), read_timeout_s: float = READ_TIMEOUT_S,
                  bytes_per_ms: float | None = None,
                  kill_after: float = float("inf"),
-                 discipline: Discipline = Discipline.FIFO) -> None:
+                 discipline: Discipline = Discipline.FIFO,
+                 report: Callable[[bytes], None] | None = None) -> None:
         self.name = name
+        # each change of what it holds, to the controller (fogsdn.core.load_report)
+        self._report = report
+        self._report_seq = itertools.count()
         self.mu = mu
         self.kill_after = kill_after  # TAGS stage limit (size units): serve up to it, then kill
         self.max_size = max_size
@@ -126,11 +141,14 @@ class Worker:
                 status="error", node=self.name,
                 error=f"busy: {MAX_READING} connections are being read already"))
             return
+        client = _peer(conn)
         try:
             req, arrival = self._read_request(conn)
         except (ProtocolError, OSError) as err:
             with self._cond:
                 self.counts["errors"] += 1
+                sent = self._snapshot(client, arrived_at=time.monotonic())
+            self._send_report(sent)
             self._reply_now(conn, encode_reply(status="error", node=self.name, error=str(err)))
             self.log_event(event="error", error=str(err))
             return
@@ -141,21 +159,26 @@ class Worker:
         nominal_ms = (self.kill_after if killed else req.size) / self.mu
         if self.cpu is not None and self.bytes_per_ms is not None:
             work = round(nominal_ms * self.ms_real * 1000.0 * self.bytes_per_ms)
-            admitted = self.cpu.admit(CpuTask(arrival, work, (conn, req.id, nominal_ms)))
             with self._cond:
+                before = self._held(time.monotonic())[0]
+                admitted = self.cpu.admit(CpuTask(arrival, work, (conn, req.id, nominal_ms)))
                 self.counts["admitted" if admitted else "blocked"] += 1
+                sent = self._snapshot(client, before, arrival)
         else:
-            admitted = self._admit(conn, req, arrival, nominal_ms, killed)
+            admitted, sent = self._admit(conn, req, arrival, nominal_ms, killed, client)
+        self._send_report(sent)
         if not admitted:
             self._reply_now(conn, encode_reply(id=req.id, status="blocked", node=self.name,
                                                nominal_ms=nominal_ms))
 
     def _admit(self, conn: socket.socket, req: TaskRequest, arrival: float,
-               nominal_ms: float, killed: bool) -> bool:
+               nominal_ms: float, killed: bool, client: tuple[str, int] | None
+               ) -> tuple[bool, LoadReport | None]:
         """Hold a request (False: full), waking the completion thread: it may now have an
-        earlier end to wait for (an idle server, a preemption)."""
+        earlier end to wait for (an idle server, a preemption); and the report to send."""
         service = nominal_ms * self.ms_real
         with self._cond:
+            before = self._held(time.monotonic())[0]
             if self.ordered is not None:
                 p = _Pending(math.nan, next(self._seq), conn, req.id, arrival, math.nan,
                              nominal_ms, str(req.cls), req.client, killed)
@@ -171,7 +194,7 @@ class Worker:
             self.counts["admitted" if admitted else "blocked"] += 1
             if admitted:
                 self._cond.notify()
-        return admitted
+            return admitted, self._snapshot(client, before, arrival)
 
     def _read_request(self, conn: socket.socket) -> tuple[TaskRequest, float]:
         """The request line, which must arrive whole within read_timeout_s."""
@@ -223,7 +246,9 @@ class Worker:
                 p = heapq.heappop(self._pending)
                 self.counts["completed"] += 1
                 self._busy_done += p.end - p.start
+                sent = self._snapshot()
             self._reply_at_end(p)
+            self._send_report(sent)
 
     def _serve_ordered(self, q: ClassQueue[_Pending]) -> None:
         """`serve_completions` for a ClassQueue: at the end of the request in service, move
@@ -242,7 +267,9 @@ class Worker:
                     q.advance(end)
                 p = self._ended(q.done.pop(0))
                 self.counts["completed"] += 1
+                sent = self._snapshot()
             self._reply_at_end(p)
+            self._send_report(sent)
 
     @staticmethod
     def _ended(job: Job[_Pending]) -> _Pending:
@@ -269,6 +296,8 @@ class Worker:
         with self._cond:
             self.counts["completed"] += 1
             self._busy_done += end - start
+            sent = self._snapshot()
+        self._send_report(sent)
         s = self.ms_real
         self._reply_now(conn, encode_reply(
             id=rid, status="ok", node=self.name, wait_ms=(start - task.arrival) / s,
@@ -284,6 +313,8 @@ class Worker:
             victims = ([(t.payload[0], t.payload[1]) for t in waiting] if self.cpu is not None
                        else [(p.conn, p.rid) for p in self._take_all(time.monotonic())])
             self.counts["dropped"] += len(victims)
+            sent = self._snapshot()
+        self._send_report(sent)
         for conn, rid in victims:
             _abort(conn)
             self.log_event(event="dropped", id=rid, t=time.monotonic())
@@ -307,6 +338,8 @@ class Worker:
         with self._cond:
             victims = self._take_all(now)
             self.counts["handed_off"] = self.counts.get("handed_off", 0) + len(victims)
+            sent = self._snapshot()
+        self._send_report(sent)
         moves = []
         for p in victims:
             left_ms = (p.end - max(now, p.start)) / self.ms_real
@@ -376,17 +409,52 @@ class Worker:
         the runner polls once a second for the node's utilisation (power)."""
         now = time.monotonic()
         with self._cond:
-            if self.ordered is not None:
-                held, work_left = len(self.ordered), self.ordered.work_left(now)
-                busy = self.ordered.busy_s(now)
-            else:
-                # single server: what it holds ends when its last pending task does
-                held = len(self._pending)
-                work_left = max((p.end for p in self._pending), default=now) - now
-                busy = self._busy_in(self._pending, now)
+            held, work_left = self._held(now)
+            busy = (self.ordered.busy_s(now) if self.ordered is not None
+                    else self._busy_in(self._pending, now))
             return {"node": self.name, "in_system": held, **self.counts,
                     "busy_s": self._busy_done + busy, "t": now,
                     "work_left_ms": max(0.0, work_left) / self.ms_real}
+
+    def _held(self, now: float) -> tuple[int, float]:
+        """What it holds at `now` and the real seconds of work that is (the caller holds
+        the lock)."""
+        if self.cpu is not None:  # real work: its length is the kernel's
+            return self.cpu.in_system, 0.0
+        if self.ordered is not None:
+            return len(self.ordered), self.ordered.work_left(now)
+        # single server: what it holds ends when its last pending task does
+        return len(self._pending), max((p.end for p in self._pending), default=now) - now
+
+    def _ends(self) -> tuple[float, ...]:
+        """The scheduled ends of the earliest held requests (the caller holds the lock):
+        all known in FIFO, the one in service in another discipline, none in real work."""
+        if self.cpu is not None:
+            return ()
+        if self.ordered is not None:
+            end = self.ordered.next_end()
+            return () if end is None else (end,)
+        return tuple(p.end for p in heapq.nsmallest(MAX_ENDS, self._pending))
+
+    def _snapshot(self, arrival: tuple[str, int] | None = None, before: int | None = None,
+                  arrived_at: float | None = None) -> LoadReport | None:
+        """The report of what it holds now (the caller holds the lock, so reports are
+        numbered in the order of the changes they follow); None when nobody listens."""
+        if self._report is None:
+            return None
+        now = time.monotonic()
+        held, work_left = self._held(now)
+        return LoadReport(self.name, next(self._report_seq), held, now + max(0.0, work_left),
+                          arrival, (held if before is None else before)
+                          if arrival is not None else None,
+                          arrived_at if arrival is not None else None, self._ends())
+
+    def _send_report(self, r: LoadReport | None) -> None:
+        """Out of the lock: a datagram that cannot go (no controller now) is dropped; the
+        next report carries the whole count again."""
+        if r is not None and self._report is not None:
+            with suppress(OSError):
+                self._report(r.encode())
 
     def guarded(self, target: Any, *args: Any) -> None:
         """Run an internal thread; if it dies, log why and end the process (never live on

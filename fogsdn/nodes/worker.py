@@ -14,6 +14,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,44 @@ def control_request(path: str | Path, cmd: str, timeout: float = 2.0,
     return unix_call(path, {"cmd": cmd, **args}, timeout)
 
 
+class LoadReporter:
+    """The worker's connection to the controller's load socket (SOCK_SEQPACKET, so a
+    message is whole and a burst is not cut at 10): never waits; a report that cannot go
+    (no controller now, or its socket full) is dropped, since the next one is whole again;
+    a lost connection is tried again at most every RECONNECT_S."""
+
+    RECONNECT_S = 0.1
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._sock: socket.socket | None = None
+        self._next_try = 0.0
+        self._lock = threading.Lock()  # reports come from the handler and completion threads
+
+    def __call__(self, data: bytes) -> None:
+        with self._lock:
+            if self._sock is None:
+                now = time.monotonic()
+                if now < self._next_try:
+                    return
+                self._next_try = now + self.RECONNECT_S
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+                try:
+                    sock.connect(self.path)
+                except OSError:
+                    sock.close()
+                    return
+                sock.setblocking(False)
+                self._sock = sock
+            try:
+                self._sock.send(data)
+            except BlockingIOError:
+                return  # full: this one is lost, the next is whole
+            except OSError:
+                self._sock.close()
+                self._sock = None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--name", required=True)
@@ -78,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="which waiting request a single server takes next (by `cls`)")
     ap.add_argument("--time-scale", type=float, required=True, help="real ms per model ms")
     ap.add_argument("--control", required=True, help="Unix socket path for control commands")
+    ap.add_argument("--load-report", metavar="SOCKET",
+                    help="Unix SOCK_SEQPACKET socket of the controller, told of each change of "
+                         "what this node holds (fogsdn.core.load_report)")
     ap.add_argument("--events", help="JSON-lines file for drops, errors and final counts")
     ap.add_argument("--max-size", type=float, default=float("inf"),
                     help="refuse requests whose size is above this (work units)")
@@ -115,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     w = Worker(a.name, a.mu, a.capacity, Servers(a.servers), a.time_scale, events,
                max_size=a.max_size, read_timeout_s=a.read_timeout,
                bytes_per_ms=a.bytes_per_ms, kill_after=a.kill_after,
-               discipline=Discipline(a.discipline))
+               discipline=Discipline(a.discipline),
+               report=None if a.load_report is None else LoadReporter(a.load_report))
     srv = socket.create_server((a.host, a.port), backlog=512, reuse_port=False)
     rx_stamp.enable(srv)  # a request arrives when the kernel has it (fogsdn/core/rx_stamp.py)
     srv.settimeout(0.2)
