@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import pytest
 from conftest import ROOT, scenario_dict
 
+from fogsdn.controller.flow_tables import bucket_weights
 from fogsdn.controller.learner_reports import (
     CURVE_COLUMNS,
     DESCRIBE_EVERY,
@@ -27,7 +28,7 @@ from fogsdn.controller.pipeline import Topology, path_flows
 from fogsdn.controller.running_policy import RunningPolicy
 from fogsdn.core.scenario import Scenario, TaskClass, load_scenario, parse_scenario, scenario_graph
 from fogsdn.policies import ClusterView, PolicySpec, Request, initial_view, make_policy
-from fogsdn.policies.base import Epoch, Policy, RouteTable
+from fogsdn.policies.base import Epoch, Policy, RouteTable, routes_for
 
 SC = parse_scenario(scenario_dict())
 VIEW = initial_view(SC, True)
@@ -168,9 +169,11 @@ def test_select_groups_are_sent_where_the_routes_changed_them() -> None:
     assert run.group_changes(up, first, initial=True) == first  # a switch starting: all
     # the OFN leaves: only LP's group moves (to the FN)
     assert run.group_changes(down, first, initial=False) == {TaskClass.LP: [("fn", 1000)]}
-    # a per-request policy has no groups
+    # a per-request policy's groups are its routes: the switches' fallback while the
+    # controller is away
     per = run.swapped(SC, FakeLearner())
-    assert per.group_changes(up, {}, initial=True) == {}
+    assert per.group_changes(up, {}, initial=True) == {
+        cls: bucket_weights(routes_for(FakeLearner().routes(up), cls)) for cls in TaskClass}
 
 
 @pytest.fixture(scope="module")

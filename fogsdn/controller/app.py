@@ -469,8 +469,7 @@ class FogController(app_manager.OSKenApp):
             return {"error": str(err).splitlines()[0]}
         with self._lock:
             was, self.running = self.running, run
-            groups = (self._install_groups(initial=not self._installed)
-                      if not run.per_request else {})
+            groups = self._install_groups(initial=not self._installed)
             for dpid, dp in self._datapaths(self.edges):
                 gone, send = dispatch_changes(self.topo, self.names[dpid], self.hops,
                                               not was.per_request, not run.per_request,

@@ -92,7 +92,7 @@ def flow_mod(dp: Any, f: Flow) -> Any:
         inst.append(parser.OFPInstructionGotoTable(f.goto))
     return parser.OFPFlowMod(dp, table_id=f.table, priority=f.priority,
                              match=parser.OFPMatch(**f.match_dict()), instructions=inst,
-                             idle_timeout=f.idle_timeout)
+                             idle_timeout=f.idle_timeout, cookie=f.cookie)
 
 
 def flow_delete_strict(dp: Any, f: Flow) -> Any:

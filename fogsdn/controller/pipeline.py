@@ -109,6 +109,7 @@ class Flow:
     actions: tuple[Action, ...] = ()
     goto: int | None = None
     idle_timeout: int = 0
+    cookie: int = 0  # DECIDE_COOKIE: the rule the runner removes when the controller dies
 
     def match_dict(self) -> dict[str, Any]:
         return dict(self.match)
@@ -129,8 +130,8 @@ class GroupMod:
 
 
 def flow(table: int, priority: int, actions: Sequence[Action] = (), goto: int | None = None,
-         **match: Any) -> Flow:
-    return Flow(table, priority, tuple(match.items()), tuple(actions), goto)
+         cookie: int = 0, **match: Any) -> Flow:
+    return Flow(table, priority, tuple(match.items()), tuple(actions), goto, cookie=cookie)
 
 
 # -- the datapath's view of the network ----------------------------------------------------
@@ -229,19 +230,28 @@ def base_flows(topo: Topology, switch: str, hops: NextHops, proactive: bool,
     if edge:
         new_svc: dict[str, Any] = {"eth_type": ETH_IPV4, "ip_proto": 6, "ipv4_dst": topo.vip,
                                    "tcp_dst": topo.service_port, "ct_state": CT_NEW_TRK}
-        if proactive:
-            pin = [PerConnection()]  # each SYN translated afresh (PerConnection)
-            out.append(flow(TABLE_DISPATCH, 300, [*pin, Group(GROUP_ID[TaskClass.HP])],
-                            ip_dscp=DSCP_HP, **new_svc))
-            out.append(flow(TABLE_DISPATCH, 290, [*pin, Group(GROUP_ID[TaskClass.LP])], **new_svc))
-        else:  # a per-request policy sees each new connection's first packet (the SYN)
-            out.append(flow(TABLE_DISPATCH, 290, [ToController()], **new_svc))
+        # the policy's routes as select groups: the whole dispatch of a proactive policy,
+        # and a per-request policy's fallback while its controller is away
+        pin = [PerConnection()]  # each SYN translated afresh (PerConnection)
+        out.append(flow(TABLE_DISPATCH, 300, [*pin, Group(GROUP_ID[TaskClass.HP])],
+                        ip_dscp=DSCP_HP, **new_svc))
+        out.append(flow(TABLE_DISPATCH, 290, [*pin, Group(GROUP_ID[TaskClass.LP])], **new_svc))
+        if not proactive:  # a per-request policy sees each new connection's first packet
+            out.append(flow(TABLE_DISPATCH, PRIO_DECIDE, [ToController()],
+                            cookie=DECIDE_COOKIE, **new_svc))
         out.append(flow(TABLE_DISPATCH, 1, goto=TABLE_FORWARD))
     out += forward_flows(topo, switch, hops)  # its groups: failover_groups, sent first
     if measure_rt:
         out += observe_flows(topo, switch, proactive, sample_mask(measure_rt))
     out.append(flow(TABLE_CLASSIFY, 0, [ToController()]))
     return out
+
+
+# a per-request policy's rule, above the select groups: the runner deletes it by its
+# cookie the moment the controller dies, so that new connections fall back to the groups
+# (the policy's own routes) until a restarted controller puts it back
+PRIO_DECIDE = 310
+DECIDE_COOKIE = 0xF065D0
 
 
 def sample_mask(one_in: int) -> int:

@@ -59,9 +59,8 @@ class RunningPolicy:
 
     def group_changes(self, view: ClusterView, installed: Mapping[TaskClass, Buckets],
                       initial: bool) -> dict[TaskClass, Buckets]:
-        """The select-group buckets that differ from `installed` (all where `initial`)."""
-        if self.per_request:
-            return {}
+        """The select-group buckets that differ from `installed` (all where `initial`): a
+        per-request policy's too, its fallback while the controller is away."""
         table = self.policy.routes(view)
         wanted = {cls: bucket_weights(routes_for(table, cls)) for cls in GROUP_ID}
         return {cls: b for cls, b in wanted.items() if initial or installed.get(cls) != b}

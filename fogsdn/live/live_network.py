@@ -26,6 +26,7 @@ from typing import Any
 
 from fogsdn.controller.config import ControllerConfig
 from fogsdn.controller.launch import start_controller
+from fogsdn.controller.pipeline import DECIDE_COOKIE
 from fogsdn.controller.registration import register
 from fogsdn.controller.rt_measure import RT_SAMPLE_DEFAULT
 from fogsdn.core.fabric import Fabric
@@ -77,6 +78,13 @@ def _flows(bridge: str, *match: str) -> list[str]:
     r = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", bridge, *match],
                        capture_output=True, text=True)
     return [ln for ln in r.stdout.splitlines() if "priority=" in ln]
+
+
+def _fall_back_to_groups(bridge: str) -> None:
+    """Remove a per-request policy's rule that sends new connections to the controller
+    (fogsdn.controller.pipeline.DECIDE_COOKIE): the policy's select groups take them."""
+    subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "del-flows", bridge,
+                    f"cookie={DECIDE_COOKIE:#x}/-1"], capture_output=True, timeout=5)
 
 
 def _table_miss_installed(bridge: str) -> bool:
@@ -131,6 +139,7 @@ class LiveNetwork:
         self.graph = scenario_graph(scenario)
         self.network: Network | None = None
         self.bridges: dict[str, str] = {}  # graph switch name -> OVS bridge
+        self.fallbacks = 0  # times the switches fell back to the groups (controller deaths)
         self.links: dict[str, Any] = {"mechanism": "none", "shaped": 0}
         self.available: dict[str, bool] = {}  # the OFN availability the controller has
         self.timings: dict[str, float] = {}
@@ -183,10 +192,18 @@ class LiveNetwork:
                 self.controller_port, self.out / "controller.log", env=child_env(),
                 python=sys.executable, preexec_fn=die_with_parent, realtime=self.realtime)
 
+        def relaunch() -> subprocess.Popen[bytes]:
+            """A dead controller's switches fall back to its groups first, then it restarts."""
+            self.fallbacks += 1
+            for bridge in self.bridges.values():
+                _fall_back_to_groups(bridge)
+            return launch()
+
         first = launch()
         self.supervisor.watch("controller", first,
-                              "restarting it with the current cluster state",
-                              restart=Restart(launch, self._controller_ready,
+                              "restarting it with the current cluster state; new connections "
+                              "meanwhile go by the policy's own routes",
+                              restart=Restart(relaunch, self._controller_ready,
                                               "switch reconnected, rules re-installed"))
 
         def up() -> bool:

@@ -135,20 +135,26 @@ def _arrival_timing(sc: Scenario, rows: list[TraceRow]) -> dict[str, dict[str, f
     return timing_summary(sc.nodes, rows, drawn_instants(sc, sc.seed), sc.warmup_ms)
 
 
-def _decisions(out: Path, sc: Scenario) -> dict[str, Any] | None:
-    """The per-request decisions' path and staleness (fogsdn.measure.decisions); None
-    where the controller decided no connection (a proactive policy)."""
-    path_ms = [float(ev["path_ms"]) for ev in _events(out / "controller-events.jsonl",
-                                                        "decision") if "path_ms" in ev]
-    if not path_ms:
+def _decisions(out: Path, sc: Scenario, rows: list[TraceRow]) -> dict[str, Any] | None:
+    """The per-request decisions' path and staleness (fogsdn.measure.decisions), and the
+    requests served with no decision (by the policy's routes while the controller was
+    away); None where the controller decided no connection (a proactive policy)."""
+    events = [ev for ev in _events(out / "controller-events.jsonl", "decision")
+              if "path_ms" in ev]
+    if not events:
         return None
+    path_ms = [float(ev["path_ms"]) for ev in events]
+    decided = {(str(ev.get("client")), str(ev.get("port"))) for ev in events}
+    fallback = sum(1 for r in rows if r.node and r.ports
+                   and (r.client, r.ports.split(">")[0]) not in decided)
     staleness = None
     try:
         staleness = json.loads((out / LOAD_FILE).read_text())
         staleness.pop("staleness", None)  # the histogram stays in its file
     except (OSError, ValueError, AttributeError):
         pass
-    return decision_block(path_ms, sc.time_scale, decision_budget_real_ms(sc), staleness)
+    return decision_block(path_ms, sc.time_scale, decision_budget_real_ms(sc), staleness,
+                          fallback)
 
 
 def crash_report(summary: Mapping[str, Any]) -> str:
@@ -231,7 +237,7 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
     timing = _arrival_timing(sc, rows)
     if timing is not None:
         summary["arrival_timing"] = timing
-    decisions = _decisions(out, sc)
+    decisions = _decisions(out, sc, rows)
     if decisions is not None:
         summary["decisions"] = decisions
     summary["emulation_bias"] = _bias(summary)

@@ -13,15 +13,18 @@ from fogsdn.measure.metrics import p50_p99
 
 
 def decision_block(path_ms: Sequence[float], time_scale: float, budget_ms: float,
-                   staleness: Mapping[str, Any] | None) -> dict[str, Any]:
+                   staleness: Mapping[str, Any] | None, fallback: int = 0) -> dict[str, Any]:
     """summary.json's `decisions`: the decision path in real and model ms, the share over
-    `budget_ms` (real), and the staleness summary the controller wrote (or None)."""
+    `budget_ms` (real), the staleness summary the controller wrote (or None), and how many
+    requests the switches' fallback (the policy's routes) served while the controller
+    was away."""
     real = {**p50_p99(path_ms), "max": max(path_ms)}
     return {"count": len(path_ms), "path_ms": real,
             "path_model_ms": {k: v / time_scale for k, v in real.items()},
             "budget_ms": budget_ms,
             "over_budget_share": sum(x > budget_ms for x in path_ms) / len(path_ms),
-            "staleness": dict(staleness) if staleness is not None else None}
+            "staleness": dict(staleness) if staleness is not None else None,
+            "fallback_decided": fallback}
 
 
 def decision_lines(block: Mapping[str, Any]) -> list[str]:
@@ -42,4 +45,7 @@ def decision_lines(block: Mapping[str, Any]) -> list[str]:
             f"{st['p99']:+d} (p1 .. p99), mean {st['mean']:+.3f} requests"
             + (f"; {st['expired']} decided requests never arrived" if st.get("expired")
                else ""))
+    if block.get("fallback_decided"):
+        lines.append(f"decided by the fallback: {block['fallback_decided']} requests went by "
+                     "the policy's own routes (select groups) while the controller was away")
     return lines
