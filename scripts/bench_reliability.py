@@ -60,6 +60,8 @@ def drill(scenario: str, extra: list[str], seconds: float, kills: int, out: Path
                           "outcomes_during": dict(during)})
     return {"exit": p.returncode, "requests": len(rows),
             "outcomes": dict(Counter(str(r.outcome) for r in rows)), "kills": kills_out,
+            # a per-request policy: served by its routes while the controller was away
+            "fallback_decided": (summary.get("decisions") or {}).get("fallback_decided"),
             "tail": text.decode(errors="replace")[-400:] if p.returncode != 3 else ""}
 
 
@@ -78,7 +80,9 @@ def main(argv: list[str] | None = None) -> int:
         for name, extra in POLICIES.items():
             res = drill(a.scenario, extra, a.seconds, min(a.kills, 3), Path(tmp) / name)
             results[name] = res
-            print(f"{name}: exit {res['exit']}, {res['requests']} requests {res['outcomes']}")
+            fb = ("" if res["fallback_decided"] is None
+                  else f", {res['fallback_decided']} decided by the fallback")
+            print(f"{name}: exit {res['exit']}, {res['requests']} requests {res['outcomes']}{fb}")
             for k, kill in enumerate(res["kills"], 1):
                 print(f"  kill {k}: outage {kill['outage_ms']:.0f} ms; "
                       f"{kill['sent_during']} sent during it: {kill['outcomes_during']}")

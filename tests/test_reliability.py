@@ -163,14 +163,17 @@ def test_a_stop_signal_at_any_instant_of_start_up_and_load_ends_the_run(
 # -- the controller -----------------------------------------------------------------
 
 @emulation
-@pytest.mark.parametrize("churn", [False, True], ids=["no-churn", "churn"])
+@pytest.mark.parametrize(("churn", "per_request"), [(False, False), (True, False), (True, True)],
+                         ids=["no-churn", "churn", "per-request"])
 def test_controller_sigkilled_is_restarted_and_the_run_says_so(
-        tmp_path: Path, churn: bool) -> None:
+        tmp_path: Path, churn: bool, per_request: bool) -> None:
     before = footprint()
     over: dict[str, Any] = {"duration_ms": 500}
     if not churn:
         over["churn"] = {"eta": 0, "xi": 0}
-    p, out = start_runner(tmp_path, f"ctl{int(churn)}", 1.5, **over)
+    if per_request:  # decided at the controller: the switches fall back to its routes
+        over["policy"] = {"name": "threshold", "params": {"threshold": 1}}
+    p, out = start_runner(tmp_path, f"ctl{int(churn)}{int(per_request)}", 1.5, **over)
     rec = _record_of(p.pid)
     pid, _ = rec.pids["controller"]
     os.kill(pid, signal.SIGKILL)
@@ -183,12 +186,17 @@ def test_controller_sigkilled_is_restarted_and_the_run_says_so(
     assert inc["exit"] == "killed by SIGKILL" and inc["outage_ms"] > 0
     assert (out / "availability.csv").exists()
     rows = _assert_each_request_once(out, summary)
-    # proactive rules stayed in the switch: the data plane kept serving through the outage
+    # proactive rules stayed in the switch, or a per-request policy's routes took over:
+    # the data plane kept serving through the outage
     t_kill, t_back = inc["t_model_ms"], inc["t_model_ms"] + inc["outage_ms"] / 20.0
     during = [r for r in rows if t_kill < r.t_send < t_back]
     answered = (Outcome.OK, Outcome.BLOCKED)  # blocked: a full node said so, as modelled
     assert during and all(r.outcome in answered for r in during)
     assert sum(r.outcome in answered for r in rows) >= 0.95 * len(rows)
+    if per_request:  # those were served with no decision, and the summary counts them
+        fallback = summary["decisions"]["fallback_decided"]
+        assert 0.5 * len(during) <= fallback <= len(rows) - summary["decisions"]["count"]
+        assert "decided by the fallback" in text
     assert_clean(before)
 
 
