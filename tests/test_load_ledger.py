@@ -106,13 +106,20 @@ def test_the_count_is_the_one_a_request_decided_now_will_meet() -> None:
     assert led.in_system("fn", 10.3) == 1  # all due have left; C2 still on its way
 
 
-def test_a_node_that_leaves_stops_counting_what_was_on_its_way() -> None:
+def test_an_arrival_whose_port_was_remapped_answers_the_oldest_decision_of_its_client(
+        ) -> None:
+    """Connection tracking gave a reused port's connection port + 1: the node's report
+    names that; it answers the oldest decision on its way from that client."""
     led = _ledger()
-    led.decided("ofn1", C1, 0, 0.0)
-    led.report(LoadReport("ofn1", 0, 2, 0.5))
-    led.left("ofn1")
-    assert led.in_system("ofn1", 0.001) == 2 and led.cut_off == 1 and not led.seen
-    assert led.staleness_summary()["cut_off"] == 1
+    led.decided("fn", ("10.0.0.2", 43284), 0, 0.0)
+    led.decided("fn", ("10.0.0.2", 43288), 1, 0.001)
+    led.decided("fn", C1, 2, 0.002)
+    led.report(LoadReport("fn", 0, 1, 0.5, ("10.0.0.2", 43285), 0, arrived_at=0.003))
+    assert set(led.nodes["fn"].pending) == {("10.0.0.2", 43288), C1}
+    assert led.staleness == Counter({0: 1})
+    # a handoff's arrival (from another node's address) answers no decision
+    led.report(LoadReport("fn", 1, 2, 0.5, ("10.0.0.9", 5000), 1, arrived_at=0.004))
+    assert len(led.nodes["fn"].pending) == 2 and led.in_system("fn", 0.004) == 4
 
 
 def test_work_left_runs_down_from_the_last_report() -> None:

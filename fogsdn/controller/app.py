@@ -204,9 +204,6 @@ class FogController(app_manager.OSKenApp):
         with self._lock:
             if not self.cluster.set_available(node, up):
                 return {"changed": False}
-            if not up:
-                with self._loads_lock:
-                    self.loads.left(node)
             if not self.dps:
                 return {"changed": True, "installed": False}
             groups = self._install_groups(initial=False)

@@ -59,7 +59,6 @@ class LoadLedger:
     staleness: Counter[int] = field(default_factory=Counter)  # seen - held at arrival
     reports: int = 0
     expired: int = 0
-    cut_off: int = 0  # on their way to a node that left
 
     @classmethod
     def of(cls, names: Iterable[str], expire_s: float, ms_real: float) -> LoadLedger:
@@ -101,27 +100,27 @@ class LoadLedger:
             return
         self.reports += 1
         if r.arrival is not None:
-            decided_at = load.pending.pop(r.arrival, None)
+            key = self._decision_of(load, r.arrival)
+            decided_at = None if key is None else load.pending.pop(key)
             if decided_at is not None and r.arrived_at is not None:
                 load.lags.append(max(0.0, r.arrived_at - decided_at))
-            seen = self.seen.pop(r.arrival, None)
+            seen = None if key is None else self.seen.pop(key, None)
             if seen is not None and seen[0] == r.node and r.before is not None:
                 self.staleness[seen[1] - r.before] += 1
         if r.seq > load.seq:
             load.seq, load.in_system, load.busy_until = r.seq, r.in_system, r.busy_until
             load.ends = r.ends
 
-    def left(self, node: str) -> None:
-        """`node` went out of range: the connections decided to it and still on their way
-        cannot reach it (their SYNs are lost until it is back, when the node's own count
-        takes in those that arrive after all)."""
-        load = self.nodes.get(node)
-        if load is None:
-            return
-        for c in load.pending:
-            self.seen.pop(c, None)
-        self.cut_off += len(load.pending)
-        load.pending.clear()
+    @staticmethod
+    def _decision_of(load: _NodeLoad, arrival: Client) -> Client | None:
+        """The decision an arrival at `load`'s node answers: its own connection's, or else
+        the oldest on its way there from the same client (the switch's connection tracking
+        may give a reused port's connection another source port: the node then sees
+        port + 1); None for an arrival nobody decided (a handoff, a stage restart)."""
+        if arrival in load.pending:
+            return arrival
+        same = [(t, c) for c, t in load.pending.items() if c[0] == arrival[0]]
+        return min(same)[1] if same else None
 
     def _expire(self, load: _NodeLoad, now: float) -> None:
         old = [c for c, t in load.pending.items() if now - t > self.expire_s]
@@ -132,16 +131,15 @@ class LoadLedger:
 
     def staleness_summary(self) -> dict[str, float | int]:
         """The histogram of (count the policy saw - count the request met at its node)."""
-        return staleness_summary(self.staleness, self.reports, self.expired, self.cut_off)
+        return staleness_summary(self.staleness, self.reports, self.expired)
 
 
-def staleness_summary(hist: Counter[int], reports: int = 0, expired: int = 0,
-                      cut_off: int = 0) -> dict[str, float | int]:
+def staleness_summary(hist: Counter[int], reports: int = 0, expired: int = 0
+                      ) -> dict[str, float | int]:
     """Decisions judged, the share that saw the exact count, the mean error, its extremes
     and its 1st/99th percentiles (requests; + the policy saw more than was there)."""
     n = sum(hist.values())
-    out: dict[str, float | int] = {"decisions": n, "reports": reports, "expired": expired,
-                                   "cut_off": cut_off}
+    out: dict[str, float | int] = {"decisions": n, "reports": reports, "expired": expired}
     if not n:
         return out
     ordered = sorted(hist.items())
