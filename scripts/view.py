@@ -22,7 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port", type=int, default=8080, help="0: any free port")
     ap.add_argument("--host", default="127.0.0.1")
     a = ap.parse_args(argv)
-    from fogsdn.view.replay import ReplaySource
+    from fogsdn.core.scenario import ScenarioError
+    from fogsdn.view.replay import ReplayError, ReplaySource
     from fogsdn.view.server import ViewServer
 
     run = Path(a.run)
@@ -30,7 +31,11 @@ def main(argv: list[str] | None = None) -> int:
         if not (run / need).is_file():
             return bootstrap.fail(f"view.py: error: {run / need} not found")
     try:
-        server = ViewServer(ReplaySource.of(run), a.port, a.host)
+        source = ReplaySource.of(run)
+    except (ReplayError, ScenarioError) as err:
+        return bootstrap.fail(f"view.py: error: {str(err).splitlines()[0]}")
+    try:
+        server = ViewServer(source, a.port, a.host)
     except OSError as err:
         return bootstrap.fail(f"view.py: error: cannot serve on {a.host}:{a.port}: {err}", 1)
     server.start()

@@ -32,6 +32,7 @@ import requests
 from browser_page import chromium_page, replay_page, require_chromium, slide_to
 from conftest import ROOT, scenario_dict
 
+from fogsdn.controller.pipeline import DECIDE_COOKIE, PRIO_DECIDE
 from fogsdn.core.scenario import parse_scenario
 
 pytestmark = pytest.mark.emulation
@@ -218,13 +219,18 @@ def test_page_api_and_policy_swap_in_a_browser(live: LiveRun) -> None:
                                timeout=5_000)
         time.sleep(3.0)  # 150 model ms of nodiff: its epoch needs requests of both classes
 
-        # a per-request policy: new connections go to the controller, not to a group
+        # a per-request policy: new connections go to the controller, by a rule above the
+        # groups (which stay, the policy's routes: the fallback while it is away)
         assert any("group:" in ln for ln in _dispatch_rules(bridge))
+        assert not any("CONTROLLER" in ln for ln in _dispatch_rules(bridge))
         r = requests.put(live.url + "api/policy", json={"name": "least_loaded"}, headers=auth,
                          timeout=30)
         assert r.status_code == 200, r.text
         rules = _dispatch_rules(bridge)
-        assert rules and all("CONTROLLER" in ln and "group:" not in ln for ln in rules), rules
+        top = [ln for ln in rules if f"priority={PRIO_DECIDE}," in ln]
+        assert len(top) == 1 and "CONTROLLER" in top[0], rules
+        assert f"cookie={DECIDE_COOKIE:#x}," in top[0], top
+        assert all(f"priority={PRIO_DECIDE}," in ln or "group:" in ln for ln in rules), rules
         page.wait_for_function(
             "document.getElementById('policy').textContent === 'least_loaded'", timeout=5_000)
 

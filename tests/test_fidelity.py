@@ -287,3 +287,25 @@ def test_lags_that_move_together_bunch_arrivals_and_independent_ones_do_not() ->
     assert 0.3 < lag < 0.6
     bunched = arrival_timing(big, _rows_arriving(stalled, sizes), ids)
     assert bunched.bias("hp") > 0.08  # +11.6 % here
+
+
+def test_the_gap_to_exact_splits_into_the_sample_and_the_emulation() -> None:
+    from fogsdn.measure.fidelity import gap_split, gap_split_line
+
+    live = {"hp": {"W": 2.5}, "lp": {"W": 4.0}}
+    sim = {"hp": {"W": 2.45}, "lp": {"W": math.nan}}
+    exact = {"hp": {"W": 2.4}, "lp": {"W": 3.97}}
+    split = gap_split(live, sim, exact)
+    assert set(split) == {"hp"}  # LP has no simulated figure: left out
+    hp = split["hp"]
+    assert hp["live_vs_exact"] == pytest.approx(2.5 / 2.4 - 1)
+    assert hp["sim_vs_exact"] == pytest.approx(2.45 / 2.4 - 1)
+    assert hp["live_vs_sim"] == pytest.approx(2.5 / 2.45 - 1)
+    # the parts compose: (1 + sample)(1 + emulation) = 1 + total
+    assert (1 + hp["sim_vs_exact"]) * (1 + hp["live_vs_sim"]) == pytest.approx(
+        1 + hp["live_vs_exact"])
+    assert "HP +4.2 % = sample +2.1 %" in gap_split_line(split)
+    # outside the model: the emulation's part alone
+    alone = gap_split(live, {"hp": {"W": 2.45}, "lp": {"W": 4.0}}, None)
+    assert set(alone["lp"]) == {"live_vs_sim"} and alone["lp"]["live_vs_sim"] == 0.0
+    assert gap_split({"hp": {"W": True}}, sim, exact) == {}

@@ -4,14 +4,16 @@ REST client's request building (scripts/fogsdn_ctl.py)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from conftest import scenario_dict
+from conftest import ROOT, scenario_dict
 
 from fogsdn.core.scenario import parse_scenario
 from fogsdn.core.trace import Outcome, TraceRow, write_trace
-from fogsdn.view.replay import ReplaySource, in_system_at, up_at
+from fogsdn.view.replay import ReplayError, ReplaySource, in_system_at, up_at
 from fogsdn.view.state import RequestError
 
 
@@ -122,3 +124,43 @@ def test_the_replay_page_follows_the_slider_and_shows_the_curve(tmp_path: Path) 
         page.wait_for_timeout(300)  # nothing later moves it back
         assert page.inner_text("#clock") == "70" and page.inner_text("#policy") == "nodiff"
         assert watched.errors == [] and watched.off_machine == []
+
+
+@pytest.mark.parametrize(("name", "text", "cause"), [
+    ("availability.csv", "t,node,state\n0.0,ofn1,available\nsoon,ofn1,unavailable\n",
+     "availability.csv: line 3: t: a number, got 'soon'"),
+    ("availability.csv", "t,node,state\n1e999,ofn1,available\n", "line 2: t: a finite number"),
+    ("availability.csv", "t,node,state\n1.0,ofn1,gone\n", "line 2: node and state"),
+    ("power.csv", "t_s,dt_s,element,power_w\n0,1,fn,lots\n", "power.csv: line 2: power_w"),
+    ("summary.json", "[1, 2]", "summary.json: a JSON object, got list"),
+    ("summary.json", "{not json", "summary.json: "),
+    ("summary.json", "[" * 5000 + "]" * 5000, "summary.json: "),
+    ("trace.csv", "\x00\x01binary", "trace.csv: "),
+])
+def test_a_broken_file_is_named_with_its_row(tmp_path: Path, name: str, text: str,
+                                              cause: str) -> None:
+    """Refused when the folder is read (scripts/view.py says it in one line, exit 2),
+    never a page whose every state request fails."""
+    folder = _folder(tmp_path)
+    (folder / name).write_text(text)
+    with pytest.raises(ReplayError) as err:
+        ReplaySource.of(folder)
+    assert cause in str(err.value) and "\n" not in str(err.value)
+
+
+def test_view_script_says_a_broken_folder_in_one_line(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    (folder / "availability.csv").write_text("t,node,state\nsoon,ofn1,available\n")
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "view.py"), str(folder),
+                        "--port", "0"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "availability.csv: line 2: t: a number" in r.stderr
+
+
+def test_a_time_past_the_end_is_refused_as_before_the_start(tmp_path: Path) -> None:
+    src = ReplaySource.of(_folder(tmp_path))
+    assert src.state(100.0)["mode"] == "replay"  # the end itself is shown
+    for t in (-1.0, 1e9, float("inf")):
+        with pytest.raises(RequestError) as err:
+            src.state(t)
+        assert err.value.status == 400 and "t: model ms in [0, " in str(err.value)

@@ -149,3 +149,41 @@ def test_a_read_only_source_refuses_writes() -> None:
     finally:
         srv.stop()
     assert status == 405 and "read-only" in err["error"] and src.swaps == []
+
+
+def test_other_methods_get_a_json_405(served: tuple[FakeSource, str]) -> None:
+    src, url = served
+    for method in ("POST", "DELETE", "PATCH", "OPTIONS"):
+        status, err = _call(url + "api/policy", method, b"{}")
+        assert status == 405 and "not allowed" in err["error"], method
+    req = urllib.request.Request(url + "api/state", method="HEAD")
+    with pytest.raises(urllib.error.HTTPError) as head:
+        urllib.request.urlopen(req, timeout=5)
+    assert head.value.code == 405 and head.value.headers["Allow"] == "GET, PUT"
+    assert src.swaps == []
+
+
+class _BrokenSource(FakeSource):
+    def state(self, t_ms: float | None = None) -> dict[str, Any]:
+        if t_ms is not None:
+            raise KeyError("t")  # our own bug, for one request
+        return super().state(t_ms)
+
+
+def test_a_failing_request_is_a_json_500_and_the_server_goes_on(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    srv = ViewServer(_BrokenSource(), 0)
+    srv.start()
+    try:
+        status, err = _call(srv.url + "api/state?t=5")
+        assert status == 500 and err["error"].startswith("KeyError")
+        assert _call(srv.url + "api/state")[0] == 200
+        # a client that goes away mid-stream: no traceback over the run's output
+        import socket
+        with socket.create_connection(("127.0.0.1", srv.port)) as s:
+            s.sendall(b"GET /api/events HTTP/1.1\r\nHost: x\r\n\r\n")
+            s.recv(64)
+        assert _call(srv.url + "api/summary")[0] == 200
+    finally:
+        srv.stop()
+    assert "Traceback" not in capsys.readouterr().err

@@ -64,6 +64,8 @@ class RunSummary(TypedDict):
     policy_epochs: NotRequired[list[dict[str, Any]]]
     # a per-request policy's decision path and staleness (fogsdn.measure.decisions)
     decisions: NotRequired[dict[str, Any]]
+    # each class's W gap: the sample's (the simulator on the same draws) and the emulation's
+    gap_split: NotRequired[dict[str, dict[str, float]]]
     # simulate
     seed: NotRequired[int]
     replication: NotRequired[int]

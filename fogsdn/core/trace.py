@@ -116,9 +116,21 @@ def read_trace(path: Path | str) -> list[TraceRow]:
 
 
 def iter_trace(path: Path | str) -> Iterator[TraceRow]:
+    """The rows of a trace file; ValueError naming the line (or the missing columns) for
+    a file that is not one (an empty file has none)."""
     with open(path, newline="") as fh:
-        for r in csv.DictReader(fh):
-            yield _parse(r)
+        reader = csv.DictReader(fh)
+        head = reader.fieldnames
+        if head is None:
+            return
+        missing = [c for c in REQUIRED_COLUMNS if c not in head]
+        if missing:
+            raise ValueError(f"not a trace: no column {', '.join(missing)}")
+        for r in reader:
+            try:
+                yield _parse(r)
+            except ValueError as err:
+                raise ValueError(f"line {reader.line_num}: {err}") from None
 
 
 def write_trace(path: Path | str, rows: Iterable[TraceRow]) -> int:

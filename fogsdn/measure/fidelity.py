@@ -247,3 +247,45 @@ def emulation_bias(service_ratios: Mapping[str, float], routing_share: float | N
     return {"large": bool(reasons), "reasons": reasons,
             "limits": {"service_ratio": ratio_tolerance, "routing_share": routing_limit,
                        "steal_share": steal_limit, "arrival_timing": timing_limit}}
+
+
+def gap_split(live: Mapping[str, Any], simulated: Mapping[str, Any],
+              predicted: Mapping[str, Any] | None) -> dict[str, dict[str, float]]:
+    """Each class's W gap split in two: the sample's (the simulator on the very draws the
+    live clients sent, against exact) and the emulation's (live against that simulation).
+    `live`, `simulated`: `measured` blocks; `predicted`: the exact one (None: outside the
+    model, only the emulation's part). Relative gaps; a class missing a figure is left out."""
+    out: dict[str, dict[str, float]] = {}
+    for cls in ("hp", "lp"):
+        w_live = _positive((live.get(cls) or {}).get("W"))
+        w_sim = _positive((simulated.get(cls) or {}).get("W"))
+        if w_live is None or w_sim is None:
+            continue
+        split = {"live_vs_sim": w_live / w_sim - 1.0}
+        w_exact = _positive(((predicted or {}).get(cls) or {}).get("W"))
+        if w_exact is not None:
+            split |= {"live_vs_exact": w_live / w_exact - 1.0,
+                      "sim_vs_exact": w_sim / w_exact - 1.0}
+        out[cls] = split
+    return out
+
+
+def _positive(x: object) -> float | None:
+    """`x` as a float where it is a finite positive number, else None."""
+    ok = isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+    return float(x) if ok else None  # type: ignore[arg-type]
+
+
+def gap_split_line(split: Mapping[str, Mapping[str, float]]) -> str:
+    """The printout's line: per class, live vs exact = sample + emulation."""
+    parts = []
+    for cls, s in split.items():
+        if "live_vs_exact" in s:
+            parts.append(f"{cls.upper()} {100 * s['live_vs_exact']:+.1f} % = sample "
+                         f"{100 * s['sim_vs_exact']:+.1f} % (the simulator on these draws vs "
+                         f"exact), emulation {100 * s['live_vs_sim']:+.1f} % (live vs that "
+                         "simulation)")
+        else:
+            parts.append(f"{cls.upper()} emulation {100 * s['live_vs_sim']:+.1f} % (live vs "
+                         "the simulator on these draws)")
+    return "W gap split: " + "; ".join(parts)

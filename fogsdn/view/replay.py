@@ -8,10 +8,10 @@ from __future__ import annotations
 import bisect
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fogsdn.controller.learner_reports import CURVE_FILE
 from fogsdn.core.csv_rows import read_csv_rows
@@ -32,7 +32,8 @@ from fogsdn.view.state import (
 )
 
 CHART_POINTS = 120  # chart points over the whole run
-RECENT_MS = 100.0  # a node's load at t: requests it finished in the last RECENT_MS
+RECENT_MS = 100.0
+T = TypeVar("T")  # a node's load at t: requests it finished in the last RECENT_MS
 
 
 def finished_at(r: TraceRow) -> float:
@@ -57,8 +58,62 @@ def epoch_at(epochs: Sequence[Mapping[str, Any]], t_ms: float) -> Mapping[str, A
     return next((e for e in reversed(epochs) if float(e["from_ms"]) <= t_ms), None)
 
 
+class ReplayError(ValueError):
+    """A run folder's file that the replay cannot show, named with the row."""
+
+
+def _read(path: Path, reader: Callable[[Path], T]) -> T:
+    """`reader(path)`, its failure one ReplayError naming `path`."""
+    try:
+        return reader(path)
+    except ReplayError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as err:
+        text = str(err).splitlines()[0] if str(err) else err.__class__.__name__
+        raise ReplayError(f"{path}: {text}") from None
+
+
 def _csv_rows(path: Path) -> list[dict[str, str]]:
     return read_csv_rows(path) if path.exists() else []
+
+
+def _number(row: Mapping[str, Any], key: str, where: str) -> float:
+    try:
+        x = float(row[key])
+    except (KeyError, TypeError, ValueError):
+        raise ReplayError(f"{where}: {key}: a number, got {row.get(key)!r}") from None
+    if not math.isfinite(x):
+        raise ReplayError(f"{where}: {key}: a finite number, got {row.get(key)!r}")
+    return x
+
+
+def _availability_rows(path: Path) -> list[dict[str, Any]]:
+    """availability.csv's rows, each with a node, a finite t and a known state."""
+    rows: list[dict[str, Any]] = _csv_rows(path)
+    for i, r in enumerate(rows, start=2):  # line 1 is the header
+        where = f"{path}: line {i}"
+        _number(r, "t", where)
+        if not r.get("node") or r.get("state") not in ("available", "unavailable"):
+            raise ReplayError(f"{where}: node and state (available/unavailable) needed, got "
+                              f"node={r.get('node')!r} state={r.get('state')!r}")
+    return rows
+
+
+def _power_rows(path: Path) -> list[dict[str, str]]:
+    rows = _csv_rows(path)
+    for i, r in enumerate(rows, start=2):
+        for key in ("t_s", "dt_s", "power_w"):
+            _number(r, key, f"{path}: line {i}")
+    return rows
+
+
+def _json_object(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    d = json.loads(path.read_text())
+    if not isinstance(d, dict):
+        raise ReplayError(f"{path}: a JSON object, got {type(d).__name__}")
+    return d
 
 
 @dataclass
@@ -76,12 +131,13 @@ class ReplaySource:
 
     @classmethod
     def of(cls, run_dir: Path) -> ReplaySource:
-        sc = load_scenario(run_dir / "scenario.yaml")
-        rows = sorted(read_trace(run_dir / "trace.csv"), key=finished_at)
-        avail: list[dict[str, Any]] = _csv_rows(run_dir / "availability.csv")
-        power = _csv_rows(run_dir / "power.csv")
-        summary = (json.loads((run_dir / "summary.json").read_text())
-                   if (run_dir / "summary.json").exists() else {})
+        """The run in `run_dir`, every file checked as it is read: ReplayError naming the
+        file (and the row) that cannot be shown."""
+        sc = _read(run_dir / "scenario.yaml", load_scenario)
+        rows = sorted(_read(run_dir / "trace.csv", read_trace), key=finished_at)
+        avail: list[dict[str, Any]] = _read(run_dir / "availability.csv", _availability_rows)
+        power = _read(run_dir / "power.csv", _power_rows)
+        summary = _read(run_dir / "summary.json", _json_object)
         events: list[dict[str, Any]] = []
         try:  # the controller's events, on the run's clock made model ms
             epoch = float((run_dir / "epoch").read_text())
@@ -116,9 +172,9 @@ class ReplaySource:
     def state(self, t_ms: float | None = None) -> dict[str, Any]:
         end = self.sc.duration_ms
         t = end if t_ms is None else t_ms
-        if not math.isfinite(t) or t < 0:
-            raise RequestError(400, f"t: model ms in [0, {end:g}], got {t_ms}")
-        t = min(t, max(end, self._done[-1] if self._done else end))
+        last = max(end, self._done[-1] if self._done else end)
+        if not math.isfinite(t) or not 0 <= t <= last:
+            raise RequestError(400, f"t: model ms in [0, {last:g}], got {t_ms}")
         tallies = EpochTallies(self.sc.warmup_ms)
         starts = [float(e["from_ms"]) for e in self._epochs]
         grid = [end * (k + 1) / CHART_POINTS for k in range(CHART_POINTS)]

@@ -88,6 +88,24 @@ class _Handler(BaseHTTPRequestHandler):
                 self._json(404, error_document(f"no such path {url.path}"))
         except RequestError as err:
             self._json(err.status, error_document(str(err)))
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client went away: nothing to answer
+        except Exception as err:  # noqa: BLE001 (one request fails; the page keeps working)
+            self._json(500, error_document(f"{err.__class__.__name__}: {_first_line(err)}"))
+
+    def _not_allowed(self) -> None:
+        """Any other method: a JSON 405 naming the allowed ones (docs/view.md)."""
+        body = json.dumps(error_document(
+            f"method {self.command} not allowed: GET, or PUT /api/policy")).encode() + b"\n"
+        self.send_response(405)
+        self.send_header("Allow", "GET, PUT")
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":  # a HEAD answer has headers only
+            self.wfile.write(body)
+
+    do_POST = do_DELETE = do_PATCH = do_OPTIONS = do_HEAD = _not_allowed  # noqa: N815
 
     def _events(self) -> None:
         self.send_response(200)
@@ -125,6 +143,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(400, error_document(f"Content-Length: {err}"))
 
 
+def _first_line(err: BaseException) -> str:
+    text = str(err)
+    return text.splitlines()[0] if text else repr(err)
+
+
 class ViewHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -132,6 +155,15 @@ class ViewHTTPServer(ThreadingHTTPServer):
         self.source = source
         self.stopping = threading.Event()
         super().__init__(address, _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away is no news; anything else one line, not a traceback
+        over the run's own output."""
+        err = sys.exc_info()[1]
+        if err is None or isinstance(err, ConnectionError | TimeoutError):
+            return
+        print(f"[view] request from {client_address[0]} failed: "
+              f"{err.__class__.__name__}: {_first_line(err)}", file=sys.stderr, flush=True)
 
 
 class ViewServer:
