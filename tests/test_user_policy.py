@@ -109,6 +109,10 @@ def test_cli_flag_loads_a_policy_relative_to_the_working_directory(tmp_path: Pat
      "routes raised ZeroDivisionError: division by zero (line 14)"),
     (HP_AWAY.replace("{fn: 1.0}}", "{'nowhere': 1.0}}"), "unknown node 'nowhere'"),
     (HP_AWAY.replace("{fn: 1.0}}", "{fn: -1.0}}"), "weight of fn is -1.0"),
+    # sys.exit() in the user's code is an error of the user's code, not our exit status
+    ("import sys\nsys.exit(0)\n", "importing it raised SystemExit: 0"),
+    (HP_AWAY.replace("fn = view.up(Role.FN)[0].name", "raise SystemExit(3)"),
+     "routes raised SystemExit: 3"),
 ])
 def test_errors_in_the_users_file_are_one_line_naming_it(tmp_path: Path, text: str,
                                                         cause: str) -> None:
@@ -255,3 +259,16 @@ def test_a_policy_file_of_the_old_layout_loads_with_a_deprecation_warning(
     import controller.policies.base as old  # type: ignore[import-not-found]
 
     assert old is fogsdn.policies.base  # the same module, not a copy
+
+
+def test_a_policy_exiting_is_one_line_from_the_runner_and_the_checker(tmp_path: Path) -> None:
+    """sys.exit(0) at import: before, the checker and the simulator exited 0 with no output."""
+    tmp = _outside(tmp_path)
+    (tmp / "quits.py").write_text("import sys\nsys.exit(0)\n")
+    for argv in (["-m", "fogsdn.policies.check", "quits.py"],
+                 [str(ROOT / "scripts" / "run_testbed.py"), "--engine", "simulate",
+                  "--policy-module", "quits.py", "--requests", "100", "--out", str(tmp / "o")]):
+        r = subprocess.run([sys.executable, *argv], capture_output=True, text=True, cwd=tmp,
+                           timeout=120)
+        assert r.returncode == 2, (argv, r.stdout, r.stderr)
+        assert "importing it raised SystemExit: 0" in r.stderr and "Traceback" not in r.stderr

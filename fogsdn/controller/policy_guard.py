@@ -20,6 +20,7 @@ from fogsdn.policies import (
     routes_for,
     safe_routes,
 )
+from fogsdn.policies.base import USER_CODE_ERRORS
 
 
 class GuardedPolicy:
@@ -35,7 +36,7 @@ class GuardedPolicy:
         """The policy's table, or the safe one (HP and LP to the FNs) when it fails."""
         try:
             table = self.policy.routes(view)
-        except Exception as err:
+        except USER_CODE_ERRORS as err:
             self.on_failure("routes", policy_failure(self.policy, "routes", err))
             return safe_routes(view)
         problems = route_problems(table, view)
@@ -51,7 +52,7 @@ class GuardedPolicy:
             if not any(n.name == node for n in view.nodes):
                 raise PolicyError(f"chose {node!r}, not a node of the cluster")
             return node
-        except Exception as err:
+        except USER_CODE_ERRORS as err:
             self.on_failure("decide", policy_failure(self.policy, "decide", err))
         weights = routes_for(safe_routes(view), request.cls)
         return self.rng.choices(list(weights), weights=list(weights.values()))[0]
@@ -60,7 +61,7 @@ class GuardedPolicy:
         """The policy's own paths, or none (shortest by delay) when asking it fails."""
         try:
             return {k: tuple(v) for k, v in self.policy.paths(graph).items()}
-        except Exception as err:
+        except USER_CODE_ERRORS as err:
             self.on_failure("paths", policy_failure(self.policy, "paths", err))
             return {}
 
@@ -71,6 +72,6 @@ class GuardedPolicy:
             if not isinstance(i, int) or not 0 <= i < len(menu.options):
                 raise PolicyError(f"chose path {i!r} of {len(menu.options)}")
             return i
-        except Exception as err:
+        except USER_CODE_ERRORS as err:
             self.on_failure("choose_path", policy_failure(self.policy, "choose_path", err))
             return 0

@@ -18,7 +18,14 @@ import numpy as np
 
 from fogsdn.core.scenario import Role, TaskClass
 from fogsdn.exact.class_prediction import CLASSES
-from fogsdn.policies.base import ClusterView, NodeView, Policy, Request, routes_for
+from fogsdn.policies.base import (
+    USER_CODE_ERRORS,
+    ClusterView,
+    NodeView,
+    Policy,
+    Request,
+    routes_for,
+)
 
 # States re-asked at random at the end (hidden memory answers differently), and uniform
 # draws fed to a `decide` that uses its rng (it qualifies if it only samples its weights).
@@ -139,7 +146,7 @@ class PolicyOracle:
         try:
             table = self.policy.routes(view)
             raw = {n: float(w) for n, w in table.get(cls, {}).items()}
-        except Exception as err:  # noqa: BLE001 - the user's code: name it, not crash
+        except USER_CODE_ERRORS as err:  # noqa: BLE001 - the user's code: name it, not crash
             raise PolicyOutsideModel(f"policy {self.policy.name!r}: routes raised "
                                      f"{type(err).__name__}: {err} (at {self._where(view)})"
                                      ) from None
@@ -163,7 +170,7 @@ class PolicyOracle:
                 client: str, size: float | None) -> int:
         try:
             name = self.policy.decide(view, self._req_cls(cls, client, size), rng)
-        except Exception as err:  # noqa: BLE001
+        except USER_CODE_ERRORS as err:  # noqa: BLE001
             raise PolicyOutsideModel(f"policy {self.policy.name!r}: decide raised "
                                      f"{type(err).__name__}: {err} (at {self._where(view)})"
                                      ) from None
@@ -177,7 +184,7 @@ class PolicyOracle:
         row = self._weights(view, cls)
         try:
             weights = routes_for(self.policy.routes(view), cls)
-        except Exception as err:  # noqa: BLE001 - _weights has just succeeded
+        except USER_CODE_ERRORS as err:  # noqa: BLE001 - _weights has just succeeded
             raise PolicyOutsideModel(f"policy {self.policy.name!r}: {err}") from None
         names = list(weights)
         cum = np.cumsum([weights[n] for n in names])

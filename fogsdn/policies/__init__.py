@@ -12,6 +12,7 @@ from types import MappingProxyType
 from fogsdn.core.scenario import PolicySpec, Role, Scenario, TaskClass, Workload
 from fogsdn.core.stages import StagePlan
 from fogsdn.policies.base import (
+    USER_CODE_ERRORS,
     ClusterView,
     NodeView,
     Policy,
@@ -133,7 +134,7 @@ def make_policy(spec: PolicySpec, workload: Workload | None = None) -> Policy:
         if spec.module:  # name the user's file
             raise PolicyError(f"{policy_origin(cls)}: {err}") from None
         raise
-    except Exception as err:
+    except USER_CODE_ERRORS as err:
         raise PolicyError(policy_failure(cls, "building it", err)) from None
 
 
@@ -166,7 +167,7 @@ def probe_policy(policy: Policy, scenario: Scenario) -> None:
         view = initial_view(scenario, ofn_available=ofn_up)
         try:
             table = policy.routes(view)
-        except Exception as err:
+        except USER_CODE_ERRORS as err:
             raise PolicyError(policy_failure(policy, "routes", err)) from None
         problems = route_problems(table, view)
         if problems:
@@ -188,7 +189,7 @@ def stage_plan(scenario: Scenario) -> StagePlan:
         return policy.stages(initial_view(scenario))
     except PolicyError:
         raise
-    except Exception as err:  # the user's code: one line naming its file
+    except USER_CODE_ERRORS as err:  # the user's code: one line naming its file
         raise PolicyError(policy_failure(policy, "stages", err)) from None
 
 

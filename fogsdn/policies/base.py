@@ -19,6 +19,12 @@ from fogsdn.models.network_power import PathMenu
 RouteTable = Mapping[TaskClass, Mapping[str, float]]
 
 
+# what a user's policy code may raise into ours: any error, and `sys.exit()` (SystemExit),
+# which would otherwise end the checker, the simulator or the controller silently with
+# its status; KeyboardInterrupt still stops the program
+USER_CODE_ERRORS: tuple[type[BaseException], ...] = (Exception, SystemExit)
+
+
 class PolicyError(ValueError):
     """A policy that cannot be built from its spec (unknown name, bad parameter)."""
 

@@ -38,6 +38,7 @@ from fogsdn.policies import (
     route_problems,
     user_policy_classes,
 )
+from fogsdn.policies.base import USER_CODE_ERRORS
 
 
 @dataclass
@@ -115,7 +116,7 @@ def check_policy(policy: Policy, scenario: Scenario, views: int = 200, timed: in
         names = {n.name for n in view.nodes}
         try:
             table = policy.routes(view)
-        except Exception as err:
+        except USER_CODE_ERRORS as err:
             rep.fail(policy_failure(policy, "routes", err))
             continue
         for problem in route_problems(table, view):
@@ -126,7 +127,7 @@ def check_policy(policy: Policy, scenario: Scenario, views: int = 200, timed: in
             try:
                 first = policy.decide(view, req, random.Random(draw))
                 again = policy.decide(view, req, random.Random(draw))
-            except Exception as err:
+            except USER_CODE_ERRORS as err:
                 rep.fail(policy_failure(policy, "decide", err))
                 break
             if not isinstance(first, str) or first not in names:

@@ -15,7 +15,7 @@ from types import ModuleType
 
 from fogsdn import legacy_names
 from fogsdn.core.scenario import is_policy_path as is_path
-from fogsdn.policies.base import Policy, PolicyError
+from fogsdn.policies.base import USER_CODE_ERRORS, Policy, PolicyError
 
 _LOADED: dict[str, tuple[type[Policy], ...]] = {}
 
@@ -40,7 +40,7 @@ def _import_file(path: Path) -> ModuleType:
     sys.modules[mod_name] = module  # dataclasses look their module up while the file runs
     try:
         spec.loader.exec_module(module)
-    except Exception as err:
+    except USER_CODE_ERRORS as err:
         del sys.modules[mod_name]
         if isinstance(err, PolicyError):  # `register_policy` refusing a built-in's name
             raise
@@ -60,7 +60,7 @@ def _import_name(name: str) -> ModuleType:
         raise PolicyError(f"policy.module: cannot import {name!r}: {err}") from None
     except SyntaxError as err:
         raise PolicyError(f"{err.filename}: syntax error at line {err.lineno}: {err.msg}") from None
-    except Exception as err:
+    except USER_CODE_ERRORS as err:
         raise PolicyError(f"{name}: importing it raised {type(err).__name__}: {err}") from None
 
 
