@@ -106,3 +106,14 @@ def test_the_set_up_parses_its_arguments_before_anything_is_installed() -> None:
                        timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["emulate", "8080", "16"]
+
+
+def test_a_run_that_measures_nothing_is_an_error_not_a_table_of_nan(tmp_path: Path) -> None:
+    """`--requests 50` at 0.8 requests per model ms ends inside the 100 ms warm-up."""
+    r = _run("--engine", "simulate", "--requests", "50", "--out", str(tmp_path / "o"))
+    assert r.returncode == 2 and "inside warmup_ms (100)" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
+    # just past the expected end of the warm-up: it runs, and whatever it measured is said
+    r = _run("--engine", "simulate", "--requests", "90", "--out", str(tmp_path / "p"))
+    measured = "no request was measured" not in r.stderr
+    assert r.returncode == (0 if measured else 2), r.stderr

@@ -116,9 +116,16 @@ def main(argv: list[str] | None = None,
     if args.engine == "simulate":
         from fogsdn.sim.runner import run_simulation
 
+        rate = sc.workload.lambda_hp + sc.workload.lambda_lp
+        if args.requests is not None and rate > 0 and args.requests / rate <= sc.warmup_ms:
+            print(f"error: --requests {args.requests}: they are all sent within about "
+                  f"{args.requests / rate:.3g} model ms, inside warmup_ms ({sc.warmup_ms:g}), "
+                  "which is not measured; ask for more requests or a smaller warmup_ms",
+                  file=sys.stderr)
+            return 2
         try:
             stop_signals_as_exceptions()
-            run_simulation(sc, out, requests=args.requests, verbose=True)
+            done = run_simulation(sc, out, requests=args.requests, verbose=True)
         except KeyboardInterrupt:
             print("\n[run] interrupted: the simulation stopped", file=sys.stderr)
             return 130
@@ -126,6 +133,11 @@ def main(argv: list[str] | None = None,
             print(f"error: {args.scenario}: {err}", file=sys.stderr)
             return 2
         print(f"results: {out}")
+        measured = done.get("measured") or {}
+        if not any((measured.get(c) or {}).get("count") for c in ("hp", "lp")):
+            print(f"error: no request was measured (all inside warmup_ms = {sc.warmup_ms:g} "
+                  "model ms): the table above has no figures", file=sys.stderr)
+            return 2
         return 0
 
     if args.rt_sample < 1 or args.rt_sample & (args.rt_sample - 1):
