@@ -289,6 +289,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"network: {share.why}")
         if "optimum" in d:
             print(optimum_lines(d["optimum"]))  # type: ignore[arg-type]
+    optimum = d.get("optimum")
+    if isinstance(optimum, dict) and "error" in optimum:
+        # the prediction stands, but what --optimum asked for was not computed
+        return bootstrap.fail(f"predict.py: error: --optimum {optimum['objective']}: "
+                              f"{optimum['error']}", 1)
     return 0
 
 

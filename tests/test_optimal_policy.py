@@ -227,3 +227,16 @@ def test_predict_prints_the_optimum_and_the_distance(
     assert _close(o["policy_value"] - o["optimum"], o["distance"])
     rc, _, err = call_main(cli.main, ["--scenario", path, "--optimum", "all.Q"], capsys)
     assert rc == 2 and "all.Q" in err and len(err.strip().splitlines()) == 1
+
+
+def test_predict_says_an_optimum_it_could_not_compute_with_a_non_zero_exit(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The prediction is printed; the unmeetable --subject-to is one line on stderr, exit 1
+    (it exited 0 with the reason only in the table)."""
+    import predict as cli  # type: ignore[import-not-found]
+
+    path = str(_scenario_file(tmp_path))
+    rc, out, err = call_main(cli.main, ["--scenario", path, "--optimum", "all.W",
+                                        "--subject-to", "hp.W<=0.1"], capsys)
+    assert rc == 1 and "not computed" in out
+    assert len(err.strip().splitlines()) == 1 and "'hp.W<=0.1' cannot be met" in err
