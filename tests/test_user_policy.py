@@ -272,3 +272,35 @@ def test_a_policy_exiting_is_one_line_from_the_runner_and_the_checker(tmp_path: 
                            timeout=120)
         assert r.returncode == 2, (argv, r.stdout, r.stderr)
         assert "importing it raised SystemExit: 0" in r.stderr and "Traceback" not in r.stderr
+
+
+NAMED = '''from typing import ClassVar
+from fogsdn.core.scenario import TaskClass
+from fogsdn.policies.base import ClusterView, Policy, RouteTable
+
+class Named(Policy):
+    name: ClassVar[str] = "named"
+
+    def routes(self, view: ClusterView) -> RouteTable:
+        lp = "ofn1" if view.node("ofn1").available else "fn"
+        return {TaskClass.HP: {"fn": 1.0}, TaskClass.LP: {lp: 1.0}}
+'''
+
+
+def test_the_checker_passes_a_policy_written_for_its_scenarios_names(tmp_path: Path) -> None:
+    """Names its scenario's nodes ("fn"): fine on that cluster; on the checker's own larger
+    one it is a warning that says which cluster, not a failure."""
+    tmp = _outside(tmp_path)
+    (tmp / "named.py").write_text(NAMED)
+    r = subprocess.run([sys.executable, "-m", "fogsdn.policies.check", "named.py",
+                        "--scenario", str(ROOT / "scenarios" / "default.yaml")],
+                       capture_output=True, text=True, cwd=tmp, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("ok: policy 'named'")
+    assert "on the checker's own larger cluster" in r.stdout and "unknown node 'fn'" in r.stdout
+    # on its own cluster a wrong name still fails
+    (tmp / "named.py").write_text(NAMED.replace('{"fn": 1.0}', '{"nowhere": 1.0}'))
+    r = subprocess.run([sys.executable, "-m", "fogsdn.policies.check", "named.py",
+                        "--scenario", str(ROOT / "scenarios" / "default.yaml")],
+                       capture_output=True, text=True, cwd=tmp, timeout=120)
+    assert r.returncode == 1 and "FAIL routes: class hp: unknown node 'nowhere'" in r.stdout
