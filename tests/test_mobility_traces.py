@@ -146,9 +146,17 @@ def test_bad_bonnmotion_is_named(lines: list[str], why: str) -> None:
 
 @pytest.mark.parametrize(("lines", "why"), [
     ([], "m.txt: empty file (no header line)"),
-    (["0 9 0 10 0"], "m.txt: line 1: header needs minTime maxTime minX maxX minY maxY, got 5"),
+    (["0 9 0 10 0"], "m.txt: line 1: header needs minTime maxTime minX maxX minY maxY [minZ "
+                     "maxZ], got 5"),
     (["0 9 0 10 0 ten"], "m.txt: line 1: maxY 'ten' is not a number"),
-    (["0 9 0 10 0 10", "1 a 2"], "m.txt: line 2: expected 'time id x y', got 3 fields"),
+    (["0 9 0 10 0 10", "1 a 2"], "m.txt: line 2: expected 'time id x y [z]', got 3 fields"),
+    # a BonnMotion file given as ONE: its first line is (t x y) triples, not a header
+    (["0 10 20 5 30 40 9 50 60", "0 1 1 5 2 2 9 3 3"],
+     "m.txt: line 1: header needs minTime maxTime minX maxX minY maxY [minZ maxZ], got 9 "
+     "fields: this looks like a BonnMotion .movements file"),
+    (["0 9 0 10 0 10", "1 a 2 2 0 0 7"], "m.txt: line 2: expected 'time id x y [z]', got 7"),
+    (["0 9 0 10 0 10", "1 a 20 2"], "m.txt: line 2: time 1, x 20, y 2 outside the header's"),
+    (["0 9 0 10 0 10", "12 a 2 2"], "m.txt: line 2: time 12, x 2, y 2 outside the header's"),
     (["0 9 0 10 0 10", "2 a 2 2", "1 b 2 2"],
      "m.txt: line 3: time 1 is before the previous line's 2 (the file must be sorted by time)"),
     (["0 9 0 10 0 10", "1 a 2 2", "1 a 3 3"], "m.txt: line 3: id 'a' at t=1 is not after"),
@@ -322,3 +330,17 @@ def test_converted_trace_drives_the_simulated_city_study(tmp_path: Path) -> None
     assert {c.name for c in sim.clients} == {"c0", "c1", "c2", "c3"}
     live = Mobility(study, study.layout(), 4)  # the live runner reads the same file
     assert live.positions(2.5, 0.1) == [point.trace.at(f"c{i}", 2.5) for i in range(4)]
+
+
+def test_geo_refuses_metres_and_metres_refuse_to_look_like_degrees() -> None:
+    utm = [Fix(0.0, "a", 500123.0, 5412345.0), Fix(1.0, "a", 500130.0, 5412350.0)]
+    with pytest.raises(TraceError, match="not a longitude .* drop --geo"):
+        convert(iter(utm), ConvertOptions(Placement(1500.0, geo=True)))
+    lonlat = [Fix(0.0, "a", 7.1001, 50.7301), Fix(1.0, "a", 7.1050, 50.7330),
+              Fix(0.0, "b", 7.1100, 50.7350)]
+    with pytest.raises(TraceError, match="give --geo"):
+        convert(iter(lonlat), ConvertOptions(Placement(1500.0)))
+    # with --geo the same fixes are metres apart in the square
+    res = convert(iter(lonlat), ConvertOptions(Placement(1500.0, geo=True)))
+    assert set(res.tracks) == {"a", "b"}
+    assert max(x for tr in res.tracks.values() for _, x, _ in tr) > 500.0

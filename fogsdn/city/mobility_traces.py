@@ -157,7 +157,8 @@ def read_bonnmotion(lines: Iterable[str], name: str) -> Iterator[Fix]:
 
 def read_one(lines: Iterable[str], name: str) -> Iterator[Fix]:
     """The ONE simulator's external movement file: a header `minTime maxTime minX maxX minY
-    maxY [minZ maxZ]`, then `time id x y` lines sorted by time (extra fields ignored).
+    maxY [minZ maxZ]`, then `time id x y [z]` lines sorted by time, inside the
+    header's bounds.
     Positions are taken relative to (minX, minY), as the ONE does."""
     order = _Order()
     header: list[float] | None = None
@@ -166,22 +167,31 @@ def read_one(lines: Iterable[str], name: str) -> Iterator[Fix]:
         where = f"{name}: line {n}"
         with _place(where):
             if header is None:
-                if len(fields) < 6:
-                    raise TraceError("header needs minTime maxTime minX maxX minY maxY, got "
-                                     f"{len(fields)} fields")
+                if len(fields) not in (6, 8):
+                    bonn = len(fields) > 8 and len(fields) % 3 == 0
+                    raise TraceError(
+                        "header needs minTime maxTime minX maxX minY maxY [minZ maxZ], got "
+                        f"{len(fields)} fields" + (
+                            ": this looks like a BonnMotion .movements file (t x y "
+                            "triples); use --format bonnmotion" if bonn else ""))
                 header = [_number(f, h) for f, h in zip(
                     fields, ("minTime", "maxTime", "minX", "maxX", "minY", "maxY"),
                     strict=False)]
                 continue
-            if len(fields) < 4:
-                raise TraceError(f"expected 'time id x y', got {len(fields)} fields")
+            if len(fields) not in (4, 5):
+                raise TraceError(f"expected 'time id x y [z]', got {len(fields)} fields")
             t = _number(fields[0], "time")
             if t < prev_t:
                 raise TraceError(f"time {t:g} is before the previous line's {prev_t:g} (the "
                                  "file must be sorted by time)")
             prev_t = t
-            fix = Fix(t, fields[1], _number(fields[2], "x") - header[2],
-                      _number(fields[3], "y") - header[4])
+            x, y = _number(fields[2], "x"), _number(fields[3], "y")
+            if not (header[0] <= t <= header[1] and header[2] <= x <= header[3]
+                    and header[4] <= y <= header[5]):
+                raise TraceError(f"time {t:g}, x {x:g}, y {y:g} outside the header's bounds "
+                                 f"(time {header[0]:g}-{header[1]:g}, x {header[2]:g}-"
+                                 f"{header[3]:g}, y {header[4]:g}-{header[5]:g})")
+            fix = Fix(t, fields[1], x - header[2], y - header[4])
         if order.admit(fix, f"{where}: id {fix.client!r}"):
             yield fix
     if header is None:
@@ -410,18 +420,45 @@ def select_clients(tracks: dict[str, list[Sample]], n: int | None, seed: int | N
     return random.Random(seed).sample(ok, n) if seed is not None else ok[:n]
 
 
+def _degrees(fixes: Iterable[Fix]) -> Iterator[Fix]:
+    """`--geo`'s fixes, each checked to be a longitude and a latitude."""
+    for f in fixes:
+        if not (-180.0 <= f.x <= 180.0 and -90.0 <= f.y <= 90.0):
+            raise TraceError(f"geo: client {f.client} at t={f.t_s:g} is at x={f.x:g}, "
+                             f"y={f.y:g}, not a longitude in [-180, 180] and a latitude in "
+                             "[-90, 90]: these look like metres (e.g. UTM); drop --geo")
+        yield f
+
+
+def _not_degrees(bounds: tuple[float, float, float, float]) -> None:
+    """Refuse metres that look like degrees: a whole trace within one unit of longitude
+    and latitude ranges would be squashed into a metre of the study's square."""
+    x0, y0, x1, y1 = bounds
+    w, h = x1 - x0, y1 - y0
+    if (-180.0 <= x0 <= x1 <= 180.0 and -90.0 <= y0 <= y1 <= 90.0
+            and 0 < max(w, h) < 1.0):
+        raise TraceError(f"trace: all its fixes lie within {w:.3g} x {h:.3g} units at about "
+                         f"({x0:.4g}, {y0:.4g}): if these are longitude and latitude, give "
+                         "--geo; if metres, give --scale or --fit")
+
+
 def convert(fixes: Iterable[Fix], opts: ConvertOptions) -> Converted:
     """Fixes (any reader's) to the study's tracks, as `ConvertOptions` says."""
     p = opts.placement
     begin = opts.begin_s if opts.begin_s is not None else -math.inf
     end = opts.end_s if opts.end_s is not None else math.inf
     seen: set[str] = set()
+    if p.geo:
+        fixes = _degrees(fixes)
     if p.needs_bounds:
         held = list(fixes)  # the bounds need every fix first
         in_window = [f for f in held if begin <= f.t_s <= end]
         if not in_window:
             raise TraceError("trace: no fixes in the window" if held else "trace: no fixes")
-        pieces = _pieces(held, p.mapper(_bounds(in_window)), p.side_m, begin, end, seen)
+        bounds = _bounds(in_window)
+        if not p.geo and not p.fit and p.scale == 1.0:
+            _not_degrees(bounds)
+        pieces = _pieces(held, p.mapper(bounds), p.side_m, begin, end, seen)
     else:
         pieces = _pieces(fixes, p.mapper(), p.side_m, begin, end, seen)
     clipped: dict[str, list[Sample]] = {}
