@@ -1,12 +1,18 @@
 #!/usr/bin/env python3
 """Seed 003's comparison of fog-node selectors against the client/slot ratio.
 
-Without --preset: the study driver on scenarios/city.yaml (scripts/sweep.py's options),
-writing docs/figures/seed003-<engine>.csv and the Figs. 4-7 PNGs; with --preset
-seed|ours: the claims table, simulated only. The commands: docs/coordinates.md.
+Without --preset: the study driver on scenarios/city.yaml (all of scripts/sweep.py's
+options apply), writing seed003-<engine>.csv and the Figs. 4-7 PNGs into --out
+(default results/seed003; --out docs/figures refreshes the documentation's figures).
+With --preset seed|ours: the claims table, simulated only. The commands:
+docs/coordinates.md.
 
     python scripts/reproduce_seed003.py [--engine simulate] [--live-scale] [--set KEY=VALUE]
-    python scripts/reproduce_seed003.py --preset seed --engine simulate --json FILE
+                                        [--out DIR]
+    python scripts/reproduce_seed003.py --preset seed|ours --engine simulate [--json FILE]
+                                        [--figures DIR] [--ratios R1,R2,...]
+                                        [--replications N] [--duration-cap S|none]
+                                        [--seed N] [--workers N] [--scenario FILE]
 """
 
 import argparse
@@ -76,9 +82,23 @@ def claims_main(argv: list[str]) -> int:
     return 0
 
 
+def sweep_main(argv: list[str]) -> int:
+    """The study driver on the city study; its own --help after this script's."""
+    sweep = [sys.executable, str(ROOT / "scripts" / "sweep.py"), "--scenario",
+             str(ROOT / "scenarios" / "city.yaml")]
+    if "-h" in argv or "--help" in argv:
+        print(__doc__)
+        print("scripts/sweep.py's options, which apply without --preset:\n", flush=True)
+        return subprocess.call([*sweep, "--help"])
+    if not any(x == "--out" or x.startswith("--out=") for x in argv):
+        argv = ["--out", str(ROOT / "results" / "seed003"), *argv]  # never tracked files
+    return subprocess.call([*sweep, *argv])
+
+
 if __name__ == "__main__":
     if any(x == "--preset" or x.startswith("--preset=") for x in sys.argv[1:]):
+        import bootstrap  # the figures need the sweep extra (matplotlib): the set-up first
+
+        bootstrap.bootstrap(needs_network_stack=False, extras="sweep")
         sys.exit(claims_main(sys.argv[1:]))
-    sys.exit(subprocess.call([sys.executable, str(ROOT / "scripts" / "sweep.py"), "--scenario",
-                              str(ROOT / "scenarios" / "city.yaml"), "--out",
-                              str(ROOT / "docs" / "figures"), *sys.argv[1:]]))
+    sys.exit(sweep_main(sys.argv[1:]))

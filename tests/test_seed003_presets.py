@@ -284,3 +284,12 @@ def test_cli_rejects_a_bad_preset_in_one_line(tmp_path: Path) -> None:
     assert r.stderr.strip().count("\n") == 0
     assert "--preset: unknown 'paper'" in r.stderr
     assert not (tmp_path / "x.json").exists()
+
+
+def test_cli_help_names_both_modes_and_a_bare_run_writes_no_tracked_file() -> None:
+    r = _cli("--help")
+    assert r.returncode == 0
+    assert "--preset seed|ours" in r.stdout and "usage: sweep.py" in r.stdout
+    assert "default results/seed003" in r.stdout
+    src = (ROOT / "scripts" / "reproduce_seed003.py").read_text()
+    assert '"results" / "seed003"' in src and '"docs" / "figures"' not in src
