@@ -117,3 +117,25 @@ def test_a_run_that_measures_nothing_is_an_error_not_a_table_of_nan(tmp_path: Pa
     r = _run("--engine", "simulate", "--requests", "90", "--out", str(tmp_path / "p"))
     measured = "no request was measured" not in r.stderr
     assert r.returncode == (0 if measured else 2), r.stderr
+
+
+@pytest.mark.parametrize("script", ["run_testbed.py", "predict.py", "sweep.py"])
+@pytest.mark.parametrize(("content", "cause"), [
+    (b"\x00\x01\x02binary\xff", "not a text file (UTF-8)"),
+    (("a: " + "[" * 5000 + "]" * 5000 + "\n").encode(), "nested too deeply to read"),
+    (("name: x\nnodes: " + "[" * 900 + "]" * 900 + "\n").encode(), "nested too deeply"),
+])
+def test_an_unreadable_scenario_file_is_one_line_from_every_command(
+        tmp_path: Path, script: str, content: bytes, cause: str) -> None:
+    """Every program's YAML comes through one reader (fogsdn.core.scenario_yaml)."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(content)
+    args = ["--scenario", str(bad)] + ([] if script == "predict.py" else
+                                       ["--out", str(tmp_path / "o")])
+    if script == "run_testbed.py":
+        args += ["--engine", "simulate"]
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / script), *args],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert len(r.stderr.strip().splitlines()) == 1 and cause in r.stderr, r.stderr[-2000:]
+    assert str(bad) in r.stderr and not (tmp_path / "o").exists()

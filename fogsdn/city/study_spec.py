@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from fogsdn.city.geo_latency import (
@@ -26,6 +25,7 @@ from fogsdn.city.geo_latency import (
     processing_ms,
 )
 from fogsdn.city.layout import CityLayout, FogSite, make_city
+from fogsdn.core.scenario_yaml import YamlFileError, read_yaml_file
 from fogsdn.core.topology import EdgeSpec, FrozenModel, HostAttach, Position, TopologySpec
 
 SELECTOR_NAMES = ("optimal", "random", "vivaldi", "meridian", "load_aware")
@@ -194,9 +194,9 @@ def load_city_study(path: str | Path, overrides: Mapping[str, Any] | None = None
     CityStudyError is one line naming the field."""
     p = Path(path)
     try:
-        data = yaml.safe_load(p.read_text())
-    except (OSError, yaml.YAMLError) as err:
-        raise CityStudyError(f"{p}: cannot read: {err}") from None
+        data = read_yaml_file(p)
+    except YamlFileError as err:
+        raise CityStudyError(str(err)) from None
     if not isinstance(data, dict):
         raise CityStudyError(f"{p}: must be a mapping")
     for key, value in (overrides or {}).items():

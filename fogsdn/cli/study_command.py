@@ -21,11 +21,11 @@ def declared_study(path: str | Path) -> str | None:
     """The study a file declares: `city` (`study: city` at its top), `size_based` or
     `sweep` (a scenario's sweep, by its `study:`); None for anything else (a scenario
     without a sweep, or a file the scenario loader will report)."""
-    import yaml
+    from fogsdn.core.scenario_yaml import YamlFileError, read_yaml_file
 
     try:
-        data = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError):
+        data = read_yaml_file(path)
+    except YamlFileError:  # the scenario loader says what is wrong with it
         return None
     sweep = data.get("sweep") if isinstance(data, dict) else None
     if isinstance(data, dict) and data.get("study") is not None:

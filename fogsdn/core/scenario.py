@@ -19,7 +19,7 @@ import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from fogsdn.core.rate_profile import ProfileError, RateProfile
-from fogsdn.core.scenario_yaml import ScenarioLoader, yaml_problem
+from fogsdn.core.scenario_yaml import YamlFileError, read_yaml_file
 from fogsdn.core.topology import FrozenModel, HostSpec, TopologySpec, build_graph
 from fogsdn.core.topology_files import TopologyFileError, expand_topology_file
 
@@ -413,17 +413,9 @@ def _resolve_paths(data: Any, base: Path) -> Any:
 def load_scenario(path: str | Path) -> Scenario:
     p = Path(path)
     try:
-        text = p.read_text()
-    except OSError as err:
-        raise ScenarioError(f"{p}: cannot read: {err.strerror}") from None
-    except UnicodeDecodeError:
-        raise ScenarioError(f"{p}: not a text file (UTF-8)") from None
-    try:
-        data = yaml.load(text, Loader=ScenarioLoader)  # noqa: S506 (a SafeLoader subclass)
-    except yaml.YAMLError as err:
-        line, problem = yaml_problem(text, err)
-        where = f" line {line}" if line is not None else ""
-        raise ScenarioError(f"{p}:{where}: {problem}") from None
+        data = read_yaml_file(p)
+    except YamlFileError as err:
+        raise ScenarioError(str(err)) from None
     base = p.resolve().parent
     data = _resolve_paths(data, base)
     if isinstance(data, Mapping) and isinstance(data.get("topology"), Mapping):

@@ -5,6 +5,7 @@ apart from the schema (`fogsdn.core.scenario`), which says what a valid scenario
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -57,3 +58,29 @@ def yaml_problem(text: str, err: yaml.YAMLError) -> tuple[int | None, str]:
     if ctx and ctx_mark is not None and ctx_mark.line != line and "flow" in str(ctx):
         problem += f" ({ctx} that starts on line {ctx_mark.line + 1})"
     return line + 1, problem
+
+
+class YamlFileError(ValueError):
+    """A YAML file that cannot be read as a document: one line naming the file (and the
+    line, where YAML says which)."""
+
+
+def read_yaml_file(path: str | Path) -> Any:
+    """The document in `path`, read in the scenario dialect; YamlFileError for a file that
+    cannot be read, is not UTF-8 text, is not YAML, or nests deeper than Python can follow
+    (all of a program's YAML inputs come through here)."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as err:
+        raise YamlFileError(f"{p}: cannot read: {err.strerror}") from None
+    except UnicodeDecodeError:
+        raise YamlFileError(f"{p}: not a text file (UTF-8)") from None
+    try:
+        return yaml.load(text, Loader=ScenarioLoader)  # noqa: S506 (a SafeLoader subclass)
+    except yaml.YAMLError as err:
+        line, problem = yaml_problem(text, err)
+        where = f" line {line}" if line is not None else ""
+        raise YamlFileError(f"{p}:{where}: {problem}") from None
+    except RecursionError:
+        raise YamlFileError(f"{p}: nested too deeply to read") from None
