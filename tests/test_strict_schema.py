@@ -92,3 +92,24 @@ def _with_doc(doc: dict[str, Any], field: str, value: Any) -> dict[str, Any]:
         node = node[int(part)] if part.isdigit() else node[part]
     node[last] = value
     return doc
+
+
+@pytest.mark.parametrize(("field", "value", "cause"), [
+    ("nodes.0.mu", 1e-300, "greater than or equal to 1e-09"),
+    ("nodes.0.mu", 1e300, "less than or equal to 1000000000"),
+    ("workload.lambda_hp", 1e300, "less than or equal to 1000000"),
+    ("churn.eta", 1e300, "less than or equal to 1000000"),
+    ("churn.xi", 1e300, "less than or equal to 1000000"),
+    ("timeout_ms", 1e300, "less than or equal to 1000000000"),
+    ("deadline_ms", 1e300, "less than or equal to 1000000000"),
+    ("duration_ms", 1e300, "less than or equal to 1000000000000"),
+    # each bound alone, but together a mean service no run could drain (it hung the
+    # simulator: its drain loop stepped churn for ever)
+    ("nodes.0.mu", 1e-8, "model ms of mean service at fn; at most 1e+07"),
+])
+def test_an_absurd_magnitude_is_refused_naming_the_field(field: str, value: float,
+                                                         cause: str) -> None:
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario(_with(field, value))
+    line = str(err.value)
+    assert "\n" not in line and field in line and cause.replace("1e-09", "") in line, line

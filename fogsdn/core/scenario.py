@@ -64,7 +64,7 @@ class SizeSpec(FrozenModel):
     """Task size in work units; a node of rate mu serves a task of size s in s/mu model ms."""
 
     distribution: Literal["exponential", "deterministic", "bounded_pareto"] = "exponential"
-    mean: float = Field(1.0, gt=0)
+    mean: float = Field(1.0, gt=0, le=1e9)
     # bounded Pareto only (seed 002b): shape alpha on [low, high]
     shape: float | None = Field(None, gt=0)
     low: float | None = Field(None, gt=0)
@@ -106,8 +106,8 @@ class ProfileSpec(FrozenModel):
 
 
 class Workload(FrozenModel):
-    lambda_hp: float = Field(ge=0, description="HP arrivals per model ms, all clients together")
-    lambda_lp: float = Field(ge=0, description="LP arrivals per model ms, all clients together")
+    lambda_hp: float = Field(ge=0, le=1e6, description="HP arrivals per model ms, all clients together")
+    lambda_lp: float = Field(ge=0, le=1e6, description="LP arrivals per model ms, all clients together")
     clients: int = Field(2, ge=1, le=200, description="IoT client hosts; rates are split evenly")
     size: SizeSpec = SizeSpec()
     # model: service is size/mu against deadlines (what the exact model predicts);
@@ -176,7 +176,8 @@ class SwitchPower(FrozenModel):
 class NodeSpec(FrozenModel):
     name: str = Field(pattern=r"^[a-z][a-z0-9]{0,7}$")
     role: Role
-    mu: float = Field(gt=0, description="service rate per model ms for a task of size 1")
+    mu: float = Field(ge=1e-9, le=1e9,
+                      description="service rate per model ms for a task of size 1")
     capacity: int = Field(ge=1, le=100_000, description="in service plus waiting")
     # `capacity: {uniform: [lo, hi]}` in a file: drawn once per replication, every
     # integer of [lo, hi] alike (seed 000's simulation draws C_F on 17-23, C_O on 7-13);
@@ -218,8 +219,8 @@ class NodeSpec(FrozenModel):
 
 
 class Churn(FrozenModel):
-    eta: float = Field(ge=0, description="rate at which an OFN leaves (A to U), per model ms")
-    xi: float = Field(ge=0, description="rate at which an OFN returns (U to A), per model ms")
+    eta: float = Field(ge=0, le=1e6, description="rate at which an OFN leaves (A to U), per model ms")
+    xi: float = Field(ge=0, le=1e6, description="rate at which an OFN returns (U to A), per model ms")
     leave: LeaveMode = LeaveMode.DRAIN
     initial: Literal["available", "unavailable", "stationary"] = "stationary"
 
@@ -267,16 +268,20 @@ class Goal(FrozenModel):
     p_ref_w: float | None = Field(None, gt=0, description="P_ref, watts")
 
 
+MAX_MEAN_SERVICE_MS = 1e7  # model ms: 10,000 model s for one mean request
+
+
 class Scenario(FrozenModel):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
     seed: int = Field(1, ge=0)
-    duration_ms: float = Field(gt=0, description="model ms of load, warm-up included")
+    duration_ms: float = Field(gt=0, le=1e12, description="model ms of load, warm-up included")
     warmup_ms: float = Field(0.0, ge=0)
     # 5: the smallest scale at which live means stay within 3 % of exact (docs/emulation.md)
     time_scale: float = Field(5.0, gt=0, le=10_000, description="real ms per model ms")
-    deadline_ms: float = Field(30.0, gt=0, description="delay constraint for outage")
-    timeout_ms: float = Field(500.0, gt=0, description="client gives up after this, model ms")
+    deadline_ms: float = Field(30.0, gt=0, le=1e9, description="delay constraint for outage")
+    timeout_ms: float = Field(500.0, gt=0, le=1e9,
+                              description="client gives up after this, model ms")
     workload: Workload
     nodes: tuple[NodeSpec, ...] = Field(min_length=1)
     churn: Churn = Churn(eta=0.0, xi=0.0)
@@ -298,6 +303,12 @@ class Scenario(FrozenModel):
             raise ValueError(f"node names must be unique, got {names}")
         if not any(n.role is Role.FN for n in self.nodes):
             raise ValueError("nodes need at least one node with role fn")
+        for i, n in enumerate(self.nodes):  # a run must be able to drain what it holds
+            service = self.workload.size.mean / n.mu
+            if service > MAX_MEAN_SERVICE_MS:
+                raise ValueError(f"nodes.{i}.mu: workload.size.mean / mu = {service:.3g} model "
+                                 f"ms of mean service at {n.name}; at most "
+                                 f"{MAX_MEAN_SERVICE_MS:.0e} (a run could never drain it)")
         if self.workload.work == "cpu":
             for n in self.nodes:
                 if n.discipline is not Discipline.FIFO:
