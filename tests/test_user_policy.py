@@ -304,3 +304,35 @@ def test_the_checker_passes_a_policy_written_for_its_scenarios_names(tmp_path: P
                         "--scenario", str(ROOT / "scenarios" / "default.yaml")],
                        capture_output=True, text=True, cwd=tmp, timeout=120)
     assert r.returncode == 1 and "FAIL routes: class hp: unknown node 'nowhere'" in r.stdout
+
+
+LOOPS_IN_DECIDE = HP_AWAY.replace(
+    "        fn = view.up(Role.FN)[0].name\n",
+    "        fn = view.up(Role.FN)[0].name\n"
+    "        if ofns_ := view.up(Role.OFN):\n"
+    "            while ofns_:\n"
+    "                pass\n").replace("class HpAway(Policy):", "class HpAway(Policy):\n"
+                                      "    proactive: ClassVar[bool] = False")
+
+
+@pytest.mark.parametrize(("where", "text"), [
+    ("import", "while True:\n    pass\n"),
+    ("routes", LOOPS_IN_DECIDE),
+])
+def test_a_policy_that_loops_is_stopped_and_named(tmp_path: Path, where: str,
+                                                  text: str) -> None:
+    """A loop at import or in routes: one line naming the file and the call after the time
+    limit (FOGSDN_POLICY_TIME_LIMIT_S), from the simulator and the checker, not a hang."""
+    tmp = _outside(tmp_path)
+    (tmp / "loops.py").write_text(text)
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT),
+           "FOGSDN_POLICY_TIME_LIMIT_S": "1"}
+    for argv in (["-m", "fogsdn.policies.check", "loops.py"],
+                 [str(ROOT / "scripts" / "run_testbed.py"), "--engine", "simulate",
+                  "--policy-module", "loops.py", "--requests", "300", "--out", str(tmp / "o")]):
+        r = subprocess.run([sys.executable, *argv], capture_output=True, text=True, cwd=tmp,
+                           timeout=60, env=env)
+        out = r.stdout + r.stderr
+        assert r.returncode in (1, 2), (argv, out)
+        assert "did not return within 1 s" in out and "loops.py" in out, (argv, out)
+        assert "Traceback" not in out

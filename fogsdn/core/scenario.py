@@ -106,8 +106,10 @@ class ProfileSpec(FrozenModel):
 
 
 class Workload(FrozenModel):
-    lambda_hp: float = Field(ge=0, le=1e6, description="HP arrivals per model ms, all clients together")
-    lambda_lp: float = Field(ge=0, le=1e6, description="LP arrivals per model ms, all clients together")
+    lambda_hp: float = Field(ge=0, le=1e6,
+                       description="HP arrivals per model ms, all clients together")
+    lambda_lp: float = Field(ge=0, le=1e6,
+                       description="LP arrivals per model ms, all clients together")
     clients: int = Field(2, ge=1, le=200, description="IoT client hosts; rates are split evenly")
     size: SizeSpec = SizeSpec()
     # model: service is size/mu against deadlines (what the exact model predicts);
@@ -219,8 +221,10 @@ class NodeSpec(FrozenModel):
 
 
 class Churn(FrozenModel):
-    eta: float = Field(ge=0, le=1e6, description="rate at which an OFN leaves (A to U), per model ms")
-    xi: float = Field(ge=0, le=1e6, description="rate at which an OFN returns (U to A), per model ms")
+    eta: float = Field(ge=0, le=1e6,
+                       description="rate at which an OFN leaves (A to U), per model ms")
+    xi: float = Field(ge=0, le=1e6,
+                      description="rate at which an OFN returns (U to A), per model ms")
     leave: LeaveMode = LeaveMode.DRAIN
     initial: Literal["available", "unavailable", "stationary"] = "stationary"
 

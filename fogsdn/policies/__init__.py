@@ -46,6 +46,7 @@ from fogsdn.policies.size_based import (
     Tags,
 )
 from fogsdn.policies.threshold import Threshold
+from fogsdn.policies.watchdog import user_call, watchdog
 
 BUILT_IN_POLICIES: Mapping[str, type[Policy]] = MappingProxyType({
     p.name: p
@@ -166,7 +167,8 @@ def probe_policy(policy: Policy, scenario: Scenario) -> None:
     for ofn_up in (True, False):
         view = initial_view(scenario, ofn_available=ofn_up)
         try:
-            table = policy.routes(view)
+            with watchdog():
+                table = user_call(f"policy {policy.name!r}: routes", policy.routes, view)
         except USER_CODE_ERRORS as err:
             raise PolicyError(policy_failure(policy, "routes", err)) from None
         problems = route_problems(table, view)

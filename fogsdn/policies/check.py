@@ -41,6 +41,7 @@ from fogsdn.policies import (
     user_policy_classes,
 )
 from fogsdn.policies.base import USER_CODE_ERRORS
+from fogsdn.policies.watchdog import PolicyTimeout, user_call, watchdog
 
 
 @dataclass
@@ -105,6 +106,14 @@ def _request(rng: random.Random, clients: int) -> Request:
 
 def check_policy(policy: Policy, scenario: Scenario, views: int = 200, timed: int = 2000,
                  seed: int = 1) -> Report:
+    """The checks, each call of the policy's code under the time limit
+    (fogsdn.policies.watchdog): a call that loops is a failure naming it."""
+    with watchdog():
+        return _check_policy(policy, scenario, views, timed, seed)
+
+
+def _check_policy(policy: Policy, scenario: Scenario, views: int, timed: int,
+                  seed: int) -> Report:
     rep = Report(policy.name)
     rng = random.Random(seed)
     clients = scenario.workload.clients
@@ -122,7 +131,10 @@ def check_policy(policy: Policy, scenario: Scenario, views: int = 200, timed: in
         # failure (a policy may be written for its scenario's names)
         fail = rep.fail if names == own else partial(_elsewhere, rep, names)
         try:
-            table = policy.routes(view)
+            table = user_call(f"policy {policy.name!r}: routes", policy.routes, view)
+        except PolicyTimeout as err:  # a loop: asking it again would only wait again
+            rep.fail(policy_failure(policy, "routes", err))
+            return rep
         except USER_CODE_ERRORS as err:
             fail(policy_failure(policy, "routes", err))
             continue
@@ -132,8 +144,12 @@ def check_policy(policy: Policy, scenario: Scenario, views: int = 200, timed: in
             req = _request(rng, clients)
             draw = rng.random()
             try:
-                first = policy.decide(view, req, random.Random(draw))
+                first = user_call(f"policy {policy.name!r}: decide", policy.decide, view, req,
+                                  random.Random(draw))
                 again = policy.decide(view, req, random.Random(draw))
+            except PolicyTimeout as err:
+                rep.fail(policy_failure(policy, "decide", err))
+                return rep
             except USER_CODE_ERRORS as err:
                 fail(policy_failure(policy, "decide", err))
                 break
@@ -171,7 +187,7 @@ def time_decide(policy: Policy, scenario: Scenario, calls: int, rng: random.Rand
         view = timing_views[i % len(timing_views)]
         t0 = time.perf_counter()
         try:
-            policy.decide(view, req, dec_rng)
+            user_call(f"policy {policy.name!r}: decide", policy.decide, view, req, dec_rng)
         except USER_CODE_ERRORS:  # the checks above say where it fails
             continue
         samples.append((time.perf_counter() - t0) * 1e6)

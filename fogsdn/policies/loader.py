@@ -16,6 +16,7 @@ from types import ModuleType
 from fogsdn import legacy_names
 from fogsdn.core.scenario import is_policy_path as is_path
 from fogsdn.policies.base import USER_CODE_ERRORS, Policy, PolicyError
+from fogsdn.policies.watchdog import user_call, watchdog
 
 _LOADED: dict[str, tuple[type[Policy], ...]] = {}
 
@@ -39,10 +40,11 @@ def _import_file(path: Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[mod_name] = module  # dataclasses look their module up while the file runs
     try:
-        spec.loader.exec_module(module)
+        with watchdog():
+            user_call(f"{path}: importing it", spec.loader.exec_module, module)
     except USER_CODE_ERRORS as err:
         del sys.modules[mod_name]
-        if isinstance(err, PolicyError):  # `register_policy` refusing a built-in's name
+        if isinstance(err, PolicyError):  # refusing a built-in's name, or the time limit
             raise
         if isinstance(err, SyntaxError):
             raise PolicyError(f"{path}: syntax error at line {err.lineno}: {err.msg}") from None

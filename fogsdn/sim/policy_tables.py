@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from fogsdn.policies import ClusterView, NodeView, Policy, PolicyError, policy_failure, routes_for
 from fogsdn.policies.base import USER_CODE_ERRORS
+from fogsdn.policies.watchdog import user_call
 from fogsdn.sim.rows import CLASSES
 
 # node indices, cumulative weights, their total, and the last index (0: one node)
@@ -27,7 +28,7 @@ def guarded(policy: Policy, what: str, call: Callable[..., T], *args: Any) -> T:
     """call(*args), where the user's code runs: its exception becomes one line naming
     its file (`PolicyError`)."""
     try:
-        return call(*args)
+        return user_call(f"policy {policy.name!r}: {what}", call, *args)
     except USER_CODE_ERRORS as err:
         raise PolicyError(policy_failure(policy, what, err)) from None
 

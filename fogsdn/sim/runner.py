@@ -22,6 +22,7 @@ from fogsdn.measure.metrics import MeasuredAccumulator, replications_ci
 from fogsdn.models.network_power import PathOption
 from fogsdn.models.power_model import power_block, power_csv_text
 from fogsdn.policies import Policy, make_policy
+from fogsdn.policies.watchdog import watchdog
 from fogsdn.sim.engine import simulate
 from fogsdn.sim.output import AvailabilityCsv, TraceCsvSink
 from fogsdn.sim.power import PowerAccount, tee
@@ -90,6 +91,7 @@ def run_simulation(
         TraceCsvSink(out_dir / "trace.csv" if trace else None, scenario, acc, network,
                      replication_seed(scenario.seed, replication), chosen) as sink,
         AvailabilityCsv(out_dir / "availability.csv") as avail,
+        watchdog(),  # a loop in the policy's code: one line, not a hang
     ):
         res = simulate(
             scenario, tee(sink, power), requests=requests, duration_ms=duration_ms,
