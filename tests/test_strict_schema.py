@@ -97,11 +97,11 @@ def _with_doc(doc: dict[str, Any], field: str, value: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(("field", "value", "cause"), [
     ("nodes.0.mu", 1e-300, "greater than or equal to 1e-09"),
     ("nodes.0.mu", 1e300, "less than or equal to 1000000000"),
-    ("workload.lambda_hp", 1e300, "less than or equal to 1000000"),
+    ("workload.lambda_hp", 1e300, "less than or equal to 1000000000000"),
     ("churn.eta", 1e300, "less than or equal to 1000000"),
     ("churn.xi", 1e300, "less than or equal to 1000000"),
-    ("timeout_ms", 1e300, "less than or equal to 1000000000"),
-    ("deadline_ms", 1e300, "less than or equal to 1000000000"),
+    ("timeout_ms", 1e300, "less than or equal to 1000000000000000"),
+    ("deadline_ms", 1e300, "less than or equal to 1000000000000000"),
     ("duration_ms", 1e300, "less than or equal to 1000000000000"),
     # each bound alone, but together a mean service no run could drain (it hung the
     # simulator: its drain loop stepped churn for ever)

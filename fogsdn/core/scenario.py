@@ -106,9 +106,9 @@ class ProfileSpec(FrozenModel):
 
 
 class Workload(FrozenModel):
-    lambda_hp: float = Field(ge=0, le=1e6,
+    lambda_hp: float = Field(ge=0, le=1e12,
                        description="HP arrivals per model ms, all clients together")
-    lambda_lp: float = Field(ge=0, le=1e6,
+    lambda_lp: float = Field(ge=0, le=1e12,
                        description="LP arrivals per model ms, all clients together")
     clients: int = Field(2, ge=1, le=200, description="IoT client hosts; rates are split evenly")
     size: SizeSpec = SizeSpec()
@@ -283,8 +283,9 @@ class Scenario(FrozenModel):
     warmup_ms: float = Field(0.0, ge=0)
     # 5: the smallest scale at which live means stay within 3 % of exact (docs/emulation.md)
     time_scale: float = Field(5.0, gt=0, le=10_000, description="real ms per model ms")
-    deadline_ms: float = Field(30.0, gt=0, le=1e9, description="delay constraint for outage")
-    timeout_ms: float = Field(500.0, gt=0, le=1e9,
+    # 1e12 is a study's "no deadline" / "never gives up" (seed 002b); 1e15 is the bound
+    deadline_ms: float = Field(30.0, gt=0, le=1e15, description="delay constraint for outage")
+    timeout_ms: float = Field(500.0, gt=0, le=1e15,
                               description="client gives up after this, model ms")
     workload: Workload
     nodes: tuple[NodeSpec, ...] = Field(min_length=1)
