@@ -368,12 +368,16 @@ class FogController(app_manager.OSKenApp):
         if listener is None:
             return
         while True:
-            ready, _, _ = select.select([listener, *self._load_conns], [], [], 0.1)
+            # a proactive policy decides nothing: its reports wait in the sockets (a full
+            # one drops new reports at the worker), read on a swap to a per-request one
+            watched = [listener, *self._load_conns] if self.running.per_request else [listener]
+            ready, _, _ = select.select(watched, [], [], 0.1)
             with self._loads_lock:
                 if listener in ready:
                     with suppress(OSError):
                         self._load_conns.append(listener.accept()[0])
-                dirty = self._drain_load_reports() > 0 or dirty
+                if self.running.per_request:
+                    dirty = self._drain_load_reports() > 0 or dirty
                 if dirty and (not ready or time.monotonic() - written > 0.25):
                     write_json_atomic(self._load_file, {
                         "staleness": {str(k): v for k, v in self.loads.staleness.items()},
@@ -407,7 +411,7 @@ class FogController(app_manager.OSKenApp):
             c = self.running.connection(view, Request(cls, src), seg.src_port, self.topo,
                                         lambda: time.monotonic() * self._model_ms_per_s,
                                         self._path_idle_s)
-            seen = view.node(c.node).in_system if c.node in self.loads.nodes else None
+            seen = view.node(c.node).in_system
             self.loads.decided(c.node, (ip.src, seg.src_port), seen, time.monotonic())
         dps = {self.names[i]: d for i, d in self._datapaths(c.path)} if c.path else {}
         edge = self.names.get(int(dp.id))

@@ -24,7 +24,6 @@ class ControllerConfig:
     ready: Path  # written once the pipeline is in ("ready", or why not)
     registration: Path  # Unix socket for OFN join/leave registrations
     available: Mapping[str, bool] = field(default_factory=dict)  # OFN state at start
-    workers: Mapping[str, str] = field(default_factory=dict)  # node -> control socket
     # time one connection in N (a power of two; 0 none) into controller-rt.csv
     measure_rt: int = RT_SAMPLE_DEFAULT
     # Unix datagram socket the workers report their counts to (fogsdn.core.load_report);
@@ -35,7 +34,7 @@ class ControllerConfig:
         return {"fabric": self.fabric.to_dict(), "scenario": str(self.scenario),
                 "events": str(self.events), "ready": str(self.ready),
                 "registration": str(self.registration), "available": dict(self.available),
-                "workers": dict(self.workers), "measure_rt": self.measure_rt,
+                "measure_rt": self.measure_rt,
                 "load_reports": None if self.load_reports is None else str(self.load_reports)}
 
     @classmethod
@@ -44,7 +43,6 @@ class ControllerConfig:
                    events=Path(d["events"]), ready=Path(d["ready"]),
                    registration=Path(d["registration"]),
                    available={str(k): bool(v) for k, v in d.get("available", {}).items()},
-                   workers={str(k): str(v) for k, v in d.get("workers", {}).items()},
                    measure_rt=int(d.get("measure_rt", RT_SAMPLE_DEFAULT)),
                    load_reports=(None if d.get("load_reports") is None
                                  else Path(d["load_reports"])))

@@ -139,7 +139,6 @@ class LiveNetwork:
         self.graph = scenario_graph(scenario)
         self.network: Network | None = None
         self.bridges: dict[str, str] = {}  # graph switch name -> OVS bridge
-        self.fallbacks = 0  # times the switches fell back to the groups (controller deaths)
         self.links: dict[str, Any] = {"mechanism": "none", "shaped": 0}
         self.available: dict[str, bool] = {}  # the OFN availability the controller has
         self.timings: dict[str, float] = {}
@@ -177,7 +176,6 @@ class LiveNetwork:
             events=self.out / "controller-events.jsonl",
             ready=self.sock_dir / "controller.ready",
             registration=self.sock_dir / "controller.sock",
-            workers={n.name: str(self.sock_dir / f"{n.name}.sock") for n in self.sc.nodes},
             measure_rt=self.measure_rt,
             load_reports=self.sock_dir / LOAD_SOCKET_NAME,
         )
@@ -194,7 +192,6 @@ class LiveNetwork:
 
         def relaunch() -> subprocess.Popen[bytes]:
             """A dead controller's switches fall back to its groups first, then it restarts."""
-            self.fallbacks += 1
             for bridge in self.bridges.values():
                 _fall_back_to_groups(bridge)
             return launch()

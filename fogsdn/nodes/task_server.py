@@ -160,7 +160,7 @@ class Worker:
         if self.cpu is not None and self.bytes_per_ms is not None:
             work = round(nominal_ms * self.ms_real * 1000.0 * self.bytes_per_ms)
             with self._cond:
-                before = self._held(time.monotonic())[0]
+                before = self._count()
                 admitted = self.cpu.admit(CpuTask(arrival, work, (conn, req.id, nominal_ms)))
                 self.counts["admitted" if admitted else "blocked"] += 1
                 sent = self._snapshot(client, before, arrival)
@@ -178,7 +178,7 @@ class Worker:
         earlier end to wait for (an idle server, a preemption); and the report to send."""
         service = nominal_ms * self.ms_real
         with self._cond:
-            before = self._held(time.monotonic())[0]
+            before = self._count()
             if self.ordered is not None:
                 p = _Pending(math.nan, next(self._seq), conn, req.id, arrival, math.nan,
                              nominal_ms, str(req.cls), req.client, killed)
@@ -416,15 +416,21 @@ class Worker:
                     "busy_s": self._busy_done + busy, "t": now,
                     "work_left_ms": max(0.0, work_left) / self.ms_real}
 
+    def _count(self) -> int:
+        """What it holds (the caller holds the lock)."""
+        if self.cpu is not None:
+            return self.cpu.in_system
+        return len(self.ordered) if self.ordered is not None else len(self._pending)
+
     def _held(self, now: float) -> tuple[int, float]:
         """What it holds at `now` and the real seconds of work that is (the caller holds
         the lock)."""
         if self.cpu is not None:  # real work: its length is the kernel's
-            return self.cpu.in_system, 0.0
+            return self._count(), 0.0
         if self.ordered is not None:
-            return len(self.ordered), self.ordered.work_left(now)
+            return self._count(), self.ordered.work_left(now)
         # single server: what it holds ends when its last pending task does
-        return len(self._pending), max((p.end for p in self._pending), default=now) - now
+        return self._count(), max((p.end for p in self._pending), default=now) - now
 
     def _ends(self) -> tuple[float, ...]:
         """The scheduled ends of the earliest held requests (the caller holds the lock):
@@ -450,8 +456,8 @@ class Worker:
                           arrived_at if arrival is not None else None, self._ends())
 
     def _send_report(self, r: LoadReport | None) -> None:
-        """Out of the lock: a datagram that cannot go (no controller now) is dropped; the
-        next report carries the whole count again."""
+        """Out of the lock: a report that cannot go (no controller now, or its socket
+        full) is dropped; the next one carries the whole count again."""
         if r is not None and self._report is not None:
             with suppress(OSError):
                 self._report(r.encode())
