@@ -35,6 +35,7 @@ from fogsdn.live.supervisor import free_port  # noqa: E402
 from fogsdn.measure.metrics import p50_p99  # noqa: E402
 from fogsdn.measure.size_compare import bounded_pareto, size_scenario  # noqa: E402
 from fogsdn.nodes.client import Client  # noqa: E402
+from fogsdn.nodes.traffic_engine import TrafficEngine  # noqa: E402
 from fogsdn.nodes.worker import control_request  # noqa: E402
 
 TARGET_REL = 0.15  # mean wasted work at most 15 % above the cutoff
@@ -102,7 +103,7 @@ def bench(time_scale: float, cutoff: float, duration_ms: float, seed: int) -> di
             with TraceWriter(folder / "trace.csv") as w:
                 client = Client("c1", sc, ("127.0.0.1", base), time.monotonic() + 0.05, w,
                                 stages=StagePlan("tags", ("h1", "h2"), (cutoff,)))
-                asyncio.run(client.run())
+                asyncio.run(TrafficEngine([client]).run())
         rows = read_trace(folder / "trace.csv")
     return {"time_scale": time_scale, "cutoff": cutoff, **kill_figures(rows, cutoff, time_scale)}
 

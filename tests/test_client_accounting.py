@@ -15,6 +15,7 @@ from test_worker import _free_port, worker  # noqa: F401 (fixture)
 from fogsdn.core.scenario import parse_scenario
 from fogsdn.core.trace import Outcome, TraceWriter, read_trace
 from fogsdn.nodes.client import Client
+from fogsdn.nodes.traffic_engine import TrafficEngine
 
 
 def _run_client(tmp_path: Path, port: int, interrupt_after: float | None = None,
@@ -23,11 +24,12 @@ def _run_client(tmp_path: Path, port: int, interrupt_after: float | None = None,
     trace = tmp_path / "trace.csv"
     with TraceWriter(trace) as w:
         client = Client("c1", sc, ("127.0.0.1", port), time.monotonic() + 0.05, w)
+        engine = TrafficEngine([client])
 
         async def main() -> None:
             if interrupt_after is not None:
-                asyncio.get_running_loop().call_later(interrupt_after, client.interrupted.set)
-            await client.run()
+                asyncio.get_running_loop().call_later(interrupt_after, engine.interrupted.set)
+            await engine.run()
 
         asyncio.run(main())
     return client, read_trace(trace)

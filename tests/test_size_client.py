@@ -17,6 +17,7 @@ from fogsdn.core.stages import StagePlan, stage_port
 from fogsdn.core.trace import Outcome, TraceWriter, read_trace
 from fogsdn.measure.size_compare import bounded_pareto, size_scenario
 from fogsdn.nodes.client import Client
+from fogsdn.nodes.traffic_engine import TrafficEngine
 
 SIZES = bounded_pareto(1.5, 1.0, 20.0)
 SCALE = 2.0  # real ms per model ms
@@ -49,7 +50,7 @@ def _run(tmp_path: Path, base: int, plan: StagePlan, policy: str) -> list:
     with TraceWriter(tmp_path / "trace.csv") as w:
         client = Client("c1", sc, ("127.0.0.1", base), time.monotonic() + 0.05, w,
                         stages=plan)
-        asyncio.run(client.run())
+        asyncio.run(TrafficEngine([client]).run())
     rows = read_trace(tmp_path / "trace.csv")
     assert len(rows) == client.sent > 20
     assert len({r.request_id for r in rows}) == len(rows)

@@ -51,6 +51,10 @@ class RunSummary(TypedDict):
     cpu_idle_share: NotRequired[float]  # CPU time nobody used (near 0: the cores saturated)
     # per node: what the arrivals' timing added to an ideal node's sojourn, per class
     arrival_timing: NotRequired[dict[str, dict[str, float]]]
+    # t_send against the drawn instants (fogsdn.measure.send_timing.send_lateness)
+    send_lateness: NotRequired[dict[str, float]]
+    # the traffic engines' processes, clients and CPU (fogsdn.measure.send_timing.engine_block)
+    load_engine: NotRequired[dict[str, Any]]
     workers: NotRequired[dict[str, Any]]
     realtime_workers: NotRequired[dict[str, bool]]  # whether each worker got SCHED_FIFO
     realtime_switch: NotRequired[bool]  # whether ovs-vswitchd's threads ran SCHED_FIFO

@@ -72,6 +72,8 @@ class LiveOptions:
     measure_rt: int = RT_SAMPLE_DEFAULT
     meter_power: bool = True  # off: no power polling (and no power figures)
     realtime: bool = True  # off: workers, controller and churn replay not SCHED_FIFO
+    # one traffic engine process per client (the old design) instead of one for all
+    client_processes: bool = False
 
 
 class QueueingRun:
@@ -91,7 +93,10 @@ class QueueingRun:
                                 measure_rt=options.measure_rt, realtime=options.realtime)
         self.workers: dict[str, subprocess.Popen[Any]] = {}
         self.stages = StagePlan("none")  # size-based dispatch (seed 002b), set with the workers
-        self.clients: dict[str, subprocess.Popen[Any]] = {}
+        self.clients: list[str] = []  # client names
+        # the traffic engines by tag: one ("engine"), or one per client (client_processes)
+        self.load_procs: dict[str, subprocess.Popen[Any]] = {}
+        self.client_processes = options.client_processes
         self.availability: list[dict[str, Any]] = []
         self.update_latency_ms: list[float] = []
         self.progress = Progress()
@@ -147,27 +152,37 @@ class QueueingRun:
         wait_for(all_up, STARTUP_TIMEOUT_S, "the workers", self.stop)
 
     def _start_clients(self) -> None:
+        """The run's clients as logical clients of one traffic engine (in the first
+        client's host, making each client's sockets in its own), or, with the option
+        `client_processes`, one engine per client in its host (the old design, kept to
+        measure against: scripts/bench_load.py)."""
         graph = self.live.graph
         service = f"{graph.graph['vip']}:{graph.graph['service_port']}"
         epoch_file = self.out / "epoch"
         stages = ["--stages", self.stages.to_json()] if self.stages.kind != "none" else []
-        for k in range(1, self.sc.workload.clients + 1):
-            name = f"c{k}"
-            self.clients[name] = self.live.start_in_host(
-                name, f"client {name}",
-                ["fogsdn.nodes.client", "--name", name,
+        self.clients = [f"c{k}" for k in range(1, self.sc.workload.clients + 1)]
+        groups = ([[n] for n in self.clients] if self.client_processes
+                  else [self.clients])
+        for group in groups:
+            tag = group[0] if self.client_processes else "engine"
+            hosts = ",".join(f"{n}={self.live.host(n).pid}" for n in group)
+            self.load_procs[tag] = self.live.start_in_host(
+                group[0], f"clients {tag}",
+                ["fogsdn.nodes.traffic_engine", "--clients", hosts, "--tag", tag,
                  "--scenario", str(self.out / "scenario.yaml"),
                  "--service", service, "--epoch-file", str(epoch_file),
-                 "--trace", str(self.out / f"trace-{name}.csv"), *stages],
-                self.out / f"client-{name}.log",
-                action="its trace ends here; the run goes on and exits non-zero",
+                 "--trace-dir", str(self.out), "--stats", str(self.out / f"load-{tag}.json"),
+                 *stages],
+                self.out / f"load-{tag}.log",
+                action="its clients' traces end here; the run goes on and exits non-zero",
                 exit_zero_ends=True)
 
         def all_ready() -> bool:
-            for name, p in self.clients.items():
+            for tag, p in self.load_procs.items():
                 if p.poll() is not None:
-                    raise EmulationError(f"client {name} exited at start; see client-{name}.log")
-            return all(Path(f"{epoch_file}.{n}.ready").exists() for n in self.clients)
+                    raise EmulationError(f"traffic engine {tag} exited at start; see "
+                                         f"load-{tag}.log")
+            return all(Path(f"{epoch_file}.{t}.ready").exists() for t in self.load_procs)
 
         wait_for(all_ready, STARTUP_TIMEOUT_S, "the clients", self.stop)
         self.epoch = time.monotonic() + 0.05
@@ -292,7 +307,7 @@ class QueueingRun:
                 now = time.monotonic()
             while pending and due(pending[0]) <= now:
                 self._apply_transition(pending.pop(0))
-            if all(p.poll() is not None for p in self.clients.values()):
+            if all(p.poll() is not None for p in self.load_procs.values()):
                 break
             if now >= next_print:
                 self._print_progress()
@@ -307,14 +322,14 @@ class QueueingRun:
 
     # -- teardown -------------------------------------------------------------
     def _stop_clients(self) -> None:
-        for p in self.clients.values():
+        for p in self.load_procs.values():
             if p.poll() is None:
-                p.terminate()  # the client records its outstanding requests and flushes
-        for label, p in self.clients.items():
+                p.terminate()  # the engine records its outstanding requests and flushes
+        for tag, p in self.load_procs.items():
             try:
                 p.wait(timeout=8)
             except subprocess.TimeoutExpired:
-                pid, start = self.supervisor.record.pids[f"client {label}"]
+                pid, start = self.supervisor.record.pids[f"clients {tag}"]
                 stop_pid(pid, start, grace_s=0.5)
 
     def _stop_workers(self) -> dict[str, Any]:
@@ -390,7 +405,7 @@ class QueueingRun:
                 ("power", self._stop_power),
                 ("workers", lambda: stats.update(self._stop_workers())),
             ])
-        if setup_error is not None and not self.clients:
+        if setup_error is not None and not self.load_procs:
             raise setup_error  # nothing was collected: the set-up error is the whole story
         if setup_error is not None:
             self.supervisor.failure = str(setup_error)

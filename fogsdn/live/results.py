@@ -28,6 +28,13 @@ from fogsdn.measure.fidelity import (
 )
 from fogsdn.measure.metrics import measured_summary, p50_p99, summary_table
 from fogsdn.measure.rt_measurement import ControllerRt, compare_rt, rt_report_line
+from fogsdn.measure.send_timing import (
+    engine_block,
+    late_reason,
+    late_threshold_ms,
+    send_lateness,
+    send_line,
+)
 from fogsdn.models.power_model import power_block, power_csv_text
 from fogsdn.view.state import event_lines
 
@@ -127,18 +134,36 @@ def _bias(summary: Mapping[str, Any]) -> dict[str, Any]:
     nodes = summary["measured"].get("nodes") or {}
     ratios = {n: float(v["ratio"]) for n, v in nodes.items() if v.get("ratio") is not None}
     routing = summary.get("routing") or {}
+    late = late_reason(summary["send_lateness"]) if "send_lateness" in summary else None
     return emulation_bias(ratios, routing.get("share"),
                           steal_share=summary.get("cpu_steal_share"),
-                          timing=summary.get("arrival_timing"))
+                          timing=summary.get("arrival_timing"),
+                          extra=[late] if late else [])
 
 
-def _arrival_timing(sc: Scenario, rows: list[TraceRow]) -> dict[str, dict[str, float]] | None:
+def _load_figures(out: Path, sc: Scenario, rows: list[TraceRow], drawn: Mapping[str, float]
+                  ) -> tuple[dict[str, float], dict[str, Any] | None]:
+    """The sends' lateness against the drawn instants, and the traffic engines' own CPU
+    (their load-*.json; None where none was written: an engine killed before its end)."""
+    fastest = sc.workload.size.mean / max(n.mu for n in sc.nodes)
+    lateness = send_lateness(rows, drawn, late_threshold_ms(fastest))
+    stats = []
+    for f in sorted(out.glob("load-*.json")):
+        try:
+            stats.append(json.loads(f.read_text()))
+        except (OSError, ValueError):
+            continue
+    return lateness, (engine_block(stats) if stats else None)
+
+
+def _arrival_timing(sc: Scenario, rows: list[TraceRow], drawn: Mapping[str, float]
+                    ) -> dict[str, dict[str, float]] | None:
     """What the clients' and the switch's timing did to each node's queue
     (`fogsdn.measure.fidelity.arrival_timing`); None where a request's arrival at its node is
     not in the trace (handed off, or restarted at size-based stages)."""
     if sc.churn.leave is LeaveMode.HANDOFF or any(r.hosts for r in rows):
         return None
-    return timing_summary(sc.nodes, rows, drawn_instants(sc, sc.seed), sc.warmup_ms)
+    return timing_summary(sc.nodes, rows, drawn, sc.warmup_ms)
 
 
 def _decisions(out: Path, sc: Scenario, rows: list[TraceRow]) -> dict[str, Any] | None:
@@ -267,7 +292,11 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
         summary["cpu_steal_share"] = run.cpu_steal
     if run.cpu_idle is not None:
         summary["cpu_idle_share"] = run.cpu_idle
-    timing = _arrival_timing(sc, rows)
+    drawn = drawn_instants(sc, sc.seed)
+    summary["send_lateness"], engine = _load_figures(out, sc, rows, drawn)
+    if engine is not None:
+        summary["load_engine"] = engine
+    timing = _arrival_timing(sc, rows, drawn)
     if timing is not None:
         summary["arrival_timing"] = timing
     decisions = _decisions(out, sc, rows)
@@ -302,6 +331,8 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
               f"time); {rt.get('early', 0)} early, sent p50 {rt.get('early_p50_ms', math.nan):.3f}"
               " model ms before a change they followed (installed ahead by the lead, or "
               "reached by their SYN after its install)")
+    if summary["send_lateness"]["count"]:
+        print(send_line(summary["send_lateness"], summary.get("load_engine")))
     if "arrival_timing" in summary:
         print(timing_line(summary["arrival_timing"]))
     if "decisions" in summary:

@@ -224,10 +224,12 @@ def emulation_bias(service_ratios: Mapping[str, float], routing_share: float | N
                    steal_share: float | None = None,
                    steal_limit: float = STEAL_SHARE_LIMIT,
                    timing: Mapping[str, Mapping[str, float | None]] | None = None,
-                   timing_limit: float = TIMING_BIAS_LIMIT) -> dict[str, object]:
+                   timing_limit: float = TIMING_BIAS_LIMIT,
+                   extra: Sequence[str] = ()) -> dict[str, object]:
     """Emulation artefacts a reader could take for a policy effect (a node off its
     service rate, a data plane late to follow the churn, bunched arrivals), one reason a
-    line; a hypervisor steal above `steal_limit` is then named as the likely cause."""
+    line; a hypervisor steal above `steal_limit` is then named as the likely cause.
+    `extra`: reasons found elsewhere (a load sent late: fogsdn.measure.send_timing)."""
     reasons = [f"node {n} served at x{r:.3f} its nominal mean service"
                for n, r in sorted(service_ratios.items())
                if math.isfinite(r) and abs(r - 1.0) > ratio_tolerance]
@@ -238,6 +240,7 @@ def emulation_bias(service_ratios: Mapping[str, float], routing_share: float | N
                 reasons.append(f"{cls.upper()} requests reached node {n} bunched: an ideal "
                                f"node gives them {100 * b:+.1f} % sojourn over their drawn "
                                "instants (clients or switch that stalled)")
+    reasons += extra
     if routing_share is not None and math.isfinite(routing_share) and routing_share > routing_limit:
         reasons.append(f"{100 * routing_share:.1f} % of requests were routed against the "
                        "drawn OFN availability")

@@ -1,40 +1,40 @@
-"""IoT client: Poisson HP and LP tasks to the service address, one TCP flow per task.
+"""A logical IoT client: Poisson HP and LP tasks to the service address, one TCP flow
+per task, sent by the traffic engine (fogsdn.nodes.traffic_engine) at the drawn instants.
 
 The class travels in DSCP (HP 46, LP 0); the controller's rules decide which worker
 serves it. Every request ends as exactly one trace row, streamed to disk so an
-interrupted run keeps what it has. The runner starts it in the client's namespace; it
-writes RUN/epoch.<name>.ready when set up and starts at the instant written into RUN/epoch.
+interrupted run keeps what it has.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import math
-import signal
 import socket
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import suppress
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from fogsdn.core import rx_stamp
-from fogsdn.core.scenario import Scenario, load_scenario
+from fogsdn.core.scenario import Scenario
 from fogsdn.core.stages import StagePlan, stage_port
 from fogsdn.core.streams import replication_seed
 from fogsdn.core.trace import Outcome, TraceRow, TraceWriter
 from fogsdn.core.workload import Arrival, client_arrivals, client_names, request_id
 from fogsdn.nodes.protocol import DSCP, ProtocolError, TaskRequest, parse_reply
 
-INTERRUPT_GRACE_S = 2.0
-
 
 class Client:
+    """One client's schedule and requests; the engine decides when each is sent."""
+
     def __init__(self, name: str, scenario: Scenario, service: tuple[str, int], epoch: float,
                  writer: TraceWriter, progress: Path | None = None, replication: int = 0,
-                 stages: StagePlan | None = None) -> None:
+                 stages: StagePlan | None = None,
+                 open_socket: Callable[[], socket.socket] | None = None) -> None:
         self.name = name
+        # a TCP socket in this client's own host (the engine's, fogsdn.nodes.host_sockets)
+        self.open_socket = open_socket or (
+            lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))
         self.sc = scenario
         self.service = service
         self.epoch = epoch
@@ -50,7 +50,6 @@ class Client:
         self.stages: StagePlan = stages or StagePlan("none")
         self.sent = 0
         self.done = 0
-        self.interrupted = asyncio.Event()
         self._open: dict[str, TraceRow] = {}
 
     def model_now(self) -> float:
@@ -69,7 +68,7 @@ class Client:
         when this loop got round to reading it). The connection's own port is appended to
         `local_ports` (the controller names connections by it, fogsdn.controller.rt_measure)."""
         loop = asyncio.get_running_loop()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock = self.open_socket()
         try:
             sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, DSCP[req.cls] << 2)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -88,7 +87,12 @@ class Client:
             sock.close()
         return parse_reply(buf.split(b"\n", 1)[0]), received
 
-    async def _one(self, arrival: Arrival, seq: int) -> None:
+    def write_progress(self) -> None:
+        if self.progress is not None:
+            self.progress.write_text(f"{self.sent} {self.done}\n")
+
+    async def send(self, arrival: Arrival, seq: int) -> None:
+        """Request `seq` (drawn as `arrival`), now, to its one trace row."""
         req = TaskRequest(request_id(self.name, seq), arrival.cls, arrival.size, self.name)
         t_send = self.model_now()
         row = TraceRow(req.id, self.name, str(arrival.cls), arrival.size, t_send)
@@ -152,97 +156,3 @@ class Client:
             raise
         row.ports = ">".join(map(str, local_ports))
         self._finish(row)
-
-    async def _report(self) -> None:
-        while True:
-            if self.progress is not None:
-                self.progress.write_text(f"{self.sent} {self.done}\n")
-            self.writer.flush()
-            await asyncio.sleep(1.0)
-
-    async def run(self) -> None:
-        reporter = asyncio.create_task(self._report())
-        tasks: set[asyncio.Task[None]] = set()
-        for seq, arrival in enumerate(self.schedule):
-            due = self.epoch + arrival.t_ms * self.ms_real
-            delay = due - time.monotonic()
-            if delay > 0:
-                with suppress(TimeoutError):
-                    await asyncio.wait_for(self.interrupted.wait(), delay)
-            if self.interrupted.is_set():
-                break
-            t = asyncio.create_task(self._one(arrival, seq))
-            tasks.add(t)
-            t.add_done_callback(tasks.discard)
-            self.sent += 1
-        if tasks and not self.interrupted.is_set():
-            # normal end: every outstanding request is bounded by its own timeout,
-            # but an interrupt may still arrive while we wait
-            waiter = asyncio.ensure_future(asyncio.wait(set(tasks)))
-            stopper = asyncio.ensure_future(self.interrupted.wait())
-            await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
-            stopper.cancel()
-        if tasks:
-            _, still = await asyncio.wait(set(tasks), timeout=INTERRUPT_GRACE_S)
-            for t in still:
-                t.cancel()
-            if still:
-                await asyncio.wait(still)
-        reporter.cancel()
-        if self.progress is not None:
-            self.progress.write_text(f"{self.sent} {self.done}\n")
-
-
-def wait_for_epoch(path: Path, name: str, timeout_s: float = 60.0) -> float | None:
-    """Say we are ready, then wait for the shared epoch (None if never given)."""
-    stop = []
-    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
-    Path(f"{path}.{name}.ready").write_text("ready\n")
-    deadline = time.monotonic() + timeout_s
-    while not stop and time.monotonic() < deadline:
-        try:
-            return float(path.read_text())
-        except (OSError, ValueError):
-            time.sleep(0.01)
-    return None
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--name", required=True)
-    ap.add_argument("--scenario", required=True, help="the run's resolved scenario file")
-    ap.add_argument("--service", required=True, help="service address HOST:PORT")
-    ap.add_argument("--epoch-file", required=True,
-                    help="file the runner writes time.monotonic() of model t=0 into, once "
-                         "every client is ready (this client writes FILE.<name>.ready)")
-    ap.add_argument("--trace", required=True)
-    ap.add_argument("--replication", type=int, default=0)
-    ap.add_argument("--stages", help="size-based stage plan, JSON (fogsdn.core.stages.StagePlan)")
-    a = ap.parse_args(argv)
-    try:
-        stages = StagePlan.from_json(a.stages) if a.stages else None
-    except ValueError as err:
-        print(f"client: --{err}", file=sys.stderr)
-        return 2
-    host, _, port = a.service.rpartition(":")
-    sc = load_scenario(a.scenario)
-    trace = Path(a.trace)
-    epoch = wait_for_epoch(Path(a.epoch_file), a.name)
-    if epoch is None:
-        return 1
-    with TraceWriter(trace) as writer:
-        client = Client(a.name, sc, (host, int(port)), epoch, writer,
-                        trace.with_suffix(".progress"), a.replication, stages)
-
-        async def _main() -> None:
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(sig, client.interrupted.set)
-            await client.run()
-
-        asyncio.run(_main())
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,198 @@
+"""The traffic engine: every client of a run as a logical client in one process.
+
+One Python process per client spent the two cores on the clients themselves (their
+imports, their event loops, their turns on the run queue). The engine runs them all on
+one event loop instead. Each client's sockets are made inside that client's host
+(fogsdn.nodes.host_sockets), so what the network sees does not change: the same
+addresses, links and DSCP. Requests leave at the drawn instants of one merged schedule,
+woken at the absolute instant (fogsdn.nodes.deadline_timer); how late each left is the
+trace's `t_send` against its drawn instant (`send_lateness` in summary.json).
+
+The runner starts it with the clients' host process ids; it writes RUN/epoch.<tag>.ready
+when set up, starts at the instant written into RUN/epoch, and on SIGTERM or SIGINT
+records every outstanding request and flushes its traces. At the end it writes its own
+CPU time and sends to `--stats`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import heapq
+import json
+import resource
+import signal
+import sys
+import time
+from pathlib import Path
+
+from fogsdn.core.scenario import ScenarioError, load_scenario
+from fogsdn.core.stages import StagePlan
+from fogsdn.core.trace import TraceWriter
+from fogsdn.core.workload import Arrival
+from fogsdn.nodes.client import Client
+from fogsdn.nodes.deadline_timer import DeadlineTimer
+from fogsdn.nodes.host_sockets import HostSocketError, HostSockets
+
+INTERRUPT_GRACE_S = 2.0
+PROGRESS_EVERY_S = 1.0
+
+
+class TrafficEngine:
+    """Sends every client's requests at their drawn instants until the schedules end or
+    `interrupted` is set; each request's task writes its own trace row."""
+
+    def __init__(self, clients: list[Client]) -> None:
+        self.clients = clients
+        self.interrupted = asyncio.Event()
+        self.precise = False  # whether the wake-ups were a timerfd's (DeadlineTimer)
+
+    async def _report(self) -> None:
+        while True:
+            for c in self.clients:
+                c.write_progress()
+                c.writer.flush()
+            await asyncio.sleep(PROGRESS_EVERY_S)
+
+    async def run(self) -> None:
+        timer = DeadlineTimer(asyncio.get_running_loop())
+        self.precise = timer.precise
+
+        async def on_interrupt() -> None:
+            await self.interrupted.wait()
+            timer.wake()
+
+        watcher = asyncio.create_task(on_interrupt())
+        reporter = asyncio.create_task(self._report())
+        tasks: set[asyncio.Task[None]] = set()
+        # one merged schedule: (drawn instant, client, sequence number, arrival)
+        due: list[tuple[float, int, int, Arrival]] = []
+        for i, c in enumerate(self.clients):
+            first = next(c.schedule, None)
+            if first is not None:
+                due.append((first.t_ms, i, 0, first))
+        heapq.heapify(due)
+        try:
+            while due and not self.interrupted.is_set():
+                t_ms, i, seq, arrival = due[0]
+                c = self.clients[i]
+                await timer.until(c.epoch + t_ms * c.ms_real)
+                if self.interrupted.is_set():
+                    break
+                heapq.heappop(due)
+                t = asyncio.create_task(c.send(arrival, seq))
+                tasks.add(t)
+                t.add_done_callback(tasks.discard)
+                c.sent += 1
+                nxt = next(c.schedule, None)
+                if nxt is not None:
+                    heapq.heappush(due, (nxt.t_ms, i, seq + 1, nxt))
+            if tasks and not self.interrupted.is_set():
+                # normal end: each outstanding request is bounded by its own timeout,
+                # but an interrupt may still come while we wait
+                waiter = asyncio.ensure_future(asyncio.wait(set(tasks)))
+                stopper = asyncio.ensure_future(self.interrupted.wait())
+                await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+                stopper.cancel()
+            if tasks:
+                _, still = await asyncio.wait(set(tasks), timeout=INTERRUPT_GRACE_S)
+                for t in still:
+                    t.cancel()
+                if still:
+                    await asyncio.wait(still)
+        finally:
+            watcher.cancel()
+            reporter.cancel()
+            timer.close()
+            for c in self.clients:
+                c.write_progress()
+                c.writer.flush()
+
+
+def wait_for_epoch(path: Path, tag: str, timeout_s: float = 60.0) -> float | None:
+    """Say we are ready, then wait for the shared epoch (None if never given, or if the
+    runner stopped us meanwhile)."""
+    stop: list[int] = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.append(1))
+    Path(f"{path}.{tag}.ready").write_text("ready\n")
+    deadline = time.monotonic() + timeout_s
+    while not stop and time.monotonic() < deadline:
+        try:
+            return float(path.read_text())
+        except (OSError, ValueError):
+            time.sleep(0.01)
+    return None
+
+
+def parse_hosts(text: str) -> dict[str, int]:
+    """`c1=4711,c2=4712` -> {client name: its host's process id}."""
+    hosts: dict[str, int] = {}
+    for part in text.split(","):
+        name, sep, pid = part.partition("=")
+        if not sep or not name or not pid.isdigit():
+            raise ValueError(f"--clients: {part!r} is not NAME=HOST_PID")
+        hosts[name] = int(pid)
+    return hosts
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--clients", required=True,
+                    help="NAME=HOST_PID,...: each client and its host's process (a Mininet "
+                         "host's shell), whose network namespace its sockets are made in")
+    ap.add_argument("--tag", required=True, help="this engine's name in RUN/epoch.<tag>.ready")
+    ap.add_argument("--scenario", required=True, help="the run's resolved scenario file")
+    ap.add_argument("--service", required=True, help="service address HOST:PORT")
+    ap.add_argument("--epoch-file", required=True,
+                    help="file the runner writes time.monotonic() of model t=0 into")
+    ap.add_argument("--trace-dir", required=True, help="where trace-<client>.csv go")
+    ap.add_argument("--stats", required=True, help="JSON of this engine's CPU and sends")
+    ap.add_argument("--replication", type=int, default=0)
+    ap.add_argument("--stages", help="size-based stage plan, JSON (fogsdn.core.stages.StagePlan)")
+    a = ap.parse_args(argv)
+    try:
+        hosts = parse_hosts(a.clients)
+        stages = StagePlan.from_json(a.stages) if a.stages else None
+        sc = load_scenario(a.scenario)
+        sockets = HostSockets(hosts)
+    except (ValueError, ScenarioError, HostSocketError) as err:
+        print(f"traffic engine: {err}", file=sys.stderr)
+        return 2
+    host, _, port = a.service.rpartition(":")
+    trace_dir = Path(a.trace_dir)
+    epoch = wait_for_epoch(Path(a.epoch_file), a.tag)
+    if epoch is None:
+        return 1
+    writers = {n: TraceWriter(trace_dir / f"trace-{n}.csv") for n in hosts}
+    clients = [Client(n, sc, (host, int(port)), epoch, writers[n],
+                      trace_dir / f"trace-{n}.progress", a.replication, stages,
+                      open_socket=lambda n=n: sockets.tcp(n))  # type: ignore[misc]
+               for n in hosts]
+    engine = TrafficEngine(clients)
+    cpu0 = resource.getrusage(resource.RUSAGE_SELF)
+
+    async def _main() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, engine.interrupted.set)
+        await engine.run()
+
+    try:
+        asyncio.run(_main())
+    finally:
+        for w in writers.values():
+            w.close()
+        sockets.close()
+        cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+        wall = time.monotonic() - epoch
+        Path(a.stats).write_text(json.dumps({
+            "clients": len(clients), "sent": sum(c.sent for c in clients),
+            "cpu_s": (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime),
+            "wall_s": wall, "max_rss_kb": cpu1.ru_maxrss, "precise_timer": engine.precise,
+        }) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
