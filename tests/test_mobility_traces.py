@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT
 
 from fogsdn.city.event_model import CitySimulation
-from fogsdn.city.layout import parse_trace
+from fogsdn.city.layout import LayoutError, parse_trace
 from fogsdn.city.live_run import Mobility
 from fogsdn.city.mobility_traces import (
     ConvertOptions,
@@ -330,6 +330,20 @@ def test_converted_trace_drives_the_simulated_city_study(tmp_path: Path) -> None
     assert {c.name for c in sim.clients} == {"c0", "c1", "c2", "c3"}
     live = Mobility(study, study.layout(), 4)  # the live runner reads the same file
     assert live.positions(2.5, 0.1) == [point.trace.at(f"c{i}", 2.5) for i in range(4)]
+
+
+def test_a_trace_outside_the_square_is_refused_by_the_simulated_study_as_live(
+        tmp_path: Path) -> None:
+    (tmp_path / "walks.csv").write_text("t_s,client,x_m,y_m\n0,a,10,10\n5,a,1200,10\n")
+    (tmp_path / "study.yaml").write_text(
+        "study: city\nname: out\nseed: 2\nfog_nodes: 3\ntotal_slots: 8\narea_km2: 1.0\n"
+        "ratios: [0.5]\nselectors: [optimal]\nduration_s: 10\nstart_s: [0.5, 1.0]\n"
+        "mobility:\n  kind: trace\n  trace: walks.csv\n")
+    study = load_city_study(tmp_path / "study.yaml")
+    with pytest.raises(LayoutError, match="trace line 3: position outside the 1000 m area"):
+        CityStudyRun(study, tmp_path / "out", "simulate").plan()
+    with pytest.raises(LayoutError, match="trace line 3: position outside the 1000 m area"):
+        Mobility(study, study.layout(), 1)
 
 
 def test_geo_refuses_metres_and_metres_refuse_to_look_like_degrees() -> None:

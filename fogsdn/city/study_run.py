@@ -64,7 +64,9 @@ class CityStudyRun:
             return [CityPoint(st)]
         trace = None
         if st.mobility.kind == "trace" and st.mobility.trace is not None:
-            trace = parse_trace(Path(st.mobility.trace).read_text().splitlines())
+            # the square the live run checks too: a position outside it is refused in both
+            trace = parse_trace(Path(st.mobility.trace).read_text().splitlines(),
+                                st.layout().side_m)
         st = st.at_live_span() if self.live_scale else st.at_full_scale()
         return [CityPoint(st, sel, r, trace) for sel in st.selectors for r in st.ratios]
 
