@@ -155,6 +155,11 @@ def main(argv: list[str] | None = None) -> int:
                                  "service_ratio": {n: v.get("ratio") for n, v in
                                                    s["measured"]["nodes"].items()},
                                  "routing_share": (s.get("routing") or {}).get("share"),
+                                 # the traffic engine: sends against the drawn instants
+                                 "send_lateness": s.get("send_lateness"),
+                                 "engine_cpu_share": (s.get("load_engine") or {}).get(
+                                     "cpu_share"),
+                                 "gap_split": s.get("gap_split"),
                                  "emulation_bias": s.get("emulation_bias")}})
         wall = time.monotonic() - t0
         if not reps:
@@ -236,6 +241,23 @@ def main(argv: list[str] | None = None) -> int:
             f"{n} HP {_pct(t['hp'])} LP {_pct(t['lp'])} ({t['lag_p50_ms'] or 0:.3f} / "
             f"{t['lag_p99_ms'] or 0:.3f})"
             for n, v in r["nodes"].items() for t in [v["arrival_timing"]]))
+    print("\nscale  sends late (model ms, mean over replications) p50 / p99 / max   late share"
+          "   engine CPU   W gap split: emulation HP / LP (live vs the simulator on its draws)")
+    for r in results:
+        reps = r["per_replication"]
+        late = [x["send_lateness"] for x in reps if x.get("send_lateness")]
+        split = [x["gap_split"] for x in reps if x.get("gap_split")]
+
+        def mean(xs: list[float | None]) -> float:
+            m = _mean_finite(xs)
+            return math.nan if m is None else m
+
+        emu = {c: mean([(sp.get(c) or {}).get("live_vs_sim") for sp in split])
+               for c in ("hp", "lp")}
+        print(f"{r['scale']:5g}  {mean([x['p50_ms'] for x in late]):.4f} / "
+              f"{mean([x['p99_ms'] for x in late]):.4f} / {mean([x['max_ms'] for x in late]):.3f}"
+              f"                          {_pct(mean([x['late_share'] for x in late]))}"
+              f"     {_mean_pct(r, 'engine_cpu_share')}   {_pct(emu['hp'])} / {_pct(emu['lp'])}")
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=1))
     return 0

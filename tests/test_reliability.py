@@ -111,6 +111,17 @@ STOP_INSTANTS_S = [0.0, 0.1, 0.2, 0.3, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 2.5, 
                    4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0]
 
 
+def _as_a_terminal_starts_it() -> None:
+    """`preexec_fn`: SIGINT and SIGTERM at their default actions, as a shell in a terminal
+    starts a command. A parent that ignores SIGINT (a non-interactive shell's background
+    job, `nohup`, and so pytest under one: the fresh-machine run) passes the ignore on
+    across exec, and the kernel discards a SIGINT that arrives before the script's first
+    line installs its handler: no process can act on a signal it never receives
+    (docs/reliability.md, "A stop at any instant")."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 @contextmanager
 def _cpu_hogs(n: int = 2) -> Iterator[None]:
     """`n` busy processes beside the run (a loaded machine's slower imports and build)."""
@@ -139,7 +150,8 @@ def test_a_stop_signal_at_any_instant_of_start_up_and_load_ends_the_run(
             t0 = time.monotonic()
             p = subprocess.Popen([sys.executable, RUN_TESTBED, "--out", str(tmp_path / f"s{k}"),
                                   "--quiet"], cwd=ROOT, stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT)
+                                 stderr=subprocess.STDOUT,
+                                 preexec_fn=_as_a_terminal_starts_it)
             time.sleep(max(0.0, t0 + at_s - time.monotonic()))
             p.send_signal(sig)
             try:
