@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """The live load's own cost: one process per client against one traffic engine (root).
 
-Per number of clients, the same scenario live twice, side by side in one run: the
-clients as one process each (the old design, LiveOptions.client_processes) and as
-logical clients of one traffic engine. Per run: processes, the clients' CPU-s in all
+Per number of clients, the same scenario live three times, side by side in one run: the
+clients as one process each (the old design, LiveOptions.client_processes), and as
+logical clients of one traffic engine, ordinary and SCHED_FIFO (the default). Per run: processes, the clients' CPU-s in all
 (per 1,000 requests and per client), their peak memory, how late the requests left
-against their drawn instants, and the W gap to exact (docs/benchmarks.md).
+against their drawn instants, and the W gap to exact (docs/benchmarks.md). More clients
+than one switch has ports: a tree (a root and four switches below it).
 
     sudo python scripts/bench_load.py [--scenario scenarios/default.yaml]
-        [--clients 2 50 200] [--seconds 20] [--time-scale S] [--json F]
+        [--clients 2 50 200] [--seconds 20] [--time-scale S] [--modes ...] [--json F]
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from typing import Any
 
 import bootstrap  # the project on sys.path; the set-up itself waits for the arguments
 
-MODES = ("processes", "engine")
+# one process per client (ordinary scheduling, as before the engine); one engine, as
+# an ordinary process; one engine at SCHED_FIFO (the default run's)
+MODES = ("processes", "engine-ordinary", "engine")
 
 
 def _gap(summary: dict[str, Any], cls: str) -> float:
@@ -63,11 +66,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=20.0, help="real seconds of load per run")
     ap.add_argument("--time-scale", type=float, help="default: the scenario's")
     ap.add_argument("--out", help="keep the runs here (default: a temporary folder)")
+    ap.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     ap.add_argument("--json", help="write the table as JSON here")
     a = ap.parse_args(argv)
     bootstrap.bootstrap()
 
     from fogsdn.core.scenario import load_scenario
+    from fogsdn.core.topology import MAX_PORTS
     from fogsdn.live.live_network import EmulationError
     from fogsdn.live.queueing_run import LiveOptions, run_emulation
     from fogsdn.live.supervisor import stop_on_signals
@@ -81,12 +86,16 @@ def main(argv: list[str] | None = None) -> int:
           f"{a.seconds:g} s of load per run, runs in {out_root}", flush=True)
     rows: list[dict[str, Any]] = []
     for n in a.clients:
-        for mode in MODES:
+        for mode in a.modes:
             if stop.is_set():
                 break
-            sc = base.with_overrides({"time_scale": scale, "workload.clients": n,
-                                      "duration_ms": 1000 * a.seconds / scale})
-            opts = LiveOptions(client_processes=mode == "processes")
+            over: dict[str, Any] = {"time_scale": scale, "workload.clients": n,
+                                    "duration_ms": 1000 * a.seconds / scale}
+            if n + len(base.nodes) > MAX_PORTS - 1:  # one switch's ports: a tree of five
+                over |= {"topology.kind": "tree", "topology.depth": 1, "topology.fanout": 4}
+            sc = base.with_overrides(over)
+            opts = LiveOptions(client_processes=mode == "processes",
+                               engine_realtime=mode == "engine")
             try:
                 s = run_emulation(sc, out_root / f"{n}-{mode}", stop, show_progress=False,
                                   options=opts)
@@ -98,13 +107,13 @@ def main(argv: list[str] | None = None) -> int:
                 break
             rows.append(_row(n, mode, s))
             print(json.dumps(rows[-1]), flush=True)
-    print("\nclients  mode        procs  CPU-s  per 1k req  per client  RSS MB   late p50 / "
+    print("\nclients  mode             procs  CPU-s  per 1k req  per client  RSS MB   late p50 / "
           "p99 / max (model ms)  late share  W_HP gap  W_LP gap  bias")
     for r in rows:
         if "failed" in r:
-            print(f"{r['clients']:7d}  {r['mode']:10s}  FAILED: {r['failed']}")
+            print(f"{r['clients']:7d}  {r['mode']:15s}  FAILED: {r['failed']}")
             continue
-        print(f"{r['clients']:7d}  {r['mode']:10s}  {_fmt(r['processes'], '5d')}  "
+        print(f"{r['clients']:7d}  {r['mode']:15s}  {_fmt(r['processes'], '5d')}  "
               f"{_fmt(r['cpu_s'], '5.1f')}  {_fmt(r['cpu_s_per_1000'], '10.3f')}  "
               f"{_fmt(r['cpu_s_per_client'], '10.3f')}  {_fmt(r['rss_mb'], '6.0f')}   "
               f"{_fmt(r['late_p50_ms'], '.4f')} / {_fmt(r['late_p99_ms'], '.4f')} / "

@@ -74,6 +74,7 @@ class LiveOptions:
     realtime: bool = True  # off: workers, controller and churn replay not SCHED_FIFO
     # one traffic engine process per client (the old design) instead of one for all
     client_processes: bool = False
+    engine_realtime: bool = True  # the traffic engine SCHED_FIFO too (with realtime)
 
 
 class QueueingRun:
@@ -97,6 +98,7 @@ class QueueingRun:
         # the traffic engines by tag: one ("engine"), or one per client (client_processes)
         self.load_procs: dict[str, subprocess.Popen[Any]] = {}
         self.client_processes = options.client_processes
+        self.engine_realtime = options.engine_realtime
         self.availability: list[dict[str, Any]] = []
         self.update_latency_ms: list[float] = []
         self.progress = Progress()
@@ -172,7 +174,7 @@ class QueueingRun:
                  "--scenario", str(self.out / "scenario.yaml"),
                  "--service", service, "--epoch-file", str(epoch_file),
                  "--trace-dir", str(self.out), "--stats", str(self.out / f"load-{tag}.json"),
-                 *stages],
+                 *stages, *(["--realtime"] if self.realtime and self.engine_realtime else [])],
                 self.out / f"load-{tag}.log",
                 action="its clients' traces end here; the run goes on and exits non-zero",
                 exit_zero_ends=True)

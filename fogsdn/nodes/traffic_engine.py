@@ -26,6 +26,7 @@ import sys
 import time
 from pathlib import Path
 
+from fogsdn.core.realtime import go_realtime
 from fogsdn.core.scenario import ScenarioError, load_scenario
 from fogsdn.core.stages import StagePlan
 from fogsdn.core.trace import TraceWriter
@@ -150,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stats", required=True, help="JSON of this engine's CPU and sends")
     ap.add_argument("--replication", type=int, default=0)
     ap.add_argument("--stages", help="size-based stage plan, JSON (fogsdn.core.stages.StagePlan)")
+    ap.add_argument("--realtime", action="store_true",
+                    help="run SCHED_FIFO (priority 1, as the workers): no ordinary process "
+                         "delays a send")
     a = ap.parse_args(argv)
     try:
         hosts = parse_hosts(a.clients)
@@ -161,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     host, _, port = a.service.rpartition(":")
     trace_dir = Path(a.trace_dir)
+    realtime = go_realtime() if a.realtime else False
     epoch = wait_for_epoch(Path(a.epoch_file), a.tag)
     if epoch is None:
         return 1
@@ -190,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
             "clients": len(clients), "sent": sum(c.sent for c in clients),
             "cpu_s": (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime),
             "wall_s": wall, "max_rss_kb": cpu1.ru_maxrss, "precise_timer": engine.precise,
+            "realtime": realtime,
         }) + "\n")
     return 0
 
