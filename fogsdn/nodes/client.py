@@ -12,7 +12,7 @@ import asyncio
 import math
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from fogsdn.core import rx_stamp
@@ -20,12 +20,12 @@ from fogsdn.core.scenario import Scenario
 from fogsdn.core.stages import StagePlan, stage_port
 from fogsdn.core.streams import replication_seed
 from fogsdn.core.trace import Outcome, TraceRow, TraceWriter
-from fogsdn.core.workload import Arrival, client_arrivals, client_names, request_id
+from fogsdn.core.workload import Arrival, client_names, request_id
 from fogsdn.nodes.protocol import DSCP, ProtocolError, TaskRequest, parse_reply
 
 
 class Client:
-    """One client's schedule and requests; the engine decides when each is sent."""
+    """One client's requests; the engine draws them and decides when each is sent."""
 
     def __init__(self, name: str, scenario: Scenario, service: tuple[str, int], epoch: float,
                  writer: TraceWriter, progress: Path | None = None, replication: int = 0,
@@ -41,11 +41,10 @@ class Client:
         self.writer = writer
         self.progress = progress
         self.ms_real = scenario.time_scale / 1000.0
-        # the simulator's arrivals for this client and seed, drawn lazily as they are due:
-        # request c1-0000005 here is the simulated client 0's sixth request
-        self.schedule: Iterator[Arrival] = client_arrivals(
-            scenario.workload, replication_seed(scenario.seed, replication),
-            client_names(scenario).index(name), scenario.duration_ms)
+        # which of the simulator's clients this is, for its seed: request c1-0000005 is
+        # the simulated client 0's sixth request (the engine draws them: TrafficEngine)
+        self.index = client_names(scenario).index(name)
+        self.seed = replication_seed(scenario.seed, replication)
         # size-based policies (seed 002b): the stage travels in the destination port
         self.stages: StagePlan = stages or StagePlan("none")
         self.sent = 0

@@ -4,7 +4,7 @@ One Python process per client spent the two cores on the clients themselves (the
 imports, their event loops, their turns on the run queue). The engine runs them all on
 one event loop instead. Each client's sockets are made inside that client's host
 (fogsdn.nodes.host_sockets), so what the network sees does not change: the same
-addresses, links and DSCP. Requests leave at the drawn instants of one merged schedule,
+addresses, links and DSCP. Requests leave at the drawn instants of the run's one stream,
 woken at the absolute instant (fogsdn.nodes.deadline_timer); how late each left is the
 trace's `t_send` against its drawn instant (`send_lateness` in summary.json).
 
@@ -18,19 +18,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import heapq
 import json
+import math
 import resource
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from fogsdn.core.realtime import go_realtime
 from fogsdn.core.scenario import ScenarioError, load_scenario
 from fogsdn.core.stages import StagePlan
 from fogsdn.core.trace import TraceWriter
-from fogsdn.core.workload import Arrival
+from fogsdn.core.workload import Arrival, arrivals
 from fogsdn.nodes.client import Client
 from fogsdn.nodes.deadline_timer import DeadlineTimer
 from fogsdn.nodes.host_sockets import HostSocketError, HostSockets
@@ -47,6 +48,27 @@ class TrafficEngine:
         self.clients = clients
         self.interrupted = asyncio.Event()
         self.precise = False  # whether the wake-ups were a timerfd's (DeadlineTimer)
+        self._schedule: Iterator[tuple[Client, int, Arrival]] | None = None
+        self._next: tuple[Client, int, Arrival] | None = None
+
+    def _draws(self) -> Iterator[tuple[Client, int, Arrival]]:
+        """The run's arrivals in time order (the simulator's one stream for the seed),
+        those of this engine's clients, each with its number among its client's: one
+        pass over the stream, not one per client (that was 0.1 ms an arrival at 200)."""
+        ref = self.clients[0]
+        mine = {c.index: c for c in self.clients}
+        seqs = dict.fromkeys(mine, 0)
+        for a in arrivals(ref.sc.workload, ref.seed, ref.sc.duration_ms):
+            c = mine.get(a.client)
+            if c is not None:
+                yield c, seqs[a.client], a
+                seqs[a.client] += 1
+
+    def prime(self) -> None:
+        """Draw the first arrival now, before the start instant: the streams' set-up
+        and first block should not hold the first sends."""
+        self._schedule = self._draws()
+        self._next = next(self._schedule, None)
 
     async def _report(self) -> None:
         while True:
@@ -66,28 +88,20 @@ class TrafficEngine:
         watcher = asyncio.create_task(on_interrupt())
         reporter = asyncio.create_task(self._report())
         tasks: set[asyncio.Task[None]] = set()
-        # one merged schedule: (drawn instant, client, sequence number, arrival)
-        due: list[tuple[float, int, int, Arrival]] = []
-        for i, c in enumerate(self.clients):
-            first = next(c.schedule, None)
-            if first is not None:
-                due.append((first.t_ms, i, 0, first))
-        heapq.heapify(due)
+        if self._schedule is None:
+            self.prime()
+        assert self._schedule is not None
         try:
-            while due and not self.interrupted.is_set():
-                t_ms, i, seq, arrival = due[0]
-                c = self.clients[i]
-                await timer.until(c.epoch + t_ms * c.ms_real)
+            while self._next is not None and not self.interrupted.is_set():
+                c, seq, arrival = self._next
+                await timer.until(c.epoch + arrival.t_ms * c.ms_real)
                 if self.interrupted.is_set():
                     break
-                heapq.heappop(due)
                 t = asyncio.create_task(c.send(arrival, seq))
                 tasks.add(t)
                 t.add_done_callback(tasks.discard)
                 c.sent += 1
-                nxt = next(c.schedule, None)
-                if nxt is not None:
-                    heapq.heappush(due, (nxt.t_ms, i, seq + 1, nxt))
+                self._next = next(self._schedule, None)
             if tasks and not self.interrupted.is_set():
                 # normal end: each outstanding request is bounded by its own timeout,
                 # but an interrupt may still come while we wait
@@ -166,15 +180,20 @@ def main(argv: list[str] | None = None) -> int:
     host, _, port = a.service.rpartition(":")
     trace_dir = Path(a.trace_dir)
     realtime = go_realtime() if a.realtime else False
-    epoch = wait_for_epoch(Path(a.epoch_file), a.tag)
-    if epoch is None:
-        return 1
     writers = {n: TraceWriter(trace_dir / f"trace-{n}.csv") for n in hosts}
-    clients = [Client(n, sc, (host, int(port)), epoch, writers[n],
+    clients = [Client(n, sc, (host, int(port)), math.nan, writers[n],
                       trace_dir / f"trace-{n}.progress", a.replication, stages,
                       open_socket=lambda n=n: sockets.tcp(n))  # type: ignore[misc]
                for n in hosts]
     engine = TrafficEngine(clients)
+    engine.prime()
+    epoch = wait_for_epoch(Path(a.epoch_file), a.tag)
+    if epoch is None:
+        for w in writers.values():
+            w.close()
+        return 1
+    for c in clients:
+        c.epoch = epoch
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
 
     async def _main() -> None:
