@@ -243,7 +243,7 @@ def start_runner(tmp_path: Path, name: str, load_s: float, *args: str, **over: A
     p = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "run_testbed.py"),
                           "--scenario", str(f), "--out", str(out), "--quiet", *args], cwd=ROOT,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    wait_until(lambda: p.poll() is not None or any(out.glob("trace-c*.progress")),
+    wait_until(lambda: p.poll() is not None or any(out.glob("load-*.progress")),
                f"{name}: the clients' first request", timeout_s=60)
     if p.poll() is not None:
         text = p.stdout.read().decode(errors="replace") if p.stdout else ""

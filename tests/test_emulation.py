@@ -118,7 +118,8 @@ def test_every_request_appears_exactly_once(prioritized: tuple) -> None:
     rows = read_trace(out / "trace.csv")
     ids = [r.request_id for r in rows]
     assert len(ids) == len(set(ids)) == summary["requests"]
-    sent = sum(int((out / f"trace-c{k}.progress").read_text().split()[0]) for k in (1, 2))
+    progress = json.loads((out / "load-engine.progress").read_text())
+    sent = sum(progress[f"c{k}"][0] for k in (1, 2))
     assert sent == len(rows)
     assert {r.outcome for r in rows} <= set(Outcome)
     ok = [r for r in rows if r.outcome is Outcome.OK]

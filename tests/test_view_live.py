@@ -60,7 +60,7 @@ def test_state_follows_the_trace_and_the_churn(run: SimpleNamespace) -> None:
     view = LiveView(run, "tok")
     trace = run.out / "trace-c1.csv"
     trace.write_text(HEADER + "a,c1,hp,1,1.0,3.0,fn,ok,2.0,2.0\nb,c1,lp,1,2.0,")  # torn
-    (run.out / "trace-c1.progress").write_text("7 5\n")
+    (run.out / "load-engine.progress").write_text('{"c1": [7, 5]}')
     view._tick()
     st = view.state()
     assert st["mode"] == "live" and st["running"] and st["policy"] == "prioritized"

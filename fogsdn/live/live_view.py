@@ -7,6 +7,7 @@ recorded as a new policy epoch.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import secrets
@@ -76,13 +77,17 @@ def write_token(out: Path) -> str:
 
 def read_client_counts(out: Path, clients: Iterable[str],
                        counts: dict[str, tuple[int, int]]) -> None:
-    """Each client's (sent, answered) from its progress file into `counts`; a file not
-    written yet or caught mid-rewrite keeps the last reading, so totals never go back."""
-    for name in clients:
+    """Each client's (sent, answered) from the traffic engines' progress files
+    (`load-<tag>.progress`, JSON {client: [sent, answered]}, written whole) into `counts`;
+    a file not written yet, or unreadable, keeps the last reading, so totals never go back."""
+    wanted = set(clients)
+    for f in sorted(out.glob("load-*.progress")):
         try:
-            sent, answered = (out / f"trace-{name}.progress").read_text().split()
-            counts[name] = (int(sent), int(answered))
-        except (OSError, ValueError):
+            got = json.loads(f.read_text())
+            for name, (sent, answered) in got.items():
+                if name in wanted:
+                    counts[name] = (int(sent), int(answered))
+        except (OSError, ValueError, TypeError, AttributeError):
             pass
 
 

@@ -13,7 +13,6 @@ import math
 import socket
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from fogsdn.core import rx_stamp
 from fogsdn.core.scenario import Scenario
@@ -28,7 +27,7 @@ class Client:
     """One client's requests; the engine draws them and decides when each is sent."""
 
     def __init__(self, name: str, scenario: Scenario, service: tuple[str, int], epoch: float,
-                 writer: TraceWriter, progress: Path | None = None, replication: int = 0,
+                 writer: TraceWriter, replication: int = 0,
                  stages: StagePlan | None = None,
                  open_socket: Callable[[], socket.socket] | None = None) -> None:
         self.name = name
@@ -39,7 +38,6 @@ class Client:
         self.service = service
         self.epoch = epoch
         self.writer = writer
-        self.progress = progress
         self.ms_real = scenario.time_scale / 1000.0
         # which of the simulator's clients this is, for its seed: request c1-0000005 is
         # the simulated client 0's sixth request (the engine draws them: TrafficEngine)
@@ -85,10 +83,6 @@ class Client:
         finally:
             sock.close()
         return parse_reply(buf.split(b"\n", 1)[0]), received
-
-    def write_progress(self) -> None:
-        if self.progress is not None:
-            self.progress.write_text(f"{self.sent} {self.done}\n")
 
     async def send(self, arrival: Arrival, seq: int) -> None:
         """Request `seq` (drawn as `arrival`), now, to its one trace row."""
