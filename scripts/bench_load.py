@@ -3,9 +3,10 @@
 
 Per number of clients, the same scenario live three times, side by side in one run: the
 clients as one process each (the old design, LiveOptions.client_processes), and as
-logical clients of one traffic engine, ordinary and SCHED_FIFO (the default). Per run: processes, the clients' CPU-s in all
-(per 1,000 requests and per client), their peak memory, how late the requests left
-against their drawn instants, and the W gap to exact (docs/benchmarks.md). More clients
+logical clients of one traffic engine, ordinary and SCHED_FIFO (the default). Per run:
+processes, the clients' CPU-s in all (per 1,000 requests and per client), their peak
+memory, how late the requests left against their drawn instants, and the W gap to
+exact (docs/benchmarks.md). More clients
 than one switch has ports: a tree (a root and four switches below it).
 
     sudo python scripts/bench_load.py [--scenario scenarios/default.yaml]
