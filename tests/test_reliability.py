@@ -122,6 +122,20 @@ def _as_a_terminal_starts_it() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+def _stop_handler_installed(pid: int) -> bool:
+    """Whether `catch_stop_signals` has run in process `pid`: it catches SIGTERM after
+    SIGINT, and nothing before it catches SIGTERM (Python's start-up catches only SIGINT),
+    so the SIGTERM bit of /proc/PID/status's SigCgt marks the script's first statement
+    done. A process that has gone reads as installed (its exit code then decides)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
+    caught = int(next(line.split()[1] for line in status.splitlines()
+                      if line.startswith("SigCgt:")), 16)
+    return bool(caught >> (signal.SIGTERM - 1) & 1)
+
+
 @contextmanager
 def _cpu_hogs(n: int = 2) -> Iterator[None]:
     """`n` busy processes beside the run (a loaded machine's slower imports and build)."""
@@ -140,8 +154,10 @@ def test_a_stop_signal_at_any_instant_of_start_up_and_load_ends_the_run(
     """docs/reliability.md, "A stop at any instant": SIGINT and SIGTERM, alternately, at
     21 instants from 0 to 10 s into the default run (60 s of load), under CPU load; each
     run ends within 30 s of its signal with exit 130 and no traceback, and leaves nothing.
-    Only a signal in the interpreter's own first milliseconds, before the script's first
-    line, may end it by the signal's default action (nothing has started then)."""
+    Only a signal that arrives before the script's first statement has caught the stop
+    signals (read from /proc just before it is sent; under two CPU hogs the interpreter's
+    start can take more than 0.1 s) may end it by the signal's default action or Python's
+    KeyboardInterrupt (nothing has started then)."""
     before = footprint()
     ended: list[str] = []
     with _cpu_hogs():
@@ -153,6 +169,7 @@ def test_a_stop_signal_at_any_instant_of_start_up_and_load_ends_the_run(
                                  stderr=subprocess.STDOUT,
                                  preexec_fn=_as_a_terminal_starts_it)
             time.sleep(max(0.0, t0 + at_s - time.monotonic()))
+            ours = _stop_handler_installed(p.pid)  # read first: it may be installed after
             p.send_signal(sig)
             try:
                 text = _finish(p, 30)
@@ -162,10 +179,11 @@ def test_a_stop_signal_at_any_instant_of_start_up_and_load_ends_the_run(
                 pytest.fail(f"{sig.name} at {at_s} s was swallowed: the run went on for 30 s "
                             f"more\n{text[-2000:]}")
             where = f"{sig.name} at {at_s} s (rc {p.returncode})"
-            assert "Traceback" not in text, f"{where}:\n{text[-3000:]}"
-            if p.returncode == -sig and at_s == 0.0:
-                ended.append(f"{at_s}: by the signal, in the interpreter's start")
+            if not ours and p.returncode in (-sig, 1):
+                # before the script's first statement: Python's start-up, nothing started
+                ended.append(f"{at_s}: rc {p.returncode}, in the interpreter's start")
                 continue
+            assert "Traceback" not in text, f"{where}:\n{text[-3000:]}"
             assert p.returncode == 130, f"{where}:\n{text[-3000:]}"
             ended.append(f"{at_s}: 130")
     assert len(ended) == len(STOP_INSTANTS_S) >= 20
