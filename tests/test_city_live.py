@@ -203,6 +203,8 @@ def test_a_vivaldi_clients_task_moves_its_nodes_coordinate() -> None:
 class FakeCity:
     """Three fog nodes at fixed RTTs (model ms) with real FogNode logic behind them."""
 
+    reply_at = None  # the client times a task by its own clock
+
     def __init__(self, rtt: dict[str, float], slots: dict[str, int]) -> None:
         self.cfg = _config(slots)
         self.rtt = rtt

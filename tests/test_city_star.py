@@ -152,7 +152,7 @@ def test_memory_of_a_process_tree() -> None:
     assert rss > 10_000 and n >= 1
     line = "9 (x y) S 1 9 9 0 -1 4194560 100 0 0 0 250 31 0 0 20 0 1 0 5 0 0"
     assert parse_stat_cpu_ticks(line) == 281
-    assert process_kind("python -m fogsdn.city.mobile_client --name c1") == "clients"
+    assert process_kind("python -m fogsdn.city.client_engine --clients c1=4") == "clients"
     assert process_kind("build/linkem/linkem_relay ctl a b") == "link relays"
     assert process_kind("bash --norc") == "runner and other"
     peak = MemoryPeak(os.getpid())

@@ -7,6 +7,7 @@ import asyncio
 import fcntl
 import math
 import os
+import socket
 import subprocess
 import time
 from collections import Counter
@@ -27,8 +28,8 @@ from fogsdn.measure.send_timing import (
 )
 from fogsdn.nodes.client import Client
 from fogsdn.nodes.deadline_timer import DeadlineTimer
-from fogsdn.nodes.host_sockets import HostSocketError, HostSockets
-from fogsdn.nodes.traffic_engine import TrafficEngine, parse_hosts
+from fogsdn.nodes.host_sockets import HostSocketError, HostSockets, parse_hosts
+from fogsdn.nodes.traffic_engine import TrafficEngine
 
 SIOCGSKNS = 0x894C  # a socket's network namespace, as a file descriptor
 
@@ -111,6 +112,16 @@ def test_a_clients_socket_is_made_in_its_own_hosts_namespace() -> None:
         sockets = HostSockets({"c1": host.pid, "c0": os.getpid()})
         theirs, ours = sockets.tcp("c1"), sockets.tcp("c0")
         for sock, ino in ((theirs, target), (ours, os.stat("/proc/self/ns/net").st_ino)):
+            fd = fcntl.ioctl(sock.fileno(), SIOCGSKNS)
+            try:
+                assert os.fstat(fd).st_ino == ino
+            finally:
+                os.close(fd)
+                sock.close()
+        with sockets.inside("c1"):  # the city's engine: any socket made in the block
+            udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        after = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)  # and back home after it
+        for sock, ino in ((udp, target), (after, os.stat("/proc/self/ns/net").st_ino)):
             fd = fcntl.ioctl(sock.fileno(), SIOCGSKNS)
             try:
                 assert os.fstat(fd).st_ino == ino

@@ -20,7 +20,7 @@ import socket
 import struct
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -88,16 +88,28 @@ class CityConfig:
     @staticmethod
     def read(path: Path, wait_s: float = 900.0) -> CityConfig:
         """The point's configuration, with its epoch (waiting for the epoch file if any)."""
-        cfg = TypeAdapter(CityConfig).validate_json(Path(path).read_bytes())
-        if cfg.epoch_file is None:
-            return cfg
+        return CityConfig.read_unstarted(path).with_epoch(wait_s)
+
+    @staticmethod
+    def read_unstarted(path: Path) -> CityConfig:
+        """The point's configuration as written, its epoch perhaps not known yet."""
+        return TypeAdapter(CityConfig).validate_json(Path(path).read_bytes())
+
+    def with_epoch(self, wait_s: float = 900.0,
+                   stop: Callable[[], bool] = lambda: False) -> CityConfig:
+        """This configuration with its epoch, waiting for the epoch file if there is one;
+        RuntimeError after `wait_s` or once `stop()` is true."""
+        if self.epoch_file is None:
+            return self
         deadline = time.monotonic() + wait_s
         while True:
             try:
-                return replace(cfg, epoch=float(cfg.epoch_file.read_text()), epoch_file=None)
+                return replace(self, epoch=float(self.epoch_file.read_text()), epoch_file=None)
             except (OSError, ValueError):
+                if stop():
+                    raise RuntimeError("stopped before the point's epoch") from None
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"no epoch in {cfg.epoch_file} after {wait_s:.0f} s"
+                    raise RuntimeError(f"no epoch in {self.epoch_file} after {wait_s:.0f} s"
                                        ) from None
                 time.sleep(0.05)
 

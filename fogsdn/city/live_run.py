@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from fogsdn.city.client_engine import ENGINE_STATS
 from fogsdn.city.event_model import client_params
 from fogsdn.city.fog_daemon import CityConfig, FogInfo, MemberBoard, member_board_path
 from fogsdn.city.geo_latency import LatencyParams, load_ms, processing_ms
@@ -77,6 +78,7 @@ def live_scenario(study: CityStudy, layout: CityLayout, positions: list[Point],
         else city_topology(layout, positions, p))
 
 
+CLIENTS_END_S = 15.0  # for the client engine after the point's end (a Meridian query's wait)
 EPOCH_AFTER_START_S = 2.0  # from the last process started to the point's epoch
 # how often the fog nodes' access links catch up with their member counts (real s): a
 # tick (`tick_s` model s, 1-2 real s) spans several joins and leaves at a node
@@ -276,14 +278,16 @@ class CityLive:
             action=f"point {point.name}: its clients' tasks are lost; the run goes on and "
             "exits non-zero") for name in self.sites}
         self.memory.sample()
-        clients = {c: self.net.start_in_host(
-            c, f"client {c}",
-            ["fogsdn.city.mobile_client", "--config", str(cfg_path), "--name", c, "--selector",
-             selector, "--truth", str(truth_dir / f"{c}.json"), "--out",
-             str(point / f"{c}.json"), *rt],
-            self.out / f"{point.name}-{c}.log",
-            action=f"point {point.name}: it reports nothing; the run goes on and exits non-zero",
-            exit_zero_ends=True) for c in cfg.clients}
+        # every client as a thread of one engine, in the first client's host (each
+        # client's sockets are made in its own host)
+        hosts = ",".join(f"{c}={self.net.host(c).pid}" for c in cfg.clients)
+        clients = self.net.start_in_host(
+            next(iter(cfg.clients)), "clients",
+            ["fogsdn.city.client_engine", "--config", str(cfg_path), "--selector", selector,
+             "--clients", hosts, "--truth-dir", str(truth_dir), "--out-dir", str(point), *rt],
+            self.out / f"{point.name}-clients.log",
+            action=f"point {point.name}: its clients report nothing; the run goes on and "
+            "exits non-zero", exit_zero_ends=True)
         spawned_s = time.monotonic() - t_start
         epoch = time.monotonic() + EPOCH_AFTER_START_S
         sup = self.net.supervisor
@@ -318,11 +322,15 @@ class CityLive:
         self._stop_point(fogs, clients)
         board.close()
         results = {}
-        for c in clients:
+        for c in cfg.clients:
             try:
                 results[c] = json.loads((point / f"{c}.json").read_text())
             except (OSError, json.JSONDecodeError):
-                self._say(f"client {c} left no result (see {point.name}-{c}.log)")
+                self._say(f"client {c} left no result (see {point.name}-clients.log)")
+        try:
+            engine = json.loads((point / ENGINE_STATS).read_text())
+        except (OSError, json.JSONDecodeError):
+            engine = {}
         fog_states = {}
         for name in self.sites:
             try:
@@ -336,6 +344,8 @@ class CityLive:
                 **live_metrics(results, fog_states),
                 "link_updates": self.link_updates - updates0,
                 "clients_reporting": len(results), "fogs_reporting": len(fog_states),
+                "client_engine": {k: engine[k] for k in ("cpu_s", "wall_s", "max_rss_kb",
+                                                         "threads") if k in engine},
                 "spawned_s": round(spawned_s, 2),
                 "tick_busy_ms": round(1000 * statistics.median(busy), 1) if busy else math.nan,
                 "excess": [x for r in results.values() for x in r.get("excess", [])]}
@@ -349,22 +359,26 @@ class CityLive:
                                     tuple(positions), epoch, done)
 
     def _stop_point(self, fogs: dict[str, subprocess.Popen[Any]],
-                    clients: dict[str, subprocess.Popen[Any]]) -> None:
+                    clients: subprocess.Popen[Any]) -> None:
         """The clients end at the point's end (interrupted: now, writing what they
-        have), then the daemons; a client that dies while ending is still an incident."""
+        have), then the daemons; a client engine that dies while ending is still an
+        incident."""
         sup = self.net.supervisor
         if self.stop.is_set():
-            for proc in clients.values():
-                proc.terminate()
-        for c, proc in clients.items():
+            clients.terminate()
+        try:
+            clients.wait(timeout=CLIENTS_END_S)
+        except subprocess.TimeoutExpired:
+            sup.release("clients")
+            clients.terminate()
+            self._say("the client engine did not finish; stopped")
             try:
-                proc.wait(timeout=10)
+                clients.wait(timeout=CLIENTS_END_S)
             except subprocess.TimeoutExpired:
-                sup.release(f"client {c}")
-                proc.terminate()
-                self._say(f"client {c} did not finish; stopped")
-        sup.check()  # a client that failed while ending, before it is released
-        for label in (*(f"daemon {f}" for f in fogs), *(f"client {c}" for c in clients)):
+                clients.kill()
+                clients.wait()
+        sup.check()  # a client engine that failed while ending, before it is released
+        for label in (*(f"daemon {f}" for f in fogs), "clients"):
             sup.release(label)
         for proc in fogs.values():
             proc.terminate()

@@ -4,19 +4,16 @@ sends one task per step, every message counted (docs/coordinates.md, What runs w
 Selection runs here, as seed 003 puts it: the shared step (`fogsdn.nodes.ncs.discovery`) with
 a context from live data (the runner's truth file, a node's `view`, probes, or a
 Meridian query among the daemons). The runner moves the client by changing its links'
-delays. The result (JSON) is written when the run ends or on SIGTERM.
-
-    python -m fogsdn.city.mobile_client --config RUN/city.json --name c1 --selector vivaldi \
-        --truth RUN/truth/c1.json --out F
+delays. Every client of a point runs in one process, the city's client engine
+(`fogsdn.city.client_engine`), each on its own thread with its own sockets in its own
+host.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import random
-import signal
 import socket
 import threading
 import time
@@ -32,25 +29,25 @@ from fogsdn.city.fog_daemon import (
     PROBE_PORT,
     CityConfig,
     Counts,
-    MemberBoard,
-    member_board_path,
 )
 from fogsdn.city.meridian_node import query_message
+from fogsdn.core import rx_stamp
 from fogsdn.core.local_rpc import write_json_atomic
-from fogsdn.core.realtime import go_realtime
 from fogsdn.nodes.ncs.discovery import (
     VIVALDI_SELECTORS,
     ClientTally,
     discovery_step,
     make_selector,
 )
-from fogsdn.nodes.ncs.selection import SELECTORS, ProbeAnswer, SelectionContext, Selector
+from fogsdn.nodes.ncs.selection import ProbeAnswer, SelectionContext, Selector
 from fogsdn.nodes.ncs.vivaldi import Coordinate, VivaldiConfig, VivaldiError, VivaldiNode
-from fogsdn.nodes.probe import EchoResponder, Prober
+from fogsdn.nodes.probe import ProbeCounters, Prober
 
 
 class Transport(Protocol):
     """What the client can do on the network (a fake one in tests)."""
+
+    reply_at: float | None  # when the kernel received the last ops reply (time.monotonic)
 
     def ping(self, fog: str) -> tuple[float | None, dict[str, Any] | None]:
         """One probe: RTT in model ms and the node's echoed state (None, None if lost)."""
@@ -239,12 +236,13 @@ class CityClient:
         msg: dict[str, Any] = {"op": "task", "seq": r.delivered + r.lost}
         if self.vivaldi is not None:  # the node learns from its clients, as simulated
             msg |= {"coord": self.vivaldi.coord.to_dict(), "rtt": self.last_rtt.get(node)}
-        t0 = time.monotonic_ns()
+        t0 = time.monotonic()
         reply = self.request(node, msg)
         if reply is None or reply.get("op") != "done":
             r.lost += 1
             return
-        rtt = (time.monotonic_ns() - t0) / 1e6 / self.cfg.time_scale
+        t1 = self.net.reply_at if self.net.reply_at is not None else time.monotonic()
+        rtt = (t1 - t0) * 1000.0 / self.cfg.time_scale
         self.last_rtt[node] = rtt
         # the best this task could have had: here, or as one more client anywhere else
         at = self._latency(loads, joining=node)
@@ -283,6 +281,8 @@ class UdpTransport:
         self.prober = Prober((ip, 0))
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind((ip, 0))
+        rx_stamp.enable(self.sock)
+        self.reply_at: float | None = None
         self.timeout_s = cfg.client.timeout_ms * cfg.time_scale / 1000.0
         self.seq = 0  # the last ops request's id
         self.truth_path = truth_path
@@ -302,6 +302,7 @@ class UdpTransport:
         """Each request carries an id its reply echoes: a reply that comes after its
         request timed out is not taken for the answer to the next one."""
         self.seq += 1
+        self.reply_at = None
         self.sock.sendto(json.dumps({**msg, "id": self.seq}).encode(),
                          (self.cfg.fogs[fog].ip, OPS_PORT))
         if not want_reply:
@@ -315,12 +316,14 @@ class UdpTransport:
         while (left := deadline - time.monotonic()) > 0:
             self.sock.settimeout(left)
             try:
-                reply = json.loads(self.sock.recv(4096))
+                data, at = rx_stamp.recv_stamped(self.sock, 4096)
+                reply = json.loads(data)
             except TimeoutError:
                 return None
             except (json.JSONDecodeError, UnicodeDecodeError):
                 continue  # not an answer of ours
             if isinstance(reply, dict) and ours(reply):
+                self.reply_at = at  # the kernel's stamp: not when this thread got the GIL
                 return reply
         return None
 
@@ -345,59 +348,34 @@ def client_status_path(state_dir: Path, name: str) -> Path:
     return state_dir / f"client-{name}.json"
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--config", type=Path, required=True)
-    ap.add_argument("--name", required=True)
-    ap.add_argument("--selector", required=True, choices=sorted(SELECTORS))
-    ap.add_argument("--truth", type=Path, required=True)
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--realtime", action="store_true", help="run SCHED_FIFO (root)")
-    args = ap.parse_args(argv)
-    cfg = CityConfig.read(args.config)
-    if args.name not in cfg.clients:
-        ap.error(f"--name: {args.name!r} is not a client of {args.config}")
-    net = UdpTransport(cfg, args.name, args.truth)
-    # the fog daemons' Meridian probes this client; it answers them beside its own work
-    responder = EchoResponder((cfg.clients[args.name], PROBE_PORT))
-    threading.Thread(target=responder.serve, daemon=True).start()
-    rng = random.Random(f"{cfg.seed}-{args.selector}-{args.name}")
-    board = MemberBoard(member_board_path(cfg.state_dir), list(cfg.fogs))
-    client = CityClient(args.name, cfg, args.selector, net, rng, board.read)
-    stop = False
-
-    def _stop(signum: int, frame: object) -> None:
-        nonlocal stop
-        stop = True
-
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
-    if args.realtime:
-        go_realtime()
-    # the study's times are model seconds, `time_scale` real seconds each as its latencies
-    # are, so a step's messages take the share of its period they take in the simulator
+def drive(client: CityClient, cfg: CityConfig, stop: threading.Event,
+          status_path: Path) -> None:
+    """The client's life: its first step at a drawn start, one step a drawn period after
+    the last, until the point's end or `stop`; its chosen node and coordinate rewritten
+    to `status_path` each step (the view's). The study's times are model seconds,
+    `time_scale` real seconds each as its latencies are, so a step's messages take the
+    share of its period they take in the simulator."""
     scale = cfg.time_scale
     end = cfg.epoch + cfg.duration_s
-    t = cfg.epoch + rng.uniform(*cfg.client.start_s) * scale
-    while not stop:
+    t = cfg.epoch + client.rng.uniform(*cfg.client.start_s) * scale
+    while not stop.is_set():
         now = time.monotonic()
         if now >= end:
             break
         if now < t:
-            time.sleep(min(t - now, 0.05))
+            stop.wait(min(t, end) - now)  # asleep to the instant, not polling
             continue
         client.step((now - cfg.epoch) / scale)
-        write_json_atomic(client_status_path(cfg.state_dir, args.name), client.status())
-        t = max(t + rng.uniform(*cfg.client.period_s) * scale, time.monotonic())
-    responder.stop()
+        write_json_atomic(status_path, client.status())
+        t = max(t + client.rng.uniform(*cfg.client.period_s) * scale, time.monotonic())
+
+
+def client_result(client: CityClient, responder: ProbeCounters) -> dict[str, Any]:
+    """What the client writes at its end: its tally, with the Meridian probes its echo
+    responder answered, and its coordinates' errors."""
     counts = client.result.counts
-    counts.received["m_probe"] += responder.counters.received
-    counts.sent["m_probe"] += responder.counters.sent
+    counts.received["m_probe"] += responder.received
+    counts.sent["m_probe"] += responder.sent
     out = client.result.to_dict()
     out["coordinate_errors"] = client.coordinate_errors()
-    write_json_atomic(args.out, out)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    return out

@@ -37,9 +37,9 @@ def parse_stat_cpu_ticks(stat: str) -> int:
 
 
 # what a process is, by a word of its command line (the first that matches)
-KINDS = (("mobile_client", "clients"), ("fog_daemon", "fog daemons"),
-         ("linkem_relay", "link relays"), ("controller", "controller"),
-         ("mininet:", "host shells"))
+KINDS = (("fogsdn.city.client_engine", "clients"), ("fogsdn.nodes.traffic_engine", "clients"),
+         ("fog_daemon", "fog daemons"), ("linkem_relay", "link relays"),
+         ("controller", "controller"), ("mininet:", "host shells"))
 TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 
 

@@ -11,8 +11,21 @@ from __future__ import annotations
 import ctypes
 import os
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 CLONE_NEWNET = 0x40000000
+
+
+def parse_hosts(text: str) -> dict[str, int]:
+    """`c1=4711,c2=4712` -> {client name: its host's process id}."""
+    hosts: dict[str, int] = {}
+    for part in text.split(","):
+        name, sep, pid = part.partition("=")
+        if not sep or not name or not pid.isdigit():
+            raise ValueError(f"--clients: {part!r} is not NAME=HOST_PID")
+        hosts[name] = int(pid)
+    return hosts
 
 
 class HostSocketError(OSError):
@@ -50,6 +63,18 @@ class HostSockets:
             err = ctypes.get_errno()
             raise HostSocketError(err, f"setns: {os.strerror(err)}")
         self._current = fd
+
+    @contextmanager
+    def inside(self, name: str) -> Iterator[None]:
+        """The calling thread in client `name`'s host while the block runs: whatever
+        sockets the block makes (and binds to the client's own address) stay there. Back
+        in this process's own namespace afterwards, so nothing else is made there by
+        mistake."""
+        self._enter(self._fds[name])
+        try:
+            yield
+        finally:
+            self._enter(self._here)
 
     def tcp(self, name: str) -> socket.socket:
         """A TCP socket in client `name`'s host."""

@@ -24,6 +24,8 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 
+from fogsdn.core import rx_stamp
+
 MAGIC = b"FGPR"
 VERSION = 1
 PING, ECHO = 1, 2
@@ -175,10 +177,12 @@ class Sample:
 
 
 class Prober:
-    """Sends pings from its bound address and times the echoes."""
+    """Sends pings from its bound address and times the echoes (by the kernel's receive
+    stamp: many probers share one process's cores in the city's client engine)."""
 
     def __init__(self, bind: tuple[str, int], allow_wildcard: bool = False) -> None:
         self.sock = _bound_socket(bind, allow_wildcard)
+        rx_stamp.enable(self.sock)
         self.counters = ProbeCounters()
         self._seq = 0
 
@@ -201,8 +205,9 @@ class Prober:
             ready, _, _ = select.select([self.sock], [], [], left)
             if not ready:
                 break
-            datagram, _sender = self.sock.recvfrom(MAX_DATAGRAM + 1)
-            t_recv = time.monotonic_ns()
+            # the kernel's receive stamp: not when this thread got a core (or the GIL)
+            datagram, t_recv_s = rx_stamp.recv_stamped(self.sock, MAX_DATAGRAM + 1)
+            t_recv = round(t_recv_s * 1e9)
             if (msg := self._decode(datagram)) is None:
                 continue
             if msg.kind != ECHO or msg.seq != seq or msg.t_send_ns != t_send:
@@ -261,10 +266,11 @@ class Prober:
                 readable, _, _ = select.select([self.sock], [], [], max(wait, 0) / 1e9)
                 while readable:
                     try:
-                        datagram, _sender = self.sock.recvfrom(MAX_DATAGRAM + 1)
+                        datagram, t_recv_s = rx_stamp.recv_stamped(self.sock,
+                                                                    MAX_DATAGRAM + 1)
                     except BlockingIOError:
                         break
-                    t_recv = time.monotonic_ns()
+                    t_recv = round(t_recv_s * 1e9)
                     if (msg := self._decode(datagram)) is None:
                         continue
                     k = index.get(msg.seq)

@@ -35,7 +35,7 @@ from fogsdn.core.trace import TraceWriter
 from fogsdn.core.workload import Arrival, arrivals
 from fogsdn.nodes.client import Client
 from fogsdn.nodes.deadline_timer import DeadlineTimer
-from fogsdn.nodes.host_sockets import HostSocketError, HostSockets
+from fogsdn.nodes.host_sockets import HostSocketError, HostSockets, parse_hosts
 
 INTERRUPT_GRACE_S = 2.0
 PROGRESS_EVERY_S = 1.0
@@ -151,17 +151,6 @@ def wait_for_epoch(path: Path, tag: str, timeout_s: float = 60.0) -> float | Non
         except (OSError, ValueError):
             time.sleep(0.01)
     return None
-
-
-def parse_hosts(text: str) -> dict[str, int]:
-    """`c1=4711,c2=4712` -> {client name: its host's process id}."""
-    hosts: dict[str, int] = {}
-    for part in text.split(","):
-        name, sep, pid = part.partition("=")
-        if not sep or not name or not pid.isdigit():
-            raise ValueError(f"--clients: {part!r} is not NAME=HOST_PID")
-        hosts[name] = int(pid)
-    return hosts
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,98 @@
+"""The city's client engine (fogsdn.city.client_engine): every mobile client of a point as
+a thread of one process. Its pieces with fakes and loopback sockets; the engine itself
+runs in tests/test_emulation_city.py."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from test_city_live import FakeCity, _config
+
+from fogsdn.city.client_engine import run_client, serve_echoes
+from fogsdn.city.fog_daemon import CityConfig
+from fogsdn.city.mobile_client import CityClient, client_result, drive
+from fogsdn.nodes.ncs.discovery import ClientParams
+from fogsdn.nodes.probe import EchoResponder, Prober
+
+
+def _client(cfg: CityConfig, net: Any) -> CityClient:
+    return CityClient("c1", cfg, "optimal", net, random.Random(1), net.members)
+
+
+def _started(tmp_path: Path, duration_s: float, period_s: float) -> CityConfig:
+    """A point that starts now: steps `period_s` real seconds apart (time scale 1)."""
+    return replace(_config({"x": 2, "y": 3}), state_dir=tmp_path, time_scale=1.0,
+                   epoch=time.monotonic(), duration_s=duration_s,
+                   client=ClientParams(period_s=(period_s, period_s), start_s=(0.0, 0.0)))
+
+
+def test_one_thread_answers_the_probes_of_every_client() -> None:
+    stop = threading.Event()
+    responders = [EchoResponder(("127.0.0.1", 0)) for _ in range(3)]
+    echo = threading.Thread(target=serve_echoes, args=(responders, stop), daemon=True)
+    echo.start()
+    prober = Prober(("127.0.0.1", 0))
+    try:
+        samples = [prober.ping(r.address, timeout_s=2.0) for r in responders for _ in range(2)]
+        assert all(s.rtt_ms is not None and 0 <= s.rtt_ms < 2000 for s in samples)
+        assert [r.counters.received for r in responders] == [2, 2, 2]
+        assert [r.counters.sent for r in responders] == [2, 2, 2]
+    finally:
+        stop.set()
+        echo.join(timeout=2)
+        prober.close()
+        for r in responders:
+            r.close()
+    assert not echo.is_alive()
+
+
+def test_a_client_steps_once_a_period_until_the_point_ends(tmp_path: Path) -> None:
+    cfg = _started(tmp_path, duration_s=0.5, period_s=0.1)
+    net = FakeCity({"x": 1.0, "y": 4.0}, {"x": 2, "y": 3})
+    client = _client(cfg, net)
+    t0 = time.monotonic()
+    drive(client, cfg, threading.Event(), tmp_path / "client-c1.json")
+    took = time.monotonic() - t0
+    steps = client.result.delivered + client.result.lost
+    assert 3 <= steps <= 6 and 0.45 <= took < 1.5, (steps, took)
+    assert client.node == "x"  # the nearer node, by the truth the fake gives
+    out = client_result(client, EchoResponder(("127.0.0.1", 0)).counters)
+    assert out["delivered"] == client.result.delivered and "coordinate_errors" in out
+
+
+def test_stop_ends_a_sleeping_client_at_once(tmp_path: Path) -> None:
+    cfg = _started(tmp_path, duration_s=60.0, period_s=30.0)
+    client = _client(cfg, FakeCity({"x": 1.0, "y": 4.0}, {"x": 2, "y": 3}))
+    stop = threading.Event()
+    t = threading.Thread(target=drive, args=(client, cfg, stop, tmp_path / "s.json"))
+    t.start()
+    time.sleep(0.2)  # its first step done, asleep for 30 s
+    stop.set()
+    t.join(timeout=2)
+    assert not t.is_alive()
+
+
+class _Broken(FakeCity):
+    def truth(self) -> dict[str, Any]:
+        raise KeyError("static")
+
+
+def test_a_client_that_fails_is_named_and_the_others_go_on(tmp_path: Path) -> None:
+    cfg = _started(tmp_path, duration_s=0.3, period_s=0.1)
+    broken = _client(cfg, _Broken({"x": 1.0, "y": 4.0}, {"x": 2, "y": 3}))
+    fine = CityClient("c2", cfg, "optimal", FakeCity({"x": 1.0, "y": 4.0}, {"x": 2, "y": 3}),
+                      random.Random(2), lambda: {"x": 0, "y": 0})
+    failed: list[str] = []
+    threads = [threading.Thread(target=run_client, args=(c, cfg, threading.Event(), failed))
+               for c in (broken, fine)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=5)
+    assert failed == ["c1: KeyError: 'static'"]
+    assert fine.result.delivered >= 2
