@@ -5,6 +5,7 @@ millions of requests a minute: FIFO nodes know each completion on acceptance and
 lazily, arrivals come in numpy blocks, proactive route tables are cached per availability
 state, and only kills need a heap. Semantics and the why in full: docs/simulator.md.
 No I/O: rows (`fogsdn.sim.rows`) go to a sink in batches, close to but not exactly time order.
+A `Simulator` runs a replication whole or in steps of model time; `simulate` runs it whole.
 """
 
 from __future__ import annotations
