@@ -3,7 +3,9 @@ the seed and the actions, and the weights steer where requests go."""
 
 from __future__ import annotations
 
+import random
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -11,9 +13,13 @@ import pytest
 from conftest import ROOT, scenario_dict
 from gymnasium.utils.env_checker import check_env
 
-from fogsdn.agents.env import SimRoutingEnv
+from fogsdn.agents.env import SimRoutingEnv, _EpochPolicy
 from fogsdn.core.scenario import parse_scenario
 from fogsdn.models.rnn_learner import RnnLearner
+from fogsdn.policies import ClusterView, Request
+from fogsdn.policies.observe import EpochObserver
+from fogsdn.sim.engine import simulate
+from fogsdn.sim.rows import Row
 
 SCENARIO: dict[str, Any] = {
     "name": "envtest", "seed": 3, "duration_ms": 1e9, "warmup_ms": 0, "timeout_ms": 50,
@@ -88,17 +94,60 @@ def test_power_follows_where_the_work_goes() -> None:
     assert slow > spread > cloud
 
 
-def test_reset_mid_episode_and_close_end_the_simulation_thread() -> None:
+def test_reset_mid_episode_starts_a_fresh_run_and_close_ends_it() -> None:
     env = make_env()
-    env.reset(seed=0)
+    first = env.reset(seed=0)[0]
     env.step(np.ones(3, dtype=np.float32))
-    first = env._thread
-    env.reset(seed=0)
-    assert first is not None and not first.is_alive()
+    again = env.reset(seed=0)[0]
+    assert np.array_equal(first, again)
+    fresh = episode(make_env(), 6, [0.3, 0.9, 0.1])
+    assert episode(env, 6, [0.3, 0.9, 0.1])[1] == fresh[1]  # nothing left of the first run
     env.close()
-    assert env._thread is None
     with pytest.raises(RuntimeError, match="reset"):
         env.step(np.ones(3, dtype=np.float32))
+
+
+def test_epochs_are_a_whole_run_cut_at_every_epoch_requests_th_arrival() -> None:
+    """The env's episode is the run a policy makes that takes each new action at the
+    arrival that begins an epoch: the rows settled before that arrival are the epoch's,
+    and the observation is what the policy observed until then."""
+    # ofn1 leaves and returns often, dropping what it holds: rows between two arrivals,
+    # some of them between an epoch's last arrival and the next epoch's first
+    churn = {"eta": 0.3, "xi": 0.3, "leave": "drop"}
+    env = SimRoutingEnv(parse_scenario(scenario_dict(**{**SCENARIO, "churn": churn})),
+                        epoch_requests=4, epochs=50)
+    # mostly to ofn1, so that it holds requests when it leaves
+    actions = (np.random.default_rng(1).random((env.epochs, 3)) * [0.1, 1.0, 0.1]
+               ).astype(np.float32)
+    obs, _ = env.reset(seed=8)
+    got = [(obs, 0)] + [(o, i["completed"]) for o, _, _, _, i in (env.step(a) for a in actions)]
+    env.close()
+
+    rows: list[Row] = []
+    cuts: list[tuple[np.ndarray, int]] = []
+
+    @dataclass
+    class Switching(_EpochPolicy):
+        count: int = 0
+
+        def decide(self, view: ClusterView, request: Request, rng: random.Random) -> str:
+            if self.count % env.epoch_requests == 0:
+                assert self.observer is not None
+                cuts.append((self.observer.close()[0], len(rows)))
+                if len(cuts) <= len(actions):  # the run's last arrival needs none
+                    self.weights = actions[len(cuts) - 1].astype(np.float64)
+            self.count += 1
+            return super().decide(view, request, rng)
+
+    policy = Switching(node_names=env.nodes, weights=np.ones(3), sent=[0, 0, 0],
+                       observer=EpochObserver(env.layout))
+    simulate(env.scenario.model_copy(update={"seed": 8}), rows.extend,
+             requests=env.epoch_requests * env.epochs + 1, policy=policy, flush_rows=1)
+    settled = [n for _, n in cuts]
+    want = [(o, n - m) for (o, n), m in zip(cuts, [0, *settled[:-1]], strict=True)]
+    assert len(got) == len(want) == env.epochs + 1
+    for (o, n), (o2, n2) in zip(got, want, strict=True):
+        assert np.array_equal(o, o2) and n == n2
 
 
 def test_the_seeds_learner_finds_the_best_node_through_the_env() -> None:

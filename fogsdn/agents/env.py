@@ -7,9 +7,7 @@ environment"; the live controller runs the same per-flow rule (fogsdn/policies/r
 from __future__ import annotations
 
 import math
-import queue
 import random
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -41,7 +39,7 @@ from fogsdn.policies.observe import (
     weighted_choice,
 )
 from fogsdn.policies.rl import goal
-from fogsdn.sim.engine import simulate
+from fogsdn.sim.engine import Simulator
 from fogsdn.sim.rows import OK, Row
 
 
@@ -70,15 +68,10 @@ class EpisodeLog:
         infos.clear()
 
 
-class _Stop(Exception):
-    """Raised inside the simulation thread to end an episode early."""
-
-
 @dataclass
 class _Epoch:
     """What one decision epoch measured."""
 
-    view: ClusterView
     start_ms: float
     end_ms: float
     sent: list[int]
@@ -88,50 +81,25 @@ class _Epoch:
 
 @dataclass
 class _EpochPolicy(Policy):
-    """The simulator's policy while an env drives it: samples the current weights and
-    hands over to the env every `epoch_requests` arrivals."""
+    """The simulator's policy while an env steps it: samples the current weights, counting
+    where each request went and what the controller would have observed."""
 
     name: ClassVar[str] = "rl_env"
     proactive: ClassVar[bool] = False
-    epoch_requests: int = 100
     node_names: tuple[str, ...] = ()
-    to_env: queue.Queue[_Epoch] = field(default_factory=queue.Queue)
-    to_sim: queue.Queue[npt.NDArray[np.float64] | None] = field(default_factory=queue.Queue)
-    rows: list[Row] = field(default_factory=list)
     observer: EpochObserver | None = None
     weights: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
-    _count: int = 0
-    _sent: list[int] = field(default_factory=list)
-    _start_ms: float = 0.0
+    sent: list[int] = field(default_factory=list)
 
     def routes(self, view: ClusterView) -> RouteTable:
         return safe_routes(view)
 
     def decide(self, view: ClusterView, request: Request, rng: random.Random) -> str:
-        t = request.t_ms or 0.0
-        if self._count % self.epoch_requests == 0:
-            self.handover(view, t)
-        self._count += 1
         k = weighted_choice(view, list(self.weights))
-        self._sent[k] += 1
+        self.sent[k] += 1
         if self.observer is not None:
             self.observer.record(view, k)
         return self.node_names[k]
-
-    def handover(self, view: ClusterView, t: float, finished: bool = False) -> None:
-        """Give the env what this epoch measured; wait for its next weights."""
-        epoch = _Epoch(view, self._start_ms, t, self._sent or [0] * len(self.node_names),
-                       self.rows[:], finished)
-        self.rows.clear()
-        self._sent = [0] * len(self.node_names)
-        self._start_ms = t
-        self.to_env.put(epoch)
-        if finished:
-            return
-        got = self.to_sim.get()
-        if got is None:
-            raise _Stop
-        self.weights = got
 
 
 class RoutingEnvBase(gym.Env[Obs, npt.NDArray[np.float32]]):
@@ -155,7 +123,8 @@ class RoutingEnvBase(gym.Env[Obs, npt.NDArray[np.float32]]):
 
 
 class SimRoutingEnv(RoutingEnvBase):
-    """Route weights per decision epoch over `fogsdn.sim.engine.simulate` (see the module doc)."""
+    """Route weights per decision epoch over a stepped `fogsdn.sim.engine.Simulator` (see the
+    module doc)."""
 
     def __init__(self, scenario: Scenario, *, epoch_requests: int = 100, epochs: int = 50,
                  rt_weight: float | None = None) -> None:
@@ -168,52 +137,42 @@ class SimRoutingEnv(RoutingEnvBase):
         self.net_ms = {(c, k): network.mean_ms(cn, n)
                        for c, cn in enumerate(clients) for k, n in enumerate(self.nodes)}
         self._policy: _EpochPolicy | None = None
-        self._thread: threading.Thread | None = None
+        self._sim: Simulator | None = None
+        self._rows: list[Row] = []  # what the simulator settled since the last epoch
+        self._epoch_start_ms = 0.0
         self._steps = 0
-        self._error: BaseException | None = None
-
-    # -- the simulation thread ------------------------------------------------------
-    def _run(self, policy: _EpochPolicy, scenario: Scenario) -> None:
-        requests = self.epoch_requests * self.epochs + 1
-        try:
-            simulate(scenario, policy.rows.extend, requests=requests, policy=policy, flush_rows=1)
-            policy.handover(ClusterView(()), math.inf, finished=True)
-        except _Stop:
-            pass
-        except Exception as err:  # the engine wraps _Stop in a PolicyError: also the end
-            if not isinstance(err.__context__, _Stop):
-                self._error = err
-                policy.to_env.put(_Epoch(ClusterView(()), 0.0, 0.0, [], [], True))
-
-    def _stop_thread(self) -> None:
-        if self._thread is not None and self._policy is not None:
-            if self._thread.is_alive():
-                self._policy.to_sim.put(None)
-                self._thread.join()
-        self._thread = None
-        self._policy = None
 
     def _next_epoch(self) -> _Epoch:
-        assert self._policy is not None
-        epoch = self._policy.to_env.get()
-        if self._error is not None:
-            err, self._error = self._error, None
+        """Step the simulator to the first arrival of the next epoch (or its end)."""
+        assert self._sim is not None and self._policy is not None
+        try:
+            done = self._sim.step(requests=self._steps * self.epoch_requests)
+        except Exception as err:
             raise RuntimeError(f"simulation failed: {err}") from err
+        end_ms = self._sim.next_arrival_ms  # inf once the run has ended
+        epoch = _Epoch(self._epoch_start_ms, end_ms, self._policy.sent, self._rows[:],
+                       done is not None)
+        self._rows.clear()
+        self._policy.sent = [0] * len(self.nodes)
+        self._epoch_start_ms = end_ms
         return epoch
 
     # -- the Gymnasium API ----------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[Obs, dict[str, Any]]:
         super().reset(seed=seed)
-        self._stop_thread()
         run_seed = int(self.np_random.integers(0, 2**31 - 1)) if seed is None else seed
         scenario = self.scenario.model_copy(update={"seed": run_seed})
-        policy = _EpochPolicy(epoch_requests=self.epoch_requests, node_names=self.nodes,
-                              weights=np.ones(len(self.nodes)), observer=EpochObserver(self.layout))
+        policy = _EpochPolicy(node_names=self.nodes, weights=np.ones(len(self.nodes)),
+                              observer=EpochObserver(self.layout), sent=[0] * len(self.nodes))
         self._policy = policy
+        self._rows.clear()
+        # one request past the last epoch: the run waits before it, at the last epoch's end
+        self._sim = Simulator(scenario, self._rows.extend,
+                              requests=self.epoch_requests * self.epochs + 1, policy=policy,
+                              flush_rows=1)
+        self._epoch_start_ms = 0.0
         self._steps = 0
-        self._thread = threading.Thread(target=self._run, args=(policy, scenario), daemon=True)
-        self._thread.start()
         epoch = self._next_epoch()  # the first arrival: nothing measured yet
         obs, _ = self._measure(epoch)
         return obs, {}
@@ -222,10 +181,10 @@ class SimRoutingEnv(RoutingEnvBase):
              ) -> tuple[Obs, float, bool, bool, dict[str, Any]]:
         if self._policy is None:
             raise RuntimeError("call reset() before step()")
-        weights = np.clip(np.asarray(action, dtype=np.float64).reshape(len(self.nodes)), 0.0, 1.0)
-        self._policy.to_sim.put(weights)
-        epoch = self._next_epoch()
+        self._policy.weights = np.clip(
+            np.asarray(action, dtype=np.float64).reshape(len(self.nodes)), 0.0, 1.0)
         self._steps += 1
+        epoch = self._next_epoch()
         obs, info = self._measure(epoch)
         g = goal(self.rt_weight, info["response_ms"], info["power_w"], self.layout)
         reward = 1.0 / g if g > 0 else 0.0
@@ -233,7 +192,8 @@ class SimRoutingEnv(RoutingEnvBase):
         return obs, reward, False, truncated, info
 
     def close(self) -> None:
-        self._stop_thread()
+        self._sim = None
+        self._policy = None
 
     def _measure(self, epoch: _Epoch) -> tuple[Obs, dict[str, Any]]:
         """The observation (what the controller sees) and what the simulator measured."""

@@ -45,6 +45,11 @@ class PolicyTables:
         self._routes: dict[tuple[bool, ...], list[RouteEntry]] = {}
         self._stages: dict[tuple[bool, ...], StageEntry] = {}
 
+    def forget(self) -> None:
+        """Drop the routes and stage plans: the policy changed (a stepped run's caller)."""
+        self._routes.clear()
+        self._stages.clear()
+
     def view(self, avail: Sequence[bool]) -> ClusterView:
         key = tuple(avail)
         got = self._views.get(key)
