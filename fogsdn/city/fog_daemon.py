@@ -29,6 +29,7 @@ from typing import Any, Literal
 from pydantic import TypeAdapter
 
 from fogsdn.city.meridian_node import AgentTiming, MeridianAgent, Ping, Send
+from fogsdn.core import rx_stamp
 from fogsdn.core.local_rpc import write_json_atomic
 from fogsdn.core.realtime import go_realtime
 from fogsdn.nodes.ncs.discovery import ClientParams
@@ -260,6 +261,7 @@ class FogDaemon:
         self.probe_sock = self._sock(ip, PROBE_PORT)
         self.ops_sock = self._sock(ip, OPS_PORT)
         self.peer_sock = self._sock(ip, 0)
+        rx_stamp.enable(self.peer_sock)  # its echoes time the node's probes
         self.meridian_sock = self._sock(ip, MERIDIAN_PORT)
         # seq -> (peer, or a Meridian probe's token, t_send_ns)
         self.pending: dict[int, tuple[str | tuple[str, str], int]] = {}
@@ -311,8 +313,9 @@ class FogDaemon:
 
     def _peer_in(self) -> None:
         c = self.node.counts
-        data, sender = self.peer_sock.recvfrom(MAX_DATAGRAM + 1)
-        t_recv = time.monotonic_ns()
+        # the kernel's receive stamp: not when this daemon next got a core
+        data, t_recv_s = rx_stamp.recv_stamped(self.peer_sock, MAX_DATAGRAM + 1)
+        t_recv = round(t_recv_s * 1e9)
         try:
             msg = decode(data)
         except MalformedDatagram:

@@ -406,7 +406,7 @@ class CityLive:
                 "points": [{k: r[k] for k in ("selector", "ratio", "clients",
                                               "clients_reporting", "fogs_reporting",
                                               "rtt_excess_ms", "spawned_s",
-                                              "tick_busy_ms")}
+                                              "tick_busy_ms", "client_engine")}
                            for r in rows]}
 
     def run(self) -> CityLiveResult:
