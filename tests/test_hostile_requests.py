@@ -165,6 +165,20 @@ def test_a_hostile_request_gets_json_and_the_server_goes_on(
     _good_state(served.port)
 
 
+def _live_files(run_dir: Path, folder: Path, files: dict[str, bytes]) -> Path:
+    """A copy of the simulated run with a live run's files too (the controller's events
+    on its clock), then `files` written over it."""
+    for f in run_dir.iterdir():
+        if f.is_file():
+            (folder / f.name).write_bytes(f.read_bytes())
+    (folder / "epoch").write_text("0.0")
+    (folder / "controller-events.jsonl").write_text(
+        '{"t": 0.01, "event": "ready", "groups": {"hp": {"fn": 16}, "lp": {"ofn1": 16}}}\n')
+    for name, body in files.items():
+        (folder / name).write_bytes(body)
+    return folder
+
+
 # -- corrupted run files ---------------------------------------------------------------------
 JSON = st.recursive(
     st.none() | st.booleans() | st.floats() | st.integers(-10**20, 10**20) | st.text(max_size=8),
@@ -206,16 +220,9 @@ def test_a_corrupted_run_file_is_refused_when_read_or_shown(
         tmp_path_factory: pytest.TempPathFactory) -> None:
     """Refused when the folder is read, in one line naming the file (scripts/view.py exits
     2), or every state within the run is shown: never a page whose requests all fail."""
-    folder = tmp_path_factory.mktemp("corrupt", numbered=True)
-    for f in run_dir.iterdir():
-        if f.is_file():
-            (folder / f.name).write_bytes(f.read_bytes())
-    # a live run's files too: the controller's events on its clock
-    (folder / "epoch").write_text("0.0")
-    (folder / "controller-events.jsonl").write_text(
-        '{"t": 0.01, "event": "ready", "groups": {"hp": {"fn": 16}, "lp": {"ofn1": 16}}}\n')
     name, body = case
-    (folder / name).write_bytes(body)
+    folder = _live_files(run_dir, tmp_path_factory.mktemp("corrupt", numbered=True),
+                         {name: body})
     try:
         src = ReplaySource.of(folder)
     except (ReplayError, ScenarioError) as err:
@@ -285,21 +292,12 @@ def test_a_negative_content_length_is_refused_at_once() -> None:
         srv.stop()
 
 
-def _live_files(run_dir: Path, tmp: Path, **files: str) -> Path:
-    for f in run_dir.iterdir():
-        if f.is_file():
-            (tmp / f.name).write_bytes(f.read_bytes())
-    (tmp / "epoch").write_text("0.0")
-    for name, text in files.items():
-        (tmp / name.replace("_", "-").replace("-json", ".json").replace("-jsonl", ".jsonl")
-         ).write_text(text)
-    return tmp
 
 
 def test_a_policy_epoch_without_its_start_is_refused_when_read(run_dir: Path,
                                                                tmp_path: Path) -> None:
     """It was read as is, and every state request then failed with a 500 KeyError."""
-    folder = _live_files(run_dir, tmp_path, summary_json='{"policy_epochs": [{}]}')
+    folder = _live_files(run_dir, tmp_path, {"summary.json": b'{"policy_epochs": [{}]}'})
     with pytest.raises(ReplayError) as err:
         ReplaySource.of(folder)
     assert str(err.value).endswith("summary.json: policy_epochs[0]: from_ms: a number, got None")
@@ -309,10 +307,10 @@ def test_a_garbled_controller_event_is_skipped_like_a_torn_line(run_dir: Path,
                                                                 tmp_path: Path) -> None:
     """`"t": null` ended scripts/view.py with a TypeError traceback; weights that are not
     whole numbers made every state request a 500."""
-    folder = _live_files(run_dir, tmp_path, controller_events_jsonl="\n".join([
-        '{"t": null, "event": "ready", "groups": {"hp": {"fn": 16}}}',
-        '{"t": 0.001, "event": "ready", "groups": {"hp": {"fn": "x"}, "lp": [1]}}',
-        '{"t": 0.002, "event": "ready", "groups": {"hp": {"fn": 8, "ofn1": 8}}}']))
+    folder = _live_files(run_dir, tmp_path, {"controller-events.jsonl": b"\n".join([
+        b'{"t": null, "event": "ready", "groups": {"hp": {"fn": 16}}}',
+        b'{"t": 0.001, "event": "ready", "groups": {"hp": {"fn": "x"}, "lp": [1]}}',
+        b'{"t": 0.002, "event": "ready", "groups": {"hp": {"fn": 8, "ofn1": 8}}}'])})
     src = ReplaySource.of(folder)
     assert [ev["t_ms"] for ev in src.controller_events] == [pytest.approx(1.0 / src.sc.time_scale),
                                                           pytest.approx(2.0 / src.sc.time_scale)]
