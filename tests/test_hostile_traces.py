@@ -16,6 +16,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import ROOT
@@ -145,7 +146,8 @@ def _one_line(msg: str) -> None:
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(case=trace_file(), placement=PLACEMENTS, options=OPTIONS, gz=st.booleans())
 def test_a_hostile_trace_file_is_converted_inside_the_square_or_named_in_one_line(
-        case: tuple[TraceFormat, bytes], placement: dict, options: dict, gz: bool,
+        case: tuple[TraceFormat, bytes], placement: dict[str, Any],
+        options: dict[str, Any], gz: bool,
         tmp_path_factory: pytest.TempPathFactory) -> None:
     fmt, body = case
     tmp = tmp_path_factory.mktemp("trace", numbered=True)
@@ -243,7 +245,7 @@ def test_resampling_a_long_span_finely_is_refused_not_a_hang(tmp_path: Path) -> 
     ({"anchor": (math.nan, 0.0)}, "origin/center: must be a number"),
     ({"scale": 1e300}, "scale: must be a number in [1e-09, 1e+09]"),
 ])
-def test_a_non_finite_or_huge_option_is_refused(options: dict, why: str) -> None:
+def test_a_non_finite_or_huge_option_is_refused(options: dict[str, Any], why: str) -> None:
     """NaN options were taken: an empty window, or NaN positions, said as something else."""
     with pytest.raises(TraceError, match=re.escape(why)):
         if "anchor" in options or "scale" in options:
