@@ -9,25 +9,19 @@ option is one line naming the place, exit 1.
 from __future__ import annotations
 
 import argparse
-import gzip
-import math
 from pathlib import Path
-from typing import IO, cast
 
 import bootstrap  # first run: set-up; outside .venv: re-run inside it
 
 bootstrap.bootstrap(needs_network_stack=False, extras="")
 
-from fogsdn.city.layout import LayoutError, parse_trace  # noqa: E402
 from fogsdn.city.mobility_traces import (  # noqa: E402
     FCD_KINDS,
     FORMATS,
     ConvertOptions,
     Placement,
     TraceError,
-    convert,
-    csv_lines,
-    read_fixes,
+    convert_file,
 )
 
 PROG = "convert_trace.py"
@@ -65,13 +59,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def _open(path: Path) -> IO[bytes]:
-    return cast(IO[bytes], gzip.open(path, "rb")) if path.suffix == ".gz" else path.open("rb")
-
-
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
-    name = a.input.name
     try:
         anchor = a.center or a.origin
         placement = Placement(a.area_m, tuple(anchor) if anchor else None,
@@ -79,15 +68,9 @@ def main(argv: list[str] | None = None) -> int:
         opts = ConvertOptions(placement, a.begin_s, a.end_s, a.clients, a.seed,
                               a.min_span_s, a.step_s, a.rename)
         kinds = [k.strip() for k in a.kinds.split(",") if k.strip()]
-        with _open(a.input) as stream:
-            until = a.end_s if a.end_s is not None else math.inf
-            result = convert(read_fixes(a.format, stream, name, kinds, until), opts)
-        lines = list(csv_lines(result.tracks))
-        parse_trace(lines, side_m=a.area_m)  # what the study will read back
-    except (TraceError, LayoutError) as err:
+        result, lines = convert_file(a.format, a.input, opts, kinds)
+    except TraceError as err:
         return bootstrap.fail(f"{PROG}: {err}", 1)
-    except (OSError, EOFError, gzip.BadGzipFile) as err:
-        return bootstrap.fail(f"{PROG}: {name}: cannot read: {err}", 1)
     try:
         a.output.write_text("\n".join(lines) + "\n")
     except OSError as err:

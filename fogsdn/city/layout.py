@@ -13,6 +13,7 @@ import math
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 Point = tuple[float, float]
 
@@ -169,3 +170,17 @@ def parse_trace(lines: Iterable[str], side_m: float | None = None) -> PositionTr
     if not rows:
         raise LayoutError("trace: no fixes")
     return PositionTrace({c: tuple(sorted(f.items())) for c, f in rows.items()})
+
+
+def read_position_trace(path: Path, side_m: float | None = None) -> PositionTrace:
+    """`parse_trace` of a file (the study's `mobility.trace`), every failure one
+    LayoutError starting with the file: a missing or binary file too."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        return parse_trace(lines, side_m)
+    except LayoutError as err:
+        raise LayoutError(f"{path}: {err}") from None
+    except UnicodeDecodeError as err:
+        raise LayoutError(f"{path}: not UTF-8 text (byte {err.start})") from None
+    except OSError as err:
+        raise LayoutError(f"{path}: cannot read: {err.strerror or err}") from None

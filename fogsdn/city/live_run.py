@@ -32,8 +32,8 @@ from fogsdn.city.layout import (
     Waypoint,
     WaypointParams,
     advance,
-    parse_trace,
     random_positions,
+    read_position_trace,
     start_walker,
 )
 from fogsdn.city.map_view import CityNow, CityView, start_city_view
@@ -100,8 +100,7 @@ class Mobility:
         self.names: list[str] = []
         if self.kind == "trace":
             assert study.mobility.trace is not None
-            self.trace = parse_trace(Path(study.mobility.trace).read_text().splitlines(),
-                                     layout.side_m)
+            self.trace = read_position_trace(Path(study.mobility.trace), layout.side_m)
             self.names = self.trace.clients()
             if len(self.names) < n:
                 raise ValueError(f"mobility.trace: has {len(self.names)} clients, "

@@ -9,13 +9,18 @@ it crosses the border, so sparse waypoint traces lose nothing inside the square.
 
 from __future__ import annotations
 
+import gzip
 import math
 import random
 import xml.etree.ElementTree as ET
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import IO, Literal, NamedTuple
+from pathlib import Path
+from typing import IO, Literal, NamedTuple, cast
+
+from fogsdn.city.layout import LayoutError, parse_trace
 
 Point = tuple[float, float]
 Sample = tuple[float, float, float]  # t_s, x, y
@@ -23,6 +28,11 @@ TraceFormat = Literal["sumo-fcd", "bonnmotion", "one"]
 FORMATS: tuple[TraceFormat, ...] = ("sumo-fcd", "bonnmotion", "one")
 FCD_KINDS = ("vehicle", "person", "container")
 WGS84_A_M, WGS84_E2 = 6_378_137.0, 0.006_694_379_990_14  # the ellipsoid GPS and SUMO use
+# the largest |time| or |coordinate| a trace or an option may give (31 years of seconds, a
+# million km): beyond it differences overflow to inf and NaN, and resampling never ends
+MAX_ABS = 1e9
+MAX_SIDE_M = 1e7  # the study's square: a city, not a continent
+MAX_RESAMPLED = 10**7  # samples one client's resampled track may have
 
 
 class TraceError(ValueError):
@@ -47,7 +57,16 @@ def _number(text: str | None, what: str) -> float:
         raise TraceError(f"{what} {text!r} is not a number") from None
     if not math.isfinite(v):
         raise TraceError(f"{what} {text!r} is not finite")
+    if abs(v) > MAX_ABS:
+        raise TraceError(f"{what} {text!r} is beyond ±{MAX_ABS:g}")
     return v
+
+
+def _bounded(value: float | None, what: str, low: float = -MAX_ABS, high: float = MAX_ABS
+             ) -> None:
+    """An option's number: finite and within [low, high] (None: not given)."""
+    if value is not None and not (math.isfinite(value) and low <= value <= high):
+        raise TraceError(f"{what}: must be a number in [{low:g}, {high:g}], got {value}")
 
 
 @contextmanager
@@ -217,10 +236,12 @@ class Placement:
     geo: bool = False
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.side_m) and self.side_m > 0):
-            raise TraceError(f"area: side must be > 0 m, got {self.side_m}")
-        if not (math.isfinite(self.scale) and self.scale > 0):
-            raise TraceError(f"scale: must be > 0, got {self.scale}")
+        if not (math.isfinite(self.side_m) and 0 < self.side_m <= MAX_SIDE_M):
+            raise TraceError(f"area: side must be > 0 m and at most {MAX_SIDE_M:g} m, got "
+                             f"{self.side_m}")
+        _bounded(self.scale, "scale", 1 / MAX_ABS)
+        for v in self.anchor or ():
+            _bounded(v, "origin/center")
         if self.fit and self.anchor is not None:
             raise TraceError("fit: scales the whole trace into the area; it takes no "
                              "origin or center")
@@ -330,13 +351,14 @@ class ConvertOptions:
     rename: str | None = None
 
     def __post_init__(self) -> None:
+        _bounded(self.begin_s, "begin")
+        _bounded(self.end_s, "end")
+        _bounded(self.min_span_s, "min span", 0.0)
         if self.begin_s is not None and self.end_s is not None and self.end_s <= self.begin_s:
             raise TraceError(f"window: end {self.end_s:g} s must be after begin "
                              f"{self.begin_s:g} s")
         if self.clients is not None and self.clients < 1:
             raise TraceError(f"clients: must be >= 1, got {self.clients}")
-        if self.min_span_s < 0:
-            raise TraceError(f"min span: must be >= 0 s, got {self.min_span_s}")
         if self.step_s is not None and not (math.isfinite(self.step_s) and self.step_s >= 0.001):
             raise TraceError(f"step: must be >= 0.001 s, got {self.step_s}")
         if self.rename is not None and not _csv_safe(self.rename, allow_empty=True):
@@ -394,6 +416,9 @@ def resample(track: list[Sample], step_s: float) -> list[Sample]:
     (a track shorter than one step keeps its first sample)."""
     first, last = track[0][0], track[-1][0]
     k0, k1 = math.ceil(first / step_s - 1e-9), math.floor(last / step_s + 1e-9)
+    if k1 - k0 >= MAX_RESAMPLED:
+        raise TraceError(f"step: {step_s:g} s over {last - first:g} s is more than "
+                         f"{MAX_RESAMPLED:g} samples; give a larger step or a window")
     out: list[Sample] = []
     i = 0
     for k in range(k0, k1 + 1):
@@ -524,3 +549,27 @@ def read_fixes(fmt: TraceFormat, stream: IO[bytes], name: str,
     if fmt == "one":
         return read_one(text(), name)
     raise TraceError(f"format: unknown {fmt!r} (known: {', '.join(FORMATS)})")
+
+
+def convert_file(fmt: TraceFormat, path: Path, opts: ConvertOptions,
+                 kinds: Iterable[str] = ("vehicle", "person")) -> tuple[Converted, list[str]]:
+    """The trace in `path` (read compressed when it ends in .gz) converted, and its CSV lines
+    read back as the city study will: every failure one `TraceError` starting with the
+    file's name (then the place in it, where there is one)."""
+    name = path.name
+    try:
+        opener = gzip.open if path.suffix == ".gz" else open
+        with cast(IO[bytes], opener(path, "rb")) as stream:
+            until = opts.end_s if opts.end_s is not None else math.inf
+            result = convert(read_fixes(fmt, stream, name, kinds, until), opts)
+        lines = list(csv_lines(result.tracks))
+        parse_trace(lines, side_m=opts.placement.side_m)
+    except TraceError as err:
+        text = str(err)
+        raise TraceError(text if text.startswith(f"{name}:") else f"{name}: {text}") from None
+    except LayoutError as err:  # ours: a conversion the study could not read back
+        raise TraceError(f"{name}: converted, but the result is not a position trace: "
+                         f"{err}") from None
+    except (OSError, EOFError, zlib.error) as err:
+        raise TraceError(f"{name}: cannot read: {err}") from None
+    return result, lines

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fogsdn.city.event_model import run_study
-from fogsdn.city.layout import PositionTrace, parse_trace
+from fogsdn.city.layout import PositionTrace, read_position_trace
 from fogsdn.city.sim_output import write_csv
 from fogsdn.city.study_spec import CityStudy
 from fogsdn.measure.figures import draw_city
@@ -65,8 +65,7 @@ class CityStudyRun:
         trace = None
         if st.mobility.kind == "trace" and st.mobility.trace is not None:
             # the square the live run checks too: a position outside it is refused in both
-            trace = parse_trace(Path(st.mobility.trace).read_text().splitlines(),
-                                st.layout().side_m)
+            trace = read_position_trace(Path(st.mobility.trace), st.layout().side_m)
         st = st.at_live_span() if self.live_scale else st.at_full_scale()
         return [CityPoint(st, sel, r, trace) for sel in st.selectors for r in st.ratios]
 

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import inspect
 import math
+import reprlib
 from collections.abc import Mapping
+from functools import partial
 from types import MappingProxyType
 
+from fogsdn.core.errors import one_line
 from fogsdn.core.scenario import PolicySpec, Role, Scenario, TaskClass, Workload
 from fogsdn.core.stages import StagePlan
 from fogsdn.policies.base import (
@@ -122,15 +125,17 @@ def policy_failure(policy: Policy | type[Policy], what: str, err: BaseException)
     """One line naming the policy's file, the call that failed and the cause."""
     cls = policy if isinstance(policy, type) else type(policy)
     origin = policy_origin(cls)
-    return (f"{origin}: policy {cls.name!r}: {what} raised {type(err).__name__}: {err}"
+    return (f"{origin}: policy {cls.name!r}: {what} raised {one_line(err)}"
             f"{error_line(err, origin)}")
 
 
 def make_policy(spec: PolicySpec, workload: Workload | None = None) -> Policy:
     """The policy `spec` names; size-based policies also need the scenario's `workload`."""
     cls = policy_class(spec)
-    try:
-        return cls(spec=spec, workload=workload)
+    try:  # a user's constructor is user code: under the time limit too
+        with watchdog():
+            return user_call(f"policy {cls.name!r}: building it",
+                             partial(cls, spec=spec, workload=workload))
     except PolicyError as err:
         if spec.module:  # name the user's file
             raise PolicyError(f"{policy_origin(cls)}: {err}") from None
@@ -152,10 +157,10 @@ def route_problems(table: object, view: ClusterView) -> list[str]:
             continue
         for node, w in weights.items():
             if node not in names:
-                problems.append(f"class {cls.value}: unknown node {node!r}")
+                problems.append(f"class {cls.value}: unknown node {reprlib.repr(node)}")
             elif isinstance(w, bool) or not isinstance(w, int | float) or not math.isfinite(w) \
                     or w < 0:
-                problems.append(f"class {cls.value}: weight of {node} is {w!r}, "
+                problems.append(f"class {cls.value}: weight of {node} is {reprlib.repr(w)}, "
                                 "not a finite number >= 0")
         if not any(isinstance(w, int | float) and w > 0 for w in weights.values()):
             problems.append(f"class {cls.value}: no node with positive weight")

@@ -19,10 +19,14 @@ from fogsdn.models.network_power import PathMenu
 RouteTable = Mapping[TaskClass, Mapping[str, float]]
 
 
-# what a user's policy code may raise into ours: any error, and `sys.exit()` (SystemExit),
+# what a user's policy code may raise into ours: any error, `sys.exit()` (SystemExit),
 # which would otherwise end the checker, the simulator or the controller silently with
-# its status; KeyboardInterrupt still stops the program
-USER_CODE_ERRORS: tuple[type[BaseException], ...] = (Exception, SystemExit)
+# its status, and the other built-in non-errors a careless policy raises (GeneratorExit,
+# an ExceptionGroup of them), which would end them with a traceback; KeyboardInterrupt
+# (and a user's own BaseException subclass, which says "do not catch me") still stops
+# the program
+USER_CODE_ERRORS: tuple[type[BaseException], ...] = (Exception, SystemExit, GeneratorExit,
+                                                      BaseExceptionGroup)
 
 
 class PolicyError(ValueError):

@@ -14,6 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 from fogsdn import legacy_names
+from fogsdn.core.errors import one_line
 from fogsdn.core.scenario import is_policy_path as is_path
 from fogsdn.policies.base import USER_CODE_ERRORS, Policy, PolicyError
 from fogsdn.policies.watchdog import user_call, watchdog
@@ -48,7 +49,7 @@ def _import_file(path: Path) -> ModuleType:
             raise
         if isinstance(err, SyntaxError):
             raise PolicyError(f"{path}: syntax error at line {err.lineno}: {err.msg}") from None
-        raise PolicyError(f"{path}: importing it raised {type(err).__name__}: {err}"
+        raise PolicyError(f"{path}: importing it raised {one_line(err)}"
                           f"{error_line(err, str(path))}") from None
     return module
 
@@ -63,7 +64,7 @@ def _import_name(name: str) -> ModuleType:
     except SyntaxError as err:
         raise PolicyError(f"{err.filename}: syntax error at line {err.lineno}: {err.msg}") from None
     except USER_CODE_ERRORS as err:
-        raise PolicyError(f"{name}: importing it raised {type(err).__name__}: {err}") from None
+        raise PolicyError(f"{name}: importing it raised {one_line(err)}") from None
 
 
 def policy_classes(module: ModuleType) -> tuple[type[Policy], ...]:

@@ -1,4 +1,5 @@
-"""A time limit on the user's policy code (importing it, `routes`, `decide`, `stages`)
+"""A time limit on the user's policy code (importing it, building it, `routes`, `decide`,
+`stages`)
 where it runs on a program's main thread: the simulator, the checker, `predict.py`.
 
 A loop in user code used to hang all three for ever. `watchdog()` arms one interval timer
@@ -6,7 +7,9 @@ for the whole program section (not one per call: the simulator asks `decide` up 
 million times a second); `user_call` notes which call is running and since when; the
 timer's handler, on the main thread, raises `PolicyTimeout` inside the stuck call once
 it has run past the limit, naming it. Off the main thread (the live controller's event
-thread) nothing is armed: that process is supervised from outside.
+thread) nothing is armed: that process is supervised from outside. A caller's own
+interval timer (a deadline of its own) is put back, with its time left, when the outer
+`watchdog()` block ends.
 """
 
 from __future__ import annotations
@@ -61,10 +64,12 @@ def watchdog() -> Iterator[None]:
         return
     outer = _armed[0] == 0
     was: Any = None
+    their: tuple[float, float] = (0.0, 0.0)
+    began = time.monotonic()
     if outer:
         _running[2] = limit_s()
         was = signal.signal(signal.SIGALRM, _tick)
-        signal.setitimer(signal.ITIMER_REAL, TICK_S, TICK_S)
+        their = signal.setitimer(signal.ITIMER_REAL, TICK_S, TICK_S)
     _armed[0] += 1
     try:
         yield
@@ -73,6 +78,9 @@ def watchdog() -> Iterator[None]:
         if outer:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, was if was is not None else signal.SIG_DFL)
+            if their[0] > 0:  # a caller's own timer (a deadline of its own) runs on
+                left = their[0] - (time.monotonic() - began)
+                signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3), their[1])
 
 
 def user_call(what: str, call: Callable[..., T], *args: Any) -> T:

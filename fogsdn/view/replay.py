@@ -116,6 +116,45 @@ def _json_object(path: Path) -> dict[str, Any]:
     return d
 
 
+def _summary(path: Path) -> dict[str, Any]:
+    """summary.json, its `policy_epochs` (what the slider shows per epoch) each an object
+    with a finite `from_ms`."""
+    d = _json_object(path)
+    epochs = d.get("policy_epochs")
+    if epochs is None:
+        return d
+    if not isinstance(epochs, list):
+        raise ReplayError(f"{path}: policy_epochs: a list, got {type(epochs).__name__}")
+    for i, e in enumerate(epochs):
+        where = f"{path}: policy_epochs[{i}]"
+        if not isinstance(e, dict):
+            raise ReplayError(f"{where}: an object, got {type(e).__name__}")
+        if isinstance(e.get("from_ms"), bool):
+            raise ReplayError(f"{where}: from_ms: a number, got {e['from_ms']!r}")
+        _number(e, "from_ms", where)
+    return d
+
+
+def _controller_events(run_dir: Path, time_scale: float) -> list[dict[str, Any]]:
+    """The controller's events (a live run's), on the run's clock made model ms; none
+    without the run's epoch, and an event whose `t` is not a finite number is skipped as
+    a torn line is."""
+    try:
+        epoch = float((run_dir / "epoch").read_text())
+        lines = (run_dir / "controller-events.jsonl").read_text().splitlines()
+    except (OSError, ValueError):
+        return []
+    events = []
+    for ev in event_lines(lines):
+        t = ev.get("t", epoch)
+        if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t):
+            continue
+        ev["t_ms"] = (t - epoch) * 1000.0 / time_scale
+        if math.isfinite(ev["t_ms"]):
+            events.append(ev)
+    return events
+
+
 @dataclass
 class ReplaySource:
     """`ViewSource` over a finished run's folder."""
@@ -137,15 +176,8 @@ class ReplaySource:
         rows = sorted(_read(run_dir / "trace.csv", read_trace), key=finished_at)
         avail: list[dict[str, Any]] = _read(run_dir / "availability.csv", _availability_rows)
         power = _read(run_dir / "power.csv", _power_rows)
-        summary = _read(run_dir / "summary.json", _json_object)
-        events: list[dict[str, Any]] = []
-        try:  # the controller's events, on the run's clock made model ms
-            epoch = float((run_dir / "epoch").read_text())
-            for ev in event_lines((run_dir / "controller-events.jsonl").read_text().splitlines()):
-                ev["t_ms"] = (float(ev.get("t", epoch)) - epoch) * 1000.0 / sc.time_scale
-                events.append(ev)
-        except (OSError, ValueError):
-            pass
+        summary = _read(run_dir / "summary.json", _summary)
+        events = _controller_events(run_dir, sc.time_scale)
         curve: list[dict[str, Any]] = []
         if (run_dir / CURVE_FILE).exists():
             lines = (run_dir / CURVE_FILE).read_text().splitlines()

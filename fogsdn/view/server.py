@@ -10,6 +10,7 @@ import os
 import sys
 import threading
 from contextlib import suppress
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any, Protocol
@@ -54,16 +55,44 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib's name)
         pass  # the run's own output stays readable
 
-    def _send(self, status: int, body: bytes, ctype: str) -> None:
+    def _send(self, status: int, body: bytes, ctype: str,
+              headers: tuple[tuple[str, str], ...] = ()) -> None:
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
+        for name, value in headers:
+            self.send_header(name, value)
+        if status >= 400:  # a body we did not read would be taken for the next request
+            self.close_connection = True
+            self.send_header("Connection", "close")
         self.end_headers()
-        self.wfile.write(body)
+        if self.command != "HEAD":  # a HEAD answer has headers only
+            self.wfile.write(body)
 
-    def _json(self, status: int, obj: Any) -> None:
-        self._send(status, json.dumps(finite(obj)).encode() + b"\n", "application/json")
+    def _json(self, status: int, obj: Any, headers: tuple[tuple[str, str], ...] = ()) -> None:
+        self._send(status, json.dumps(finite(obj)).encode() + b"\n", "application/json",
+                   headers)
+
+    def send_error(self, code: int, message: str | None = None,
+                   explain: str | None = None) -> None:
+        """The stdlib's own refusals (a bad request line, an unknown method or HTTP
+        version, a line too long) as JSON like ours, not its HTML page; with a status line
+        even where the request's version was not read (the stdlib then takes HTTP/0.9,
+        whose answers have none)."""
+        if self.request_version == "HTTP/0.9":
+            self.request_version = "HTTP/1.0"
+        self._json(code, error_document(message or HTTPStatus(code).phrase))
+
+    def parse_request(self) -> bool:
+        """HTTP/0.9 (`GET /`, no version) is refused: its answer has no status line and
+        no headers, so no client can tell an error from the page."""
+        if not super().parse_request():
+            return False
+        if self.request_version == "HTTP/0.9":
+            self.send_error(400, "HTTP/0.9 is not served: give a version (HTTP/1.1)")
+            return False
+        return True
 
     def do_GET(self) -> None:  # noqa: N802 (stdlib's name)
         url = urlparse(self.path)
@@ -95,15 +124,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _not_allowed(self) -> None:
         """Any other method: a JSON 405 naming the allowed ones (docs/view.md)."""
-        body = json.dumps(error_document(
-            f"method {self.command} not allowed: GET, or PUT /api/policy")).encode() + b"\n"
-        self.send_response(405)
-        self.send_header("Allow", "GET, PUT")
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":  # a HEAD answer has headers only
-            self.wfile.write(body)
+        self._json(405, error_document(
+            f"method {self.command} not allowed: GET, or PUT /api/policy"),
+            (("Allow", "GET, PUT"),))
 
     do_POST = do_DELETE = do_PATCH = do_OPTIONS = do_HEAD = _not_allowed  # noqa: N815
 
@@ -133,6 +156,8 @@ class _Handler(BaseHTTPRequestHandler):
                 raise RequestError(405, "read-only: a replay, or a city study (no policy)")
             require_token(self.headers.get("Authorization"), self.server.source.token)
             size = int(self.headers.get("Content-Length") or 0)
+            if size < 0:  # read(-1) would wait for the client to close
+                raise ValueError(f"must be >= 0, got {size}")
             if size > MAX_BODY:
                 raise RequestError(413, f"body: at most {MAX_BODY} bytes")
             body = json_object(self.rfile.read(size))

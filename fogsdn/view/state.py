@@ -213,10 +213,12 @@ class ClassRoutes:
             self.per_request = bool(ev.get("per_request"))
             self.recent = {}
             self.agent = None
-        if kind in ("ready", "availability", "policy_swap"):
-            for cls, w in (ev.get("groups") or {}).items():
-                if isinstance(w, Mapping):
-                    self.weights[str(cls)] = {str(n): int(x) for n, x in w.items()}
+        groups = ev.get("groups")
+        if kind in ("ready", "availability", "policy_swap") and isinstance(groups, Mapping):
+            for cls, w in groups.items():
+                weights = _group_weights(w)
+                if weights is not None:
+                    self.weights[str(cls)] = weights
         elif kind == "decision":
             self.per_request = True
             seen = self.recent.setdefault(str(ev.get("cls")), [])
@@ -239,6 +241,15 @@ class ClassRoutes:
                 out[cls] = {"kind": "groups",
                             "share": {n: x / total for n, x in w.items()} if total else {}}
         return out
+
+
+def _group_weights(w: object) -> dict[str, int] | None:
+    """A select group's bucket weights, or None where they are not whole numbers >= 0 (a
+    replayed log's garbled line: skipped, as a torn line is)."""
+    if not isinstance(w, Mapping):
+        return None
+    ok = all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in w.values())
+    return {str(n): int(x) for n, x in w.items()} if ok else None
 
 
 def event_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
