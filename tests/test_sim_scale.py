@@ -20,14 +20,18 @@ from fogsdn.sim.policy_tables import StateCache
 ROOT = Path(__file__).resolve().parent.parent
 MANY_OFNS = ROOT / "scenarios" / "many_ofns.yaml"
 
-# one simulate() in a fresh interpreter, rows dropped; its peak resident memory
+# one simulate() in a fresh interpreter, rows dropped; its peak resident memory (VmHWM:
+# ru_maxrss would keep the forking pytest's own peak across exec)
 _PEAK_RSS_CHILD = """
-import json, resource, sys
+import json, sys
+from pathlib import Path
 from fogsdn.core.scenario import load_scenario
 from fogsdn.sim.engine import simulate
 res = simulate(load_scenario(sys.argv[1]), lambda rows: None, requests=int(sys.argv[2]))
+hwm = next(line for line in Path("/proc/self/status").read_text().splitlines()
+           if line.startswith("VmHWM:"))
 print(json.dumps({"requests": res.requests, "transitions": res.transitions,
-                  "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "maxrss_mb": int(hwm.split()[1]) / 1024}))
 """
 
 
