@@ -99,6 +99,17 @@ def test_the_deadline_timer_wakes_at_the_instant_not_the_next_millisecond() -> N
     assert late[len(late) // 2] < 0.0005
 
 
+def _assert_namespaces(pairs: tuple[tuple[socket.socket, int], ...]) -> None:
+    """Each socket lives in the namespace of that inode (then it is closed)."""
+    for sock, ino in pairs:
+        fd = fcntl.ioctl(sock.fileno(), SIOCGSKNS)
+        try:
+            assert os.fstat(fd).st_ino == ino
+        finally:
+            os.close(fd)
+            sock.close()
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="entering a namespace needs root")
 def test_a_clients_socket_is_made_in_its_own_hosts_namespace() -> None:
     host = subprocess.Popen(["unshare", "--net", "sleep", "30"])
@@ -111,23 +122,11 @@ def test_a_clients_socket_is_made_in_its_own_hosts_namespace() -> None:
         target = os.stat(path).st_ino
         sockets = HostSockets({"c1": host.pid, "c0": os.getpid()})
         theirs, ours = sockets.tcp("c1"), sockets.tcp("c0")
-        for sock, ino in ((theirs, target), (ours, os.stat("/proc/self/ns/net").st_ino)):
-            fd = fcntl.ioctl(sock.fileno(), SIOCGSKNS)
-            try:
-                assert os.fstat(fd).st_ino == ino
-            finally:
-                os.close(fd)
-                sock.close()
+        _assert_namespaces(((theirs, target), (ours, os.stat("/proc/self/ns/net").st_ino)))
         with sockets.inside("c1"):  # the city's engine: any socket made in the block
             udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         after = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)  # and back home after it
-        for sock, ino in ((udp, target), (after, os.stat("/proc/self/ns/net").st_ino)):
-            fd = fcntl.ioctl(sock.fileno(), SIOCGSKNS)
-            try:
-                assert os.fstat(fd).st_ino == ino
-            finally:
-                os.close(fd)
-                sock.close()
+        _assert_namespaces(((udp, target), (after, os.stat("/proc/self/ns/net").st_ino)))
         sockets.close()
     finally:
         host.kill()
