@@ -4,6 +4,8 @@ is reported once and the safe answer stands in; a working policy passes through.
 from __future__ import annotations
 
 import random
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -79,3 +81,50 @@ def test_a_bad_table_or_an_unknown_node_is_a_failure_too() -> None:
     guard, heard = _guard(Broken(answer="ghost"))
     assert guard.decide(VIEW, Request(TaskClass.LP, "c1")) == "fn"
     assert heard[0][0] == "decide" and "chose 'ghost', not a node of the cluster" in heard[0][1]
+
+
+@dataclass
+class Loops(Policy):
+    """Its `decide` loops for ever after `good` answers (a user's bug)."""
+
+    name: ClassVar[str] = "loops"
+    good: int = 1
+
+    def routes(self, view: ClusterView) -> RouteTable:
+        return SAFE
+
+    def decide(self, view: ClusterView, request: Request, rng: random.Random) -> str:
+        if self.good > 0:
+            self.good -= 1
+            return "ofn1"
+        while True:
+            pass
+
+
+def test_a_looping_decide_on_the_controllers_thread_is_stopped_and_not_asked_again(
+) -> None:
+    """On a thread that is not the main one (as the controller's event thread), a call
+    past the limit is stopped, said once naming the call, and the safe answer stands in
+    from then on without asking the policy again."""
+    from fogsdn.policies.watchdog import ThreadWatchdog
+
+    heard: list[tuple[str, str]] = []
+    dog = ThreadWatchdog(limit=0.5)
+    guard = GuardedPolicy(Loops(), random.Random(1), lambda c, e: heard.append((c, e)), dog)
+    answers: list[str] = []
+
+    def controller_thread() -> None:
+        for _ in range(4):
+            answers.append(guard.decide(VIEW, Request(TaskClass.LP, "c1")))
+
+    t = threading.Thread(target=controller_thread)
+    began = time.monotonic()
+    t.start()
+    t.join(20)
+    assert not t.is_alive(), "the loop was not stopped"
+    assert answers == ["ofn1", "fn", "fn", "fn"]
+    assert time.monotonic() - began < 5  # one limit, not one per call
+    assert dog.timed_out == ["decide"]
+    [(call, line)] = heard
+    assert call == "decide" and "did not return within 0.5 s" in line
+    assert "not asked again" in line and "FOGSDN_POLICY_TIME_LIMIT_S" in line

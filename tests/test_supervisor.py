@@ -116,3 +116,47 @@ def test_the_watch_thread_says_a_death_at_once(sup: Supervisor) -> None:
     p.kill()
     wait_until(lambda: bool(sup.incidents), "the supervisor to notice", timeout_s=5)
     assert sup.incidents[0]["exit"] == "killed by SIGKILL"
+
+
+def test_a_scheduled_death_is_the_faults_not_a_crash(sup: Supervisor) -> None:
+    """A kill the fault schedule announced is recorded in its fault; the run stays whole
+    (exit 0), a child without a restart is no longer watched, and its next death, had it
+    one, would be a crash again."""
+    p = _sleeper()
+    sup.watch("worker fn", p, "its requests are lost")
+    record: dict[str, object] = {"kind": "kill_worker"}
+    sup.expect_death("worker fn", record)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    sup.check()
+    sup.check()
+    assert sup.incidents == [] and exit_code(sup.summary_fields()) == 0
+    assert record["exit"] == "killed by SIGKILL"
+    assert sup.process("worker fn") is None  # released: the schedule may start it again
+    again = _sleeper()
+    sup.watch("worker fn", again, "its requests are lost")
+    again.send_signal(signal.SIGKILL)
+    again.wait()
+    sup.check()
+    assert [i["process"] for i in sup.incidents] == ["worker fn"]
+
+
+def test_a_scheduled_death_of_a_restartable_child_is_restarted_and_timed(
+        sup: Supervisor) -> None:
+    first = _sleeper()
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start() -> subprocess.Popen[bytes]:
+        started.append(_sleeper())
+        return started[-1]
+
+    sup.watch("controller", first, "restarting it", restart=Restart(start, lambda: True))
+    record: dict[str, object] = {"kind": "kill_controller"}
+    sup.expect_death("controller", record)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    sup.check()  # restarts it
+    sup.check()  # sees it back
+    assert sup.incidents == [] and len(started) == 1
+    assert sup.process("controller") is started[0]
+    assert isinstance(record["outage_ms"], float) and record["exit"] == "killed by SIGKILL"

@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from user_policies import FAILS_WHEN_OFN_DOWN, HP_AWAY, write_policy, write_scenario
+from user_policies import (
+    FAILS_WHEN_OFN_DOWN,
+    HP_AWAY,
+    LOOPS_LIVE,
+    write_policy,
+    write_scenario,
+)
 
 from fogsdn.core.trace import Outcome, read_trace
 from fogsdn.policies.resolve import resolve_scenario
@@ -56,3 +62,26 @@ def test_a_policy_that_raises_live_falls_back_to_the_fns(tmp_path: Path) -> None
               .read_text().splitlines()]
     fallbacks = [e for e in events if e["event"] == "policy_error"]
     assert len(fallbacks) == pol["errors"]
+
+
+def test_a_policy_that_loops_live_is_stopped_and_the_fns_stand_in(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `decide` that never returns would hold the controller's event thread for ever:
+    it is stopped at the time limit, said once naming the call, and the run goes on with
+    the safe routes; every request is answered or accounted for once."""
+    from fogsdn.live.queueing_run import run_emulation
+
+    monkeypatch.setenv("FOGSDN_POLICY_TIME_LIMIT_S", "1")
+    path = write_policy(tmp_path, LOOPS_LIVE)
+    sc = resolve_scenario(write_scenario(tmp_path, path.name, time_scale=20, seed=5,
+                                         duration_ms=300))
+    summary = run_emulation(sc, tmp_path / "live", show_progress=False)
+    pol = summary["policy"]
+    assert pol["name"] == "stuck" and pol["errors"] == 1
+    assert "decide" in pol["first_error"] and "did not return within 1 s" in pol["first_error"]
+    assert summary["crashed"] is False
+    rows = read_trace(tmp_path / "live" / "trace.csv")
+    ids = [x.request_id for x in rows]
+    assert len(ids) == len(set(ids)) == summary["requests"] > 50
+    late = [x for x in rows if x.t_send > 200]  # long after the loop was stopped
+    assert late and all(x.outcome is Outcome.OK for x in late)

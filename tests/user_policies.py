@@ -60,6 +60,33 @@ class Brittle(Policy):
         return view.up(Role.OFN)[0].name  # IndexError while the OFN is out of range
 '''
 
+# a per-request policy whose decide loops for ever from its 20th LP request on
+LOOPS_LIVE = '''
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from fogsdn.policies.base import ClusterView, Policy, RouteTable
+from fogsdn.core.scenario import Role, TaskClass
+
+
+@dataclass
+class Stuck(Policy):
+    name: ClassVar[str] = "stuck"
+    proactive: ClassVar[bool] = False
+    asked: list = field(default_factory=list)
+
+    def routes(self, view: ClusterView) -> RouteTable:
+        fn = view.up(Role.FN)[0].name
+        return {TaskClass.HP: {fn: 1.0}, TaskClass.LP: {fn: 1.0}}
+
+    def decide(self, view, request, rng) -> str:
+        self.asked.append(1)
+        if len(self.asked) >= 20:
+            while True:
+                pass
+        return view.up(Role.FN)[0].name
+'''
+
 # kill and restart of the user's own (no built-in class): every task starts at the FN,
 # which gives up on it after 1.5 size units; it then restarts from scratch at the OFN
 TRY_FN_FIRST = '''

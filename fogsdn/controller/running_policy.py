@@ -17,6 +17,7 @@ from fogsdn.controller.pipeline import Flow, Topology
 from fogsdn.controller.policy_guard import GuardedPolicy
 from fogsdn.core.scenario import Scenario, TaskClass
 from fogsdn.policies import ClusterView, Policy, Request, is_per_request, routes_for
+from fogsdn.policies.watchdog import thread_watchdog
 
 Buckets = list[tuple[str, int]]  # one select group's (node, weight), `bucket_weights`
 
@@ -48,7 +49,10 @@ class RunningPolicy:
               policy_epoch: int) -> RunningPolicy:
         """`built` run as policy epoch `policy_epoch`, its choices drawn from the
         scenario's seed, its failures told to `on_failure`."""
-        return cls(scenario, GuardedPolicy(built, random.Random(scenario.seed), on_failure),
+        # its calls under the time limit (FOGSDN_POLICY_TIME_LIMIT_S): a loop is stopped
+        guarded = GuardedPolicy(built, random.Random(scenario.seed), on_failure,
+                                thread_watchdog())
+        return cls(scenario, guarded,
                    is_per_request(built), path_router(scenario, built),
                    LearnerReports(policy_epoch, built.name))
 

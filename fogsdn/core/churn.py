@@ -10,10 +10,11 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from itertools import takewhile
 from typing import NamedTuple
 
+from fogsdn.core.faults import FaultKind, FaultSpec, cut_changes
 from fogsdn.core.scenario import Churn
 from fogsdn.core.streams import Stream, python_stream, replication_seed
 
@@ -87,6 +88,21 @@ def churn_schedule(churn: Churn, ofns: list[str], until_ms: float, seed: int,
     """Every OFN's state at t=0, then each change before `until_ms`, in time order."""
     return list(takewhile(lambda tr: tr.t_ms < until_ms,
                           churn_events(churn, ofns, replication_seed(seed, replication))))
+
+
+def scheduled_availability(churn: Churn, ofns: list[str], until_ms: float, seed: int,
+                           faults: Sequence[FaultSpec] = ()) -> list[Transition]:
+    """`churn_schedule` with the scenario's scheduled cuts applied (`cut_ofn`: an OFN is
+    available when the churn says so and no cut holds it away), as the simulator sees it."""
+    drawn = churn_schedule(churn, ofns, until_ms, seed)
+    if not any(f.kind is FaultKind.CUT_OFN for f in faults):
+        return drawn
+    index = {name: k for k, name in enumerate(ofns)}
+    initial = [tr.available for tr in drawn if tr.t_ms == 0.0]
+    changes = ((tr.t_ms, index[tr.node], tr.available) for tr in drawn if tr.t_ms > 0.0)
+    start, merged = cut_changes(initial, changes, ofns, faults)
+    return [*(Transition(0.0, n, s) for n, s in zip(ofns, start, strict=True)),
+            *(Transition(t, ofns[k], s) for t, k, s in merged if t < until_ms)]
 
 
 class ReactionLead:

@@ -18,6 +18,7 @@ import networkx as nx
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
+from fogsdn.core.faults import FaultKind, FaultSpec
 from fogsdn.core.rate_profile import ProfileError, RateProfile
 from fogsdn.core.scenario_yaml import YamlFileError, read_yaml_file
 from fogsdn.core.topology import FrozenModel, HostSpec, TopologySpec, build_graph
@@ -298,6 +299,8 @@ class Scenario(FrozenModel):
     # live: each worker in its own container (namespaces and a cgroup); false: a plain
     # process in its Mininet host's network namespace, as before
     containers: bool = True
+    # faults on a schedule (fogsdn.core.faults; docs/reliability.md)
+    faults: tuple[FaultSpec, ...] = ()
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
@@ -323,7 +326,19 @@ class Scenario(FrozenModel):
             raise ValueError("workload.work cpu cannot hand off a task in service: "
                              "use churn.leave drain or drop")
         scenario_graph(self)  # raises TopologyError (a ValueError) naming the field
+        self._check_faults(names)
         return self
+
+    def _check_faults(self, names: list[str]) -> None:
+        for i, f in enumerate(self.faults):
+            if f.t_ms >= self.duration_ms:
+                raise ValueError(f"faults.{i}.t_ms: {f.t_ms:g} is not before the run's end "
+                                 f"(duration_ms {self.duration_ms:g})")
+            if f.node is not None and f.node not in names:
+                raise ValueError(f"faults.{i}.node: {f.node!r} is not a node ({', '.join(names)})")
+            if f.kind is FaultKind.CUT_OFN and self.node(f.node or "").role is not Role.OFN:
+                raise ValueError(f"faults.{i}.node: cut_ofn needs an OFN, {f.node} is "
+                                 f"{self.node(f.node or '').role.value}")
 
     # -- convenience views -------------------------------------------------
     @property

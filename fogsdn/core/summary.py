@@ -70,6 +70,8 @@ class RunSummary(TypedDict):
     decisions: NotRequired[dict[str, Any]]
     # each class's W gap: the sample's (the simulator on the same draws) and the emulation's
     gap_split: NotRequired[dict[str, dict[str, float]]]
+    # both engines: each scheduled fault, its steps and its cost (fogsdn.core.faults)
+    faults: NotRequired[list[dict[str, Any]]]
     # simulate
     seed: NotRequired[int]
     replication: NotRequired[int]

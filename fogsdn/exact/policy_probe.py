@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from fogsdn.policies.base import (
     Request,
     routes_for,
 )
+from fogsdn.policies.watchdog import user_call, watchdog
+
+T = TypeVar("T")
 
 # States re-asked at random at the end (hidden memory answers differently), and uniform
 # draws fed to a `decide` that uses its rng (it qualifies if it only samples its weights).
@@ -144,7 +147,7 @@ class PolicyOracle:
 
     def _weights(self, view: ClusterView, cls: TaskClass) -> np.ndarray:
         try:
-            table = self.policy.routes(view)
+            table = self._user("routes", self.policy.routes, view)
             raw = {n: float(w) for n, w in table.get(cls, {}).items()}
         except USER_CODE_ERRORS as err:  # noqa: BLE001 - the user's code: name it, not crash
             raise PolicyOutsideModel(f"policy {self.policy.name!r}: routes raised "
@@ -166,10 +169,17 @@ class PolicyOracle:
                                      f"weight for {cls} (at {self._where(view)})")
         return row / total
 
+    def _user(self, what: str, call: Callable[..., T], *args: Any) -> T:
+        """The policy's own code under the time limit (fogsdn.policies.watchdog): a loop
+        in it is a one-line PolicyTimeout, not a prediction that never ends."""
+        with watchdog():
+            return user_call(f"policy {self.policy.name!r}: {what}", call, *args)
+
     def _decide(self, view: ClusterView, cls: TaskClass, rng: random.Random,
                 client: str, size: float | None) -> int:
         try:
-            name = self.policy.decide(view, self._req_cls(cls, client, size), rng)
+            name = self._user("decide", self.policy.decide, view,
+                              self._req_cls(cls, client, size), rng)
         except USER_CODE_ERRORS as err:  # noqa: BLE001
             raise PolicyOutsideModel(f"policy {self.policy.name!r}: decide raised "
                                      f"{type(err).__name__}: {err} (at {self._where(view)})"
@@ -183,7 +193,7 @@ class PolicyOracle:
         draws, it answers as `random.choices` over the route weights would."""
         row = self._weights(view, cls)
         try:
-            weights = routes_for(self.policy.routes(view), cls)
+            weights = routes_for(self._user("routes", self.policy.routes, view), cls)
         except USER_CODE_ERRORS as err:  # noqa: BLE001 - _weights has just succeeded
             raise PolicyOutsideModel(f"policy {self.policy.name!r}: {err}") from None
         names = list(weights)

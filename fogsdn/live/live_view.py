@@ -281,6 +281,7 @@ class LiveView:
             total = run.power.last_total_w if run.power is not None else None
             # OFN state as the run applied it this instant (not at the last tick)
             ofn_state = dict(run.progress.ofn_state)
+            faults = getattr(run, "faults", None)  # a run with a fault schedule
             nodes = [replace(n, up=ofn_state.get(n.name, n.up)) for n in self._nodes]
             return state_document(
                 mode="live", t_model_ms=self._model_ms(), duration_ms=self.sc.duration_ms,
@@ -288,7 +289,8 @@ class LiveView:
                 nodes=nodes, tallies=self._tallies.current(),
                 prediction=epochs[-1]["predicted"], histories=self._tallies.histories(),
                 links=dict(self._loads), policy=self.sc.policy.name,
-                timeline=run_timeline(list(run.availability), epochs),
+                timeline=run_timeline(list(run.availability), epochs,
+                                      faults.applied() if faults is not None else []),
                 epochs=epochs, sent=sum(s for s, _ in self._client_counts.values()),
                 answered=sum(a for _, a in self._client_counts.values()),
                 total_power_w=total, routes=self._routes.document(),

@@ -21,16 +21,17 @@ from typing import Any
 
 from fogsdn.controller.pipeline import sample_mask
 from fogsdn.controller.rt_measure import RT_SAMPLE_DEFAULT
-from fogsdn.core.churn import ReactionLead, Transition, churn_schedule
+from fogsdn.core.churn import ReactionLead, Transition, scheduled_availability
 from fogsdn.core.load_report import LOAD_SOCKET_NAME
 from fogsdn.core.local_rpc import write_json_atomic
 from fogsdn.core.realtime import go_realtime
-from fogsdn.core.scenario import LeaveMode, Role, Scenario, ScenarioError
+from fogsdn.core.scenario import LeaveMode, NodeSpec, Role, Scenario, ScenarioError
 from fogsdn.core.stages import StagePlan
 from fogsdn.core.streams import draw_capacities
 from fogsdn.core.workload import max_task_size
 from fogsdn.live.cleanup import stop_pid
 from fogsdn.live.cpu_steal import idle_share, read_cpu_times, steal_share
+from fogsdn.live.fault_schedule import LiveFaults
 from fogsdn.live.live_network import (
     STARTUP_TIMEOUT_S,
     EmulationError,
@@ -109,6 +110,8 @@ class QueueingRun:
         self.churn: list[Transition] = []
         self.power: LivePowerMeter | None = None
         self.bytes_per_ms = math.nan  # work: cpu calibration (bytes hashed per CPU-ms)
+        self._worker_work: list[str] = []  # the workers' work arguments (cpu calibration)
+        self.faults = LiveFaults(self)  # the scenario's fault schedule (fogsdn.core.faults)
 
     # -- set-up -------------------------------------------------------------
     def _start_workers(self) -> None:
@@ -119,27 +122,10 @@ class QueueingRun:
             self.bytes_per_ms = calibrate()
             self.live.timings["calibration_s"] = time.monotonic() - t0
             work = ["--bytes-per-ms", repr(self.bytes_per_ms)]
-        sock_dir = self.live.sock_dir
+        self._worker_work = work
         for node in self.sc.nodes:
-            kill = self.stages.kill_after(node.name)
-            ctl = sock_dir / f"{node.name}.sock"
-            self.supervisor.record.paths.append(str(ctl))
-            argv = ["fogsdn.nodes.worker", "--name", node.name, "--port", "9000",
-                    "--mu", repr(node.mu), "--capacity", str(node.capacity),
-                    "--servers", node.servers.value, "--discipline", node.discipline.value,
-                    "--time-scale", repr(self.sc.time_scale),
-                    "--control", str(ctl),
-                    "--load-report", str(sock_dir / LOAD_SOCKET_NAME),
-                    "--events", str(self.out.resolve() / f"worker-{node.name}.jsonl"),
-                    "--max-size", repr(max_task_size(self.sc.workload.size)), *work,
-                    *(["--kill-after", repr(kill)] if kill is not None else []),
-                    # real work (cpu) runs as ordinary threads: hashing at SCHED_FIFO
-                    # would spend the group's real-time budget and be throttled
-                    *(["--realtime"] if self.realtime and not work else [])]
-            self.workers[node.name] = self.live.start_in_host(
-                node.name, f"worker {node.name}", argv, self.out / f"worker-{node.name}.log",
-                action="its requests are lost; the run goes on and exits non-zero",
-                node=node, cause=partial(self.live.out_of_memory, node.name))
+            self._start_worker(node)
+        sock_dir = self.live.sock_dir
 
         def all_up() -> bool:
             for name, p in self.workers.items():
@@ -152,6 +138,31 @@ class QueueingRun:
             return True
 
         wait_for(all_up, STARTUP_TIMEOUT_S, "the workers", self.stop)
+
+    def _start_worker(self, node: NodeSpec) -> None:
+        """One node's worker in its host (also a scheduled fault's restart of it)."""
+        sock_dir = self.live.sock_dir
+        kill = self.stages.kill_after(node.name)
+        ctl = sock_dir / f"{node.name}.sock"
+        if str(ctl) not in self.supervisor.record.paths:
+            self.supervisor.record.paths.append(str(ctl))
+        work = self._worker_work
+        argv = ["fogsdn.nodes.worker", "--name", node.name, "--port", "9000",
+                "--mu", repr(node.mu), "--capacity", str(node.capacity),
+                "--servers", node.servers.value, "--discipline", node.discipline.value,
+                "--time-scale", repr(self.sc.time_scale),
+                "--control", str(ctl),
+                "--load-report", str(sock_dir / LOAD_SOCKET_NAME),
+                "--events", str(self.out.resolve() / f"worker-{node.name}.jsonl"),
+                "--max-size", repr(max_task_size(self.sc.workload.size)), *work,
+                *(["--kill-after", repr(kill)] if kill is not None else []),
+                # real work (cpu) runs as ordinary threads: hashing at SCHED_FIFO
+                # would spend the group's real-time budget and be throttled
+                *(["--realtime"] if self.realtime and not work else [])]
+        self.workers[node.name] = self.live.start_in_host(
+            node.name, f"worker {node.name}", argv, self.out / f"worker-{node.name}.log",
+            action="its requests are lost; the run goes on and exits non-zero",
+            node=node, cause=partial(self.live.out_of_memory, node.name))
 
     def _start_clients(self) -> None:
         """The run's clients as logical clients of one traffic engine (in the first
@@ -309,6 +320,9 @@ class QueueingRun:
                 now = time.monotonic()
             while pending and due(pending[0]) <= now:
                 self._apply_transition(pending.pop(0))
+            if self.faults.pending or self.faults.coming_back:
+                self.faults.apply_due((now - self.epoch) / ms_real)
+                self.faults.poll()
             if all(p.poll() is not None for p in self.load_procs.values()):
                 break
             if now >= next_print:
@@ -317,6 +331,7 @@ class QueueingRun:
             wake = next_print
             if pending:
                 wake = min(wake, due(pending[0]) - CHURN_SPIN_S)
+            wake = min(wake, self.epoch + self.faults.next_due_ms() * ms_real)
             self.stop.wait(max(0.0, min(0.05, wake - time.monotonic())))
         if self.stop.is_set() and self.supervisor.failure is None:
             self.supervisor.interrupted = True
@@ -354,7 +369,8 @@ class QueueingRun:
     def run(self) -> dict[str, Any]:
         sc = self.sc
         ofns = [n.name for n in sc.nodes_with(Role.OFN)]
-        self.churn = churn_schedule(sc.churn, ofns, sc.duration_ms, sc.seed)
+        # the drawn churn with the scheduled cuts (cut_ofn) applied, as the simulator has it
+        self.churn = scheduled_availability(sc.churn, ofns, sc.duration_ms, sc.seed, sc.faults)
         initial = {tr.node: tr.available for tr in self.churn if tr.t_ms == 0}
         stats: dict[str, Any] = {}
         t0 = time.monotonic()
@@ -365,6 +381,7 @@ class QueueingRun:
 
             view = start_live_view(self, self.view_config)
         try:
+            self.faults.check()  # before anything starts: a schedule this network refuses
             self.live.start(initial, t0)
             self._start_workers()
             self.live.timings["workers_s"] = time.monotonic() - t0

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from fogsdn.controller.load_ledger import LOAD_FILE
 from fogsdn.core.csv_rows import read_csv_rows, write_csv_rows
+from fogsdn.core.faults import SIMULATED_KINDS
 from fogsdn.core.latency import decision_budget_real_ms
 from fogsdn.core.scenario import LeaveMode, Scenario
 from fogsdn.core.summary import PolicyReport, RunSummary, policy_report
@@ -194,8 +195,9 @@ def _split_gap(out: Path, sc: Scenario, summary: Mapping[str, Any],
     same seed: a fraction of a second) and split the W gap to exact into the sample's
     part and the emulation's (`gap_split` in summary.json, one printout line). Not for a
     crashed or interrupted run, whose numbers are not a measurement."""
-    if summary.get("crashed") or summary.get("interrupted") or sc.workload.profile is not None:
-        return
+    if (summary.get("crashed") or summary.get("interrupted") or sc.workload.profile is not None
+            or any(f.kind not in SIMULATED_KINDS for f in sc.faults)):
+        return  # (the simulator has no live-only fault: the same draws would differ)
     from fogsdn.sim.runner import run_simulation
 
     try:
@@ -213,6 +215,23 @@ def _split_gap(out: Path, sc: Scenario, summary: Mapping[str, Any],
     whole["gap_split"] = split
     path.write_text(json.dumps(whole, indent=1, default=str))
     print(gap_split_line(split))
+
+
+def fault_lines(faults: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The scheduled faults and what each cost, one line each."""
+    lines = [f"scheduled faults ({len(faults)}; not crashes):"]
+    for f in faults:
+        if "cost" not in f:
+            continue
+        c = f["cost"]
+        rec = "not recovered" if c["recovery_ms"] is None else f"served again after " \
+            f"{c['recovery_ms']:.1f} model ms"
+        where = f" {f['node']}" if f.get("node") else ""
+        err = f"  ERROR {f['error']}" if f.get("error") else ""
+        lines.append(f"  {f['kind']}{where} at {f['t_ms']:g} ms: lost {c['lost']}, timed out "
+                     f"{c['timed_out']}, blocked {c['blocked']}, re-routed {c['rerouted']}; "
+                     f"{rec}{err}")
+    return lines
 
 
 def crash_report(summary: Mapping[str, Any]) -> str:
@@ -303,11 +322,16 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
     if decisions is not None:
         summary["decisions"] = decisions
     summary["emulation_bias"] = _bias(summary)
+    faults = getattr(run, "faults", None)
+    if faults is not None and faults.faults:  # the schedule's faults, each with its cost
+        summary["faults"] = faults.report(rows, sc.duration_ms)
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     print(("\n[run] INTERRUPTED: partial results\n" if summary["interrupted"] else "\n")
           + summary_table(summary), flush=True)
     if summary["crashed"]:
         print(crash_report(summary), flush=True)
+    if "faults" in summary:
+        print("\n".join(fault_lines(summary["faults"])), flush=True)
     if lat:
         print(f"rule update after an OFN event: p50 {summary['rule_update_ms']['p50']:.2f} ms, "
               f"p99 {summary['rule_update_ms']['p99']:.2f} ms over {len(lat)} events")

@@ -109,6 +109,9 @@ class Supervisor:
         self.time_scale = 1.0  # real ms per model ms
         self._watched: dict[str, _Watched] = {}
         self._down_since: dict[str, float] = {}  # label -> when its restart began
+        self._back_record: dict[str, dict[str, Any]] = {}  # label -> what gets outage_ms
+        # label -> the scheduled fault's record: its next death is that fault, not a crash
+        self._expected: dict[str, dict[str, Any]] = {}
         self._lock = threading.RLock()
         self._quiet = threading.Event()
         self._closed = threading.Event()
@@ -143,6 +146,13 @@ class Supervisor:
         with self._lock:
             self._watched.pop(label, None)
 
+    def expect_death(self, label: str, record: dict[str, Any]) -> None:
+        """The next death of `label` is a scheduled fault (fogsdn.core.faults): said in
+        `record` (`exit`, and `outage_ms` once a restarted one serves), not an incident.
+        Call before killing it."""
+        with self._lock:
+            self._expected[label] = record
+
     def process(self, label: str) -> subprocess.Popen[Any] | None:
         """The watched process under `label` now (a restarted one after a restart)."""
         with self._lock:
@@ -176,11 +186,31 @@ class Supervisor:
                 return  # stopping: deaths are the run's own doing
             for label, w in list(self._watched.items()):
                 rc = w.proc.poll()
-                if rc is not None and not (rc == 0 and w.exit_zero_ends) and not any(
+                if rc is not None and label in self._expected:
+                    self._scheduled_death(label, w)
+                elif rc is not None and not (rc == 0 and w.exit_zero_ends) and not any(
                         i["pid"] == w.proc.pid for i in self.incidents):
                     self._died(label, w)
                 if label in self._down_since and w.restart is not None and w.restart.back():
                     self._back(label, w.restart)
+
+    def _scheduled_death(self, label: str, w: _Watched) -> None:
+        """A death the fault schedule caused: recorded in its fault, restarted where the
+        child has a restart, otherwise no longer watched (the schedule may start it)."""
+        record = self._expected.pop(label)
+        record["exit"] = exit_description(w.proc.returncode)
+        record["t_died_model_ms"] = round(self.model_now(), 3)
+        if w.restart is None:
+            self._watched.pop(label, None)
+            return
+        self._restart(label, w, record)
+
+    def _restart(self, label: str, w: _Watched, record: dict[str, Any]) -> None:
+        assert w.restart is not None
+        self._down_since[label] = time.monotonic()
+        self._back_record[label] = record
+        w.proc = w.restart.start()
+        self.track(label, w.proc.pid)
 
     def _died(self, label: str, w: _Watched) -> None:
         cause = w.cause() if w.cause is not None else None
@@ -194,14 +224,11 @@ class Supervisor:
             self.failure = f"the {label} kept crashing"
             self.stop.set()
             return
-        self._incident(label, w.proc, w.action, cause)
-        self._down_since[label] = time.monotonic()
-        w.proc = w.restart.start()
-        self.track(label, w.proc.pid)
+        self._restart(label, w, self._incident(label, w.proc, w.action, cause))
 
     def _back(self, label: str, restart: Restart) -> None:
         outage = time.monotonic() - self._down_since.pop(label)
-        last = [i for i in self.incidents if i["process"] == label][-1]
+        last = self._back_record.pop(label)
         last["outage_ms"] = round(outage * 1000.0, 1)
         note = f" ({restart.back_note})" if restart.back_note else ""
         print(f"[run] {label} back after {outage * 1000.0:.0f} ms{note}", file=sys.stderr,
@@ -214,7 +241,7 @@ class Supervisor:
         return (time.monotonic() - self.epoch) / (self.time_scale / 1000.0)
 
     def _incident(self, label: str, p: subprocess.Popen[Any], action: str,
-                  cause: str | None = None) -> None:
+                  cause: str | None = None) -> dict[str, Any]:
         how = exit_description(p.returncode)
         t = self.model_now()
         rec: dict[str, Any] = {
@@ -226,6 +253,7 @@ class Supervisor:
         self.incidents.append(rec)
         print(f"\n[run] CRASH: {label} (pid {p.pid}) {how} at model t={t:.1f} ms; {action}",
               file=sys.stderr, flush=True)
+        return rec
 
     # -- the end ----------------------------------------------------------------------
     @property

@@ -142,6 +142,11 @@ def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
         why = "the run crashed (see incidents in summary.json)"
         _not_compared(summary_path, summary, "not_compared", why)
         return f"exact model: not compared: {why}"
+    if sc.faults:  # a fault changes the system for a while: no stationary model has it
+        why = ("the scheduled faults (faults:) are outside the stationary model; each "
+               "fault's cost is in summary.json's faults")
+        _not_compared(summary_path, summary, "outside_model", why)
+        return f"exact model: not compared: {why}"
     if rows:  # a streamed summary has no percentiles: take them from the trace read here
         for cls in CLASSES:
             m = measured.get(cls)

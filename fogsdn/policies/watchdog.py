@@ -7,7 +7,10 @@ for the whole program section (not one per call: the simulator asks `decide` up 
 million times a second); `user_call` notes which call is running and since when; the
 timer's handler, on the main thread, raises `PolicyTimeout` inside the stuck call once
 it has run past the limit, naming it. Off the main thread (the live controller's event
-thread) nothing is armed: that process is supervised from outside. A caller's own
+thread) the signal cannot reach: there `ThreadWatchdog` watches instead, raising the
+timeout asynchronously in the stuck thread (`PyThreadState_SetAsyncExc`, which a pure
+Python loop sees at its next bytecode; a call blocked in C is named but not stopped).
+A caller's own
 interval timer (a deadline of its own) is put back, with its time left, when the outer
 `watchdog()` block ends.
 """
@@ -32,6 +35,11 @@ TICK_S = 0.25  # how often the timer looks
 
 class PolicyTimeout(PolicyError):
     """A call of the user's policy code that did not return within the limit."""
+
+    def __init__(self, *args: object) -> None:
+        # raised by class from another thread (ThreadWatchdog): no arguments then
+        super().__init__(*(args or (f"did not return within the time limit (a loop in the "
+                                    f"policy's code? the limit is {LIMIT_ENV})",)))
 
 
 def limit_s() -> float:
@@ -93,3 +101,62 @@ def user_call(what: str, call: Callable[..., T], *args: Any) -> T:
         return call(*args)
     finally:
         _running[0] = None
+
+
+class ThreadWatchdog:
+    """A time limit on user calls made on threads other than the main one (the live
+    controller's event thread): one daemon thread looks every TICK_S at the calls under
+    way and raises `PolicyTimeout` in the thread of one past the limit, once."""
+
+    def __init__(self, limit: float | None = None) -> None:
+        self.limit = limit_s() if limit is None else limit
+        self._calls: dict[int, tuple[str, float]] = {}  # thread id -> (what, since)
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self.timed_out: list[str] = []  # what was stopped, in order
+
+    def _start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._watch, name="policy-watchdog",
+                                            daemon=True)
+            self._thread.start()
+
+    def _watch(self) -> None:
+        while True:
+            time.sleep(TICK_S)
+            now = time.monotonic()
+            with self._lock:
+                late = [(tid, what) for tid, (what, since) in self._calls.items()
+                        if now - since > self.limit]
+                for tid, what in late:
+                    del self._calls[tid]  # said once
+                    self.timed_out.append(what)
+                    _raise_in(tid, PolicyTimeout)
+
+    def call(self, what: str, call: Callable[..., T], *args: Any) -> T:
+        """`call(*args)` under the limit, on whatever thread calls it."""
+        tid = threading.get_ident()
+        with self._lock:
+            self._start()
+            self._calls[tid] = (what, time.monotonic())
+        try:
+            return call(*args)
+        finally:
+            with self._lock:
+                self._calls.pop(tid, None)
+
+
+_SHARED: list[ThreadWatchdog] = []
+
+
+def thread_watchdog() -> ThreadWatchdog:
+    """The process's one ThreadWatchdog (its thread starts with the first watched call)."""
+    if not _SHARED:
+        _SHARED.append(ThreadWatchdog())
+    return _SHARED[0]
+
+
+def _raise_in(thread_id: int, exc: type[BaseException]) -> None:
+    import ctypes
+
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(exc))

@@ -22,6 +22,7 @@ from typing import Any
 from fogsdn.controller.path_choice import path_router
 from fogsdn.controller.rt_measure import PathStats
 from fogsdn.core.churn import ofn_changes
+from fogsdn.core.faults import cut_changes
 from fogsdn.core.latency import node_net_ms
 from fogsdn.core.scenario import Discipline, LeaveMode, Role, Scenario, Servers, scenario_graph
 from fogsdn.core.streams import BLOCK, Stream, draw_capacities, python_stream, replication_seed
@@ -216,6 +217,9 @@ class Simulator:
         avail = [True] * nn
         ofns = [k for k in range(nn) if roles[k] is Role.OFN]
         initial, changes = ofn_changes(churn, len(ofns), seed)
+        if scenario.faults:  # cut_ofn: the scheduled forced departures (fogsdn.core.faults)
+            initial, changes = cut_changes(initial, changes, [names[k] for k in ofns],
+                                           scenario.faults)
         for j, k in enumerate(ofns):
             avail[k] = initial[j]
         if availability is not None:

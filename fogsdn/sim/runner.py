@@ -24,6 +24,7 @@ from fogsdn.models.power_model import power_block, power_csv_text
 from fogsdn.policies import Policy, make_policy
 from fogsdn.policies.watchdog import watchdog
 from fogsdn.sim.engine import simulate
+from fogsdn.sim.fault_rows import FaultRows
 from fogsdn.sim.output import AvailabilityCsv, TraceCsvSink
 from fogsdn.sim.power import PowerAccount, tee
 
@@ -87,6 +88,7 @@ def run_simulation(
     chosen: dict[tuple[int, int], PathOption] | None = {} if policy.chooses_paths else None
     power = PowerAccount(scenario, scenario_graph(scenario), chosen)
     network = request_network(scenario, policy.paths(scenario_graph(scenario)))
+    fault_rows = FaultRows(scenario) if scenario.faults else None
     with (
         TraceCsvSink(out_dir / "trace.csv" if trace else None, scenario, acc, network,
                      replication_seed(scenario.seed, replication), chosen) as sink,
@@ -94,7 +96,8 @@ def run_simulation(
         watchdog(),  # a loop in the policy's code: one line, not a hang
     ):
         res = simulate(
-            scenario, tee(sink, power), requests=requests, duration_ms=duration_ms,
+            scenario, tee(sink, power, *([fault_rows] if fault_rows else [])),
+            requests=requests, duration_ms=duration_ms,
             replication=replication, availability=avail, policy=policy, paths=chosen,
         )
     samples = power.samples()
@@ -128,6 +131,8 @@ def run_simulation(
                     "random": network.random},
         "notes": [SEMANTICS_NOTE],
     }
+    if fault_rows is not None:  # the schedule's faults, each with its cost (fogsdn.core.faults)
+        summary["faults"] = fault_rows.report(res.end_ms)
     write_summary(out_dir / "summary.json", summary)
     if verbose:
         print(summary_text(summary))

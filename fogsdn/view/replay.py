@@ -168,6 +168,14 @@ class ReplaySource:
     token: str = ""  # no writes to a finished run
     learning_curve: list[dict[str, Any]] = field(default_factory=list)  # shown whole at any t
 
+    def _faults_until(self, t: float) -> list[dict[str, Any]]:
+        """The scheduled faults (summary.json `faults`) that began by model time t."""
+        faults = self.summary_json.get("faults")
+        if not isinstance(faults, list):
+            return []
+        return [f for f in faults if isinstance(f, dict) and isinstance(f.get("t_ms"), int | float)
+                and not isinstance(f.get("t_ms"), bool) and f["t_ms"] <= t]
+
     @classmethod
     def of(cls, run_dir: Path) -> ReplaySource:
         """The run in `run_dir`, every file checked as it is read: ReplayError naming the
@@ -253,7 +261,8 @@ class ReplaySource:
             prediction=(epoch or {}).get("predicted"),
             links=link_loads(self._graph, load),
             policy=str((epoch or {}).get("policy", self.sc.policy.name)),
-            timeline=run_timeline([a for a in self.availability if float(a["t"]) <= t], shown),
+            timeline=run_timeline([a for a in self.availability if float(a["t"]) <= t], shown,
+                                  self._faults_until(t)),
             epochs=[{k: e[k] for k in ("policy", "from_ms", "to_ms", "predicted") if k in e}
                     for e in shown],
             sent=sum(1 for r in self.rows if r.t_send <= t),

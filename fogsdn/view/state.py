@@ -396,10 +396,14 @@ def recent_timeline(timeline: Sequence[Mapping[str, Any]], keep: int = TIMELINE_
 
 
 def run_timeline(availability: Iterable[Mapping[str, Any]],
-                 epochs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The run's OFN changes and policy epochs as timeline events, in time order (model ms)."""
+                 epochs: Iterable[Mapping[str, Any]],
+                 faults: Iterable[Any] = ()) -> list[dict[str, Any]]:
+    """The run's OFN changes, policy epochs and scheduled faults (summary.json `faults`,
+    fogsdn.core.faults) as timeline events, in time order (model ms)."""
     churn = [{"t_ms": _num(a.get("t")), "kind": "churn", "node": str(a.get("node")),
               "up": a.get("state") == "available"} for a in availability]
     policy = [{"t_ms": _num(e.get("from_ms")), "kind": "policy", "policy": str(e.get("policy"))}
               for e in epochs]
-    return sorted(churn + policy, key=lambda e: e["t_ms"])
+    fault = [{"t_ms": _num(f.get("t_ms")), "kind": "fault", "fault": str(f.get("kind")),
+              "node": str(f.get("node") or "")} for f in faults if isinstance(f, Mapping)]
+    return sorted(churn + policy + fault, key=lambda e: e["t_ms"])
