@@ -277,8 +277,8 @@ class TraceCsvSink(_FileSink):
                               minlength=parts * ncls).reshape(parts, ncls).tolist()
         on_time_e2e = on_time if resp is node_ms else np.bincount(
             group[answered & (resp <= d)], minlength=parts * ncls).reshape(parts, ncls).tolist()
-        svc_s = _running_sums(part * nn + k, answered, svc, parts * nn)
-        nom_s = _running_sums(part * nn + k, answered, nominal, parts * nn)
+        svc_s, nom_s = _running_sums(part * nn + k, answered, np.stack((svc, nominal)),
+                                     parts * nn)
         cuts = np.arange(TALLY_ROWS, n, TALLY_ROWS)
         ok_ms: list[list[list[float]]] = []  # by class, then part: the answered rows' times
         e2e_ms: list[list[list[float]]] = []
@@ -305,19 +305,21 @@ class TraceCsvSink(_FileSink):
                 )
 
 
-def _running_sums(key: Ints, where: Bools, x: Floats, size: int) -> list[float]:
-    """Per key (0..size-1), the sum of x where `where`, added one at a time in row order
-    from 0.0, as a `+=` loop would (so the summary's service means stay what they were)."""
-    out = [0.0] * size
+def _running_sums(key: Ints, where: Bools, xs: Floats, size: int) -> list[list[float]]:
+    """Per row of xs and per key (0..size-1), the sum of the row's values where `where`,
+    added one at a time in row order from 0.0 as a `+=` loop would (np.cumsum is that
+    loop), so the summary's service means stay what they were."""
+    out = [[0.0] * size for _ in xs]
     keys = key[where]
     if not len(keys):
         return out
     order = np.argsort(keys, kind="stable")
-    keys, vals = keys[order], x[where][order]
+    keys, vals = keys[order], xs[:, where][:, order]
     first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     for key_, a, b in zip(keys[first].tolist(), first.tolist(),
                           [*first[1:].tolist(), len(keys)], strict=True):
-        out[key_] = float(np.cumsum(vals[a:b])[-1])
+        for row, total in zip(out, np.cumsum(vals[:, a:b], axis=1)[:, -1].tolist(), strict=True):
+            row[key_] = total
     return out
 
 
