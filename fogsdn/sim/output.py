@@ -1,9 +1,11 @@
 """Sinks that turn the engine's row tuples into the shared trace CSV and a summary.
 
-`TraceCsvSink` writes exactly the bytes `fogsdn.core.trace.TraceWriter` would, but formats
-a whole row with one `%` per outcome: at millions of rows that is most of the
-simulator's speed. The network's share (`fogsdn.core.latency`) is added here to the node's
-sojourn to give response_ms; a response over the timeout becomes a `timeout` row.
+`TraceCsvSink` writes exactly the bytes `fogsdn.core.trace.TraceWriter` would, but a
+block of rows at a time, as columns: at millions of rows formatting is most of the
+simulator's cost, so numpy lays the plain rows out (`fogsdn.sim.trace_text`) and `%`,
+one per row, writes only the others (docs/simulator.md, "How fast, how big"). The
+network's share (`fogsdn.core.latency`) is added here to the node's sojourn to give
+response_ms; a response over the timeout becomes a `timeout` row.
 """
 
 from __future__ import annotations

@@ -58,12 +58,13 @@ def _word8(v: Ints, keep: Ints) -> Words:
     return (_DIGITS4_LOW[hi] | _DIGITS4[lo]) & _KEEP[keep]
 
 
-def _lead(width: int, digits: int) -> str:
+def _lead(width: int, digits: str) -> str:
     """How `digits` (a number's text) shows in `width` bytes: its leading zeros NUL."""
     return digits.lstrip("0").rjust(width, "\0")
 
 
 def _table(texts: Sequence[str], shift: int) -> Words:
+    """Texts of up to 4 bytes as words, shifted to bytes `shift / 8` on: a look-up table."""
     return np.array([int.from_bytes(t.encode("latin-1"), "little") << shift for t in texts],
                     dtype=_U8)
 
@@ -81,6 +82,8 @@ _HIGH7 = _table([_lead(1, f"{i:04d}"[:1]) + f"{i:04d}"[1:] for i in range(10_000
 def int_words(v: Ints, min_digits: int = 1) -> list[Words]:
     """Each v (0 <= v < 10**16) as `%d` (`min_digits` 1) or `%07d` (7) writes it, in one
     word (every v < 10**8) or two, each word shaped like v."""
+    if min_digits not in (1, 7):
+        raise ValueError(f"min_digits must be 1 or 7, not {min_digits}")
     if not v.size or int(v.max()) < 10**8:
         hi, lo = np.divmod(v, 10_000)
         if min_digits == 7:
@@ -150,7 +153,7 @@ class PlainLines:
         return buf, m, ok_rows
 
 
-def join_lines(buf: bytearray, lines: dict[int, bytes]) -> list[bytes | memoryview]:
+def join_lines(buf: bytearray, lines: dict[int, bytes]) -> list[bytes | bytearray | memoryview]:
     """The text of a block, in pieces to write: each row of the word matrix over `buf`
     with its NUL bytes dropped, except the rows in `lines` (their words MARK and NULs),
     which are those bytes instead."""
@@ -158,7 +161,7 @@ def join_lines(buf: bytearray, lines: dict[int, bytes]) -> list[bytes | memoryvi
     if not lines:
         return [text]
     view = memoryview(text)
-    out: list[bytes | memoryview] = []
+    out: list[bytes | bytearray | memoryview] = []
     at = 0
     for i in sorted(lines):
         mark = text.index(b"\x01", at)
