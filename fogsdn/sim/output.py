@@ -10,10 +10,7 @@ response_ms; a response over the timeout becomes a `timeout` row.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Mapping
-from itertools import starmap
-from operator import itemgetter
 from pathlib import Path
 from typing import IO, Self
 
@@ -25,7 +22,18 @@ from fogsdn.core.trace import COLUMNS
 from fogsdn.core.workload import client_names
 from fogsdn.measure.metrics import MeasuredAccumulator
 from fogsdn.models.network_power import PathOption
-from fogsdn.sim.rows import BLOCKED, CLASSES, OK, OUTCOME_NAMES, TIMEOUT, Row, node_names
+from fogsdn.sim.rows import (
+    BLOCKED,
+    CLASSES,
+    OK,
+    OUTCOME_NAMES,
+    ROW_FLOATS,
+    ROW_INTS,
+    TIMEOUT,
+    Row,
+    node_names,
+    row_columns,
+)
 from fogsdn.sim.trace_text import LIMIT, MARK, Bools, Floats, Ints, PlainLines, join_lines
 
 NETWORK_STREAM = 100  # spawn key of the network's draws (fogsdn.core.streams uses 0-7)
@@ -40,27 +48,6 @@ _NO_PORTS = "," + _EOL
 TALLY_ROWS = 1024
 # rows turned into text at a time: a multiple of TALLY_ROWS, small enough for the cache
 BLOCK_ROWS = 2048
-# a row's first ten fields (fogsdn.sim.rows) as 8-byte numbers: t_done, outcome, seq,
-# client, class, size, t_send, node, service, nominal
-_PACK = struct.Struct("<dqqqqddqdd").pack
-_FIRST10 = itemgetter(slice(10))
-_FLOATS = [0, 5, 6, 8, 9]
-_INTS = [1, 2, 3, 4, 7]
-
-
-def _columns(rows: list[Row]) -> Floats:
-    """The rows' first ten fields as columns (10 x rows; the integer ones' bits are
-    int64): packed as bytes, which reads each field once, where numpy would twice."""
-    try:
-        raw = b"".join(starmap(_PACK, map(_FIRST10, rows)))
-    except struct.error:  # an integer field that is not an int: numpy converts it
-        a = np.array([r[:10] for r in rows], dtype=np.float64)
-        out = a.T.copy()
-        out[_INTS] = a.T[_INTS].astype(np.int64).view(np.float64)
-        return out
-    return np.frombuffer(raw, dtype=np.float64).reshape(len(rows), 10).T.copy()
-
-
 def _hosts_columns(r: Row) -> str:
     """The trace's hosts and wasted_ms columns of a row (empty without them)."""
     return f",{r[11]},{r[12]:.6f}" if len(r) > 12 else ",,"
@@ -165,9 +152,9 @@ class TraceCsvSink(_FileSink):
 
     def _block(self, rows: list[Row]) -> None:
         n = len(rows)
-        cols = _columns(rows)
-        t_done, size, t_send, svc, nominal = cols[_FLOATS]
-        outcome, seq, c, cls, k = cols[_INTS].view(np.int64)
+        cols = row_columns(rows)
+        t_done, size, t_send, svc, nominal = cols[ROW_FLOATS]
+        outcome, seq, c, cls, k = cols[ROW_INTS].view(np.int64)
         ok = outcome == OK
         node_ms = t_done - t_send
         resp = self._response(rows, ok, c, k, node_ms)
