@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
 """Simulator speed: requests per second of fogsdn.sim.engine beside the same model in SimPy.
 
-In CPU seconds, best of R interleaved runs, for the default scenario and a large one
-(docs/benchmarks.md; figures in docs/simulator.md).
+In CPU seconds, best of R interleaved runs, for the default scenario and a large one;
+then the peak memory of a run over 40 OFNs (docs/benchmarks.md; figures in
+docs/simulator.md).
 
-    python scripts/bench_sim.py [--requests N] [--repeat R] [--big] [--big-requests N]
+    python scripts/bench_sim.py [--requests N] [--repeat R] [--ofn-requests N] [--big]
+                                [--big-requests N]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import resource
 import shutil
 import subprocess
 import sys
@@ -84,14 +85,24 @@ def time_simpy(sc: Scenario, n: int, tmp: Path | None) -> float:
 def child(scenario: str, n: int, out: str) -> None:
     """--_child: one run_simulation, then its figures as JSON on stdout."""
     sc = load_scenario(scenario)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     s = run_simulation(sc, Path(out), requests=n, compare=False)
-    wall = time.perf_counter() - t0
-    rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    # VmHWM: ru_maxrss would keep the forking parent's peak across exec
+    hwm = next(line for line in Path("/proc/self/status").read_text().splitlines()
+               if line.startswith("VmHWM:"))
     trace_mb = (Path(out) / "trace.csv").stat().st_size / 1e6
     print(json.dumps({"requests": s["requests"], "rows": s["rows"], "wall_s": wall,
-                      "engine_wall_s": s["wall_s"], "maxrss_mb": rss_kb / 1024,
-                      "trace_mb": trace_mb}))
+                      "cpu_s": cpu, "engine_wall_s": s["wall_s"],
+                      "maxrss_mb": int(hwm.split()[1]) / 1024, "trace_mb": trace_mb}))
+
+
+def run_child(scenario: str, n: int, out: Path) -> dict[str, Any]:
+    """`child` in a fresh interpreter: its own peak memory."""
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--_child",
+                           scenario, str(n), str(out)],
+                          capture_output=True, text=True, check=True)
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--requests", type=int, default=500_000)
     ap.add_argument("--simpy-requests", type=int, default=200_000)
     ap.add_argument("--repeat", type=int, default=3, help="best of this many runs")
+    ap.add_argument("--ofn-requests", type=int, default=100_000,
+                    help="requests of the 40-OFN run (scenarios/many_ofns.yaml); 0: none")
     ap.add_argument("--big", action="store_true", help="also a 10M-request run: peak memory")
     ap.add_argument("--big-requests", type=int, default=10_000_000)
     ap.add_argument("--_child", nargs=3, metavar=("SCENARIO", "N", "OUT"), help=argparse.SUPPRESS)
@@ -146,12 +159,16 @@ def main(argv: list[str] | None = None) -> int:
         print("large scenario (C_F=1000, C_O=100, lambda_hp=0.45, lambda_lp=0.5)")
         print(f"  engine core         {rate(n, lc)}")
         print(f"  engine + trace      {rate(n, lf)}")
+        if a.ofn_requests:
+            many = str(ROOT / "scenarios/many_ofns.yaml")
+            print(f"40 OFNs (many_ofns): {a.ofn_requests:,} requests through run_simulation "
+                  "(child process)")
+            b = run_child(many, a.ofn_requests, tmp / "many")
+            print(f"  {rate(b['requests'], b['cpu_s'])}, trace {b['trace_mb']:,.0f} MB, "
+                  f"peak RSS {b['maxrss_mb']:.0f} MB (target < 500 MB)")
         if a.big:
             print(f"big run: {a.big_requests:,} requests through run_simulation (child process)")
-            out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--_child",
-                                  a.scenario, str(a.big_requests), str(tmp / "big")],
-                                 capture_output=True, text=True, check=True)
-            b = json.loads(out.stdout.strip().splitlines()[-1])
+            b = run_child(a.scenario, a.big_requests, tmp / "big")
             print(f"  {rate(b['requests'], b['wall_s'])}, {b['rows']:,} rows, "
                   f"trace {b['trace_mb']:,.0f} MB, peak RSS {b['maxrss_mb']:.0f} MB")
     finally:

@@ -42,7 +42,8 @@ PURE = ("fogsdn.core",  # as before the move: the base layer, no engine
         "fogsdn.controller.running_policy", "fogsdn.nodes.protocol", "fogsdn.nodes.ncs",
         "fogsdn.city.geo_latency", "fogsdn.city.layout", "fogsdn.city.study_spec",
         "fogsdn.city.mobility_traces", "fogsdn.netem.link_params", "fogsdn.sim.rows",
-        "fogsdn.sim.policy_tables", "fogsdn.view.state", "fogsdn.legacy_names")
+        "fogsdn.sim.policy_tables", "fogsdn.sim.trace_text", "fogsdn.view.state",
+        "fogsdn.legacy_names")
 
 
 def layer_of(module: str) -> int | None:

@@ -219,3 +219,34 @@ def test_simulated_switch_sleeps_once_its_ports_have_been_quiet_for_the_hold(tmp
     assert sw[4.0] == sw[5.0] == sw[6.0] == (0, pytest.approx(3.0))  # asleep
     assert sw[7.0][0] == 2  # the next busy phase wakes it
     assert summary["power"]["switches"]["s1"] < 20.0
+
+
+@pytest.mark.parametrize("overrides", [
+    {},  # answered and blocked; busy intervals across second boundaries
+    {"nodes.fn.servers": "multi", "timeout_ms": 20.0},  # timed out once the node finished
+    {"churn.leave": "drop", "timeout_ms": 15.0, "time_scale": 50.0},  # lost; long intervals
+])
+def test_simulator_account_by_columns_is_the_row_by_row_one(
+        overrides: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The account takes a batch as columns; its sums are the row-at-a-time loop's, to
+    the last bit (each second's busy time is added a piece at a time, in row order)."""
+    from pathlib import Path
+
+    from fogsdn.core.scenario import load_scenario, scenario_graph
+    from fogsdn.sim.engine import simulate
+    from fogsdn.sim.power import PowerAccount
+
+    sc = load_scenario(Path(__file__).resolve().parent.parent / "scenarios" / "default.yaml")
+    sc = sc.with_overrides(overrides)
+    batches: list[list[tuple[object, ...]]] = []
+    simulate(sc, batches.append, requests=30_000)
+    by_columns, by_rows = PowerAccount(sc, scenario_graph(sc)), PowerAccount(sc, scenario_graph(sc))
+    monkeypatch.setattr(by_rows, "_batch", by_rows._one_by_one)
+    for b in batches:
+        by_columns(b)
+        by_rows(b)
+    assert by_columns.busy == by_rows.busy
+    assert by_columns.traffic == by_rows.traffic
+    assert by_columns.active == by_rows.active
+    assert by_columns.end_s == by_rows.end_s
+    assert power_csv_text(by_columns.samples()) == power_csv_text(by_rows.samples())

@@ -11,6 +11,8 @@ import math
 from collections.abc import Callable, Mapping
 
 import networkx as nx
+import numpy as np
+import numpy.typing as npt
 
 from fogsdn.core.scenario import Scenario
 from fogsdn.core.workload import client_names
@@ -25,10 +27,13 @@ from fogsdn.models.power_model import (
     switch_ports,
     switch_power_w,
 )
-from fogsdn.sim.rows import OK, TIMEOUT, Row, node_names
+from fogsdn.sim.rows import OK, TIMEOUT, Row, node_names, row_columns
 
 BIN_S = 1.0
 _FINISHED_AT = "node finished at "
+_HALF = BYTES_PER_REQUEST / 2.0  # a request's bytes at each end
+Floats = npt.NDArray[np.float64]
+Ints = npt.NDArray[np.int64]
 
 
 class PowerAccount:
@@ -63,6 +68,74 @@ class PowerAccount:
             i += 1
 
     def __call__(self, rows: list[Row]) -> None:
+        if self.chosen is not None or not _HALF.is_integer():  # a path per request
+            self._one_by_one(rows)
+        elif rows:
+            self._batch(rows)
+
+    def _batch(self, rows: list[Row]) -> None:
+        """`_one_by_one`'s sums, counted as columns: each bin's busy time still added one
+        piece at a time in row order (np.cumsum), the bytes whole multiples of `_HALF`
+        (exact in any order)."""
+        to_s = self.to_s
+        cols = row_columns(rows)
+        t_done, t_send, svc = cols[0], cols[6], cols[8]
+        outcome, c, k = cols[[1, 3, 7]].view(np.int64)
+        # served here: answered, or timed out once the node finished (its end in the note)
+        done = np.where(outcome == OK, t_done, np.nan)
+        end = t_done.copy()
+        for i in np.flatnonzero(outcome == TIMEOUT).tolist():
+            r = rows[i]
+            if len(r) > 10 and str(r[10]).startswith(_FINISHED_AT):
+                done[i] = end[i] = float(str(r[10])[len(_FINISHED_AT):])
+        top = float((end * to_s).max())
+        if top > self.end_s:
+            self.end_s = top
+        self._add_busy_many(k, (done - svc) * to_s, done * to_s)
+        # traffic: half the packets when sent, half when answered, per path and second
+        nn = len(self.nodes)
+        path = np.concatenate((c, c)) * nn + np.concatenate((k, k))
+        second = np.floor_divide(np.concatenate((t_send, t_done)) * to_s, BIN_S).astype(np.int64)
+        keys, counts = np.unique(path << 32 | second, return_counts=True)
+        for key, n in zip(keys.tolist(), counts.tolist(), strict=True):
+            b = key & 0xFFFFFFFF
+            for sw, p_in, p_out in self.paths[divmod(key >> 32, nn)]:
+                tr = self.traffic[sw]
+                tr[b] = tr.get(b, 0.0) + n * _HALF
+                self.active[sw].setdefault(b, set()).update((p_in, p_out))
+
+    def _add_busy_many(self, k: Ints, a: Floats, b: Floats) -> None:
+        """`_add_busy` for each row with a < b (NaN: none), in row order."""
+        served = np.flatnonzero(a < b)
+        a, b, k = a[served], b[served], k[served]
+        first = np.floor_divide(a, BIN_S)
+        within = b <= (first + 1) * BIN_S  # in one bin: most rows
+        order, node, bin_ = [served[within]], [k[within]], [first[within]]
+        piece = [(b - a)[within]]
+        for j in np.flatnonzero(~within).tolist():  # across bins: each bin's share
+            lo, hi, i = float(a[j]), float(b[j]), int(first[j])
+            while lo < hi:
+                edge = (i + 1) * BIN_S
+                cut = hi if hi < edge else edge
+                order.append(served[j:j + 1])
+                node.append(k[j:j + 1])
+                bin_.append(np.array([i], dtype=np.float64))
+                piece.append(np.array([cut - lo]))
+                lo = cut
+                i += 1
+        o, kk, bb, pp = (np.concatenate(x) for x in (order, node, bin_, piece))
+        sort = np.lexsort((o, bb, kk))
+        kk, bb, pp = kk[sort], bb[sort].astype(np.int64), pp[sort]
+        starts = np.flatnonzero(np.r_[True, (kk[1:] != kk[:-1]) | (bb[1:] != bb[:-1])])
+        ends = [*starts[1:].tolist(), len(pp)]
+        for s_, e_, node_, i_ in zip(starts.tolist(), ends, kk[starts].tolist(),
+                                     bb[starts].tolist(), strict=True):
+            bins = self.busy[node_]
+            run = np.cumsum(np.r_[bins.get(i_, 0.0), pp[s_:e_]])  # one at a time, as `+=`
+            bins[i_] = float(run[-1])
+
+    def _one_by_one(self, rows: list[Row]) -> None:
+        """The account a row at a time (where each request has its own path)."""
         to_s = self.to_s
         for r in rows:
             outcome, c, k, t_send = r[1], r[3], r[7], r[6]
