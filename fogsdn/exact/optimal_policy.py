@@ -40,9 +40,10 @@ from fogsdn.policies.state_table import (
 # y / p below this share of a state's decisions is dropped as solver noise
 _MIN_SHARE = 1e-9
 METHODS = ("auto", "lp", "lagrangian")
-# `auto` solves the LP up to this many states and the Lagrangian method above: where
-# the two take about as long (scripts/bench_analytic.py --optimizer, docs/policies.md).
-AUTO_LP_MAX_STATES = 1_500
+# `auto` solves the LP (the reference) up to this many states, where it takes under a
+# second; the Lagrangian method above (scripts/bench_analytic.py --optimizer: 0.05 s
+# against 0.03 at 462 states, 3.8 s against 0.19 at 1,584; docs/policies.md).
+AUTO_LP_MAX_STATES = 1_000
 # Peak memory, bytes, as a + b * states (the Lagrangian method: vectors per state and
 # the pool of policies; its LU only up to lagrangian.DIRECT_MAX states) or as
 # a + b * states ** 1.5 (HiGHS on the LP: its basis factors fill in); fitted to
