@@ -50,17 +50,6 @@ SHOWN = ("W", "blocking", "outage", "N", "throughput")
 BASELINE_MAX_STATES = 20_000
 
 
-def free_memory() -> float | None:
-    """Bytes this machine can still give (MemAvailable), None where unknown."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return float(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
 def _args(argv: list[str] | None) -> argparse.Namespace:
     ap = bootstrap.OneLineParser(prog="optimize_policy.py",
                                  description="Optimal state-based dispatch from the exact model.")
@@ -124,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         objective = parse_expr(ns.minimize)
         constraints = tuple(parse_constraint(c) for c in ns.subject_to)
         opt = optimize(sc, objective, constraints, reject=ns.reject, method=ns.method,
-                       max_bytes=free_memory())
+                       max_bytes=bootstrap.free_memory())
         cls = table_policy_class(opt, ns.policy_name)
         t0 = time.perf_counter()
         exact = prediction_figures(sc, predict_policy(sc, cls(), max_states=max(

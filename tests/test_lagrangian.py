@@ -201,7 +201,7 @@ def test_memory_refusal_is_one_line_with_states_and_bytes(
 
     path = tmp_path / "d.yaml"
     path.write_text(yaml.safe_dump(sc.to_dict()))
-    monkeypatch.setattr(cli, "free_memory", lambda: 2e8)
+    monkeypatch.setattr(cli.bootstrap, "free_memory", lambda: 2e8)
     rc, _, err_text = call_main(cli.main, ["--scenario", str(path), "--no-baselines"], capsys)
     assert rc == 2 and len(err_text.strip().splitlines()) == 1
     assert "462 states: the lp method needs about" in err_text and "0.2 GB is free" in err_text
