@@ -4,8 +4,8 @@
     python scripts/bench_analytic.py [--sizes 20x10,100x50,...] [--naive-max 260000]
     python scripts/bench_analytic.py --policy-chain [--clusters 20x10x1,20x10x2,...]
     python scripts/bench_analytic.py --solvers [--sizes 10x5,...] [--split 1000x500]
-    python scripts/bench_analytic.py --optimizer [--clusters 20x10x1,...]
-        [--methods highs,highs-ds,highs-ipm]
+    python scripts/bench_analytic.py --optimizer [--clusters 20x10x1,...] [--lp-max 3100]
+        [--lp-methods highs]
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ ROOT = bootstrap.ROOT
 DEFAULT_SIZES = "20x10,100x50,250x125,500x250,1000x500"
 # C_F x C_O x OFNs, for --policy-chain
 DEFAULT_CLUSTERS = "20x10x1,20x10x2,40x20x2,20x10x3"
-# --optimizer: 462, 1,584, 3,024, 5,324 and 10,164 states
-OPTIMIZER_CLUSTERS = "20x10x1,10x5x2,20x5x2,10x10x2,20x10x2"
+# --optimizer: 462, 1,584, 3,024, 10,164, 100,172 (one OFN) and 101,528 (three) states
+OPTIMIZER_CLUSTERS = "20x10x1,10x5x2,20x5x2,20x10x2,316x157x1,36x6x3"
 
 
 def _params(cf: int, co: int, leave: str):  # type: ignore[no-untyped-def]
@@ -143,7 +143,10 @@ def one_policy_chain(cf: int, co: int, ofns: int, leave: str) -> dict[str, objec
             "delta_mb": (peak - base) / 1024, "W_lp": pred.lp.W, "mean_pi": float(pi.max())}
 
 
-def one_optimizer(cf: int, co: int, ofns: int, method: str) -> dict[str, object]:
+def one_optimizer(cf: int, co: int, ofns: int, method: str, lp_method: str
+                  ) -> dict[str, object]:
+    """Minimise all.W subject to hp.W at most the proposed (prioritized) scheme's own, by
+    `method`, in this process."""
     from fogsdn.core.scenario import PolicySpec
     from fogsdn.exact.model_params import exact_prediction
     from fogsdn.exact.objective import parse_constraint, parse_expr
@@ -153,26 +156,51 @@ def one_optimizer(cf: int, co: int, ofns: int, method: str) -> dict[str, object]
         update={"policy": PolicySpec(name="prioritized")})
     bound = float(exact_prediction(sc).hp.W)
     opt = optimize(sc, parse_expr("all.W"), (parse_constraint(f"hp.W<={bound!r}"),),
-                   max_states=10**7, method=method)
+                   method=method, lp_method=lp_method)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {"states": opt.n_states, "variables": opt.n_variables, "seconds": opt.seconds,
-            "value": opt.value, "randomised": opt.randomised}
+            "value": opt.value, "randomised": opt.randomised, "iterations": opt.iterations,
+            "evaluations": opt.evaluations, "duality_gap": opt.gap, "peak_mb": peak / 1024,
+            "hp_W": opt.figures["hp.W"], "bound": bound}
 
 
 def optimizer_main(ns: argparse.Namespace) -> int:
-    print(f"{'C_F x C_O x OFNs':<18}{'states':>8}{'variables':>11}  {'method':<11}"
-          f"{'seconds':>9}{'all.W':>12}{'randomised':>11}")
+    """The LP (each HiGHS variant asked for, up to --lp-max states) beside the
+    Lagrangian method on each cluster, each case in its own process."""
+    hdr = (f"{'C_F x C_O x OFNs':<18}{'states':>9}  {'method':<17}{'seconds':>9}"
+           f"{'iterations':>12}{'evals':>7}{'all.W':>15}{'vs LP':>10}{'dual gap':>10}"
+           f"{'rand':>5}{'peak MB':>9}")
+    print(hdr)
+    print("-" * len(hdr))
     rows = []
     for spec in ns.clusters.split(","):
         cf, co, ofns = (int(v) for v in spec.split("x"))
-        for method in ns.methods.split(","):
-            r = {"cluster": spec, "method": method,
-                 **_spawn("--one-optimizer", [cf, co, ofns, method], ns.timeout)}
+        states = (cf + 1) * (2 * (co + 1)) ** ofns
+        runs = [("lp", m) for m in ns.lp_methods.split(",")] + [("lagrangian", "highs")]
+        ref: float | None = None
+        for method, lp_method in runs:
+            label = f"lp/{lp_method}" if method == "lp" else method
+            if method == "lp" and states > ns.lp_max:
+                print(f"{spec:<18}{states:>9,}  {label:<17}skipped: above --lp-max "
+                      f"{ns.lp_max:,} states", flush=True)
+                continue
+            r = {"cluster": spec, "method": label,
+                 **_spawn("--one-optimizer", [cf, co, ofns, method, lp_method], ns.timeout)}
             rows.append(r)
             if "error" in r:
-                print(f"{spec:<18}{'':>8}{'':>11}  {method:<11}{r['error']}", flush=True)
+                print(f"{spec:<18}{states:>9,}  {label:<17}{r['error']}", flush=True)
                 continue
-            print(f"{spec:<18}{r['states']:>8,}{r['variables']:>11,}  {method:<11}"
-                  f"{r['seconds']:>9.2f}{r['value']:>12.6f}{r['randomised']:>11}", flush=True)
+            if method == "lp" and ref is None:
+                ref = float(r["value"])
+            vs = (f"{abs(float(r['value']) - ref) / abs(ref):>10.1e}"
+                  if ref is not None and method != "lp" else f"{'':>10}")
+            r["rel_gap_vs_lp"] = (abs(float(r["value"]) - ref) / abs(ref)
+                                  if ref is not None and method != "lp" else None)
+            dgap = f"{float(r['duality_gap']):>10.1e}" if method != "lp" else f"{'':>10}"
+            evals = f"{r['evaluations']:>7}" if method != "lp" else f"{'':>7}"
+            print(f"{spec:<18}{r['states']:>9,}  {label:<17}{r['seconds']:>9.2f}"
+                  f"{r['iterations']:>12,}{evals}{r['value']:>15.10f}{vs}{dgap}"
+                  f"{r['randomised']:>5}{r['peak_mb']:>9.0f}", flush=True)
     if ns.json:
         ns.json.write_text(json.dumps(rows, indent=1))
     return 0
@@ -299,8 +327,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-lu", action="store_true",
                     help="with --split: skip the LU it is compared with (~30 s at 1M)")
     ap.add_argument("--optimizer", action="store_true",
-                    help="the optimal-policy LP per HiGHS variant, per cluster")
-    ap.add_argument("--methods", default="highs,highs-ds,highs-ipm")
+                    help="the optimum by the LP beside the Lagrangian method, per cluster")
+    ap.add_argument("--lp-methods", default="highs",
+                    help="with --optimizer: HiGHS variants (highs,highs-ds,highs-ipm)")
+    ap.add_argument("--lp-max", type=int, default=3_100,
+                    help="with --optimizer: run the LP only up to this many states")
     ap.add_argument("--one-optimizer", help=argparse.SUPPRESS)
     ns = ap.parse_args(argv)
     # a child of _spawn: one measurement, its arguments a JSON list

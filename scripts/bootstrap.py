@@ -227,6 +227,18 @@ def bootstrap(needs_network_stack: bool = True, extras: str = "test",
         _interrupted()
 
 
+def free_memory() -> float | None:
+    """Bytes this machine can still give (MemAvailable), None where unknown: the
+    optimiser's refusal compares its estimate with it."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return float(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
 def fail(message: object, code: int = 2) -> int:
     """Print a script's one-line error on stderr; returns the exit status to return."""
     print(message, file=sys.stderr)

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """The optimal state-based dispatch of a scenario, from the exact model (a constrained
-MDP solved as one linear program; docs/policies.md).
+MDP: one linear program on small chains, the Lagrangian method on large ones;
+docs/policies.md).
 
     python scripts/optimize_policy.py --scenario scenarios/default.yaml \\
         --minimize all.W --subject-to "hp.W<=2.4" --json F --write-policy my_optimal.py
     python scripts/optimize_policy.py --scenario FILE --minimize "lp.blocking" \\
         --subject-to "hp.W<=2.4" --reject
     python scripts/optimize_policy.py --scenario FILE --minimize "all.N + 0.01*power"
+    python scripts/optimize_policy.py --scenario scenarios/optimum_100k.yaml \
+        --subject-to "hp.W<=2.4" --method lagrangian
 
 Prints the optimum beside every built-in state-based policy, checks the written table on
 the exact chain, and writes a policy file that every engine loads with --policy-module.
@@ -26,8 +29,11 @@ bootstrap.bootstrap(needs_network_stack=False, extras="")
 
 from fogsdn.core.scenario import ScenarioError, load_scenario  # noqa: E402
 from fogsdn.core.summary import json_safe  # noqa: E402
+from fogsdn.exact.joint_chain import MAX_STATES  # noqa: E402
 from fogsdn.exact.objective import ObjectiveError, evaluate, parse_constraint, parse_expr  # noqa: E402
 from fogsdn.exact.optimal_policy import (  # noqa: E402
+    AUTO_LP_MAX_STATES,
+    METHODS,
     OptimalPolicy,
     OptimizeError,
     baselines,
@@ -40,6 +46,8 @@ from fogsdn.exact.optimal_policy import (  # noqa: E402
 from fogsdn.exact.policy_chain import predict_policy  # noqa: E402
 
 SHOWN = ("W", "blocking", "outage", "N", "throughput")
+# The 35 built-in chains take minutes above this many states
+BASELINE_MAX_STATES = 20_000
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -55,9 +63,14 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
                          "(admission control); by default it names nodes that are up")
     ap.add_argument("--json", type=Path, metavar="FILE", help="write the figures as JSON")
     ap.add_argument("--write-policy", type=Path, metavar="FILE.py")
+    ap.add_argument("--method", choices=METHODS, default="auto",
+                    help="lp: one linear program (exact, small chains); lagrangian: policy "
+                         "iteration and the multipliers' search (large chains); auto: the LP "
+                         f"up to {AUTO_LP_MAX_STATES:,} states")
     ap.add_argument("--policy-name", default="optimal")
     ap.add_argument("--no-baselines", action="store_true",
-                    help="skip the built-in policies (large scenarios)")
+                    help="skip the built-in policies (skipped anyway above "
+                         f"{BASELINE_MAX_STATES:,} states)")
     return ap.parse_args(argv)
 
 
@@ -84,6 +97,9 @@ def report(opt: OptimalPolicy, exact: dict[str, float], base: dict[str, object] 
         "lp": {"states": opt.n_states, "variables": opt.n_variables, "rows": opt.n_rows,
                "randomised_decisions": opt.randomised, "seconds": opt.seconds,
                "method": "Charnes-Cooper" if opt.objective.ratio else "linear"},
+        "solver": {"method": opt.method, "states": opt.n_states, "iterations": opt.iterations,
+                   "evaluations": opt.evaluations, "duality_gap": opt.gap,
+                   "seconds": opt.seconds},
     }
     if base is not None:
         out.update(base)
@@ -96,14 +112,17 @@ def main(argv: list[str] | None = None) -> int:
         sc = load_scenario(ns.scenario)
         objective = parse_expr(ns.minimize)
         constraints = tuple(parse_constraint(c) for c in ns.subject_to)
-        opt = optimize(sc, objective, constraints, reject=ns.reject)
+        opt = optimize(sc, objective, constraints, reject=ns.reject, method=ns.method,
+                       max_bytes=bootstrap.free_memory())
         cls = table_policy_class(opt, ns.policy_name)
         t0 = time.perf_counter()
-        exact = prediction_figures(sc, predict_policy(sc, cls()))
+        exact = prediction_figures(sc, predict_policy(sc, cls(), max_states=max(
+            MAX_STATES, opt.n_states)))
         check_s = time.perf_counter() - t0
         base: dict[str, object] | None = None
         rows: list[tuple[str, dict[str, float], bool]] = []
-        if not ns.no_baselines:
+        skip_base = ns.no_baselines or opt.n_states > BASELINE_MAX_STATES
+        if not skip_base:
             points = baselines(sc, objective, constraints)
             best = best_of_families(points)
             base = {"baselines": {name: {**_classes(b.figures), "feasible": b.feasible,
@@ -128,9 +147,19 @@ def main(argv: list[str] | None = None) -> int:
     cons = ", ".join(c.text for c in constraints) or "none"
     print(f"scenario={sc.name} minimise {objective} subject to {cons}"
           f"{' (admission control)' if ns.reject else ''}")
-    print(f"LP: {opt.n_states:,} states, {opt.n_variables:,} variables, {opt.n_rows:,} rows, "
-          f"{opt.seconds:.2f} s; {opt.randomised} randomised decisions; exact chain of the "
-          f"table {check_s:.2f} s, largest gap {d['exact_check']['max_rel_gap']:.1e}")  # type: ignore[index]
+    gap = d["exact_check"]["max_rel_gap"]  # type: ignore[index]
+    if opt.method == "lp":
+        print(f"LP: {opt.n_states:,} states, {opt.n_variables:,} variables, {opt.n_rows:,} "
+              f"rows, {opt.iterations:,} simplex iterations, {opt.seconds:.2f} s; "
+              f"{opt.randomised} randomised decisions; exact chain of the table "
+              f"{check_s:.2f} s, largest gap {gap:.1e}")
+    else:
+        print(f"Lagrangian: {opt.n_states:,} states, {opt.iterations} multiplier rounds, "
+              f"{opt.evaluations} policy evaluations, {opt.seconds:.2f} s, duality gap "
+              f"{opt.gap:.1e}; {opt.randomised} randomised decisions; exact chain of the "
+              f"table {check_s:.2f} s, largest gap {gap:.1e}")
+    if base is None and not ns.no_baselines:
+        print(f"(built-in policies skipped above {BASELINE_MAX_STATES:,} states)")
     print(f"{'policy':<26}{'hp.W':>9}{'lp.W':>9}{'all.W':>9}{'all.block':>11}{'power':>9}  "
           f"{objective}  ok")
     for label, fig, ok in [("optimal", opt.figures, True)] + rows:

@@ -74,14 +74,16 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 
 def optimum_block(sc: object, pred: object, ns: argparse.Namespace) -> dict[str, object]:
     """The optimum for --optimum/--subject-to and this policy's distance from it; where
-    the optimiser cannot (too many states, infeasible), why, beside the prediction."""
+    the optimiser cannot (more memory than is free, infeasible), why, beside the
+    prediction."""
     from fogsdn.exact.objective import evaluate, parse_constraint, parse_expr
     from fogsdn.exact.optimal_policy import OptimizeError, optimize, prediction_figures
 
     objective = parse_expr(ns.optimum)
     constraints = tuple(parse_constraint(c) for c in ns.subject_to)
     try:
-        opt = optimize(sc, objective, constraints, reject=ns.reject)  # type: ignore[arg-type]
+        opt = optimize(sc, objective, constraints, reject=ns.reject,  # type: ignore[arg-type]
+                       max_bytes=bootstrap.free_memory())
     except OptimizeError as err:
         return {"objective": str(objective), "error": str(err)}
     mine = prediction_figures(sc, pred)  # type: ignore[arg-type]

@@ -1,9 +1,12 @@
 """The optimal state-based dispatch of a scenario, from the exact chain (pure).
 
-A constrained MDP on the joint chain's states, solved exactly as one linear program
-over state-action frequencies y_c(s, k) (scipy's HiGHS); a ratio objective (W) by the
-Charnes-Cooper transform. The formulation, and why `handoff` with churn is outside it,
-is in docs/policies.md ("Method"). A vertex of this LP randomises in at most as many
+A constrained MDP on the joint chain's states, by one of two methods that give the same
+optimum: one linear program over state-action frequencies y_c(s, k) (scipy's HiGHS; a
+ratio objective (W) by the Charnes-Cooper transform), exact and quick up to about
+1,500 states; or the Lagrangian method (`fogsdn.exact.lagrangian`: policy iteration on
+the relaxed MDP, the multipliers by column generation, Dinkelbach for W), which scales
+with the chain's sparse solves. The formulation, and why `handoff` with churn is
+outside it, is in docs/policies.md ("Method"). The optimum randomises in at most as many
 states as there are constraints.
 """
 
@@ -11,8 +14,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,12 +22,12 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from fogsdn.core.scenario import LeaveMode, PolicySpec, Role, Scenario
-from fogsdn.exact.joint_chain import arrival_targets, enumerate_states, rate_matrix, transitions
+from fogsdn.exact import lagrangian
+from fogsdn.exact.cmdp_program import Program
 from fogsdn.exact.model_params import AnyPrediction, node_busy
-from fogsdn.exact.objective import CLASS_METRICS, CLASS_NAMES, Constraint, Expr, Metric, evaluate
+from fogsdn.exact.objective import CLASS_METRICS, Constraint, Expr, evaluate
 from fogsdn.exact.policy_chain import predict_policy
 from fogsdn.exact.policy_chain_model import PolicyModel, policy_model
-from fogsdn.exact.response_time import ErlangMixture
 from fogsdn.models.power_model import server_power_w
 from fogsdn.policies import make_policy
 from fogsdn.policies.state_table import (
@@ -37,29 +39,43 @@ from fogsdn.policies.state_table import (
 
 # y / p below this share of a state's decisions is dropped as solver noise
 _MIN_SHARE = 1e-9
-# The largest joint chain the optimiser accepts: well below the 10,164 states whose LP
-# did not finish in 8 minutes (timings in docs/policies.md).
-MAX_OPT_STATES = 5_000
+METHODS = ("auto", "lp", "lagrangian")
+# `auto` solves the LP (the reference) up to this many states, where it takes under a
+# second; the Lagrangian method above (scripts/bench_analytic.py --optimizer: 0.05 s
+# against 0.03 at 462 states, 3.8 s against 0.19 at 1,584; docs/policies.md).
+AUTO_LP_MAX_STATES = 1_000
+# Peak memory, bytes, as a + b * states (the Lagrangian method: vectors per state and
+# the pool of policies; its LU only up to lagrangian.DIRECT_MAX states) or as
+# a + b * states ** 1.5 (HiGHS on the LP: its basis factors fill in); fitted to
+# scripts/bench_analytic.py --optimizer with a margin (docs/policies.md).
+_MEM_BASE = 250e6
+_MEM_LAGR_PER_STATE = 8e3
+_MEM_LP_PER_STATE15 = 2e3
 
 
 class OptimizeError(ValueError):
     """The optimum cannot be computed (infeasible, outside the model); one line."""
 
 
-@dataclass(frozen=True)
-class _Forms:
-    """Per-arrival figures of every (state, node) decision, for one class block."""
+def pick_method(method: str, n_states: int) -> str:
+    """`lp` or `lagrangian` for `method` (`auto` by size)."""
+    if method not in METHODS:
+        raise OptimizeError(f"method {method!r}: one of {', '.join(METHODS)}")
+    if method != "auto":
+        return method
+    return "lp" if n_states <= AUTO_LP_MAX_STATES else "lagrangian"
 
-    acc: np.ndarray  # 1 where the request is accepted
-    p_complete: np.ndarray
-    t_complete: np.ndarray
-    t_sojourn: np.ndarray
-    late: np.ndarray  # P(accepted and not answered by the deadline)
+
+def memory_needed(method: str, n_states: int) -> float:
+    """The peak memory the method needs on `n_states` states, bytes (an estimate)."""
+    if method == "lp":
+        return _MEM_BASE + _MEM_LP_PER_STATE15 * n_states ** 1.5
+    return _MEM_BASE + _MEM_LAGR_PER_STATE * n_states
 
 
 @dataclass(frozen=True)
 class OptimalPolicy:
-    """The LP's optimum and its decision table."""
+    """The optimum, its decision table and how it was found."""
 
     model: PolicyModel
     objective: Expr
@@ -70,10 +86,14 @@ class OptimalPolicy:
     phases: tuple[tuple[tuple[bool, int], ...], ...]
     n_states: int
     n_variables: int
-    n_rows: int
+    n_rows: int  # the LP's rows; 0 for the Lagrangian method
     randomised: int  # (state, class) decisions that randomise
     seconds: float
     reject: bool
+    method: str = "lp"
+    iterations: int = 0  # simplex iterations; master rounds for the Lagrangian method
+    evaluations: int = 0  # the Lagrangian method's policy evaluations (sparse solves)
+    gap: float = 0.0  # value minus the Lagrangian lower bound (0 for the LP)
 
     def table(self) -> tuple[str, str, dict[tuple[str, int], dict[str, float]]]:
         """(HP codes, LP codes, mixed rows) for `StateTablePolicy`."""
@@ -97,181 +117,62 @@ class OptimalPolicy:
         return codes[0], codes[1], mixed
 
 
-def _per_arrival(m: PolicyModel, count: np.ndarray, arr: np.ndarray, s_idx: np.ndarray,
-                 k_idx: np.ndarray) -> _Forms:
-    """The figures of a request sent to node k in state s, from `ErlangMixture` with
-    one stage count at a time (the chain's own formulas)."""
-    out = {f.name: np.zeros(s_idx.size) for f in fields(_Forms)}
-    for k, node in enumerate(m.nodes):
-        stages = 1 if node.multi else node.capacity
-        per = [ErlangMixture(np.eye(stages)[0 if node.multi else i], node.rate,
-                             m.kill_rate(node)) for i in range(stages)]
-        vals = {f: np.array([getattr(e, f) for e in per])
-                for f in ("p_complete", "t_complete", "t_sojourn")}
-        vals["late"] = np.array([float(e.not_completed_by(np.array([m.deadline]))[0]) for e in per])
-        on = (k_idx == k) & (arr[s_idx, k_idx] >= 0)
-        n = np.minimum(count[s_idx[on], k], stages - 1) if not node.multi \
-            else np.zeros(int(on.sum()), dtype=np.int64)
-        out["acc"][on] = 1.0
-        for f, v in vals.items():
-            out[f][on] = v[n]
-    return _Forms(**out)
+@dataclass(frozen=True)
+class _Found:
+    """One method's answer: the normalised z, the table, and the search's counts."""
+
+    z: np.ndarray
+    probs: np.ndarray
+    iterations: int = 0
+    evaluations: int = 0
+    gap: float = 0.0
 
 
-def _actions(avail: np.ndarray, arr: np.ndarray, reject: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(state, node) pairs a decision may name: nodes that are up (any node with
-    `reject`); of the ones that block, only the first (they all do the same)."""
-    N, K = avail.shape
-    allowed = np.ones((N, K), dtype=bool) if reject else avail.copy()
-    none = ~allowed.any(axis=1)
-    allowed[none] = True
-    blocks = allowed & (arr < 0)
-    first = np.argmax(blocks, axis=1)
-    keep = np.zeros_like(blocks)
-    has = blocks.any(axis=1)
-    keep[np.flatnonzero(has), first[has]] = True
-    allowed &= ~blocks | keep
-    s_idx, k_idx = np.nonzero(allowed)
-    return s_idx.astype(np.int64), k_idx.astype(np.int64)
-
-
-class _Program:
-    """The LP's matrices over z = [y_hp (P), y_lp (P), t] and the figures' forms."""
-
-    def __init__(self, scenario: Scenario, m: PolicyModel, reject: bool) -> None:
-        self.m = m
-        strides, avail, count, phase, tables = enumerate_states(m)
-        self.N, self.K = N, K = avail.shape
-        self.phases = tuple(tuple(sorted(t, key=lambda st: t[st])) for t in tables)
-        arr = arrival_targets(m, strides, phase, tables)
-        self.s_idx, self.k_idx = s_idx, k_idx = _actions(avail, arr, reject)
-        self.P = P = s_idx.size
-        self.forms = _per_arrival(m, count, arr, s_idx, k_idx)
-        # the chain's moves that no decision changes (service, churn, leave), as the
-        # transposed generator: d(p)/dt = fixed @ p
-        Q = rate_matrix(transitions(m, strides, avail, count, phase, tables,
-                                    np.zeros((2, N, K))), N)
-        Q.setdiag(0.0)
-        fixed = Q.T - sp.diags(np.asarray(Q.sum(axis=1)).ravel())
-        occupy = sp.csr_matrix((np.ones(P), (s_idx, np.arange(P))), shape=(N, P))
-        blocks = []
-        j = np.flatnonzero(arr[s_idx, k_idx] >= 0)  # the pairs whose arrival is accepted
-        for c in range(2):
-            lam = m.lam[c]
-            move = sp.csr_matrix((np.concatenate([np.full(j.size, lam), np.full(j.size, -lam)]),
-                                  (np.concatenate([arr[s_idx[j], k_idx[j]], s_idx[j]]),
-                                   np.concatenate([j, j]))), shape=(N, P))
-            blocks.append(move + (fixed @ occupy if c == 0 else sp.csr_matrix((N, P))))
-        zero_t = sp.csr_matrix((N, 1))
-        # balance: one row is redundant with the others; the normalisation replaces it
-        balance = sp.hstack([blocks[0], blocks[1], zero_t]).tocsr()[1:]
-        coupling = sp.hstack([-occupy, occupy, zero_t])
-        norm = sp.hstack([sp.csr_matrix(np.ones((1, P))), sp.csr_matrix((1, P)),
-                          sp.csr_matrix([[-1.0]])])
-        self.A_eq = sp.vstack([balance, coupling, norm]).tocsr()
-        self.occupy = occupy
-        self.busy_power, self.idle_power = self._power(scenario, count)
-
-    def _power(self, scenario: Scenario, count: np.ndarray) -> tuple[np.ndarray, float]:
-        """Mean server power as (per-state watts above idle, idle watts): P(n > 0) or
-        E[n] / C busy, as `fogsdn.models.power_model.busy_fraction`."""
-        per_state = np.zeros(self.N)
-        idle = 0.0
-        for k, (node, spec) in enumerate(zip(self.m.nodes, scenario.nodes, strict=True)):
-            span = spec.power.max_w - spec.power.idle_w
-            busy = count[:, k] / node.capacity if node.multi else (count[:, k] > 0)
-            per_state += span * busy
-            idle += spec.power.idle_w
-        return per_state, idle
-
-    def block(self, c: int, v: np.ndarray) -> np.ndarray:
-        """A per-pair vector placed in class c's columns of z (t column 0)."""
-        out = np.zeros(2 * self.P + 1)
-        out[c * self.P:(c + 1) * self.P] = v
-        return out
-
-    def of_class(self, cls: str, per: Callable[[int], np.ndarray], weighted: bool) -> np.ndarray:
-        """`per(c)` in class c's columns for `hp` or `lp`; for `all`, both classes',
-        each times its arrival rate where `weighted` (a per-arrival figure)."""
-        if cls != "all":
-            c = 0 if cls == "hp" else 1
-            return self.block(c, per(c))
-        w = self.m.lam if weighted else (1.0, 1.0)
-        return self.block(0, w[0] * per(0)) + self.block(1, w[1] * per(1))
-
-    def linear(self, mt: Metric) -> np.ndarray:
-        """Coefficients over z of a non-ratio metric, its constant on the t column."""
-        f, lam = self.forms, self.m.lam
-        if mt.name == "power":
-            out = self.block(0, self.busy_power[self.s_idx])
-            out[-1] = self.idle_power
-            return out
-        per = {"blocking": lambda c: 1.0 - f.acc,
-               "outage": lambda c: (1.0 - f.acc) + f.late,
-               "N": lambda c: lam[c] * f.t_sojourn,
-               "throughput": lambda c: lam[c] * f.acc}[mt.name]
-        share = mt.name in ("blocking", "outage")  # of every arrival, both classes'
-        out = self.of_class(mt.cls, per, weighted=share)
-        return out / (lam[0] + lam[1]) if share and mt.cls == "all" else out
-
-    def ratio(self, mt: Metric) -> tuple[np.ndarray, np.ndarray]:
-        """(numerator, denominator) over z of W: E[T; answered] and P(answered)."""
-        f = self.forms
-        return (self.of_class(mt.cls, lambda c: f.t_complete, weighted=True),
-                self.of_class(mt.cls, lambda c: f.p_complete, weighted=True))
-
-    def expr_rows(self, e: Expr) -> tuple[np.ndarray, np.ndarray | None]:
-        """(numerator, denominator or None) of an expression over z."""
-        r = e.ratio
-        if r is not None:
-            num, den = self.ratio(r)
-            return e.terms[0][0] * num, den
-        return sum((c * self.linear(mt) for c, mt in e.terms), np.zeros(2 * self.P + 1)), None
-
-    def figures(self, z: np.ndarray) -> dict[str, float]:
-        """Every metric at the (un-normalised) solution z."""
-        out: dict[str, float] = {}
-        for mt in (Metric(cls, name) for cls in CLASS_NAMES for name in CLASS_METRICS):
-            if mt.is_ratio:
-                num, den = self.ratio(mt)
-                d = float(den @ z)
-                out[str(mt)] = float(num @ z) / d if d > 0 else math.nan
-            else:
-                out[str(mt)] = float(self.linear(mt) @ z) / z[-1]
-        out["power"] = float(self.linear(Metric("", "power")) @ z) / z[-1]
-        return out
-
-
-def _solve(prog: _Program, objective: Expr, constraints: tuple[Constraint, ...],
-           method: str = "highs") -> tuple[np.ndarray | None, str]:
-    """The LP (Charnes-Cooper where the objective is a ratio); z, or None and why."""
-    nz = 2 * prog.P + 1
-    t_only = np.eye(1, nz, nz - 1).ravel()  # a linear figure's denominator: t
+def _solve_lp(prog: Program, objective: Expr, constraints: tuple[Constraint, ...],
+              lp_method: str = "highs") -> _Found | str:
+    """The LP (Charnes-Cooper where the objective is a ratio); its answer, or why not."""
     num, den = prog.expr_rows(objective)
-    last = den if den is not None else t_only
-    ub = []
-    for con in constraints:
-        cn, cd = prog.expr_rows(con.expr)
-        row = cn - con.bound * (cd if cd is not None else t_only)
-        ub.append(row if con.sense == "<=" else -row)
+    last = den if den is not None else prog.t_only()
+    ub = prog.constraint_rows(constraints)
     res = linprog(num, A_ub=np.array(ub) if ub else None, b_ub=np.zeros(len(ub)) if ub else None,
                   A_eq=sp.vstack([prog.A_eq, sp.csr_matrix(last[None, :])]).tocsr(),
                   b_eq=np.concatenate([np.zeros(prog.A_eq.shape[0]), np.ones(1)]),
-                  bounds=(0, None), method=method,
+                  bounds=(0, None), method=lp_method,
                   options={"primal_feasibility_tolerance": 1e-10,
                            "dual_feasibility_tolerance": 1e-10})
     if res.status != 0 or res.x is None:
-        return None, str(res.message)
-    return np.asarray(res.x), ""
+        return "infeasible" if res.status == 2 else str(res.message)
+    z = np.asarray(res.x)
+    return _Found(z / z[-1], _decisions(prog, z), int(res.nit))
 
 
-def _why_infeasible(prog: _Program, constraints: tuple[Constraint, ...]) -> str:
+def _solve_lagrangian(prog: Program, objective: Expr,
+                      constraints: tuple[Constraint, ...]) -> _Found | str:
+    """The Lagrangian method's answer, or "infeasible"."""
+    num, den = prog.expr_rows(objective)
+    try:
+        sol = lagrangian.solve(prog, num, den, prog.constraint_rows(constraints))
+    except lagrangian.Infeasible:
+        return "infeasible"
+    return _Found(sol.z, sol.probs, sol.rounds, sol.evaluations, sol.gap)
+
+
+def _run(prog: Program, method: str, objective: Expr, constraints: tuple[Constraint, ...],
+         lp_method: str) -> _Found | str:
+    if method == "lp":
+        return _solve_lp(prog, objective, constraints, lp_method)
+    return _solve_lagrangian(prog, objective, constraints)
+
+
+def _why_infeasible(prog: Program, method: str, constraints: tuple[Constraint, ...],
+                    lp_method: str) -> str:
     """One line naming the constraint that cannot hold, with the best value reachable."""
     for con in constraints:
-        z, _ = _solve(prog, con.expr if con.sense == "<=" else _negate(con.expr), ())
-        if z is None:
+        got = _run(prog, method, con.expr if con.sense == "<=" else _negate(con.expr), (),
+                   lp_method)
+        if isinstance(got, str):
             continue
-        best = evaluate(con.expr, prog.figures(z))
+        best = evaluate(con.expr, prog.figures(got.z))
         if not con.holds(best):
             word = "least" if con.sense == "<=" else "largest"
             return (f"constraint {con.text!r} cannot be met: the {word} {con.expr} any "
@@ -285,10 +186,12 @@ def _negate(e: Expr) -> Expr:
 
 
 def optimize(scenario: Scenario, objective: Expr, constraints: tuple[Constraint, ...] = (),
-             reject: bool = False, max_states: int = MAX_OPT_STATES, method: str = "highs"
-             ) -> OptimalPolicy:
-    """The optimal state-based policy of `scenario` for `objective` under `constraints`;
-    `method` is scipy's HiGHS variant (scripts/bench_analytic.py compares them)."""
+             reject: bool = False, method: str = "auto", lp_method: str = "highs",
+             max_bytes: float | None = None) -> OptimalPolicy:
+    """The optimal state-based policy of `scenario` for `objective` under `constraints`,
+    by `method` (`auto`: the LP on small chains, the Lagrangian method above);
+    `lp_method` is scipy's HiGHS variant; a one-line refusal where the estimated memory
+    is above `max_bytes` (the caller's free memory)."""
     t0 = time.perf_counter()
     try:
         m = policy_model(scenario, make_policy(scenario.policy))
@@ -297,26 +200,29 @@ def optimize(scenario: Scenario, objective: Expr, constraints: tuple[Constraint,
     if m.leave is LeaveMode.HANDOFF and m.churns:
         raise OptimizeError("leave: handoff makes a handed-off request's stay depend on later "
                             "decisions; the optimiser takes drain and drop")
-    if m.n_states() > max_states:
-        raise OptimizeError(f"{m.n_states():,} states: above the {max_states:,} the "
-                            "optimiser solves here in a minute or so (docs/policies.md)")
-    prog = _Program(scenario, m, reject)
-    z, why = _solve(prog, objective, constraints, method)
-    if z is None:
-        if "nfeasible" in why and constraints:
-            raise OptimizeError(_why_infeasible(prog, constraints))
-        raise OptimizeError(f"the LP for {objective} found no optimum: {why}")
-    figures = prog.figures(z)
-    probs = _decisions(prog, z)
+    n = m.n_states()
+    chosen = pick_method(method, n)
+    need = memory_needed(chosen, n)
+    if max_bytes is not None and need > max_bytes:
+        raise OptimizeError(f"{n:,} states: the {chosen} method needs about {need / 1e9:.1f} GB "
+                            f"of memory, {max_bytes / 1e9:.1f} GB is free")
+    prog = Program(scenario, m, reject)
+    got = _run(prog, chosen, objective, constraints, lp_method)
+    if isinstance(got, str):
+        if got == "infeasible" and constraints:
+            raise OptimizeError(_why_infeasible(prog, chosen, constraints, lp_method))
+        raise OptimizeError(f"the {chosen} method for {objective} found no optimum: {got}")
+    figures = prog.figures(got.z)
     seconds = time.perf_counter() - t0
+    probs = got.probs
     randomised = int(sum(((probs[c] > 0).sum(axis=1) > 1).sum() for c in range(2)))
+    rows = prog.A_eq.shape[0] + 1 + len(constraints) if chosen == "lp" else 0
     return OptimalPolicy(m, objective, constraints, evaluate(objective, figures), figures,
-                         probs, prog.phases, prog.N, 2 * prog.P + 1,
-                         prog.A_eq.shape[0] + 1 + len(constraints), randomised, seconds,
-                         reject)
+                         probs, prog.phases, prog.N, 2 * prog.P + 1, rows, randomised, seconds,
+                         reject, chosen, got.iterations, got.evaluations, got.gap)
 
 
-def _decisions(prog: _Program, z: np.ndarray) -> np.ndarray:
+def _decisions(prog: Program, z: np.ndarray) -> np.ndarray:
     """Per class, state and node, y / p; NaN rows where the optimum never is."""
     P = prog.P
     p = prog.occupy @ z[:P]
@@ -459,6 +365,6 @@ def best_of_families(points: list[Baseline]) -> dict[str, Baseline]:
     return out
 
 
-__all__ = ["Baseline", "MAX_OPT_STATES", "OptimalPolicy", "OptimizeError",
-           "baselines", "best_of_families", "optimize", "policy_source", "prediction_figures",
-           "table_policy_class"]
+__all__ = ["AUTO_LP_MAX_STATES", "Baseline", "METHODS", "OptimalPolicy", "OptimizeError",
+           "baselines", "best_of_families", "memory_needed", "optimize", "pick_method",
+           "policy_source", "prediction_figures", "table_policy_class"]
