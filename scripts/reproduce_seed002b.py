@@ -12,7 +12,7 @@ seed002b-claims.{json,md}); --doc replaces the table between
 
     python scripts/reproduce_seed002b.py [--figures-only | --claims-only]
         [--claims-requests N] [--claims-replications R] [--claims-workers W]
-        [--json F] [--markdown F] [--doc docs/size_based.md] [--from-json F]
+        [--json F] [--markdown F] [--doc docs/size_based.md] [--from-json F] [--figures DIR]
         [sweep.py's options: --requests N --replications R --workers W --plot-only ...]
 
 The claims' light-traffic points read docs/figures/seed002b_alpha.csv (claim 1) if
@@ -151,18 +151,19 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def draw(result: dict[str, Any]) -> None:
+def draw(result: dict[str, Any], figs: Path) -> None:
     from fogsdn.measure.figures import draw_seed002b_light, draw_seed002b_qos
 
+    figs.mkdir(parents=True, exist_ok=True)
     sim = result["light_sim"]
-    draw_seed002b_light(FIGS / "seed002b_light_h.png", result["light_i"],
+    draw_seed002b_light(figs / "seed002b_light_h.png", result["light_i"],
                         [r for r in sim if r["alpha"] == 1.0], "high", "hosts",
                         "seed 002b (i): light traffic, alpha = 1")
     ii = [r for r in result["light_ii"] if r["high"] == 1e4]
-    draw_seed002b_light(FIGS / "seed002b_light_alpha.png", ii,
+    draw_seed002b_light(figs / "seed002b_light_alpha.png", ii,
                         [r for r in sim if r["alpha"] != 1.0], "hosts", "alpha",
                         "seed 002b (ii): light traffic, H/L = 1e4 (lines), 100 (points)")
-    draw_seed002b_qos(FIGS / "seed002b_qos.png", result["qos"])
+    draw_seed002b_qos(figs / "seed002b_qos.png", result["qos"])
 
 
 def claims(a: argparse.Namespace) -> int:
@@ -174,7 +175,7 @@ def claims(a: argparse.Namespace) -> int:
     table = markdown(result)
     a.json.write_text(json.dumps(json_safe(result), indent=1) + "\n")
     a.markdown.write_text(table)
-    draw(result)
+    draw(result, a.figures)
     if a.doc is not None:
         text = a.doc.read_text()
         head, s1, rest = text.partition(BEGIN)
@@ -197,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=FIGS / "seed002b-claims.json")
     ap.add_argument("--markdown", type=Path, default=FIGS / "seed002b-claims.md")
     ap.add_argument("--doc", type=Path, default=None)
+    ap.add_argument("--figures", type=Path, default=FIGS,
+                    help="where the claims' figures go (default docs/figures)")
     ap.add_argument("--from-json", type=Path, default=None,
                     help="render the table and figures of an earlier run (no simulation)")
     a, rest = ap.parse_known_args(argv)
