@@ -159,10 +159,10 @@ def draw(result: dict[str, Any], figs: Path) -> None:
     draw_seed002b_light(figs / "seed002b_light_h.png", result["light_i"],
                         [r for r in sim if r["alpha"] == 1.0], "high", "hosts",
                         "seed 002b (i): light traffic, alpha = 1")
-    ii = [r for r in result["light_ii"] if r["high"] == 1e4]
+    ii = [r for r in result["light_ii"] if r["high"] == 100.0]  # the simulated points
     draw_seed002b_light(figs / "seed002b_light_alpha.png", ii,
                         [r for r in sim if r["alpha"] != 1.0], "hosts", "alpha",
-                        "seed 002b (ii): light traffic, H/L = 1e4 (lines), 100 (points)")
+                        "seed 002b (ii): light traffic, H/L = 100")
     draw_seed002b_qos(figs / "seed002b_qos.png", result["qos"])
 
 

@@ -388,6 +388,10 @@ def draw_seed002b_light(path: Path, light: Sequence[dict[str, Any]],
     ax.plot([], [], "s", color="gray", mfc="none", label="simulated, response-optimal")
     ax.set(xscale="log", yscale="log", ylabel="TAGS / SITA-E mean waiting time",
            xlabel="H / L" if x_key == "high" else "hosts h", title=title)
+    if x_key == "hosts":
+        ticks = sorted({r["hosts"] for r in light})
+        ax.set_xticks(ticks, [str(t) for t in ticks])
+        ax.minorticks_off()
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=6.5)
     save_figure(fig, path)

@@ -248,7 +248,7 @@ def qos_rows(results: Mapping[tuple[Any, ...], Sequence[dict[str, Any]]]
                        for i, host in mine]
             model = sum(w * host.value for w, (_, host) in zip(weights, mine, strict=True)) \
                 / sum(weights)
-            sim = _ci([_class_value(results, name, policy, [i for i, _ in mine], key, r)
+            sim = _ci([_class_value(results, name, d, [i for i, _ in mine], key, r)
                        for r in range(len(results.get((name, policy, mine[0][0] if policy
                                                       == "sita" else -1), [])))])
             rows.append({"targets": name, "policy": policy, "class": ci,
@@ -263,13 +263,20 @@ def qos_rows(results: Mapping[tuple[Any, ...], Sequence[dict[str, Any]]]
 
 
 def _class_value(results: Mapping[tuple[Any, ...], Sequence[dict[str, Any]]], name: str,
-                 policy: str, hosts: Sequence[int], key: str, rep: int) -> float:
+                 d: QosDesign, hosts: Sequence[int], key: str, rep: int) -> float:
     """The class's measured mean in one replication: its hosts' means weighted by the
-    tasks each completed."""
+    tasks each completes (a SITA host simulated on its own: by its share of the tasks,
+    P(X in its interval), not by its run's count)."""
     n = tot = 0.0
+    policy = d.policy
     for i in hosts:
         if policy == "sita":
             s = results[(name, policy, i)][rep]["overall"]
+            h = d.hosts[i]
+            share = partial_moment(qos_spec(), 0, h.low if i else -1.0, h.high)
+            n += share
+            tot += share * s[key]
+            continue
         else:
             s = results[(name, policy, -1)][rep]["hosts"].get(f"h{i + 1}")
             if s is None:
