@@ -30,7 +30,15 @@ from fogsdn.core.scenario import Scenario, load_scenario  # noqa: E402
 from fogsdn.core.summary import json_safe  # noqa: E402
 from fogsdn.exact.model_params import capacity_mean_prediction, exact_prediction  # noqa: E402
 from fogsdn.exact.printed_chain import LABEL, SHOWN, all_readings, printed_figures  # noqa: E402
-from fogsdn.measure.seed000_claims import CLAIMS, POINTS, evaluate, lookup, needed, verdict  # noqa: E402
+from fogsdn.measure.seed000_claims import (  # noqa: E402
+    CLAIMS,
+    POINTS,
+    evaluate,
+    lookup,
+    needed,
+    reads_prioritized,
+    verdict,
+)
 from fogsdn.sim.runner import run_simulation  # noqa: E402
 
 BEGIN, END = "<!-- seed000-claims:begin -->", "<!-- seed000-claims:end -->"
@@ -38,10 +46,17 @@ DRAWN = {"nodes.fn.capacity": {"uniform": [17, 23]}, "nodes.ofn1.capacity": {"un
 Figures = dict[str, float]
 
 
-def scenario(point: str, scheme: str) -> Scenario:
+RR = {"nodes.fn.discipline": "round_robin"}  # the seed's status-U service at the FN
+
+
+def scenario(point: str, scheme: str, fn_round_robin: bool = False) -> Scenario:
+    """A claim's point; `fn_round_robin`: the FN serves HP and LP in turn (the seed's
+    "round-robin fashion" in status U; only the proposed scheme's FN holds both classes
+    apart, so only its scenarios take it)."""
     name, overrides = POINTS[point]
     base = load_scenario(ROOT / "scenarios" / f"{name}.yaml")
-    return base.with_overrides({**overrides, "policy.name": scheme})
+    rr = RR if fn_round_robin and scheme == "prioritized" else {}
+    return base.with_overrides({**overrides, **rr, "policy.name": scheme})
 
 
 def _exact(d: dict[str, Any]) -> Figures:
@@ -64,6 +79,9 @@ def run(replications: int, requests: int) -> dict[str, Any]:
     exact: dict[tuple[str, str], Figures] = {}
     drawn: dict[tuple[str, str], Figures] = {}
     sims: list[dict[tuple[str, str], Figures]] = [{} for _ in range(replications)]
+    # the proposed scheme with the FN on round robin (others as above)
+    exact_rr: dict[tuple[str, str], Figures] = {}
+    sims_rr: list[dict[tuple[str, str], Figures]] = [{} for _ in range(replications)]
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         for point, scheme in keys:
@@ -80,6 +98,13 @@ def run(replications: int, requests: int) -> dict[str, Any]:
                 s = run_simulation(sc, Path(tmp) / f"{point}-{scheme}-{r}", requests=requests,
                                    replication=r, trace=False, compare=False)
                 sims[r][(point, scheme)] = _exact(s["measured"])
+            if scheme == "prioritized":
+                rr = scenario(point, scheme, fn_round_robin=True)
+                exact_rr[(point, scheme)] = _exact(exact_prediction(rr).to_dict())
+                for r in range(replications):
+                    s = run_simulation(rr, Path(tmp) / f"{point}-rr-{r}", requests=requests,
+                                       replication=r, trace=False, compare=False)
+                    sims_rr[r][(point, scheme)] = _exact(s["measured"])
             print(f"{point} {scheme}: done ({time.perf_counter() - t0:.0f} s)", flush=True)
     rows = []
     for c in CLAIMS:
@@ -87,11 +112,18 @@ def run(replications: int, requests: int) -> dict[str, Any]:
         shown = per_reading[SHOWN.label()]
         ours = evaluate(c, lookup(exact))
         sim = interval([evaluate(c, lookup(t)) for t in sims])
+        applies = reads_prioritized(c)
+        rr = evaluate(c, lookup({**exact, **exact_rr})) if applies else None
+        sim_rr = (asdict(interval([evaluate(c, lookup({**t, **t_rr}))
+                                   for t, t_rr in zip(sims, sims_rr, strict=True)]))
+                  if applies else None)
         rows.append({
             "figure": c.figure, "claim": c.text, "paper": c.paper, "paper_text": c.paper_text(),
             "unit": c.unit.strip(), "printed": shown, "printed_readings": per_reading,
             "exact": ours, "exact_drawn_capacities": evaluate(c, lookup(drawn)),
             "simulated": asdict(sim), "verdict_exact": verdict(c, ours),
+            "exact_round_robin": rr, "simulated_round_robin": sim_rr,
+            "verdict_round_robin": verdict(c, rr) if rr is not None else "n/a",
             "verdict_printed": verdict(c, shown)})
     return {"label_printed": LABEL, "reading_shown": SHOWN.label(),
             "mu_OF": scenario("4a@0.5", "prioritized").node("ofn1").mu,
@@ -103,24 +135,33 @@ def run(replications: int, requests: int) -> dict[str, Any]:
             "rows": rows, "wall_s": time.perf_counter() - t0}
 
 
+def _interval(s: dict[str, Any] | None, unit: str) -> str:
+    """mean ± 95 % half-width of a simulated interval, or n/a."""
+    if s is None or not all(isinstance(s[k], (int, float)) and math.isfinite(s[k])
+                            for k in ("mean", "lo", "hi")):
+        return "n/a"
+    return f"{_fmt(s['mean'], unit)} ± {_fmt((s['hi'] - s['lo']) / 2, unit)}"
+
+
 def markdown(result: dict[str, Any]) -> str:
     sim = result["simulated"]
     lines = [
         "| Fig. | claim | paper | printed chain | ours (exact) | ours, drawn capacities "
         f"| simulated ({sim['replications']} x {sim['requests_per_replication']:,}) "
-        "| verdict (ours) | verdict (printed) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| verdict (ours) | verdict (printed) | ours, FN round robin (exact) "
+        "| FN round robin, simulated | verdict (round robin) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
         u = r["unit"]
-        s = r["simulated"]
-        ok = all(isinstance(s[k], (int, float)) and math.isfinite(s[k])
-                 for k in ("mean", "lo", "hi"))
-        simtxt = f"{_fmt(s['mean'], u)} ± {_fmt((s['hi'] - s['lo']) / 2, u)}" if ok else "n/a"
+        rr = r.get("exact_round_robin")
+        rr_txt = "n/a (no proposed scheme)" if rr is None else _fmt(rr, u)
         lines.append(
             f"| {r['figure']} | {r['claim']} | {r['paper_text']} | {_fmt(r['printed'], u)} "
-            f"| {_fmt(r['exact'], u)} | {_fmt(r['exact_drawn_capacities'], u)} | {simtxt} "
-            f"| {r['verdict_exact']} | {r['verdict_printed']} |")
+            f"| {_fmt(r['exact'], u)} | {_fmt(r['exact_drawn_capacities'], u)} "
+            f"| {_interval(r['simulated'], u)} | {r['verdict_exact']} | {r['verdict_printed']} "
+            f"| {rr_txt} | {_interval(r.get('simulated_round_robin'), u)} "
+            f"| {r.get('verdict_round_robin', 'n/a')} |")
     return "\n".join(lines) + "\n"
 
 

@@ -228,3 +228,19 @@ def test_claims_run_writes_every_claim_with_its_simulated_interval(
     for row in rows:
         assert set(row["simulated"]) == {"mean", "lo", "hi", "n"}
         assert row["simulated"]["n"] in (0, 2)
+
+
+def test_fig4b_gap_rows_and_which_rows_take_the_status_u_round_robin() -> None:
+    from fogsdn.measure.seed000_claims import reads_prioritized
+
+    comparative, literal = (c for c in CLAIMS if "gap" in c.text and c.figure == "4b")
+    # 4a's gap grows 0.1 -> 1 by 3 ms, 4b's by 1 ms: grows less (comparative), still grows
+    table = {k: {"W_hp": 2.0, "W_lp": 5.0} for k in needed()}
+    table[("4a@1", "nodiff")] = {"W_hp": 5.0}
+    table[("4b@1", "nodiff")] = {"W_hp": 3.0}
+    assert evaluate(comparative, lookup(table)) == pytest.approx(2.0)
+    assert evaluate(literal, lookup(table)) == pytest.approx(-1.0)
+    assert verdict(comparative, 2.0) == "reproduced" and verdict(literal, -1.0) == "not"
+    # every row but NoDiff - Basic reads the proposed scheme
+    assert [c.text for c in CLAIMS if not reads_prioritized(c)] == [
+        "NoDiff above Basic at low load: NoDiff - Basic at lambda_LP = 0.1"]

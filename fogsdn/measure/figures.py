@@ -345,3 +345,73 @@ def draw_city(rows: list[dict[str, Any]], out: Path, engine: str) -> list[Path]:
         save_figure(fig, path, dpi=100)
         paths.append(path)
     return paths
+
+
+# -- seed 002b's claims: light traffic and the QoS design ----------------------------------
+
+
+_READING_STYLE = {"fixed_approx": ("--", "TAGS at SITA-E's cutoffs, per-host approx."),
+                  "fixed_exact": ("-", "TAGS at SITA-E's cutoffs, exact light traffic"),
+                  "response_optimal": (":", "response-optimal TAGS (no kills)")}
+
+
+def _sim_points(ax: Any, sim: Sequence[dict[str, Any]], x_key: str, color_of: Any) -> None:
+    for r in sim:
+        marker = "o" if r["tags"] == "tags_fixed" else "s"
+        ax.errorbar([r[x_key]], [r["sim"]["mean"]], yerr=[r["sim"]["ci95"]], fmt=marker,
+                    color=color_of(r), mfc="none" if r["tags"] == "tags_opt" else None,
+                    capsize=2, ms=5)
+
+
+def draw_seed002b_light(path: Path, light: Sequence[dict[str, Any]],
+                        sim: Sequence[dict[str, Any]], x_key: str, series_key: str,
+                        title: str) -> None:
+    """kappa_TAGS / kappa_SITA-E (light traffic) against `x_key` (H/L or hosts), one
+    colour per `series_key` value, one line style per TAGS reading; simulated ratios at
+    the light load (circles: fixed cutoffs, open squares: response-optimal)."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.8, 4.6))
+    series = sorted({r[series_key] for r in light})
+    colors = {s: c for s, c in zip(series, ("tab:blue", "tab:orange", "tab:green", "tab:red",
+                                            "tab:purple", "tab:brown"), strict=False)}
+    for s in series:
+        sub = sorted((r for r in light if r[series_key] == s), key=lambda r: r[x_key])
+        for reading, (style, _) in _READING_STYLE.items():
+            ax.plot([r[x_key] for r in sub], [r[reading] for r in sub], style,
+                    color=colors[s], lw=1.2)
+        ax.plot([], [], "-", color=colors[s], label=f"{series_key} = {s:g}")
+    for _, (style, label) in _READING_STYLE.items():
+        ax.plot([], [], style, color="k", label=label)
+    _sim_points(ax, [r for r in sim if r[series_key] in colors], x_key,
+                lambda r: colors[r[series_key]])
+    ax.plot([], [], "o", color="gray", label="simulated, fixed (load 0.01, H/L = 100)")
+    ax.plot([], [], "s", color="gray", mfc="none", label="simulated, response-optimal")
+    ax.set(xscale="log", yscale="log", ylabel="TAGS / SITA-E mean waiting time",
+           xlabel="H / L" if x_key == "high" else "hosts h", title=title)
+    if x_key == "hosts":
+        ticks = sorted({r["hosts"] for r in light})
+        ax.set_xticks(ticks, [str(t) for t in ticks])
+        ax.minorticks_off()
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=6.5)
+    save_figure(fig, path)
+
+
+def draw_seed002b_qos(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    """Each size class's simulated mean (95 % interval) and model value against its
+    target (the ratio value / target), per design."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.8, 4.0))
+    got = [r for r in rows if "none" not in r]
+    labels = [f"{r['targets']}, {r['policy'].upper()}\nclass {r['class']} "
+              f"({r['metric']} <= {r['target']:g})" for r in got]
+    xs = list(range(len(got)))
+    ax.bar(xs, [r["model"] / r["target"] for r in got], color="lightgray", label="model")
+    ax.errorbar(xs, [r["sim"]["mean"] / r["target"] for r in got],
+                yerr=[r["sim"]["ci95"] / r["target"] for r in got], fmt="o", color="tab:red",
+                capsize=3, label="simulated")
+    ax.axhline(1.0, color="k", lw=1, ls="--", label="target")
+    ax.set_xticks(xs, labels, fontsize=6, rotation=30, ha="right")
+    ax.set(ylabel="class mean / target")
+    ax.legend(fontsize=7)
+    save_figure(fig, path)

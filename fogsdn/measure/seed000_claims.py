@@ -18,6 +18,8 @@ POINTS: dict[str, tuple[str, dict[str, float]]] = {
     "4a@0.1": ("seed000_fig4a", {"workload.lambda_lp": 0.1}),
     "4b@0.1": ("seed000_fig4b", {"workload.lambda_lp": 0.1}),
     "4b@0.5": ("seed000_fig4b", {"workload.lambda_lp": 0.5}),
+    "4a@1": ("seed000_fig4a", {"workload.lambda_lp": 1.0}),
+    "4b@1": ("seed000_fig4b", {"workload.lambda_lp": 1.0}),
     "5b@0.3": ("seed000_fig5b", {"workload.lambda_hp": 0.15}),
     "5b@1": ("seed000_fig5b", {"workload.lambda_hp": 0.5}),
 }
@@ -54,6 +56,16 @@ def _pct(a: float, b: float) -> float:
     return 100.0 * (1.0 - a / b)
 
 
+def _gap(g: Get, point: str) -> float:
+    """NoDiff's HP response minus the proposed scheme's HP response at `point`."""
+    return g(point, "nodiff", "W_hp") - g(point, "prioritized", "W_hp")
+
+
+def _growth(g: Get, fig: str) -> float:
+    """How much Fig. `fig`'s NoDiff - proposed HP gap grows from lambda_LP 0.1 to 1."""
+    return _gap(g, f"{fig}@1") - _gap(g, f"{fig}@0.1")
+
+
 def _fig5b(ratio: str, nodiff_gap: float, class_gap: float) -> tuple[Claim, Claim]:
     """Fig. 5b's two gaps at one HP/LP arrival ratio (point `5b@RATIO`)."""
     at = f"5b@{ratio}"
@@ -79,6 +91,11 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("4b", "proposed LP improves from 4a to 4b: LP(4a) - LP(4b) at lambda_LP = 0.5",
           None, " ms",
           lambda g: g("4a@0.5", "prioritized", "W_lp") - g("4b@0.5", "prioritized", "W_lp")),
+    Claim("4b", "the NoDiff - proposed HP gap grows less with lambda_LP than in 4a: "
+          "growth(4a) - growth(4b), growth = gap(1) - gap(0.1)", None, " ms",
+          lambda g: _growth(g, "4a") - _growth(g, "4b")),
+    Claim("4b", "the NoDiff - proposed HP gap does not increase with lambda_LP (literal): "
+          "gap(0.1) - gap(1) in 4b", None, " ms", lambda g: -_growth(g, "4b")),
     *_fig5b("0.3", 12.9, 21.5),
     *_fig5b("1", 0.6, 0.9),
     Claim("6a", "proposed HP outage lowest: min(NoDiff, Basic) - proposed at "
@@ -89,6 +106,12 @@ CLAIMS: tuple[Claim, ...] = (
           "", lambda g: g("4b@0.5", "prioritized", "outage_hp")
           - g("4a@0.5", "prioritized", "outage_hp")),
 )
+
+
+def reads_prioritized(claim: Claim) -> bool:
+    """Whether the claim reads the proposed scheme, the one whose FN serves both classes
+    in status U (where the seed says "round-robin fashion")."""
+    return any(scheme == "prioritized" for _, scheme in claim.needs)
 
 
 def needed() -> list[tuple[str, str]]:

@@ -2,7 +2,8 @@
 
 Hosts are single FCFS servers with unbounded queues fed by one Poisson stream; a host
 of rate mu serves size s in s/mu model ms. SITA and Random split the stream Poisson, so
-per-host Pollaczek-Khinchine is exact; TAGS uses the seed's per-host APPROXIMATION.
+per-host Pollaczek-Khinchine is exact; TAGS uses a per-host APPROXIMATION (Harchol-Balter's
+TAGS paper's; the seed's abstract names no model).
 The models and the meaning of wait, W and slowdown: docs/size_based.md.
 """
 
@@ -212,7 +213,7 @@ def predict_random(lam: float, spec: SizeSpec, mus: Sequence[float], names: Sequ
 
 def predict_tags(lam: float, spec: SizeSpec, cutoffs: Sequence[float], mus: Sequence[float],
                  names: Sequence[str]) -> SizePrediction:
-    """TAGS with cutoffs s_1 < ... < s_(h-1) (s_h = the largest size): the seed's per-host
+    """TAGS with cutoffs s_1 < ... < s_(h-1) (s_h = the largest size): the per-host
     approximation (hosts after the first taken as M/G/1 with Poisson arrivals)."""
     _check(lam, mus, names, cutoffs)
     h = len(mus)
