@@ -14,6 +14,7 @@ import json
 import math
 import os
 import shlex
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,6 +34,7 @@ from bench_topology import reroute_section, startup_section  # noqa: E402
 
 from fogsdn.live.proc_memory import cpu_seconds  # noqa: E402
 from fogsdn.measure.metrics import p50_p99  # noqa: E402
+from fogsdn.netem.hop_probe import HopChain  # noqa: E402
 from fogsdn.netem.link_params import LinkParams  # noqa: E402
 from fogsdn.netem.linkem import LinkShaper, choose_mechanism, make_shaper  # noqa: E402
 from tools.rigs.linkem_testnet import Rig, namespace_rig, ping_rtts, tcp_transfer, udp_rtts  # noqa: E402
@@ -198,7 +200,42 @@ def throughput_section(ctx: BenchContext) -> dict[str, Any]:
     return out
 
 
+@contextmanager
+def _cpu_hogs(count: int) -> Iterator[None]:
+    """`count` busy loops at ordinary priority, as a loaded run's processes are."""
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+
+
+def hop_cost_section(ctx: BenchContext) -> dict[str, Any]:
+    """The emulator's cost per hop (an element and a bridge, one way) as a run measures
+    it (fogsdn.netem.hop_probe), on the quiet machine and beside 1 and 2 busy loops,
+    alternated, five times each."""
+    chain = HopChain("fzbench", ctx.mechanism, ctx.state_dir, lambda _res: None).open()
+    runs: dict[str, list[float]] = {"quiet": [], "1 hog": [], "2 hogs": []}
+    try:
+        for _ in range(5):
+            for label, hogs in (("quiet", 0), ("1 hog", 1), ("2 hogs", 2)):
+                with _cpu_hogs(hogs):
+                    time.sleep(0.5)
+                    runs[label].append(chain.measure(ctx.pings).per_hop_ms)
+    finally:
+        chain.close()
+    out = {label: {"per_hop_real_ms_median": round(float(np.median(v)), 4),
+                   "per_hop_real_ms": [round(x, 4) for x in v]} for label, v in runs.items()}
+    for label, f in out.items():
+        print(f"  {label:<7} cost per hop {f['per_hop_real_ms_median']:.3f} ms real one way "
+              f"(runs: {', '.join(f'{x:.3f}' for x in f['per_hop_real_ms'])})", flush=True)
+    return {"hop_cost": out}
+
+
 SECTIONS: dict[str, Callable[[BenchContext], dict[str, Any]]] = {
+    "hop_cost": hop_cost_section,
     "delay": delay_section,
     "jitter_loss": jitter_loss_section,
     "throughput": throughput_section,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import subprocess
 import time
 from pathlib import Path
 
@@ -36,7 +37,7 @@ def test_link_delay_is_accurate_and_changes_at_run_time(tmp_path: Path) -> None:
     time on a loaded machine; the links benchmark measures one element alone.)"""
     # c1 - s1 - s2 - fn: three links of 1 model ms = 5 real ms each way at time scale 5
     sc = parse_scenario(scenario_dict(time_scale=5, topology={
-        "kind": "line", "length": 2, "link": {"delay_ms": 1.0}}))
+        "kind": "line", "length": 2, "link": {"delay_ms": 1.0}, "hop_cost": "keep"}))
     with live_network(sc, tmp_path / "delay") as live:
         assert live.links["mechanism"] in ("netem", "userspace") and live.links["shaped"] == 5
         before = ping_rtts_ms(live, "c1", "fn", count=40)
@@ -50,6 +51,38 @@ def test_link_delay_is_accurate_and_changes_at_run_time(tmp_path: Path) -> None:
         # 10 %: a clean-clone CI run on a machine losing CPU to its hypervisor measured
         # +63-64 ms (ping's own wake-ups); no change or a doubled one is 0 or 120 ms
         assert _close(change, 2 * 3 * 10.0, 0.10), (before, after)
+
+
+def test_the_cost_per_hop_is_measured_and_deducted_and_its_probe_leaves_nothing(
+        tmp_path: Path) -> None:
+    """c1 - s1 - s2 - fn, three links of 0.1 ms each way: with `hop_cost: deduct` each
+    element delays 0.1 ms less the measured cost per hop, so the round trip is shorter
+    than with `keep` by six times that (0.1 at most); the probe chain is gone after."""
+    medians: dict[str, float] = {}
+    reports: dict[str, dict[str, object]] = {}
+    for mode in ("keep", "deduct"):
+        sc = parse_scenario(scenario_dict(time_scale=1, topology={
+            "kind": "line", "length": 2, "link": {"delay_ms": 0.1}, "hop_cost": mode}))
+        with live_network(sc, tmp_path / mode) as live:
+            tag = live.tag
+            report = dict(live.links["hop_cost"])
+            assert set(live.supervisor.record.bridges) >= {f"{tag}hb0", f"{tag}hb2"}
+            medians[mode] = statistics.median(ping_rtts_ms(live, "c1", "fn", count=60))
+        reports[mode] = report
+        assert not [b for b in subprocess.run(["ovs-vsctl", "list-br"], capture_output=True,
+                                              text=True).stdout.split() if b.startswith(tag)]
+        assert not list(Path("/sys/class/net").glob(f"{tag}h*"))
+    per_hop = float(reports["deduct"]["per_hop_real_ms"])  # type: ignore[arg-type]
+    assert 0.005 < per_hop < 1.0, reports
+    kept = reports["keep"]["applied_model_ms"]
+    assert isinstance(kept, dict) and {"c1-s1", "s1-s2", "fn-s2"} <= set(kept), reports
+    assert set(kept.values()) == {0.1}, reports  # keep: every element as configured
+    applied = reports["deduct"]["applied_model_ms"]
+    assert applied == pytest.approx({k: max(0.0, 0.1 - per_hop) for k in applied}, abs=1e-5)
+    expected = 6 * min(0.1, per_hop)
+    print("hop cost", per_hop, medians, "expected shorter by", expected)
+    assert 0.4 * expected <= medians["keep"] - medians["deduct"] <= 2.5 * expected, (
+        medians, reports)
 
 
 def test_link_failure_reroutes_and_keeps_established_connections(tmp_path: Path) -> None:

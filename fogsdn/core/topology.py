@@ -98,6 +98,9 @@ class TopologySpec(FrozenModel):
     kind: Literal["star", "line", "tree", "fat_tree", "multipath", "graph"] = "star"
     link: LinkSpec = LinkSpec()
     access: LinkOverride | None = None  # hosts' links, where they differ from `link`
+    hop_cost: Literal["deduct", "keep"] = Field(
+        "deduct", description="live: measure the emulator's own cost per hop at start and "
+        "deduct it from each delayed link (deduct), or only report it (keep)")
     length: int = Field(3, ge=1, le=99, description="line: switches in the chain")
     depth: int = Field(2, ge=1, le=4, description="tree: levels below the root")
     fanout: int = Field(2, ge=1, le=8, description="tree: children per switch")

@@ -35,6 +35,7 @@ from fogsdn.core.scenario import NodeSpec, Role, Scenario, scenario_graph
 from fogsdn.core.topology import LinkSpec, fabric_of
 from fogsdn.live.cgroups import CgroupError, Layout, NodeCgroup, remove_cgroup, rt_share
 from fogsdn.live.cleanup import stop_pid
+from fogsdn.live.hop_floor import HopFloor, load_started_at
 from fogsdn.live.supervisor import Restart, Supervisor, die_with_parent, free_port
 from fogsdn.live.switch_tuning import SwitchTuning
 from fogsdn.netem.linkem import choose_mechanism
@@ -147,6 +148,7 @@ class LiveNetwork:
         self.container_stats: dict[str, dict[str, Any]] = {}
         self.controller_port = 0
         self.switch = SwitchTuning()
+        self.hop_floor = HopFloor(self.graph, scenario.time_scale, scenario.topology.hop_cost)
 
     # -- start ------------------------------------------------------------------------
     def start(self, available: dict[str, bool], t0: float | None = None) -> None:
@@ -239,9 +241,17 @@ class LiveNetwork:
                        if d["kind"] == "switch"]
         rec.save()
         mechanism = self._choose_links()
+        floor = self.hop_floor  # the emulator's cost per hop (fogsdn.live.hop_floor)
+        if mechanism is not None and floor.wanted:
+            floor.measure_at_start(mechanism, self.tag, self.sock_dir, rec)
+            self.links["hop_cost"] = floor.report
+            if self.show_progress:
+                print(f"[run] {floor.line()}", flush=True)
         self.network = build_network(self.graph, self.controller_port, self.tag,
                                      self.sc.time_scale, mechanism, self.sock_dir, self.sc.seed,
-                                     self.peer_tables)
+                                     self.peer_tables, floor.deduction)
+        floor.follow(self.network, load_started_at(lambda: self.supervisor.epoch),
+                     self.supervisor.stop)
         self.bridges = self.network.bridges
         for name, pid in self.network.host_pids().items():
             self.supervisor.track(f"host {name}", pid)
@@ -428,7 +438,8 @@ class LiveNetwork:
         """Stop the run's own processes (`first`, in order), then the steps below, then
         remove whatever the record still names; every step runs whatever failed before."""
         self.supervisor.quiet()
-        steps = [*first, ("cgroups", self._remove_cgroups), ("flows", self._dump_tables),
+        steps = [*first, ("hop probe", self.hop_floor.close),
+                 ("cgroups", self._remove_cgroups), ("flows", self._dump_tables),
                  ("network", self._stop_network), ("controller", self._stop_controller),
                  ("switch settings", self.switch.restore)]
         for what, step in steps:

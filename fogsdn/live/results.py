@@ -126,6 +126,13 @@ def live_policy_report(out: Path, sc: Scenario) -> PolicyReport:
     return policy_report(sc.policy, errors)
 
 
+def _links(live: Any) -> dict[str, Any]:
+    """summary.json's `links`; the load is over, so the cost-per-hop probe stops here."""
+    live.hop_floor.close()
+    return {**live.links, **({"hop_cost": dict(live.hop_floor.report)}
+                             if live.hop_floor.report else {})}
+
+
 def _lag_stats(avail: list[dict[str, Any]]) -> dict[str, float]:
     lag = [float(a["t_applied"]) - float(a["t"]) for a in avail if float(a["t"]) > 0]
     return {"count": len(lag), **p50_p99(lag)}
@@ -268,8 +275,9 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
         "churn_lag_ms": _lag_stats(run.availability),
         "routing": _routing(sc, _first_policy_rows(rows, run.policy_epochs), run.availability),
         "policy": live_policy_report(out, sc),
-        # the link element chosen for this run ("none" when no link is shaped)
-        "links": live.links,
+        # the link element chosen for this run ("none" when no link is shaped), and the
+        # emulator's cost per hop (fogsdn.live.hop_floor), measured until now
+        "links": _links(live),
         "workers": worker_stats,
         "containers": {
             "enabled": bool(sc.containers),
@@ -298,8 +306,8 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
                               "their replies may leave late on a busy machine")
     if run.policy_epochs:  # the policies a view's swaps ran, per span (measure.policy_epochs)
         summary["policy_epochs"] = run.policy_epochs
-    if live.notes:
-        summary["notes"] = list(live.notes)
+    if live.notes or live.hop_floor.notes:
+        summary["notes"] = [*live.notes, *live.hop_floor.notes]
     meter = run.power
     if meter is not None and meter.samples:
         (out / "power.csv").write_text(power_csv_text(meter.samples))

@@ -24,6 +24,7 @@ from mininet.node import Node, OVSSwitch, RemoteController
 
 from fogsdn.core.processes import stop_signals_deferred
 from fogsdn.core.topology import HOST_PREFIX_LEN, LinkSpec, link_params
+from fogsdn.netem.hop_cost import Deduction, deduct
 from fogsdn.netem.link_params import LinkParams
 from fogsdn.netem.linkem import LinkShaper, make_shaper
 
@@ -86,6 +87,8 @@ class Network:
     time_scale: float
     shaper: LinkShaper | None = None
     elements: dict[str, Any] = field(default_factory=dict)  # link id -> root-namespace node
+    per_hop_ms: float = 0.0  # real ms each element leaves out of its delay (hop_cost)
+    configured: dict[str, LinkParams] = field(default_factory=dict)  # link id -> real, as asked
 
     def set_link(self, link_id: str, up: bool) -> None:
         """Take one link down or up (carrier loss: the switch reports PortStatus)."""
@@ -106,7 +109,22 @@ class Network:
         """New delay, jitter, loss or rate on a shaped link, without restarting anything."""
         if self.shaper is None or link_id not in self.elements:
             raise ValueError(f"link {link_id} has no link element (it was built unshaped)")
-        self.shaper.update(link_id, real_params(link, self.time_scale))
+        self.configured[link_id] = real_params(link, self.time_scale)
+        self._shape(link_id)
+
+    def _shape(self, link_id: str) -> None:
+        assert self.shaper is not None
+        params = self.configured[link_id]
+        self.shaper.update(link_id, deduct({link_id: params.delay_ms}, self.per_hop_ms)
+                           .params(link_id, params))
+
+    def set_per_hop_ms(self, per_hop_ms: float) -> None:
+        """A new cost per hop to deduct: every shaped link's delay again, as asked less it."""
+        if self.shaper is None or per_hop_ms == self.per_hop_ms:
+            return
+        self.per_hop_ms = per_hop_ms
+        for link_id in self.configured:
+            self._shape(link_id)
 
     def update_peers(self, link_id: str, delays_ms: Mapping[str, float]) -> None:
         """A host link's whole per-peer table (peer IPv4 address -> model one-way ms)."""
@@ -145,10 +163,12 @@ class Network:
 
 def build_network(g: nx.Graph, controller_port: int, prefix: str, time_scale: float = 1.0,
                   mechanism: str | None = None, state_dir: Path | None = None,
-                  seed: int = 0, peer_tables: Mapping[str, int] | None = None) -> Network:
+                  seed: int = 0, peer_tables: Mapping[str, int] | None = None,
+                  deduction: Deduction | None = None) -> Network:
     """Build and start; bridges, elements and veths get `prefix` so they are ours alone.
 
     `mechanism` ("netem" or "userspace") is needed only when some link is shaped.
+    `deduction`: the delays the elements add, less the emulator's cost per hop.
     `peer_tables`: host link id -> addresses its element's per-peer table holds (the
     userspace relay only; the host is the element's side a)."""
     # Mininet forks a shell per node as it adds it: a Ctrl-C then would hang it, not
@@ -199,13 +219,23 @@ def build_network(g: nx.Graph, controller_port: int, prefix: str, time_scale: fl
         if mechanism is None or state_dir is None:
             raise ValueError("shaped links need a link mechanism and a state folder")
         network.shaper = make_shaper(mechanism, state_dir, seed)
+        if deduction is not None:
+            network.per_hop_ms = deduction.per_hop_ms
         for link_id, link in shaped:
             el = network.elements[link_id]
-            network.shaper.attach(link_id, el.intfNames()[0], el.intfNames()[1],
-                                  real_params(link, time_scale),
+            params = network.configured[link_id] = real_params(link, time_scale)
+            if deduction is not None:
+                params = deduction.params(link_id, params)
+            network.shaper.attach(link_id, el.intfNames()[0], el.intfNames()[1], params,
                                   peers=(peer_tables or {}).get(link_id, 0))
     return network
 
 
 def shaped_links(g: nx.Graph) -> list[str]:
     return [str(d["id"]) for u, v, d in g.edges(data=True) if link_params(g, u, v).shaped]
+
+
+def configured_delays_ms(g: nx.Graph, time_scale: float) -> dict[str, float]:
+    """Each shaped link's configured one-way delay, real ms."""
+    return {str(d["id"]): link_params(g, u, v).delay_ms * time_scale
+            for u, v, d in g.edges(data=True) if link_params(g, u, v).shaped}

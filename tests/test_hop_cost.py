@@ -1,0 +1,103 @@
+"""The emulator's cost per hop: the fit over chains, the deduction from links' delays,
+the warning for links configured below it, and the scenario switch."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from conftest import scenario_dict
+
+from fogsdn.core.scenario import ScenarioError, parse_scenario
+from fogsdn.netem.hop_cost import HopCostError, deduct, fit_hop_cost, floor_warning
+from fogsdn.netem.link_params import LinkParams
+
+
+def test_the_fit_is_half_the_round_trip_slope_of_the_medians() -> None:
+    # medians 0.20, 0.32, 0.44 ms: 0.12 ms of round trip per hop, 0.06 one way; the slow
+    # outliers (a probe that waited for a core) do not move a median
+    cost = fit_hop_cost({0: [0.19, 0.20, 0.21, 9.0], 1: [0.31, 0.32, 0.33, 7.0],
+                         2: [0.43, 0.44, 0.45, 8.0]})
+    assert cost.per_hop_ms == pytest.approx(0.06)
+    assert cost.replies == {0: 4, 1: 4, 2: 4}
+    assert cost.to_dict()["rtt_real_ms_p50_by_hops"] == {"0": 0.205, "1": 0.325, "2": 0.445}
+
+
+def test_a_chain_that_gets_faster_with_hops_costs_nothing_not_less() -> None:
+    assert fit_hop_cost({0: [0.3], 2: [0.2]}).per_hop_ms == 0.0
+
+
+@pytest.mark.parametrize("rtts, why", [
+    ({0: [0.2]}, "two hop counts"),
+    ({0: [0.2], 1: []}, "no probe answered over the chain of 1"),
+    ({0: [0.2], 1: [math.nan, math.inf]}, "no probe answered"),
+    ({-1: [0.2], 1: [0.3]}, "hop count must be an integer"),
+])
+def test_probes_that_cannot_give_a_cost_say_why(rtts: dict[int, list[float]], why: str) -> None:
+    with pytest.raises(HopCostError, match=why):
+        fit_hop_cost(rtts)
+
+
+def test_each_delayed_link_keeps_its_delay_less_the_cost_and_short_ones_are_named() -> None:
+    d = deduct({"s1-s2": 0.24, "s2-s3": 0.05, "c1-s1": 0.0}, 0.1)
+    assert d.applied_ms == pytest.approx({"s1-s2": 0.14, "s2-s3": 0.0, "c1-s1": 0.0})
+    # a link asked for no delay is not short of anything
+    assert d.below_floor == pytest.approx({"s2-s3": 0.05})
+    p = d.params("s1-s2", LinkParams(delay_ms=0.24, jitter_ms=0.01, loss=0.02, bw_mbps=10))
+    assert (p.delay_ms, p.jitter_ms, p.loss, p.bw_mbps) == pytest.approx((0.14, 0.01, 0.02, 10))
+    report = d.to_dict(time_scale=10)
+    assert report["per_hop_model_ms"] == pytest.approx(0.01)
+    assert report["below_floor_model_ms"] == pytest.approx({"s2-s3": 0.005})
+    line = floor_warning(d, time_scale=10)
+    assert line is not None and "1 link(s)" in line and "s2-s3" in line and "0.01 model ms" in line
+    assert floor_warning(deduct({"a": 1.0}, 0.1), 10) is None
+
+
+@pytest.mark.parametrize("bad", [-0.1, math.nan, math.inf])
+def test_an_impossible_cost_is_refused(bad: float) -> None:
+    with pytest.raises(HopCostError, match="cost per hop"):
+        deduct({"a": 1.0}, bad)
+
+
+def test_the_scenario_switch_defaults_to_deduct_and_refuses_other_words() -> None:
+    topo = {"kind": "line", "length": 2, "link": {"delay_ms": 0.1}}
+    assert parse_scenario(scenario_dict(topology=topo)).topology.hop_cost == "deduct"
+    keep = parse_scenario(scenario_dict(topology={**topo, "hop_cost": "keep"}))
+    assert keep.topology.hop_cost == "keep"
+    with pytest.raises(ScenarioError, match="hop_cost"):
+        parse_scenario(scenario_dict(topology={**topo, "hop_cost": "subtract"}))
+
+
+class _RecordingShaper:
+    mechanism = "userspace"
+
+    def __init__(self) -> None:
+        self.sent: dict[str, LinkParams] = {}
+
+    def update(self, link_id: str, params: LinkParams) -> None:
+        self.sent[link_id] = params
+
+
+def test_the_network_deducts_again_when_the_cost_or_a_link_changes() -> None:
+    """A run-time change of the cost per hop re-shapes every link from what was asked
+    (not from what was last applied), and a link changed at run time (a fault, the view)
+    keeps the deduction."""
+    import networkx as nx
+
+    from fogsdn.core.topology import LinkSpec
+    from fogsdn.netem.mininet_net import Network
+
+    shaper = _RecordingShaper()
+    net = Network(net=None, bridges={}, graph=nx.Graph(), time_scale=10.0,
+                  shaper=shaper,  # type: ignore[arg-type]
+                  elements={"s1-s2": object(), "s2-s3": object()},
+                  configured={"s1-s2": LinkParams(delay_ms=0.5), "s2-s3": LinkParams(delay_ms=2.0)})
+    net.set_per_hop_ms(0.2)
+    assert {k: p.delay_ms for k, p in shaper.sent.items()} == pytest.approx(
+        {"s1-s2": 0.3, "s2-s3": 1.8})
+    net.set_per_hop_ms(0.6)  # dearer under load: s1-s2 is now below it and adds nothing
+    assert {k: p.delay_ms for k, p in shaper.sent.items()} == pytest.approx(
+        {"s1-s2": 0.0, "s2-s3": 1.4})
+    net.update_link("s2-s3", LinkSpec(delay_ms=0.5, loss=0.1))  # 5 real ms asked
+    assert shaper.sent["s2-s3"].delay_ms == pytest.approx(4.4)
+    assert shaper.sent["s2-s3"].loss == pytest.approx(0.1)
