@@ -19,9 +19,8 @@ from fogsdn.measure.compare import compare_run  # noqa: E402
 def merge_unfinished(run_dir: Path, clients: list[str]) -> None:
     """A run whose runner died before merging: merge the per-client traces and mark the
     run crashed, so that its numbers are kept but never set beside the model."""
-    import json
-
     from fogsdn.core.scenario import load_scenario
+    from fogsdn.core.summary import write_summary
     from fogsdn.live.results import merge_traces
     from fogsdn.measure.metrics import measured_summary
 
@@ -31,7 +30,7 @@ def merge_unfinished(run_dir: Path, clients: list[str]) -> None:
                "interrupted": True, "crashed": True, "incidents": [],
                "failure": "the runner died before it merged the results (merged by compare.py)",
                "measured": measured_summary(rows, sc.warmup_ms, sc.deadline_ms)}
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    write_summary(run_dir / "summary.json", summary)
     print(f"merged {len(rows)} requests from {len(clients)} client traces of an unfinished run")
 
 

@@ -32,6 +32,7 @@ from fogsdn.city.meridian_node import AgentTiming, MeridianAgent, Ping, Send
 from fogsdn.core import rx_stamp
 from fogsdn.core.local_rpc import write_json_atomic
 from fogsdn.core.realtime import go_realtime
+from fogsdn.core.timebase import Timebase
 from fogsdn.nodes.ncs.discovery import ClientParams
 from fogsdn.nodes.ncs.meridian import MeridianConfig
 from fogsdn.nodes.ncs.vivaldi import Coordinate, VivaldiConfig, VivaldiError, VivaldiNode
@@ -78,6 +79,11 @@ class CityConfig:
     # distance alone (the study's `optimal_reference`, as the simulator reads it)
     optimal_reference: Literal["current", "static"] = "current"
     node_probe_s: float = 1.0  # model s between a node's rounds of peer probes
+
+    @property
+    def timebase(self) -> Timebase:
+        """Model time against real time, from the point's `time_scale` and `epoch`."""
+        return Timebase(self.time_scale, self.epoch)
     # set: `epoch` is not known yet; the runner writes it (one number) to this file once
     # every process of the point is started, which takes minutes with hundreds of them
     epoch_file: Path | None = None
@@ -181,8 +187,8 @@ class FogNode:
         self.meridian = MeridianAgent(
             info.name, {n: (f.ip, MERIDIAN_PORT) for n, f in cfg.fogs.items()},
             MeridianConfig(), random.Random(f"{cfg.seed}-meridian-{info.name}"),
-            AgentTiming(ping_timeout_s=cfg.client.timeout_ms * cfg.time_scale / 1000,
-                        time_scale=cfg.time_scale),
+            AgentTiming(ping_timeout_s=cfg.timebase.real_s(cfg.client.timeout_ms),
+                        timebase=cfg.timebase),
             self.counts.sent, self.counts.received)
 
     @property
@@ -245,7 +251,7 @@ class FogNode:
             coord = Coordinate.from_dict(st["coord"], self.cfg.client.dimensions)
         except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, VivaldiError):
             return
-        rtt = rtt_real_ms / self.cfg.time_scale
+        rtt = self.cfg.timebase.model_ms_of_real_ms(rtt_real_ms)
         self.view[peer] = st
         self.peer_rtt_ms[peer] = rtt
         self.meridian.measured(peer, rtt)
@@ -268,7 +274,7 @@ class FogDaemon:
         self.seq = 0
         self.stop = False
         self.board = MemberBoard(member_board_path(node.cfg.state_dir), list(node.cfg.fogs))
-        self.probe_period_s = node.cfg.node_probe_s * node.cfg.time_scale  # real s
+        self.probe_period_s = node.cfg.timebase.real_s(node.cfg.node_probe_s * 1000.0)
 
     @staticmethod
     def _sock(ip: str, port: int) -> socket.socket:
@@ -329,7 +335,7 @@ class FogDaemon:
         if isinstance(sent[0], tuple):  # Meridian's probe to a client
             c.received["m_probe"] += 1
             self._meridian_do(self.node.meridian.client_rtt(
-                sent[0], rtt_real_ms / self.node.cfg.time_scale, time.monotonic()))
+                sent[0], self.node.cfg.timebase.model_ms_of_real_ms(rtt_real_ms), time.monotonic()))
             return
         c.received["probe"] += 1
         self.node.peer_echo(sent[0], rtt_real_ms, msg.payload)

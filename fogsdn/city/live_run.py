@@ -53,6 +53,7 @@ from fogsdn.city.study_spec import (
 )
 from fogsdn.core.local_rpc import write_json_atomic
 from fogsdn.core.scenario import NodeSpec, Role, Scenario, Workload
+from fogsdn.core.summary import write_summary
 from fogsdn.core.topology import LinkSpec
 from fogsdn.live.live_network import LiveNetwork, new_supervisor
 from fogsdn.live.live_view import ViewConfig
@@ -68,7 +69,7 @@ def live_scenario(study: CityStudy, layout: CityLayout, positions: list[Point],
     """The testbed scenario carrying the city's graph; the city's own processes make the
     traffic."""
     return Scenario(
-        name=study.name, seed=study.seed, duration_ms=study.duration_s * 1000 / study.time_scale,
+        name=study.name, seed=study.seed, duration_ms=study.timebase.model_ms(study.duration_s),
         time_scale=study.time_scale, containers=False,
         # a nominal rate: live_network starts no workload clients; the city clients run
         workload=Workload(lambda_hp=0.0, lambda_lp=0.001, clients=len(positions)),
@@ -290,7 +291,7 @@ class CityLive:
         spawned_s = time.monotonic() - t_start
         epoch = time.monotonic() + EPOCH_AFTER_START_S
         sup = self.net.supervisor
-        sup.epoch, sup.time_scale = epoch, st.time_scale
+        sup.epoch, sup.timebase = epoch, st.timebase
         write_json_atomic(epoch_file, epoch)
         updates0 = self.link_updates
         last = time.monotonic()
@@ -462,7 +463,7 @@ class CityLive:
         summary = self._summary(rows)
         for r in rows:
             r.pop("excess", None)
-        (self.out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+        write_summary(self.out / "summary.json", summary)
         if summary["interrupted"]:
             print("[city] INTERRUPTED: partial results", file=sys.stderr, flush=True)
         if summary["crashed"]:

@@ -10,6 +10,7 @@ from dataclasses import asdict
 from typing import Any
 
 from fogsdn.city.layout import CityLayout
+from fogsdn.core.timebase import Timebase
 from fogsdn.view.state import NodeLive, finite
 
 Point = tuple[float, float]
@@ -48,7 +49,8 @@ def city_state_document(*, layout: CityLayout, selector: str, ratio: float, t_s:
                        "coord": coordinate_vector(st)})
     return finite({
         "mode": "live", "study": "city", "policy": f"{selector} (ratio {ratio:g})",
-        "t_model_ms": t_s * 1000.0 / time_scale, "duration_ms": duration_s * 1000.0 / time_scale,
+        "t_model_ms": Timebase(time_scale).model_ms(t_s),
+        "duration_ms": Timebase(time_scale).model_ms(duration_s),
         "running": running, "sent": 0, "answered": 0,
         "agent": None, "total_power_w": None, "classes": {}, "links": [], "timeline": [],
         "policy_epochs": [],

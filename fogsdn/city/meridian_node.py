@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from fogsdn.core.timebase import Timebase
 from fogsdn.nodes.ncs.meridian import (
     MeridianConfig,
     MeridianNode,
@@ -64,7 +65,7 @@ class AgentTiming:
     manage_s: float = 6.0
     ping_timeout_s: float = 1.0
     slack_s: float = 0.05  # on top of the latencies, for the daemons' own time
-    time_scale: float = 1.0  # real ms per model ms
+    timebase: Timebase = Timebase(1.0)  # the answers' latencies are model ms
 
 
 class MeridianAgent:
@@ -221,7 +222,7 @@ class MeridianAgent:
         if d is not None:
             farthest = max((self.node.latency_to(m) or 0.0 for m in members), default=0.0)
             wait_ms = farthest + (2 * self.config.beta + 1) * d
-            q.deadline = min(q.deadline, now + wait_ms * self.timing.time_scale / 1000
+            q.deadline = min(q.deadline, now + self.timing.timebase.real_s(wait_ms)
                              + self.timing.slack_s)
         return [self._send(self.peers[m], {"op": "m_ask", "qid": qid, "from": self.name,
                                            "probe": q.msg["probe"], "d": d})

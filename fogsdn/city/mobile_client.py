@@ -242,7 +242,7 @@ class CityClient:
             r.lost += 1
             return
         t1 = self.net.reply_at if self.net.reply_at is not None else time.monotonic()
-        rtt = (t1 - t0) * 1000.0 / self.cfg.time_scale
+        rtt = self.cfg.timebase.model_ms(t1 - t0)
         self.last_rtt[node] = rtt
         # the best this task could have had: here, or as one more client anywhere else
         at = self._latency(loads, joining=node)
@@ -283,7 +283,7 @@ class UdpTransport:
         self.sock.bind((ip, 0))
         rx_stamp.enable(self.sock)
         self.reply_at: float | None = None
-        self.timeout_s = cfg.client.timeout_ms * cfg.time_scale / 1000.0
+        self.timeout_s = cfg.timebase.real_s(cfg.client.timeout_ms)
         self.seq = 0  # the last ops request's id
         self.truth_path = truth_path
         self._truth: dict[str, Any] = {}
@@ -296,7 +296,8 @@ class UdpTransport:
             state = json.loads(s.payload.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError):
             state = None
-        return s.rtt_ms / self.cfg.time_scale, state if isinstance(state, dict) else None
+        rtt = self.cfg.timebase.model_ms_of_real_ms(s.rtt_ms)
+        return rtt, state if isinstance(state, dict) else None
 
     def op(self, fog: str, msg: dict[str, Any], want_reply: bool) -> dict[str, Any] | None:
         """Each request carries an id its reply echoes: a reply that comes after its

@@ -26,6 +26,7 @@ from fogsdn.city.geo_latency import (
 )
 from fogsdn.city.layout import CityLayout, FogSite, make_city
 from fogsdn.core.scenario_yaml import YamlFileError, read_yaml_file
+from fogsdn.core.timebase import Timebase
 from fogsdn.core.topology import EdgeSpec, FrozenModel, HostAttach, Position, TopologySpec
 
 SELECTOR_NAMES = ("optimal", "random", "vivaldi", "meridian", "load_aware")
@@ -145,9 +146,14 @@ class CityStudy(FrozenModel):
         self.params()  # raises LatencyModelError naming the field
         return self
 
+    @property
+    def timebase(self) -> Timebase:
+        """Model time against real time for a live point (`time_scale`)."""
+        return Timebase(self.time_scale)
+
     def model_span_s(self) -> float:
         """The model seconds a live point spans."""
-        return self.duration_s / self.time_scale
+        return self.timebase.model_ms(self.duration_s) / 1000.0
 
     def check_live_span(self) -> None:
         """A live point must outlast its clients' start (the simulator's `duration_s` is

@@ -91,8 +91,8 @@ class FogController(app_manager.OSKenApp):
         self.stages, why_none = live_stages(scenario)  # by TCP destination port
         if why_none is not None:
             self.logger.error("no size-based stage rules: %s", why_none)
-        self._model_ms_per_s = 1000.0 / scenario.time_scale
-        self._path_idle_s = math.ceil(scenario.timeout_ms * scenario.time_scale / 1000.0) + 1
+        self._model_ms_per_s = scenario.timebase.model_ms(1.0)
+        self._path_idle_s = math.ceil(scenario.timebase.real_s(scenario.timeout_ms)) + 1
         self._syns = DecidedSyns()  # packet-ins are handled one at a time: no lock
         self.ready_path = conf.ready
         self.registration_path = conf.registration
@@ -101,7 +101,8 @@ class FogController(app_manager.OSKenApp):
         # the lock, and only under it is the report socket read
         self.loads = LoadLedger.of(
             (n.name for n in scenario.nodes),
-            scenario.timeout_ms * scenario.time_scale / 1000.0 + 1.0, scenario.time_scale / 1000.0)
+            scenario.timebase.real_s(scenario.timeout_ms) + 1.0,
+            scenario.timebase.real_s_per_model_ms)
         self._loads_lock = threading.Lock()
         self._load_file = self.events_path.with_name(LOAD_FILE)
         with suppress(OSError, ValueError):  # a restarted controller adds to what was judged

@@ -45,7 +45,7 @@ class PathRouter:
         """The scenario's router; a port stays awake `switch_power.port_hold_s` real seconds."""
         g = scenario_graph(scenario)
         sp = scenario.switch_power
-        activity = PortActivity(sp, switch_ports(g), sp.port_hold_s * 1000.0 / scenario.time_scale)
+        activity = PortActivity(sp, switch_ports(g), scenario.timebase.model_ms(sp.port_hold_s))
         return cls(g, client_names(scenario), [n.name for n in scenario.nodes], activity, k)
 
     def menu(self, client: str, node: str, t_ms: float) -> PathMenu:

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from socket import inet_ntoa
 
+from fogsdn.core.timebase import Timebase
+
 # why one in 16: docs/learning.md; here (stdlib only) for the command line's defaults
 RT_SAMPLE_DEFAULT = 16
 
@@ -234,8 +236,9 @@ class RtRecorder:
     def of_run(cls, time_scale: float, timeout_ms: float, vip: str,
                node_of_ip: Mapping[str, str], mask: int, now: float) -> RtRecorder:
         """A live run's recorder; a connection open past 2x the timeout, or 2 s, is abandoned."""
-        timer = ConnectionTimer(time_scale / 1000.0,
-                                max_open_s=max(2.0, 2 * timeout_ms * time_scale / 1000.0))
+        timebase = Timebase(time_scale)
+        timer = ConnectionTimer(timebase.real_s_per_model_ms,
+                                max_open_s=max(2.0, 2 * timebase.real_s(timeout_ms)))
         return cls(timer, vip, node_of_ip, mask, last_expiry=now)
 
     def sampled(self, client_port: int) -> bool:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from fogsdn.core.timebase import Timebase
+
 
 class ArgumentError(ValueError):
     """A command-line value refused; the message names the flag."""
@@ -44,7 +46,7 @@ def duration_span_ms(seconds: float, time_scale: float) -> float:
     `seconds` is not positive."""
     if seconds <= 0:
         raise ArgumentError("--duration: must be > 0 seconds")
-    return float(seconds) * 1000.0 / time_scale
+    return Timebase(time_scale).model_ms(float(seconds))
 
 
 def require_count(flag: str, value: int | None) -> None:

@@ -171,4 +171,4 @@ def decision_budget_real_ms(scenario: Scenario) -> float:
     DECISION_BUDGET_SHARE of the fastest node's mean service time, so that it biases a
     response time by no more than that share."""
     fastest = max(n.mu for n in scenario.nodes)
-    return DECISION_BUDGET_SHARE * scenario.workload.size.mean / fastest * scenario.time_scale
+    return scenario.timebase.real_ms(DECISION_BUDGET_SHARE * scenario.workload.size.mean / fastest)

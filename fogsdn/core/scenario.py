@@ -21,6 +21,7 @@ from pydantic import Field, ValidationError, model_validator
 from fogsdn.core.faults import FaultKind, FaultSpec
 from fogsdn.core.rate_profile import ProfileError, RateProfile
 from fogsdn.core.scenario_yaml import YamlFileError, read_yaml_file
+from fogsdn.core.timebase import Timebase
 from fogsdn.core.topology import FrozenModel, HostSpec, TopologySpec, build_graph
 from fogsdn.core.topology_files import TopologyFileError, expand_topology_file
 
@@ -301,6 +302,11 @@ class Scenario(FrozenModel):
     containers: bool = True
     # faults on a schedule (fogsdn.core.faults; docs/reliability.md)
     faults: tuple[FaultSpec, ...] = ()
+
+    @property
+    def timebase(self) -> Timebase:
+        """Model time against real time for this scenario (`time_scale`)."""
+        return Timebase(self.time_scale)
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:

@@ -168,7 +168,7 @@ class LiveView:
         epoch = self.run.epoch
         if not math.isfinite(epoch):
             return 0.0
-        return max(0.0, (time.monotonic() - epoch) / (self.sc.time_scale / 1000.0))
+        return max(0.0, self.sc.timebase.started(epoch).model_ms_at(time.monotonic()))
 
     # -- the reading thread --------------------------------------------------------------
     def start(self) -> None:
@@ -245,7 +245,7 @@ class LiveView:
                 done = int(st.get("admitted", 0))
                 prev = self._counts.get(n.name)
                 if prev is not None and now[0] > prev[0]:
-                    load = (done - prev[1]) / ((now[0] - prev[0]) * 1000.0 / self.sc.time_scale)
+                    load = (done - prev[1]) / self.sc.timebase.model_ms(now[0] - prev[0])
                 self._counts[n.name] = (now[0], done)
             except (OSError, ValueError, KeyError, TypeError):
                 pass

@@ -199,7 +199,7 @@ class QueueingRun:
 
         wait_for(all_ready, STARTUP_TIMEOUT_S, "the clients", self.stop)
         self.epoch = time.monotonic() + 0.05
-        self.supervisor.epoch, self.supervisor.time_scale = self.epoch, self.sc.time_scale
+        self.supervisor.epoch, self.supervisor.timebase = self.epoch, self.sc.timebase
         write_json_atomic(epoch_file, self.epoch)  # a float: JSON is its repr
         self._start_power()
 
@@ -234,7 +234,7 @@ class QueueingRun:
     def _apply_transition(self, tr: Transition) -> None:
         t_call = time.monotonic()
         lead_s = self.lead.lead_s
-        ms_real = self.sc.time_scale / 1000.0
+        ms_real = self.sc.timebase.real_s_per_model_ms
         drop = self.sc.churn.leave is LeaveMode.DROP
         reply = self.live.register(tr.node, tr.available)
         t_inst = reply.get("t_installed")
@@ -275,7 +275,7 @@ class QueueingRun:
         if not self.show_progress:
             return
         self._read_progress()
-        ms_real = self.sc.time_scale / 1000.0
+        ms_real = self.sc.timebase.real_s_per_model_ms
         elapsed = max(0.0, time.monotonic() - self.epoch)
         total = self.sc.duration_ms * ms_real
         ofn = " ".join(f"{n}:{'A' if up else 'U'}" for n, up in
@@ -305,7 +305,7 @@ class QueueingRun:
                     os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
 
     def _replay_loop(self, pending: list[Transition]) -> None:
-        ms_real = self.sc.time_scale / 1000.0
+        ms_real = self.sc.timebase.real_s_per_model_ms
         next_print = time.monotonic()
         print_every = 1.0 if sys.stdout.isatty() else 5.0
 
@@ -433,7 +433,7 @@ class QueueingRun:
 
 def check_live_limits(sc: Scenario) -> None:
     """Refuse, before anything starts, a load no live run here can generate."""
-    per_s = sc.workload.peak_rate * 1000.0 / sc.time_scale
+    per_s = sc.timebase.real_rate_per_s(sc.workload.peak_rate)
     if sc.expected_requests() > MAX_LIVE_REQUESTS:
         raise ScenarioError(
             f"workload: (lambda_hp + lambda_lp) x duration_ms expects "

@@ -15,7 +15,7 @@ from fogsdn.core.csv_rows import read_csv_rows, write_csv_rows
 from fogsdn.core.faults import SIMULATED_KINDS
 from fogsdn.core.latency import decision_budget_real_ms
 from fogsdn.core.scenario import LeaveMode, Scenario
-from fogsdn.core.summary import PolicyReport, RunSummary, policy_report
+from fogsdn.core.summary import PolicyReport, RunSummary, policy_report, write_summary
 from fogsdn.core.trace import Outcome, TraceRow, read_trace, write_trace
 from fogsdn.core.workload import drawn_instants
 from fogsdn.measure.compare import attach_prediction
@@ -220,7 +220,7 @@ def _split_gap(out: Path, sc: Scenario, summary: Mapping[str, Any],
     path = out / "summary.json"
     whole = json.loads(path.read_text())
     whole["gap_split"] = split
-    path.write_text(json.dumps(whole, indent=1, default=str))
+    write_summary(path, whole)
     print(gap_split_line(split))
 
 
@@ -286,7 +286,7 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
         },
     }
     measured_rt = read_controller_rt(out / "controller-rt.csv", run.epoch,
-                                     sc.time_scale / 1000.0)
+                                     sc.timebase.real_s_per_model_ms)
     if measured_rt:
         summary["rt_measurement"] = compare_rt(measured_rt, rows, sc.warmup_ms)
         summary["rt_measurement_error"] = summary["rt_measurement"]["rt_measurement_error"]
@@ -333,7 +333,7 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
     faults = getattr(run, "faults", None)
     if faults is not None and faults.faults:  # the schedule's faults, each with its cost
         summary["faults"] = faults.report(rows, sc.duration_ms)
-    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    write_summary(out / "summary.json", summary)
     print(("\n[run] INTERRUPTED: partial results\n" if summary["interrupted"] else "\n")
           + summary_table(summary), flush=True)
     if summary["crashed"]:

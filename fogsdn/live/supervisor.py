@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fogsdn.core.timebase import Timebase
 from fogsdn.live.cleanup import RunRecord, clean_all, proc_start_time, remove_leftovers
 
 PR_SET_PDEATHSIG = 1
@@ -106,7 +107,7 @@ class Supervisor:
         self.failure: str | None = None  # an error that ended the run early
         self.interrupted = False
         self.epoch = math.nan  # monotonic instant of model time 0, once the load starts
-        self.time_scale = 1.0  # real ms per model ms
+        self.timebase = Timebase(1.0)  # the run's, once its load starts (`start_load`)
         self._watched: dict[str, _Watched] = {}
         self._down_since: dict[str, float] = {}  # label -> when its restart began
         self._back_record: dict[str, dict[str, Any]] = {}  # label -> what gets outage_ms
@@ -238,7 +239,7 @@ class Supervisor:
         """Model ms since the epoch (nan before the load started)."""
         if math.isnan(self.epoch):
             return math.nan
-        return (time.monotonic() - self.epoch) / (self.time_scale / 1000.0)
+        return self.timebase.started(self.epoch).model_ms_at(time.monotonic())
 
     def _incident(self, label: str, p: subprocess.Popen[Any], action: str,
                   cause: str | None = None) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fogsdn.core.latency import DECISION_BUDGET_SHARE
+from fogsdn.core.timebase import Timebase
 from fogsdn.measure.metrics import p50_p99
 
 
@@ -20,7 +21,8 @@ def decision_block(path_ms: Sequence[float], time_scale: float, budget_ms: float
     was away."""
     real = {**p50_p99(path_ms), "max": max(path_ms)}
     return {"count": len(path_ms), "path_ms": real,
-            "path_model_ms": {k: v / time_scale for k, v in real.items()},
+            "path_model_ms": {k: Timebase(time_scale).model_ms_of_real_ms(v)
+                              for k, v in real.items()},
             "budget_ms": budget_ms,
             "over_budget_share": sum(x > budget_ms for x in path_ms) / len(path_ms),
             "staleness": dict(staleness) if staleness is not None else None,

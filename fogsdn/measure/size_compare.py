@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from fogsdn.core.scenario import Role, Scenario, SizeSpec, load_scenario, parse_scenario
-from fogsdn.core.summary import json_safe
+from fogsdn.core.summary import json_safe, write_summary
 from fogsdn.core.trace import Outcome, TraceRow, iter_trace
 from fogsdn.exact.model_params import OutsideModel
 from fogsdn.measure.metrics import replications_ci
@@ -233,7 +233,7 @@ def attach_size_prediction(out: Path) -> str:
     path = out / "summary.json"
     summary = json.loads(path.read_text()) if path.exists() else {}
     summary["size_based"] = json_safe(block)
-    path.write_text(json.dumps(summary, indent=1, default=str))
+    write_summary(path, summary)
     return "\n".join(lines)
 
 

@@ -162,7 +162,8 @@ def predicted_power(scenario: Scenario, busy: Mapping[str, float],
     from the expected traffic (every port taken as active: at the loads the model
     describes each port carries packets every second)."""
     nodes = {n.name: server_power_w(n.power, busy[n.name]) for n in scenario.nodes}
-    bytes_per_s = requests_per_model_ms * 1000.0 / scenario.time_scale * BYTES_PER_REQUEST
+    bytes_per_s = (scenario.timebase.real_rate_per_s(requests_per_model_ms)
+                   * BYTES_PER_REQUEST)
     switches = {name: switch_power_w(scenario.switch_power, ports, ports, bytes_per_s)
                 for name, ports in sorted(switch_ports.items())}
     return _totals(nodes, switches) | {

@@ -38,7 +38,7 @@ class Client:
         self.service = service
         self.epoch = epoch
         self.writer = writer
-        self.ms_real = scenario.time_scale / 1000.0
+        self.ms_real = scenario.timebase.real_s_per_model_ms
         # which of the simulator's clients this is, for its seed: request c1-0000005 is
         # the simulated client 0's sixth request (the engine draws them: TrafficEngine)
         self.index = client_names(scenario).index(name)

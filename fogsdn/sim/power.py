@@ -43,7 +43,7 @@ class PowerAccount:
                  chosen: Mapping[tuple[int, int], PathOption] | None = None) -> None:
         self.scenario = scenario
         self.nodes = scenario.nodes
-        self.to_s = scenario.time_scale / 1000.0  # real seconds per model ms
+        self.to_s = scenario.timebase.real_s_per_model_ms
         self.busy: list[dict[int, float]] = [{} for _ in self.nodes]
         self.ports = switch_ports(graph)
         self.traffic: dict[str, dict[int, float]] = {s: {} for s in self.ports}

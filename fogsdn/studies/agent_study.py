@@ -109,7 +109,7 @@ def read_phases(run_dir: Path, scenario: Scenario) -> list[dict[str, float]]:
     series, switches = _power_series(run_dir)
     per = [v for e, v in series.items() if e in switches]
     k_max = min((len(v) for v in per), default=0)
-    mids = [float(np.mean([(v[k][0] + v[k][1] / 2) * 1000.0 / scenario.time_scale
+    mids = [float(np.mean([scenario.timebase.model_ms(v[k][0] + v[k][1] / 2)
                            for v in per])) for k in range(k_max)]
     totals = [math.fsum(v[k][2] for v in per) for k in range(k_max)]
     where = profile.phases_at(np.asarray(mids)) if mids else np.asarray([], dtype=int)
@@ -179,7 +179,7 @@ def run_agent(run: AgentRun, base: Scenario, engine: Engine, out: Path, requests
         # the simulator's controller measures the same span the client sees: 0 by construction
         rt_error = 0.0
     else:
-        model_ms = duration_s * 1000.0 / scenario.time_scale
+        model_ms = scenario.timebase.model_ms(duration_s)
         live = scenario.model_copy(update={"duration_ms": model_ms})
         summary = run_live_point(live, run_dir)
         decide = decide_ms_live(run_dir)

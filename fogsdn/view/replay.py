@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from fogsdn.controller.learner_reports import CURVE_FILE
 from fogsdn.core.csv_rows import read_csv_rows
 from fogsdn.core.scenario import Role, Scenario, load_scenario, scenario_graph
+from fogsdn.core.timebase import Timebase
 from fogsdn.core.trace import Outcome, TraceRow, read_trace
 from fogsdn.models.power_model import server_count
 from fogsdn.view.state import (
@@ -135,7 +136,7 @@ def _summary(path: Path) -> dict[str, Any]:
     return d
 
 
-def _controller_events(run_dir: Path, time_scale: float) -> list[dict[str, Any]]:
+def _controller_events(run_dir: Path, timebase: Timebase) -> list[dict[str, Any]]:
     """The controller's events (a live run's), on the run's clock made model ms; none
     without the run's epoch, and an event whose `t` is not a finite number is skipped as
     a torn line is."""
@@ -144,12 +145,12 @@ def _controller_events(run_dir: Path, time_scale: float) -> list[dict[str, Any]]
         lines = (run_dir / "controller-events.jsonl").read_text().splitlines()
     except (OSError, ValueError):
         return []
-    events = []
+    events, clock = [], timebase.started(epoch)
     for ev in event_lines(lines):
         t = ev.get("t", epoch)
         if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t):
             continue
-        ev["t_ms"] = (t - epoch) * 1000.0 / time_scale
+        ev["t_ms"] = clock.model_ms_at(t)
         if math.isfinite(ev["t_ms"]):
             events.append(ev)
     return events
@@ -185,7 +186,7 @@ class ReplaySource:
         avail: list[dict[str, Any]] = _read(run_dir / "availability.csv", _availability_rows)
         power = _read(run_dir / "power.csv", _power_rows)
         summary = _read(run_dir / "summary.json", _summary)
-        events = _controller_events(run_dir, sc.time_scale)
+        events = _controller_events(run_dir, sc.timebase)
         curve: list[dict[str, Any]] = []
         if (run_dir / CURVE_FILE).exists():
             lines = (run_dir / CURVE_FILE).read_text().splitlines()
