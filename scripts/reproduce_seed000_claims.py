@@ -1,5 +1,8 @@
 """Seed 000's claims for Figs. 4-6 as one table: the paper, its chain as printed, our exact
-chain at fixed and drawn capacities, and the simulator (docs/reproduction.md).
+chain at fixed and drawn capacities, and the simulator, each with the proposed scheme's
+FN on FIFO and on round robin (whether that changes the verdict); then Fig. 4b's
+NoDiff - proposed HP gap across the sweep, behind its "does not increase" row
+(docs/reproduction.md).
 
     python scripts/reproduce_seed000_claims.py [--replications 5] [--requests 150000] \
         [--json docs/figures/seed000-claims.json] [--markdown docs/figures/seed000-claims.md] \
@@ -32,8 +35,12 @@ from fogsdn.exact.model_params import capacity_mean_prediction, exact_prediction
 from fogsdn.exact.printed_chain import LABEL, SHOWN, all_readings, printed_figures  # noqa: E402
 from fogsdn.measure.seed000_claims import (  # noqa: E402
     CLAIMS,
+    GAP_RISE_TOLERANCE_PCT,
+    LP_SWEEP,
     POINTS,
+    discipline_decides,
     evaluate,
+    gap_series,
     lookup,
     needed,
     reads_prioritized,
@@ -99,10 +106,10 @@ def run(replications: int, requests: int) -> dict[str, Any]:
                                    replication=r, trace=False, compare=False)
                 sims[r][(point, scheme)] = _exact(s["measured"])
             if scheme == "prioritized":
-                rr = scenario(point, scheme, fn_round_robin=True)
-                exact_rr[(point, scheme)] = _exact(exact_prediction(rr).to_dict())
+                sc_rr = scenario(point, scheme, fn_round_robin=True)
+                exact_rr[(point, scheme)] = _exact(exact_prediction(sc_rr).to_dict())
                 for r in range(replications):
-                    s = run_simulation(rr, Path(tmp) / f"{point}-rr-{r}", requests=requests,
+                    s = run_simulation(sc_rr, Path(tmp) / f"{point}-rr-{r}", requests=requests,
                                        replication=r, trace=False, compare=False)
                     sims_rr[r][(point, scheme)] = _exact(s["measured"])
             print(f"{point} {scheme}: done ({time.perf_counter() - t0:.0f} s)", flush=True)
@@ -124,7 +131,19 @@ def run(replications: int, requests: int) -> dict[str, Any]:
             "simulated": asdict(sim), "verdict_exact": verdict(c, ours),
             "exact_round_robin": rr, "simulated_round_robin": sim_rr,
             "verdict_round_robin": verdict(c, rr) if rr is not None else "n/a",
+            "discipline_decides": discipline_decides(c, ours, rr),
             "verdict_printed": verdict(c, shown)})
+    both = [{**t, **t_rr} for t, t_rr in zip(sims, sims_rr, strict=True)]
+    gap_4b = {  # Fig. 4b's NoDiff - proposed HP gap across the sweep (ms)
+        "lambda_lp": list(LP_SWEEP), "rise_tolerance_pct": GAP_RISE_TOLERANCE_PCT,
+        "printed": gap_series(lookup(printed[SHOWN.label()]), "4b"),
+        "exact": gap_series(lookup(exact), "4b"),
+        "simulated": [asdict(interval(list(v))) for v in
+                      zip(*(gap_series(lookup(t), "4b") for t in sims), strict=True)],
+        "exact_round_robin": gap_series(lookup({**exact, **exact_rr}), "4b"),
+        "simulated_round_robin": [asdict(interval(list(v))) for v in
+                                  zip(*(gap_series(lookup(t), "4b") for t in both),
+                                      strict=True)]}
     return {"label_printed": LABEL, "reading_shown": SHOWN.label(),
             "mu_OF": scenario("4a@0.5", "prioritized").node("ofn1").mu,
             "capacities": {"fixed": [20, 10], "drawn": [[17, 23], [7, 13]]},
@@ -132,7 +151,7 @@ def run(replications: int, requests: int) -> dict[str, Any]:
                                             "requests_per_replication": requests,
                                             "capacities": "fixed 20/10"},
             "points": {k: {"scenario": v[0], "overrides": v[1]} for k, v in POINTS.items()},
-            "rows": rows, "wall_s": time.perf_counter() - t0}
+            "rows": rows, "gap_4b": gap_4b, "wall_s": time.perf_counter() - t0}
 
 
 def _interval(s: dict[str, Any] | None, unit: str) -> str:
@@ -143,14 +162,17 @@ def _interval(s: dict[str, Any] | None, unit: str) -> str:
     return f"{_fmt(s['mean'], unit)} ± {_fmt((s['hi'] - s['lo']) / 2, unit)}"
 
 
+_DECIDES = {True: "**yes**", False: "no", None: "n/a"}
+
+
 def markdown(result: dict[str, Any]) -> str:
     sim = result["simulated"]
     lines = [
         "| Fig. | claim | paper | printed chain | ours (exact) | ours, drawn capacities "
         f"| simulated ({sim['replications']} x {sim['requests_per_replication']:,}) "
         "| verdict (ours) | verdict (printed) | ours, FN round robin (exact) "
-        "| FN round robin, simulated | verdict (round robin) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| FN round robin, simulated | verdict (round robin) | FN discipline decides |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
         u = r["unit"]
@@ -161,7 +183,20 @@ def markdown(result: dict[str, Any]) -> str:
             f"| {_fmt(r['exact'], u)} | {_fmt(r['exact_drawn_capacities'], u)} "
             f"| {_interval(r['simulated'], u)} | {r['verdict_exact']} | {r['verdict_printed']} "
             f"| {rr_txt} | {_interval(r.get('simulated_round_robin'), u)} "
-            f"| {r.get('verdict_round_robin', 'n/a')} |")
+            f"| {r.get('verdict_round_robin', 'n/a')} "
+            f"| {_DECIDES[r.get('discipline_decides')]} |")
+    gap = result.get("gap_4b")
+    if gap is not None:  # the series behind the "does not increase" row
+        lines += ["", "Fig. 4b's NoDiff - proposed HP gap (ms) across the sweep:", "",
+                  "| lambda_LP | printed chain | ours (exact) | simulated "
+                  "| ours, FN round robin (exact) | FN round robin, simulated |",
+                  "|---|---|---|---|---|---|"]
+        for i, x in enumerate(gap["lambda_lp"]):
+            lines.append(
+                f"| {x:g} | {_fmt(gap['printed'][i], 'ms')} | {_fmt(gap['exact'][i], 'ms')} "
+                f"| {_interval(gap['simulated'][i], 'ms')} "
+                f"| {_fmt(gap['exact_round_robin'][i], 'ms')} "
+                f"| {_interval(gap['simulated_round_robin'][i], 'ms')} |")
     return "\n".join(lines) + "\n"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,22 @@ from fogsdn.exact.printed_chain import (
     stationary,
     transitions,
 )
-from fogsdn.measure.seed000_claims import CLAIMS, POINTS, evaluate, lookup, needed, verdict
+from fogsdn.measure.seed000_claims import (
+    CLAIMS,
+    GAP_RISE_TOLERANCE_PCT,
+    LP_SWEEP,
+    POINTS,
+    at,
+    discipline_decides,
+    evaluate,
+    gap_series,
+    largest_rise,
+    lookup,
+    needed,
+    reads_prioritized,
+    rise_pct,
+    verdict,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 FIG4A = ROOT / "scenarios" / "seed000_fig4a.yaml"
@@ -208,7 +224,9 @@ def test_claims_table_in_the_docs_is_the_committed_runs(tmp_path: Path,
                            capsys)
     assert rc == 0
     table = (tmp_path / "m").read_text()
-    assert len(table.splitlines()) == 2 + len(CLAIMS) and "old" not in doc.read_text()
+    # the claims, then Fig. 4b's gap series (blank, caption, blank, header, rule, rows)
+    assert len(table.splitlines()) == 2 + len(CLAIMS) + 5 + len(LP_SWEEP)
+    assert "old" not in doc.read_text()
     assert doc.read_text() == f"head\n{claims.BEGIN}\n{table}{claims.END}\ntail\n"
     assert table in (ROOT / "docs/reproduction.md").read_text()
     assert table == (ROOT / "docs/figures/seed000-claims.md").read_text()
@@ -230,17 +248,91 @@ def test_claims_run_writes_every_claim_with_its_simulated_interval(
         assert row["simulated"]["n"] in (0, 2)
 
 
-def test_fig4b_gap_rows_and_which_rows_take_the_status_u_round_robin() -> None:
-    from fogsdn.measure.seed000_claims import reads_prioritized
+def _gap_table(gap_4b: list[float]) -> dict[tuple[str, str], dict[str, float]]:
+    """Every needed point at W 2/5, NoDiff's HP in Fig. 4b raised by `gap_4b` along the
+    sweep (so the NoDiff - proposed gap is that series)."""
+    table = {k: {"W_hp": 2.0, "W_lp": 5.0} for k in needed()}
+    for x, gap in zip(LP_SWEEP, gap_4b, strict=True):
+        table[(at("4b", x), "nodiff")] = {"W_hp": 2.0 + gap}
+    return table
 
+
+def test_fig4b_gap_rows_and_which_rows_take_the_status_u_round_robin() -> None:
     comparative, literal = (c for c in CLAIMS if "gap" in c.text and c.figure == "4b")
     # 4a's gap grows 0.1 -> 1 by 3 ms, 4b's by 1 ms: grows less (comparative), still grows
-    table = {k: {"W_hp": 2.0, "W_lp": 5.0} for k in needed()}
+    table = _gap_table([0.0] * 9 + [1.0])
     table[("4a@1", "nodiff")] = {"W_hp": 5.0}
-    table[("4b@1", "nodiff")] = {"W_hp": 3.0}
     assert evaluate(comparative, lookup(table)) == pytest.approx(2.0)
-    assert evaluate(literal, lookup(table)) == pytest.approx(-1.0)
-    assert verdict(comparative, 2.0) == "reproduced" and verdict(literal, -1.0) == "not"
+    assert verdict(comparative, 2.0) == "reproduced"
+    assert evaluate(literal, lookup(table)) == pytest.approx(100.0)  # 1 ms of at most 1 ms
+    assert verdict(literal, 100.0) == "not"
     # every row but NoDiff - Basic reads the proposed scheme
     assert [c.text for c in CLAIMS if not reads_prioritized(c)] == [
         "NoDiff above Basic at low load: NoDiff - Basic at lambda_LP = 0.1"]
+
+
+def test_largest_rise_against_every_pair() -> None:
+    assert largest_rise([3.0, 1.0, 2.0]) == 1.0  # the rise after the low, not from the start
+    assert largest_rise([1.0, 3.0, 0.0, 2.5]) == 2.5  # 0 -> 2.5 beats 1 -> 3
+    assert largest_rise([3.0, 2.0, 0.5]) == -1.0  # falls at every step: its smallest fall
+    assert math.isnan(largest_rise([1.0, math.nan, 2.0]))
+    with pytest.raises(ValueError):
+        largest_rise([1.0])
+    rng = random.Random(38)
+    for _ in range(200):
+        xs = [rng.uniform(-5, 5) for _ in range(rng.randint(2, 12))]
+        brute = max(xs[j] - xs[i] for i in range(len(xs)) for j in range(i + 1, len(xs)))
+        assert largest_rise(xs) == pytest.approx(brute, abs=1e-12)
+    assert rise_pct([1.0, 2.0]) == pytest.approx(50.0)
+    assert rise_pct([-1.0, 1.0]) == pytest.approx(200.0)  # a sign change rises by 2 maxima
+    with pytest.raises(ZeroDivisionError):
+        rise_pct([0.0, 0.0])
+
+
+def test_the_gap_does_not_increase_within_its_stated_tolerance() -> None:
+    (literal,) = (c for c in CLAIMS if "does not increase" in c.text)
+    assert literal.at_most == GAP_RISE_TOLERANCE_PCT == 10.0
+    assert literal.paper_text() == "<= 10 %"
+    assert {p for p, s in literal.needs} == {at("4b", x) for x in LP_SWEEP}
+    flat = [3.0, 2.9, 3.0, 3.1, 3.2, 3.1, 3.0, 3.05, 3.1, 3.2]  # rises 0.3 of 3.2: 9.4 %
+    rising = [3.0, 2.9, 3.0, 3.1, 3.2, 3.1, 3.0, 3.05, 3.1, 3.3]  # 0.4 of 3.3: 12.1 %
+    falling = [4.0 - 0.3 * i for i in range(10)]
+    got = {name: evaluate(literal, lookup(_gap_table(gaps)))
+           for name, gaps in (("flat", flat), ("rising", rising), ("falling", falling))}
+    assert got["flat"] == pytest.approx(100 * 0.3 / 3.2)
+    assert got["rising"] == pytest.approx(100 * 0.4 / 3.3)
+    assert got["falling"] == pytest.approx(100 * -0.3 / 4.0)
+    assert [verdict(literal, got[k]) for k in ("flat", "rising", "falling")] == [
+        "reproduced", "not", "reproduced"]
+    assert verdict(literal, 10.0) == "reproduced" and verdict(literal, 10.01) == "not"
+    assert math.isnan(evaluate(literal, lookup(_gap_table([0.0] * 10))))  # no gap at all
+    assert gap_series(lookup(_gap_table(flat)), "4b") == pytest.approx(flat)
+
+
+def test_the_fn_discipline_decides_a_row_when_its_verdict_changes() -> None:
+    c49, order, literal = CLAIMS[0], CLAIMS[2], next(c for c in CLAIMS if c.at_most)
+    assert discipline_decides(c49, 50.2, 51.9) is False  # reproduced both ways
+    assert discipline_decides(c49, 50.2, 60.0) is True  # reproduced -> same order
+    assert discipline_decides(order, 0.65, -0.17) is True  # the ordering flips
+    assert discipline_decides(order, 0.65, None) is None  # no proposed scheme read
+    assert discipline_decides(order, 0.65, math.nan) is None
+    assert discipline_decides(literal, 85.9, 95.1) is False  # both far above 10 %
+    assert discipline_decides(literal, 9.0, 11.0) is True
+
+
+def test_committed_claims_run_is_consistent_with_its_rules() -> None:
+    run = json.loads((ROOT / "docs/figures/seed000-claims.json").read_text())
+    rows = {r["claim"]: r for r in run["rows"]}
+    assert list(rows) == [c.text for c in CLAIMS]
+    for c in CLAIMS:
+        r = rows[c.text]
+        assert r["verdict_exact"] == verdict(c, r["exact"])
+        rr = r["exact_round_robin"]
+        assert (rr is None) == (not reads_prioritized(c))
+        assert r["discipline_decides"] == discipline_decides(c, r["exact"], rr)
+    gap = run["gap_4b"]
+    assert gap["lambda_lp"] == list(LP_SWEEP)
+    (literal,) = (c for c in CLAIMS if c.at_most is not None)
+    assert rows[literal.text]["exact"] == pytest.approx(rise_pct(gap["exact"]))
+    assert rows[literal.text]["exact_round_robin"] == pytest.approx(
+        rise_pct(gap["exact_round_robin"]))
