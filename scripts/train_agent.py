@@ -25,9 +25,11 @@ import numpy as np  # noqa: E402
 
 from fogsdn.agents.dqn import DEMOTE_LEVELS, DqnConfig, EpisodeLog, train_dqn, weight_menu  # noqa: E402
 from fogsdn.agents.env import Obs, SimRoutingEnv  # noqa: E402
-from fogsdn.agents.train_rnn import train_path_rnn, train_rnn  # noqa: E402
+from fogsdn.agents.train_rnn import train_path_learner, train_path_rnn, train_rnn  # noqa: E402
 from fogsdn.controller.learner_reports import curve_text  # noqa: E402
 from fogsdn.core.scenario import Scenario, ScenarioError, load_scenario  # noqa: E402
+from fogsdn.policies.base import PolicyError  # noqa: E402
+from fogsdn.policies.path_budget import PathBudget, saved_path_budget  # noqa: E402
 from fogsdn.policies.paths import (  # noqa: E402
     RT_REFS,
     RULES,
@@ -85,9 +87,33 @@ def train_path(scenario: Scenario, params: dict[str, object], runs: int, seed: i
     return 0
 
 
+def train_budget(scenario: Scenario, params: dict[str, object], runs: int, seed: int,
+                 out: Path) -> int:
+    """path_budget through `runs` simulated runs; what it learned to `out`."""
+    if runs < 1:
+        return bootstrap.fail(f"train_agent.py: --runs: must be at least 1, got {runs}")
+    seeds = [PATH_RNN_SEED_BASE + seed + k for k in range(runs)]
+    try:
+        with tempfile.TemporaryDirectory() as work:
+            policy = train_path_learner(scenario, "path_budget", params, seeds, Path(work))
+    except PolicyError as err:
+        return bootstrap.fail(f"train_agent.py: {err}")
+    assert isinstance(policy, PathBudget)
+    meta = {"scenario": scenario.name, "seeds": seeds, "epochs": len(policy.curve),
+            "duration_ms": scenario.duration_ms}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(saved_path_budget(policy, meta), indent=1) + "\n")
+    curve = out.with_suffix(out.suffix + ".curve.csv")
+    curve.write_text(curve_text(policy.name, policy.curve))
+    learned = ", ".join(f"{RULES[int(r)]} {w:.1f} W" for r, w in sorted(policy.power_w.items()))
+    print(f"learned: {learned}; multiplier {policy.multiplier:.3f}\nweights: {out}\n"
+          f"curve: {curve}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--agent", choices=("dqn", "rnn", "path_rnn"), default="dqn")
+    ap.add_argument("--agent", choices=("dqn", "rnn", "path_rnn", "path_budget"), default="dqn")
     ap.add_argument("--scenario", type=Path, default=Path("scenarios/multipath_power.yaml"))
     ap.add_argument("--steps", type=int, default=3000, help="decision epochs to train")
     ap.add_argument("--rt-weight", type=float, default=None,
@@ -98,12 +124,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=20, help="path_rnn: simulated runs to train on")
     ap.add_argument("--rt-ref", choices=RT_REFS, default="shortest",
                     help="path_rnn: its reward's response-time reference (paths.py)")
+    ap.add_argument("--budget", type=float, default=0.02,
+                    help="path_budget: the response time allowed over the shortest path's, "
+                    "as a share (0.02: +2 %%)")
     ap.add_argument("--out", type=Path, default=None)
     ns = ap.parse_args(argv)
     try:
         scenario = load_scenario(ns.scenario)
     except (ScenarioError, OSError) as err:
         return bootstrap.fail(f"train_agent.py: {err}")
+    if ns.agent == "path_budget":
+        return train_budget(scenario, {"budget": ns.budget}, ns.runs, ns.seed,
+                            ns.out or ROOT / warm_start_file(scenario.name, "path_budget"))
     if ns.agent == "path_rnn":
         params = {"rt_ref": ns.rt_ref} | (
             {} if ns.rt_weight is None else {"rt_weight": ns.rt_weight})

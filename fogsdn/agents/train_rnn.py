@@ -17,6 +17,7 @@ from fogsdn.agents.env import EpisodeLog, SimRoutingEnv
 from fogsdn.core.scenario import PolicySpec, Scenario
 from fogsdn.models.rnn_learner import RnnLearner, learner_to_json
 from fogsdn.policies import make_policy
+from fogsdn.policies.base import Policy
 from fogsdn.policies.observe import Obs, ObservationLayout
 from fogsdn.policies.paths import PathRnn
 from fogsdn.sim.runner import run_simulation
@@ -60,6 +61,17 @@ def train_rnn(env: SimRoutingEnv, menu: tuple[tuple[float, ...], ...], steps: in
             env.reset(seed=seed + len(agent.curve))
     learner.explore = 0.0
     return agent
+
+
+def train_path_learner(scenario: Scenario, name: str, params: Mapping[str, Any],
+                       seeds: Sequence[int], work_dir: Path) -> Policy:
+    """One untrained path learner `name` (path_rnn, path_budget) with `params`, learning on
+    through one simulated run of the scenario per seed, in that order."""
+    policy = make_policy(PolicySpec(name=name, params=dict(params)), scenario.workload)
+    for seed in seeds:
+        run = scenario.model_copy(update={"seed": seed})
+        run_simulation(run, work_dir / f"seed{seed}", trace=False, compare=False, policy=policy)
+    return policy
 
 
 def train_path_rnn(scenario: Scenario, params: Mapping[str, Any], seeds: Sequence[int],

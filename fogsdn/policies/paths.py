@@ -166,9 +166,10 @@ def trained_learner(name: str, explore: float, seed: int) -> tuple[RnnLearner, d
     return learner, {k: data[k] for k in ("rt_ref", "rt_weight", "epoch_requests") if k in data}
 
 
-def warm_start_file(scenario_name: str) -> str:
-    """Where `train_agent.py --agent path_rnn` saves a scenario's learner (root-relative)."""
-    return f"fogsdn/agents/weights/path_rnn_{scenario_name}.json"
+def warm_start_file(scenario_name: str, kind: str = "path_rnn") -> str:
+    """Where `train_agent.py --agent path_rnn|path_budget` saves a scenario's learner
+    (root-relative)."""
+    return f"fogsdn/agents/weights/{kind}_{scenario_name}.json"
 
 
 def saved_path_rnn(policy: PathRnn, meta: dict[str, Any]) -> dict[str, Any]:

@@ -50,10 +50,11 @@ def policy_spec(label: str, scenario: Scenario) -> PolicySpec:
         a = label[len("rl_dqn_a"):]
         return PolicySpec(name="rl_dqn", params={
             "weights": f"fogsdn/agents/weights/dqn_{scenario.name}_a{a}.json"})
-    if label == "path_rnn_warm":
+    if label in ("path_rnn_warm", "path_budget_warm"):
         from fogsdn.policies.paths import warm_start_file
 
-        return PolicySpec(name="path_rnn", params={"weights": warm_start_file(scenario.name)})
+        name = label.removesuffix("_warm")
+        return PolicySpec(name=name, params={"weights": warm_start_file(scenario.name, name)})
     for name in ("path_goal", "path_rnn"):  # `path_rnn_a0.9`: its goal weight a = 0.9
         if label.startswith(f"{name}_a"):
             return PolicySpec(name=name, params={"rt_weight": float(label[len(name) + 2:])})
