@@ -18,7 +18,7 @@ replaces the table between `<!-- seed002b-claims:begin -->` and
 
 The claims read the figures' docs/figures/seed002b_alpha.csv (claim 1) and
 seed002b_ratio.csv (the two-server figure's load-0.1 points) if present; run the
-figures first. The claims alone take about 3 minutes at nice 19 on 2 shared cores.
+figures first. The claims alone take 3-5 minutes at nice 19 on 2 shared cores.
 """
 
 from __future__ import annotations
