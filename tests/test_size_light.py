@@ -238,7 +238,7 @@ def test_fixed_cutoff_tags_ratio_stays_bounded_as_the_load_falls() -> None:
 
 
 def test_two_server_claim_response_optimal_unbounded_only_without_kills() -> None:
-    """lambda H = 0.5 (the conference version's lambda H < 1): the response-optimal TAGS
+    """lambda H = 0.5 (MASCOTS 2020's lambda H < 1): the response-optimal TAGS
     never kills and its ratio grows about like sqrt(H/L) / 2; the fixed one tends to 1.5.
     At a fixed load the response-optimal ratio peaks where TAGS starts killing, and the
     peak grows as the load falls."""

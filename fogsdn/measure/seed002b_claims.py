@@ -47,7 +47,8 @@ II_HOSTS = (2, 4, 8, 16, 32, 64)
 II_SIM_HOSTS = (2, 4, 8, 16)
 OPT_SIM_MAX_HOSTS = 8  # Nelder-Mead finds no-kill cutoffs up to 8 hosts (16: a local one)
 # claim 3: two hosts, alpha = 1, at fixed loads, and with lambda H fixed below 1 (the
-# condition of Bachmat and Doncel's conference version, MASCOTS 2020, arXiv 2012.03695)
+# condition under which Bachmat and Doncel, MASCOTS 2020, arXiv 2012.03695, state the
+# same two-server result in their abstract)
 TWO_LOADS = (0.1, 0.01, 0.001)
 TWO_HIGHS = tuple(10.0 ** (k / 4) for k in range(4, 41))  # 10 .. 1e10, 4 per decade
 TWO_LAMBDA_H = 0.5
