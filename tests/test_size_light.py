@@ -15,9 +15,14 @@ from fogsdn.measure.seed002b_claims import (
     II_ALPHAS,
     II_HIGHS,
     II_HOSTS,
+    QOS_TARGETS,
+    TWO_HIGHS,
+    TWO_LAMBDA_H,
+    TWO_LOADS,
     claim_rows,
     light_rows,
-    two_server_rows,
+    two_server_peak,
+    two_server_ratios,
 )
 from fogsdn.measure.size_compare import SizeStats, bounded_pareto, size_scenario
 from fogsdn.models.size_assignment import (
@@ -153,11 +158,23 @@ def test_qos_design_meets_every_target_and_is_greedy() -> None:
         qos_design("random", 0.3, spec, loose)
 
 
+def _two_server_sample() -> list[dict[str, object]]:
+    """claim_rows' two-server inputs at H/L = 10 and the largest H/L only (fast)."""
+    rows: list[dict[str, object]] = []
+    for high in (10.0, max(TWO_HIGHS)):
+        mean = moment(bounded_pareto(1.0, 1.0, high), 1)
+        rows += [{"regime": "load", **two_server_ratios(high, load * 2.0 / mean),
+                  "load": load} for load in TWO_LOADS]
+        rows.append({"regime": "lambda_h", **two_server_ratios(high, TWO_LAMBDA_H / high)})
+    return rows
+
+
 def test_claim_rows_verdicts() -> None:
     result = {
         "alpha_csv": {"sita_e@1": 3.3, "random@1": 37.0, "least_work_left@1": 10.5,
                       "sita_e@1.9": 2.0, "least_work_left@1.9": 1.6},
-        "two_server": two_server_rows(),
+        "two_server": _two_server_sample(),
+        "two_server_peaks": [{"load": 0.1, "switch_high": 41.0, "peak": 4.8, "after": 1.7}],
         "light_i": light_rows(1.0, I_HIGHS, I_HOSTS),
         "light_ii": [r for a in II_ALPHAS for r in light_rows(a, II_HIGHS, II_HOSTS)],
         "qos": [{"targets": "tight", "policy": "sita", "meets_sim": True},
@@ -169,7 +186,14 @@ def test_claim_rows_verdicts() -> None:
     assert [r["verdict"] for r in rows] == ["reproduced", "reproduced", "partly", "partly",
                                             "reproduced", "partly"]
     assert all(r["deciding"] for r in rows if r["verdict"] != "reproduced")
-    assert "TAGS's cutoffs" in rows[3]["deciding"]
+    assert all(r["source"] for r in rows)
+    # the ratio claims: one verdict per TAGS reading
+    assert [(r["fixed"]["verdict"], r["response_optimal"]["verdict"]) for r in rows[1:5]] == [
+        ("reproduced", "reproduced"), ("not", "reproduced"), ("not", "reproduced"),
+        ("reproduced", "reproduced")]
+    assert rows[0]["fixed"] is None and rows[5]["fixed"] is None
+    assert "TAGS's cutoffs" in rows[2]["deciding"] and "TAGS's cutoffs" in rows[3]["deciding"]
+    assert "MASCOTS 2020" in rows[2]["source"]
     result["alpha_csv"] = {}
     assert claim_rows(result)[0]["verdict"] == "not computed"
 
@@ -193,3 +217,74 @@ def test_claims_table_in_the_docs_is_the_committed_run(tmp_path: Path,
                for n in ("light_h", "light_alpha", "qos"))
     rows = json.loads(run.read_text())["claims"]
     assert len(rows) == 6 and not any(r["verdict"] == "not computed" for r in rows)
+
+
+def test_fixed_cutoff_tags_ratio_stays_bounded_as_the_load_falls() -> None:
+    """Two and four hosts, alpha = 1, TAGS at SITA-E's cutoffs: as load -> 0 the model's
+    ratio tends to the light-traffic coefficient's and stays below 2 (the reviewer's 1.50
+    at h = 2, 1.82 at h = 4 for H/L = 1e6)."""
+    for h, high, limit in ((2, 1e10, 1.50), (4, 1e6, 1.82)):
+        spec = bounded_pareto(1.0, 1.0, high)
+        mus, names = [1.0] * h, [f"h{i}" for i in range(h)]
+        cut = sita_e_cutoffs(spec, mus)
+        ratios = []
+        for load in (0.1, 0.01, 0.001, 1e-4, 1e-6):
+            lam = load * h / moment(spec, 1)
+            ratios.append(predict_tags(lam, spec, cut, mus, names).wait
+                          / predict_sita(lam, spec, cut, mus, names).wait)
+        assert max(ratios) < 2.0
+        assert ratios[-1] == pytest.approx(light_ratio(spec, h, "fixed_approx"), rel=1e-3)
+        assert ratios[-1] == pytest.approx(limit, abs=0.01)
+
+
+def test_two_server_claim_response_optimal_unbounded_only_without_kills() -> None:
+    """lambda H = 0.5 (MASCOTS 2020's lambda H < 1): the response-optimal TAGS
+    never kills and its ratio grows about like sqrt(H/L) / 2; the fixed one tends to 1.5.
+    At a fixed load the response-optimal ratio peaks where TAGS starts killing, and the
+    peak grows as the load falls."""
+    lo = two_server_ratios(1e4, 0.5 / 1e4)
+    hi = two_server_ratios(1e8, 0.5 / 1e8)
+    assert not lo["kills"] and not hi["kills"]
+    assert hi["response_optimal"] / lo["response_optimal"] == pytest.approx(100.0, rel=0.05)
+    assert hi["fixed"] == pytest.approx(1.5, abs=0.01) and lo["fixed"] < 1.52
+    p1, p2 = two_server_peak(0.1, steps=12), two_server_peak(0.01, steps=12)
+    assert 4.0 < p1["peak"] < 6.0 and p2["peak"] > 2.0 * p1["peak"]
+    assert p1["after"] < 2.0 and p2["after"] < 2.0
+    assert p2["switch_high"] > p1["switch_high"]
+
+
+def test_qos_design_meets_the_targets_in_the_exact_model() -> None:
+    """The SITA design's cutoffs, put into the whole system's exact model
+    (`predict_sita`), give every size class a mean within its target: each class's mean
+    over its hosts, weighted by the tasks each completes."""
+    spec = bounded_pareto(1.5, 1.0, 1000.0)
+    for classes in QOS_TARGETS.values():
+        d = qos_design("sita", 0.3, spec, classes)
+        h = len(d.hosts)
+        pred = predict_sita(0.3, spec, d.cutoffs, [1.0] * h, [f"h{i}" for i in range(h)])
+        edges = [-1.0, *d.cutoffs, 1000.0]
+        for ci, cls in enumerate(classes):
+            mine = [i for i, host in enumerate(d.hosts) if host.size_class == ci]
+            share = [partial_moment(spec, 0, edges[i], edges[i + 1]) for i in mine]
+            key = "slowdown" if cls.metric == "slowdown" else "W"
+            mean = sum(w * getattr(pred.hosts[i], key) for w, i in zip(share, mine,
+                                                                        strict=True)) / sum(share)
+            assert mean <= cls.target * (1 + 1e-6), (cls, mean)
+    # a TAGS design, checked against `predict_tags` at its cutoffs: every host stable
+    t = qos_design("tags", 0.3, spec, QOS_TARGETS["loose"])
+    h = len(t.hosts)
+    pt = predict_tags(0.3, spec, t.cutoffs, [1.0] * h, [f"h{i}" for i in range(h)])
+    assert all(host.rho < 1.0 for host in pt.hosts)
+
+
+def test_cli_bad_argument_is_one_line(capsys: pytest.CaptureFixture[str],
+                                      tmp_path: Path) -> None:
+    import reproduce_seed002b as cli  # type: ignore[import-not-found]
+
+    for argv in (["--claims-only", "--claims-requests", "0"],
+                 ["--claims-only", "--claims-replications", "x"],
+                 ["--claims-only", "--nope"],
+                 ["--claims-only", "--from-json", str(tmp_path / "missing.json")]):
+        rc, out, err = call_main(cli.main, argv, capsys)
+        assert rc == 2 and out == "", argv
+        assert len(err.strip().splitlines()) == 1 and "reproduce_seed002b.py" in err, err

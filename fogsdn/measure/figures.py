@@ -415,3 +415,48 @@ def draw_seed002b_qos(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     ax.set(ylabel="class mean / target")
     ax.legend(fontsize=7)
     save_figure(fig, path)
+
+
+def draw_seed002b_two_server(path: Path, rows: Sequence[dict[str, Any]],
+                             peaks: Sequence[dict[str, Any]], sim: Sequence[dict[str, Any]],
+                             sweep: Sequence[dict[str, Any]] = ()) -> None:
+    """Claim 3: two hosts, alpha = 1, TAGS / SITA-E mean wait against H/L, one colour per
+    regime (a fixed load, or lambda H fixed), solid: response-optimal TAGS, dashed: TAGS
+    at SITA-E's cutoff; crosses: the response-optimal peak at each load; simulated
+    ratios (2 hosts, load 0.01) as points, and the ratio sweep's (`sweep`: load 0.1,
+    response-optimal) as triangles."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.8, 4.6))
+    regimes = sorted({(r["regime"], r["load"] if r["regime"] == "load" else 0.0)
+                      for r in rows}, key=lambda k: (k[0] != "load", -k[1]))
+    colors = dict(zip(regimes, ("tab:blue", "tab:orange", "tab:green", "tab:red"),
+                      strict=False))
+    for key, color in colors.items():
+        regime, load = key
+        sub = sorted((r for r in rows if r["regime"] == regime
+                      and (regime != "load" or r["load"] == load)), key=lambda r: r["high"])
+        label = (f"load {load:g}" if regime == "load"
+                 else f"lambda H = {sub[0]['lambda'] * sub[0]['high']:g}")
+        ax.plot([r["high"] for r in sub], [r["response_optimal"] for r in sub], "-",
+                color=color, lw=1.2, label=label)
+        ax.plot([r["high"] for r in sub], [r["fixed"] for r in sub], "--", color=color, lw=1.2)
+        for p in peaks:
+            if regime == "load" and p["load"] == load:
+                ax.plot([p["switch_high"]], [p["peak"]], "x", color=color, ms=7)
+    ax.plot([], [], "-", color="k", label="response-optimal TAGS")
+    ax.plot([], [], "--", color="k", label="TAGS at SITA-E's cutoff")
+    ax.plot([], [], "x", color="k", label="peak at a fixed load")
+    sim2 = [r for r in sim if r["hosts"] == 2 and r["alpha"] == 1.0]
+    _sim_points(ax, sim2, "high", lambda r: "k")
+    ax.plot([], [], "o", color="gray", label="simulated, fixed (load 0.01)")
+    ax.plot([], [], "s", color="gray", mfc="none", label="simulated, response-optimal")
+    if sweep:
+        ax.plot([r["high"] for r in sweep], [r["ratio"] for r in sweep], "^",
+                color=colors.get(("load", 0.1), "k"), mfc="none", ms=6,
+                label="simulated, response-optimal, load 0.1 (ratio sweep)")
+    ax.set(xscale="log", yscale="log", xlabel="H / L",
+           ylabel="TAGS / SITA-E mean waiting time",
+           title="seed 002b: two servers, alpha = 1")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=6.5)
+    save_figure(fig, path)
