@@ -31,6 +31,7 @@ from fogsdn.policies.basic import Basic
 from fogsdn.policies.greedy import LatencyGreedy, LeastLoaded, PowerGreedy
 from fogsdn.policies.loader import error_line, load_policy_module
 from fogsdn.policies.nodiff import NoDiff
+from fogsdn.policies.path_cpn import PathCpn
 from fogsdn.policies.paths import (
     PathFewestSwitches,
     PathGoal,
@@ -58,7 +59,7 @@ BUILT_IN_POLICIES: Mapping[str, type[Policy]] = MappingProxyType({
               # the greedy baselines of the learning controller (issue 9) and its agents
               LeastLoaded, LatencyGreedy, PowerGreedy, RlDqn, RlRnn,
               # paths as the action (seed 002a)
-              PathShortest, PathRank, PathFewestSwitches, PathGoal, PathRnn)
+              PathShortest, PathRank, PathFewestSwitches, PathGoal, PathRnn, PathCpn)
 })
 
 # what a spec can name without a module: the built-ins and this process's `register_policy`

@@ -1,0 +1,567 @@
+"""Seed 002a's claims as one table, run as the paper measured it (`seed`) and as we run
+it (`ours`), with the one-switch ablation between them (simulated; no I/O here:
+`scripts/reproduce_seed002a.py` runs it and writes).
+
+Every modelling choice that separates the two presets is one switch of `Choices`:
+
+- `switch_power`: the paper's measured switch (20 W idle, 30 W at the full load of a
+  1 Gb/s port, linear in carried traffic; `fogsdn.models.request_goal.PAPER_SWITCH_POWER`)
+  or ours (a 40 W chassis, 1 W per awake port, 0.1 W per port in low-power idle, 60 W
+  peak: scenarios/seed002a.yaml);
+- `sleep`: whether a switch with no awake port sleeps at 4 W (ours) or never (the paper);
+- `goal`: ours (A RT / RT_ref + (1 - A) P / P_ref on means, A = 0.5) or the paper's
+  (the request's response time in real ms plus that request's own network energy in mJ,
+  `RequestGoal`);
+- `learner`: ours (`path_rnn`: eight global rules, one held for 200 connections) or the
+  paper's (`path_cpn`: one neuron per candidate path, choosing and learning per request).
+
+The claims are the seed's (its abstract) and, where marked, the full paper's as the
+issue reports them (Fröhlich/Gelenbe et al., as cited in the seed). docs/seed002a-claims.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from fogsdn.controller.path_choice import PathRouter
+from fogsdn.core.scenario import PolicySpec, Scenario, SwitchPower, scenario_graph
+from fogsdn.models.network_power import PathOption
+from fogsdn.models.power_model import BYTES_PER_REQUEST, PowerSample, switch_ports
+from fogsdn.models.request_goal import PAPER_SWITCH_POWER, RequestGoal, request_goal
+from fogsdn.measure.claim_stats import (
+    VERDICT,
+    Outcome,
+    Stat,
+    ablation,
+    deciding_choice,
+    interval,
+    share,
+)
+from fogsdn.policies import make_policy
+from fogsdn.sim.engine import simulate
+from fogsdn.sim.power import PowerAccount, tee
+from fogsdn.sim.rows import OK, Row
+
+RANKS = (0, 1, 2)  # the static plans: every connection on its r-th shortest path
+RT_WEIGHT = 0.5  # ours: A
+SEED_SAVING = 0.15  # "approximately 15 %"
+SEED_RT_COST = 0.02  # "under 2 %"
+
+
+@dataclass(frozen=True)
+class Choices:
+    """The switches; a preset is one value of it (both tabulated in docs/seed002a-claims.md)."""
+
+    switch_power: Literal["ours", "paper"]
+    sleep: Literal["ours", "none"]
+    goal: Literal["weighted", "rt_plus_energy"]
+    learner: Literal["rules_per_epoch", "neuron_per_path"]
+
+
+PRESETS: dict[str, Choices] = {
+    "seed": Choices("paper", "none", "rt_plus_energy", "neuron_per_path"),
+    "ours": Choices("ours", "ours", "weighted", "rules_per_epoch"),
+}
+
+
+class PresetError(ValueError):
+    """An unknown preset; the message names it."""
+
+
+def preset(name: str) -> Choices:
+    if name not in PRESETS:
+        raise PresetError(f"--preset: unknown {name!r} (known: {', '.join(PRESETS)})")
+    return PRESETS[name]
+
+
+def configurations() -> dict[str, Choices]:
+    """The presets, then ours with one switch set as in the seed preset."""
+    seed, ours = PRESETS["seed"], PRESETS["ours"]
+    return {"seed": seed, "ours": ours} | {f"ours+{s}": c for s, c in ablation(ours, seed).items()}
+
+
+def switch_spec(choices: Choices, ours: SwitchPower) -> SwitchPower:
+    """The switches' power model these choices run (`ours`: the scenario's own)."""
+    base = ours if choices.switch_power == "ours" else PAPER_SWITCH_POWER
+    sleep = ours.sleep_w if choices.sleep == "ours" else None
+    return base.model_copy(update={"sleep_w": sleep, "port_hold_s": ours.port_hold_s})
+
+
+def goal_of(scenario: Scenario, spec: SwitchPower, nbytes: float) -> RequestGoal:
+    """The paper's per-request goal on this network, priced under `spec`."""
+    return request_goal(spec, switch_ports(scenario_graph(scenario)), scenario.time_scale, nbytes)
+
+
+def learner_spec(choices: Choices, goal: RequestGoal) -> PolicySpec:
+    """The learning policy these choices run."""
+    name = "path_rnn" if choices.learner == "rules_per_epoch" else "path_cpn"
+    return PolicySpec(name=name, params={"goal": choices.goal, "rt_weight": RT_WEIGHT,
+                                         **goal.to_params()})
+
+
+def static_spec(rank: int) -> PolicySpec:
+    return PolicySpec(name="path_rank", params={"rank": rank})
+
+
+# -- one run -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunFigures:
+    """What one simulated run gives the claims (model ms, W, mJ)."""
+
+    response_ms: float  # answered requests after warm-up, their path's network time included
+    phase_response_ms: tuple[float, ...]
+    network_w: float  # the switches' mean power over the run
+    phase_network_w: tuple[float, ...]
+    switch_w: dict[str, float]
+    traffic_share: float  # the busiest switch's mean load, a share of capacity_mbps
+    slope_w: float  # the busiest switch's power against its load: W at full load over idle
+    energy_mj: float  # the mean request's own network energy under the run's goal
+    estimate_w: float  # the learner's mean estimate of network power (NaN: none)
+    learner_rt_ms: float  # the learner's mean measured response time (NaN: none)
+    chosen_share: float  # answered requests whose path the policy chose
+    settled_share: float  # second half: share on each pair's most used path rank
+    ranks_used: int
+    rank_share: tuple[float, ...]  # share of answered requests on each path rank
+
+
+@dataclass(frozen=True)
+class Run:
+    """One simulation to do: a scenario (its switch power set), a policy, a replication,
+    and the bytes per request each power account charges."""
+
+    scenario: Scenario
+    policy: PolicySpec
+    replication: int
+    requests: int
+    goal: RequestGoal
+    bytes_levels: tuple[float, ...] = (BYTES_PER_REQUEST,)
+
+
+def _mean(xs: Sequence[float]) -> float:
+    return math.fsum(xs) / len(xs) if xs else math.nan
+
+
+def network_figures(samples: Sequence[PowerSample], scenario: Scenario
+                    ) -> tuple[float, tuple[float, ...], dict[str, float], float, float]:
+    """Mean network W, per profile phase, per switch; the busiest switch's mean load and
+    its power's slope against load (least squares, W per full load)."""
+    sw = [s for s in samples if s.kind == "switch"]
+    by: dict[str, list[PowerSample]] = {}
+    for s in sw:
+        by.setdefault(s.element, []).append(s)
+    span = max((math.fsum(x.dt_s for x in v) for v in by.values()), default=0.0)
+    per = {e: math.fsum(x.power_w * x.dt_s for x in v) / span for e, v in by.items()} \
+        if span > 0 else {}
+    total = math.fsum(per.values())
+    profile = scenario.workload.rate_profile()
+    phases: tuple[float, ...] = ()
+    if profile is not None and sw:
+        n = len(profile.factors)
+        mids = np.asarray([(s.t_s + s.dt_s / 2) * 1000.0 / scenario.time_scale for s in sw])
+        where = profile.phases_at(mids)
+        w = [[0.0, 0.0] for _ in range(n)]  # energy, seconds of the first switch
+        first = sw[0].element
+        for s, i in zip(sw, where.tolist(), strict=True):
+            w[int(i)][0] += s.power_w * s.dt_s
+            if s.element == first:
+                w[int(i)][1] += s.dt_s
+        phases = tuple(e / t if t > 0 else math.nan for e, t in w)
+    cap = scenario.switch_power.capacity_mbps * 1e6 / 8.0
+    busiest = max(by, key=lambda e: math.fsum(x.bytes_per_s for x in by[e]), default=None)
+    share_, slope = math.nan, math.nan
+    if busiest is not None:
+        loads = np.asarray([x.bytes_per_s / cap for x in by[busiest]])
+        watts = np.asarray([x.power_w for x in by[busiest]])
+        share_ = float(loads.mean())
+        var = float(loads.var())
+        slope = float(((loads - loads.mean()) * (watts - watts.mean())).mean() / var) \
+            if var > 0 else math.nan
+    return total, phases, per, share_, slope
+
+
+def run_figures(run: Run, rows: Sequence[Row], chosen: Mapping[tuple[int, int], PathOption],
+                samples: Sequence[PowerSample], curve: Sequence[Any],
+                ranks_of: Mapping[tuple[int, int], Sequence[tuple[str, ...]]]) -> RunFigures:
+    """The figures of one run from its rows, chosen paths, power samples and curve."""
+    sc = run.scenario
+    ok = sorted((r for r in rows if r[1] == OK and r[6] >= sc.warmup_ms), key=lambda r: r[6])
+    rts, energies, ranks, pairs = [], [], [], []
+    for r in ok:
+        opt = chosen.get((r[3], r[2]))
+        rts.append(r[0] - r[6] + (opt.delay_ms if opt is not None else 0.0))
+        if opt is not None:
+            energies.append(run.goal.energy_mj(opt))
+            ranks.append(list(ranks_of[(r[3], r[7])]).index(opt.switches))
+            pairs.append((r[3], r[7]))
+    profile = sc.workload.rate_profile()
+    phase_rt: tuple[float, ...] = ()
+    if profile is not None and ok:
+        where = profile.phases_at(np.asarray([r[6] for r in ok])).tolist()
+        phase_rt = tuple(_mean([rt for rt, i in zip(rts, where, strict=True) if i == k])
+                         for k in range(len(profile.factors)))
+    net, phase_w, per, load, slope = network_figures(samples, sc)
+    half = len(ranks) // 2
+    late: dict[tuple[int, int], list[int]] = {}
+    for p, k in zip(pairs[half:], ranks[half:], strict=True):
+        late.setdefault(p, []).append(k)
+    settled = (sum(max(v.count(k) for k in set(v)) for v in late.values())
+               / max(1, len(ranks) - half)) if late else math.nan
+    return RunFigures(
+        response_ms=_mean(rts), phase_response_ms=phase_rt, network_w=net,
+        phase_network_w=phase_w, switch_w=per, traffic_share=load, slope_w=slope,
+        energy_mj=_mean(energies),
+        estimate_w=_mean([e.network_w for e in curve]) if curve else math.nan,
+        learner_rt_ms=_mean([e.response_ms for e in curve if math.isfinite(e.response_ms)])
+        if curve else math.nan,
+        chosen_share=len(energies) / len(ok) if ok else math.nan,
+        settled_share=settled, ranks_used=len(set(ranks)),
+        rank_share=tuple(ranks.count(k) / len(ranks) if ranks else math.nan for k in RANKS))
+
+
+def simulate_run(run: Run) -> list[RunFigures]:
+    """Simulate one run; its figures under each of `run.bytes_levels` (the choices do not
+    depend on the accounts' bytes, only on the policy's goal)."""
+    sc = run.scenario
+    g = scenario_graph(sc)
+    policy = make_policy(run.policy, sc.workload)
+    chosen: dict[tuple[int, int], PathOption] = {}
+    accounts = [PowerAccount(sc, g, chosen, b) for b in run.bytes_levels]
+    rows: list[Row] = []
+    simulate(sc, tee(rows.extend, *accounts), requests=run.requests,
+             replication=run.replication, policy=policy, paths=chosen)
+    router = PathRouter.of(sc)
+    ranks_of = {(c, k): [o.switches for o in router.options[(cn, n.name)]]
+                for c, cn in enumerate(f"c{i + 1}" for i in range(sc.workload.clients))
+                for k, n in enumerate(sc.nodes)}
+    curve = policy.learning_curve()
+    return [run_figures(run, rows, chosen, a.samples(), curve, ranks_of) for a in accounts]
+
+
+# -- a configuration's runs ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Plan:
+    requests: int = 5000
+    seeds: int = 5
+
+
+@dataclass
+class ConfigResult:
+    """Per seed: the learner's figures and every static plan's, under one configuration."""
+
+    choices: Choices
+    goal: RequestGoal
+    learner: list[RunFigures] = field(default_factory=list)
+    static: dict[int, list[RunFigures]] = field(default_factory=dict)
+
+
+def config_runs(base: Scenario, choices: Choices, plan: Plan, nbytes: float = BYTES_PER_REQUEST
+                ) -> tuple[Scenario, RequestGoal, list[Run], dict[int, list[Run]]]:
+    """The scenario, goal and runs of one configuration (learner; static plans by rank)."""
+    spec = switch_spec(choices, base.switch_power)
+    sc = base.model_copy(update={"switch_power": spec})
+    goal = goal_of(sc, spec, nbytes)
+    learn = [Run(sc, learner_spec(choices, goal), rep, plan.requests, goal, (nbytes,))
+             for rep in range(plan.seeds)]
+    static = {r: [Run(sc, static_spec(r), rep, plan.requests, goal, (nbytes,))
+                  for rep in range(plan.seeds)] for r in RANKS}
+    return sc, goal, learn, static
+
+
+def run_config(base: Scenario, choices: Choices, plan: Plan,
+               progress: Callable[[str], None] | None = None) -> ConfigResult:
+    """Every run of one configuration (static plans shared by equal switch power are
+    run again: a few seconds each)."""
+    _sc, goal, learn, static = config_runs(base, choices, plan)
+    out = ConfigResult(choices, goal)
+    for run in learn:
+        out.learner.append(simulate_run(run)[0])
+        if progress:
+            progress(f"{run.policy.name} replication {run.replication}")
+    for r, runs in static.items():
+        out.static[r] = [simulate_run(run)[0] for run in runs]
+        if progress:
+            progress(f"path_rank {r}")
+    return out
+
+
+# -- the claims -------------------------------------------------------------------------------
+
+
+def change(a: Sequence[RunFigures], b: Sequence[RunFigures], get: Callable[[RunFigures], float]
+           ) -> Stat:
+    """a against b, paired by seed, as a fraction: mean and 95 % interval."""
+    return interval([get(x) / get(y) - 1.0 for x, y in zip(a, b, strict=True)])
+
+
+def goal_values(res: ConfigResult, runs: Sequence[RunFigures]) -> list[float]:
+    """The configuration's own goal per seed (lower is better): the paper's G on the mean
+    request, or ours against the shortest path's run of the same seed."""
+    base = res.static[0]
+    if res.choices.goal == "rt_plus_energy":
+        return [res.goal.value(f.response_ms, f.energy_mj) for f in runs]
+    return [RT_WEIGHT * f.response_ms / b.response_ms
+            + (1 - RT_WEIGHT) * f.network_w / b.network_w for f, b in zip(runs, base, strict=True)]
+
+
+Values = dict[str, Any]
+Predicate = Callable[[ConfigResult], tuple[Outcome, Values]]
+
+
+def _pct(s: Stat) -> str:
+    return f"{100 * s.mean:+.2f} % [{100 * s.lo:+.2f}, {100 * s.hi:+.2f}]"
+
+
+def _saving(res: ConfigResult) -> Stat:
+    return change(res.learner, res.static[0], lambda f: f.network_w)
+
+
+def _rt_cost(res: ConfigResult) -> Stat:
+    return change(res.learner, res.static[0], lambda f: f.response_ms)
+
+
+def power_outcome(saving: Stat) -> Outcome:
+    """≈ 15 % less power: a saving within 10-20 % holds; a saving of 5 % or more
+    elsewhere is partly (the direction, not the size); less fails."""
+    cut = -saving.mean
+    if 0.10 <= cut <= 0.20:
+        return "holds"
+    return "partly" if cut >= 0.05 else "fails"
+
+
+def rt_outcome(cost: Stat) -> Outcome:
+    """< 2 % more response time: the interval's top under 2 % holds; the mean only, partly."""
+    if cost.hi < SEED_RT_COST:
+        return "holds"
+    return "partly" if cost.mean < SEED_RT_COST else "fails"
+
+
+def c_paths(res: ConfigResult) -> tuple[Outcome, Values]:
+    chosen = interval([f.chosen_share for f in res.learner])
+    used = max(f.ranks_used for f in res.learner)
+    ok = chosen.mean > 0.999 and used >= 2
+    return ("holds" if ok else "partly" if chosen.mean > 0.999 else "fails",
+            {"chosen_share": f"{chosen.mean:.3f}", "paths_used": used})
+
+
+def c_measures(res: ConfigResult) -> tuple[Outcome, Values]:
+    err = interval([abs(f.learner_rt_ms / f.response_ms - 1) for f in res.learner])
+    o: Outcome = "holds" if err.mean <= 0.05 else "partly" if err.mean <= 0.15 else "fails"
+    return o, {"learner_vs_clients": f"{100 * err.mean:.2f} %"}
+
+
+def c_estimates(res: ConfigResult) -> tuple[Outcome, Values]:
+    err = interval([abs(f.estimate_w / f.network_w - 1) for f in res.learner])
+    o: Outcome = "holds" if err.mean <= 0.05 else "partly" if err.mean <= 0.15 else "fails"
+    return o, {"estimate_vs_account": f"{100 * err.mean:.2f} %"}
+
+
+def c_minimises(res: ConfigResult) -> tuple[Outcome, Values]:
+    gl = interval(goal_values(res, res.learner)).mean
+    gs = {r: interval(goal_values(res, v)).mean for r, v in res.static.items()}
+    best = min(gs.values())
+    o: Outcome = "holds" if gl <= best * 1.01 else "partly" if gl < gs[0] else "fails"
+    return o, {"goal_learner": f"{gl:.4g}", **{f"goal_rank{r}": f"{g:.4g}" for r, g in gs.items()}}
+
+
+def c_learns(res: ConfigResult) -> tuple[Outcome, Values]:
+    s = interval([f.settled_share for f in res.learner])
+    o: Outcome = "holds" if s.mean >= 0.8 else "partly" if s.mean >= 0.5 else "fails"
+    return o, {"second_half_on_one_path": f"{s.mean:.3f}"}
+
+
+def c_testbed(res: ConfigResult) -> tuple[Outcome, Values]:
+    live = res.choices.learner == "rules_per_epoch"  # path_cpn has no live reward (yet)
+    return ("holds" if live else "fails",
+            {"learns_live": "yes (docs/learning.md)" if live
+             else "no: the live controller reports no per-request completion"})
+
+
+def c_phases(res: ConfigResult) -> tuple[Outcome, Values]:
+    n = len(res.learner[0].phase_network_w)
+    cuts = [change(res.learner, res.static[0], lambda f, k=k: f.phase_network_w[k])
+            for k in range(n)]
+    return (share([-c.mean >= 0.10 for c in cuts]),
+            {"saving_per_phase": " / ".join(f"{-100 * c.mean:.2f} %" for c in cuts)})
+
+
+def c_power(res: ConfigResult) -> tuple[Outcome, Values]:
+    s = _saving(res)
+    return power_outcome(s), {"network_power_change": _pct(s)}
+
+
+def c_rt(res: ConfigResult) -> tuple[Outcome, Values]:
+    c = _rt_cost(res)
+    return rt_outcome(c), {"response_time_change": _pct(c)}
+
+
+def c_trade(res: ConfigResult) -> tuple[Outcome, Values]:
+    p, r = power_outcome(_saving(res)), rt_outcome(_rt_cost(res))
+    o: Outcome = "holds" if p == r == "holds" else \
+        "fails" if p == r == "fails" else "partly"
+    return o, {"power": p, "response_time": r}
+
+
+def c_switch_w(res: ConfigResult) -> tuple[Outcome, Values]:
+    per: dict[str, float] = {}
+    for f in res.static[0]:
+        for s, w in f.switch_w.items():
+            per[s] = per.get(s, 0.0) + w / len(res.static[0])
+    return (share([19.5 <= w <= 30.5 for w in per.values()]),
+            {"switch_W": ", ".join(f"{s} {w:.1f}" for s, w in sorted(per.items()))})
+
+
+def c_rises(res: ConfigResult) -> tuple[Outcome, Values]:
+    slope = interval([f.slope_w for f in res.static[0]])
+    rise = interval([f.phase_network_w[-1] - f.phase_network_w[0] for f in res.static[0]])
+    o: Outcome = "holds" if slope.mean >= 5.0 else "partly" if slope.mean > 0 else "fails"
+    return o, {"busiest_switch_W_per_full_load": f"{slope.mean:.2f}",
+               "network_W_heavy_minus_light_phase": f"{rise.mean:+.4f}"}
+
+
+def c_goal_form(res: ConfigResult) -> tuple[Outcome, Values]:
+    o: Outcome = "holds" if res.choices.goal == "rt_plus_energy" else "fails"
+    return o, {"goal": res.choices.goal}
+
+
+def c_neurons(res: ConfigResult) -> tuple[Outcome, Values]:
+    o: Outcome = "holds" if res.choices.learner == "neuron_per_path" else "fails"
+    return o, {"learner": res.choices.learner}
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    source: Literal["abstract", "full paper"]
+    claim: str
+    paper: str | None
+    predicate: Predicate
+    measured: bool = True  # False: true or false by construction (a choice, not a figure)
+
+
+CLAIMS: tuple[Claim, ...] = (
+    Claim("sdn-paths", "abstract", "an SDN controller chooses each client-server "
+          "connection's path", None, c_paths),
+    Claim("measures-rt", "abstract", "it constantly measures ongoing client-server response "
+          "times (the learner's figure against the clients')", None, c_measures),
+    Claim("estimates-power", "abstract", "it estimates network power consumption (the "
+          "learner's estimate against the power account)", None, c_estimates),
+    Claim("minimises-goal", "abstract", "it selects paths that minimise a composite goal of "
+          "QoS and power (the learner's goal within 1 % of the best static plan's)", None,
+          c_minimises),
+    Claim("rl-learns", "abstract", "reinforcement learning with neural networks settles on "
+          "a choice (second half: ≥ 80 % of each pair's connections on one path)", None,
+          c_learns),
+    Claim("testbed", "abstract", "the approach runs (and learns) in a test-bed controller",
+          None, c_testbed, measured=False),
+    Claim("time-varying", "abstract", "it is effective under a time-varying workload (≥ 10 % "
+          "less network power in every phase of the profile)", None, c_phases),
+    Claim("power-15", "abstract", "power consumption falls by approximately 15 % (network "
+          "power against shortest-path routing)", "≈ -15 %", c_power),
+    Claim("rt-2", "abstract", "the average response time rises by under 2 %", "< +2 %", c_rt),
+    Claim("trade", "abstract", "both at once: about 15 % less power for under 2 % more "
+          "response time", "-15 % / < +2 %", c_trade),
+    Claim("switch-20-30", "full paper", "each switch draws about 20 W idle to 30 W at peak "
+          "(mean per switch under shortest-path routing)", "20-30 W", c_switch_w),
+    Claim("power-rises-traffic", "full paper", "a switch's power rises with its traffic "
+          "(≥ 5 W from idle to full load on the busiest switch)", "+10 W idle to peak",
+          c_rises),
+    Claim("goal-per-request", "full paper", "the goal adds the network energy of the "
+          "request itself to its measured response time", None, c_goal_form, measured=False),
+    Claim("neuron-per-path", "full paper", "the RNN has one neuron per candidate path and "
+          "chooses per request (cognitive packet network)", None, c_neurons, measured=False),
+)
+
+
+def claims_table(results: Mapping[str, ConfigResult], chosen: str) -> list[dict[str, Any]]:
+    """One entry per claim: its verdict under `chosen`, both presets' values and outcomes,
+    the ablation's verdicts and the deciding choice (None where both presets agree)."""
+    table = []
+    seed, ours = PRESETS["seed"], PRESETS["ours"]
+    switches = list(ablation(ours, seed))
+    for c in CLAIMS:
+        out = {name: c.predicate(r) for name, r in results.items()}
+        flipped = {name.removeprefix("ours+"): o for name, (o, _v) in out.items()
+                   if name.startswith("ours+")}
+        table.append({
+            "id": c.id, "source": c.source, "claim": c.claim, "paper": c.paper,
+            "measured": c.measured, "verdict": VERDICT[out[chosen][0]],
+            "deciding_choice": deciding_choice(out["seed"][0], out["ours"][0], flipped),
+            **{p: {"verdict": VERDICT[out[p][0]], "outcome": out[p][0], "values": out[p][1]}
+               for p in PRESETS},
+            "ablation": {s: VERDICT[flipped[s]] if s in flipped else "not run" for s in switches},
+        })
+    return table
+
+
+def counts(table: Sequence[Mapping[str, Any]], p: str) -> dict[str, int]:
+    """How many rows a preset reproduces, partly and not."""
+    return {v: sum(1 for e in table if e[p]["verdict"] == v) for v in ("reproduced", "partly", "not")}
+
+
+# -- headline figures and the traffic scan ----------------------------------------------------
+
+
+def headline(res: ConfigResult) -> dict[str, Any]:
+    """The learner's and every static plan's change against shortest path, paired."""
+    out: dict[str, Any] = {"learner": {"network_power_change": asdict(_saving(res)),
+                                       "response_time_change": asdict(_rt_cost(res)),
+                                       "network_W": interval([f.network_w for f in res.learner]).mean,
+                                       "response_ms": interval([f.response_ms for f in res.learner]).mean}}
+    for r, runs in res.static.items():
+        out[f"rank{r}"] = {"network_power_change": asdict(change(runs, res.static[0],
+                                                                 lambda f: f.network_w)),
+                           "response_time_change": asdict(change(runs, res.static[0],
+                                                                 lambda f: f.response_ms)),
+                           "network_W": interval([f.network_w for f in runs]).mean}
+    return out
+
+
+def traffic_scan(base: Scenario, levels: Sequence[float], plan: Plan,
+                 progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """Under the seed preset, per traffic level (the busiest switch's mean load as a share
+    of capacity, reached by larger requests at the same rate): the best possible saving
+    (every connection on its fewest-switch path, rank 2, against shortest, rank 0) and the
+    seed learner's saving and response-time change (its goal priced at those bytes)."""
+    choices = PRESETS["seed"]
+    sc, goal, _learn, static = config_runs(base, choices, Plan(plan.requests, plan.seeds))
+    probe = simulate_run(static[0][0])[0]
+    per_byte = probe.traffic_share / BYTES_PER_REQUEST
+    sizes = tuple(lv / per_byte for lv in levels)
+    st = {r: [simulate_run(Run(run.scenario, run.policy, run.replication, run.requests,
+                               run.goal, sizes)) for run in static[r]] for r in (0, 2)}
+    if progress:
+        progress("traffic scan: static plans")
+    rows = []
+    for i, (lv, nb) in enumerate(zip(levels, sizes, strict=True)):
+        _s, g, learn, _st = config_runs(base, choices, plan, nb)
+        lr = [simulate_run(Run(run.scenario, run.policy, run.replication, run.requests, g,
+                               (nb,)))[0] for run in learn]
+        r0 = [x[i] for x in st[0]]
+        r2 = [x[i] for x in st[2]]
+        best = change(r2, r0, lambda f: f.network_w)
+        rows.append({"traffic_share": lv, "bytes_per_request": nb,
+                     "measured_share": interval([f.traffic_share for f in r0]).mean,
+                     "network_W_shortest": interval([f.network_w for f in r0]).mean,
+                     "best_saving": -best.mean,
+                     "learner_saving": -change(lr, r0, lambda f: f.network_w).mean,
+                     "learner_rt_change": change(lr, r0, lambda f: f.response_ms).mean,
+                     "learner_on_fewest_switches": interval(
+                         [f.rank_share[-1] for f in lr]).mean})
+        if progress:
+            progress(f"traffic scan {lv:g}")
+    return rows
+
+
+__all__ = ["CLAIMS", "PRESETS", "Choices", "Claim", "ConfigResult", "Plan", "PresetError",
+           "Run", "RunFigures", "change", "claims_table", "config_runs", "configurations",
+           "counts", "goal_of", "goal_values", "headline", "learner_spec", "power_outcome",
+           "preset", "rt_outcome", "run_config", "simulate_run", "switch_spec", "traffic_scan"]
