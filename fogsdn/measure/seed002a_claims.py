@@ -30,9 +30,6 @@ import numpy as np
 
 from fogsdn.controller.path_choice import PathRouter
 from fogsdn.core.scenario import PolicySpec, Scenario, SwitchPower, scenario_graph
-from fogsdn.models.network_power import PathOption
-from fogsdn.models.power_model import BYTES_PER_REQUEST, PowerSample, switch_ports
-from fogsdn.models.request_goal import PAPER_SWITCH_POWER, RequestGoal, request_goal
 from fogsdn.measure.claim_stats import (
     VERDICT,
     Outcome,
@@ -42,6 +39,9 @@ from fogsdn.measure.claim_stats import (
     interval,
     share,
 )
+from fogsdn.models.network_power import PathOption
+from fogsdn.models.power_model import BYTES_PER_REQUEST, PowerSample, switch_ports
+from fogsdn.models.request_goal import PAPER_SWITCH_POWER, RequestGoal, request_goal
 from fogsdn.policies import make_policy
 from fogsdn.sim.engine import simulate
 from fogsdn.sim.power import PowerAccount, tee
@@ -504,7 +504,8 @@ def claims_table(results: Mapping[str, ConfigResult], chosen: str) -> list[dict[
 
 def counts(table: Sequence[Mapping[str, Any]], p: str) -> dict[str, int]:
     """How many rows a preset reproduces, partly and not."""
-    return {v: sum(1 for e in table if e[p]["verdict"] == v) for v in ("reproduced", "partly", "not")}
+    return {v: sum(1 for e in table if e[p]["verdict"] == v)
+            for v in ("reproduced", "partly", "not")}
 
 
 # -- headline figures and the traffic scan ----------------------------------------------------
@@ -512,17 +513,17 @@ def counts(table: Sequence[Mapping[str, Any]], p: str) -> dict[str, int]:
 
 def headline(res: ConfigResult) -> dict[str, Any]:
     """The learner's and every static plan's change against shortest path, paired."""
-    out: dict[str, Any] = {"learner": {"network_power_change": asdict(_saving(res)),
-                                       "response_time_change": asdict(_rt_cost(res)),
-                                       "network_W": interval([f.network_w for f in res.learner]).mean,
-                                       "response_ms": interval([f.response_ms for f in res.learner]).mean}}
+    out: dict[str, Any] = {"learner": _changes(res.learner, res.static[0])}
     for r, runs in res.static.items():
-        out[f"rank{r}"] = {"network_power_change": asdict(change(runs, res.static[0],
-                                                                 lambda f: f.network_w)),
-                           "response_time_change": asdict(change(runs, res.static[0],
-                                                                 lambda f: f.response_ms)),
-                           "network_W": interval([f.network_w for f in runs]).mean}
+        out[f"rank{r}"] = _changes(runs, res.static[0])
     return out
+
+
+def _changes(runs: Sequence[RunFigures], base: Sequence[RunFigures]) -> dict[str, Any]:
+    return {"network_power_change": asdict(change(runs, base, lambda f: f.network_w)),
+            "response_time_change": asdict(change(runs, base, lambda f: f.response_ms)),
+            "network_W": interval([f.network_w for f in runs]).mean,
+            "response_ms": interval([f.response_ms for f in runs]).mean}
 
 
 def traffic_scan(base: Scenario, levels: Sequence[float], plan: Plan,
