@@ -276,20 +276,42 @@ def config_runs(base: Scenario, choices: Choices, plan: Plan, nbytes: float = BY
     return sc, goal, learn, static
 
 
+StaticCache = dict[tuple[str, int, int, int], RunFigures]
+
+
 def run_config(base: Scenario, choices: Choices, plan: Plan,
-               progress: Callable[[str], None] | None = None) -> ConfigResult:
-    """Every run of one configuration (static plans shared by equal switch power are
-    run again: a few seconds each)."""
-    _sc, goal, learn, static = config_runs(base, choices, plan)
+               progress: Callable[[str], None] | None = None,
+               cache: StaticCache | None = None) -> ConfigResult:
+    """Every run of one configuration; a static plan's runs are shared through `cache`
+    by configurations with the same switch power (their goal is then the same too)."""
+    sc, goal, learn, static = config_runs(base, choices, plan)
+    cache = {} if cache is None else cache
     out = ConfigResult(choices, goal)
     for run in learn:
         out.learner.append(simulate_run(run)[0])
         if progress:
-            progress(f"{run.policy.name} replication {run.replication}")
+            progress(f"{run.policy.name} ({choices.goal}) replication {run.replication}")
+    spec = sc.switch_power.model_dump_json()
     for r, runs in static.items():
-        out.static[r] = [simulate_run(run)[0] for run in runs]
+        for run in runs:
+            key = (spec, r, run.replication, run.requests)
+            if key not in cache:
+                cache[key] = simulate_run(run)[0]
+        out.static[r] = [cache[(spec, r, run.replication, run.requests)] for run in runs]
         if progress:
             progress(f"path_rank {r}")
+    return out
+
+
+def run_all(base: Scenario, plan: Plan, progress: Callable[[str], None] | None = None
+            ) -> dict[str, ConfigResult]:
+    """Both presets and every one-switch ablation between them."""
+    cache: StaticCache = {}
+    out = {}
+    for name, choices in configurations().items():
+        out[name] = run_config(base, choices, plan,
+                               (lambda m, n=name: progress(f"{n}: {m}")) if progress else None,
+                               cache)
     return out
 
 
@@ -508,6 +530,46 @@ def counts(table: Sequence[Mapping[str, Any]], p: str) -> dict[str, int]:
             for v in ("reproduced", "partly", "not")}
 
 
+def markdown(table: Sequence[Mapping[str, Any]]) -> str:
+    """The claims table for docs/seed002a-claims.md: one row per claim, then the ablation."""
+    head = ("| claim | source | paper | seed preset | ours | verdict (seed / ours) | "
+            "deciding choice |\n|---|---|---|---|---|---|---|\n")
+    lines = []
+    for e in table:
+        star = "" if e["measured"] else " (by construction)"
+        lines.append(f"| {e['claim']}{star} | {e['source']} | {e['paper'] or '-'} | "
+                     f"{_brief(e['seed']['values'])} | {_brief(e['ours']['values'])} | "
+                     f"{e['seed']['verdict']} / {e['ours']['verdict']} | "
+                     f"{e['deciding_choice'] or '-'} |")
+    switches = list(table[0]["ablation"]) if table else []
+    abl = ["", "Ablation: ours with one switch set as in the seed preset (verdicts).", "",
+           "| claim | ours | " + " | ".join(f"`{s}`" for s in switches) + " | seed |",
+           "|---|---|" + "---|" * len(switches) + "---|"]
+    for e in table:
+        abl.append(f"| {e['id']} | {e['ours']['verdict']} | "
+                   + " | ".join(e["ablation"][s] for s in switches)
+                   + f" | {e['seed']['verdict']} |")
+    return head + "\n".join(lines) + "\n" + "\n".join(abl) + "\n"
+
+
+def _brief(vals: Mapping[str, Any]) -> str:
+    return "; ".join(f"{k.replace('_', ' ')} {v}" for k, v in vals.items())
+
+
+def traffic_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The traffic scan as a table: saving against traffic as a share of capacity."""
+    out = ["| traffic (busiest switch, share of 1 Gb/s) | bytes per request | network W, "
+           "shortest path | best possible saving (fewest switches) | seed learner: saving | "
+           "seed learner: response time | seed learner: on fewest switches |",
+           "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {100 * r['measured_share']:.3g} % | {r['bytes_per_request']:.4g} | "
+                   f"{r['network_W_shortest']:.2f} | {100 * r['best_saving']:.2f} % | "
+                   f"{100 * r['learner_saving']:.2f} % | {100 * r['learner_rt_change']:+.2f} % | "
+                   f"{100 * r['learner_on_fewest_switches']:.0f} % |")
+    return "\n".join(out) + "\n"
+
+
 # -- headline figures and the traffic scan ----------------------------------------------------
 
 
@@ -564,5 +626,6 @@ def traffic_scan(base: Scenario, levels: Sequence[float], plan: Plan,
 
 __all__ = ["CLAIMS", "PRESETS", "Choices", "Claim", "ConfigResult", "Plan", "PresetError",
            "Run", "RunFigures", "change", "claims_table", "config_runs", "configurations",
-           "counts", "goal_of", "goal_values", "headline", "learner_spec", "power_outcome",
-           "preset", "rt_outcome", "run_config", "simulate_run", "switch_spec", "traffic_scan"]
+           "counts", "goal_of", "goal_values", "headline", "learner_spec", "markdown",
+           "power_outcome", "preset", "rt_outcome", "run_all", "run_config", "simulate_run",
+           "switch_spec", "traffic_markdown", "traffic_scan"]
