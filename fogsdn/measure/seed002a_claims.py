@@ -309,10 +309,15 @@ def run_all(base: Scenario, plan: Plan, progress: Callable[[str], None] | None =
     cache: StaticCache = {}
     out = {}
     for name, choices in configurations().items():
-        out[name] = run_config(base, choices, plan,
-                               (lambda m, n=name: progress(f"{n}: {m}")) if progress else None,
-                               cache)
+        out[name] = run_config(base, choices, plan, _tagged(progress, name), cache)
     return out
+
+
+def _tagged(progress: Callable[[str], None] | None, tag: str) -> Callable[[str], None] | None:
+    if progress is None:
+        return None
+    say = progress
+    return lambda msg: say(f"{tag}: {msg}")
 
 
 # -- the claims -------------------------------------------------------------------------------
@@ -409,10 +414,13 @@ def c_testbed(res: ConfigResult) -> tuple[Outcome, Values]:
 
 def c_phases(res: ConfigResult) -> tuple[Outcome, Values]:
     n = len(res.learner[0].phase_network_w)
-    cuts = [change(res.learner, res.static[0], lambda f, k=k: f.phase_network_w[k])
-            for k in range(n)]
+    cuts = [change(res.learner, res.static[0], _phase_w(k)) for k in range(n)]
     return (share([-c.mean >= 0.10 for c in cuts]),
             {"saving_per_phase": " / ".join(f"{-100 * c.mean:.2f} %" for c in cuts)})
+
+
+def _phase_w(k: int) -> Callable[[RunFigures], float]:
+    return lambda f: f.phase_network_w[k]
 
 
 def c_power(res: ConfigResult) -> tuple[Outcome, Values]:
