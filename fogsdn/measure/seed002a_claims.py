@@ -572,8 +572,8 @@ def traffic_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
            "|---|---|---|---|---|---|---|"]
     for r in rows:
         out.append(f"| {100 * r['measured_share']:.3g} % | {r['bytes_per_request']:.4g} | "
-                   f"{r['network_W_shortest']:.2f} | {100 * r['best_saving']:.2f} % | "
-                   f"{100 * r['learner_saving']:.2f} % | {100 * r['learner_rt_change']:+.2f} % | "
+                   f"{r['network_W_shortest']:.2f} | {100 * r['best_saving']:.3g} % | "
+                   f"{100 * r['learner_saving']:.3g} % | {100 * r['learner_rt_change']:+.2f} % | "
                    f"{100 * r['learner_on_fewest_switches']:.0f} % |")
     return "\n".join(out) + "\n"
 
@@ -601,11 +601,13 @@ def traffic_scan(base: Scenario, levels: Sequence[float], plan: Plan,
     """Under the seed preset, per traffic level (the busiest switch's mean load as a share
     of capacity, reached by larger requests at the same rate): the best possible saving
     (every connection on its fewest-switch path, rank 2, against shortest, rank 0) and the
-    seed learner's saving and response-time change (its goal priced at those bytes)."""
+    seed learner's saving and response-time change (its goal priced at those bytes). The
+    first row is the scenario's own traffic (`BYTES_PER_REQUEST`)."""
     choices = PRESETS["seed"]
     sc, goal, _learn, static = config_runs(base, choices, Plan(plan.requests, plan.seeds))
     probe = simulate_run(static[0][0])[0]
     per_byte = probe.traffic_share / BYTES_PER_REQUEST
+    levels = (probe.traffic_share, *levels)  # the first row: our own traffic
     sizes = tuple(lv / per_byte for lv in levels)
     st = {r: [simulate_run(Run(run.scenario, run.policy, run.replication, run.requests,
                                run.goal, sizes)) for run in static[r]] for r in (0, 2)}
