@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from conftest import ROOT
@@ -242,7 +243,7 @@ def test_a_table_row_flips_verdict_when_its_input_crosses_the_threshold() -> Non
     assert set(configs) == {"seed", "ours", "ours+switch_power", "ours+sleep", "ours+goal",
                             "ours+learner"}
 
-    def table(ours_saving: float, sleep_saving: float) -> dict[str, dict[str, object]]:
+    def table(ours_saving: float, sleep_saving: float) -> dict[str, dict[str, Any]]:
         res = {name: _result(c, ours_saving, 0.01) for name, c in configs.items()}
         res["seed"] = _result(configs["seed"], 0.0, 0.0)
         res["ours+sleep"] = _result(configs["ours+sleep"], sleep_saving, 0.01)
