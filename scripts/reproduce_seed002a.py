@@ -3,7 +3,8 @@
 (--preset ours): both presets and the one-switch ablation between them are simulated
 every time; --preset picks the verdict column. With --preset seed it also scans traffic:
 the saving the paper's switch model gives against traffic as a share of link capacity.
-The study: fogsdn/measure/seed002a_claims.py; docs/seed002a-claims.md.
+The study: fogsdn/measure/seed002a_claims.py (claims),
+fogsdn/studies/seed002a_study.py (runs); docs/seed002a-claims.md.
 
     python scripts/reproduce_seed002a.py --preset seed|ours [--engine simulate] [--json F]
         [--markdown F] [--requests N] [--seeds N] [--traffic L1,L2,...|none]
@@ -31,18 +32,16 @@ from fogsdn.core.scenario import ScenarioError, load_scenario  # noqa: E402
 from fogsdn.core.summary import json_safe  # noqa: E402
 from fogsdn.measure.seed002a_claims import (  # noqa: E402
     PRESETS,
-    Plan,
     PresetError,
     claims_table,
     counts,
     headline,
     markdown,
     preset,
-    run_all,
     traffic_markdown,
-    traffic_scan,
 )
 from fogsdn.models.request_goal import MS_PER_MJ, PAPER_SWITCH_POWER  # noqa: E402
+from fogsdn.studies.seed002a_study import Plan, run_all, traffic_scan  # noqa: E402
 
 PROG = "reproduce_seed002a.py"
 TRAFFIC = "0.01,0.03,0.09,0.28,0.5,0.7,1.0"

@@ -1,7 +1,8 @@
 """Seed 002a as the paper measured it: the paper's switch power model, its per-request goal,
 the per-path RNN (path_cpn) with the simulator's per-request completions, the claims table
 builder and the CLI's one-line errors (fogsdn/models/request_goal.py,
-fogsdn/policies/path_cpn.py, fogsdn/measure/seed002a_claims.py)."""
+fogsdn/policies/path_cpn.py, fogsdn/measure/seed002a_claims.py,
+fogsdn/studies/seed002a_study.py)."""
 
 from __future__ import annotations
 
@@ -20,14 +21,12 @@ from fogsdn.measure.seed002a_claims import (
     PRESETS,
     Choices,
     ConfigResult,
-    Plan,
     RunFigures,
     claims_table,
     configurations,
     counts,
     power_outcome,
     rt_outcome,
-    run_config,
     switch_spec,
 )
 from fogsdn.models.network_power import PathMenu, PathOption
@@ -42,6 +41,7 @@ from fogsdn.models.request_goal import (
 from fogsdn.policies import ClusterView, PolicyError, Request, make_policy, node_view
 from fogsdn.policies.path_cpn import PathCpn
 from fogsdn.policies.paths import PathRnn
+from fogsdn.studies.seed002a_study import Plan, run_config
 
 GBIT_BYTES = 1e9 / 8.0
 
