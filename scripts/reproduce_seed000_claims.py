@@ -28,11 +28,11 @@ import bootstrap
 bootstrap.bootstrap(needs_network_stack=False, extras="")
 ROOT = bootstrap.ROOT
 
-from fogsdn.city.claims import interval  # noqa: E402
 from fogsdn.core.scenario import Scenario, load_scenario  # noqa: E402
 from fogsdn.core.summary import json_safe  # noqa: E402
 from fogsdn.exact.model_params import capacity_mean_prediction, exact_prediction  # noqa: E402
 from fogsdn.exact.printed_chain import LABEL, SHOWN, all_readings, printed_figures  # noqa: E402
+from fogsdn.measure.claim_stats import interval  # noqa: E402
 from fogsdn.measure.seed000_claims import (  # noqa: E402
     CLAIMS,
     GAP_RISE_TOLERANCE_PCT,

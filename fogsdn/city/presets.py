@@ -7,10 +7,11 @@ Where the paper is silent, docs/coordinates.md states the value used and why.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Literal
 
 from fogsdn.city.study_spec import CityStudy
+from fogsdn.measure.claim_stats import ablation, differing
 
 
 class PresetError(ValueError):
@@ -67,16 +68,6 @@ def preset(name: str) -> StudyChoices:
     return PRESETS[name]
 
 
-def differing(a: StudyChoices, b: StudyChoices) -> list[str]:
-    """The switches whose values differ between `a` and `b`, in declaration order."""
-    return [s for s in SWITCHES if getattr(a, s) != getattr(b, s)]
-
-
-def ablation(base: StudyChoices, target: StudyChoices) -> dict[str, StudyChoices]:
-    """For every switch that differs: `base` with that one switch set as in `target`."""
-    return {s: replace(base, **{s: getattr(target, s)}) for s in differing(base, target)}
-
-
 def apply_choices(study: CityStudy, choices: StudyChoices, *, seed: int | None = None,
                   duration_s: float | None = None) -> CityStudy:
     """The full-scale study these choices run (`duration_s` caps the preset's point
@@ -97,3 +88,7 @@ def row_key(choices: StudyChoices, selector: str) -> tuple[object, ...]:
     give that selector the same rows (the ablation runs it once)."""
     return tuple(getattr(choices, s) for s in SWITCHES
                  if SWITCH_AFFECTS[s] is None or selector in (SWITCH_AFFECTS[s] or ()))
+
+
+__all__ = ["PRESETS", "SEED_SELECTORS", "SWITCHES", "SWITCH_AFFECTS", "PresetError",
+           "StudyChoices", "ablation", "apply_choices", "differing", "preset", "row_key"]

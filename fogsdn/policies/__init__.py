@@ -32,6 +32,7 @@ from fogsdn.policies.greedy import LatencyGreedy, LeastLoaded, PowerGreedy
 from fogsdn.policies.loader import error_line, load_policy_module
 from fogsdn.policies.nodiff import NoDiff
 from fogsdn.policies.path_budget import PathBudget
+from fogsdn.policies.path_cpn import PathCpn
 from fogsdn.policies.paths import (
     PathFewestSwitches,
     PathGoal,
@@ -59,7 +60,8 @@ BUILT_IN_POLICIES: Mapping[str, type[Policy]] = MappingProxyType({
               # the greedy baselines of the learning controller (issue 9) and its agents
               LeastLoaded, LatencyGreedy, PowerGreedy, RlDqn, RlRnn,
               # paths as the action (seed 002a)
-              PathShortest, PathRank, PathFewestSwitches, PathGoal, PathRnn, PathBudget)
+              PathShortest, PathRank, PathFewestSwitches, PathGoal, PathRnn, PathCpn,
+              PathBudget)
 })
 
 # what a spec can name without a module: the built-ins and this process's `register_policy`

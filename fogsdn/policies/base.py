@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from fogsdn.core.scenario import NodeSpec, PolicySpec, Role, Servers, TaskClass, Workload
 from fogsdn.core.stages import StagePlan
-from fogsdn.models.network_power import PathMenu
+from fogsdn.models.network_power import PathMenu, PathOption
 
 # class -> {node name: weight}; weights are non-negative and need not sum to 1.
 RouteTable = Mapping[TaskClass, Mapping[str, float]]
@@ -112,6 +112,9 @@ class Policy(ABC):
     chooses_paths: ClassVar[bool] = False  # `choose_path` per connection (seed 002a)
     # live, every connection is then timed, as the simulator measures every request
     learns_from_measured_rt: ClassVar[bool] = False
+    # `answered` per request as each completes (seed 002a's per-request learner; the
+    # simulator calls it, the live controller does not yet)
+    learns_per_request: ClassVar[bool] = False
     spec: PolicySpec = field(default_factory=PolicySpec)
     workload: Workload | None = None  # for parameters that depend on it (size-based)
 
@@ -132,6 +135,14 @@ class Policy(ABC):
         """For a policy that `chooses_paths`: which of `menu.options` (shortest first) the
         request to `node` takes, asked after `decide` by every engine."""
         return 0
+
+    def answered(self, client: str, node: str, path: PathOption | None,
+                 response_ms: float) -> None:
+        """For a policy that `learns_per_request`: one request from `client` to `node`
+        came back after `response_ms` (model ms, network included; the client's timeout
+        for one that timed out), over `path` (the option its `choose_path` named, None
+        for a policy that does not choose paths). Default: nothing."""
+        return None
 
     def learning_curve(self) -> Sequence[Epoch]:
         """An online learner's epochs so far (the run's learning_curve.csv)."""

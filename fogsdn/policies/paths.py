@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from fogsdn.models.network_power import PathMenu
+from fogsdn.models.request_goal import GoalError, RequestGoal
 from fogsdn.models.rnn_learner import RnnLearner, learner_from_json, learner_to_json
 from fogsdn.policies.base import ClusterView, Epoch, PolicyError, Request
 from fogsdn.policies.greedy import LeastLoaded, expected_sojourn_ms
@@ -19,6 +20,10 @@ from fogsdn.policies.rl import read_weights
 # path_rnn's neurons: "rank r" sends every connection on its r-th shortest path (one
 # action consolidates the whole network); "a x" picks by the goal with weight x
 RT_REFS = ("first", "shortest")  # path_rnn's params.rt_ref
+# path_rnn's params.goal: ours (A RT/RT_ref + (1 - A) P/P_ref of the epoch's means) or the
+# paper's form on the epoch's means (response time in real ms plus each request's own
+# network energy in mJ, fogsdn.models.request_goal)
+EPOCH_GOALS = ("weighted", "rt_plus_energy")
 RULES: tuple[str, ...] = ("rank 0", "rank 1", "rank 2", "a 0.9", "a 0.75", "a 0.5", "a 0.25", "a 0")
 
 
@@ -99,6 +104,9 @@ class PathRnn(_PathPolicy):
     epoch_requests: int = field(init=False, default=200)
     rt_weight: float = field(init=False, default=0.5)
     rt_ref: str = field(init=False, default="first")
+    goal_kind: str = field(init=False, default="weighted")
+    goal: RequestGoal = field(init=False)
+    _energy: list[float] = field(init=False, default_factory=list)
     _power: list[float] = field(init=False, default_factory=list)
     _rt0: list[float] = field(init=False, default_factory=list)
     _ref: tuple[float, float] | None = field(init=False, default=None)
@@ -119,6 +127,14 @@ class PathRnn(_PathPolicy):
         if self.rt_ref not in RT_REFS:
             raise PolicyError(f"policy.params.rt_ref: one of {', '.join(RT_REFS)}, "
                               f"got {self.rt_ref!r}")
+        self.goal_kind = str(p.get("goal", "weighted"))
+        if self.goal_kind not in EPOCH_GOALS:
+            raise PolicyError(f"policy.params.goal: one of {', '.join(EPOCH_GOALS)}, "
+                              f"got {self.goal_kind!r}")
+        try:
+            self.goal = RequestGoal.from_params(p)
+        except GoalError as err:
+            raise PolicyError(str(err)) from None
         self.choice = self.learner.choose()
 
     def _close(self, view: ClusterView) -> None:
@@ -127,13 +143,18 @@ class PathRnn(_PathPolicy):
             return
         rt, power = sum(rts) / len(rts), sum(self._power) / len(self._power)
         rt0 = sum(self._rt0) / len(self._rt0) if self._rt0 else 0.0
+        energy = sum(self._energy) / len(self._energy) if self._energy else 0.0
         self._power.clear()
         self._rt0.clear()
+        self._energy.clear()
         rt_term = rt / rt0 if rt0 > 0 else rt
         if self._ref is None:
             self._ref = (rt_term, power if power > 0 else 1.0)
-        g = (self.rt_weight * rt_term / self._ref[0]
-             + (1.0 - self.rt_weight) * power / self._ref[1])
+        if self.goal_kind == "rt_plus_energy":
+            g = self.goal.value(rt, energy)
+        else:
+            g = (self.rt_weight * rt_term / self._ref[0]
+                 + (1.0 - self.rt_weight) * power / self._ref[1])
         self.curve.append(Epoch(self.decisions, RULES[self.choice], rt, power, g))
         self.learner.learn(self.choice, 1.0 / g if g > 0 and math.isfinite(g) else 0.0)
         self.choice = self.learner.choose()
@@ -148,7 +169,10 @@ class PathRnn(_PathPolicy):
         self._power.append(menu.network_w)
         if self.rt_ref == "shortest":
             self._rt0.append(shortest_rt_ms(view, node, menu))
-        return apply_rule(RULES[self.choice], view, node, menu)
+        i = apply_rule(RULES[self.choice], view, node, menu)
+        if self.goal_kind == "rt_plus_energy":
+            self._energy.append(self.goal.energy_mj(menu.options[i]))
+        return i
 
 
 def trained_learner(name: str, explore: float, seed: int) -> tuple[RnnLearner, dict[str, Any]]:
@@ -179,6 +203,6 @@ def saved_path_rnn(policy: PathRnn, meta: dict[str, Any]) -> dict[str, Any]:
             "epoch_requests": policy.epoch_requests, "meta": meta}
 
 
-__all__ = ["RT_REFS", "RULES", "PathFewestSwitches", "PathGoal", "PathRank", "PathRnn",
-           "PathShortest", "apply_rule", "goal_choice", "saved_path_rnn", "shortest_rt_ms",
-           "trained_learner", "warm_start_file"]
+__all__ = ["EPOCH_GOALS", "RT_REFS", "RULES", "PathFewestSwitches", "PathGoal", "PathRank",
+           "PathRnn", "PathShortest", "apply_rule", "goal_choice", "saved_path_rnn",
+           "shortest_rt_ms", "trained_learner", "warm_start_file"]

@@ -254,17 +254,26 @@ class Simulator:
         # (fogsdn.controller.rt_measure)
         measured = PathStats() if reads_load else None
 
+        # a per-request learner (seed 002a's CPN-style path RNN) hears of each request as
+        # it completes: the reward of the path it chose for it
+        answered = policy.answered if policy.learns_per_request else None
+
         def settle(rec: Row) -> None:
             if rec[1]:  # KILLED: its restart is a kill event, not a row
                 return
             if rec[0] - rec[6] > tmo:
                 out_append((rec[6] + tmo, TIMEOUT, *rec[2:10], f"node finished at {rec[0]:.6f}",
                             *rec[11:]))
+                if answered is not None:
+                    answered(cnames[rec[3]], names[rec[7]], chosen.get((rec[3], rec[2])), tmo)
             else:
                 out_append(rec)
                 if measured is not None:
                     net = chosen[rec[3], rec[2]].delay_ms if router else (net_ms[rec[7]] or 0.0)
                     measured.add(names[rec[7]], rec[0] - rec[6] + net)
+                    if answered is not None:
+                        answered(cnames[rec[3]], names[rec[7]], chosen.get((rec[3], rec[2])),
+                                 rec[0] - rec[6] + net)
 
         def advance(k: int, t: float) -> None:
             """Settle node k's completions up to time t."""

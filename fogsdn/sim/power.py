@@ -31,7 +31,6 @@ from fogsdn.sim.rows import OK, TIMEOUT, Row, node_names, row_columns
 
 BIN_S = 1.0
 _FINISHED_AT = "node finished at "
-_HALF = BYTES_PER_REQUEST / 2.0  # a request's bytes at each end
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
 
@@ -40,8 +39,11 @@ class PowerAccount:
     """Per real second: each node's busy server-seconds, each switch's bytes and ports."""
 
     def __init__(self, scenario: Scenario, graph: nx.Graph,
-                 chosen: Mapping[tuple[int, int], PathOption] | None = None) -> None:
+                 chosen: Mapping[tuple[int, int], PathOption] | None = None,
+                 bytes_per_request: float = BYTES_PER_REQUEST) -> None:
         self.scenario = scenario
+        # what a request puts through each switch (another size: seed 002a's traffic scan)
+        self.half = bytes_per_request / 2.0
         self.nodes = scenario.nodes
         self.to_s = scenario.timebase.real_s_per_model_ms
         self.busy: list[dict[int, float]] = [{} for _ in self.nodes]
@@ -68,14 +70,14 @@ class PowerAccount:
             i += 1
 
     def __call__(self, rows: list[Row]) -> None:
-        if self.chosen is not None or not _HALF.is_integer():  # a path per request
+        if self.chosen is not None or not self.half.is_integer():  # a path per request
             self._one_by_one(rows)
         elif rows:
             self._batch(rows)
 
     def _batch(self, rows: list[Row]) -> None:
         """`_one_by_one`'s sums, counted as columns: each bin's busy time still added one
-        piece at a time in row order (np.cumsum), the bytes whole multiples of `_HALF`
+        piece at a time in row order (np.cumsum), the bytes whole multiples of `half`
         (exact in any order)."""
         to_s = self.to_s
         cols = row_columns(rows)
@@ -101,7 +103,7 @@ class PowerAccount:
             b = key & 0xFFFFFFFF
             for sw, p_in, p_out in self.paths[divmod(key >> 32, nn)]:
                 tr = self.traffic[sw]
-                tr[b] = tr.get(b, 0.0) + n * _HALF
+                tr[b] = tr.get(b, 0.0) + n * self.half
                 self.active[sw].setdefault(b, set()).update((p_in, p_out))
 
     def _add_busy_many(self, k: Ints, a: Floats, b: Floats) -> None:
@@ -156,7 +158,7 @@ class PowerAccount:
                 hops = self.chosen[c, r[2]].hops if self.chosen is not None else self.paths[c, k]
                 for sw, p_in, p_out in hops:
                     tr = self.traffic[sw]
-                    tr[b] = tr.get(b, 0.0) + BYTES_PER_REQUEST / 2.0
+                    tr[b] = tr.get(b, 0.0) + self.half
                     self.active[sw].setdefault(b, set()).update((p_in, p_out))
 
     def samples(self) -> list[PowerSample]:
