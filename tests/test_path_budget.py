@@ -105,6 +105,10 @@ def test_the_warm_start_carries_what_was_learned(scenario: Scenario, tmp_path: P
     assert warm.power_w == trained.power_w and warm.added_ms == pytest.approx(trained.added_ms)
     assert warm.multiplier == pytest.approx(trained.multiplier)
     assert warm.budget == 0.01 and warm.epoch_requests == 4
+    bad = saved_path_budget(trained, {}) | {"power_w": {"9": 1.0}}
+    path.write_text(json.dumps(bad))
+    with pytest.raises(PolicyError, match="power_w must map rule indices"):
+        _policy(weights=str(path))
     path.write_text(json.dumps({"kind": "path_rnn"}))
     with pytest.raises(PolicyError, match="not a saved path_budget"):
         _policy(weights=str(path))

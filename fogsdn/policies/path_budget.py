@@ -54,6 +54,21 @@ def _number(params: Mapping[str, Any], key: str, default: float, low: float, hig
     return float(v)
 
 
+def _per_rule(table: object, name: str, key: str) -> dict[int, float]:
+    """A warm start's figure per rule index; one line naming the file and key if bad."""
+    bad = PolicyError(f"policy.params.weights: {name}: {key} must map rule indices "
+                      f"0-{len(RULES) - 1} to finite numbers")
+    if not isinstance(table, dict):
+        raise bad
+    try:
+        out = {int(k): float(v) for k, v in table.items()}
+    except (TypeError, ValueError):
+        raise bad from None
+    if not all(0 <= k < len(RULES) and math.isfinite(v) for k, v in out.items()):
+        raise bad
+    return out
+
+
 @dataclass
 class PathBudget(PathShortest):
     """Least network power within a response-time budget (params: budget 0.02,
@@ -77,11 +92,12 @@ class PathBudget(PathShortest):
     _rng: random.Random = field(init=False)
 
     def __post_init__(self) -> None:
-        p = dict(self.spec.params)
+        p: dict[str, Any] = dict(self.spec.params)
         if "weights" in p:
-            p = warm_start(str(p["weights"])) | p
-            self.power_w = {int(k): float(v) for k, v in p.get("power_w", {}).items()}
-            self.added_ms = {int(k): float(v) for k, v in p.get("added_ms", {}).items()}
+            name = str(p["weights"])
+            p = warm_start(name) | p
+            self.power_w = _per_rule(p.get("power_w", {}), name, "power_w")
+            self.added_ms = _per_rule(p.get("added_ms", {}), name, "added_ms")
         self.budget = _number(p, "budget", 0.02, 0.0, 1.0, open_low=True)
         self.multiplier_step = _number(p, "multiplier_step", 0.05, 0.0, 1e3)
         self.multiplier = _number(p, "multiplier", 0.0, 0.0, 1e6)
