@@ -3,7 +3,9 @@
 Each `Claim` is one finding the paper states, with a predicate over the aggregated
 results (mean and 95 % interval per selector and ratio) that says "holds", "partly" or
 "fails"; predicates compare means, and "low"/"high" are the smallest/largest ratio run.
-`deciding_choice` names the switch whose single flip moves our outcome to the seed's.
+`deciding_choice` names the switch whose single flip moves our outcome to the seed's;
+`decided_by` names, for a claim a preset does not reproduce, the switches whose single
+flip (to the other preset's value) changes that preset's verdict, or says none does.
 """
 
 from __future__ import annotations
@@ -269,6 +271,25 @@ def deciding_choice(seed: Outcome, ours: Outcome, flipped: Mapping[str, Outcome]
     if moved:
         return ", ".join(moved) + " (each moves it, none alone to the seed's outcome)"
     return "no single switch (only their combination)"
+
+
+def deciding_switches(verdict: Verdict, flipped: Mapping[str, Verdict]) -> list[str]:
+    """The switches whose single flip gives a verdict other than `verdict`."""
+    return [s for s, v in flipped.items() if v != verdict]
+
+
+def decided_by(verdict: Verdict, flipped: Mapping[str, Verdict],
+               not_run: Sequence[str] = ()) -> str | None:
+    """None for a reproduced claim; else each switch whose single flip changes the
+    verdict, with the verdict it gives ('backhaul → partly'), or, when none does, that
+    none of the switches tried decides it, naming them (and those `not_run`)."""
+    if verdict == "reproduced":
+        return None
+    moved = deciding_switches(verdict, flipped)
+    if moved:
+        return ", ".join(f"{s} → {flipped[s]}" for s in moved)
+    text = "none of the switches decides it (tried: " + (", ".join(flipped) or "none") + ")"
+    return text + (f"; not run: {', '.join(not_run)}" if not_run else "")
 
 
 def fmt(stat: Mapping[str, float | int]) -> str:
