@@ -64,6 +64,7 @@ def test_seed_preset_is_the_papers_text() -> None:
     assert seed.optimal_reference == "static"
     assert seed.vivaldi == "plain" and seed.meridian_termination == "seed"
     assert seed.duration_s == 600.0 and seed.task_deadline_ms == 50.0
+    assert seed.tower_share == 1.0  # every node at its tower
     with pytest.raises(PresetError, match="known: seed, ours"):
         preset("paper")
 
@@ -267,14 +268,18 @@ def test_cli_writes_the_claims_json(tmp_path: Path) -> None:
     doc = json.loads(out.read_text())
     assert len(doc["claims"]) == len(CLAIMS)
     for c in doc["claims"]:
-        assert {"figure", "claim", "verdict", "deciding_choice", "seed", "ours"} <= set(c)
+        assert {"figure", "claim", "verdict", "deciding_choice", "decided_by", "seed",
+                "ours"} <= set(c)
+        assert c["decided_by"] == c["seed"]["decided_by"]
+        assert (c["decided_by"] is None) == (c["verdict"] == "reproduced")
         assert c["verdict"] in ("reproduced", "partly", "not")
         assert c["verdict"] == c["seed"]["verdict"]
         assert c["deciding_choice"] is None or isinstance(c["deciding_choice"], str)
         assert (c["deciding_choice"] is None) == (c["seed"]["outcome"] == c["ours"]["outcome"])
     assert doc["run"]["replications"] == 2 and doc["run"]["duration_cap_s"] == 12.0
     md = (tmp_path / "fig" / "seed003-claims.md").read_text()
-    assert md.count("\n") == 2 * (len(CLAIMS) + 2) + 3  # the claims, then the ablation
+    # the claims, what decides each preset's misses, then both ablations
+    assert md.count("\n") == 4 * len(CLAIMS) + 17
     assert (tmp_path / "fig" / "seed003_fig6-simulate-seed.png").exists()
 
 

@@ -3,7 +3,9 @@
 Each `Claim` is one finding the paper states, with a predicate over the aggregated
 results (mean and 95 % interval per selector and ratio) that says "holds", "partly" or
 "fails"; predicates compare means, and "low"/"high" are the smallest/largest ratio run.
-`deciding_choice` names the switch whose single flip moves our outcome to the seed's.
+`deciding_choice` names the switch whose single flip moves our outcome to the seed's;
+`decided_by` names, for a claim a preset does not reproduce, the switches whose single
+flip (to the other preset's value) changes that preset's verdict, or says none does.
 """
 
 from __future__ import annotations
@@ -228,5 +230,25 @@ def values(claim: Claim, res: Results) -> dict[str, dict[str, dict[str, float | 
             for s in claim.shows}
 
 
+def deciding_switches(verdict: Verdict, flipped: Mapping[str, Verdict]) -> list[str]:
+    """The switches whose single flip gives a verdict other than `verdict`."""
+    return [s for s, v in flipped.items() if v != verdict]
+
+
+def decided_by(verdict: Verdict, flipped: Mapping[str, Verdict],
+               not_run: Sequence[str] = ()) -> str | None:
+    """None for a reproduced claim; else each switch whose single flip changes the
+    verdict, with the verdict it gives ('backhaul → partly'), or, when none does, that
+    none of the switches tried decides it, naming them (and those `not_run`)."""
+    if verdict == "reproduced":
+        return None
+    moved = deciding_switches(verdict, flipped)
+    if moved:
+        return ", ".join(f"{s} → {flipped[s]}" for s in moved)
+    text = "none of the switches decides it (tried: " + (", ".join(flipped) or "none") + ")"
+    return text + (f"; not run: {', '.join(not_run)}" if not_run else "")
+
+
 __all__ = ["CLAIMS", "VERDICT", "Claim", "Outcome", "Results", "Stat", "Verdict",
-           "deciding_choice", "evaluate", "fmt", "interval", "share", "values"]
+           "decided_by", "deciding_choice", "deciding_switches", "evaluate", "fmt",
+           "interval", "share", "values"]

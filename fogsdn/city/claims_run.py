@@ -1,6 +1,6 @@
-"""Seed 003's claims table: both presets and the one-switch ablation, simulated, each
-point's mean and 95 % interval, the claims evaluated on each configuration
-(docs/coordinates.md).
+"""Seed 003's claims table: both presets and the one-switch ablation in both directions
+(each preset with one switch set as in the other), simulated, each point's mean and 95 %
+interval, the claims evaluated on each configuration (docs/coordinates.md).
 """
 
 from __future__ import annotations
@@ -8,12 +8,23 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from fogsdn.city.claims import CLAIMS, VERDICT, Results, deciding_choice, evaluate, fmt, values
+from fogsdn.city.claims import (
+    CLAIMS,
+    VERDICT,
+    Results,
+    decided_by,
+    deciding_choice,
+    deciding_switches,
+    evaluate,
+    fmt,
+    values,
+)
 from fogsdn.city.event_model import run_study
 from fogsdn.city.presets import (
     PRESETS,
@@ -57,10 +68,27 @@ def run_claims_point(point: ClaimsPoint) -> list[Row]:
     return [run_study(point.study, point.selector, point.ratio)]
 
 
+NOT_RUN = "not run"
+
+
+def other_preset(name: str) -> str:
+    """The preset a flip from `name` takes its switch's value from (there are two)."""
+    return next(p for p in PRESETS if p != name)
+
+
+def flipped_name(base: str, switch: str) -> str:
+    """The configuration `base` with `switch` set as in the other preset."""
+    return f"{base}+{switch}"
+
+
 def configurations() -> dict[str, StudyChoices]:
-    """The presets, then ours with one switch set as in the seed preset."""
-    seed, ours = PRESETS["seed"], PRESETS["ours"]
-    return {"seed": seed, "ours": ours} | {f"ours+{s}": c for s, c in ablation(ours, seed).items()}
+    """The presets, then ours with one switch set as in the seed preset, then the seed
+    preset with one switch set as in ours."""
+    out = dict(PRESETS)
+    for base in ("ours", "seed"):
+        out |= {flipped_name(base, s): c
+                for s, c in ablation(PRESETS[base], PRESETS[other_preset(base)]).items()}
+    return out
 
 
 def capped(choices: StudyChoices, run: ClaimsRun) -> StudyChoices:
@@ -104,42 +132,70 @@ def run_claims(study: CityStudy, run: ClaimsRun, *, workers: int = 1) -> dict[st
     return {name: [done[key] for key in keys] for name, keys in wanted.items()}
 
 
-def inert_switches(run: ClaimsRun) -> set[str]:
-    """The switches whose flip this run cannot show: under its caps the flipped
-    configuration is ours (the duration, when both presets are capped alike)."""
-    ours = capped(PRESETS["ours"], run)
-    return {s for s, c in ablation(PRESETS["ours"], PRESETS["seed"]).items()
-            if capped(c, run) == ours}
+def inert_switches(run: ClaimsRun) -> dict[str, set[str]]:
+    """Per preset, the switches whose flip from it this run cannot show: under its caps
+    the flipped configuration is the preset itself (the duration, when both presets are
+    capped alike)."""
+    out = {}
+    for base, choices in PRESETS.items():
+        own = capped(choices, run)
+        out[base] = {s for s, c in ablation(choices, PRESETS[other_preset(base)]).items()
+                     if capped(c, run) == own}
+    return out
 
 
 def claims_table(rows: dict[str, list[Row]], chosen: str,
-                 inert: set[str] | None = None) -> list[dict[str, Any]]:
-    """One entry per claim: its verdict under `chosen`, both presets' values and outcomes,
-    the ablation's outcomes ("not run" for an `inert` switch) and the deciding switch
-    (never an inert one)."""
+                 inert: Mapping[str, Collection[str]] | None = None) -> list[dict[str, Any]]:
+    """One entry per claim: its verdict under `chosen`; per preset its values and outcome,
+    its flips (the verdict with each switch set as in the other preset, "not run" for an
+    `inert` switch or one without rows) and what decides a claim it does not reproduce
+    (`decided_by`); ours' flips again as `ablation`, and the switch that moves ours to the
+    seed preset's outcome (`deciding_choice`, never an inert one)."""
     res = {name: Results.from_rows(rs, METRIC_COLUMNS) for name, rs in rows.items()}
-    inert = inert or set()
     table = []
     for c in CLAIMS:
         out = {name: evaluate(c, r) for name, r in res.items()}
-        flipped = {name.removeprefix("ours+"): o for name, o in out.items()
-                   if name.startswith("ours+") and name.removeprefix("ours+") not in inert}
+        per: dict[str, dict[str, Any]] = {}
+        for p in PRESETS:
+            skip = set((inert or {}).get(p, ()))
+            switches = list(ablation(PRESETS[p], PRESETS[other_preset(p)]))
+            ran = {s: VERDICT[out[flipped_name(p, s)]] for s in switches
+                   if s not in skip and flipped_name(p, s) in out}
+            verdict = VERDICT[out[p]]
+            per[p] = {"verdict": verdict, "outcome": out[p], "values": values(c, res[p]),
+                      "flips": {s: ran.get(s, NOT_RUN) for s in switches},
+                      "deciding": [] if verdict == "reproduced"
+                      else deciding_switches(verdict, ran),
+                      "decided_by": decided_by(verdict, ran,
+                                               [s for s in switches if s not in ran])}
+        ours_flips = {s: out[flipped_name("ours", s)] for s, v in per["ours"]["flips"].items()
+                      if v != NOT_RUN}
         table.append({
             "id": c.id, "figure": c.figure, "claim": c.claim, "paper": c.paper_value,
             "verdict": VERDICT[out[chosen]],
-            "deciding_choice": deciding_choice(out["seed"], out["ours"], flipped),
-            **{p: {"verdict": VERDICT[out[p]], "outcome": out[p],
-                   "values": values(c, res[p])} for p in PRESETS},
-            "ablation": {s: VERDICT[flipped[s]] if s in flipped else "not run"
-                         for s in ablation(PRESETS["ours"], PRESETS["seed"])},
+            "deciding_choice": deciding_choice(out["seed"], out["ours"], ours_flips),
+            "decided_by": per[chosen]["decided_by"],
+            **per,
+            "ablation": per["ours"]["flips"],
         })
     return table
 
 
+def decided_counts(table: list[dict[str, Any]], preset: str) -> dict[str, int]:
+    """For `preset`: claims reproduced, not fully reproduced, and of those the ones a
+    single switch decides and the ones none does."""
+    missed = [e[preset] for e in table if e[preset]["verdict"] != "reproduced"]
+    named = [m for m in missed if m["deciding"]]
+    return {"claims": len(table), "reproduced": len(table) - len(missed),
+            "not_fully_reproduced": len(missed), "decided": len(named),
+            "undecided": len(missed) - len(named)}
+
+
 def markdown(table: list[dict[str, Any]]) -> str:
-    """The table for docs/coordinates.md: one row per claim."""
+    """The table for docs/coordinates.md: one row per claim, then per preset what decides
+    the claims it does not reproduce, then both ablations."""
     head = ("| fig | claim | paper | ratios | seed preset | ours | verdict (seed / ours) | "
-            "deciding choice |\n|---|---|---|---|---|---|---|---|\n")
+            "deciding choice (ours → seed) |\n|---|---|---|---|---|---|---|---|\n")
     lines = []
     for e in table:
         ratios = " → ".join(next(iter(e["seed"]["values"].values())))
@@ -147,15 +203,30 @@ def markdown(table: list[dict[str, Any]]) -> str:
                      f"{_brief(e['seed']['values'])} | {_brief(e['ours']['values'])} | "
                      f"{e['seed']['verdict']} / {e['ours']['verdict']} | "
                      f"{e['deciding_choice'] or '-'} |")
-    switches = list(table[0]["ablation"]) if table else []
-    abl = ["", "Ablation: ours with one switch set as in the seed preset (verdicts).", "",
-           "| claim | ours | " + " | ".join(f"`{s}`" for s in switches) + " | seed |",
-           "|---|---|" + "---|" * len(switches) + "---|"]
+    names = {"seed": "seed preset", "ours": "ours"}
+    dec = ["", "What decides a claim a preset does not reproduce: the switches whose single "
+           "flip (to the other preset's value) changes that preset's verdict, with the "
+           "verdict it gives.", "",
+           "| fig | claim | " + " | ".join(f"{names.get(p, p)}: verdict | decided by"
+                                          for p in PRESETS) + " |",
+           "|---|---|" + "---|---|" * len(PRESETS)]
     for e in table:
-        abl.append(f"| {e['figure']} {e['id'].split('-', 1)[1]} | {e['ours']['verdict']} | "
-                   + " | ".join(e["ablation"][s] for s in switches)
-                   + f" | {e['seed']['verdict']} |")
-    return head + "\n".join(lines) + "\n" + "\n".join(abl) + "\n"
+        dec.append(f"| {e['figure']} | {e['claim']} | "
+                   + " | ".join(f"{e[p]['verdict']} | {e[p]['decided_by'] or '-'}"
+                                for p in PRESETS) + " |")
+    abl: list[str] = []
+    for base in ("ours", "seed"):
+        other = other_preset(base)
+        switches = list(table[0][base]["flips"]) if table else []
+        abl += ["", f"Ablation: {names.get(base, base)} with one switch set as in "
+                f"{names.get(other, other)} (verdicts).", "",
+                f"| claim | {base} | " + " | ".join(f"`{s}`" for s in switches)
+                + f" | {other} |", "|---|---|" + "---|" * len(switches) + "---|"]
+        for e in table:
+            abl.append(f"| {e['figure']} {e['id'].split('-', 1)[1]} | {e[base]['verdict']} | "
+                       + " | ".join(e[base]["flips"][s] for s in switches)
+                       + f" | {e[other]['verdict']} |")
+    return head + "\n".join(lines) + "\n" + "\n".join(dec + abl) + "\n"
 
 
 _SHORT = {"optimal": "opt", "random": "rnd", "vivaldi": "viv", "meridian": "mer"}
@@ -187,6 +258,7 @@ def write_outputs(rows: dict[str, list[Row]], table: list[dict[str, Any]], chose
                   seconds: float) -> list[Path]:
     written: list[Path] = []
     doc = {"claims": table, "preset": chosen, "presets": {p: vars(c) for p, c in PRESETS.items()},
+           "counts": {p: decided_counts(table, p) for p in PRESETS},
            "run": {**asdict(run), "seconds": round(seconds, 1)}}
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)

@@ -46,7 +46,7 @@ def client_params(study: CityStudy) -> ClientParams:
     return ClientParams(period_s=study.period_s, start_s=study.start_s,
                         max_attempts=study.max_attempts, timeout_ms=study.timeout_ms,
                         dimensions=study.vivaldi_dimensions,
-                        bound_ms=study.load_aware_bound_ms)
+                        bound_ms=study.load_aware_bound_ms, optimal_ties=study.optimal_ties)
 
 
 @dataclass
@@ -73,6 +73,10 @@ class _SimulatedNet:
     def context(self, excluded: frozenset[str]) -> SelectionContext:
         sim, c = self.sim, self.c
         asked = None
+        if sim.counts_baseline_discovery:  # the omniscient query, paid: every node
+            for n in sim.names:  # asked, and its answer
+                sim.messages.send("discovery", c.name, n)
+                sim.messages.send("discovery", n, c.name)
         if sim.uses_vivaldi:  # ask a node to rank the nodes by coordinates
             asked = c.node or sim.rng.choice(sim.names)
             sim.messages.send("discovery", c.name, asked)
@@ -157,6 +161,8 @@ class CitySimulation:
         self.selector = make_selector(selector, self.client)
         self.uses_vivaldi = selector in VIVALDI_SELECTORS
         self.static_reference = study.optimal_reference == "static"
+        self.counts_baseline_discovery = (selector == "optimal"
+                                          and study.baseline_discovery == "counted")
         vcfg = plain_config(self.client.dimensions) if study.vivaldi == "plain" \
             else VivaldiConfig(dimensions=self.client.dimensions)
         self.node_vivaldi = {n: VivaldiNode(vcfg, random.Random(f"{self.seed}-v-{n}"))

@@ -476,4 +476,5 @@ def run_city_live(study: CityStudy, out: Path, stop: threading.Event | None = No
     """The live study: its rows, and summary.json's content (also written to `out`);
     `view`: serve the run's page (`fogsdn.city.map_view`)."""
     study.check_live_span()
+    study.check_live_choices()
     return CityLive(study, out, stop or threading.Event(), show, view).run()

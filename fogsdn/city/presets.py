@@ -7,8 +7,9 @@ Where the paper is silent, docs/coordinates.md states the value used and why.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
-from typing import Literal
+from typing import Literal, get_args, get_origin, get_type_hints
 
 from fogsdn.city.study_spec import CityStudy
 from fogsdn.measure.claim_stats import ablation, differing
@@ -22,7 +23,11 @@ class PresetError(ValueError):
 class StudyChoices:
     """The switches, each tabulated with both presets' values in docs/coordinates.md (Seed
     003 as written). `duration_s`: simulated seconds per point; `task_deadline_ms`: a
-    task answered later counts as lost."""
+    task answered later counts as lost; `baseline_discovery`: the omniscient baseline's
+    query free, or counted as a query to every fog node and its answer; `optimal_ties`:
+    a pick tying the best RTT counts as optimal or not; `tower_share`: the share of fog
+    nodes standing at their tower. Checked on construction (`PresetError` names the
+    field)."""
 
     backhaul: bool
     propagation_ms_per_km: float
@@ -31,6 +36,28 @@ class StudyChoices:
     meridian_termination: Literal["wong", "seed"]
     duration_s: float
     task_deadline_ms: float
+    baseline_discovery: Literal["free", "counted"]
+    optimal_ties: Literal["counted", "uncounted"]
+    tower_share: float
+
+    def __post_init__(self) -> None:
+        hints = get_type_hints(StudyChoices)
+        for f in fields(self):
+            value, hint = getattr(self, f.name), hints[f.name]
+            if get_origin(hint) is Literal:
+                if value not in get_args(hint):
+                    known = ", ".join(repr(a) for a in get_args(hint))
+                    raise PresetError(f"{f.name}: must be one of {known}, got {value!r}")
+            elif hint is bool:
+                if not isinstance(value, bool):
+                    raise PresetError(f"{f.name}: must be true or false, got {value!r}")
+            elif isinstance(value, bool) or not isinstance(value, int | float) \
+                    or not math.isfinite(value):
+                raise PresetError(f"{f.name}: must be a finite number, got {value!r}")
+            elif f.name == "tower_share" and not 0 <= value <= 1:
+                raise PresetError(f"tower_share: must be in [0, 1], got {value!r}")
+            elif f.name != "tower_share" and not value > 0:
+                raise PresetError(f"{f.name}: must be > 0, got {value!r}")
 
 
 # which selectors' rows a switch can change (None: all); the ablation reuses the other
@@ -43,17 +70,22 @@ SWITCH_AFFECTS: dict[str, frozenset[str] | None] = {
     "meridian_termination": frozenset({"meridian"}),
     "duration_s": None,
     "task_deadline_ms": None,
+    "baseline_discovery": frozenset({"optimal"}),  # only the baseline's queries
+    "optimal_ties": None,
+    "tower_share": None,
 }
 
 PRESETS: dict[str, StudyChoices] = {
     "seed": StudyChoices(backhaul=False, propagation_ms_per_km=0.005,
                          optimal_reference="static", vivaldi="plain",
                          meridian_termination="seed", duration_s=600.0,
-                         task_deadline_ms=50.0),
+                         task_deadline_ms=50.0, baseline_discovery="counted",
+                         optimal_ties="uncounted", tower_share=1.0),
     "ours": StudyChoices(backhaul=True, propagation_ms_per_km=1.0,
                          optimal_reference="current", vivaldi="serf",
                          meridian_termination="wong", duration_s=60.0,
-                         task_deadline_ms=100.0),
+                         task_deadline_ms=100.0, baseline_discovery="free",
+                         optimal_ties="counted", tower_share=0.5),
 }
 
 SWITCHES: tuple[str, ...] = tuple(f.name for f in fields(StudyChoices))
@@ -80,6 +112,8 @@ def apply_choices(study: CityStudy, choices: StudyChoices, *, seed: int | None =
         "latency": latency, "optimal_reference": choices.optimal_reference,
         "vivaldi": choices.vivaldi, "meridian_termination": choices.meridian_termination,
         "duration_s": length, "timeout_ms": choices.task_deadline_ms,
+        "baseline_discovery": choices.baseline_discovery,
+        "optimal_ties": choices.optimal_ties, "tower_share": choices.tower_share,
         "seed": study.seed if seed is None else seed})
 
 

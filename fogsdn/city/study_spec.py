@@ -120,6 +120,14 @@ class CityStudy(FrozenModel):
     optimal_reference: Literal["current", "static"] = "current"
     vivaldi: Literal["serf", "plain"] = "serf"
     meridian_termination: Literal["wong", "seed"] = "wong"
+    # the omniscient baseline's discovery: free (it knows), or counted as a probe of
+    # every fog node per query; simulator only (the live run refuses `counted`)
+    baseline_discovery: Literal["free", "counted"] = "free"
+    # the optimal-selection rate: a pick whose RTT ties the best counts as optimal, or
+    # only the reference node itself does (the lowest RTT, the first name among equals)
+    optimal_ties: Literal["counted", "uncounted"] = "counted"
+    tower_share: float = Field(0.5, ge=0, le=1, description="the share of fog nodes "
+                               "standing at their cell tower (the rest drawn in the area)")
     full_scale: FullScale = FullScale()
 
     @model_validator(mode="after")
@@ -164,6 +172,14 @@ class CityStudy(FrozenModel):
                 f"span {self.model_span_s():g} model s, and clients start up to "
                 f"{self.start_s[1]:g} model s in (start_s)")
 
+    def check_live_choices(self) -> None:
+        """The live run cannot count the baseline's discovery (its clients read the truth
+        from the runner); refuse rather than ignore it."""
+        if self.baseline_discovery != "free":
+            raise CityStudyError(
+                f"baseline_discovery: {self.baseline_discovery!r} is simulated only; the live "
+                "run's baseline reads the truth for free (set it to 'free')")
+
     def at_live_span(self) -> CityStudy:
         """The live scale for the simulator, whose `duration_s` is model seconds."""
         return self.model_copy(update={"duration_s": self.model_span_s()})
@@ -192,7 +208,7 @@ class CityStudy(FrozenModel):
     def layout(self) -> CityLayout:
         """The live city: the same draw as the simulator's for this seed and size."""
         return make_city(random.Random(f"city-{self.seed}"), self.fog_nodes, self.total_slots,
-                         self.area_km2)
+                         self.area_km2, self.tower_share)
 
 
 def load_city_study(path: str | Path, overrides: Mapping[str, Any] | None = None) -> CityStudy:

@@ -68,6 +68,7 @@ def _city_study(a: argparse.Namespace, over: dict[str, Any], out: Path) -> Study
     study = load_city_study(a.scenario, over)
     if a.engine == "emulate":
         study.check_live_span()
+        study.check_live_choices()
     return CityStudyRun(study, out, a.engine, a.live_scale, stop,
                         view_config(a) if a.engine == "emulate" else None)
 

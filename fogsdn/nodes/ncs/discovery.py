@@ -13,7 +13,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from fogsdn.nodes.ncs.selection import (
     SELECTORS,
@@ -40,12 +40,30 @@ class ClientParams:
     timeout_ms: float = 100.0
     dimensions: int = 2  # Vivaldi
     bound_ms: float = 2.0  # load-aware shortlist bound
+    # a pick that ties the best RTT: optimal (counted) or not, only the reference is
+    optimal_ties: Literal["counted", "uncounted"] = "counted"
 
 
 def make_selector(kind: str, params: ClientParams) -> Selector:
     if kind not in SELECTORS:
         raise SelectionError(f"selector: unknown {kind!r} (known: {', '.join(SELECTORS)})")
     return LoadAware(params.bound_ms) if kind == "load_aware" else SELECTORS[kind]()
+
+
+TIE_MS = 1e-9  # RTTs this close are equal
+
+
+def reference_node(rtt: Mapping[str, float]) -> str:
+    """The optimal node: the lowest RTT, the first name among equals (as `Optimal` picks)."""
+    return min(rtt, key=lambda n: (rtt[n], n))
+
+
+def is_optimal(rtt: Mapping[str, float], chosen: str, ties: bool) -> bool:
+    """Whether `chosen` is an optimal pick: any node within `TIE_MS` of the best RTT
+    (`ties`), or only `reference_node`; the second never holds where the first does not."""
+    if not ties:
+        return chosen == reference_node(rtt)
+    return rtt[chosen] <= min(rtt.values()) + TIE_MS
 
 
 @dataclass
@@ -64,11 +82,13 @@ class ClientTally:
     latencies: list[float] = field(default_factory=list)
     picks: list[tuple[int, str]] = field(default_factory=list)  # (whole second, node)
 
-    def score(self, rtt: Mapping[str, float], chosen: str, t_s: float) -> None:
-        """A selection against the best node by the true RTTs at that moment."""
+    def score(self, rtt: Mapping[str, float], chosen: str, t_s: float,
+              ties: bool = True) -> None:
+        """A selection against the best node by the true RTTs at that moment (`ties`:
+        whether a pick tying the best counts as optimal, `is_optimal`)."""
         best = min(rtt.values())
         self.selections += 1
-        self.optimal_hits += rtt[chosen] <= best + 1e-9
+        self.optimal_hits += is_optimal(rtt, chosen, ties)
         self.sq_sel_err += (rtt[chosen] - best) ** 2
         self.picks.append((int(t_s), chosen))
 
@@ -109,7 +129,7 @@ def discovery_step(engine: ClientEngine, selector: Selector, node: str | None,
         chosen = selector.select(engine.context(frozenset(excluded)), rng)
         if chosen is None:
             break
-        tally.score(engine.true_rtt(), chosen, t_s)
+        tally.score(engine.true_rtt(), chosen, t_s, params.optimal_ties == "counted")
         if chosen == node:
             break
         if engine.join(chosen):
