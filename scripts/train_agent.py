@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -92,6 +93,9 @@ def train_budget(scenario: Scenario, params: dict[str, object], runs: int, seed:
     """path_budget through `runs` simulated runs; what it learned to `out`."""
     if runs < 1:
         return bootstrap.fail(f"train_agent.py: --runs: must be at least 1, got {runs}")
+    budget = params.get("budget")
+    if not isinstance(budget, float) or not math.isfinite(budget):
+        return bootstrap.fail(f"train_agent.py: --budget: a finite number, got {budget!r}")
     seeds = [PATH_RNN_SEED_BASE + seed + k for k in range(runs)]
     try:
         with tempfile.TemporaryDirectory() as work:
