@@ -15,7 +15,7 @@ import argparse
 import json
 import math
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import bootstrap  # first run: set-up; outside .venv: re-run inside it
@@ -29,7 +29,7 @@ from fogsdn.agents.env import Obs, SimRoutingEnv  # noqa: E402
 from fogsdn.agents.train_rnn import train_path_learner, train_path_rnn, train_rnn  # noqa: E402
 from fogsdn.controller.learner_reports import curve_text  # noqa: E402
 from fogsdn.core.scenario import Scenario, ScenarioError, load_scenario  # noqa: E402
-from fogsdn.policies.base import PolicyError  # noqa: E402
+from fogsdn.policies.base import Epoch, PolicyError  # noqa: E402
 from fogsdn.policies.path_budget import PathBudget, saved_path_budget  # noqa: E402
 from fogsdn.policies.paths import (  # noqa: E402
     RT_REFS,
@@ -61,6 +61,20 @@ def constant(weights: tuple[float, ...]) -> Callable[[Obs], Obs]:
     return lambda _obs: fixed
 
 
+def _meta(scenario: Scenario, seeds: list[int], curve: Sequence[object]) -> dict[str, object]:
+    return {"scenario": scenario.name, "seeds": seeds, "epochs": len(curve),
+            "duration_ms": scenario.duration_ms}
+
+
+def save_learner(out: Path, saved: dict[str, object], name: str, curve: Sequence[Epoch]) -> Path:
+    """A trained path learner to `out` (what its warm start loads), its curve beside it."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(saved, indent=1) + "\n")
+    curve_path = out.with_suffix(out.suffix + ".curve.csv")
+    curve_path.write_text(curve_text(name, curve))
+    return curve_path
+
+
 def train_path(scenario: Scenario, params: dict[str, object], runs: int, seed: int,
                out: Path) -> int:
     """path_rnn through `runs` simulated runs; its weights to `out`, its rules per run printed."""
@@ -78,12 +92,8 @@ def train_path(scenario: Scenario, params: dict[str, object], runs: int, seed: i
 
     with tempfile.TemporaryDirectory() as work:
         policy = train_path_rnn(scenario, params, seeds, Path(work), progress)
-    meta = {"scenario": scenario.name, "seeds": seeds, "epochs": len(policy.curve),
-            "duration_ms": scenario.duration_ms}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(saved_path_rnn(policy, meta), indent=1) + "\n")
-    curve = out.with_suffix(out.suffix + ".curve.csv")
-    curve.write_text(curve_text(policy.name, policy.curve))
+    curve = save_learner(out, saved_path_rnn(policy, _meta(scenario, seeds, policy.curve)),
+                         policy.name, policy.curve)
     print(f"weights: {out} (most excited: {RULES[policy.learner.best()]})\ncurve: {curve}")
     return 0
 
@@ -103,12 +113,8 @@ def train_budget(scenario: Scenario, params: dict[str, object], runs: int, seed:
     except PolicyError as err:
         return bootstrap.fail(f"train_agent.py: {err}")
     assert isinstance(policy, PathBudget)
-    meta = {"scenario": scenario.name, "seeds": seeds, "epochs": len(policy.curve),
-            "duration_ms": scenario.duration_ms}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(saved_path_budget(policy, meta), indent=1) + "\n")
-    curve = out.with_suffix(out.suffix + ".curve.csv")
-    curve.write_text(curve_text(policy.name, policy.curve))
+    curve = save_learner(out, saved_path_budget(policy, _meta(scenario, seeds, policy.curve)),
+                         policy.name, policy.curve)
     learned = ", ".join(f"{RULES[int(r)]} {w:.1f} W" for r, w in sorted(policy.power_w.items()))
     print(f"learned: {learned}; multiplier {policy.multiplier:.3f}\nweights: {out}\n"
           f"curve: {curve}")

@@ -110,16 +110,6 @@ class PathBudget(PathShortest):
     def learning_curve(self) -> Sequence[Epoch]:
         return self.curve
 
-    def lagrangian(self, rule: int, p_ref: float) -> float:
-        """The rule's learned power over the reference plus the multiplier times its
-        learned overrun (an untried rule's power counts as 0: try it before judging it)."""
-        over = self.added_ms.get(rule, 0.0)
-        return self.power_w.get(rule, 0.0) / p_ref + self.multiplier * over
-
-    def _overruns(self, rt_ms: float) -> dict[int, float]:
-        return {r: overrun(a, rt_ms + self._chosen_added() - a, self.budget)
-                for r, a in self.added_ms.items()}
-
     def _chosen_added(self) -> float:
         xs = self._added[self.choice]
         return math.fsum(xs) / len(xs) if xs else 0.0
