@@ -205,6 +205,9 @@ class FakeCity:
 
     reply_at = None  # the client times a task by its own clock
 
+    def held_s(self, reply: dict[str, Any]) -> float:
+        return 0.0  # the fake nodes answer at once
+
     def __init__(self, rtt: dict[str, float], slots: dict[str, int]) -> None:
         self.cfg = _config(slots)
         self.rtt = rtt

@@ -10,14 +10,18 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import ROOT, wait_until
 
+from fogsdn.core import rx_stamp
 from fogsdn.nodes.probe import (
     ECHO,
+    MAX_DATAGRAM,
+    MAX_TURNAROUND_NS,
     PING,
     EchoResponder,
     MalformedDatagram,
@@ -25,7 +29,9 @@ from fogsdn.nodes.probe import (
     ProbeMessage,
     Prober,
     decode,
+    echo_of,
     parse_endpoint,
+    round_trip_ms,
 )
 
 LOOP = ("127.0.0.1", 0)
@@ -93,12 +99,13 @@ def test_open_loop_counts_what_is_lost() -> None:
 
 @pytest.mark.parametrize("datagram, why", [
     (b"xx", "short"),
-    (b"NOPE" + bytes(16), "magic"),
+    (b"NOPE" + bytes(20), "magic"),
     (ProbeMessage(PING, 1, 2).encode()[:4] + b"\x09" + ProbeMessage(PING, 1, 2).encode()[5:],
      "version"),
     (ProbeMessage(7, 1, 2).encode(), "kind"),
     (ProbeMessage(ECHO, 1, 2, b"abc").encode()[:-1], "payload length"),
     (ProbeMessage(PING, 1, 2, b"abc").encode(), "ping with payload"),
+    (ProbeMessage(PING, 1, 2, turnaround_ns=5).encode(), "turnaround"),
     (ProbeMessage(ECHO, 1, 2).encode() + bytes(600), "long"),
 ])
 def test_decode_rejects_malformed(datagram: bytes, why: str) -> None:
@@ -107,8 +114,44 @@ def test_decode_rejects_malformed(datagram: bytes, why: str) -> None:
 
 
 def test_decode_round_trip() -> None:
-    msg = ProbeMessage(ECHO, 2**32 - 1, 123456789, b'{"a":1}')
+    msg = ProbeMessage(ECHO, 2**32 - 1, 123456789, b'{"a":1}', 2**32 - 1)
     assert decode(msg.encode()) == msg
+
+
+def test_the_responders_turnaround_is_taken_off_the_round_trip() -> None:
+    """A responder that holds a ping 60 ms (as one waiting for a core would) says so in
+    its echo; the prober's round trip leaves it out and counts what it took off."""
+    slow = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    slow.bind(LOOP)
+    rx_stamp.enable(slow)
+
+    def hold_and_answer() -> None:
+        data, sender, received_s = rx_stamp.recvfrom_stamped(slow, MAX_DATAGRAM)
+        time.sleep(0.06)
+        slow.sendto(echo_of(decode(data), b"", received_s).encode(), sender)
+
+    t = threading.Thread(target=hold_and_answer, daemon=True)
+    t.start()
+    prober = Prober(LOOP)
+    try:
+        sample = prober.ping(slow.getsockname(), timeout_s=10.0)
+    finally:
+        prober.close()
+        t.join(timeout=5)
+        slow.close()
+    assert sample.rtt_ms is not None and sample.turnaround_ms >= 60.0
+    assert sample.rtt_ms < sample.turnaround_ms  # the loopback's part, not the hold
+    assert prober.counters.turnarounds.count == 1
+    assert prober.counters.turnarounds.max_ms == sample.turnaround_ms
+
+
+def test_turnarounds_saturate_and_round_trips_never_go_negative() -> None:
+    ping = ProbeMessage(PING, 1, 2)
+    assert echo_of(ping, b"", time.monotonic() - 10.0).turnaround_ns == MAX_TURNAROUND_NS
+    assert echo_of(ping, b"", None).turnaround_ns == 0
+    assert echo_of(ping, b"", time.monotonic() + 5.0).turnaround_ns == 0  # a stamp ahead
+    assert round_trip_ms(1_000, 2_000, 5_000) == 0.0
+    assert round_trip_ms(1_000, 3_001_000, 1_000_000) == 2.0
 
 
 def test_responder_ignores_and_counts_malformed(responder: EchoResponder) -> None:

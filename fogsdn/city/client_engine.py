@@ -43,7 +43,7 @@ from fogsdn.core.local_rpc import write_json_atomic
 from fogsdn.core.realtime import go_realtime
 from fogsdn.nodes.host_sockets import HostSocketError, HostSockets, parse_hosts
 from fogsdn.nodes.ncs.selection import SELECTORS
-from fogsdn.nodes.probe import MAX_DATAGRAM, EchoResponder, ProbeError
+from fogsdn.nodes.probe import EchoResponder, ProbeError, Turnarounds
 
 ENGINE_STATS = "client-engine.json"
 POLL_S = 0.1  # how often the echo thread looks at the stop flag
@@ -56,12 +56,10 @@ def serve_echoes(responders: list[EchoResponder], stop: threading.Event) -> None
             sel.register(r.sock, selectors.EVENT_READ, r)
         while not stop.is_set():
             for key, _ in sel.select(POLL_S):
-                r = key.data
                 try:
-                    datagram, sender = r.sock.recvfrom(MAX_DATAGRAM + 1)
+                    key.data.answer_one()
                 except OSError:
                     continue
-                r.handle(datagram, sender)
 
 
 def run_client(client: CityClient, cfg: CityConfig, stop: threading.Event,
@@ -147,7 +145,14 @@ def main(argv: list[str] | None = None) -> int:
         for c, r in zip(clients, responders, strict=True):
             write_json_atomic(args.out_dir / f"{c.name}.json", client_result(c, r.counters))
         cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+        echoed, taken_off = Turnarounds(), Turnarounds()
+        for r in responders:
+            echoed.merge(r.counters.turnarounds)
+        for net in nets.values():
+            taken_off.merge(net.prober.counters.turnarounds)
+            taken_off.merge(net.task_turnarounds)
         write_json_atomic(args.out_dir / ENGINE_STATS, {
+            "turnarounds": {"echoed": echoed.to_dict(), "taken_off": taken_off.to_dict()},
             "clients": len(clients), "threads": len(threads) + 2, "realtime": realtime,
             "cpu_s": round((cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime),
                            3),

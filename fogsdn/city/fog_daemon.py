@@ -42,7 +42,10 @@ from fogsdn.nodes.probe import (
     PING,
     MalformedDatagram,
     ProbeMessage,
+    Turnarounds,
     decode,
+    echo_of,
+    round_trip_ms,
 )
 
 PROBE_PORT = 7000
@@ -268,6 +271,11 @@ class FogDaemon:
         self.ops_sock = self._sock(ip, OPS_PORT)
         self.peer_sock = self._sock(ip, 0)
         rx_stamp.enable(self.peer_sock)  # its echoes time the node's probes
+        rx_stamp.enable(self.probe_sock)  # its echoes carry how long it held each ping
+        rx_stamp.enable(self.ops_sock)  # and its replies how long it held each request
+        # the turnarounds this node put on its echoes and took off its probes' round trips
+        self.turnaround_out = Turnarounds()
+        self.turnaround_in = Turnarounds()
         self.meridian_sock = self._sock(ip, MERIDIAN_PORT)
         # seq -> (peer, or a Meridian probe's token, t_send_ns)
         self.pending: dict[int, tuple[str | tuple[str, str], int]] = {}
@@ -284,7 +292,8 @@ class FogDaemon:
 
     def _probe_in(self) -> None:
         c = self.node.counts
-        data, sender = self.probe_sock.recvfrom(MAX_DATAGRAM + 1)
+        data, sender, received_s = rx_stamp.recvfrom_stamped(self.probe_sock,
+                                                              MAX_DATAGRAM + 1)
         try:
             msg = decode(data)
         except MalformedDatagram:
@@ -294,13 +303,14 @@ class FogDaemon:
         if msg.kind != PING:
             return
         payload = json.dumps(self.node.state(), separators=(",", ":")).encode()
-        self.probe_sock.sendto(ProbeMessage(ECHO, msg.seq, msg.t_send_ns, payload).encode(),
-                               sender)
+        echo = echo_of(msg, payload, received_s)  # its wait for a core is not the network's
+        self.probe_sock.sendto(echo.encode(), sender)
         c.sent["probe"] += 1
+        self.turnaround_out.add(echo.turnaround_ns / 1e6)
 
     def _ops_in(self) -> None:
         c = self.node.counts
-        data, sender = self.ops_sock.recvfrom(MAX_OP)
+        data, sender, received_s = rx_stamp.recvfrom_stamped(self.ops_sock, MAX_OP)
         try:
             msg = json.loads(data)
             kind = str(msg["op"])
@@ -314,6 +324,11 @@ class FogDaemon:
             self.board.write(self.node.info.name, len(self.node.members))
         if reply is not None:  # with the request's id, which the client matches
             reply["id"] = msg.get("id")
+            # how long it held the request, which the client takes off the task's round
+            # trip (as the probes' turnaround): its wait for a core is not the network's
+            held_ns = max(round((time.monotonic() - received_s) * 1e9), 0)
+            reply["held_ns"] = held_ns
+            self.turnaround_out.add(held_ns / 1e6)
             self.ops_sock.sendto(json.dumps(reply, separators=(",", ":")).encode(), sender)
             c.sent[str(reply["op"])] += 1
 
@@ -331,7 +346,8 @@ class FogDaemon:
         if msg.kind != ECHO or sent is None or sent[1] != msg.t_send_ns:
             c.received["probe"] += 1
             return
-        rtt_real_ms = (t_recv - sent[1]) / 1e6
+        rtt_real_ms = round_trip_ms(sent[1], t_recv, msg.turnaround_ns)
+        self.turnaround_in.add(msg.turnaround_ns / 1e6)
         if isinstance(sent[0], tuple):  # Meridian's probe to a client
             c.received["m_probe"] += 1
             self._meridian_do(self.node.meridian.client_rtt(
@@ -381,7 +397,9 @@ class FogDaemon:
         write_json_atomic(n.cfg.state_dir / f"{n.info.name}.json", {
             "members": len(n.members), "refused": n.refused, "rtt_ms": n.peer_rtt_ms,
             "coord": n.vivaldi.coord.to_dict(), "counts": n.counts.to_dict(),
-            "meridian_hops": n.meridian.hops})
+            "meridian_hops": n.meridian.hops,
+            "turnarounds": {"echoed": self.turnaround_out.to_dict(),
+                            "taken_off": self.turnaround_in.to_dict()}})
 
     def serve(self) -> None:
         next_ping = time.monotonic() + random.Random(self.node.info.name).uniform(

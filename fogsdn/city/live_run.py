@@ -37,7 +37,7 @@ from fogsdn.city.layout import (
     start_walker,
 )
 from fogsdn.city.map_view import CityNow, CityView, start_city_view
-from fogsdn.city.sim_output import live_metrics
+from fogsdn.city.sim_output import live_metrics, turnaround_columns
 from fogsdn.city.study_spec import (
     CityStudy,
     city_star_topology,
@@ -342,6 +342,7 @@ class CityLive:
                 "slots": self.layout.total_slots, "seed": st.seed,
                 "duration_s": st.duration_s, "engine": "emulate",
                 **live_metrics(results, fog_states),
+                **turnaround_columns(engine, fog_states),
                 "link_updates": self.link_updates - updates0,
                 "clients_reporting": len(results), "fogs_reporting": len(fog_states),
                 "client_engine": {k: engine[k] for k in ("cpu_s", "wall_s", "max_rss_kb",
@@ -405,7 +406,8 @@ class CityLive:
                 "links": dict(self.net.links), "link_elements": self.elements,
                 "points": [{k: r[k] for k in ("selector", "ratio", "clients",
                                               "clients_reporting", "fogs_reporting",
-                                              "rtt_excess_ms", "spawned_s",
+                                              "rtt_excess_ms", "turnaround_real_ms_mean",
+                                              "turnaround_real_ms_max", "spawned_s",
                                               "tick_busy_ms", "client_engine")}
                            for r in rows]}
 

@@ -41,7 +41,7 @@ from fogsdn.nodes.ncs.discovery import (
 )
 from fogsdn.nodes.ncs.selection import ProbeAnswer, SelectionContext, Selector
 from fogsdn.nodes.ncs.vivaldi import Coordinate, VivaldiConfig, VivaldiError, VivaldiNode
-from fogsdn.nodes.probe import ProbeCounters, Prober
+from fogsdn.nodes.probe import ProbeCounters, Prober, Turnarounds
 
 
 class Transport(Protocol):
@@ -51,6 +51,10 @@ class Transport(Protocol):
 
     def ping(self, fog: str) -> tuple[float | None, dict[str, Any] | None]:
         """One probe: RTT in model ms and the node's echoed state (None, None if lost)."""
+
+    def held_s(self, reply: dict[str, Any]) -> float:
+        """How long the node said it held the request whose reply this is (s), which the
+        client takes off the task's round trip."""
 
     def op(self, fog: str, msg: dict[str, Any], want_reply: bool) -> dict[str, Any] | None:
         """One ops datagram, and its reply when one is wanted (None: none came)."""
@@ -242,7 +246,7 @@ class CityClient:
             r.lost += 1
             return
         t1 = self.net.reply_at if self.net.reply_at is not None else time.monotonic()
-        rtt = self.cfg.timebase.model_ms(t1 - t0)
+        rtt = self.cfg.timebase.model_ms(max(t1 - t0 - self.net.held_s(reply), 0.0))
         self.last_rtt[node] = rtt
         # the best this task could have had: here, or as one more client anywhere else
         at = self._latency(loads, joining=node)
@@ -287,6 +291,7 @@ class UdpTransport:
         self.seq = 0  # the last ops request's id
         self.truth_path = truth_path
         self._truth: dict[str, Any] = {}
+        self.task_turnarounds = Turnarounds()  # what the nodes held this client's tasks
 
     def ping(self, fog: str) -> tuple[float | None, dict[str, Any] | None]:
         s = self.prober.ping((self.cfg.fogs[fog].ip, PROBE_PORT), self.timeout_s)
@@ -298,6 +303,15 @@ class UdpTransport:
             state = None
         rtt = self.cfg.timebase.model_ms_of_real_ms(s.rtt_ms)
         return rtt, state if isinstance(state, dict) else None
+
+    def held_s(self, reply: dict[str, Any]) -> float:
+        """How long the node said it held the request (s; 0 where it did not say or
+        said something that is not a time), taken off the task's round trip."""
+        held = reply.get("held_ns")
+        if isinstance(held, bool) or not isinstance(held, int) or not 0 <= held < 10**10:
+            return 0.0
+        self.task_turnarounds.add(held / 1e6)
+        return held / 1e9
 
     def op(self, fog: str, msg: dict[str, Any], want_reply: bool) -> dict[str, Any] | None:
         """Each request carries an id its reply echoes: a reply that comes after its

@@ -72,3 +72,18 @@ def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
     cols += [c for c in (*LIVE_COLUMNS, *MERIDIAN_COLUMNS) if any(c in r for r in rows)]
     write_csv_rows(path, cols, ({k: (f"{v:.6g}" if isinstance(v, float) else v)
                                  for k, v in r.items()} for r in rows), extrasaction="ignore")
+
+
+def turnaround_columns(engine: dict[str, Any], fog_states: dict[str, dict[str, Any]]
+                       ) -> dict[str, float]:
+    """What the probes' responders held their pings (real ms), as taken off the measured
+    round trips by the clients and the fog nodes: the emulator's own waits for a core
+    that no RTT of this point carries."""
+    parts = [engine.get("turnarounds", {}).get("taken_off", {}),
+             *(s.get("turnarounds", {}).get("taken_off", {}) for s in fog_states.values())]
+    count = sum(int(t.get("count", 0)) for t in parts)
+    total = sum(float(t.get("mean_ms", 0.0)) * int(t.get("count", 0)) for t in parts)
+    return {"turnaround_real_ms_mean": round(total / count, 4) if count else math.nan,
+            "turnaround_real_ms_max": max((float(t.get("max_ms", 0.0)) for t in parts),
+                                          default=math.nan)}
+

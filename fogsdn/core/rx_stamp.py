@@ -50,6 +50,15 @@ def recv_stamped(sock: socket.socket, bufsize: int) -> tuple[bytes, float]:
     return data, now_mono if stamp is None else stamp
 
 
+def recvfrom_stamped(sock: socket.socket, bufsize: int
+                     ) -> tuple[bytes, tuple[str, int], float]:
+    """`recv_stamped` with the sender's address (`sock.recvfrom`)."""
+    data, anc, _, address = sock.recvmsg(bufsize, CMSG_SPACE)
+    now_mono = time.monotonic()
+    stamp = stamp_monotonic(anc, now_mono, time.time())
+    return data, (str(address[0]), int(address[1])), now_mono if stamp is None else stamp
+
+
 def _resolve(ready: asyncio.Future[None]) -> None:
     if not ready.done():
         ready.set_result(None)

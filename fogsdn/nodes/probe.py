@@ -5,6 +5,11 @@ format is `_HEADER`; the prober times against its own monotonic clock, so the
 hosts' clocks never need to agree, and anything malformed is dropped and counted
 (docs/coordinates.md, Probes). Sockets bind only to the address given.
 
+An echo carries the responder's turnaround (from the kernel's receive stamp of the ping
+to its own send), which the prober takes off the round trip, as a TWAMP reflector's two
+stamps let its sender do (RFC 5357): on two shared cores the wait of a responder for a
+core (or its process's GIL) is the emulator's, not the network's.
+
     python -m fogsdn.nodes.probe respond --bind 10.0.0.1:7000 [--duration S] [--payload JSON]
     python -m fogsdn.nodes.probe ping --bind 10.0.0.2 --target 10.0.0.1:7000 [--count N]
 """
@@ -22,15 +27,17 @@ import struct
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from fogsdn.core import rx_stamp
 
 MAGIC = b"FGPR"
-VERSION = 1
+VERSION = 2
 PING, ECHO = 1, 2
-# magic | version | kind | seq | t_send_ns (echoed unchanged) | payload_len, then payload
-_HEADER = struct.Struct("!4sBBIQH")
+# magic | version | kind | seq | t_send_ns (echoed unchanged) | turnaround_ns (echoes;
+# 0 in pings) | payload_len, then payload
+_HEADER = struct.Struct("!4sBBIQIH")
+MAX_TURNAROUND_NS = 2**32 - 1  # about 4.3 s; a longer hold is sent as this
 MAX_PAYLOAD = 512
 MAX_DATAGRAM = _HEADER.size + MAX_PAYLOAD
 
@@ -49,12 +56,21 @@ class ProbeMessage:
     seq: int
     t_send_ns: int
     payload: bytes = b""
+    turnaround_ns: int = 0  # echoes: how long the responder held the ping
 
     def encode(self) -> bytes:
         if len(self.payload) > MAX_PAYLOAD:
             raise ProbeError(f"payload: {len(self.payload)} bytes > {MAX_PAYLOAD}")
         return _HEADER.pack(MAGIC, VERSION, self.kind, self.seq, self.t_send_ns,
-                            len(self.payload)) + self.payload
+                            self.turnaround_ns, len(self.payload)) + self.payload
+
+
+def echo_of(ping: ProbeMessage, payload: bytes, received_s: float | None) -> ProbeMessage:
+    """The echo of `ping`, stamped with the time since the kernel received it
+    (`received_s`, monotonic seconds; None: no stamp, a turnaround of 0)."""
+    held = 0 if received_s is None else round((time.monotonic() - received_s) * 1e9)
+    return ProbeMessage(ECHO, ping.seq, ping.t_send_ns, payload,
+                        min(max(held, 0), MAX_TURNAROUND_NS))
 
 
 def decode(datagram: bytes) -> ProbeMessage:
@@ -62,7 +78,7 @@ def decode(datagram: bytes) -> ProbeMessage:
         raise MalformedDatagram(f"short: {len(datagram)} bytes")
     if len(datagram) > MAX_DATAGRAM:
         raise MalformedDatagram(f"long: {len(datagram)} bytes")
-    magic, version, kind, seq, t_send, plen = _HEADER.unpack_from(datagram)
+    magic, version, kind, seq, t_send, turnaround, plen = _HEADER.unpack_from(datagram)
     if magic != MAGIC:
         raise MalformedDatagram("magic")
     if version != VERSION:
@@ -71,9 +87,9 @@ def decode(datagram: bytes) -> ProbeMessage:
         raise MalformedDatagram(f"kind {kind}")
     if _HEADER.size + plen != len(datagram):
         raise MalformedDatagram("payload length")
-    if kind == PING and plen:
-        raise MalformedDatagram("ping with payload")
-    return ProbeMessage(kind, seq, t_send, datagram[_HEADER.size:])
+    if kind == PING and (plen or turnaround):
+        raise MalformedDatagram("ping with payload or turnaround")
+    return ProbeMessage(kind, seq, t_send, datagram[_HEADER.size:], turnaround)
 
 
 def parse_endpoint(text: str, *, need_port: bool, allow_wildcard: bool = False
@@ -99,12 +115,38 @@ def parse_endpoint(text: str, *, need_port: bool, allow_wildcard: bool = False
 
 
 @dataclass
+class Turnarounds:
+    """The responders' turnarounds an end put on its echoes or took off its round trips:
+    what the emulator's own waits for a core would have added to the measured RTTs."""
+
+    count: int = 0
+    total_ms: float = 0.0
+    max_ms: float = 0.0
+
+    def add(self, ms: float) -> None:
+        self.count += 1
+        self.total_ms += ms
+        self.max_ms = max(self.max_ms, ms)
+
+    def merge(self, other: Turnarounds) -> None:
+        self.count += other.count
+        self.total_ms += other.total_ms
+        self.max_ms = max(self.max_ms, other.max_ms)
+
+    def to_dict(self) -> dict[str, float]:
+        mean = self.total_ms / self.count if self.count else 0.0
+        return {"count": self.count, "mean_ms": round(mean, 4), "max_ms": round(self.max_ms, 4)}
+
+
+@dataclass
 class ProbeCounters:
     sent: int = 0
     received: int = 0
     malformed: int = 0
     unmatched: int = 0
     timeouts: int = 0
+    # put on the echoes (a responder) or taken off the round trips (a prober)
+    turnarounds: Turnarounds = field(default_factory=Turnarounds)
 
     @property
     def messages(self) -> int:
@@ -125,11 +167,13 @@ def _bound_socket(bind: tuple[str, int], allow_wildcard: bool) -> socket.socket:
 
 
 class EchoResponder:
-    """Answers each ping with an echo carrying `payload` (may change between echoes)."""
+    """Answers each ping with an echo carrying `payload` (may change between echoes) and
+    how long it held the ping."""
 
     def __init__(self, bind: tuple[str, int], payload: bytes = b"",
                  allow_wildcard: bool = False) -> None:
         self.sock = _bound_socket(bind, allow_wildcard)
+        rx_stamp.enable(self.sock)
         self.counters = ProbeCounters()
         self.payload = payload
         self._stop = threading.Event()
@@ -139,7 +183,9 @@ class EchoResponder:
         host, port = self.sock.getsockname()
         return str(host), int(port)
 
-    def handle(self, datagram: bytes, sender: tuple[str, int]) -> None:
+    def handle(self, datagram: bytes, sender: tuple[str, int],
+               received_s: float | None = None) -> None:
+        """Answer `datagram` (received by the kernel at `received_s`, monotonic s)."""
         try:
             msg = decode(datagram)
         except MalformedDatagram:
@@ -149,17 +195,22 @@ class EchoResponder:
             self.counters.unmatched += 1
             return
         self.counters.received += 1
-        echo = ProbeMessage(ECHO, msg.seq, msg.t_send_ns, self.payload).encode()
-        self.sock.sendto(echo, sender)
+        echo = echo_of(msg, self.payload, received_s)
+        self.sock.sendto(echo.encode(), sender)
         self.counters.sent += 1
+        self.counters.turnarounds.add(echo.turnaround_ns / 1e6)
+
+    def answer_one(self) -> None:
+        """Read one datagram (the socket is readable) and answer it."""
+        datagram, sender, received_s = rx_stamp.recvfrom_stamped(self.sock, MAX_DATAGRAM + 1)
+        self.handle(datagram, sender, received_s)
 
     def serve(self, duration_s: float | None = None) -> None:
         end = None if duration_s is None else time.monotonic() + duration_s
         while not self._stop.is_set() and (end is None or time.monotonic() < end):
             ready, _, _ = select.select([self.sock], [], [], 0.05)
             if ready:
-                datagram, sender = self.sock.recvfrom(MAX_DATAGRAM + 1)
-                self.handle(datagram, sender)
+                self.answer_one()
 
     def stop(self) -> None:
         self._stop.set()
@@ -172,8 +223,9 @@ class EchoResponder:
 @dataclass(frozen=True)
 class Sample:
     seq: int
-    rtt_ms: float | None  # None: no echo within the timeout
+    rtt_ms: float | None  # None: no echo within the timeout; the turnaround taken off
     payload: bytes = b""
+    turnaround_ms: float = 0.0  # what the responder said it held the ping
 
 
 class Prober:
@@ -214,7 +266,9 @@ class Prober:
                 self.counters.unmatched += 1
                 continue
             self.counters.received += 1
-            return Sample(seq, (t_recv - t_send) / 1e6, msg.payload)
+            self.counters.turnarounds.add(msg.turnaround_ns / 1e6)
+            return Sample(seq, round_trip_ms(t_send, t_recv, msg.turnaround_ns), msg.payload,
+                          msg.turnaround_ns / 1e6)
         self.counters.timeouts += 1
         return Sample(seq, None)
 
@@ -279,7 +333,8 @@ class Prober:
                         self.counters.unmatched += 1
                         continue
                     self.counters.received += 1
-                    rtts[k] = (t_recv - msg.t_send_ns) / 1e6
+                    self.counters.turnarounds.add(msg.turnaround_ns / 1e6)
+                    rtts[k] = round_trip_ms(msg.t_send_ns, t_recv, msg.turnaround_ns)
                     order.append(k)
         finally:
             self.sock.setblocking(True)
@@ -291,6 +346,13 @@ class Prober:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def round_trip_ms(t_send_ns: int, t_recv_ns: int, turnaround_ns: int) -> float:
+    """The network's round trip: the prober's send to its kernel's receive stamp, less
+    the responder's turnaround (never below 0: the two ends' stamps are not one clock's
+    reading, so a tiny round trip may come out a hair negative)."""
+    return max(t_recv_ns - t_send_ns - turnaround_ns, 0) / 1e6
 
 
 @dataclass(frozen=True)
