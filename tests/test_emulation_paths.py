@@ -14,8 +14,9 @@ import pytest
 from conftest import ROOT
 
 from fogsdn.controller.pipeline import PRIO_CONNECTION_PATH
-from fogsdn.core.scenario import load_scenario
+from fogsdn.core.scenario import PolicySpec, load_scenario
 from fogsdn.live.live_network import live_network
+from fogsdn.live.queueing_run import run_emulation
 from tools.rigs.probe_network import service_session, session_result
 
 pytestmark = pytest.mark.emulation
@@ -78,3 +79,26 @@ def test_a_chosen_path_is_installed_end_to_end_and_carries_the_connection(
     answered = [ln for ln in arp["s6"] if "arp_op=1" in ln and f"arp_tpa={c1_ip}" in ln]
     assert len(answered) == 1 and _packets(answered[0]) >= 1, arp["s6"]
     assert all(_packets(ln) == 0 for s in ("s3", "s5") for ln in arp[s]), arp
+
+
+def test_path_cpn_learns_live_from_the_controllers_measured_response_times(
+        tmp_path: Path) -> None:
+    """Seed 002a's per-request RNN is told each connection's measured time live, as the
+    simulator tells it each request's: its learning curve carries answered requests'
+    response times (none were told before the controller called `answered`)."""
+    sc = load_scenario(ROOT / "scenarios" / "seed002a.yaml").model_copy(update={
+        "duration_ms": 150.0,
+        "policy": PolicySpec(name="path_cpn", params={"epoch_requests": 20, "seed": 1})})
+    summary = run_emulation(sc, tmp_path / "live", show_progress=False)
+    assert summary["policy"]["name"] == "path_cpn" and summary["policy"]["errors"] == 0
+    curve = (tmp_path / "live" / "learning_curve.csv").read_text().splitlines()
+    cols = curve[0].split(",")
+    rows = [dict(zip(cols, ln.split(","), strict=True)) for ln in curve[1:]]
+    told = [float(r["response_ms"]) for r in rows if r["response_ms"] != "nan"]
+    assert len(rows) >= 3 and len(told) >= len(rows) - 1, curve
+    # a request is two round trips plus its service: told times are a model ms or more,
+    # and below the client's timeout on this idle-to-busy profile
+    assert all(0.5 < t < sc.timeout_ms for t in told), told
+    events = [json.loads(x) for x in (tmp_path / "live" / "controller-events.jsonl")
+              .read_text().splitlines()]
+    assert not [e for e in events if e["event"] in ("policy_error", "learner_untold")]

@@ -29,6 +29,7 @@ from os_ken.lib.packet import arp, ipv4, packet, tcp
 from os_ken.ofproto import ofproto_v1_3
 
 from fogsdn.controller import of_messages as of
+from fogsdn.controller.answer_book import Answer, AnswerBook
 from fogsdn.controller.cluster import ClusterState, LinkState, loaded_view, port_change
 from fogsdn.controller.config import ControllerConfig
 from fogsdn.controller.flow_tables import TABLE_CLASSIFY
@@ -126,11 +127,17 @@ class FogController(app_manager.OSKenApp):
         self._barriers: dict[tuple[int, int], threading.Event] = {}
         self._installed: dict[TaskClass, Buckets] = {}  # each select group's, as sent
         self.measure_rt = conf.measure_rt  # 0: off; N: one connection in N is timed
+        if self.measure_rt and self.running.learns_per_request:
+            self.measure_rt = 1  # a per-request learner is told every connection's time
         self.rt = RtRecorder.of_run(
             scenario.time_scale, scenario.timeout_ms, self.fabric.vip,
             {h.ip: h.name for h in self.fabric.hosts},
             sample_mask(self.measure_rt) if self.measure_rt else 0, time.monotonic())
         self._wall_minus_mono = time.time() - time.monotonic()  # os-ken stamps events in wall time
+        # a per-request learner's timed connections, answered once each (`Policy.answered`):
+        # measured, or the client's timeout once the recorder would have given up on them
+        self.answers = AnswerBook(scenario.timeout_ms, self.rt.timer.max_open_s)
+        self._follow_learner()
         self._rt_file = None
         if self.measure_rt:
             path = self.events_path.with_name("controller-rt.csv")
@@ -386,13 +393,34 @@ class FogController(app_manager.OSKenApp):
                     written, dirty = time.monotonic(), False
 
     def _observe(self, seg: Segment, t: float, node: str | None = None) -> None:
-        """One copied segment to the recorder; a completed pairing to controller-rt.csv."""
+        """One copied segment to the recorder; a completed pairing to controller-rt.csv,
+        and to a per-request learner waiting for it."""
         m = self.rt.observe(seg, t, node)
         if m is not None and self._rt_file is not None:
             self._rt_file.write(self.rt.row(m))
             self._rt_file.flush()
+        if m is not None and self.answers:
+            answer = self.answers.measured((m.client_ip, m.client_port), m.rt_ms)
+            if answer is not None:
+                self._tell([answer])
         if self.rt.expire_due(t):
             self._wall_minus_mono = time.time() - time.monotonic()  # follows clock slewing
+            self._tell(self.answers.expired(t))
+
+    def _follow_learner(self) -> None:
+        """Start the running policy's answers afresh. A per-request learner that runs from
+        the start is told every connection's time (the switches copy them all); one swapped
+        in later, the connections timed (one in `measure_rt`); with the measurement off,
+        none, which the run's events say."""
+        self.answers.clear()  # what was waiting was the previous policy's
+        if not self.measure_rt and self.running.learns_per_request:
+            self._event(event="learner_untold", policy=self.running.policy.policy.name,
+                        why="response times are not measured (--no-measure-rt)")
+
+    def _tell(self, answers: list[Answer]) -> None:
+        """Hand answers to the running policy (its failures are reported as any call's)."""
+        for a in answers:
+            self.running.policy.answered(a.client, a.node, a.path, a.response_ms)
 
     def _dispatch_connection(self, msg: Any, ip: Any, seg: Any, t_in: float) -> None:
         """Decide one new connection and send its SYN on to the chosen worker."""
@@ -436,6 +464,9 @@ class FogController(app_manager.OSKenApp):
                                  in_port=msg.match["in_port"]))
         path_ms = (time.monotonic() - t_in) * 1000.0  # packet-in read to packet-out queued
         if self.measure_rt and self.rt.sampled(seg.src_port):  # the decision's SYN
+            if self.running.learns_per_request:
+                self._tell(self.answers.opened((ip.src, seg.src_port), src, c.node, c.option,
+                                               t_in))
             self._observe(Segment(ip.src, seg.src_port, ip.dst, seg.dst_port, seg.seq,
                                   seg.bits), t_in, c.node)
         self._event(event="decision", cls=str(cls), client=src, port=seg.src_port,
@@ -471,6 +502,7 @@ class FogController(app_manager.OSKenApp):
             return {"error": str(err).splitlines()[0]}
         with self._lock:
             was, self.running = self.running, run
+            self._follow_learner()
             groups = self._install_groups(initial=not self._installed)
             for dpid, dp in self._datapaths(self.edges):
                 gone, send = dispatch_changes(self.topo, self.names[dpid], self.hops,

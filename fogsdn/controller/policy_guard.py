@@ -11,7 +11,7 @@ import random
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from fogsdn.models.network_power import PathMenu
+from fogsdn.models.network_power import PathMenu, PathOption
 from fogsdn.policies import (
     ClusterView,
     Policy,
@@ -96,6 +96,15 @@ class GuardedPolicy:
         except USER_CODE_ERRORS as err:
             self._failed("paths", policy_failure(self.policy, "paths", err))
             return {}
+
+    def answered(self, client: str, node: str, path: PathOption | None,
+                 response_ms: float) -> None:
+        """Tell a per-request learner one request's response time; a failure is told
+        to `on_failure` (the learner then misses that answer, nothing else changes)."""
+        try:
+            self._ask("answered", self.policy.answered, client, node, path, response_ms)
+        except USER_CODE_ERRORS as err:
+            self._failed("answered", policy_failure(self.policy, "answered", err))
 
     def choose_path(self, view: ClusterView, request: Request, node: str, menu: PathMenu) -> int:
         """The policy's path for one request, or the shortest (0) when it fails."""

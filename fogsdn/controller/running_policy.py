@@ -16,6 +16,7 @@ from fogsdn.controller.path_choice import PathRouter, connection_path, path_rout
 from fogsdn.controller.pipeline import Flow, Topology
 from fogsdn.controller.policy_guard import GuardedPolicy
 from fogsdn.core.scenario import Scenario, TaskClass
+from fogsdn.models.network_power import PathOption
 from fogsdn.policies import ClusterView, Policy, Request, is_per_request, routes_for
 from fogsdn.policies.watchdog import thread_watchdog
 
@@ -29,6 +30,7 @@ class ConnectionChoice:
     node: str
     decide_ms: float  # the policy's own time (issue 9)
     path: list[str] | None  # the switches of its own path, for a policy that chooses paths
+    option: PathOption | None  # the option chosen from the policy's menu, as it was offered
     path_flows: list[tuple[str, Flow]]  # (switch, rule) in the order they are sent
     curve_rows: str  # the learner's epochs that closed since (learning_curve.csv lines)
     agent: dict[str, Any] | None  # a learning agent's state, in some decision events
@@ -43,6 +45,11 @@ class RunningPolicy:
     per_request: bool  # `decide` per connection, as every engine asks it
     router: PathRouter | None  # seed 002a: a policy that chooses each connection's path
     reports: LearnerReports  # its policy epoch's learning curve and agent state
+
+    @property
+    def learns_per_request(self) -> bool:
+        """Whether the policy is told each request's response time (`answered`)."""
+        return self.policy.policy.learns_per_request
 
     @classmethod
     def start(cls, scenario: Scenario, built: Policy, on_failure: Callable[[str, str], None],
@@ -78,6 +85,7 @@ class RunningPolicy:
         node = self.policy.decide(view, request)
         decide_ms = (time.perf_counter() - t0) * 1000.0
         path: list[str] | None = None
+        option: PathOption | None = None
         flows: list[tuple[str, Flow]] = []
         if self.router is not None and request.client in topo.graph:
             option, flows = connection_path(
@@ -85,7 +93,7 @@ class RunningPolicy:
                 topo, request.client, node, client_port, model_ms(), idle_s)
             path = list(option.switches)
         learner = self.policy.policy
-        return ConnectionChoice(node, decide_ms, path, flows,
+        return ConnectionChoice(node, decide_ms, path, option, flows,
                                 self.reports.new_rows(learner.learning_curve()),
                                 self.reports.agent_state(learner))
 
