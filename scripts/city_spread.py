@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     except (CityStudyError, SelectionError, ValueError, OSError) as e:
         return bootstrap.fail(f"city_spread: {e}")
     print(f"{study.name}: {study.fog_nodes} fog nodes, {study.total_slots} slots, ratio "
-          f"{ratio:g}, {study.duration_s:g} model s, {a.draws} draws (mean ± sd)")
+          f"{ratio:g}, {study.simulated_span_model_s:g} model s, {a.draws} draws (mean ± sd)")
     for sel, m in out.items():
         print(f"  {sel:>10}: " + ", ".join(f"{k} {mu:.3g} ± {sd:.2g}" for k, (mu, sd) in m.items()))
     if a.json is not None:

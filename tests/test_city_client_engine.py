@@ -27,7 +27,7 @@ def _client(cfg: CityConfig, net: Any) -> CityClient:
 def _started(tmp_path: Path, duration_s: float, period_s: float) -> CityConfig:
     """A point that starts now: steps `period_s` real seconds apart (time scale 1)."""
     return replace(_config({"x": 2, "y": 3}), state_dir=tmp_path, time_scale=1.0,
-                   epoch=time.monotonic(), duration_s=duration_s,
+                   epoch=time.monotonic(), duration_live_s=duration_s,
                    client=ClientParams(period_s=(period_s, period_s), start_s=(0.0, 0.0)))
 
 

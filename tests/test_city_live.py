@@ -112,7 +112,7 @@ def _config(slots: dict[str, int]) -> CityConfig:
             for i, (n, s) in enumerate(slots.items())}
     return CityConfig(fogs=fogs, clients={"c1": "10.0.0.101", "c2": "10.0.0.102"},
                       time_scale=5.0, state_dir=Path("/nonexistent"),
-                      epoch=0.0, duration_s=10.0, seed=1)
+                      epoch=0.0, duration_live_s=10.0, seed=1)
 
 
 
@@ -399,7 +399,8 @@ def test_live_metrics_give_the_simulators_columns() -> None:
 def test_simulate_engine_runs_the_study_at_its_full_scale(tmp_path: Path) -> None:
     f = tmp_path / "c.yaml"
     f.write_text("study: city\nname: small\nselectors: [optimal, load_aware]\n"
-                 "full_scale: {fog_nodes: 5, total_slots: 30, duration_s: 15, ratios: [0.5]}\n")
+                 "full_scale: {fog_nodes: 5, total_slots: 30, duration_model_s: 15,"
+                 " ratios: [0.5]}\n")
     assert study_main(["--scenario", str(f), "--out", str(tmp_path / "out"),
                        "--executor", "serial"]) == 0
     lines = (tmp_path / "out" / "seed003-simulate.csv").read_text().splitlines()
@@ -413,7 +414,8 @@ def test_the_clis_recognise_a_city_study(tmp_path: Path, entry: str) -> None:
     """`run_testbed.py` and `sweep.py` hand a `study: city` file to the city study."""
     f = tmp_path / "c.yaml"
     f.write_text("study: city\nname: small\nselectors: [random]\n"
-                 "full_scale: {fog_nodes: 4, total_slots: 12, duration_s: 10, ratios: [0.5]}\n")
+                 "full_scale: {fog_nodes: 4, total_slots: 12, duration_model_s: 10,"
+                 " ratios: [0.5]}\n")
     out = tmp_path / "out"
     if entry == "run_testbed":
         from fogsdn.cli.run_command import main as cli_main
@@ -479,13 +481,30 @@ def test_a_live_point_spans_duration_over_time_scale_model_seconds(
     """Every time of the study runs at time_scale live: 200 live s at 10 are 20 model s,
     what the simulator runs at the live scale; a point too short for the clients' start
     is refused in one line naming the field."""
-    st = _study(duration_s=200, time_scale=10, start_s=[0.5, 2.0])
-    assert st.model_span_s() == 20.0 and st.at_live_span().duration_s == 20.0
+    st = _study(duration_live_s=200, time_scale=10, start_s=[0.5, 2.0])
+    assert st.model_span_s() == 20.0 and st.at_live_span().duration_model_s == 20.0
     st.check_live_span()
-    with pytest.raises(CityStudyError, match=r"duration_s: 15 live s at time_scale 10 span "
+    with pytest.raises(CityStudyError, match=r"duration_live_s: 15 live s at time_scale 10 span "
                                              r"1.5 model s.*start up to 2 model s"):
-        _study(duration_s=15, time_scale=10, start_s=[0.5, 2.0]).check_live_span()
+        _study(duration_live_s=15, time_scale=10, start_s=[0.5, 2.0]).check_live_span()
     f = tmp_path / "c.yaml"
-    f.write_text("study: city\nname: t\ntime_scale: 10\nduration_s: 15\n")
+    f.write_text("study: city\nname: t\ntime_scale: 10\nduration_live_s: 15\n")
     rc = study_main(["--scenario", str(f), "--engine", "emulate", "--out", str(tmp_path / "o")])
-    assert rc == 2 and "duration_s: 15 live s" in capsys.readouterr().err
+    assert rc == 2 and "duration_live_s: 15 live s" in capsys.readouterr().err
+
+
+def test_the_old_duration_keys_are_read_for_one_release_with_a_warning(
+        tmp_path: Path) -> None:
+    """`duration_s` meant live seconds at the top and model seconds under `full_scale`;
+    each is read as its new name (the unit in it) with a FutureWarning, and a live run
+    refuses the simulator's `duration_model_s`."""
+    f = tmp_path / "old.yaml"
+    f.write_text("study: city\nname: t\ntime_scale: 10\nduration_s: 30\n"
+                 "full_scale: {duration_s: 7}\n")
+    with pytest.warns(FutureWarning, match="duration_s is now "):
+        st = load_city_study(f)
+    assert st.duration_live_s == 30.0 and st.full_scale.duration_model_s == 7.0
+    assert st.at_full_scale().simulated_span_model_s == 7.0
+    assert st.at_live_span().simulated_span_model_s == 3.0
+    with pytest.raises(CityStudyError, match="duration_model_s: 3 is the simulator's"):
+        st.at_live_span().check_live_choices()

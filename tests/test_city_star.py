@@ -131,7 +131,7 @@ def test_study_limits_by_network() -> None:
 
 def test_the_epoch_comes_from_its_file_once_written(tmp_path: Path) -> None:
     cfg = CityConfig(fogs={}, clients={}, time_scale=10, state_dir=tmp_path, epoch=0.0,
-                     duration_s=1, seed=1, epoch_file=tmp_path / "epoch")
+                     duration_live_s=1, seed=1, epoch_file=tmp_path / "epoch")
     path = cfg.write(tmp_path / "city.json")
     timer = threading.Timer(0.2, lambda: (tmp_path / "epoch").write_text("1234.5"))
     timer.start()

@@ -36,7 +36,8 @@ CLIENT_STATES: dict[str, dict[str, Any]] = {
 
 def _document() -> dict[str, Any]:
     return city_state_document(
-        layout=LAYOUT, selector="vivaldi", ratio=0.5, t_s=2.0, duration_s=20.0, time_scale=10.0,
+        layout=LAYOUT, selector="vivaldi", ratio=0.5, t_s=2.0, duration_live_s=20.0,
+        time_scale=10.0,
         running=True, clients=["c1", "c2", "c3"],
         positions=[(10.0, 20.0), (30.0, 40.0), (50.0, 60.0)],
         fog_states=FOG_STATES, client_states=CLIENT_STATES)

@@ -34,7 +34,7 @@ BRISK = {"start_s": [0.05, 0.2], "period_s": [0.05, 0.1], "node_probe_s": 0.03}
 def test_city_runs_live_with_probes_coordinates_and_mobility(tmp_path: Path) -> None:
     study = CityStudy.model_validate({
         "study": "city", "name": "citytest", "fog_nodes": 3, "total_slots": 8,
-        "ratios": [0.5], "selectors": ["load_aware", "meridian"], "duration_s": 12,
+        "ratios": [0.5], "selectors": ["load_aware", "meridian"], "duration_live_s": 12,
         "time_scale": 10, **BRISK,
         "mobility": {"kind": "waypoint", "speed_mps": [10, 15], "pause_s": [0, 0]}})
     live = run_city_live(study, tmp_path, show=False)
@@ -95,7 +95,7 @@ def test_the_star_city_gives_every_pair_its_delay_with_one_element_per_node(
     study = CityStudy.model_validate({
         "study": "city", "name": "citystar", "network": "star", "fog_nodes": 4,
         "total_slots": 16, "ratios": [0.5], "selectors": ["optimal", "vivaldi"],
-        "duration_s": 12, "time_scale": 10, **BRISK,
+        "duration_live_s": 12, "time_scale": 10, **BRISK,
         "mobility": {"kind": "waypoint", "speed_mps": [10, 15], "pause_s": [0, 0]}})
     live = run_city_live(study, tmp_path, show=False)
     summary = live.summary
@@ -134,7 +134,7 @@ class _Runner:
 
     def __init__(self, tmp_path: Path, duration_s: float) -> None:
         study = {"study": "city", "name": "citydrill", "fog_nodes": 3, "total_slots": 6,
-                 "ratios": [0.5], "selectors": ["random"], "duration_s": duration_s,
+                 "ratios": [0.5], "selectors": ["random"], "duration_live_s": duration_s,
                  "time_scale": 10, "realtime": False, **BRISK,
                  "mobility": {"kind": "static"}}
         f = tmp_path / "city.yaml"

@@ -58,7 +58,7 @@ def test_the_city_map_in_a_browser(tmp_path: Path) -> None:
         proc = subprocess.Popen(
             [sys.executable, str(ROOT / "scripts" / "sweep.py"), "--scenario",
              str(ROOT / "scenarios" / "city.yaml"), "--engine", "emulate", "--out", str(out),
-             "--set", "selectors=[vivaldi]", "--set", "ratios=[0.5]", "--set", "duration_s=30",
+             "--set", "selectors=[vivaldi]", "--set", "ratios=[0.5]", "--set", "duration_live_s=30",
              # steps and probes every real second or so (the study file's pace at time
              # scale 10 is one per 5-10 s): the map has something to show at once
              "--set", "start_s=[0.05,0.2]", "--set", "period_s=[0.05,0.1]",

@@ -133,7 +133,7 @@ def test_make_selector_names_unknown() -> None:
 
 
 SMALL = CityStudy.model_validate({"study": "city", "name": "small", "seed": 3,
-                                  "duration_s": 20.0, "fog_nodes": 6, "total_slots": 30,
+                                  "duration_model_s": 20.0, "fog_nodes": 6, "total_slots": 30,
                                   "area_km2": 0.5, "start_s": [3.0, 10.0]})
 
 
@@ -246,10 +246,10 @@ def test_draws_change_the_runs_choices_alone(tmp_path: Path) -> None:
         draw_spread(SMALL, "random", 0.6, 1)
     study = tmp_path / "small.yaml"
     study.write_text(yaml.safe_dump({
-        "study": "city", "name": "small", "seed": 3, "duration_s": 20.0, "fog_nodes": 6,
+        "study": "city", "name": "small", "seed": 3, "duration_live_s": 20.0, "fog_nodes": 6,
         "total_slots": 30, "area_km2": 0.5, "start_s": [3.0, 10.0], "ratios": [0.6],
         "selectors": ["optimal", "random"],
-        "full_scale": {"fog_nodes": 6, "total_slots": 30, "duration_s": 20.0,
+        "full_scale": {"fog_nodes": 6, "total_slots": 30, "duration_model_s": 20.0,
                        "ratios": [0.6]}}))
     out = tmp_path / "spread.json"
     assert city_spread.main(["--scenario", str(study), "--draws", "2", "--json", str(out)]) == 0

@@ -315,7 +315,7 @@ def test_converted_trace_drives_the_simulated_city_study(tmp_path: Path) -> None
     (tmp_path / "walks.csv").write_text("\n".join(csv_lines(res.tracks)) + "\n")
     (tmp_path / "study.yaml").write_text(
         "study: city\nname: traced\nseed: 2\nfog_nodes: 3\ntotal_slots: 8\narea_km2: 1.0\n"
-        "ratios: [0.5]\nselectors: [optimal]\nduration_s: 10\nstart_s: [0.5, 1.0]\n"
+        "ratios: [0.5]\nselectors: [optimal]\nduration_live_s: 10\nstart_s: [0.5, 1.0]\n"
         "mobility:\n  kind: trace\n  trace: walks.csv\n")
     study = load_city_study(tmp_path / "study.yaml")
     [point] = CityStudyRun(study, tmp_path / "out", "simulate", live_scale=True).plan()
@@ -337,7 +337,7 @@ def test_a_trace_outside_the_square_is_refused_by_the_simulated_study_as_live(
     (tmp_path / "walks.csv").write_text("t_s,client,x_m,y_m\n0,a,10,10\n5,a,1200,10\n")
     (tmp_path / "study.yaml").write_text(
         "study: city\nname: out\nseed: 2\nfog_nodes: 3\ntotal_slots: 8\narea_km2: 1.0\n"
-        "ratios: [0.5]\nselectors: [optimal]\nduration_s: 10\nstart_s: [0.5, 1.0]\n"
+        "ratios: [0.5]\nselectors: [optimal]\nduration_live_s: 10\nstart_s: [0.5, 1.0]\n"
         "mobility:\n  kind: trace\n  trace: walks.csv\n")
     study = load_city_study(tmp_path / "study.yaml")
     with pytest.raises(LayoutError, match="trace line 3: position outside the 1000 m area"):

@@ -75,9 +75,9 @@ def test_apply_choices_sets_every_switch_and_caps_the_duration() -> None:
     assert st.params().propagation_ms_per_km == 0.005
     assert (st.optimal_reference, st.vivaldi, st.meridian_termination) == \
         ("static", "plain", "seed")
-    assert st.duration_s == 30.0 and st.timeout_ms == 50.0 and st.seed == 7
+    assert st.duration_model_s == 30.0 and st.timeout_ms == 50.0 and st.seed == 7
     assert (st.fog_nodes, st.total_slots) == (29, 318)
-    assert apply_choices(STUDY, PRESETS["seed"]).duration_s == 600.0
+    assert apply_choices(STUDY, PRESETS["seed"]).duration_model_s == 600.0
 
 
 def test_row_key_ignores_switches_that_cannot_touch_a_selector() -> None:
@@ -246,7 +246,7 @@ name: tiny
 fog_nodes: 3
 total_slots: 9
 ratios: [0.5]
-full_scale: {fog_nodes: 4, total_slots: 12, duration_s: 10, ratios: [0.5, 1.0]}
+full_scale: {fog_nodes: 4, total_slots: 12, duration_model_s: 10, ratios: [0.5, 1.0]}
 """
 
 

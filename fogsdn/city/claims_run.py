@@ -61,7 +61,7 @@ class ClaimsPoint:
 
     def label(self) -> str:
         return (f"{self.selector} ratio {self.ratio:g} seed {self.study.seed} "
-                f"{self.study.duration_s:g} s")
+                f"{self.study.simulated_span_model_s:g} s")
 
 
 def run_claims_point(point: ClaimsPoint) -> list[Row]:

@@ -255,7 +255,7 @@ class CitySimulation:
         period_rng = random.Random(f"periods-{self.seed}")
         while events:
             t, _, idx = heapq.heappop(events)
-            if t > self.study.duration_s:
+            if t > self.study.simulated_span_model_s:
                 break
             if idx >= 0:
                 self._client_step(self.clients[idx], t)
@@ -353,7 +353,7 @@ class CitySimulation:
             "clients": len(self.clients),
             "slots": sum(self.slots.values()),
             "seed": self.seed,
-            "duration_s": self.study.duration_s,
+            "duration_model_s": self.study.simulated_span_model_s,
         } | city_metrics([c.tally for c in self.clients], [m.received[n] for n in self.names],
                          [m.sent[n] for n in self.names]) | self._meridian_metrics()
 

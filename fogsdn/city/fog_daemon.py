@@ -75,7 +75,7 @@ class CityConfig:
     time_scale: float
     state_dir: Path
     epoch: float  # time.monotonic() at which clients may start (shared by namespaces)
-    duration_s: float
+    duration_live_s: float
     seed: int
     client: ClientParams = ClientParams(start_s=(0.5, 2.0))
     # the omniscient baseline's and the scores' latency: load included, or the network

@@ -69,7 +69,8 @@ def live_scenario(study: CityStudy, layout: CityLayout, positions: list[Point],
     """The testbed scenario carrying the city's graph; the city's own processes make the
     traffic."""
     return Scenario(
-        name=study.name, seed=study.seed, duration_ms=study.timebase.model_ms(study.duration_s),
+        name=study.name, seed=study.seed,
+        duration_ms=study.timebase.model_ms(study.duration_live_s),
         time_scale=study.time_scale, containers=False,
         # a nominal rate: live_network starts no workload clients; the city clients run
         workload=Workload(lambda_hp=0.0, lambda_lp=0.001, clients=len(positions)),
@@ -243,7 +244,7 @@ class CityLive:
                   for name, s in self.sites.items()},
             clients={client_name(k): self.net.ip(client_name(k)) for k in range(n)},
             time_scale=st.time_scale, state_dir=state_dir, epoch=0.0, epoch_file=epoch_file,
-            duration_s=st.duration_s, seed=st.seed, client=client_params(st),
+            duration_live_s=st.duration_live_s, seed=st.seed, client=client_params(st),
             optimal_reference=st.optimal_reference, node_probe_s=st.node_probe_s)
 
     def run_point(self, selector: str, ratio: float) -> dict[str, Any]:
@@ -299,7 +300,7 @@ class CityLive:
         busy: list[float] = []  # seconds each tick's work took (updates, truth)
         scale = st.time_scale  # real seconds per model second: every time of the study
         next_tick = time.monotonic() + st.tick_s * scale
-        while time.monotonic() < epoch + st.duration_s and not self.stop.is_set():
+        while time.monotonic() < epoch + st.duration_live_s and not self.stop.is_set():
             # the access links follow the nodes' counts within a poll; positions, the
             # truth and the view move once a tick
             time.sleep(LOAD_POLL_S)
@@ -340,7 +341,8 @@ class CityLive:
         (point / "fogs.json").write_text(json.dumps(fog_states, indent=1))
         return {"selector": selector, "ratio": ratio, "clients": n,
                 "slots": self.layout.total_slots, "seed": st.seed,
-                "duration_s": st.duration_s, "engine": "emulate",
+                "duration_live_s": st.duration_live_s,
+                "duration_model_s": st.model_span_s(), "engine": "emulate",
                 **live_metrics(results, fog_states),
                 **turnaround_columns(engine, fog_states),
                 "link_updates": self.link_updates - updates0,
@@ -428,7 +430,7 @@ class CityLive:
         server: ViewServer | None = None
         try:
             if self.view_config is not None:
-                self.view, server = start_city_view(self.layout, st.duration_s, st.time_scale,
+                self.view, server = start_city_view(self.layout, st.duration_live_s, st.time_scale,
                                                     self.view_config)
             live.start({}, t0)
             self.current = live.link_delays_ms()

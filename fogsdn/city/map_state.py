@@ -27,7 +27,8 @@ def coordinate_vector(state: Mapping[str, Any]) -> list[float] | None:
 
 
 def city_state_document(*, layout: CityLayout, selector: str, ratio: float, t_s: float,
-                        duration_s: float, time_scale: float, running: bool, clients: Sequence[str],
+                        duration_live_s: float, time_scale: float, running: bool,
+                        clients: Sequence[str],
                         positions: Sequence[Point], fog_states: Mapping[str, Mapping[str, Any]],
                         client_states: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """GET /api/state for the city: one point at `t_s` real seconds since its epoch; each
@@ -50,7 +51,7 @@ def city_state_document(*, layout: CityLayout, selector: str, ratio: float, t_s:
     return finite({
         "mode": "live", "study": "city", "policy": f"{selector} (ratio {ratio:g})",
         "t_model_ms": Timebase(time_scale).model_ms(t_s),
-        "duration_ms": Timebase(time_scale).model_ms(duration_s),
+        "duration_ms": Timebase(time_scale).model_ms(duration_live_s),
         "running": running, "sent": 0, "answered": 0,
         "agent": None, "total_power_w": None, "classes": {}, "links": [], "timeline": [],
         "policy_epochs": [],

@@ -45,9 +45,9 @@ def _read_json(path: Path) -> dict[str, Any]:
 class CityView:
     """`ViewSource` over the live city: `now` is replaced by the runner each tick."""
 
-    def __init__(self, layout: CityLayout, duration_s: float, time_scale: float) -> None:
+    def __init__(self, layout: CityLayout, duration_live_s: float, time_scale: float) -> None:
         self.layout = layout
-        self.duration_s = duration_s
+        self.duration_live_s = duration_live_s
         self.time_scale = time_scale
         self.token = ""  # read-only
         self.now: CityNow | None = None
@@ -61,7 +61,7 @@ class CityView:
         clients = {c: _read_json(client_status_path(now.state_dir, c)) for c in now.clients}
         return city_state_document(
             layout=self.layout, selector=now.selector, ratio=now.ratio,
-            t_s=max(0.0, time.monotonic() - now.epoch), duration_s=self.duration_s,
+            t_s=max(0.0, time.monotonic() - now.epoch), duration_live_s=self.duration_live_s,
             time_scale=self.time_scale, running=self.now is not None and not now.done,
             clients=now.clients, positions=now.positions, fog_states=fogs,
             client_states=clients)
@@ -76,10 +76,10 @@ class CityView:
         raise RequestError(405, "a city study has no policy to swap")
 
 
-def start_city_view(layout: CityLayout, duration_s: float, time_scale: float,
+def start_city_view(layout: CityLayout, duration_live_s: float, time_scale: float,
                     config: ViewConfig) -> tuple[CityView, ViewServer]:
     """Server started, address printed (OSError: the port is taken)."""
-    view = CityView(layout, duration_s, time_scale)
+    view = CityView(layout, duration_live_s, time_scale)
     server = ViewServer(view, config.port, config.host, nice=VIEW_NICE)
     server.start()
     print(f"[view] {server.url}  (a city study: read-only)", flush=True)

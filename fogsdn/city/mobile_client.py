@@ -371,7 +371,7 @@ def drive(client: CityClient, cfg: CityConfig, stop: threading.Event,
     `time_scale` real seconds each as its latencies are, so a step's messages take the
     share of its period they take in the simulator."""
     scale = cfg.time_scale
-    end = cfg.epoch + cfg.duration_s
+    end = cfg.epoch + cfg.duration_live_s
     t = cfg.epoch + client.rng.uniform(*cfg.client.start_s) * scale
     while not stop.is_set():
         now = time.monotonic()

@@ -111,7 +111,7 @@ def apply_choices(study: CityStudy, choices: StudyChoices, *, seed: int | None =
     return full.model_copy(update={
         "latency": latency, "optimal_reference": choices.optimal_reference,
         "vivaldi": choices.vivaldi, "meridian_termination": choices.meridian_termination,
-        "duration_s": length, "timeout_ms": choices.task_deadline_ms,
+        "duration_model_s": length, "timeout_ms": choices.task_deadline_ms,
         "baseline_discovery": choices.baseline_discovery,
         "optimal_ties": choices.optimal_ties, "tower_share": choices.tower_share,
         "seed": study.seed if seed is None else seed})

@@ -68,7 +68,7 @@ def _meridian_columns(clients: list[dict[str, Any]], fog_states: dict[str, dict[
 
 
 def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
-    cols = ["selector", "ratio", "clients", "slots", "seed", "duration_s", *METRIC_COLUMNS]
+    cols = ["selector", "ratio", "clients", "slots", "seed", "duration_model_s", *METRIC_COLUMNS]
     cols += [c for c in (*LIVE_COLUMNS, *MERIDIAN_COLUMNS) if any(c in r for r in rows)]
     write_csv_rows(path, cols, ({k: (f"{v:.6g}" if isinstance(v, float) else v)
                                  for k, v in r.items()} for r in rows), extrasaction="ignore")

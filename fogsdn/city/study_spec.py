@@ -10,6 +10,7 @@ Largest live scale). Figures are model ms; the live elements multiply by `time_s
 from __future__ import annotations
 
 import random
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -42,6 +43,21 @@ STAR_MAX_FOG_NODES = STAR_PORTS_PER_SWITCH - -(-STAR_MAX_CLIENTS // STAR_CLIENTS
 NetworkShape = Literal["pairs", "star"]
 
 
+def renamed_keys(data: Any, renames: Mapping[str, str], where: str) -> Any:
+    """A study file's old key read as its new name (one release), with a warning; the
+    new name wins where a file (or an override) gives both."""
+    if not isinstance(data, dict):
+        return data
+    out = dict(data)
+    for old, new in renames.items():
+        if old in out:
+            value = out.pop(old)
+            warnings.warn(f"{where}{old} is now {where}{new} (the unit in its name); "
+                          f"{where}{old} will stop being read", FutureWarning, stacklevel=2)
+            out.setdefault(new, value)
+    return out
+
+
 class CityStudyError(ValueError):
     """A bad study file or parameter; the message names the field."""
 
@@ -70,11 +86,16 @@ class FullScale(FrozenModel):
 
     fog_nodes: int = Field(29, ge=1, le=200)
     total_slots: int = Field(318, ge=1)
-    duration_s: float = Field(60.0, gt=0)
+    duration_model_s: float = Field(60.0, gt=0, description="model seconds per point")
     ratios: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0)
     # clients start after U(a, b) s: the seed's U(3, 10); a comparison with a live run
     # at the same scale sets the live start
     start_s: tuple[float, float] = (3.0, 10.0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        return renamed_keys(data, {"duration_s": "duration_model_s"}, "full_scale.")
 
     @model_validator(mode="after")
     def _check(self) -> FullScale:
@@ -97,8 +118,11 @@ class CityStudy(FrozenModel):
     area_km2: float = Field(2.25, gt=0)
     ratios: tuple[float, ...] = Field((0.5,), min_length=1)
     selectors: tuple[str, ...] = SELECTOR_NAMES
-    duration_s: float = Field(200.0, gt=0, le=36000, description="live seconds per point: "
-                              "duration_s / time_scale model seconds")
+    duration_live_s: float = Field(200.0, gt=0, le=36000, description="live seconds per "
+                                   "point: duration_live_s / time_scale model seconds")
+    # the simulator's point length; None: a live point's span. Set by `at_full_scale`,
+    # `at_live_span` and the presets, never read by a live run (which refuses it)
+    duration_model_s: float | None = Field(None, gt=0)
     time_scale: float = Field(10.0, gt=0, le=100, description="real ms per model ms, and "
                               "real s per model s: every time below runs at this scale live")
     period_s: tuple[float, float] = (0.5, 1.0)  # model seconds, as every time below
@@ -129,6 +153,11 @@ class CityStudy(FrozenModel):
     tower_share: float = Field(0.5, ge=0, le=1, description="the share of fog nodes "
                                "standing at their cell tower (the rest drawn in the area)")
     full_scale: FullScale = FullScale()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        return renamed_keys(data, {"duration_s": "duration_live_s"}, "")
 
     @model_validator(mode="after")
     def _check(self) -> CityStudy:
@@ -161,28 +190,38 @@ class CityStudy(FrozenModel):
 
     def model_span_s(self) -> float:
         """The model seconds a live point spans."""
-        return self.timebase.model_ms(self.duration_s) / 1000.0
+        return self.timebase.model_ms(self.duration_live_s) / 1000.0
+
+    @property
+    def simulated_span_model_s(self) -> float:
+        """The model seconds the simulator runs a point: `duration_model_s`, else the
+        live point's span."""
+        return self.model_span_s() if self.duration_model_s is None else self.duration_model_s
 
     def check_live_span(self) -> None:
-        """A live point must outlast its clients' start (the simulator's `duration_s` is
-        model seconds, so this is asked only of a live run)."""
+        """A live point must outlast its clients' start (asked only of a live run)."""
         if self.model_span_s() <= self.start_s[1]:
             raise CityStudyError(
-                f"duration_s: {self.duration_s:g} live s at time_scale {self.time_scale:g} "
-                f"span {self.model_span_s():g} model s, and clients start up to "
-                f"{self.start_s[1]:g} model s in (start_s)")
+                f"duration_live_s: {self.duration_live_s:g} live s at time_scale "
+                f"{self.time_scale:g} span {self.model_span_s():g} model s, and clients start "
+                f"up to {self.start_s[1]:g} model s in (start_s)")
 
     def check_live_choices(self) -> None:
         """The live run cannot count the baseline's discovery (its clients read the truth
-        from the runner); refuse rather than ignore it."""
+        from the runner), and its points last `duration_live_s`: refuse what it would
+        otherwise ignore."""
+        if self.duration_model_s is not None:
+            raise CityStudyError(
+                f"duration_model_s: {self.duration_model_s:g} is the simulator's point "
+                "length; a live point lasts duration_live_s")
         if self.baseline_discovery != "free":
             raise CityStudyError(
                 f"baseline_discovery: {self.baseline_discovery!r} is simulated only; the live "
                 "run's baseline reads the truth for free (set it to 'free')")
 
     def at_live_span(self) -> CityStudy:
-        """The live scale for the simulator, whose `duration_s` is model seconds."""
-        return self.model_copy(update={"duration_s": self.model_span_s()})
+        """The live scale for the simulator: the live point's model span."""
+        return self.model_copy(update={"duration_model_s": self.model_span_s()})
 
     def params(self) -> LatencyParams:
         try:
@@ -203,7 +242,7 @@ class CityStudy(FrozenModel):
         fs = self.full_scale
         return self.model_copy(update={
             "fog_nodes": fs.fog_nodes, "total_slots": fs.total_slots, "ratios": fs.ratios,
-            "duration_s": fs.duration_s, "start_s": fs.start_s})
+            "duration_model_s": fs.duration_model_s, "start_s": fs.start_s})
 
     def layout(self) -> CityLayout:
         """The live city: the same draw as the simulator's for this seed and size."""

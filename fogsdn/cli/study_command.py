@@ -51,9 +51,9 @@ def _city_study(a: argparse.Namespace, over: dict[str, Any], out: Path) -> Study
     from fogsdn.city.study_spec import load_city_study
 
     if a.duration is not None:  # live seconds: duration / time_scale model s everywhere
-        over["duration_s"] = a.duration
+        over["duration_live_s"] = a.duration
         if a.engine == "simulate" and not a.live_scale:
-            over["full_scale.duration_s"] = \
+            over["full_scale.duration_model_s"] = \
                 a.duration / load_city_study(a.scenario, over).time_scale
     from fogsdn.core.processes import STOP_REQUESTED
 
