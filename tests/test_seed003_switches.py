@@ -87,6 +87,37 @@ def test_apply_choices_carries_the_new_switches() -> None:
         ("counted", "uncounted", 1.0)
 
 
+def test_probe_load_is_the_papers_unseen_and_our_seen_and_the_live_run_refuses_unseen(
+        ) -> None:
+    assert (SEED.probe_load, OURS.probe_load) == ("unseen", "seen")
+    assert SWITCH_AFFECTS["probe_load"] == frozenset({"vivaldi", "meridian", "load_aware"})
+    unseen = replace(OURS, probe_load="unseen")
+    assert row_key(OURS, "random") == row_key(unseen, "random")  # random measures nothing
+    assert row_key(OURS, "meridian") != row_key(unseen, "meridian")
+    assert apply_choices(STUDY, SEED, duration_s=5.0).probe_load == "unseen"
+    with pytest.raises(CityStudyError, match="^probe_load: 'unseen' is simulated only"):
+        STUDY.model_copy(update={"probe_load": "unseen"}).check_live_choices()
+
+
+@pytest.mark.parametrize("probe_load", ["seen", "unseen"])
+def test_what_a_measurement_sees_of_a_loaded_node_follows_probe_load(probe_load: str) -> None:
+    """Meridian's probes, the nodes' Vivaldi probes and a client's probe of a node carry
+    the node's load term when it is seen, the network distance alone when not; a task's
+    latency (the metric) carries it either way."""
+    sim = CitySimulation(apply_choices(STUDY, replace(OURS, probe_load=probe_load),
+                                       duration_s=5.0), "meridian", 0.5)
+    a, b = sim.names[0], sim.names[1]
+    sim.load[a] = sim.slots[a]  # full: its load term is the largest
+    load = sim.load_term(a)
+    assert load > 1.0
+    client = sim.clients[0]
+    static = sim._static_from_client(client)[a]
+    seen = probe_load == "seen"
+    assert sim._measure(client.name, a) == pytest.approx(static + (load if seen else 0.0))
+    assert sim._measure(a, b) == pytest.approx(sim._node_static(a, b) + (load if seen else 0.0))
+    assert sim.measured_load(a) == (load if seen else 0.0)
+
+
 # -- the switches in the simulator (fixed seeds) ---------------------------------------------
 
 

@@ -119,15 +119,16 @@ class _SimulatedNet:
             last = c.last_rtt.get(node)
             if last is not None:
                 sim.node_vivaldi[node].update(c.name, c.vivaldi.coord, last)
-            c.vivaldi.update(node, sim.node_vivaldi[node].coord, rtt)
-            c.last_rtt[node] = rtt
+            sample = rtt if sim.probes_see_load else self.static[node]
+            c.vivaldi.update(node, sim.node_vivaldi[node].coord, sample)
+            c.last_rtt[node] = sample
 
     def probe(self, node: str) -> None:
         sim, c = self.sim, self.c
         sim.messages.probe(c.name, node)
         assert c.vivaldi is not None
         c.vivaldi.update(node, sim.node_vivaldi[node].coord,
-                         self.static[node] + sim.load_term(node))
+                         self.static[node] + sim.measured_load(node))
 
 
 class CitySimulation:
@@ -163,6 +164,7 @@ class CitySimulation:
         self.static_reference = study.optimal_reference == "static"
         self.counts_baseline_discovery = (selector == "optimal"
                                           and study.baseline_discovery == "counted")
+        self.probes_see_load = study.probe_load == "seen"
         vcfg = plain_config(self.client.dimensions) if study.vivaldi == "plain" \
             else VivaldiConfig(dimensions=self.client.dimensions)
         self.node_vivaldi = {n: VivaldiNode(vcfg, random.Random(f"{self.seed}-v-{n}"))
@@ -222,8 +224,16 @@ class CitySimulation:
             ms = self._load_terms[key] = load_ms(key[0], key[1], self.p)
         return ms
 
+    def measured_load(self, n: str) -> float:
+        """What a coordinate system's measurement of node `n` sees of its load: its load
+        term (`probe_load: seen`), or nothing (`unseen`: the network distance alone)."""
+        return self.load_term(n) if self.probes_see_load else 0.0
+
     def _node_rtt(self, a: str, b: str) -> float:
-        """RTT between two fog nodes now (eq. 7 between them, as the live star gives it)."""
+        """RTT between two fog nodes now, as measured (eq. 7 between them, as the live star
+        gives it; the network distance alone with `probe_load: unseen`)."""
+        if not self.probes_see_load:
+            return self._node_static(a, b)
         return self._node_static(a, b) + pair_load_ms(self.load_term(a), self.load_term(b))
 
     def _measure(self, a: str, b: str) -> float:
@@ -231,7 +241,7 @@ class CitySimulation:
         if a in self.pos and b in self.pos:
             return self._node_rtt(a, b)
         client, node = (self.by_name[a], b) if a in self.by_name else (self.by_name[b], a)
-        return self._static_from_client(client)[node] + self.load_term(node)
+        return self._static_from_client(client)[node] + self.measured_load(node)
 
     # ---- events ------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -328,7 +338,7 @@ class CitySimulation:
             def probe_node(n: str) -> ProbeAnswer:
                 self.messages.probe(c.name, n)
                 k, here = self.load[n], self.load_term(n)
-                return ProbeAnswer(static[n] + here, self.slots[n] - k,
+                return ProbeAnswer(static[n] + self.measured_load(n), self.slots[n] - k,
                                    join_cost_ms=k * (self.load_term(n, 1) - here),
                                    leave_gain_ms=(k - 1) * (here - self.load_term(n, -1))
                                    if k > 0 else 0.0)

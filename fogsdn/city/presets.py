@@ -26,7 +26,9 @@ class StudyChoices:
     task answered later counts as lost; `baseline_discovery`: the omniscient baseline's
     query free, or counted as a query to every fog node and its answer; `optimal_ties`:
     a pick tying the best RTT counts as optimal or not; `tower_share`: the share of fog
-    nodes standing at their tower. Checked on construction (`PresetError` names the
+    nodes standing at their tower; `probe_load`: whether the coordinate systems'
+    measurements (probes, Meridian's rings, Vivaldi's samples) see a node's load term
+    or only the network distance. Checked on construction (`PresetError` names the
     field)."""
 
     backhaul: bool
@@ -39,6 +41,7 @@ class StudyChoices:
     baseline_discovery: Literal["free", "counted"]
     optimal_ties: Literal["counted", "uncounted"]
     tower_share: float
+    probe_load: Literal["seen", "unseen"]
 
     def __post_init__(self) -> None:
         hints = get_type_hints(StudyChoices)
@@ -73,6 +76,8 @@ SWITCH_AFFECTS: dict[str, frozenset[str] | None] = {
     "baseline_discovery": frozenset({"optimal"}),  # only the baseline's queries
     "optimal_ties": None,
     "tower_share": None,
+    # only what measures: the two coordinate systems and ours (which probes)
+    "probe_load": frozenset({"vivaldi", "meridian", "load_aware"}),
 }
 
 PRESETS: dict[str, StudyChoices] = {
@@ -80,12 +85,12 @@ PRESETS: dict[str, StudyChoices] = {
                          optimal_reference="static", vivaldi="plain",
                          meridian_termination="seed", duration_s=600.0,
                          task_deadline_ms=50.0, baseline_discovery="counted",
-                         optimal_ties="uncounted", tower_share=1.0),
+                         optimal_ties="uncounted", tower_share=1.0, probe_load="unseen"),
     "ours": StudyChoices(backhaul=True, propagation_ms_per_km=1.0,
                          optimal_reference="current", vivaldi="serf",
                          meridian_termination="wong", duration_s=60.0,
                          task_deadline_ms=100.0, baseline_discovery="free",
-                         optimal_ties="counted", tower_share=0.5),
+                         optimal_ties="counted", tower_share=0.5, probe_load="seen"),
 }
 
 SWITCHES: tuple[str, ...] = tuple(f.name for f in fields(StudyChoices))
@@ -114,6 +119,7 @@ def apply_choices(study: CityStudy, choices: StudyChoices, *, seed: int | None =
         "duration_model_s": length, "timeout_ms": choices.task_deadline_ms,
         "baseline_discovery": choices.baseline_discovery,
         "optimal_ties": choices.optimal_ties, "tower_share": choices.tower_share,
+        "probe_load": choices.probe_load,
         "seed": study.seed if seed is None else seed})
 
 

@@ -152,6 +152,11 @@ class CityStudy(FrozenModel):
     optimal_ties: Literal["counted", "uncounted"] = "counted"
     tower_share: float = Field(0.5, ge=0, le=1, description="the share of fog nodes "
                                "standing at their cell tower (the rest drawn in the area)")
+    # what the coordinate systems measure: the whole latency of eq. 7, a node's load
+    # term included (seen), or the network distance alone, eqs. 10-11 (unseen: they
+    # locate nodes, and only tasks meet the load); simulator only (live, a probe crosses
+    # the access link that carries the load term, so the live run refuses `unseen`)
+    probe_load: Literal["seen", "unseen"] = "seen"
     full_scale: FullScale = FullScale()
 
     @model_validator(mode="before")
@@ -214,6 +219,10 @@ class CityStudy(FrozenModel):
             raise CityStudyError(
                 f"duration_model_s: {self.duration_model_s:g} is the simulator's point "
                 "length; a live point lasts duration_live_s")
+        if self.probe_load != "seen":
+            raise CityStudyError(
+                f"probe_load: {self.probe_load!r} is simulated only; live, a probe crosses "
+                "the node's access link, which carries its load (set it to 'seen')")
         if self.baseline_discovery != "free":
             raise CityStudyError(
                 f"baseline_discovery: {self.baseline_discovery!r} is simulated only; the live "
