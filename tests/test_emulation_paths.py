@@ -87,7 +87,7 @@ def test_path_cpn_learns_live_from_the_controllers_measured_response_times(
     simulator tells it each request's: its learning curve carries answered requests'
     response times (none were told before the controller called `answered`)."""
     sc = load_scenario(ROOT / "scenarios" / "seed002a.yaml").model_copy(update={
-        "duration_ms": 150.0,
+        "duration_ms": 300.0,  # some 90 connections: four epochs of 20
         "policy": PolicySpec(name="path_cpn", params={"epoch_requests": 20, "seed": 1})})
     summary = run_emulation(sc, tmp_path / "live", show_progress=False)
     assert summary["policy"]["name"] == "path_cpn" and summary["policy"]["errors"] == 0
