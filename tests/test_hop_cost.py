@@ -9,7 +9,13 @@ import pytest
 from conftest import scenario_dict
 
 from fogsdn.core.scenario import ScenarioError, parse_scenario
-from fogsdn.netem.hop_cost import HopCostError, deduct, fit_hop_cost, floor_warning
+from fogsdn.netem.hop_cost import (
+    HopCostError,
+    deduct,
+    deduct_peers,
+    fit_hop_cost,
+    floor_warning,
+)
 from fogsdn.netem.link_params import LinkParams
 
 
@@ -73,9 +79,13 @@ class _RecordingShaper:
 
     def __init__(self) -> None:
         self.sent: dict[str, LinkParams] = {}
+        self.peers: dict[str, dict[str, float]] = {}
 
     def update(self, link_id: str, params: LinkParams) -> None:
         self.sent[link_id] = params
+
+    def update_peers(self, link_id: str, delays_ms: dict[str, float]) -> None:
+        self.peers[link_id] = dict(delays_ms)
 
 
 def test_the_network_deducts_again_when_the_cost_or_a_link_changes() -> None:
@@ -101,3 +111,48 @@ def test_the_network_deducts_again_when_the_cost_or_a_link_changes() -> None:
     net.update_link("s2-s3", LinkSpec(delay_ms=0.5, loss=0.1))  # 5 real ms asked
     assert shaper.sent["s2-s3"].delay_ms == pytest.approx(4.4)
     assert shaper.sent["s2-s3"].loss == pytest.approx(0.1)
+
+
+def test_a_per_peer_table_takes_what_its_elements_own_delay_cannot_absorb() -> None:
+    assert deduct_peers({"10.0.0.1": 18.0, "10.0.0.2": 0.5}, base_ms=0.3, per_hop_ms=1.3) == \
+        pytest.approx({"10.0.0.1": 17.0, "10.0.0.2": 0.0})  # 1.0 left after the base's 0.3
+    assert deduct_peers({"a": 5.0}, base_ms=2.0, per_hop_ms=1.3) == {"a": 5.0}  # base enough
+    with pytest.raises(HopCostError):
+        deduct_peers({"a": 5.0}, base_ms=0.0, per_hop_ms=math.nan)
+
+
+def test_the_network_deducts_from_peer_tables_and_again_when_the_cost_changes() -> None:
+    """The star city's elements hold their delays in per-peer tables (the element's own
+    delay is a floor of 0.001 model ms): the cost per hop comes off every entry, from
+    the table as asked, and again when the run measures a new cost."""
+    import networkx as nx
+
+    from fogsdn.netem.mininet_net import Network
+
+    shaper = _RecordingShaper()
+    net = Network(net=None, bridges={}, graph=nx.Graph(), time_scale=10.0,
+                  shaper=shaper,  # type: ignore[arg-type]
+                  elements={"fog0-s0": object()},
+                  configured={"fog0-s0": LinkParams(delay_ms=0.01)})
+    net.update_peers("fog0-s0", {"10.0.1.1": 1.8, "10.0.1.2": 0.05})  # model ms
+    assert shaper.peers["fog0-s0"] == pytest.approx({"10.0.1.1": 18.0, "10.0.1.2": 0.5})
+    net.set_per_hop_ms(1.31)
+    assert shaper.peers["fog0-s0"] == pytest.approx({"10.0.1.1": 16.7, "10.0.1.2": 0.0})
+    net.set_per_hop_ms(0.51)
+    assert shaper.peers["fog0-s0"] == pytest.approx({"10.0.1.1": 17.5, "10.0.1.2": 0.0})
+
+
+def test_a_tabled_link_below_the_cost_is_not_named_below_the_floor() -> None:
+    """A star city's access element asks for 0.001 model ms of its own, far below the
+    cost per hop; its per-peer table takes the rest, so the run names it as deducted
+    from its table, not as a link that runs slower than configured."""
+    import networkx as nx
+
+    from fogsdn.live.hop_floor import HopFloor
+
+    floor = HopFloor(nx.Graph(), 10.0, "deduct", tabled=["fog0-s0"])
+    floor.configured = {"fog0-s0": 0.01, "s1-s2": 0.2}  # real ms
+    full = floor._apply(1.3)
+    assert set(full.below_floor) == {"s1-s2"}
+    assert floor.report["from_peer_tables_model_ms"] == {"fog0-s0": pytest.approx(0.129)}
+    assert floor.notes and "s1-s2" in floor.notes[0] and "fog0-s0" not in floor.notes[0]

@@ -14,7 +14,7 @@ import math
 import statistics
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +50,12 @@ class HopFloor:
     """What the run does about its cost per hop, and what it says of it: `deduction`
     (None: links as configured), `report` (summary.json) and `notes`."""
 
-    def __init__(self, graph: nx.Graph, time_scale: float, mode: str) -> None:
+    def __init__(self, graph: nx.Graph, time_scale: float, mode: str,
+                 tabled: Collection[str] = ()) -> None:
+        """`tabled`: links whose elements carry per-peer delay tables, which take what
+        the element's own delay cannot (`Network.update_peers`): not below the floor."""
         self.time_scale, self.mode = time_scale, mode
+        self.tabled = frozenset(tabled)
         self.configured = configured_delays_ms(graph, time_scale)
         self.deduction: Deduction | None = None
         self.report: dict[str, Any] = {}
@@ -84,6 +88,10 @@ class HopFloor:
 
     def _apply(self, per_hop_ms: float) -> Deduction:
         full = deduct(self.configured, per_hop_ms)
+        tabled = {k: full.below_floor.pop(k) for k in sorted(self.tabled & set(full.below_floor))}
+        if tabled:  # the rest comes off each peer's entry
+            self.report["from_peer_tables_model_ms"] = {
+                k: round(v / self.time_scale, 6) for k, v in tabled.items()}
         self.report.update({"mode": self.mode, **full.to_dict(self.time_scale)})
         self.report["per_hop_real_ms"] = round(per_hop_ms, 5)
         if self.mode == "keep":

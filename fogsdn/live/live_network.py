@@ -148,7 +148,8 @@ class LiveNetwork:
         self.container_stats: dict[str, dict[str, Any]] = {}
         self.controller_port = 0
         self.switch = SwitchTuning()
-        self.hop_floor = HopFloor(self.graph, scenario.time_scale, scenario.topology.hop_cost)
+        self.hop_floor = HopFloor(self.graph, scenario.time_scale, scenario.topology.hop_cost,
+                                  tabled=self.peer_tables)
 
     # -- start ------------------------------------------------------------------------
     def start(self, available: dict[str, bool], t0: float | None = None) -> None:

@@ -101,6 +101,18 @@ def deduct(configured_ms: Mapping[str, float], per_hop_ms: float) -> Deduction:
     return Deduction(per_hop_ms, applied, short)
 
 
+def deduct_peers(table_ms: Mapping[str, float], base_ms: float, per_hop_ms: float
+                 ) -> dict[str, float]:
+    """A per-peer table's entries (real one-way ms; each frame pays its peer's entry on
+    top of the element's own delay `base_ms`) less the part of the cost per hop that the
+    element's own delay could not absorb, each at least 0: a frame through the element
+    then takes its configured time, as on a link without a table."""
+    if not math.isfinite(per_hop_ms) or per_hop_ms < 0:
+        raise HopCostError(f"cost per hop must be a finite number >= 0, got {per_hop_ms!r}")
+    rest = max(0.0, per_hop_ms - max(base_ms, 0.0))
+    return {peer: max(0.0, ms - rest) for peer, ms in table_ms.items()}
+
+
 def floor_warning(deduction: Deduction, time_scale: float, show: int = 4) -> str | None:
     """One line naming the links configured below the cost per hop, or None."""
     if not deduction.below_floor:

@@ -24,7 +24,7 @@ from mininet.node import Node, OVSSwitch, RemoteController
 
 from fogsdn.core.processes import stop_signals_deferred
 from fogsdn.core.topology import HOST_PREFIX_LEN, LinkSpec, link_params
-from fogsdn.netem.hop_cost import Deduction, deduct
+from fogsdn.netem.hop_cost import Deduction, deduct, deduct_peers
 from fogsdn.netem.link_params import LinkParams
 from fogsdn.netem.linkem import LinkShaper, make_shaper
 
@@ -89,6 +89,8 @@ class Network:
     elements: dict[str, Any] = field(default_factory=dict)  # link id -> root-namespace node
     per_hop_ms: float = 0.0  # real ms each element leaves out of its delay (hop_cost)
     configured: dict[str, LinkParams] = field(default_factory=dict)  # link id -> real, as asked
+    # link id -> its per-peer table (peer IPv4 -> real one-way ms), as asked
+    peer_tables: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def set_link(self, link_id: str, up: bool) -> None:
         """Take one link down or up (carrier loss: the switch reports PortStatus)."""
@@ -125,13 +127,23 @@ class Network:
         self.per_hop_ms = per_hop_ms
         for link_id in self.configured:
             self._shape(link_id)
+        for link_id in self.peer_tables:
+            self._shape_peers(link_id)
 
     def update_peers(self, link_id: str, delays_ms: Mapping[str, float]) -> None:
-        """A host link's whole per-peer table (peer IPv4 address -> model one-way ms)."""
+        """A host link's whole per-peer table (peer IPv4 address -> model one-way ms); the
+        cost per hop its element's own delay cannot absorb comes off each entry."""
         if self.shaper is None or link_id not in self.elements:
             raise ValueError(f"link {link_id} has no link element (it was built unshaped)")
         scale = self.time_scale
-        self.shaper.update_peers(link_id, {ip: ms * scale for ip, ms in delays_ms.items()})
+        self.peer_tables[link_id] = {ip: ms * scale for ip, ms in delays_ms.items()}
+        self._shape_peers(link_id)
+
+    def _shape_peers(self, link_id: str) -> None:
+        assert self.shaper is not None
+        base = self.configured[link_id].delay_ms if link_id in self.configured else 0.0
+        self.shaper.update_peers(link_id, deduct_peers(self.peer_tables[link_id], base,
+                                                       self.per_hop_ms))
 
     def host_link(self, host: str) -> str:
         return str(self.graph.edges[host, self.graph.nodes[host]["switch"]]["id"])
