@@ -45,6 +45,7 @@ from fogsdn.nodes.probe import (
     Turnarounds,
     decode,
     echo_of,
+    held_ns,
     round_trip_ms,
 )
 
@@ -326,9 +327,8 @@ class FogDaemon:
             reply["id"] = msg.get("id")
             # how long it held the request, which the client takes off the task's round
             # trip (as the probes' turnaround): its wait for a core is not the network's
-            held_ns = max(round((time.monotonic() - received_s) * 1e9), 0)
-            reply["held_ns"] = held_ns
-            self.turnaround_out.add(held_ns / 1e6)
+            reply["held_ns"] = held = held_ns(received_s)
+            self.turnaround_out.add(held / 1e6)
             self.ops_sock.sendto(json.dumps(reply, separators=(",", ":")).encode(), sender)
             c.sent[str(reply["op"])] += 1
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from fogsdn.core.csv_rows import write_csv_rows
 from fogsdn.nodes.ncs.discovery import METRIC_COLUMNS, ClientTally, city_metrics
+from fogsdn.nodes.probe import Turnarounds
 
 LIVE_COLUMNS = ("probe_messages", "rtt_excess_ms", "coord_median_rel_error", "link_updates",
                 "clients_reporting", "fogs_reporting")
@@ -79,11 +80,11 @@ def turnaround_columns(engine: dict[str, Any], fog_states: dict[str, dict[str, A
     """What the probes' responders held their pings (real ms), as taken off the measured
     round trips by the clients and the fog nodes: the emulator's own waits for a core
     that no RTT of this point carries."""
-    parts = [engine.get("turnarounds", {}).get("taken_off", {}),
-             *(s.get("turnarounds", {}).get("taken_off", {}) for s in fog_states.values())]
-    count = sum(int(t.get("count", 0)) for t in parts)
-    total = sum(float(t.get("mean_ms", 0.0)) * int(t.get("count", 0)) for t in parts)
-    return {"turnaround_real_ms_mean": round(total / count, 4) if count else math.nan,
-            "turnaround_real_ms_max": max((float(t.get("max_ms", 0.0)) for t in parts),
-                                          default=math.nan)}
+    all_ = Turnarounds()
+    for part in (engine, *fog_states.values()):
+        all_.merge(Turnarounds.from_dict(part.get("turnarounds", {}).get("taken_off", {})))
+    if not all_.count:
+        return {"turnaround_real_ms_mean": math.nan, "turnaround_real_ms_max": math.nan}
+    return {"turnaround_real_ms_mean": round(all_.total_ms / all_.count, 4),
+            "turnaround_real_ms_max": all_.max_ms}
 

@@ -15,6 +15,7 @@ import socket
 import struct
 import time
 from collections.abc import Sequence
+from typing import Any
 
 SO_TIMESTAMPNS = 35  # Linux (asm-generic); not exported by Python's socket module
 _TIMESPEC = struct.Struct("@qq")
@@ -44,19 +45,23 @@ def stamp_monotonic(ancdata: Sequence[tuple[int, int, bytes]], now_monotonic: fl
 def recv_stamped(sock: socket.socket, bufsize: int) -> tuple[bytes, float]:
     """`sock.recv(bufsize)` and when the kernel received that data (monotonic seconds;
     the time of the call where the kernel gave no stamp)."""
-    data, anc, _, _ = sock.recvmsg(bufsize, CMSG_SPACE)
-    now_mono = time.monotonic()
-    stamp = stamp_monotonic(anc, now_mono, time.time())
-    return data, now_mono if stamp is None else stamp
+    data, _, at = _recvmsg_stamped(sock, bufsize)
+    return data, at
 
 
 def recvfrom_stamped(sock: socket.socket, bufsize: int
                      ) -> tuple[bytes, tuple[str, int], float]:
-    """`recv_stamped` with the sender's address (`sock.recvfrom`)."""
+    """`recv_stamped` with the sender's address (`sock.recvfrom`; a datagram socket)."""
+    data, address, at = _recvmsg_stamped(sock, bufsize)
+    return data, (str(address[0]), int(address[1])), at
+
+
+def _recvmsg_stamped(sock: socket.socket, bufsize: int) -> tuple[bytes, Any, float]:
+    """The data, its sender's address (None on a connected stream) and its stamp."""
     data, anc, _, address = sock.recvmsg(bufsize, CMSG_SPACE)
     now_mono = time.monotonic()
     stamp = stamp_monotonic(anc, now_mono, time.time())
-    return data, (str(address[0]), int(address[1])), now_mono if stamp is None else stamp
+    return data, address, now_mono if stamp is None else stamp
 
 
 def _resolve(ready: asyncio.Future[None]) -> None:

@@ -87,11 +87,9 @@ class HopFloor:
         self.report["at_start_real_ms"] = round(cost.per_hop_ms, 5)
 
     def _apply(self, per_hop_ms: float) -> Deduction:
-        full = deduct(self.configured, per_hop_ms)
-        tabled = {k: full.below_floor.pop(k) for k in sorted(self.tabled & set(full.below_floor))}
-        if tabled:  # the rest comes off each peer's entry
-            self.report["from_peer_tables_model_ms"] = {
-                k: round(v / self.time_scale, 6) for k, v in tabled.items()}
+        # `keep` deducts nothing, from the tables neither: their links stay named short
+        full = deduct(self.configured, per_hop_ms,
+                      self.tabled if self.mode == "deduct" else ())
         self.report.update({"mode": self.mode, **full.to_dict(self.time_scale)})
         self.report["per_hop_real_ms"] = round(per_hop_ms, 5)
         if self.mode == "keep":

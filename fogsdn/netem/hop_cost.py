@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -71,6 +71,8 @@ class Deduction:
     per_hop_ms: float
     applied_ms: dict[str, float]  # link id -> real one-way ms the element now adds
     below_floor: dict[str, float] = field(default_factory=dict)  # link id -> real ms short
+    # link id -> real ms its per-peer table takes off each entry (`deduct_peers`)
+    from_tables: dict[str, float] = field(default_factory=dict)
 
     def params(self, link_id: str, params: LinkParams) -> LinkParams:
         """A link's element parameters with its deducted delay."""
@@ -84,21 +86,28 @@ class Deduction:
                 "applied_model_ms": {k: round(v / time_scale, 6)
                                      for k, v in sorted(self.applied_ms.items())},
                 "below_floor_model_ms": {k: round(v / time_scale, 6)
-                                         for k, v in sorted(self.below_floor.items())}}
+                                         for k, v in sorted(self.below_floor.items())},
+                **({"from_peer_tables_model_ms": {k: round(v / time_scale, 6)
+                                                  for k, v in sorted(self.from_tables.items())}}
+                   if self.from_tables else {})}
 
 
-def deduct(configured_ms: Mapping[str, float], per_hop_ms: float) -> Deduction:
+def deduct(configured_ms: Mapping[str, float], per_hop_ms: float,
+           tabled: Collection[str] = ()) -> Deduction:
     """Each link's configured real one-way delay less the cost per hop, at least 0. A
-    link configured with no delay keeps none and is not named: it asked for no delay."""
+    link configured with no delay keeps none and is not named: it asked for no delay. A
+    `tabled` link (its element has a per-peer table) configured below the cost is not
+    short: its table takes the rest (`from_tables`)."""
     if not math.isfinite(per_hop_ms) or per_hop_ms < 0:
         raise HopCostError(f"cost per hop must be a finite number >= 0, got {per_hop_ms!r}")
     applied: dict[str, float] = {}
     short: dict[str, float] = {}
+    tables: dict[str, float] = {}
     for link_id, ms in configured_ms.items():
         applied[link_id] = max(0.0, ms - per_hop_ms)
         if 0 < ms < per_hop_ms:
-            short[link_id] = per_hop_ms - ms
-    return Deduction(per_hop_ms, applied, short)
+            (tables if link_id in tabled else short)[link_id] = per_hop_ms - ms
+    return Deduction(per_hop_ms, applied, short, tables)
 
 
 def deduct_peers(table_ms: Mapping[str, float], base_ms: float, per_hop_ms: float

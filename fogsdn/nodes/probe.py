@@ -27,7 +27,9 @@ import struct
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from fogsdn.core import rx_stamp
 
@@ -65,12 +67,17 @@ class ProbeMessage:
                             self.turnaround_ns, len(self.payload)) + self.payload
 
 
-def echo_of(ping: ProbeMessage, payload: bytes, received_s: float | None) -> ProbeMessage:
-    """The echo of `ping`, stamped with the time since the kernel received it
-    (`received_s`, monotonic seconds; None: no stamp, a turnaround of 0)."""
+def held_ns(received_s: float | None) -> int:
+    """How long a responder has held what its kernel received at `received_s` (monotonic
+    s; None: no stamp, 0), in ns, within [0, MAX_TURNAROUND_NS]."""
     held = 0 if received_s is None else round((time.monotonic() - received_s) * 1e9)
-    return ProbeMessage(ECHO, ping.seq, ping.t_send_ns, payload,
-                        min(max(held, 0), MAX_TURNAROUND_NS))
+    return min(max(held, 0), MAX_TURNAROUND_NS)
+
+
+def echo_of(ping: ProbeMessage, payload: bytes, received_s: float | None) -> ProbeMessage:
+    """The echo of `ping`, stamped with how long it was held since the kernel received it
+    (`held_ns`)."""
+    return ProbeMessage(ECHO, ping.seq, ping.t_send_ns, payload, held_ns(received_s))
 
 
 def decode(datagram: bytes) -> ProbeMessage:
@@ -135,7 +142,14 @@ class Turnarounds:
 
     def to_dict(self) -> dict[str, float]:
         mean = self.total_ms / self.count if self.count else 0.0
-        return {"count": self.count, "mean_ms": round(mean, 4), "max_ms": round(self.max_ms, 4)}
+        return {"count": self.count, "mean_ms": round(mean, 4), "max_ms": round(self.max_ms, 4),
+                "total_ms": round(self.total_ms, 4)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Turnarounds:
+        """`to_dict`'s figures read back (a missing one is 0)."""
+        return cls(int(d.get("count", 0)), float(d.get("total_ms", 0.0)),
+                   float(d.get("max_ms", 0.0)))
 
 
 @dataclass
