@@ -15,7 +15,7 @@ import pytest
 from fogsdn.city.event_model import CitySimulation
 from fogsdn.city.fog_daemon import CityConfig
 from fogsdn.city.geo_latency import latency_ms, path_km, processing_ms
-from fogsdn.city.live_run import live_scenario, start_positions
+from fogsdn.city.live_run import city_network, start_positions
 from fogsdn.city.study_spec import (
     STAR_CLIENTS_PER_SWITCH,
     STAR_PORTS_PER_SWITCH,
@@ -26,7 +26,6 @@ from fogsdn.city.study_spec import (
     load_city_study,
     star_peer_delays,
 )
-from fogsdn.core.scenario import scenario_graph
 from fogsdn.core.topology import HostSpec, build_graph, host_address
 from fogsdn.live.proc_memory import (
     MemoryPeak,
@@ -96,7 +95,7 @@ def test_the_star_has_one_element_per_node_and_fits_mininet() -> None:
     st = load_city_study(ROOT / "scenarios" / "city_paper.yaml")
     assert (st.fog_nodes, st.total_slots, st.max_clients) == (29, 318, 200)
     lay = st.layout()
-    g = scenario_graph(live_scenario(st, lay, start_positions(st, lay, 200), st.params()))
+    g = city_network(st, lay, start_positions(st, lay, 200), st.params()).graph()
     assert sorted(shaped_links(g)) == sorted(f"{s.name}-s0" for s in lay.fog_nodes)
     switches = [n for n, d in g.nodes(data=True) if d["kind"] == "switch"]
     assert len(switches) == 1 + -(-200 // STAR_CLIENTS_PER_SWITCH)

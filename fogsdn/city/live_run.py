@@ -52,7 +52,8 @@ from fogsdn.city.study_spec import (
     star_peer_delays,
 )
 from fogsdn.core.local_rpc import write_json_atomic
-from fogsdn.core.scenario import NodeSpec, Role, Scenario, Workload
+from fogsdn.core.network_spec import FogHost, NetworkSpec
+from fogsdn.core.scenario import Role
 from fogsdn.core.summary import write_summary
 from fogsdn.core.topology import LinkSpec
 from fogsdn.live.live_network import LiveNetwork, new_supervisor
@@ -64,18 +65,14 @@ from fogsdn.view.server import ViewServer
 Point = tuple[float, float]
 
 
-def live_scenario(study: CityStudy, layout: CityLayout, positions: list[Point],
-                  p: LatencyParams) -> Scenario:
-    """The testbed scenario carrying the city's graph; the city's own processes make the
-    traffic."""
-    return Scenario(
-        name=study.name, seed=study.seed,
-        duration_ms=study.timebase.model_ms(study.duration_live_s),
-        time_scale=study.time_scale, containers=False,
-        # a nominal rate: live_network starts no workload clients; the city clients run
-        workload=Workload(lambda_hp=0.0, lambda_lp=0.001, clients=len(positions)),
-        nodes=tuple(NodeSpec(name=s.name, role=Role.FN, mu=1.0, capacity=s.slots)
-                    for s in layout.fog_nodes),
+def city_network(study: CityStudy, layout: CityLayout, positions: list[Point],
+                 p: LatencyParams) -> NetworkSpec:
+    """The city's network: its fog sites as hosts, a client host per position, and the
+    star or explicit graph; the city's own processes make the traffic."""
+    return NetworkSpec(
+        name=study.name, seed=study.seed, time_scale=study.time_scale,
+        fog_hosts=tuple(FogHost(s.name, Role.FN) for s in layout.fog_nodes),
+        clients=len(positions),
         topology=city_star_topology(layout, len(positions)) if study.network == "star"
         else city_topology(layout, positions, p))
 
@@ -418,11 +415,11 @@ class CityLive:
         self.out.mkdir(parents=True, exist_ok=True)
         k = st.max_clients
         positions = start_positions(st, self.layout, k)
-        sc = live_scenario(st, self.layout, positions, self.p)
+        network = city_network(st, self.layout, positions, self.p)
         net_dir = self.out / "network"
         tables = {f"{s.name}-s0": len(self.sites) - 1 + k for s in self.layout.fog_nodes} \
             if st.network == "star" else None
-        self.live = live = LiveNetwork(sc, net_dir, new_supervisor(net_dir, self.stop),
+        self.live = live = LiveNetwork(network, net_dir, new_supervisor(net_dir, self.stop),
                                        peer_tables=tables)
         sup = live.supervisor
         t0 = time.monotonic()

@@ -22,7 +22,7 @@ from fogsdn.core.faults import FaultKind, FaultSpec
 from fogsdn.core.rate_profile import ProfileError, RateProfile
 from fogsdn.core.scenario_yaml import YamlFileError, read_yaml_file
 from fogsdn.core.timebase import Timebase
-from fogsdn.core.topology import FrozenModel, HostSpec, TopologySpec, build_graph
+from fogsdn.core.topology import FrozenModel, HostSpec, TopologySpec, build_graph, client_hosts
 from fogsdn.core.topology_files import TopologyFileError, expand_topology_file
 
 
@@ -467,7 +467,7 @@ def load_scenario(path: str | Path) -> Scenario:
 def scenario_hosts(scenario: Scenario) -> list[HostSpec]:
     """Fog nodes and cloud in the scenario's order, then clients c1..cN."""
     return ([HostSpec(n.name, n.role.value) for n in scenario.nodes]
-            + [HostSpec(f"c{k}", "client") for k in range(1, scenario.workload.clients + 1)])
+            + client_hosts(scenario.workload.clients))
 
 
 def scenario_graph(scenario: Scenario) -> nx.Graph:

@@ -155,6 +155,11 @@ class HostSpec:
     role: str  # fn | ofn | cloud | client
 
 
+def client_hosts(n: int) -> list[HostSpec]:
+    """Clients c1..cN, as every engine names them (client k is index k-1)."""
+    return [HostSpec(f"c{k}", "client") for k in range(1, n + 1)]
+
+
 @dataclass(frozen=True)
 class _Layout:
     switches: list[str]

@@ -1,4 +1,4 @@
-"""A scenario's network, live: our controller (restarted when it dies), the Mininet
+"""A network (`NetworkSpec`), live: our controller (restarted when it dies), the Mininet
 network under it with its link elements, and the processes a run starts in its hosts.
 
 Every process is supervised and every bridge, interface, socket and cgroup recorded
@@ -31,7 +31,8 @@ from fogsdn.controller.registration import register
 from fogsdn.controller.rt_measure import RT_SAMPLE_DEFAULT
 from fogsdn.core.fabric import Fabric
 from fogsdn.core.load_report import LOAD_SOCKET_NAME
-from fogsdn.core.scenario import NodeSpec, Role, Scenario, scenario_graph
+from fogsdn.core.network_spec import NetworkSpec, idle_service, network_of
+from fogsdn.core.scenario import Role, Scenario
 from fogsdn.core.topology import LinkSpec, fabric_of
 from fogsdn.live.cgroups import CgroupError, Layout, NodeCgroup, remove_cgroup, rt_share
 from fogsdn.live.cleanup import stop_pid
@@ -119,17 +120,21 @@ def child_env() -> dict[str, str]:
 
 
 class LiveNetwork:
-    """The controller and the network of one scenario, and the processes in its hosts."""
+    """The controller and one network (`NetworkSpec`), and the processes in its hosts."""
 
-    def __init__(self, scenario: Scenario, out_dir: Path, supervisor: Supervisor,
+    def __init__(self, spec: NetworkSpec, out_dir: Path, supervisor: Supervisor,
                  show_progress: bool = False, peer_tables: dict[str, int] | None = None,
-                 measure_rt: int = RT_SAMPLE_DEFAULT, realtime: bool = True) -> None:
+                 measure_rt: int = RT_SAMPLE_DEFAULT, realtime: bool = True,
+                 service: Scenario | None = None) -> None:
         """`peer_tables`: host link id -> size of its element's per-peer delay table
         (`update_peers`; these need the userspace relay, chosen then). `measure_rt`: the
         controller times one connection in N (0: none; fogsdn.controller.rt_measure).
-        `realtime`: the controller runs SCHED_FIFO (docs/emulation.md, fidelity)."""
+        `realtime`: the controller runs SCHED_FIFO (docs/emulation.md, fidelity).
+        `service`: the queueing scenario whose requests the controller dispatches at the
+        service address (None: the network carries none, `idle_service`)."""
         self.realtime = realtime
-        self.sc = scenario
+        self.spec = spec
+        self.service = service if service is not None else idle_service(spec)
         self.peer_tables = dict(peer_tables or {})
         self.measure_rt = measure_rt
         self.out = out_dir
@@ -137,7 +142,7 @@ class LiveNetwork:
         self.show_progress = show_progress
         self.tag = supervisor.tag
         self.sock_dir = SOCKETS / self.tag  # this run's sockets, markers and state files
-        self.graph = scenario_graph(scenario)
+        self.graph = spec.graph()
         self.network: Network | None = None
         self.bridges: dict[str, str] = {}  # graph switch name -> OVS bridge
         self.links: dict[str, Any] = {"mechanism": "none", "shaped": 0}
@@ -148,17 +153,17 @@ class LiveNetwork:
         self.container_stats: dict[str, dict[str, Any]] = {}
         self.controller_port = 0
         self.switch = SwitchTuning()
-        self.hop_floor = HopFloor(self.graph, scenario.time_scale, scenario.topology.hop_cost,
+        self.hop_floor = HopFloor(self.graph, spec.time_scale, spec.topology.hop_cost,
                                   tabled=self.peer_tables)
 
     # -- start ------------------------------------------------------------------------
     def start(self, available: dict[str, bool], t0: float | None = None) -> None:
-        """Results folder and resolved scenario, the run's record (removing what dead
+        """Results folder and the controller's service, the run's record (removing what dead
         runs left), the controller, then the network under it, ready to forward; from
         then on the supervisor watches. `timings` counts from `t0`."""
         t0 = time.monotonic() if t0 is None else t0
         self.out.mkdir(parents=True, exist_ok=True)
-        (self.out / "scenario.yaml").write_text(self.sc.to_yaml())
+        (self.out / "scenario.yaml").write_text(self.service.to_yaml())
         self.supervisor.claim()
         self.sock_dir.mkdir(parents=True, exist_ok=True)
         self.available = dict(available)
@@ -249,7 +254,7 @@ class LiveNetwork:
             if self.show_progress:
                 print(f"[run] {floor.line()}", flush=True)
         self.network = build_network(self.graph, self.controller_port, self.tag,
-                                     self.sc.time_scale, mechanism, self.sock_dir, self.sc.seed,
+                                     self.spec.time_scale, mechanism, self.sock_dir, self.spec.seed,
                                      self.peer_tables, floor.deduction)
         floor.follow(self.network, load_started_at(lambda: self.supervisor.epoch),
                      self.supervisor.stop)
@@ -363,15 +368,15 @@ class LiveNetwork:
 
     # -- processes in hosts -------------------------------------------------------------
     def start_in_host(self, host: str, label: str, argv: list[str], log: Path | None, *,
-                      action: str | None = None, node: NodeSpec | None = None,
+                      action: str | None = None, node: str | None = None,
                       exit_zero_ends: bool = False,
                       cause: Callable[[], str | None] | None = None) -> subprocess.Popen[Any]:
         """`python -m argv...` in `host`, output to `log` (None: a text pipe), with a
-        parent-death signal; in its node's container when `node` is given and the
-        scenario asks for containers. Recorded under `label`; watched (its death an
+        parent-death signal; in fog host `node`'s container when `node` is given and the
+        network asks for containers. Recorded under `label`; watched (its death an
         incident saying `action`) unless `action` is None. Call from the main thread."""
         cmd = [sys.executable, "-m", *argv]
-        if node is not None and self.sc.containers:
+        if node is not None and self.spec.containers:
             cmd = self._containerize(node, cmd)
         out: Any = open(log, "ab") if log is not None else subprocess.PIPE  # noqa: SIM115
         try:
@@ -386,11 +391,11 @@ class LiveNetwork:
         else:
             self.supervisor.watch(label, proc, action, exit_zero_ends=exit_zero_ends,
                                   cause=cause)
-        if node is not None and node.name in self.cgroups:
+        if node is not None and node in self.cgroups:
             try:
-                self.cgroups[node.name].add_process(proc.pid)
+                self.cgroups[node].add_process(proc.pid)
             except CgroupError as err:
-                raise EmulationError(f"node {node.name}: {err}") from None
+                raise EmulationError(f"node {node}: {err}") from None
         return proc
 
     @cached_property
@@ -400,16 +405,17 @@ class LiveNetwork:
         try:
             return Layout.detect()
         except (CgroupError, OSError) as err:
-            limited = [n.name for n in self.sc.nodes if n.cpu or n.memory_mb]
+            limited = [h.name for h in self.spec.fog_hosts if h.cpu or h.memory_mb]
             if limited:
                 raise EmulationError(f"nodes {', '.join(limited)} have cpu/memory_mb limits "
                                      f"but: {err}") from None
             self.notes.append(f"containers without cgroups (no accounting): {err}")
             return None
 
-    def _containerize(self, node: NodeSpec, cmd: list[str]) -> list[str]:
-        """Wrap a command in its node's container (fogsdn/nodes/container.py), its cgroup
-        created first and recorded for cleanup before it exists."""
+    def _containerize(self, name: str, cmd: list[str]) -> list[str]:
+        """Wrap a command in fog host `name`'s container (fogsdn/nodes/container.py), its
+        cgroup created first and recorded for cleanup before it exists."""
+        node = self.spec.fog_host(name)
         joins: list[str] = []
         layout = self._cgroup_layout
         if layout is not None:
@@ -418,7 +424,7 @@ class LiveNetwork:
             rec.cgroups += [str(d) for d in dict.fromkeys((cg.cpu_dir, cg.acct_dir, cg.mem_dir))]
             rec.save()
             try:
-                cg.create(node.cpu, node.memory_mb, rt_share(len(self.sc.nodes)))
+                cg.create(node.cpu, node.memory_mb, rt_share(len(self.spec.fog_hosts)))
             except CgroupError as err:
                 raise EmulationError(f"node {node.name}: {err}") from None
             self.cgroups[node.name] = cg
@@ -431,7 +437,7 @@ class LiveNetwork:
         """Why a node's process died, where its cgroup knows: the kernel's OOM killer."""
         cg = self.cgroups.get(name)
         if cg is not None and cg.oom_kills() > 0:
-            return f"out of memory (memory_mb {self.sc.node(name).memory_mb})"
+            return f"out of memory (memory_mb {self.spec.fog_host(name).memory_mb})"
         return None
 
     # -- teardown -------------------------------------------------------------------------
@@ -505,7 +511,8 @@ def live_network(scenario: Scenario, out_dir: Path, stop: threading.Event | None
                  ) -> Iterator[LiveNetwork]:
     """The scenario's network and controller, up and forwarding and supervised, without
     workers or clients (OFNs all available by default); removed on exit."""
-    live = LiveNetwork(scenario, out_dir, new_supervisor(out_dir, stop), show_progress)
+    live = LiveNetwork(network_of(scenario), out_dir, new_supervisor(out_dir, stop),
+                       show_progress, service=scenario)
     if available is None:
         available = {n.name: True for n in scenario.nodes_with(Role.OFN)}
     try:

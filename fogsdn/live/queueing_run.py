@@ -24,6 +24,7 @@ from fogsdn.controller.rt_measure import RT_SAMPLE_DEFAULT
 from fogsdn.core.churn import ReactionLead, Transition, scheduled_availability
 from fogsdn.core.load_report import LOAD_SOCKET_NAME
 from fogsdn.core.local_rpc import write_json_atomic
+from fogsdn.core.network_spec import network_of
 from fogsdn.core.realtime import go_realtime
 from fogsdn.core.scenario import LeaveMode, NodeSpec, Role, Scenario, ScenarioError
 from fogsdn.core.stages import StagePlan
@@ -91,8 +92,9 @@ class QueueingRun:
         self.stop = stop
         self.show_progress = show_progress
         self.supervisor = new_supervisor(out_dir, stop)
-        self.live = LiveNetwork(scenario, out_dir, self.supervisor, show_progress,
-                                measure_rt=options.measure_rt, realtime=options.realtime)
+        self.live = LiveNetwork(network_of(scenario), out_dir, self.supervisor, show_progress,
+                                measure_rt=options.measure_rt, realtime=options.realtime,
+                                service=scenario)
         self.workers: dict[str, subprocess.Popen[Any]] = {}
         self.stages = StagePlan("none")  # size-based dispatch (seed 002b), set with the workers
         self.clients: list[str] = []  # client names
@@ -162,7 +164,7 @@ class QueueingRun:
         self.workers[node.name] = self.live.start_in_host(
             node.name, f"worker {node.name}", argv, self.out / f"worker-{node.name}.log",
             action="its requests are lost; the run goes on and exits non-zero",
-            node=node, cause=partial(self.live.out_of_memory, node.name))
+            node=node.name, cause=partial(self.live.out_of_memory, node.name))
 
     def _start_clients(self) -> None:
         """The run's clients as logical clients of one traffic engine (in the first
