@@ -22,7 +22,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from fogsdn.controller.config import ControllerConfig
 from fogsdn.controller.launch import start_controller
@@ -119,6 +119,23 @@ def child_env() -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
 
 
+class LinksReport(TypedDict):
+    """summary.json's `links`: the link element chosen, how many links it shapes, and the
+    emulator's own cost per hop (`fogsdn.live.hop_floor`) where measured."""
+
+    mechanism: str
+    shaped: int
+    hop_cost: NotRequired[dict[str, object]]
+
+
+class ContainerStats(TypedDict):
+    """A node's cgroup accounting at teardown (summary.json `containers.accounting`)."""
+
+    cpu_s: float
+    oom_kills: int
+    memory_failcnt: int
+
+
 class LiveNetwork:
     """The controller and one network (`NetworkSpec`), and the processes in its hosts."""
 
@@ -145,12 +162,12 @@ class LiveNetwork:
         self.graph = spec.graph()
         self.network: Network | None = None
         self.bridges: dict[str, str] = {}  # graph switch name -> OVS bridge
-        self.links: dict[str, Any] = {"mechanism": "none", "shaped": 0}
+        self.links = LinksReport(mechanism="none", shaped=0)
         self.available: dict[str, bool] = {}  # the OFN availability the controller has
         self.timings: dict[str, float] = {}
         self.notes: list[str] = []
         self.cgroups: dict[str, NodeCgroup] = {}  # node -> its container's cgroup
-        self.container_stats: dict[str, dict[str, Any]] = {}
+        self.container_stats: dict[str, ContainerStats] = {}
         self.controller_port = 0
         self.switch = SwitchTuning()
         self.hop_floor = HopFloor(self.graph, spec.time_scale, spec.topology.hop_cost,
@@ -167,7 +184,7 @@ class LiveNetwork:
         self.supervisor.claim()
         self.sock_dir.mkdir(parents=True, exist_ok=True)
         self.available = dict(available)
-        self._start_controller(fabric_of(self.graph).to_dict())
+        self._start_controller(fabric_of(self.graph))
         self.timings["controller_s"] = time.monotonic() - t0
         self._start_network()
         self.timings["network_s"] = time.monotonic() - t0
@@ -175,10 +192,10 @@ class LiveNetwork:
         self.notes += self.switch.notes
         self.supervisor.start_watching()
 
-    def _start_controller(self, fabric: dict[str, Any]) -> None:
+    def _start_controller(self, fabric: Fabric) -> None:
         self.controller_port = free_port()
         conf = ControllerConfig(
-            fabric=Fabric.from_dict(fabric),
+            fabric=fabric,
             scenario=self.out / "scenario.yaml",
             available=self.available,
             events=self.out / "controller-events.jsonl",
@@ -235,7 +252,7 @@ class LiveNetwork:
         if self.peer_tables and prefer == "auto":
             prefer = "userspace"  # per-peer tables are the relay's alone
         mechanism = choose_mechanism(prefer)
-        self.links = {"mechanism": mechanism, "shaped": len(shaped)}
+        self.links = LinksReport(mechanism=mechanism, shaped=len(shaped))
         if self.show_progress:
             why = "kernel netem" if mechanism == "netem" else "our relay (no netem here)"
             print(f"[run] links: {len(shaped)} shaped by {mechanism} ({why})", flush=True)
@@ -318,7 +335,7 @@ class LiveNetwork:
         """The controller process now (a new one after a restart)."""
         return self.supervisor.process("controller")
 
-    def register(self, node: str, available: bool) -> dict[str, Any]:
+    def register(self, node: str, available: bool) -> dict[str, object]:
         """An OFN joins or leaves: the controller's reply, or an `error` while it is down
         (a restarted one starts from `available`)."""
         self.available[node] = available
@@ -463,9 +480,9 @@ class LiveNetwork:
     def _remove_cgroups(self) -> None:
         for name, cg in self.cgroups.items():
             with suppress(OSError, ValueError, CgroupError):
-                self.container_stats[name] = {
-                    "cpu_s": cg.cpu_usage_s(), "oom_kills": cg.oom_kills(),
-                    "memory_failcnt": cg.memory_failcnt()}
+                self.container_stats[name] = ContainerStats(
+                    cpu_s=cg.cpu_usage_s(), oom_kills=cg.oom_kills(),
+                    memory_failcnt=cg.memory_failcnt())
         rec = self.supervisor.record
         for d in rec.cgroups:
             remove_cgroup(d)

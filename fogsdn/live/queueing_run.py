@@ -239,9 +239,9 @@ class QueueingRun:
         ms_real = self.sc.timebase.real_s_per_model_ms
         drop = self.sc.churn.leave is LeaveMode.DROP
         reply = self.live.register(tr.node, tr.available)
-        t_inst = reply.get("t_installed")
+        installed = reply.get("t_installed")
+        t_inst = float(installed) if isinstance(installed, int | float) else None
         if t_inst is not None:
-            t_inst = float(t_inst)
             self.lead.observe(t_inst - t_call)
         ctl = self.live.sock_dir / f"{tr.node}.sock"
         dropped: int | str = ""
@@ -255,8 +255,9 @@ class QueueingRun:
             dropped = int(control_request(ctl, "drop")["dropped"])
         elif drop and tr.available:
             self.live.set_host_link(tr.node, up=True)
-        if "latency_ms" in reply:
-            self.update_latency_ms.append(float(reply["latency_ms"]))
+        latency_ms = reply.get("latency_ms")
+        if isinstance(latency_ms, int | float):
+            self.update_latency_ms.append(float(latency_ms))
         self.availability.append({
             "t": tr.t_ms, "node": tr.node,
             "state": "available" if tr.available else "unavailable",
