@@ -47,7 +47,13 @@ APT_NEEDS = {
 APT_FILES = {
     "/usr/include/arpa/inet.h": "libc6-dev",
     "/usr/include/linux/virtio_net.h": "linux-libc-dev",
+    # the servers of a cluster run (docs/scale-out.md) are reached over ssh; the tests'
+    # self-contained servers (tools/rigs/fake_cluster.py) each run their own sshd
+    "/usr/sbin/sshd": "openssh-server",
 }
+# Debian's way to keep a package's install from starting its service: installing
+# openssh-server would otherwise start a machine-wide sshd that nothing here wants
+POLICY_RC = Path("/usr/sbin/policy-rc.d")
 
 # file -> Debian package: what the run view's browser tests drive (tests/test_emulation_view.py
 # through Playwright, the `browser` extra); installed for the test command only
@@ -114,7 +120,15 @@ def ensure_apt(browser: bool = False) -> None:
     say(f"installing Debian packages: {' '.join(missing)}")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     _run(["apt-get", "update", "-qq"], env=env)
-    _run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing], env=env)
+    ours = not POLICY_RC.exists()
+    if ours:  # no service starts during the install; removed after, as it was not there
+        POLICY_RC.write_text("#!/bin/sh\nexit 101\n")
+        POLICY_RC.chmod(0o755)
+    try:
+        _run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing], env=env)
+    finally:
+        if ours:
+            POLICY_RC.unlink(missing_ok=True)
 
 
 def _digest() -> str:

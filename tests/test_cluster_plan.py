@@ -111,3 +111,25 @@ def test_a_broken_servers_file_says_where(tmp_path: Path, text: str, why: str) -
     with pytest.raises(ClusterError, match=why) as err:
         load_cluster(f)
     assert "\n" not in str(err.value) and str(f) in str(err.value)
+
+
+def test_set_up_installs_sshd_without_starting_it(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The servers are reached over ssh: set-up brings openssh-server, and keeps apt from
+    starting a machine-wide sshd (a policy-rc.d only for the install, where none was)."""
+    import bootstrap
+
+    bare = bootstrap.missing_apt_packages(which=lambda exe: None, exists=lambda path: False)
+    assert "openssh-server" in bare
+    policy = tmp_path / "policy-rc.d"
+    seen: list[str] = []
+    monkeypatch.setattr(bootstrap, "POLICY_RC", policy)
+    monkeypatch.setattr(bootstrap, "missing_apt_packages", lambda browser=False: ["x"])
+    monkeypatch.setattr(bootstrap.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(bootstrap, "_run", lambda cmd, **kw: seen.append(
+        policy.read_text() if "install" in cmd else ""))
+    bootstrap.ensure_apt()
+    assert seen[-1].endswith("exit 101\n") and not policy.exists()
+    policy.write_text("theirs")
+    bootstrap.ensure_apt()
+    assert policy.read_text() == "theirs"  # one that was there is left as it was
