@@ -15,7 +15,7 @@ from conftest import ROOT
 
 from fogsdn.city.fog_daemon import MERIDIAN_PORT, CityConfig, FogInfo, FogNode, MemberBoard
 from fogsdn.city.geo_latency import LatencyParams, latency_ms, load_ms, processing_ms
-from fogsdn.city.live_run import Mobility, live_scenario, start_positions
+from fogsdn.city.live_run import Mobility, city_network, start_positions
 from fogsdn.city.meridian_node import Ping, query_message
 from fogsdn.city.mobile_client import CityClient
 from fogsdn.city.sim_output import live_metrics
@@ -28,7 +28,6 @@ from fogsdn.city.study_spec import (
 from fogsdn.cli.study_command import declared_study
 from fogsdn.cli.study_command import main as study_main
 from fogsdn.core.routing import path_links, shortest_path
-from fogsdn.core.scenario import scenario_graph
 from fogsdn.nodes.ncs.vivaldi import Coordinate
 
 P = LatencyParams()
@@ -44,7 +43,7 @@ def test_round_trip_over_the_city_graph_is_the_latency_model() -> None:
     st = _study(fog_nodes=5, total_slots=20, ratios=[0.5])
     lay = st.layout()
     pos = start_positions(st, lay, 10)
-    g = scenario_graph(live_scenario(st, lay, pos, P))
+    g = city_network(st, lay, pos, P).graph()
     for k in range(10):
         for i, s in enumerate(lay.fog_nodes):
             path = shortest_path(g, f"c{k + 1}", s.name)
@@ -58,14 +57,14 @@ def test_round_trip_over_the_city_graph_is_the_latency_model() -> None:
                 assert len(shortest_path(g, a, b)) == 4  # fog, its switch, the other's, fog
 
 
-def test_the_city_scenario_builds_the_same_graph_for_the_testbed() -> None:
+def test_the_city_network_is_its_sites_and_clients_without_a_workload() -> None:
     st = _study(fog_nodes=3, total_slots=6, ratios=[1.0])
     lay = st.layout()
     pos = start_positions(st, lay, 6)
-    sc = live_scenario(st, lay, pos, P)
-    assert [n.name for n in sc.nodes] == [s.name for s in lay.fog_nodes]
-    assert [n.capacity for n in sc.nodes] == [s.slots for s in lay.fog_nodes]
-    assert sc.workload.clients == 6 and sc.time_scale == st.time_scale
+    net = city_network(st, lay, pos, P)
+    assert [h.name for h in net.fog_hosts] == [s.name for s in lay.fog_nodes]
+    assert net.clients == 6 and net.time_scale == st.time_scale
+    assert not hasattr(net, "workload")
 
 
 def test_fog_access_delay_carries_processing_and_load() -> None:

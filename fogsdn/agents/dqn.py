@@ -77,14 +77,14 @@ class DqnAgent:
             k = int(self.net(torch.as_tensor(obs).unsqueeze(0)).argmax(dim=1).item())
         return np.asarray(self.menu[k], dtype=np.float32)
 
-    def save(self, path: Path, meta: dict[str, Any]) -> None:
+    def save(self, path: Path, meta: dict[str, object]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         torch.save({"state_dict": self.net.state_dict(), "menu": self.menu,
                     "obs_dim": self.net[0].in_features, "hidden": self.net[0].out_features,
                     "meta": meta}, path)
 
     def export(self, path: Path, layout: ObservationLayout, epoch_requests: int,
-               meta: dict[str, Any]) -> None:
+               meta: dict[str, object]) -> None:
         """The network as plain JSON (layers, menu, the observer's layout) for
         `fogsdn.policies.rl.RlDqn`, which decides with numpy and needs no torch."""
         linears = [m for m in self.net if isinstance(m, nn.Linear)]

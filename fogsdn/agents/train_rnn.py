@@ -34,7 +34,7 @@ class RnnAgent:
         return np.asarray(self.menu[self.learner.best()], dtype=np.float32)
 
     def save(self, path: Path, layout: ObservationLayout, epoch_requests: int, rt_weight: float,
-             meta: dict[str, Any]) -> None:
+             meta: dict[str, object]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"kind": "rnn", "menu": [list(w) for w in self.menu],
                                     "learner": learner_to_json(self.learner),

@@ -12,12 +12,14 @@ from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from fogsdn.city.claims import (
     CLAIMS,
     VERDICT,
+    Outcome,
     Results,
+    Verdict,
     decided_by,
     deciding_choice,
     deciding_switches,
@@ -144,6 +146,18 @@ def inert_switches(run: ClaimsRun) -> dict[str, set[str]]:
     return out
 
 
+class PresetClaim(TypedDict):
+    """One claim under one preset (`claims_table`): its verdict and values, each switch's
+    flip, and what decides it where it is not reproduced."""
+
+    verdict: Verdict
+    outcome: Outcome
+    values: dict[str, dict[str, dict[str, float | int]]]  # `fogsdn.city.claims.values`
+    flips: dict[str, str]  # switch -> the verdict with it flipped, or "not run"
+    deciding: list[str]
+    decided_by: str | None
+
+
 def claims_table(rows: dict[str, list[Row]], chosen: str,
                  inert: Mapping[str, Collection[str]] | None = None) -> list[dict[str, Any]]:
     """One entry per claim: its verdict under `chosen`; per preset its values and outcome,
@@ -155,7 +169,7 @@ def claims_table(rows: dict[str, list[Row]], chosen: str,
     table = []
     for c in CLAIMS:
         out = {name: evaluate(c, r) for name, r in res.items()}
-        per: dict[str, dict[str, Any]] = {}
+        per: dict[str, PresetClaim] = {}
         for p in PRESETS:
             skip = set((inert or {}).get(p, ()))
             switches = list(ablation(PRESETS[p], PRESETS[other_preset(p)]))

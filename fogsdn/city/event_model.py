@@ -15,7 +15,6 @@ import random
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from fogsdn.city.geo_latency import load_ms, nearest, pair_load_ms, processing_ms
 from fogsdn.city.layout import (
@@ -39,6 +38,8 @@ from fogsdn.nodes.ncs.discovery import (
 from fogsdn.nodes.ncs.meridian import MeridianConfig, MeridianOverlay, Messages
 from fogsdn.nodes.ncs.selection import ProbeAnswer, SelectionContext, SelectionError
 from fogsdn.nodes.ncs.vivaldi import VivaldiConfig, VivaldiNode, plain_config
+
+CityRow = dict[str, str | float]  # one point: selector, ratio, sizes, seed, metric columns
 
 
 def client_params(study: CityStudy) -> ClientParams:
@@ -244,7 +245,7 @@ class CitySimulation:
         return self._static_from_client(client)[node] + self.measured_load(node)
 
     # ---- events ------------------------------------------------------------------
-    def run(self) -> dict[str, Any]:
+    def run(self) -> CityRow:
         # the periodic events: (first time, period in s, what runs then)
         periodic: list[tuple[float, float, Callable[[], None]]] = [(0.0, 1.0, self._snapshot)]
         if self.uses_vivaldi:
@@ -325,7 +326,7 @@ class CitySimulation:
             overlay = self.meridian
             entry = c.node or self.rng.choice(self.names)
 
-            def meridian_query(eligible: Any) -> str | None:
+            def meridian_query(eligible: Callable[[str], bool]) -> str | None:
                 probes = self.messages.by_kind["probe"]
                 result = overlay.closest(c.name, entry, eligible)
                 self.meridian_queries.append(
@@ -353,21 +354,23 @@ class CitySimulation:
                                 c.tally, self.rng, t, c.vivaldi is not None)
 
     # ---- results -----------------------------------------------------------------
-    def _metrics(self) -> dict[str, Any]:
+    def _metrics(self) -> CityRow:
         m = self.messages
         for c in self.clients:
             c.tally.messages = m.sent[c.name] + m.received[c.name]
-        return {
+        point: CityRow = {
             "selector": self.kind,
             "ratio": self.ratio,
             "clients": len(self.clients),
             "slots": sum(self.slots.values()),
             "seed": self.seed,
             "duration_model_s": self.study.simulated_span_model_s,
-        } | city_metrics([c.tally for c in self.clients], [m.received[n] for n in self.names],
-                         [m.sent[n] for n in self.names]) | self._meridian_metrics()
+        }
+        return point | city_metrics([c.tally for c in self.clients],
+                                    [m.received[n] for n in self.names],
+                                    [m.sent[n] for n in self.names]) | self._meridian_metrics()
 
-    def _meridian_metrics(self) -> dict[str, Any]:
+    def _meridian_metrics(self) -> dict[str, float]:
         """Per query as the live run counts them (fogsdn/sim/city_output.MERIDIAN_COLUMNS)."""
         q = self.meridian_queries
         if not q:
@@ -381,7 +384,7 @@ class CitySimulation:
 
 
 def run_study(study: CityStudy, selector: str, ratio: float,
-              trace: PositionTrace | None = None, draw: int = 0) -> dict[str, Any]:
+              trace: PositionTrace | None = None, draw: int = 0) -> CityRow:
     return CitySimulation(study, selector, ratio, trace, draw=draw).run()
 
 

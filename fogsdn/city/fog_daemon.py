@@ -20,11 +20,11 @@ import socket
 import struct
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 from pydantic import TypeAdapter
 
@@ -156,6 +156,11 @@ def member_board_path(state_dir: Path) -> Path:
     return state_dir / "members.bin"
 
 
+# `Counts.to_dict`: datagrams by kind each way, and the totals in and out
+CountsDoc = TypedDict("CountsDoc", {"sent": dict[str, int], "received": dict[str, int],
+                                   "in": int, "out": int})
+
+
 @dataclass
 class Counts:
     """Datagrams by kind, each way."""
@@ -167,9 +172,32 @@ class Counts:
     def total(self) -> int:
         return sum(self.sent.values()) + sum(self.received.values())
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> CountsDoc:
         return {"sent": dict(self.sent), "received": dict(self.received),
                 "in": sum(self.received.values()), "out": sum(self.sent.values())}
+
+
+class NodeState(TypedDict):
+    """What a node's probe echoes carry (`FogNode.state`): its name and coordinate, its
+    free slots, and what one more client costs and one fewer gains (model ms)."""
+
+    n: str
+    coord: dict[str, object]  # `Coordinate.to_dict`
+    free: int
+    join: float
+    leave: float
+
+
+class FogStateDoc(TypedDict):
+    """A daemon's state file (`FogDaemon.write_state`), rewritten as it runs."""
+
+    members: int
+    refused: int
+    rtt_ms: dict[str, float]  # per peer, model ms
+    coord: dict[str, object]
+    counts: CountsDoc
+    meridian_hops: list[int]
+    turnarounds: dict[str, dict[str, float]]  # "echoed", "taken_off": `Turnarounds.to_dict`
 
 
 class FogNode:
@@ -181,7 +209,7 @@ class FogNode:
         self.members: set[str] = set()
         self.vivaldi = VivaldiNode(VivaldiConfig(dimensions=cfg.client.dimensions),
                                    random.Random(f"{cfg.seed}-fog-{info.name}"))
-        self.view: dict[str, dict[str, Any]] = {}  # peer -> its last echoed state
+        self.view: dict[str, dict[str, object]] = {}  # peer -> its last echoed state
         self.peer_rtt_ms: dict[str, float] = {}  # model ms
         self.counts = Counts()
         self.refused = 0
@@ -199,14 +227,14 @@ class FogNode:
     def free(self) -> int:
         return self.info.slots - len(self.members)
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> NodeState:
         k = len(self.members)
         here = self.info.load(k)
         return {"n": self.info.name, "coord": self.vivaldi.coord.to_dict(), "free": self.free,
                 "join": k * (self.info.load(k + 1) - here),
                 "leave": (k - 1) * (here - self.info.load(k - 1)) if k > 0 else 0.0}
 
-    def op(self, msg: dict[str, Any]) -> dict[str, Any] | None:
+    def op(self, msg: Mapping[str, object]) -> dict[str, object] | None:
         """One ops datagram in; the reply (None: no reply)."""
         kind = msg.get("op")
         client = str(msg.get("client", ""))
@@ -225,9 +253,10 @@ class FogNode:
             self._learn_from_client(client, msg)
             return {"op": "done", "seq": msg.get("seq"), "state": self.state()}
         if kind == "view":
-            view = self.view | {self.info.name: self.state()}
-            return {"op": "view", "nodes": {n: {"coord": s["coord"], "free": s["free"]}
-                                            for n, s in view.items()}}
+            nodes = {n: {"coord": s["coord"], "free": s["free"]} for n, s in self.view.items()}
+            own = self.state()
+            nodes[self.info.name] = {"coord": own["coord"], "free": own["free"]}
+            return {"op": "view", "nodes": nodes}
         return None
 
     def next_round(self) -> None:
@@ -237,7 +266,7 @@ class FogNode:
         peers = sorted(n for n in self.cfg.fogs if n != self.info.name)
         self.coordinate_peer = self._round_rng.choice(peers) if peers else None
 
-    def _learn_from_client(self, client: str, msg: dict[str, Any]) -> None:
+    def _learn_from_client(self, client: str, msg: Mapping[str, object]) -> None:
         """Fold a Vivaldi client's coordinate and its last task's RTT here into ours, as a
         simulated node does (one task late: the node cannot time the client's trip)."""
         rtt = msg.get("rtt")
@@ -252,6 +281,8 @@ class FogNode:
         coordinate if it is this round's coordinate peer."""
         try:
             st = json.loads(payload.decode("utf-8"))
+            if not isinstance(st, dict):
+                raise TypeError
             coord = Coordinate.from_dict(st["coord"], self.cfg.client.dimensions)
         except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, VivaldiError):
             return
@@ -314,6 +345,8 @@ class FogDaemon:
         data, sender, received_s = rx_stamp.recvfrom_stamped(self.ops_sock, MAX_OP)
         try:
             msg = json.loads(data)
+            if not isinstance(msg, dict):
+                raise TypeError
             kind = str(msg["op"])
         except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError):
             c.received["malformed"] += 1
@@ -394,12 +427,13 @@ class FogDaemon:
 
     def write_state(self) -> None:
         n = self.node
-        write_json_atomic(n.cfg.state_dir / f"{n.info.name}.json", {
+        doc: FogStateDoc = {
             "members": len(n.members), "refused": n.refused, "rtt_ms": n.peer_rtt_ms,
             "coord": n.vivaldi.coord.to_dict(), "counts": n.counts.to_dict(),
             "meridian_hops": n.meridian.hops,
             "turnarounds": {"echoed": self.turnaround_out.to_dict(),
-                            "taken_off": self.turnaround_in.to_dict()}})
+                            "taken_off": self.turnaround_in.to_dict()}}
+        write_json_atomic(n.cfg.state_dir / f"{n.info.name}.json", doc)
 
     def serve(self) -> None:
         next_ping = time.monotonic() + random.Random(self.node.info.name).uniform(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import TypedDict
 
 from fogsdn.city.layout import CityLayout
 from fogsdn.core.timebase import Timebase
@@ -16,7 +16,28 @@ from fogsdn.view.state import NodeLive, finite
 Point = tuple[float, float]
 
 
-def coordinate_vector(state: Mapping[str, Any]) -> list[float] | None:
+class FogDot(TypedDict):
+    """A fog node on the map: its place, slots, client count and coordinate."""
+
+    name: str
+    x: float
+    y: float
+    slots: int
+    members: int | None  # None: no state written yet
+    coord: list[float] | None
+
+
+class ClientDot(TypedDict):
+    """A client on the map: its place, chosen node and coordinate."""
+
+    name: str
+    x: float
+    y: float
+    node: str | None
+    coord: list[float] | None
+
+
+def coordinate_vector(state: Mapping[str, object]) -> list[float] | None:
     """The Vivaldi coordinate's vector in a daemon's or client's state file (None where
     it has none yet, or a selector that keeps none)."""
     coord = state.get("coord")
@@ -29,11 +50,12 @@ def coordinate_vector(state: Mapping[str, Any]) -> list[float] | None:
 def city_state_document(*, layout: CityLayout, selector: str, ratio: float, t_s: float,
                         duration_live_s: float, time_scale: float, running: bool,
                         clients: Sequence[str],
-                        positions: Sequence[Point], fog_states: Mapping[str, Mapping[str, Any]],
-                        client_states: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+                        positions: Sequence[Point],
+                        fog_states: Mapping[str, Mapping[str, object]],
+                        client_states: Mapping[str, Mapping[str, object]]) -> dict[str, object]:
     """GET /api/state for the city: one point at `t_s` real seconds since its epoch; each
     fog node's `members` and client's `node` as last written (None before)."""
-    fogs: list[dict[str, Any]] = []
+    fogs: list[FogDot] = []
     for site in layout.fog_nodes:
         st = fog_states.get(site.name, {})
         members = st.get("members")
@@ -41,7 +63,7 @@ def city_state_document(*, layout: CityLayout, selector: str, ratio: float, t_s:
                      "slots": site.slots,
                      "members": members if isinstance(members, int) else None,
                      "coord": coordinate_vector(st)})
-    people: list[dict[str, Any]] = []
+    people: list[ClientDot] = []
     for name, (x, y) in zip(clients, positions, strict=True):
         st = client_states.get(name, {})
         node = st.get("node")

@@ -9,14 +9,14 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import NoReturn
 
 from fogsdn.city.layout import CityLayout
 from fogsdn.city.map_state import city_state_document
 from fogsdn.city.mobile_client import client_status_path
 from fogsdn.live.live_view import VIEW_NICE, ViewConfig
 from fogsdn.view.server import ViewServer
-from fogsdn.view.state import RequestError
+from fogsdn.view.state import RequestError, TopologyLink, TopologyNode
 
 Point = tuple[float, float]
 
@@ -34,7 +34,7 @@ class CityNow:
     done: bool = False
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def _read_json(path: Path) -> dict[str, object]:
     try:
         obj = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -52,7 +52,7 @@ class CityView:
         self.token = ""  # read-only
         self.now: CityNow | None = None
 
-    def state(self, t_ms: float | None = None) -> dict[str, Any]:
+    def state(self, t_ms: float | None = None) -> dict[str, object]:
         now = self.now
         if now is None:  # the network is being built
             now = CityNow("starting", 0.0, Path("/nonexistent"), (), (), time.monotonic())
@@ -66,13 +66,13 @@ class CityView:
             clients=now.clients, positions=now.positions, fog_states=fogs,
             client_states=clients)
 
-    def topology(self) -> dict[str, Any]:
+    def topology(self) -> dict[str, list[TopologyNode] | list[TopologyLink]]:
         return {"nodes": [], "links": []}  # the map is in each state (`city`)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, object]:
         return {"study": "city", "note": "the points' figures are in summary.json at the end"}
 
-    def swap_policy(self, request: dict[str, Any]) -> dict[str, Any]:
+    def swap_policy(self, request: dict[str, object]) -> NoReturn:
         raise RequestError(405, "a city study has no policy to swap")
 
 

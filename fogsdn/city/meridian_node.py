@@ -11,9 +11,11 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
+from fogsdn.core.summary import json_float, json_int, json_object
 from fogsdn.core.timebase import Timebase
 from fogsdn.nodes.ncs.meridian import (
     MeridianConfig,
@@ -28,10 +30,28 @@ from fogsdn.nodes.ncs.meridian import (
 Addr = tuple[str, int]
 
 
+class QueryMessage(TypedDict):
+    """A closest-node query (`m_query`) as the client sends it (`query_message`) and the
+    daemons forward it: where to probe the client and to reply, the eligible nodes, the
+    nodes visited, the best (node, RTT) so far, the last node's RTT to the client (None
+    at the entry) and the hops so far."""
+
+    op: str
+    qid: str
+    client: str
+    probe: list[str | int]  # (ip, port)
+    reply: list[str | int]
+    ok: list[str]
+    visited: list[str]
+    best: tuple[str, float] | None
+    d: float | None
+    hops: int
+
+
 @dataclass(frozen=True)
 class Send:
     dest: Addr
-    msg: dict[str, Any]
+    msg: Mapping[str, object]  # a JSON object: a query, or any other `m_*` message
 
 
 @dataclass(frozen=True)
@@ -49,7 +69,7 @@ Action = Send | Ping
 class _Query:
     """A query while it is at this node."""
 
-    msg: dict[str, Any]
+    msg: QueryMessage
     d: float | None
     deadline: float
     asked: set[str] = field(default_factory=set)
@@ -106,7 +126,7 @@ class MeridianAgent:
             if member in self.latest:
                 self.node.file(member, self.latest[member])
 
-    def _send(self, dest: Addr, msg: dict[str, Any]) -> Send:
+    def _send(self, dest: Addr, msg: Mapping[str, object]) -> Send:
         self.sent[str(msg["op"])] += 1
         return Send(dest, msg)
 
@@ -150,32 +170,33 @@ class MeridianAgent:
         return out
 
     # -- messages ---------------------------------------------------------------
-    def message(self, msg: dict[str, Any], now: float) -> list[Action]:
+    def message(self, msg: Mapping[str, object], now: float) -> list[Action]:
         kind = str(msg.get("op"))
         self.received[kind] += 1
         try:
             if kind == "m_gossip":
-                for m in msg["members"]:
+                for m in _list(msg["members"]):
                     self._learn(str(m))
                 return []
             if kind == "m_ring":
-                rtt = {str(n): self.latest[n] for n in msg["names"] if n in self.latest}
+                rtt = {n: self.latest[n] for n in _list(msg["names"])
+                       if n in self.latest and isinstance(n, str)}
                 return [self._send(self.peers[str(msg["from"])],
                                    {"op": "m_report", "from": self.name, "rtt": rtt})]
             if kind == "m_report":
-                self.reports[str(msg["from"])] = {str(k): float(v)
-                                                  for k, v in msg["rtt"].items()}
+                rtts = json_object(msg["rtt"], "rtt")
+                self.reports[str(msg["from"])] = {str(k): json_float(v) for k, v in rtts.items()}
                 return []
             if kind == "m_query":
-                return self._query_in(msg, now)
+                return self._query_in(_query(msg), now)
             if kind == "m_ask":
-                d = None if msg["d"] is None else float(msg["d"])
+                d = None if msg["d"] is None else json_float(msg["d"])
                 self.asks[str(msg["qid"])] = (str(msg["from"]), d)
                 return [Ping(_addr(msg["probe"]), (str(msg["qid"]), "ask"))]
             if kind == "m_answer":
                 q = self.queries.get(str(msg["qid"]))
                 if q is not None and msg["node"] in q.asked:
-                    q.answers[str(msg["node"])] = float(msg["rtt"])
+                    q.answers[str(msg["node"])] = json_float(msg["rtt"])
                     if set(q.answers) == q.asked:
                         return self._decide(str(msg["qid"]), q, now)
                 return []
@@ -183,9 +204,9 @@ class MeridianAgent:
             self.received["malformed"] += 1
         return []
 
-    def _query_in(self, msg: dict[str, Any], now: float) -> list[Action]:
-        qid = str(msg["qid"])
-        d = None if msg.get("d") is None else float(msg["d"])
+    def _query_in(self, msg: QueryMessage, now: float) -> list[Action]:
+        qid = msg["qid"]
+        d = msg["d"]
         q = _Query(msg, d, now + self.timing.ping_timeout_s)
         self.queries[qid] = q
         if d is None:  # the entry node: measure the client first
@@ -210,7 +231,7 @@ class MeridianAgent:
             return self._finish(qid, q)
         q.d = rtt_ms
         if self.name in q.msg["ok"] and rtt_ms < _best(q.msg)[1]:
-            q.msg["best"] = [self.name, rtt_ms]
+            q.msg["best"] = (self.name, rtt_ms)
         return self._ask_band(qid, q, now)
 
     def _ask(self, qid: str, q: _Query, members: list[str], d: float | None, now: float
@@ -230,7 +251,7 @@ class MeridianAgent:
 
     def _ask_band(self, qid: str, q: _Query, now: float) -> list[Action]:
         assert q.d is not None
-        visited = [str(v) for v in q.msg["visited"]] + [self.name]
+        visited = [*q.msg["visited"], self.name]
         q.msg["visited"] = visited
         ok = set(q.msg["ok"])
         members = band_members(self.node, q.d, visited, lambda m: m in ok)
@@ -245,15 +266,15 @@ class MeridianAgent:
         if q.fallback < 0:
             step = next_step(self.config, q.d, q.answers)
             if step.nearest is not None and step.latency_ms < _best(q.msg)[1]:
-                q.msg["best"] = [step.nearest, step.latency_ms]
+                q.msg["best"] = (step.nearest, step.latency_ms)
             if step.nearest is not None and step.forward:
                 del self.queries[qid]
-                fwd = {**q.msg, "d": step.latency_ms, "hops": int(q.msg["hops"]) + 1}
+                fwd: QueryMessage = {**q.msg, "d": step.latency_ms, "hops": q.msg["hops"] + 1}
                 return [self._send(self.peers[step.nearest], fwd)]
         elif q.answers:
             step = next_step(self.config, math.inf, q.answers)
             assert step.nearest is not None
-            q.msg["best"] = [step.nearest, step.latency_ms]
+            q.msg["best"] = (step.nearest, step.latency_ms)
         if _best(q.msg)[0] is None:  # no eligible answer yet: ask all eligible members
             ok = set(q.msg["ok"])
             groups = fallback_groups(self.node, lambda m: m in ok)
@@ -266,26 +287,56 @@ class MeridianAgent:
     def _finish(self, qid: str, q: _Query) -> list[Action]:
         self.queries.pop(qid, None)
         node, lat = _best(q.msg)
-        self.hops.append(int(q.msg["hops"]))
+        self.hops.append(q.msg["hops"])
         return [self._send(_addr(q.msg["reply"]), {
             "op": "m_result", "qid": qid, "node": node,
-            "rtt": lat if math.isfinite(lat) else None, "hops": int(q.msg["hops"]),
+            "rtt": lat if math.isfinite(lat) else None, "hops": q.msg["hops"],
             "by": self.name})]
 
 
-def _addr(value: Any) -> Addr:
-    return str(value[0]), int(value[1])
+# -- reading a datagram's fields: KeyError, TypeError or ValueError where malformed ----------
+def _list(value: object) -> list[object]:
+    if not isinstance(value, list | tuple):
+        raise TypeError(f"a list, got {type(value).__name__}")
+    return list(value)
 
 
-def _best(msg: dict[str, Any]) -> tuple[str | None, float]:
-    best = msg.get("best")
-    if not best or best[0] is None:
-        return None, math.inf
-    return str(best[0]), float(best[1])
+def _addr(value: object) -> Addr:
+    ip, port = _list(value)[:2]
+    return str(ip), json_int(port)
+
+
+def _best_of(value: object) -> tuple[str, float] | None:
+    """A query's best (node, RTT) so far; None: none yet."""
+    if not value:
+        return None
+    node, *rest = _list(value)
+    if node is None:
+        return None
+    rtt, *_ = rest
+    return str(node), json_float(rtt)
+
+
+def _query(msg: Mapping[str, object]) -> QueryMessage:
+    """A received `m_query`, every field checked."""
+    ok = [n for n in _list(msg["ok"]) if isinstance(n, str)]
+    if len(ok) != len(_list(msg["ok"])):
+        raise TypeError("ok: node names")
+    d = msg.get("d")
+    return {"op": "m_query", "qid": str(msg["qid"]), "client": str(msg["client"]),
+            "probe": list(_addr(msg["probe"])), "reply": list(_addr(msg["reply"])), "ok": ok,
+            "visited": [str(v) for v in _list(msg["visited"])],
+            "best": _best_of(msg.get("best")), "d": None if d is None else json_float(d),
+            "hops": json_int(msg["hops"])}
+
+
+def _best(msg: QueryMessage) -> tuple[str | None, float]:
+    best = msg["best"]
+    return (None, math.inf) if best is None else best
 
 
 def query_message(qid: str, client: str, probe: Addr, reply: Addr, eligible: list[str]
-                  ) -> dict[str, Any]:
+                  ) -> QueryMessage:
     """What a client sends its entry node."""
     return {"op": "m_query", "qid": qid, "client": client, "probe": list(probe),
             "reply": list(reply), "ok": sorted(eligible), "visited": [], "best": None,

@@ -17,11 +17,11 @@ import random
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import suppress
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import NotRequired, Protocol, TypedDict
 
 from fogsdn.city.fog_daemon import (
     MERIDIAN_PORT,
@@ -29,13 +29,16 @@ from fogsdn.city.fog_daemon import (
     PROBE_PORT,
     CityConfig,
     Counts,
+    CountsDoc,
 )
 from fogsdn.city.meridian_node import query_message
 from fogsdn.core import rx_stamp
 from fogsdn.core.local_rpc import write_json_atomic
+from fogsdn.core.summary import json_float, json_int, json_object
 from fogsdn.nodes.ncs.discovery import (
     VIVALDI_SELECTORS,
     ClientTally,
+    TallyDoc,
     discovery_step,
     make_selector,
 )
@@ -44,27 +47,57 @@ from fogsdn.nodes.ncs.vivaldi import Coordinate, VivaldiConfig, VivaldiError, Vi
 from fogsdn.nodes.probe import ProbeCounters, Prober, Turnarounds
 
 
+class Truth(TypedDict):
+    """The runner's truth for one client (its truth file's entry): each node's load-free
+    RTT now, model ms (the simulator's static part); none before the first read."""
+
+    static: NotRequired[dict[str, float]]
+
+
 class Transport(Protocol):
-    """What the client can do on the network (a fake one in tests)."""
+    """What the client can do on the network (a fake one in tests). Replies and echoes
+    are JSON objects as received: their fields are checked where they are read."""
 
     reply_at: float | None  # when the kernel received the last ops reply (time.monotonic)
 
-    def ping(self, fog: str) -> tuple[float | None, dict[str, Any] | None]:
+    def ping(self, fog: str) -> tuple[float | None, dict[str, object] | None]:
         """One probe: RTT in model ms and the node's echoed state (None, None if lost)."""
 
-    def held_s(self, reply: dict[str, Any]) -> float:
+    def held_s(self, reply: Mapping[str, object]) -> float:
         """How long the node said it held the request whose reply this is (s), which the
         client takes off the task's round trip."""
 
-    def op(self, fog: str, msg: dict[str, Any], want_reply: bool) -> dict[str, Any] | None:
+    def op(self, fog: str, msg: Mapping[str, object], want_reply: bool
+           ) -> dict[str, object] | None:
         """One ops datagram, and its reply when one is wanted (None: none came)."""
 
-    def truth(self) -> dict[str, Any]:
+    def truth(self) -> Truth:
         """The runner's load-free RTTs for this client now (the simulator's static part):
         {"static": {node: model ms}}."""
 
-    def meridian(self, fog: str, qid: str, eligible: list[str]) -> dict[str, Any] | None:
+    def meridian(self, fog: str, qid: str, eligible: list[str]) -> dict[str, object] | None:
         """A closest-node query to `fog`; the `m_result` (from whichever node ends it)."""
+
+
+class ResultDoc(TallyDoc):
+    """`ClientResult.to_dict`: the tally and what only a live client measures."""
+
+    excess: list[float]
+    counts: CountsDoc
+    meridian_hops: list[int]
+
+
+class ClientResultDoc(ResultDoc):
+    """A client's result file (`client_result`)."""
+
+    coordinate_errors: dict[str, float]
+
+
+class ClientStatus(TypedDict):
+    """A client's status file (`CityClient.status`), rewritten each step."""
+
+    node: str | None
+    coord: dict[str, object] | None
 
 
 @dataclass
@@ -75,9 +108,10 @@ class ClientResult(ClientTally):
     counts: Counts = field(default_factory=Counts)
     meridian_hops: list[int] = field(default_factory=list)  # per answered query
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ResultDoc:
         self.messages = self.counts.total
-        return {**asdict(self), "counts": self.counts.to_dict()}
+        return {**self.to_doc(), "excess": list(self.excess), "counts": self.counts.to_dict(),
+                "meridian_hops": list(self.meridian_hops)}
 
 
 class CityClient:
@@ -103,7 +137,7 @@ class CityClient:
         self.coords: dict[str, Coordinate] = {}
         self.last_rtt: dict[str, float] = {}  # per node, its last task's RTT (model ms)
         self.queries = 0
-        self._truth: dict[str, Any] = {"static": {}}
+        self._truth: Truth = {"static": {}}
         self._loads: dict[str, int] = {}  # the members counted for this selection
 
     # -- counting ---------------------------------------------------------------
@@ -111,20 +145,20 @@ class CityClient:
         self.result.counts.sent[kind] += sent
         self.result.counts.received[kind] += received
 
-    def ping(self, fog: str) -> tuple[float | None, dict[str, Any] | None]:
+    def ping(self, fog: str) -> tuple[float | None, dict[str, object] | None]:
         rtt, state = self.net.ping(fog)
         self._count("probe", 1, 0 if rtt is None else 1)
         if rtt is not None and state is not None:
             self._learn(fog, state, rtt)
         return rtt, state
 
-    def request(self, fog: str, msg: dict[str, Any], want_reply: bool = True
-                ) -> dict[str, Any] | None:
+    def request(self, fog: str, msg: Mapping[str, object], want_reply: bool = True
+                ) -> dict[str, object] | None:
         reply = self.net.op(fog, {**msg, "client": self.name}, want_reply)
         self._count(str(msg["op"]), 1, 0 if reply is None else 1)
         return reply
 
-    def _learn(self, fog: str, state: dict[str, Any], rtt_ms: float | None) -> None:
+    def _learn(self, fog: str, state: Mapping[str, object], rtt_ms: float | None) -> None:
         if self.vivaldi is None:
             return
         try:
@@ -144,9 +178,10 @@ class CityClient:
         free = {n: self.slots[n] for n in self.fogs}
         if reply is None:
             return free
-        for n, st in dict(reply.get("nodes", {})).items():
+        for n, st in json_object(reply.get("nodes", {}), "view: nodes").items():
             if n in free:
-                free[n] = int(st.get("free", free[n]))
+                st = json_object(st, f"view: {n}")
+                free[n] = json_int(st.get("free", free[n]))
                 self._learn(n, st, None)
         return free
 
@@ -161,9 +196,10 @@ class CityClient:
             if reply is None:
                 return None
             self._count("m_result", 0, 1)
-            self.result.meridian_hops.append(int(reply.get("hops", 0)))
+            self.result.meridian_hops.append(json_int(reply.get("hops", 0)))
             node = reply.get("node")
-            return node if node in self.slots and eligible(node) else None
+            return node if node in self.slots and isinstance(node, str) and eligible(node) \
+                else None
 
         return query
 
@@ -192,8 +228,8 @@ class CityClient:
         rtt, st = self.ping(n)
         if rtt is None or st is None:
             return ProbeAnswer(math.inf, 0)
-        return ProbeAnswer(rtt, int(st.get("free", 0)), float(st.get("join", 0.0)),
-                           float(st.get("leave", 0.0)))
+        return ProbeAnswer(rtt, json_int(st.get("free", 0)), json_float(st.get("join", 0.0)),
+                           json_float(st.get("leave", 0.0)))
 
     def _latency(self, loads: dict[str, int], joining: str | None = None) -> dict[str, float]:
         """Eq. 7 per node under `loads`; this client counts already at `joining` and would
@@ -237,7 +273,7 @@ class CityClient:
         # the node's access link carries its load term for these counts (the runner
         # follows the board within a poll): the configured RTT, and every alternative's
         loads = self.members()
-        msg: dict[str, Any] = {"op": "task", "seq": r.delivered + r.lost}
+        msg: dict[str, object] = {"op": "task", "seq": r.delivered + r.lost}
         if self.vivaldi is not None:  # the node learns from its clients, as simulated
             msg |= {"coord": self.vivaldi.coord.to_dict(), "rtt": self.last_rtt.get(node)}
         t0 = time.monotonic()
@@ -260,7 +296,7 @@ class CityClient:
         if isinstance(state, dict):
             self._learn(node, state, rtt)
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> ClientStatus:
         """Its chosen node and Vivaldi coordinate (None: none yet, or no coordinate kept)."""
         return {"node": self.node,
                 "coord": self.vivaldi.coord.to_dict() if self.vivaldi is not None else None}
@@ -290,10 +326,10 @@ class UdpTransport:
         self.timeout_s = cfg.timebase.real_s(cfg.client.timeout_ms)
         self.seq = 0  # the last ops request's id
         self.truth_path = truth_path
-        self._truth: dict[str, Any] = {}
+        self._truth: Truth = {}
         self.task_turnarounds = Turnarounds()  # what the nodes held this client's tasks
 
-    def ping(self, fog: str) -> tuple[float | None, dict[str, Any] | None]:
+    def ping(self, fog: str) -> tuple[float | None, dict[str, object] | None]:
         s = self.prober.ping((self.cfg.fogs[fog].ip, PROBE_PORT), self.timeout_s)
         if s.rtt_ms is None:
             return None, None
@@ -304,7 +340,7 @@ class UdpTransport:
         rtt = self.cfg.timebase.model_ms_of_real_ms(s.rtt_ms)
         return rtt, state if isinstance(state, dict) else None
 
-    def held_s(self, reply: dict[str, Any]) -> float:
+    def held_s(self, reply: Mapping[str, object]) -> float:
         """How long the node said it held the request (s; 0 where it did not say or
         said something that is not a time), taken off the task's round trip."""
         held = reply.get("held_ns")
@@ -313,7 +349,8 @@ class UdpTransport:
         self.task_turnarounds.add(held / 1e6)
         return held / 1e9
 
-    def op(self, fog: str, msg: dict[str, Any], want_reply: bool) -> dict[str, Any] | None:
+    def op(self, fog: str, msg: Mapping[str, object], want_reply: bool
+           ) -> dict[str, object] | None:
         """Each request carries an id its reply echoes: a reply that comes after its
         request timed out is not taken for the answer to the next one."""
         self.seq += 1
@@ -324,8 +361,8 @@ class UdpTransport:
             return None
         return self._await(self.timeout_s, lambda r: r.get("id") == self.seq)
 
-    def _await(self, timeout_s: float, ours: Callable[[dict[str, Any]], bool]
-               ) -> dict[str, Any] | None:
+    def _await(self, timeout_s: float, ours: Callable[[dict[str, object]], bool]
+               ) -> dict[str, object] | None:
         """The first datagram within `timeout_s` that is a JSON object `ours` accepts."""
         deadline = time.monotonic() + timeout_s
         while (left := deadline - time.monotonic()) > 0:
@@ -342,7 +379,7 @@ class UdpTransport:
                 return reply
         return None
 
-    def meridian(self, fog: str, qid: str, eligible: list[str]) -> dict[str, Any] | None:
+    def meridian(self, fog: str, qid: str, eligible: list[str]) -> dict[str, object] | None:
         ip, port = self.sock.getsockname()
         msg = query_message(qid, self.name, (ip, PROBE_PORT), (ip, port), eligible)
         self.sock.sendto(json.dumps(msg).encode(), (self.cfg.fogs[fog].ip, MERIDIAN_PORT))
@@ -350,7 +387,7 @@ class UdpTransport:
         return self._await(self.timeout_s * 3,
                            lambda r: r.get("op") == "m_result" and r.get("qid") == qid)
 
-    def truth(self) -> dict[str, Any]:
+    def truth(self) -> Truth:
         try:
             self._truth = json.loads(self.truth_path.read_text())["clients"][self.name]
         except (OSError, json.JSONDecodeError, KeyError):
@@ -385,12 +422,10 @@ def drive(client: CityClient, cfg: CityConfig, stop: threading.Event,
         t = max(t + client.rng.uniform(*cfg.client.period_s) * scale, time.monotonic())
 
 
-def client_result(client: CityClient, responder: ProbeCounters) -> dict[str, Any]:
+def client_result(client: CityClient, responder: ProbeCounters) -> ClientResultDoc:
     """What the client writes at its end: its tally, with the Meridian probes its echo
     responder answered, and its coordinates' errors."""
     counts = client.result.counts
     counts.received["m_probe"] += responder.received
     counts.sent["m_probe"] += responder.sent
-    out = client.result.to_dict()
-    out["coordinate_errors"] = client.coordinate_errors()
-    return out
+    return {**client.result.to_dict(), "coordinate_errors": client.coordinate_errors()}

@@ -6,12 +6,18 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fogsdn.core.csv_rows import write_csv_rows
+from fogsdn.core.summary import json_object
 from fogsdn.nodes.ncs.discovery import METRIC_COLUMNS, ClientTally, city_metrics
 from fogsdn.nodes.probe import Turnarounds
+
+if TYPE_CHECKING:  # the files' writers
+    from fogsdn.city.fog_daemon import FogStateDoc
+    from fogsdn.city.mobile_client import ClientResultDoc
 
 LIVE_COLUMNS = ("probe_messages", "rtt_excess_ms", "coord_median_rel_error", "link_updates",
                 "clients_reporting", "fogs_reporting")
@@ -23,14 +29,13 @@ MERIDIAN_COLUMNS = ("meridian_queries", "meridian_messages_per_query",
                     "meridian_upkeep_messages")
 
 
-def live_metrics(results: dict[str, dict[str, Any]], fog_states: dict[str, dict[str, Any]]
-                 ) -> dict[str, Any]:
+def live_metrics(results: Mapping[str, ClientResultDoc], fog_states: Mapping[str, FogStateDoc]
+                 ) -> dict[str, float]:
     """A live point's columns from its clients' results and fog nodes' state files: the
     simulator's metric columns, the live ones and Meridian's."""
     clients = list(results.values())
-    fields = ClientTally.__dataclass_fields__
-    tallies = [ClientTally(**{k: v for k, v in r.items() if k in fields} | {
-        "messages": int(r["counts"]["in"]) + int(r["counts"]["out"])}) for r in clients]
+    tallies = [ClientTally.from_doc(r | {"messages": int(r["counts"]["in"])
+                                         + int(r["counts"]["out"])}) for r in clients]
     excess = [x for r in clients for x in r.get("excess", [])]
     coord = [e for r in clients for e in r.get("coordinate_errors", {}).values()]
     probes = sum(int(r["counts"][way].get(kind, 0)) for r in [*clients, *fog_states.values()]
@@ -43,8 +48,8 @@ def live_metrics(results: dict[str, dict[str, Any]], fog_states: dict[str, dict[
     } | _meridian_columns(clients, fog_states)
 
 
-def _meridian_columns(clients: list[dict[str, Any]], fog_states: dict[str, dict[str, Any]]
-                      ) -> dict[str, Any]:
+def _meridian_columns(clients: list[ClientResultDoc], fog_states: Mapping[str, FogStateDoc]
+                      ) -> dict[str, float]:
     """Meridian's messages as the daemons counted them, per query as the simulator
     counts them: the client's query, the asks and forwards, the answers and the
     result, and each probe to the client (ping and echo); and its upkeep."""
@@ -68,21 +73,24 @@ def _meridian_columns(clients: list[dict[str, Any]], fog_states: dict[str, dict[
                                                                 "m_report"))}
 
 
-def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
+def write_csv(rows: Sequence[Mapping[str, object]], path: Path) -> None:
     cols = ["selector", "ratio", "clients", "slots", "seed", "duration_model_s", *METRIC_COLUMNS]
     cols += [c for c in (*LIVE_COLUMNS, *MERIDIAN_COLUMNS) if any(c in r for r in rows)]
     write_csv_rows(path, cols, ({k: (f"{v:.6g}" if isinstance(v, float) else v)
                                  for k, v in r.items()} for r in rows), extrasaction="ignore")
 
 
-def turnaround_columns(engine: dict[str, Any], fog_states: dict[str, dict[str, Any]]
+def turnaround_columns(engine: Mapping[str, object], fog_states: Mapping[str, FogStateDoc]
                        ) -> dict[str, float]:
     """What the probes' responders held their pings (real ms), as taken off the measured
-    round trips by the clients and the fog nodes: the emulator's own waits for a core
-    that no RTT of this point carries."""
+    round trips by the clients and the fog nodes (the client engine's stats file and the
+    daemons' state files): the emulator's own waits for a core that no RTT of this point
+    carries."""
     all_ = Turnarounds()
     for part in (engine, *fog_states.values()):
-        all_.merge(Turnarounds.from_dict(part.get("turnarounds", {}).get("taken_off", {})))
+        turnarounds = json_object(part.get("turnarounds", {}), "turnarounds")
+        all_.merge(Turnarounds.from_dict(json_object(turnarounds.get("taken_off", {}),
+                                                     "taken_off")))
     if not all_.count:
         return {"turnaround_real_ms_mean": math.nan, "turnaround_real_ms_max": math.nan}
     return {"turnaround_real_ms_mean": round(all_.total_ms / all_.count, 4),

@@ -114,6 +114,7 @@ def main(argv: list[str] | None = None,
     out = Path(args.out) if args.out else root / "results" / f"{stamp}-{sc.name}"
 
     if args.engine == "simulate":
+        from fogsdn.core.summary import json_object
         from fogsdn.sim.runner import run_simulation
 
         rate = sc.workload.lambda_hp + sc.workload.lambda_lp
@@ -133,8 +134,9 @@ def main(argv: list[str] | None = None,
             print(f"error: {args.scenario}: {err}", file=sys.stderr)
             return 2
         print(f"results: {out}")
-        measured = done.get("measured") or {}
-        if not any((measured.get(c) or {}).get("count") for c in ("hp", "lp")):
+        measured = json_object(done.get("measured") or {}, "measured")
+        if not any(json_object(measured.get(c) or {}, f"measured.{c}").get("count")
+                   for c in ("hp", "lp")):
             print(f"error: no request was measured (all inside warmup_ms = {sc.warmup_ms:g} "
                   "model ms): the table above has no figures", file=sys.stderr)
             return 2

@@ -10,9 +10,8 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
-from fogsdn.studies.study import Study, StudyError, run_study
+from fogsdn.studies.study import Row, RowT, Study, StudyError, run_study
 
 # -- the files and the command ------------------------------------------------------------
 
@@ -33,7 +32,7 @@ def declared_study(path: str | Path) -> str | None:
     return str(sweep.get("study", "sweep")) if isinstance(sweep, dict) else None
 
 
-def _key_value(pair: str) -> tuple[str, Any]:
+def _key_value(pair: str) -> tuple[str, object]:
     import yaml
 
     key, eq, value = pair.partition("=")
@@ -42,7 +41,7 @@ def _key_value(pair: str) -> tuple[str, Any]:
     return key, yaml.safe_load(value)
 
 
-def _city_study(a: argparse.Namespace, over: dict[str, Any], out: Path) -> Study:
+def _city_study(a: argparse.Namespace, over: dict[str, object], out: Path) -> Study[Row]:
     """Seed 003's city study file in either engine; Ctrl-C or SIGTERM ends a live one
     after the point it is in (`fogsdn.city.live_run` keeps what it measured)."""
     import threading
@@ -71,6 +70,14 @@ def _city_study(a: argparse.Namespace, over: dict[str, Any], out: Path) -> Study
         study.check_live_choices()
     return CityStudyRun(study, out, a.engine, a.live_scale, stop,
                         view_config(a) if a.engine == "emulate" else None)
+
+
+def _run(study: Study[RowT], out: Path, a: argparse.Namespace) -> tuple[bool, Path | None]:
+    """Run `study` on the executor asked for: whether a point failed, and the summary.json
+    of a study run live as one supervised run (None: each point has its own)."""
+    res = run_study(study, out, executor=a.executor, workers=a.workers,
+                    ray_address=a.ray_address)
+    return bool(res.failures), study.live_summary
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,10 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     kind = declared_study(a.scenario)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(a.out) if a.out else Path("results") / f"{stamp}-{Path(a.scenario).stem}-{kind}"
-    study: Study
     try:
         if kind == "city":
-            study = _city_study(a, dict(a.set), out)
+            failed, live_summary = _run(_city_study(a, dict(a.set), out), out, a)
         else:
             sc = resolve_scenario(a.scenario, policy_module=a.policy_module)
             sc = sc.with_overrides(dict(a.set)) if a.set else sc
@@ -125,23 +131,23 @@ def main(argv: list[str] | None = None) -> int:
             if kind == "size_based":
                 from fogsdn.studies.size_study import SizeStudy
 
-                study = SizeStudy(sc, out, a.requests or 100_000, a.replications,
-                                  a.plot_only, a.engine, duration_ms, a.time_scale)
+                failed, live_summary = _run(
+                    SizeStudy(sc, out, a.requests or 100_000, a.replications, a.plot_only,
+                              a.engine, duration_ms, a.time_scale), out, a)
             else:
                 from fogsdn.studies.sweep import SweepStudy
 
-                study = SweepStudy(sc, out, a.engine, a.requests, duration_ms, not a.no_trace,
-                                   time_scale=a.time_scale, optimum=a.optimum)
-        res = run_study(study, out, executor=a.executor, workers=a.workers,
-                        ray_address=a.ray_address)
+                failed, live_summary = _run(
+                    SweepStudy(sc, out, a.engine, a.requests, duration_ms, not a.no_trace,
+                               time_scale=a.time_scale, optimum=a.optimum), out, a)
     except (StudyError, ScenarioError, PolicyError, ArgumentError, CityStudyError,
             LayoutError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if study.live_summary is not None and study.live_summary.exists():
+    if live_summary is not None and live_summary.exists():
         from fogsdn.live.supervisor import exit_code
 
-        code = exit_code(json.loads(study.live_summary.read_text()))
+        code = exit_code(json.loads(live_summary.read_text()))
         if code:
             return code
-    return 1 if res.failures else 0
+    return 1 if failed else 0

@@ -14,7 +14,7 @@ import threading
 import time
 from contextlib import suppress
 from dataclasses import replace
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from os_ken.base import app_manager
 from os_ken.controller import ofp_event
@@ -67,6 +67,33 @@ from fogsdn.core.scenario import PolicySpec, TaskClass, load_scenario
 from fogsdn.policies import ClusterView, Request, make_policy
 
 BARRIER_TIMEOUT_S = 2.0
+
+
+class Reconciled(TypedDict):
+    """The answer to an OFN's registration (`fogsdn.controller.registration.register`):
+    whether its state changed and, once the switches' groups are in, when."""
+
+    changed: bool
+    installed: NotRequired[bool]  # the barriers came back
+    t_installed: NotRequired[float]  # the controller's monotonic clock
+    latency_ms: NotRequired[float]  # from the event to the rules being in
+
+
+class Swapped(TypedDict):
+    """The answer to a policy swap done (`fogsdn.controller.registration.swap_policy`)."""
+
+    ok: bool
+    policy: str
+    per_request: bool
+    installed: bool  # the barriers came back
+    t_installed: float
+    groups: dict[str, dict[str, int]]  # each class's select group now: node -> weight
+
+
+class SwapRefused(TypedDict):
+    """The new policy could not be built: nothing changed."""
+
+    error: str
 
 
 class FogController(app_manager.OSKenApp):
@@ -207,7 +234,7 @@ class FogController(app_manager.OSKenApp):
                     self._send(of.group_mod(dp, g))
         return {str(cls): dict(b) for cls, b in send.items()}
 
-    def _reconcile(self, node: str, up: bool, source: str, t_event: float) -> dict[str, Any]:
+    def _reconcile(self, node: str, up: bool, source: str, t_event: float) -> Reconciled:
         """Apply one availability report; returns what was done (for the reporter)."""
         with self._lock:
             if not self.cluster.set_available(node, up):
@@ -484,14 +511,14 @@ class FogController(app_manager.OSKenApp):
             (OSError, ValueError, KeyError, TypeError, AttributeError)), hub.spawn)
         return thread
 
-    def _registration(self, msg: Any) -> dict[str, Any]:
+    def _registration(self, msg: Any) -> Reconciled | Swapped | SwapRefused:
         if msg.get("cmd") == "policy":  # a policy swap (issue 21)
             return self._swap_policy(msg["spec"])
         node, up, t = availability_request(msg, self.cluster.nodes, time.monotonic())
         return self._reconcile(node, up, "registration", t)
 
     # -- policy swap (issue 21) -----------------------------------------------------------
-    def _swap_policy(self, spec: Any) -> dict[str, Any]:
+    def _swap_policy(self, spec: Any) -> Swapped | SwapRefused:
         """Build the new policy (nothing changes if that fails), swap it in under the lock,
         bring every edge's groups and dispatch rules to it; answer after the barriers."""
         t_event = time.monotonic()

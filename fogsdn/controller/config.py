@@ -8,12 +8,25 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from fogsdn.controller.rt_measure import RT_SAMPLE_DEFAULT
 from fogsdn.core.fabric import Fabric
 
 CONFIG_ENV = "FOGSDN_CONTROLLER_CONFIG"  # the path of the config file, in the environment
+
+
+class ConfigFile(TypedDict):
+    """`ControllerConfig.to_dict`: the file's JSON (paths as strings)."""
+
+    fabric: dict[str, object]  # Fabric.to_dict
+    scenario: str
+    events: str
+    ready: str
+    registration: str
+    available: dict[str, bool]
+    measure_rt: int
+    load_reports: str | None
 
 
 @dataclass(frozen=True)
@@ -30,7 +43,7 @@ class ControllerConfig:
     # None: a per-request policy sees only the connections the controller decided
     load_reports: Path | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ConfigFile:
         return {"fabric": self.fabric.to_dict(), "scenario": str(self.scenario),
                 "events": str(self.events), "ready": str(self.ready),
                 "registration": str(self.registration), "available": dict(self.available),

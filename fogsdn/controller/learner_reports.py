@@ -10,7 +10,6 @@ import io
 from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any
 
 from fogsdn.policies.base import Epoch
 
@@ -64,7 +63,7 @@ class LearnerReports:
         self.written = len(curve)
         return rows
 
-    def agent_state(self, policy: object) -> dict[str, Any] | None:
+    def agent_state(self, policy: object) -> dict[str, object] | None:
         """`describe()` at the policy epoch's first decision and every `DESCRIBE_EVERY`-th
         after; None otherwise and for a policy that has none."""
         describe = getattr(policy, "describe", None)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import networkx as nx
 
@@ -99,23 +99,44 @@ class AnswerArp:
 
 
 Action = Output | Flood | ToController | SetField | Group | Conntrack | PerConnection | AnswerArp
+# an OXM field's value in a match: a number, an address, or (value, mask)
+MatchValue = int | str | tuple[int, int]
+# what makes two flows the same entry to the switch: table, priority, match
+FlowEntry = tuple[int, int, tuple[tuple[str, MatchValue], ...]]
+
+
+class Match(TypedDict, total=False):
+    """The OXM fields this pipeline matches on, for a match built ahead of its `flow`."""
+
+    eth_type: int
+    in_port: int
+    ip_proto: int
+    ip_dscp: int
+    ipv4_src: str
+    ipv4_dst: str
+    tcp_src: int | tuple[int, int]
+    tcp_dst: int | tuple[int, int]
+    tcp_flags: tuple[int, int]
+    ct_state: tuple[int, int]
+    arp_op: int
+    arp_tpa: str
 
 
 @dataclass(frozen=True)
 class Flow:
     table: int
     priority: int
-    match: tuple[tuple[str, Any], ...]
+    match: tuple[tuple[str, MatchValue], ...]
     actions: tuple[Action, ...] = ()
     goto: int | None = None
     idle_timeout: int = 0
     cookie: int = 0  # DECIDE_COOKIE: the rule the runner removes when the controller dies
 
-    def match_dict(self) -> dict[str, Any]:
+    def match_dict(self) -> dict[str, MatchValue]:
         return dict(self.match)
 
     @property
-    def entry(self) -> tuple[Any, ...]:
+    def entry(self) -> FlowEntry:
         """What makes two flows the same entry to the switch (a flow-mod replaces it)."""
         return (self.table, self.priority, self.match)
 
@@ -130,7 +151,7 @@ class GroupMod:
 
 
 def flow(table: int, priority: int, actions: Sequence[Action] = (), goto: int | None = None,
-         cookie: int = 0, **match: Any) -> Flow:
+         cookie: int = 0, **match: MatchValue) -> Flow:
     return Flow(table, priority, tuple(match.items()), tuple(actions), goto, cookie=cookie)
 
 
@@ -181,7 +202,7 @@ class SwitchTables:
     """What one datapath holds of table 2 and its fast-failover groups, so that a change
     sends only what differs."""
 
-    forwarding: dict[tuple[Any, ...], Flow] = field(default_factory=dict)
+    forwarding: dict[FlowEntry, Flow] = field(default_factory=dict)
     failover: dict[int, GroupMod] = field(default_factory=dict)
 
     @classmethod
@@ -228,8 +249,8 @@ def base_flows(topo: Topology, switch: str, hops: NextHops, proactive: bool,
                             ipv4_dst=c["ip"]))
         out.append(flow(TABLE_CLASSIFY, 400, goto=TABLE_FORWARD, eth_type=ETH_IPV4))
     if edge:
-        new_svc: dict[str, Any] = {"eth_type": ETH_IPV4, "ip_proto": 6, "ipv4_dst": topo.vip,
-                                   "tcp_dst": topo.service_port, "ct_state": CT_NEW_TRK}
+        new_svc: Match = {"eth_type": ETH_IPV4, "ip_proto": 6, "ipv4_dst": topo.vip,
+                          "tcp_dst": topo.service_port, "ct_state": CT_NEW_TRK}
         # the policy's routes as select groups: the whole dispatch of a proactive policy,
         # and a per-request policy's fallback while its controller is away
         pin = [PerConnection()]  # each SYN translated afresh (PerConnection)
@@ -268,13 +289,13 @@ def observe_flows(topo: Topology, switch: str, proactive: bool, mask: int = 0) -
     the controller"); `mask`: only client ports with these bits 0 are copied."""
     if switch not in edge_switches(topo):
         return []
-    def copy(**match: Any) -> Flow:
-        return flow(TABLE_CLASSIFY, PRIO_OBSERVE,
-                    (ToController(OBSERVE_MAX_LEN), Conntrack(TABLE_DISPATCH)),
-                    eth_type=ETH_IPV4, ip_proto=6, **match)
+    def copy(**match: MatchValue) -> Flow:  # flow(..., eth_type=ETH_IPV4, ip_proto=6, **match)
+        return Flow(TABLE_CLASSIFY, PRIO_OBSERVE,
+                    (("eth_type", ETH_IPV4), ("ip_proto", 6), *match.items()),
+                    (ToController(OBSERVE_MAX_LEN), Conntrack(TABLE_DISPATCH)))
 
-    from_sampled: dict[str, Any] = {"tcp_src": (0, mask)} if mask else {}
-    to_sampled: dict[str, Any] = {"tcp_dst": (0, mask)} if mask else {}
+    from_sampled: dict[str, MatchValue] = {"tcp_src": (0, mask)} if mask else {}
+    to_sampled: dict[str, MatchValue] = {"tcp_dst": (0, mask)} if mask else {}
     out = []
     if proactive:  # a per-request policy's SYN comes up anyway
         out.append(copy(ipv4_dst=topo.vip, tcp_flags=TCP_FLAGS_CLIENT_SYN, **from_sampled))

@@ -12,13 +12,15 @@ from typing import Any
 from fogsdn.core.local_rpc import unix_call
 
 
-def register(path: str | Path, node: str, available: bool, timeout: float = 5.0) -> dict[str, Any]:
+def register(path: str | Path, node: str, available: bool, timeout: float = 5.0
+             ) -> dict[str, object]:
     """Tell the controller an OFN joined or left; returns once its rules are in."""
     return unix_call(path, {"node": node, "state": "available" if available else "unavailable",
                             "t": time.monotonic()}, timeout)
 
 
-def swap_policy(path: str | Path, spec: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:
+def swap_policy(path: str | Path, spec: Mapping[str, object], timeout: float = 10.0
+                ) -> dict[str, object]:
     """Have the controller run another policy (a resolved `PolicySpec` as a dict,
     fogsdn.controller.policy_swap); returns once the switches hold its rules, or `error`."""
     return unix_call(path, {"cmd": "policy", "spec": spec}, timeout)

@@ -8,7 +8,6 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from fogsdn.controller.flow_tables import GROUP_ID, bucket_weights
 from fogsdn.controller.learner_reports import LearnerReports
@@ -33,7 +32,7 @@ class ConnectionChoice:
     option: PathOption | None  # the option chosen from the policy's menu, as it was offered
     path_flows: list[tuple[str, Flow]]  # (switch, rule) in the order they are sent
     curve_rows: str  # the learner's epochs that closed since (learning_curve.csv lines)
-    agent: dict[str, Any] | None  # a learning agent's state, in some decision events
+    agent: dict[str, object] | None  # a learning agent's state, in some decision events
 
 
 @dataclass(frozen=True)

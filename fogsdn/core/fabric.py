@@ -29,7 +29,7 @@ class Fabric:
     vip_mac: str
     service_port: int
     hosts: tuple[HostPort, ...]
-    graph: dict[str, Any]  # the topology (networkx node-link data)
+    graph: dict[str, object]  # the topology (networkx node-link data, read by networkx)
 
     def topology(self) -> nx.Graph:
         return nx.node_link_graph(self.graph, edges="links")

@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Self
+from typing import NotRequired, Self, TypedDict
 
 from pydantic import Field, model_validator
 
@@ -213,8 +213,47 @@ class ServedRequest:
     outcome: str  # ok, blocked, timeout, lost
 
 
+class FaultCost(TypedDict):
+    """What one fault cost (`fault_cost`): counts, and model ms."""
+
+    lost: int
+    timed_out: int
+    blocked: int
+    rerouted: int
+    window_ms: float
+    recovery_ms: float | None
+
+
+class FaultStep(TypedDict):
+    """One step a live run applied: what it did, and when (model ms)."""
+
+    step: str
+    t_applied_ms: float
+
+
+class FaultRecord(TypedDict):
+    """One entry of summary.json's `faults`, from either engine (`fogsdn.sim.fault_rows`,
+    `fogsdn.live.fault_schedule`); a live run's grows as its steps are applied."""
+
+    fault: int  # the index in the scenario's `faults:` list
+    kind: str
+    node: str | None
+    t_ms: float
+    simulated: NotRequired[bool]  # whether the simulator's model has the kind
+    cost: NotRequired[FaultCost]
+    note: NotRequired[str]
+    # live: the steps, a step's error, a killed process's death and outage (real ms)
+    steps: NotRequired[list[FaultStep]]
+    error: NotRequired[str]
+    exit: NotRequired[str]
+    t_died_model_ms: NotRequired[float]
+    outage_ms: NotRequired[float]
+    outage_model_ms: NotRequired[float]
+    back_after_start_ms: NotRequired[float]
+
+
 def fault_cost(fault: FaultSpec, requests: Sequence[ServedRequest], run_end_ms: float,
-               measured_end_ms: float | None = None) -> dict[str, float | int | None]:
+               measured_end_ms: float | None = None) -> FaultCost:
     """What one fault cost, from the trace. The fault's window runs from its start to its
     scheduled end (unbounded faults: to the run's end), or to `measured_end_ms` where the
     run measured it (a killed process restarted: until it served again). Counted:

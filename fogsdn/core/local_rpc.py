@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,8 @@ def send_json(sock: socket.socket, obj: Any) -> None:
     sock.sendall(json.dumps(obj).encode() + b"\n")
 
 
-def unix_call(path: str | Path, request: dict[str, Any], timeout: float = 2.0) -> dict[str, Any]:
+def unix_call(path: str | Path, request: Mapping[str, object], timeout: float = 2.0
+              ) -> dict[str, object]:
     """Send one request, return the one-line JSON answer."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(timeout)
@@ -65,7 +66,7 @@ def listen_packets(path: Path, backlog: int = 64) -> socket.socket:
     return sock
 
 
-def answer_one(conn: socket.socket, answer: Callable[[Any], dict[str, Any]], timeout: float,
+def answer_one(conn: socket.socket, answer: Callable[[Any], Mapping[str, object]], timeout: float,
                errors: tuple[type[Exception], ...]) -> None:
     """Read one JSON request from `conn` and send `answer`'s reply, or `{"error": its
     first line}` where reading or answering raised one of `errors`; then close it."""

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, SupportsFloat, SupportsInt, TypedDict
 
 from fogsdn.core.scenario import PolicySpec
+
+if TYPE_CHECKING:
+    from fogsdn.core.faults import FaultRecord
 
 FALLBACK = "HP and LP to the FNs while the policy failed"
 
@@ -27,26 +31,116 @@ class PolicyReport(TypedDict):
     fallback: str | None
 
 
+class PowerBlock(TypedDict):
+    """`power` (fogsdn.models.power_model.power_block, both engines): each server's and
+    switch's time-weighted mean W, their total, the energy in J."""
+
+    nodes: dict[str, float]
+    switches: dict[str, float]
+    total_W: float
+    servers_W: float
+    energy_J: float
+    energy_per_request_J: float
+    duration_s: float
+    utilization: dict[str, float]  # each server's busy share
+    errors: NotRequired[list[str]]  # a live run's meter: the readings it could not take
+
+
+class Incident(TypedDict):
+    """One of `incidents`: a watched child's death (fogsdn.live.supervisor)."""
+
+    process: str  # the child's label
+    pid: int
+    exit: str  # fogsdn.live.supervisor.exit_description
+    t_model_ms: float
+    t_real_s: float
+    action: str  # what the run did about it
+    cause: NotRequired[str]
+    outage_ms: NotRequired[float]  # a restarted child: until it served again (real ms)
+
+
+class RunOutcome(TypedDict):
+    """How a live run went (fogsdn.live.supervisor.Supervisor.summary_fields)."""
+
+    run: str
+    interrupted: bool
+    crashed: bool
+    incidents: list[Incident]
+    failure: str | None
+
+
+class RoutingBlock(TypedDict):
+    """`routing` (fogsdn.live.results): requests the data plane routed against the drawn
+    OFN availability (fogsdn.measure.fidelity.routing_against_schedule), model ms."""
+
+    checked: int
+    against: int
+    share: float
+    late_p50_ms: float
+    late_p99_ms: float
+    early: int
+    early_p50_ms: float
+    early_p99_ms: float
+
+
+class ContainerLimits(TypedDict):
+    cpu: float | None  # cores
+    memory_mb: int | None
+
+
+class Containers(TypedDict):
+    """`containers` (fogsdn.live.results): whether the nodes ran in containers, each
+    node's limits, and each one's cgroup accounting at teardown (fogsdn.live.live_network)."""
+
+    enabled: bool
+    limits: dict[str, ContainerLimits]
+    accounting: Mapping[str, Mapping[str, object]]
+
+
+class CpuWork(TypedDict):
+    """`cpu_work` (workload `work: cpu`): the calibration the workers used."""
+
+    bytes_per_cpu_ms: float
+    kernel: str
+
+
+class StopBlock(TypedDict):
+    """`stop` (fogsdn.sim.runner): what bounded a simulated run (None: not that)."""
+
+    requests: int | None
+    duration_ms: float | None
+
+
+class NetworkBlock(TypedDict):
+    """`network` (fogsdn.sim.runner): each (client, node) path's fixed ms, and whether
+    any path adds a random part (fogsdn.core.latency)."""
+
+    paths: dict[str, float]
+    random: bool
+
+
 class RunSummary(TypedDict):
     engine: Literal["emulate", "simulate"]
     scenario: str
     policy: PolicyReport
     requests: int
-    measured: dict[str, Any]  # fogsdn.measure.metrics.measured_summary: per class and per node
+    # fogsdn.measure.metrics.measured_summary: per class, and "nodes" (per node service)
+    measured: dict[str, object]
     notes: NotRequired[list[str]]
     # models.power_model.power_block: mean W per node and switch, total, energy (both engines)
-    power: NotRequired[dict[str, Any]]
+    power: NotRequired[PowerBlock]
     # emulate
     run: NotRequired[str]
     interrupted: NotRequired[bool]
     crashed: NotRequired[bool]
-    incidents: NotRequired[list[dict[str, Any]]]
+    incidents: NotRequired[list[Incident]]
     failure: NotRequired[str | None]
     startup_s: NotRequired[dict[str, float]]
     rule_update_ms: NotRequired[dict[str, float]]
     churn_lag_ms: NotRequired[dict[str, float]]
-    routing: NotRequired[dict[str, Any] | None]
-    emulation_bias: NotRequired[dict[str, Any]]  # own artefacts large enough to mislead
+    routing: NotRequired[RoutingBlock | None]
+    # own artefacts large enough to mislead (fogsdn.measure.fidelity.emulation_bias)
+    emulation_bias: NotRequired[Mapping[str, object]]
     cpu_steal_share: NotRequired[float]  # CPU time a hypervisor took during the run
     cpu_idle_share: NotRequired[float]  # CPU time nobody used (near 0: the cores saturated)
     # per node: what the arrivals' timing added to an ideal node's sojourn, per class
@@ -54,29 +148,31 @@ class RunSummary(TypedDict):
     # t_send against the drawn instants (fogsdn.measure.send_timing.send_lateness)
     send_lateness: NotRequired[dict[str, float]]
     # the traffic engines' processes, clients and CPU (fogsdn.measure.send_timing.engine_block)
-    load_engine: NotRequired[dict[str, Any]]
-    workers: NotRequired[dict[str, Any]]
+    load_engine: NotRequired[Mapping[str, object]]
+    workers: NotRequired[Mapping[str, object]]  # each worker's stats at the end (its own)
     realtime_workers: NotRequired[dict[str, bool]]  # whether each worker got SCHED_FIFO
     realtime_switch: NotRequired[bool]  # whether ovs-vswitchd's threads ran SCHED_FIFO
-    containers: NotRequired[dict[str, Any]]  # limits and cgroup accounting (docs/containers.md)
-    cpu_work: NotRequired[dict[str, Any]]  # work: cpu calibration
-    links: NotRequired[dict[str, Any]]  # the link element: {"mechanism", "shaped"}
+    containers: NotRequired[Containers]  # limits and cgroup accounting (docs/containers.md)
+    cpu_work: NotRequired[CpuWork]  # work: cpu calibration
+    # the link element and its cost per hop (fogsdn.live.live_network.LinksReport)
+    links: NotRequired[Mapping[str, object]]
     # the controller's SYN-to-FIN response time against the clients' (fogsdn.measure.rt_measurement)
-    rt_measurement: NotRequired[dict[str, Any]]
+    rt_measurement: NotRequired[Mapping[str, object]]
     rt_measurement_error: NotRequired[float]  # the largest per-node relative gap
-    # the policy of each span of a run whose policy was swapped live (issue 21)
-    policy_epochs: NotRequired[list[dict[str, Any]]]
+    # the policy of each span of a run whose policy was swapped live (issue 21;
+    # fogsdn.measure.policy_epochs)
+    policy_epochs: NotRequired[Sequence[Mapping[str, object]]]
     # a per-request policy's decision path and staleness (fogsdn.measure.decisions)
-    decisions: NotRequired[dict[str, Any]]
+    decisions: NotRequired[Mapping[str, object]]
     # each class's W gap: the sample's (the simulator on the same draws) and the emulation's
     gap_split: NotRequired[dict[str, dict[str, float]]]
     # both engines: each scheduled fault, its steps and its cost (fogsdn.core.faults)
-    faults: NotRequired[list[dict[str, Any]]]
+    faults: NotRequired[list[FaultRecord]]
     # simulate
     seed: NotRequired[int]
     replication: NotRequired[int]
     effective_seed: NotRequired[int]
-    stop: NotRequired[dict[str, Any]]
+    stop: NotRequired[StopBlock]
     rows: NotRequired[int]
     outcomes: NotRequired[dict[str, int]]
     last_arrival_ms: NotRequired[float]
@@ -85,11 +181,11 @@ class RunSummary(TypedDict):
     per_request_policy: NotRequired[bool]
     wall_s: NotRequired[float]
     requests_per_s: NotRequired[float]
-    network: NotRequired[dict[str, Any]]  # each (client, node) path's fixed network time
-    # added by fogsdn.measure.compare where a model applies
-    predicted: NotRequired[dict[str, Any]]
-    comparison: NotRequired[dict[str, Any]]
-    power_comparison: NotRequired[dict[str, Any]]
+    network: NotRequired[NetworkBlock]  # each (client, node) path's fixed network time
+    # added by fogsdn.measure.compare where a model applies (its own blocks)
+    predicted: NotRequired[Mapping[str, object]]
+    comparison: NotRequired[Mapping[str, object]]
+    power_comparison: NotRequired[Mapping[str, object]]
 
 
 def policy_report(spec: PolicySpec, errors: list[str] | None = None) -> PolicyReport:
@@ -97,6 +193,42 @@ def policy_report(spec: PolicySpec, errors: list[str] | None = None) -> PolicyRe
     return PolicyReport(name=spec.name, module=spec.module, errors=len(errors),
                         first_error=errors[0] if errors else None,
                         fallback=FALLBACK if errors else None)
+
+
+def json_object(x: object, what: str) -> dict[str, object]:
+    """`x`, read from JSON (summary.json, an event log, a reply), where it is a JSON
+    object; else TypeError naming `what`."""
+    if isinstance(x, dict):
+        return x
+    raise TypeError(f"{what}: a JSON object expected, got {type(x).__name__}")
+
+
+def json_list(x: object, what: str) -> list[object]:
+    """`x`, read from JSON, where it is a JSON array; else TypeError naming `what`."""
+    if isinstance(x, list):
+        return x
+    raise TypeError(f"{what}: a JSON array expected, got {type(x).__name__}")
+
+
+def json_float(x: object) -> float:
+    """`float(x)` of a value read from JSON: what float() takes (a number, a numeric
+    string) and nothing else (TypeError, ValueError, as float() raises)."""
+    if isinstance(x, str | SupportsFloat):
+        return float(x)
+    raise TypeError(f"a number expected, got {type(x).__name__}")
+
+
+def json_int(x: object) -> int:
+    """`int(x)` of a value read from JSON, as `json_float` is float's."""
+    if isinstance(x, str | SupportsInt):
+        return int(x)
+    raise TypeError(f"an integer expected, got {type(x).__name__}")
+
+
+def class_figures(summary: Mapping[str, object], cls: str) -> dict[str, object]:
+    """A summary's `measured` figures of one class (`fogsdn.measure.metrics.ClassMetrics`);
+    KeyError where it has none, TypeError where they are not JSON objects."""
+    return json_object(json_object(summary["measured"], "measured")[cls], f"measured.{cls}")
 
 
 def json_safe(x: Any) -> Any:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 import scipy.sparse as sp
@@ -241,7 +241,18 @@ def _decisions(prog: Program, z: np.ndarray) -> np.ndarray:
     return probs
 
 
-def _table_attrs(opt: OptimalPolicy, policy_name: str) -> dict[str, Any]:
+class TableAttrs(TypedDict):
+    """The class attributes of a decision table's `StateTablePolicy`."""
+
+    name: str
+    NODES: tuple[str, ...]
+    PHASES: tuple[tuple[tuple[bool, int], ...], ...]
+    HP: str
+    LP: str
+    MIXED: dict[tuple[str, int], dict[str, float]]
+
+
+def _table_attrs(opt: OptimalPolicy, policy_name: str) -> TableAttrs:
     """The class attributes of the decision table's `StateTablePolicy`."""
     hp, lp, mixed = opt.table()
     return {"name": policy_name, "NODES": tuple(n.name for n in opt.model.nodes),

@@ -20,6 +20,7 @@ from fogsdn.core.faults import (
     ActionKind,
     FaultAction,
     FaultKind,
+    FaultRecord,
     ServedRequest,
     fault_actions,
     fault_cost,
@@ -41,7 +42,7 @@ class LiveFaults:
         self.run = run
         self.faults = run.sc.faults
         self.pending: list[FaultAction] = fault_actions(self.faults)
-        self.records: list[dict[str, Any]] = [
+        self.records: list[FaultRecord] = [
             {"fault": i, "kind": f.kind.value, "node": f.node, "t_ms": f.t_ms,
              "steps": []} for i, f in enumerate(self.faults)]
         # fault index -> (when the worker was started again, its readiness check)
@@ -76,7 +77,7 @@ class LiveFaults:
             print(f"[run] fault {self.faults[step.fault].label()}: {what} (model "
                   f"t={t_call:.1f} ms)", flush=True)
 
-    def _apply(self, step: FaultAction, rec: dict[str, Any]) -> str:
+    def _apply(self, step: FaultAction, rec: FaultRecord) -> str:
         live, run = self.run.live, self.run
         node = step.node or ""
         if step.kind is ActionKind.LINK:
@@ -107,7 +108,7 @@ class LiveFaults:
         self._kill("controller", rec)
         return "controller killed"
 
-    def _kill(self, label: str, rec: dict[str, Any]) -> None:
+    def _kill(self, label: str, rec: FaultRecord) -> None:
         sup = self.run.supervisor
         pid, start = sup.record.pids[label]
         if not ours_alive(pid, start):
@@ -115,7 +116,7 @@ class LiveFaults:
         sup.expect_death(label, rec)  # first: the watcher must not see a crash
         os.kill(pid, signal.SIGKILL)
 
-    def applied(self) -> list[dict[str, Any]]:
+    def applied(self) -> list[FaultRecord]:
         """The faults begun so far (the view's timeline); `cut_ofn` shows as churn."""
         return [r for r in self.records if r["steps"]]
 
@@ -126,14 +127,14 @@ class LiveFaults:
                 del self.coming_back[i]
                 self.records[i]["back_after_start_ms"] = round((time.monotonic() - t0) * 1e3, 1)
 
-    def report(self, rows: Sequence[TraceRow], run_end_ms: float) -> list[dict[str, Any]]:
+    def report(self, rows: Sequence[TraceRow], run_end_ms: float) -> list[FaultRecord]:
         """Each fault with its steps and its cost (fogsdn.core.faults.fault_cost)."""
         timeout = self.run.sc.timeout_ms
         ms_real = self.run.sc.time_scale
         served = [ServedRequest(r.cls, r.t_send,
                                 r.t_done if math.isfinite(r.t_done) else r.t_send + timeout,
                                 r.node, str(r.outcome)) for r in rows]
-        out: list[dict[str, Any]] = []
+        out: list[FaultRecord] = []
         for f, rec in zip(self.faults, self.records, strict=True):
             measured_end: float | None = None
             if "outage_ms" in rec:  # the controller: until it was back

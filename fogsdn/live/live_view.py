@@ -13,7 +13,7 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from fogsdn.controller.policy_swap import SWAPPED_POLICY_FILE, SwapError, checke
 from fogsdn.controller.registration import swap_policy
 from fogsdn.core.local_rpc import unix_call
 from fogsdn.core.scenario import Role, Scenario
+from fogsdn.core.summary import json_float, json_int, json_object
 from fogsdn.measure.comparison import comparison_block
 from fogsdn.measure.policy_epochs import EpochLog
 from fogsdn.models.power_model import server_count
@@ -148,12 +149,12 @@ class LiveView:
         self._thread: threading.Thread | None = None
         self._tallies = EpochTallies(self.sc.warmup_ms)
         self._tallies.open(0.0)
-        self._predictions: list[dict[str, Any] | None] = []  # per epoch, once computed
+        self._predictions: list[dict[str, object] | None] = []  # per epoch, once computed
         self._noted: set[str] = set()
         self._tails: dict[str, _TraceTail] = {}
         self._events = _TraceTail(run.out / "controller-events.jsonl", header=False)
         self._curve_tail = _TraceTail(run.out / CURVE_FILE)  # an online learner's, as it grows
-        self._curve: list[dict[str, Any]] = []
+        self._curve: list[dict[str, str | int | float]] = []
         self._routes = ClassRoutes()
         self._client_counts: dict[str, tuple[int, int]] = {}
         self._busy: dict[str, tuple[float, float]] = {}
@@ -202,7 +203,7 @@ class LiveView:
         while len(self._predictions) < len(self.epochs.epochs):
             spec = self.epochs.epochs[len(self._predictions)].spec
             try:
-                pred: dict[str, Any] | None = exact_prediction(
+                pred: dict[str, object] | None = exact_prediction(
                     epoch_scenario(self.run.sc, spec)).to_dict()
             except Exception:  # OutsideModel, or a model that cannot be built
                 pred = None
@@ -238,11 +239,11 @@ class LiveView:
             try:
                 st = unix_call(self.run.live.sock_dir / f"{n.name}.sock", {"cmd": "stats"},
                                timeout=0.3)
-                in_system = int(st["in_system"])
-                now = (float(st["t"]), float(st["busy_s"]))
+                in_system = json_int(st["in_system"])
+                now = (json_float(st["t"]), json_float(st["busy_s"]))
                 util = utilisation(self._busy.get(n.name), now, server_count(n))
                 self._busy[n.name] = now
-                done = int(st.get("admitted", 0))
+                done = json_int(st.get("admitted", 0))
                 prev = self._counts.get(n.name)
                 if prev is not None and now[0] > prev[0]:
                     load = (done - prev[1]) / self.sc.timebase.model_ms(now[0] - prev[0])
@@ -268,13 +269,13 @@ class LiveView:
         return {s.element: float(s.power_w) for s in samples}
 
     # -- ViewSource ---------------------------------------------------------------------
-    def _epochs_with_predictions(self) -> list[dict[str, Any]]:
+    def _epochs_with_predictions(self) -> list[dict[str, object]]:
         eps = self.epochs.to_list()
         for i, e in enumerate(eps):
             e["predicted"] = self._predictions[i] if i < len(self._predictions) else None
         return eps
 
-    def state(self, t_ms: float | None = None) -> dict[str, Any]:
+    def state(self, t_ms: float | None = None) -> dict[str, object]:
         run = self.run
         with self._lock:
             epochs = self._epochs_with_predictions()
@@ -296,25 +297,26 @@ class LiveView:
                 total_power_w=total, routes=self._routes.document(),
                 agent=self._routes.agent, learning_curve=list(self._curve))
 
-    def topology(self) -> dict[str, Any]:
+    def topology(self) -> Mapping[str, object]:
         return self._topology
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, object]:
         """The running comparison: overall and per policy epoch so far."""
         with self._lock:
             epochs = self._epochs_with_predictions()
             for e, tallies in zip(epochs, self._tallies.tallies, strict=True):
-                e["measured"] = {c: t.figures() for c, t in tallies.items()}
+                measured = e["measured"] = {c: t.figures() for c, t in tallies.items()}
                 full = e["predicted"]
                 e["predicted"] = predicted_figures(full)
                 if full:  # W and blocking, each interval against the exact value
+                    exact = json_object(full, "predicted")
                     e["comparison"] = {c: {k: v for k, v in comparison_block(
-                        e["measured"][c], full[c]).items() if k in ("W", "blocking")}
-                        for c in e["measured"]}
+                        measured[c], json_object(exact[c], f"predicted.{c}")).items()
+                        if k in ("W", "blocking")} for c in measured}
             return {"t_model_ms": self._model_ms(), "policy": self.sc.policy.name,
                     "policy_epochs": epochs}
 
-    def swap_policy(self, request: dict[str, Any]) -> dict[str, Any]:
+    def swap_policy(self, request: dict[str, object]) -> dict[str, object]:
         """Check, send to the controller, record: one swap at a time; nothing changes
         unless the controller answered ok."""
         with self._swap_lock:
@@ -345,5 +347,5 @@ class LiveView:
             return {"ok": True, "policy": built.name, "from_ms": t,
                     "installed": bool(reply.get("installed"))}
 
-    def policy_epochs(self) -> list[dict[str, Any]]:
+    def policy_epochs(self) -> list[dict[str, object]]:
         return self.epochs.to_list()

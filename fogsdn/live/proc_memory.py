@@ -12,7 +12,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 PROC = Path("/proc")
 
@@ -99,6 +99,16 @@ def tree_memory_kb(root: int) -> tuple[int, int, int]:
     return rss, pss, len(pids)
 
 
+class MemorySummary(TypedDict):
+    """`MemoryPeak.summary`: the peaks in MB, and CPU seconds by kind of process."""
+
+    peak_rss_mb: float
+    peak_pss_mb: float
+    peak_processes: int
+    samples: int
+    cpu_s: dict[str, float]  # `MemoryPeak.cpu_s`
+
+
 @dataclass
 class MemoryPeak:
     """The peak of a process tree's memory over the samples taken (`sample()`)."""
@@ -159,7 +169,7 @@ class MemoryPeak:
     def peak_mb(self) -> float:
         return self.peak_rss_kb / 1024
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> MemorySummary:
         return {"peak_rss_mb": round(self.peak_rss_kb / 1024, 1),
                 "peak_pss_mb": round(self.peak_pss_kb / 1024, 1),
                 "peak_processes": self.peak_processes, "samples": self.samples,

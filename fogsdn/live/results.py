@@ -8,14 +8,23 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fogsdn.controller.load_ledger import LOAD_FILE
 from fogsdn.core.csv_rows import read_csv_rows, write_csv_rows
-from fogsdn.core.faults import SIMULATED_KINDS
+from fogsdn.core.faults import SIMULATED_KINDS, FaultRecord
 from fogsdn.core.latency import decision_budget_real_ms
 from fogsdn.core.scenario import LeaveMode, Scenario
-from fogsdn.core.summary import PolicyReport, RunSummary, policy_report, write_summary
+from fogsdn.core.summary import (
+    PolicyReport,
+    RoutingBlock,
+    RunOutcome,
+    RunSummary,
+    json_float,
+    json_object,
+    policy_report,
+    write_summary,
+)
 from fogsdn.core.trace import Outcome, TraceRow, read_trace, write_trace
 from fogsdn.core.workload import drawn_instants
 from fogsdn.measure.compare import attach_prediction
@@ -39,8 +48,11 @@ from fogsdn.measure.send_timing import (
 from fogsdn.models.power_model import power_block, power_csv_text
 from fogsdn.view.state import event_lines
 
+if TYPE_CHECKING:
+    from fogsdn.live.live_network import LinksReport, LiveNetwork
 
-def _events(path: Path, kind: str) -> list[dict[str, Any]]:
+
+def _events(path: Path, kind: str) -> list[dict[str, object]]:
     """An event log's events of one kind (none where there is no log; a torn line skipped)."""
     lines = path.read_text().splitlines() if path.exists() else []
     return [ev for ev in event_lines(lines) if ev.get("event") == kind]
@@ -82,15 +94,16 @@ def read_controller_rt(path: Path, epoch: float, ms_real: float) -> list[Control
     return out
 
 
-def write_availability(out: Path, rows: list[dict[str, Any]]) -> None:
+def write_availability(out: Path, rows: Sequence[Mapping[str, object]]) -> None:
+    """availability.csv: the run's OFN changes (`QueueingRun.availability`), in time order."""
     cols = ["t", "node", "state", "t_applied", "t_installed", "dropped", "handed_off", "lead",
             "error"]
     write_csv_rows(out / "availability.csv", cols,
-                   sorted(rows, key=lambda r: (r["t"], r["node"])), restval="")
+                   sorted(rows, key=lambda r: (json_float(r["t"]), str(r["node"]))), restval="")
 
 
-def _routing(sc: Scenario, rows: list[TraceRow], avail: list[dict[str, Any]]
-             ) -> dict[str, Any] | None:
+def _routing(sc: Scenario, rows: list[TraceRow], avail: Sequence[Mapping[str, object]]
+             ) -> RoutingBlock | None:
     """Requests the data plane routed against the drawn availability (proactive policies)."""
     from fogsdn.measure.fidelity import routing_against_schedule
     from fogsdn.policies import initial_view, is_per_request, make_policy
@@ -98,8 +111,9 @@ def _routing(sc: Scenario, rows: list[TraceRow], avail: list[dict[str, Any]]
     policy = make_policy(sc.policy)
     if is_per_request(policy) or not avail:
         return None
-    changes = [(float(a["t"]), str(a["node"]), a["state"] == "available",
-                float(a["t_installed"]) if a.get("t_installed") not in (None, "") else math.inf)
+    changes = [(json_float(a["t"]), str(a["node"]), a["state"] == "available",
+                json_float(a["t_installed"]) if a.get("t_installed") not in (None, "")
+                else math.inf)
                for a in avail]
     try:
         rc = routing_against_schedule(rows, changes, policy, initial_view(sc))
@@ -110,12 +124,13 @@ def _routing(sc: Scenario, rows: list[TraceRow], avail: list[dict[str, Any]]
             "early": rc.early, "early_p50_ms": rc.early_ms[0], "early_p99_ms": rc.early_ms[1]}
 
 
-def _first_policy_rows(rows: list[TraceRow], epochs: list[dict[str, Any]]) -> list[TraceRow]:
+def _first_policy_rows(rows: list[TraceRow], epochs: Sequence[Mapping[str, object]]
+                       ) -> list[TraceRow]:
     """The requests the scenario's own policy dispatched: all of them, or those sent
     before the first policy swap (a swapped-in policy routes by its own table)."""
     if len(epochs) < 2:
         return rows
-    end = float(epochs[0]["to_ms"])
+    end = json_float(epochs[0]["to_ms"])
     return [r for r in rows if r.t_send < end]
 
 
@@ -126,31 +141,35 @@ def live_policy_report(out: Path, sc: Scenario) -> PolicyReport:
     return policy_report(sc.policy, errors)
 
 
-def _links(live: Any) -> dict[str, Any]:
+def _links(live: LiveNetwork) -> LinksReport:
     """summary.json's `links`; the load is over, so the cost-per-hop probe stops here."""
     live.hop_floor.close()
-    return {**live.links, **({"hop_cost": dict(live.hop_floor.report)}
-                             if live.hop_floor.report else {})}
+    links = live.links.copy()
+    if live.hop_floor.report:
+        links["hop_cost"] = dict(live.hop_floor.report)
+    return links
 
 
-def _lag_stats(avail: list[dict[str, Any]]) -> dict[str, float]:
-    lag = [float(a["t_applied"]) - float(a["t"]) for a in avail if float(a["t"]) > 0]
+def _lag_stats(avail: Sequence[Mapping[str, object]]) -> dict[str, float]:
+    lag = [json_float(a["t_applied"]) - json_float(a["t"]) for a in avail
+           if json_float(a["t"]) > 0]
     return {"count": len(lag), **p50_p99(lag)}
 
 
-def _bias(summary: Mapping[str, Any]) -> dict[str, Any]:
-    nodes = summary["measured"].get("nodes") or {}
-    ratios = {n: float(v["ratio"]) for n, v in nodes.items() if v.get("ratio") is not None}
-    routing = summary.get("routing") or {}
+def _bias(summary: RunSummary) -> Mapping[str, object]:
+    nodes = json_object(summary["measured"].get("nodes") or {}, "measured.nodes")
+    ratios = {n: json_float(r) for n, v in nodes.items()
+              if (r := json_object(v, f"measured.nodes.{n}").get("ratio")) is not None}
+    routing = summary.get("routing")
     late = late_reason(summary["send_lateness"]) if "send_lateness" in summary else None
-    return emulation_bias(ratios, routing.get("share"),
+    return emulation_bias(ratios, routing["share"] if routing else None,
                           steal_share=summary.get("cpu_steal_share"),
                           timing=summary.get("arrival_timing"),
                           extra=[late] if late else [])
 
 
 def _load_figures(out: Path, sc: Scenario, rows: list[TraceRow], drawn: Mapping[str, float]
-                  ) -> tuple[dict[str, float], dict[str, Any] | None]:
+                  ) -> tuple[dict[str, float], Mapping[str, object] | None]:
     """The sends' lateness against the drawn instants, and the traffic engines' own CPU
     (their load-*.json; None where none was written: an engine killed before its end)."""
     fastest = sc.workload.size.mean / max(n.mu for n in sc.nodes)
@@ -174,7 +193,7 @@ def _arrival_timing(sc: Scenario, rows: list[TraceRow], drawn: Mapping[str, floa
     return timing_summary(sc.nodes, rows, drawn, sc.warmup_ms)
 
 
-def _decisions(out: Path, sc: Scenario, rows: list[TraceRow]) -> dict[str, Any] | None:
+def _decisions(out: Path, sc: Scenario, rows: list[TraceRow]) -> Mapping[str, object] | None:
     """The per-request decisions' path and staleness (fogsdn.measure.decisions), and the
     requests served with no decision (by the policy's routes while the controller was
     away); None where the controller decided no connection (a proactive policy)."""
@@ -182,7 +201,7 @@ def _decisions(out: Path, sc: Scenario, rows: list[TraceRow]) -> dict[str, Any] 
               if "path_ms" in ev]
     if not events:
         return None
-    path_ms = [float(ev["path_ms"]) for ev in events]
+    path_ms = [json_float(ev["path_ms"]) for ev in events]
     decided = {(str(ev.get("client")), str(ev.get("port"))) for ev in events}
     fallback = sum(1 for r in rows if r.node and r.ports
                    and (r.client, r.ports.split(">")[0]) not in decided)
@@ -196,8 +215,8 @@ def _decisions(out: Path, sc: Scenario, rows: list[TraceRow]) -> dict[str, Any] 
                           fallback)
 
 
-def _split_gap(out: Path, sc: Scenario, summary: Mapping[str, Any],
-               compared: Mapping[str, Any] | None) -> None:
+def _split_gap(out: Path, sc: Scenario, summary: RunSummary,
+               compared: Mapping[str, object] | None) -> None:
     """Put the simulator on the very draws this run's clients sent (same scenario file,
     same seed: a fraction of a second) and split the W gap to exact into the sample's
     part and the emulation's (`gap_split` in summary.json, one printout line). Not for a
@@ -213,8 +232,9 @@ def _split_gap(out: Path, sc: Scenario, summary: Mapping[str, Any],
         print(f"[run] no split of the gap: the simulator on these draws failed: "
               f"{str(err).splitlines()[0] if str(err) else repr(err)}")
         return
-    split = gap_split(summary["measured"], sim["measured"],
-                      (compared or {}).get("predicted"))
+    predicted = (compared or {}).get("predicted")
+    split = gap_split(summary["measured"], json_object(sim["measured"], "measured"),
+                      None if predicted is None else json_object(predicted, "predicted"))
     if not split:
         return
     path = out / "summary.json"
@@ -224,7 +244,7 @@ def _split_gap(out: Path, sc: Scenario, summary: Mapping[str, Any],
     print(gap_split_line(split))
 
 
-def fault_lines(faults: Sequence[Mapping[str, Any]]) -> list[str]:
+def fault_lines(faults: Sequence[FaultRecord]) -> list[str]:
     """The scheduled faults and what each cost, one line each."""
     lines = [f"scheduled faults ({len(faults)}; not crashes):"]
     for f in faults:
@@ -254,18 +274,20 @@ def crash_report(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, Any]
-                   ) -> dict[str, Any]:
-    """summary.json of a `fogsdn.live.queueing_run.QueueingRun` (`run`), written and returned."""
+def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: Mapping[str, object]
+                   ) -> dict[str, object]:
+    """summary.json of a `fogsdn.live.queueing_run.QueueingRun` (`run`), written, and
+    returned as the file holds it (with the prediction `attach_prediction` added)."""
     rows = merge_traces(out, list(run.clients))
     write_availability(out, run.availability)
     lat = run.update_latency_ms
     live = run.live
+    outcome: RunOutcome = run.supervisor.summary_fields()
     summary: RunSummary = {
         "engine": "emulate",
         "scenario": sc.name,
         # crashed: a process died or the run failed; its numbers are not a measurement
-        **run.supervisor.summary_fields(),  # type: ignore[typeddict-item]
+        **outcome,
         "requests": len(rows),
         "measured": measured_summary(rows, sc.warmup_ms, sc.deadline_ms),
         "startup_s": live.timings,
@@ -287,9 +309,10 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
     }
     measured_rt = read_controller_rt(out / "controller-rt.csv", run.epoch,
                                      sc.timebase.real_s_per_model_ms)
-    if measured_rt:
-        summary["rt_measurement"] = compare_rt(measured_rt, rows, sc.warmup_ms)
-        summary["rt_measurement_error"] = summary["rt_measurement"]["rt_measurement_error"]
+    rt_report = compare_rt(measured_rt, rows, sc.warmup_ms) if measured_rt else None
+    if rt_report is not None:
+        summary["rt_measurement"] = rt_report
+        summary["rt_measurement_error"] = rt_report["rt_measurement_error"]
     if sc.workload.work == "cpu":
         summary["cpu_work"] = {"bytes_per_cpu_ms": run.bytes_per_ms,
                                "kernel": "sha256 (fogsdn/nodes/cpu_work.py)"}
@@ -329,7 +352,7 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
     decisions = _decisions(out, sc, rows)
     if decisions is not None:
         summary["decisions"] = decisions
-    summary["emulation_bias"] = _bias(summary)
+    bias = summary["emulation_bias"] = _bias(summary)
     faults = getattr(run, "faults", None)
     if faults is not None and faults.faults:  # the schedule's faults, each with its cost
         summary["faults"] = faults.report(rows, sc.duration_ms)
@@ -348,8 +371,8 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
         print(f"estimated power: {pw['total_W']:.1f} W in total ({pw['servers_W']:.1f} W "
               f"servers), {pw['energy_J']:.0f} J, {pw['energy_per_request_J']:.3f} J per "
               "answered request")
-    if "rt_measurement" in summary:
-        print(rt_report_line(summary["rt_measurement"]))
+    if rt_report is not None:
+        print(rt_report_line(rt_report))
     pol = summary["policy"]
     if pol["errors"]:
         print(f"[run] POLICY FAILED {pol['errors']} times; the controller sent those "
@@ -369,11 +392,12 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: dict[str, An
         print(timing_line(summary["arrival_timing"]))
     if "decisions" in summary:
         print("\n".join(decision_lines(summary["decisions"])))
-    if summary["emulation_bias"]["large"]:
+    reasons = bias.get("reasons")
+    if bias["large"] and isinstance(reasons, list):
         print("[run] EMULATION BIAS: this run's own artefacts are large; do not read them as "
               "a policy effect in the comparison below:\n  " +
-              "\n  ".join(summary["emulation_bias"]["reasons"]), flush=True)
+              "\n  ".join(map(str, reasons)), flush=True)
     compared = attach_prediction(out)
     _split_gap(out, sc, summary, compared)
     print(f"results: {out}")
-    return json.loads((out / "summary.json").read_text())
+    return json_object(json.loads((out / "summary.json").read_text()), "summary.json")

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fogsdn.core.faults import FaultRecord
+from fogsdn.core.summary import Incident, RunOutcome
 from fogsdn.core.timebase import Timebase
 from fogsdn.live.cleanup import RunRecord, clean_all, proc_start_time, remove_leftovers
 
@@ -49,7 +51,7 @@ def exit_description(returncode: int | None) -> str:
     return f"exited with status {returncode}"
 
 
-def exit_code(summary: Mapping[str, Any]) -> int:
+def exit_code(summary: Mapping[str, object]) -> int:
     """3 for a crashed run, 130 for an interrupted one, else 0."""
     if summary.get("crashed"):
         return EXIT_CRASHED
@@ -103,16 +105,16 @@ class Supervisor:
         self.tag = tag
         self.stop = stop
         self.record = RunRecord(tag, str(out_dir))
-        self.incidents: list[dict[str, Any]] = []
+        self.incidents: list[Incident] = []
         self.failure: str | None = None  # an error that ended the run early
         self.interrupted = False
         self.epoch = math.nan  # monotonic instant of model time 0, once the load starts
         self.timebase = Timebase(1.0)  # the run's, once its load starts (`start_load`)
         self._watched: dict[str, _Watched] = {}
         self._down_since: dict[str, float] = {}  # label -> when its restart began
-        self._back_record: dict[str, dict[str, Any]] = {}  # label -> what gets outage_ms
+        self._back_record: dict[str, Incident | FaultRecord] = {}  # label -> what gets outage_ms
         # label -> the scheduled fault's record: its next death is that fault, not a crash
-        self._expected: dict[str, dict[str, Any]] = {}
+        self._expected: dict[str, FaultRecord] = {}
         self._lock = threading.RLock()
         self._quiet = threading.Event()
         self._closed = threading.Event()
@@ -147,7 +149,7 @@ class Supervisor:
         with self._lock:
             self._watched.pop(label, None)
 
-    def expect_death(self, label: str, record: dict[str, Any]) -> None:
+    def expect_death(self, label: str, record: FaultRecord) -> None:
         """The next death of `label` is a scheduled fault (fogsdn.core.faults): said in
         `record` (`exit`, and `outage_ms` once a restarted one serves), not an incident.
         Call before killing it."""
@@ -206,7 +208,7 @@ class Supervisor:
             return
         self._restart(label, w, record)
 
-    def _restart(self, label: str, w: _Watched, record: dict[str, Any]) -> None:
+    def _restart(self, label: str, w: _Watched, record: Incident | FaultRecord) -> None:
         assert w.restart is not None
         self._down_since[label] = time.monotonic()
         self._back_record[label] = record
@@ -242,10 +244,10 @@ class Supervisor:
         return self.timebase.started(self.epoch).model_ms_at(time.monotonic())
 
     def _incident(self, label: str, p: subprocess.Popen[Any], action: str,
-                  cause: str | None = None) -> dict[str, Any]:
+                  cause: str | None = None) -> Incident:
         how = exit_description(p.returncode)
         t = self.model_now()
-        rec: dict[str, Any] = {
+        rec: Incident = {
             "process": label, "pid": p.pid, "exit": how, "t_model_ms": round(t, 3),
             "t_real_s": round(time.monotonic() - self.epoch, 3), "action": action}
         if cause is not None:
@@ -261,7 +263,7 @@ class Supervisor:
     def crashed(self) -> bool:
         return bool(self.incidents) or self.failure is not None
 
-    def summary_fields(self) -> dict[str, Any]:
+    def summary_fields(self) -> RunOutcome:
         """summary.json's keys about how the run went, the same for every live run."""
         return {"run": self.tag, "interrupted": self.interrupted, "crashed": self.crashed,
                 "incidents": list(self.incidents), "failure": self.failure}

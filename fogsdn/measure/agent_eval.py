@@ -93,10 +93,10 @@ def relative_to(entry: Mapping[str, float | int], base: Mapping[str, float | int
             float(entry["power_W"]) / float(base["power_W"]) - 1.0)
 
 
-def policy_entry(runs: Sequence[RunFigures], decide_ms: Sequence[float]) -> dict[str, Any]:
+def policy_entry(runs: Sequence[RunFigures], decide_ms: Sequence[float]) -> dict[str, float]:
     """One policy's JSON entry: its runs combined, and the p50 / p99 of its per-flow
     decision times (ms) when it has any."""
-    out: dict[str, Any] = dict(combine(runs))
+    out: dict[str, float] = dict(combine(runs))
     if decide_ms:
         out.update({f"decide_ms_{k}": v for k, v in p50_p99(decide_ms).items()})
     return out

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from fogsdn.core.scenario import Scenario, load_scenario
-from fogsdn.core.summary import write_summary
+from fogsdn.core.summary import json_object, write_summary
 from fogsdn.core.trace import Outcome, TraceRow, read_trace
 from fogsdn.exact.class_prediction import CLASSES, PERCENTILES
 from fogsdn.exact.model_params import AnyPrediction, OutsideModel, exact_prediction
 from fogsdn.measure.comparison import (
+    ClassComparison,
+    PowerComparison,
     compare_phases,
     comparison_block,
     comparison_table,
@@ -28,7 +30,14 @@ from fogsdn.measure.comparison import (
 )
 from fogsdn.measure.figures import pyplot, save_figure
 from fogsdn.measure.metrics import measured_summary, percentiles_ci
-from fogsdn.measure.policy_epochs import epoch_comparisons, epoch_scenario, epochs_table, rows_in
+from fogsdn.measure.policy_epochs import (
+    epoch_comparisons,
+    epoch_ms,
+    epoch_scenario,
+    epoch_spec,
+    epochs_table,
+    rows_in,
+)
 
 
 def _answered(rows: list[TraceRow], sc: Scenario, cls: str, order: str = "sorted") -> np.ndarray:
@@ -43,8 +52,9 @@ def _answered(rows: list[TraceRow], sc: Scenario, cls: str, order: str = "sorted
 
 
 def plot_comparison(path: Path, rows: list[TraceRow], sc: Scenario, pred: AnyPrediction,
-                    measured: dict[str, Any], comp: dict[str, Any] | None = None,
-                    power: dict[str, Any] | None = None) -> None:
+                    measured: Mapping[str, object],
+                    comp: Mapping[str, ClassComparison] | None = None,
+                    power: PowerComparison | None = None) -> None:
     """Empirical CDF of node_ms per class over the exact CDF, with the measured
     percentiles' intervals; W, blocking and outage with their 95 % intervals beside
     the exact values."""
@@ -62,7 +72,7 @@ def plot_comparison(path: Path, rows: list[TraceRow], sc: Scenario, pred: AnyPre
             t = np.linspace(0.0, hi, 200)
             ax_cdf.plot(t, pred.cdf(cls, t), color=colors[cls], ls="--",
                         label=f"{cls.upper()} exact")
-        pct = (comp or {}).get(cls, {}).get("percentiles", {})
+        pct = comp[cls].get("percentiles", {}) if comp and cls in comp else {}
         for name, q in PERCENTILES:
             v = pct.get(name)
             if v and math.isfinite(number(v["measured"])):
@@ -75,9 +85,11 @@ def plot_comparison(path: Path, rows: list[TraceRow], sc: Scenario, pred: AnyPre
     for ax, figures in ((ax_w, [(c, "W") for c in CLASSES]), (ax_p, shares)):
         for i, (cls, metric) in enumerate(figures):
             m = measured.get(cls, {})
-            v, ci = number(m.get(metric)), number(m.get(f"{metric}_ci95"))
-            if math.isfinite(v):
-                ax.errorbar([i], [v], yerr=[[ci if math.isfinite(ci) else 0.0]] * 2, fmt="o",
+            if not isinstance(m, Mapping):
+                raise TypeError(f"measured {cls}: an object, got {type(m).__name__}")
+            y, ci = number(m.get(metric)), number(m.get(f"{metric}_ci95"))
+            if math.isfinite(y):
+                ax.errorbar([i], [y], yerr=[[ci if math.isfinite(ci) else 0.0]] * 2, fmt="o",
                             color=colors[cls], capsize=6,
                             label=f"{cls.upper()} measured, 95% CI" if ax is ax_w else None)
             ax.plot([i], [getattr(pred.cls(cls), metric)], marker="x", ms=10, color="black",
@@ -109,7 +121,14 @@ def plot_comparison(path: Path, rows: list[TraceRow], sc: Scenario, pred: AnyPre
     save_figure(fig, path)
 
 
-def _not_compared(summary_path: Path, summary: dict[str, Any], key: str, why: str) -> None:
+def _objects(x: object, what: str) -> list[dict[str, object]]:
+    """A JSON list of objects read back from summary.json (TypeError where it is not)."""
+    if not isinstance(x, list):
+        raise TypeError(f"{what}: a list, got {type(x).__name__}")
+    return [json_object(e, f"{what}[{i}]") for i, e in enumerate(x)]
+
+
+def _not_compared(summary_path: Path, summary: dict[str, object], key: str, why: str) -> None:
     """Record in summary.json that no prediction stands beside the run, and why (`key`)."""
     summary["predicted"] = None
     summary[key] = why
@@ -128,15 +147,16 @@ def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
     run_dir = Path(run_dir)
     sc = load_scenario(run_dir / "scenario.yaml")
     summary_path = run_dir / "summary.json"
-    summary: dict[str, Any] = (json.loads(summary_path.read_text())
-                               if summary_path.exists() else {})
-    epochs = summary.get("policy_epochs") or []  # a live run's policy swaps (issue 21)
+    summary = json_object(json.loads(summary_path.read_text()) if summary_path.exists() else {},
+                      "summary.json")
+    # a live run's policy swaps (issue 21)
+    epochs = _objects(summary.get("policy_epochs") or [], "policy_epochs")
     rows = (read_trace(run_dir / "trace.csv")
             if plot or "measured" not in summary or sc.workload.profile is not None
             or epochs else [])
     if "measured" not in summary:
         summary["measured"] = measured_summary(rows, sc.warmup_ms, sc.deadline_ms)
-    measured = summary["measured"]
+    measured = json_object(summary["measured"], "measured")
     if summary.get("crashed"):
         # a crashed run's numbers never appear beside the model as a measurement
         why = "the run crashed (see incidents in summary.json)"
@@ -154,10 +174,10 @@ def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
                 m["percentiles"] = percentiles_ci(_answered(rows, sc, cls, order="arrival"))
     epoch_text = ""
     if epochs:  # each policy's span against its own prediction (fogsdn.measure.policy_epochs)
-        summary["policy_epochs"] = epoch_comparisons(sc, rows, epochs)
-        epoch_text = "\n" + epochs_table(sc, summary["policy_epochs"])
+        summary["policy_epochs"] = blocks = epoch_comparisons(sc, rows, epochs)
+        epoch_text = "\n" + epochs_table(sc, blocks)
     if len(epochs) > 1:  # swapped policies: no one prediction stands for the whole run
-        text = _compare_per_epoch(run_dir, summary, sc, rows, plot)
+        text = _compare_per_epoch(run_dir, summary, blocks, sc, rows, plot)
         write_summary(summary_path, summary)
         return text + epoch_text
     if sc.workload.profile is not None:  # per phase (fogsdn.measure.comparison)
@@ -185,7 +205,10 @@ def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
         summary["power_comparison"] = power
     if not plot:
         note = f"no comparison plot: {no_plot_why}" if no_plot_why else "no comparison plot"
-        summary["notes"] = [*summary.get("notes", []), note]
+        notes = summary.get("notes", [])
+        if not isinstance(notes, list):
+            raise TypeError(f"notes: a list, got {type(notes).__name__}")
+        summary["notes"] = [*notes, note]
     write_summary(summary_path, summary)
     text = comparison_table(sc, comp, power) + epoch_text
     if not plot:
@@ -194,11 +217,12 @@ def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
     return text + f"\nplot: {run_dir / 'comparison.png'}"
 
 
-def _compare_per_epoch(run_dir: Path, summary: dict[str, Any], sc: Scenario,
-                       rows: list[TraceRow], plot: bool) -> str:
+def _compare_per_epoch(run_dir: Path, summary: dict[str, object],
+                       blocks: list[dict[str, object]], sc: Scenario, rows: list[TraceRow],
+                       plot: bool) -> str:
     """A run whose policy was swapped: the whole run's figures stay `measured`, but they
-    mix policies, so the top level carries no prediction; each epoch (already in
-    summary["policy_epochs"]) stands beside its own, one plot per epoch."""
+    mix policies, so the top level carries no prediction; each epoch (`blocks`, already
+    in summary["policy_epochs"]) stands beside its own, one plot per epoch."""
     why = ("the policy was swapped during the run: each policy epoch is compared with "
            "the exact model for its own policy (policy_epochs)")
     for key in ("comparison", "power_comparison", "outside_model"):
@@ -206,22 +230,26 @@ def _compare_per_epoch(run_dir: Path, summary: dict[str, Any], sc: Scenario,
     summary["predicted"] = None
     summary["not_compared"] = why
     plots = []
-    for i, block in enumerate(summary["policy_epochs"]):
-        if not plot or not block.get("comparison"):
+    for i, block in enumerate(blocks):
+        comp = block.get("comparison")
+        if not plot or not comp:
             continue
-        spec = block.get("spec") or {"name": block["policy"]}
+        if not isinstance(comp, dict):  # per class, `comparison_block`'s
+            raise TypeError(f"comparison: an object, got {type(comp).__name__}")
+        spec = epoch_spec(block)
         pred = exact_prediction(epoch_scenario(sc, spec))
         path = run_dir / f"comparison-epoch{i + 1}-{block['policy']}.png"
-        plot_comparison(path, rows_in(rows, float(block["from_ms"]),
+        plot_comparison(path, rows_in(rows, epoch_ms(block, "from_ms"),
                                       None if block.get("to_ms") is None
-                                      else float(block["to_ms"])),
-                        epoch_scenario(sc, spec), pred, block["measured"], block["comparison"])
+                                      else epoch_ms(block, "to_ms")),
+                        epoch_scenario(sc, spec), pred, json_object(block["measured"], "measured"),
+                        comp)
         plots.append(str(path))
     return f"whole run: not compared: {why}" + "".join(f"\nplot: {p}" for p in plots)
 
 
 def attach_prediction(out: Path, plot: bool = True, no_plot_why: str = "",
-                      verbose: bool = True) -> dict[str, Any] | None:
+                      verbose: bool = True) -> dict[str, object] | None:
     """Add the exact prediction where a model exists (says so where none applies);
     returns the updated summary, or None when the comparison failed."""
     from fogsdn.measure.size_compare import attach_size_prediction, is_size_scenario

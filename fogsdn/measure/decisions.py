@@ -6,15 +6,28 @@ decision against what the node held when the request reached it)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from fogsdn.core.latency import DECISION_BUDGET_SHARE
 from fogsdn.core.timebase import Timebase
 from fogsdn.measure.metrics import p50_p99
 
 
+class DecisionBlock(TypedDict):
+    """`decision_block`: summary.json's `decisions`."""
+
+    count: int
+    path_ms: dict[str, float]  # real: p50, p99, max
+    path_model_ms: dict[str, float]
+    budget_ms: float
+    over_budget_share: float
+    staleness: dict[str, object] | None  # as the controller wrote it (its load file)
+    fallback_decided: int
+
+
 def decision_block(path_ms: Sequence[float], time_scale: float, budget_ms: float,
-                   staleness: Mapping[str, Any] | None, fallback: int = 0) -> dict[str, Any]:
+                   staleness: Mapping[str, object] | None, fallback: int = 0
+                   ) -> DecisionBlock:
     """summary.json's `decisions`: the decision path in real and model ms, the share over
     `budget_ms` (real), the staleness summary the controller wrote (or None), and how many
     requests the switches' fallback (the policy's routes) served while the controller

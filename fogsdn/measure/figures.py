@@ -8,18 +8,22 @@ ratio). The drivers (`fogsdn/studies/sweep.py`, `fogsdn/studies/size_study.py`,
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from fogsdn.core.scenario import Scenario
+from fogsdn.core.summary import json_float
 from fogsdn.exact.class_prediction import CLASSES
 from fogsdn.exact.model_params import OutsideModel
 from fogsdn.measure.size_compare import predict_scenario, size_scenario
 from fogsdn.models.size_assignment import moment
+
+if TYPE_CHECKING:  # seed 002b's rows
+    from fogsdn.measure.seed002b_claims import LightSimRow, QosClassRow, QosNone, TwoServerRow
 
 
 def pyplot() -> Any:
@@ -45,7 +49,7 @@ def save_figure(fig: Any, path: Path, dpi: int = 110) -> None:
 Curves = dict[tuple[str, str], list[tuple[float, float, float]]]
 
 
-def draw_sweep(scenario: Scenario, agg: Sequence[dict[str, Any]], path: Path,
+def draw_sweep(scenario: Scenario, agg: Sequence[Mapping[str, str | float]], path: Path,
          exact: Curves | None = None, measured_label: str = "sim") -> Path:
     """Mean W (95 % interval) per policy and class vs the swept value, and the outage
     probability beside it; exact curves (dashed HP, dotted LP) where the model applies."""
@@ -54,7 +58,7 @@ def draw_sweep(scenario: Scenario, agg: Sequence[dict[str, Any]], path: Path,
     fig, (ax_w, ax_o) = plt.subplots(1, 2, figsize=(12, 4.8))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     # measured policies, then exact-only ones (the optimal curve)
-    policies = sorted({a["policy"] for a in agg})
+    policies = sorted({str(a["policy"]) for a in agg})
     policies += sorted({p for p, _ in exact or {}} - set(policies))
     style = {"hp": ("o", "--"), "lp": ("s", ":")}  # marker (simulated), line (exact)
     for i, policy in enumerate(policies):
@@ -63,7 +67,7 @@ def draw_sweep(scenario: Scenario, agg: Sequence[dict[str, Any]], path: Path,
             pts = [a for a in agg if a["policy"] == policy and a["cls"] == cls]
             x = [a["value"] for a in pts]
             marker, line = style[cls]
-            yerr = [a["W_ci95"] if math.isfinite(a["W_ci95"]) else 0.0 for a in pts]
+            yerr = [ci if math.isfinite(ci := json_float(a["W_ci95"])) else 0.0 for a in pts]
             if pts:
                 ax_w.errorbar(x, [a["W"] for a in pts], yerr=yerr, fmt=marker + "-",
                               color=col, capsize=3, lw=0.8,
@@ -321,7 +325,9 @@ CITY_FIGURES: dict[str, list[tuple[str, str]]] = {
 }
 
 
-def draw_city(rows: list[dict[str, Any]], out: Path, engine: str) -> list[Path]:
+def draw_city(rows: Sequence[Mapping[str, object]], out: Path, engine: str) -> list[Path]:
+    """Seed 003's figures from the study's rows (a point's selector, ratio and metric
+    columns, with `<metric>_lo/_hi` where replicated)."""
     plt = pyplot()
     selectors = list(dict.fromkeys(r["selector"] for r in rows))
     paths = []
@@ -329,11 +335,13 @@ def draw_city(rows: list[dict[str, Any]], out: Path, engine: str) -> list[Path]:
         fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4))
         for ax, (col, label) in zip(axes, panels, strict=True):
             for sel in selectors:
-                mine = sorted((r for r in rows if r["selector"] == sel), key=lambda r: r["ratio"])
-                xs, ys = [r["ratio"] for r in mine], [r[col] for r in mine]
+                mine = sorted((r for r in rows if r["selector"] == sel),
+                              key=lambda r: json_float(r["ratio"]))
+                xs = [json_float(r["ratio"]) for r in mine]
+                ys = [json_float(r[col]) for r in mine]
                 if mine and f"{col}_lo" in mine[0]:  # replications: 95 % intervals
-                    err = [[y - r[f"{col}_lo"] for y, r in zip(ys, mine, strict=True)],
-                           [r[f"{col}_hi"] - y for y, r in zip(ys, mine, strict=True)]]
+                    err = [[y - json_float(r[f"{col}_lo"]) for y, r in zip(ys, mine, strict=True)],
+                           [json_float(r[f"{col}_hi"]) - y for y, r in zip(ys, mine, strict=True)]]
                     ax.errorbar(xs, ys, yerr=err, marker="o", ms=3, capsize=2, label=sel)
                 else:
                     ax.plot(xs, ys, marker="o", ms=3, label=sel)
@@ -355,7 +363,8 @@ _READING_STYLE = {"fixed_approx": ("--", "TAGS at SITA-E's cutoffs, per-host app
                   "response_optimal": (":", "response-optimal TAGS (no kills)")}
 
 
-def _sim_points(ax: Any, sim: Sequence[dict[str, Any]], x_key: str, color_of: Any) -> None:
+def _sim_points(ax: Any, sim: Sequence[LightSimRow], x_key: Literal["high", "hosts"],
+                color_of: Callable[[LightSimRow], str]) -> None:
     for r in sim:
         marker = "o" if r["tags"] == "tags_fixed" else "s"
         ax.errorbar([r[x_key]], [r["sim"]["mean"]], yerr=[r["sim"]["ci95"]], fmt=marker,
@@ -363,9 +372,9 @@ def _sim_points(ax: Any, sim: Sequence[dict[str, Any]], x_key: str, color_of: An
                     capsize=2, ms=5)
 
 
-def draw_seed002b_light(path: Path, light: Sequence[dict[str, Any]],
-                        sim: Sequence[dict[str, Any]], x_key: str, series_key: str,
-                        title: str) -> None:
+def draw_seed002b_light(path: Path, light: Sequence[Mapping[str, float]],
+                        sim: Sequence[LightSimRow], x_key: Literal["high", "hosts"],
+                        series_key: Literal["hosts", "alpha"], title: str) -> None:
     """kappa_TAGS / kappa_SITA-E (light traffic) against `x_key` (H/L or hosts), one
     colour per `series_key` value, one line style per TAGS reading; simulated ratios at
     the light load (circles: fixed cutoffs, open squares: response-optimal)."""
@@ -397,7 +406,7 @@ def draw_seed002b_light(path: Path, light: Sequence[dict[str, Any]],
     save_figure(fig, path)
 
 
-def draw_seed002b_qos(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+def draw_seed002b_qos(path: Path, rows: Sequence[QosNone | QosClassRow]) -> None:
     """Each size class's simulated mean (95 % interval) and model value against its
     target (the ratio value / target), per design."""
     plt = pyplot()
@@ -417,9 +426,9 @@ def draw_seed002b_qos(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     save_figure(fig, path)
 
 
-def draw_seed002b_two_server(path: Path, rows: Sequence[dict[str, Any]],
-                             peaks: Sequence[dict[str, Any]], sim: Sequence[dict[str, Any]],
-                             sweep: Sequence[dict[str, Any]] = ()) -> None:
+def draw_seed002b_two_server(path: Path, rows: Sequence[TwoServerRow],
+                             peaks: Sequence[Mapping[str, float]], sim: Sequence[LightSimRow],
+                             sweep: Sequence[Mapping[str, float]] = ()) -> None:
     """Claim 3: two hosts, alpha = 1, TAGS / SITA-E mean wait against H/L, one colour per
     regime (a fixed load, or lambda H fixed), solid: response-optimal TAGS, dashed: TAGS
     at SITA-E's cutoff; crosses: the response-optimal peak at each load; simulated

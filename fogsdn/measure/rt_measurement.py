@@ -11,11 +11,11 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from fogsdn.core.trace import Outcome, TraceRow
 
-__all__ = ["ControllerRt", "compare_rt", "rt_report_line"]
+__all__ = ["ControllerRt", "RtBlock", "RtReport", "compare_rt", "rt_report_line"]
 
 MATCH_SLACK_MS = 1.0  # model ms the controller's SYN stamp may lie outside the request
 
@@ -37,8 +37,29 @@ def _match(row: TraceRow, candidates: Sequence[ControllerRt]) -> ControllerRt | 
     return min(inside, key=lambda c: abs(c.t_syn_ms - row.t_send)) if inside else None
 
 
+class RtBlock(TypedDict):
+    """Connections matched, the two mean response times on them (model ms), and the
+    controller's relative error."""
+
+    count: int
+    controller_ms: float
+    clients_ms: float
+    error: float
+
+
+class RtReport(TypedDict):
+    """`compare_rt`: summary.json's `rt_measurement`."""
+
+    answered: int
+    matched: int
+    coverage: float
+    nodes: dict[str, RtBlock]
+    overall: RtBlock | None
+    rt_measurement_error: float
+
+
 def compare_rt(measured: Iterable[ControllerRt], rows: Iterable[TraceRow],
-               warmup_ms: float = 0.0) -> dict[str, Any]:
+               warmup_ms: float = 0.0) -> RtReport:
     """Per node: connections matched, the controller's and the clients' mean response
     time (model ms) on them, and the relative error; overall the same, `coverage` (the
     share of answered single-connection requests the controller timed) and
@@ -57,7 +78,7 @@ def compare_rt(measured: Iterable[ControllerRt], rows: Iterable[TraceRow],
         if m is not None:
             pairs[m.node].append((m.rt_ms, r.response_ms))
 
-    def block(p: list[tuple[float, float]]) -> dict[str, float]:
+    def block(p: list[tuple[float, float]]) -> RtBlock:
         ctrl = sum(c for c, _ in p) / len(p)
         cli = sum(c for _, c in p) / len(p)
         return {"count": len(p), "controller_ms": ctrl, "clients_ms": cli,
@@ -76,7 +97,7 @@ def compare_rt(measured: Iterable[ControllerRt], rows: Iterable[TraceRow],
     }
 
 
-def rt_report_line(report: dict[str, Any]) -> str:
+def rt_report_line(report: RtReport) -> str:
     """One line for the end of a run."""
     nodes = ", ".join(f"{n} {b['controller_ms']:.3f} vs {b['clients_ms']:.3f} ms "
                       f"({100 * b['error']:+.1f} %)" for n, b in report["nodes"].items())

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from fogsdn.core.scenario import PolicySpec, Scenario, SwitchPower, scenario_graph
 from fogsdn.measure.claim_stats import (
@@ -149,7 +149,7 @@ def goal_values(res: ConfigResult, runs: Sequence[RunFigures]) -> list[float]:
             + (1 - RT_WEIGHT) * f.network_w / b.network_w for f, b in zip(runs, base, strict=True)]
 
 
-Values = dict[str, Any]
+Values = dict[str, str | int]  # what a claim's verdict rests on, as the table shows it
 Predicate = Callable[[ConfigResult], tuple[Outcome, Values]]
 
 
@@ -390,15 +390,25 @@ def traffic_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
 
 # -- headline figures and the traffic scan ----------------------------------------------------
 
-def headline(res: ConfigResult) -> dict[str, Any]:
+class Changes(TypedDict):
+    """Runs against shortest path's (`headline`): the paired changes (a `Stat` each) and
+    their own means."""
+
+    network_power_change: dict[str, float]
+    response_time_change: dict[str, float]
+    network_W: float
+    response_ms: float
+
+
+def headline(res: ConfigResult) -> dict[str, Changes]:
     """The learner's and every static plan's change against shortest path, paired."""
-    out: dict[str, Any] = {"learner": _changes(res.learner, res.static[0])}
+    out = {"learner": _changes(res.learner, res.static[0])}
     for r, runs in res.static.items():
         out[f"rank{r}"] = _changes(runs, res.static[0])
     return out
 
 
-def _changes(runs: Sequence[RunFigures], base: Sequence[RunFigures]) -> dict[str, Any]:
+def _changes(runs: Sequence[RunFigures], base: Sequence[RunFigures]) -> Changes:
     return {"network_power_change": asdict(change(runs, base, lambda f: f.network_w)),
             "response_time_change": asdict(change(runs, base, lambda f: f.response_ms)),
             "network_W": interval([f.network_w for f in runs]).mean,

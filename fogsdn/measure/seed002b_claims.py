@@ -14,11 +14,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from fogsdn.core.scenario import Scenario, SizeSpec
+from fogsdn.core.summary import json_float, json_object
 from fogsdn.measure.metrics import replications_ci
-from fogsdn.measure.size_compare import bounded_pareto, size_scenario
+from fogsdn.measure.size_compare import bounded_pareto, overall, size_scenario
 from fogsdn.models.size_assignment import (
     moment,
     partial_moment,
@@ -72,13 +73,14 @@ def cutoff_text(cut: Sequence[float]) -> str:
 
 
 def light_rows(alpha: float, highs: Sequence[float], hosts: Sequence[int]
-               ) -> list[dict[str, Any]]:
-    """kappa_TAGS / kappa_SITA-E for every (H/L, h) and every TAGS reading."""
+               ) -> list[dict[str, float]]:
+    """kappa_TAGS / kappa_SITA-E for every (H/L, h) and every TAGS reading: alpha, high,
+    hosts, one column per reading and, at alpha = 1, `limit_fixed`."""
     rows = []
     for high in highs:
         spec = bounded_pareto(alpha, 1.0, high)
         for h in hosts:
-            row: dict[str, Any] = {"alpha": alpha, "high": high, "hosts": h}
+            row: dict[str, float] = {"alpha": alpha, "high": high, "hosts": h}
             row |= {r: light_ratio(spec, h, r) for r in TAGS_READINGS}
             if alpha == 1.0:
                 row["limit_fixed"] = alpha1_fixed_limit(h)
@@ -86,7 +88,18 @@ def light_rows(alpha: float, highs: Sequence[float], hosts: Sequence[int]
     return rows
 
 
-def two_server_ratios(high: float, lam: float) -> dict[str, float | bool]:
+# `two_server_ratios`: TAGS / SITA-E mean wait at SITA-E's cutoff (fixed) and at the
+# response-optimal one, with the cutoffs and whether the optimal one kills
+TwoServerRatios = TypedDict("TwoServerRatios", {
+    "high": float, "lambda": float, "load": float, "sita_e_cutoff": float,
+    "opt_cutoff": float, "kills": bool, "fixed": float, "response_optimal": float})
+
+
+class TwoServerRow(TwoServerRatios):
+    regime: str  # "load" (a fixed load) or "lambda_h" (lambda H fixed)
+
+
+def two_server_ratios(high: float, lam: float) -> TwoServerRatios:
     """Two hosts, alpha = 1, sizes on [1, high], arrival rate lam: TAGS / SITA-E mean
     wait (per-host approximation for TAGS) at SITA-E's cutoff (fixed) and at the cutoff
     minimising TAGS's mean response time (response-optimal)."""
@@ -106,11 +119,12 @@ def _lam(load: float, high: float) -> float:
     return load * 2.0 / moment(bounded_pareto(1.0, 1.0, high), 1)
 
 
-def two_server_rows() -> list[dict[str, Any]]:
+def two_server_rows() -> list[TwoServerRow]:
     """Claim 3 at fixed loads (TWO_LOADS) over H/L, and with lambda H = TWO_LAMBDA_H
     (`regime` "lambda_h": the load falls as H grows)."""
-    rows = [{"regime": "load", **two_server_ratios(high, _lam(load, high)), "load": load}
-            for load in TWO_LOADS for high in TWO_HIGHS]
+    rows: list[TwoServerRow] = [
+        {"regime": "load", **two_server_ratios(high, _lam(load, high)), "load": load}
+        for load in TWO_LOADS for high in TWO_HIGHS]
     rows += [{"regime": "lambda_h", **two_server_ratios(high, TWO_LAMBDA_H / high)}
              for high in TWO_HIGHS]
     return rows
@@ -138,13 +152,19 @@ def two_server_peak(load: float, steps: int = 30) -> dict[str, float]:
 # -- the simulator's jobs -------------------------------------------------------------------
 
 
+LightKey = tuple[float, float, int, str]  # (alpha, high, hosts, variant)
+QosKey = tuple[str, str, int]  # (targets, policy, host; -1: the whole system)
+# each job's `SizeStats.summary` by replication (JSON objects: read with `overall`)
+Summaries = Sequence[Mapping[str, object]]
+
+
 @dataclass(frozen=True)
 class SimJob:
     """One replication of one policy: a light-traffic point (claim i or ii) or one host
     (SITA) or the whole system (TAGS) of a QoS design."""
 
     group: str  # "light" or "qos"
-    key: tuple[Any, ...]  # light: (alpha, high, hosts, variant); qos: (targets, policy, host)
+    key: LightKey | QosKey
     replication: int
     requests: int
     scenario: Scenario
@@ -223,8 +243,24 @@ def _ci(values: Sequence[float]) -> dict[str, float]:
     return {"mean": ci.mean, "ci95": ci.half_width, "n": ci.n}
 
 
-def light_sim_rows(results: Mapping[tuple[Any, ...], Sequence[dict[str, Any]]]
-                   ) -> list[dict[str, Any]]:
+class _LightSimPoint(TypedDict):
+    alpha: float
+    high: float
+    hosts: int
+    tags: str  # the TAGS variant: "tags_fixed" or "tags_opt"
+    load: float
+    sim: dict[str, float]  # the ratio's mean, ci95 and n over replications
+    light_exact: float
+
+
+class LightSimRow(_LightSimPoint):
+    """`light_sim_rows`: one simulated light-traffic point beside the model."""
+
+    light_approx: NotRequired[float]  # tags_fixed
+    model_at_load: float
+
+
+def light_sim_rows(results: Mapping[LightKey, Summaries]) -> list[LightSimRow]:
     """Simulated TAGS / SITA-E mean wait per replication (common random numbers), with
     the model's light-traffic ratios beside it. `results[(alpha, high, hosts, variant)]`:
     the summaries by replication."""
@@ -233,36 +269,47 @@ def light_sim_rows(results: Mapping[tuple[Any, ...], Sequence[dict[str, Any]]]
         if v == "sita_e":
             continue
         base = results[(a, high, h, "sita_e")]
-        ratios = [t["overall"]["wait"] / s["overall"]["wait"] for t, s in zip(runs, base,
-                                                                             strict=True)]
+        ratios = [overall(t, "wait") / overall(s, "wait")
+                  for t, s in zip(runs, base, strict=True)]
         reading = "fixed_exact" if v == "tags_fixed" else "response_optimal"
         spec = bounded_pareto(a, 1.0, high)
-        row = {"alpha": a, "high": high, "hosts": h, "tags": v, "load": LIGHT_LOAD,
-               "sim": _ci(ratios), "light_exact": light_ratio(spec, h, reading)}
+        point: _LightSimPoint = {"alpha": a, "high": high, "hosts": h, "tags": v,
+                                 "load": LIGHT_LOAD, "sim": _ci(ratios),
+                                 "light_exact": light_ratio(spec, h, reading)}
+        row: LightSimRow
         if v == "tags_fixed":
-            row["light_approx"] = light_ratio(spec, h, "fixed_approx")
+            approx = light_ratio(spec, h, "fixed_approx")
             lam = LIGHT_LOAD * h / moment(spec, 1)
             mus, names = [1.0] * h, [f"h{i}" for i in range(h)]
             cut = sita_e_cutoffs(spec, mus)
-            row["model_at_load"] = (predict_tags(lam, spec, cut, mus, names).wait
-                                    / predict_sita(lam, spec, cut, mus, names).wait)
+            row = {**point, "light_approx": approx,
+                   "model_at_load": (predict_tags(lam, spec, cut, mus, names).wait
+                                     / predict_sita(lam, spec, cut, mus, names).wait)}
         else:  # no kills: host 1 is one M/G/1 with every task
             lam = LIGHT_LOAD * h / moment(spec, 1)
             mus, names = [1.0] * h, [f"h{i}" for i in range(h)]
             one = lam * moment(spec, 2) / (2.0 * (1.0 - lam * moment(spec, 1)))
-            row["model_at_load"] = one / predict_sita(lam, spec, sita_e_cutoffs(spec, mus),
-                                                      mus, names).wait
+            row = {**point, "model_at_load": one / predict_sita(
+                lam, spec, sita_e_cutoffs(spec, mus), mus, names).wait}
         rows.append(row)
     return rows
 
 
-def qos_rows(results: Mapping[tuple[Any, ...], Sequence[dict[str, Any]]]
-             ) -> list[dict[str, Any]]:
+# `qos_rows`: a design that does not exist, and one size class of one that does
+QosNone = TypedDict("QosNone", {"targets": str, "policy": str, "class": str, "hosts": int,
+                                "none": str})
+QosClassRow = TypedDict("QosClassRow", {
+    "targets": str, "policy": str, "class": int, "sizes": list[float], "metric": str,
+    "target": float, "hosts": int, "cutoffs": list[float], "model": float,
+    "sim": dict[str, float], "meets_model": bool, "meets_sim": bool})
+
+
+def qos_rows(results: Mapping[QosKey, Summaries]) -> list[QosNone | QosClassRow]:
     """Per (targets, policy, class): the target, the design's hosts and cutoffs, the
     model's class value and the simulated one (mean ± 95 % over replications). A greedy
     host sits on its target, so `meets_sim` asks only that the target not lie below the
     simulated interval."""
-    rows = []
+    rows: list[QosNone | QosClassRow] = []
     spec = qos_spec()
     for (name, policy), d in designs().items():
         classes = QOS_TARGETS[name]
@@ -295,7 +342,7 @@ def qos_rows(results: Mapping[tuple[Any, ...], Sequence[dict[str, Any]]]
     return rows
 
 
-def _class_value(results: Mapping[tuple[Any, ...], Sequence[dict[str, Any]]], name: str,
+def _class_value(results: Mapping[QosKey, Summaries], name: str,
                  d: QosDesign, hosts: Sequence[int], key: str, rep: int) -> float:
     """The class's measured mean in one replication: its hosts' means weighted by the
     tasks each completes (a SITA host simulated on its own: by its share of the tasks,
@@ -304,18 +351,18 @@ def _class_value(results: Mapping[tuple[Any, ...], Sequence[dict[str, Any]]], na
     policy = d.policy
     for i in hosts:
         if policy == "sita":
-            s = results[(name, policy, i)][rep]["overall"]
             h = d.hosts[i]
             share = partial_moment(qos_spec(), 0, h.low if i else -1.0, h.high)
             n += share
-            tot += share * s[key]
+            tot += share * overall(results[(name, policy, i)][rep], key)
             continue
         else:
-            s = results[(name, policy, -1)][rep]["hosts"].get(f"h{i + 1}")
+            s = json_object(results[(name, policy, -1)][rep]["hosts"], "hosts").get(f"h{i + 1}")
             if s is None:
                 continue
-        n += s["count"]
-        tot += s["count"] * s[key]
+        means = json_object(s, f"h{i + 1}")
+        n += json_float(means["count"])
+        tot += json_float(means["count"]) * json_float(means[key])
     return tot / n if n else math.nan
 
 
@@ -326,30 +373,47 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}" if abs(x) < 1e4 else f"{x:.2e}"
 
 
-def _reading(text: str, ok: bool) -> dict[str, str]:
+class Reading(TypedDict):
     """One TAGS reading's measurement of a ratio claim, with its own verdict."""
+
+    ours: str
+    verdict: str
+
+
+class ClaimRow(TypedDict):
+    """`claim_rows`: one claim, its verdict and where its setting comes from."""
+
+    claim: str
+    source: str
+    ours: str
+    fixed: Reading | None  # a ratio claim: TAGS at fixed cutoffs
+    response_optimal: Reading | None  # and the response-optimal TAGS
+    verdict: str
+    deciding: str
+
+
+def _reading(text: str, ok: bool) -> Reading:
     return {"ours": text, "verdict": "reproduced" if ok else "not"}
 
 
-def _overall(readings: Sequence[dict[str, str]]) -> str:
+def _overall(readings: Sequence[Reading]) -> str:
     ok = [r["verdict"] == "reproduced" for r in readings]
     return "reproduced" if all(ok) else "partly" if any(ok) else "not"
 
 
 def _row(claim: str, source: str, ours: str, verdict: str, deciding: str,
-         fixed: dict[str, str] | None = None, opt: dict[str, str] | None = None
-         ) -> dict[str, Any]:
+         fixed: Reading | None = None, opt: Reading | None = None) -> ClaimRow:
     return {"claim": claim, "source": source, "ours": ours, "fixed": fixed,
             "response_optimal": opt, "verdict": verdict, "deciding": deciding}
 
 
-def claim_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+def claim_rows(result: Mapping[str, Any]) -> list[ClaimRow]:
     """The six claims, each with the numbers that decide it, where its setup comes from,
     a verdict (reproduced / partly / not / not computed) and, for every miss, the
     deciding choice. A ratio claim (2 to 5) is measured for both TAGS readings, each
     with its own verdict; the claim is reproduced when both reproduce it, partly when
     one does."""
-    rows: list[dict[str, Any]] = []
+    rows: list[ClaimRow] = []
     c1 = "size-based routing performs well when the job-size variance is very high"
     src1 = ("claim: seed; sizes [1, 1000], load 0.5, 2 hosts: ours; baselines: "
             "Harchol-Balter et al. (JPDC 1999)")
@@ -479,7 +543,7 @@ def claim_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
 # -- the table ------------------------------------------------------------------------------------
 
 
-def _cell(r: dict[str, str] | None) -> str:
+def _cell(r: Reading | None) -> str:
     return "-" if r is None else f"{r['ours']}: **{r['verdict']}**"
 
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
+from fogsdn.core.summary import json_float, json_int
 from fogsdn.core.trace import TraceRow
 
 # a send later than this share of the fastest node's mean service is late: half a
@@ -43,16 +44,31 @@ def send_lateness(rows: Iterable[TraceRow], drawn: Mapping[str, float],
             "late": late, "late_share": late / lag.size, "late_ms": late_ms}
 
 
-def engine_block(stats: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+class EngineBlock(TypedDict):
+    """`engine_block`: summary.json's `load_engine`."""
+
+    processes: int
+    clients: int
+    sent: int
+    cpu_s: float
+    cpu_share: float  # cores
+    cpu_ms_per_request: float
+    rss_kb_each: list[int]
+    precise_timer: bool
+    realtime: bool
+
+
+def engine_block(stats: Sequence[Mapping[str, object]]) -> EngineBlock:
     """The traffic engines' own figures (each one's stats file): processes, clients,
     CPU seconds, and CPU share (cores: CPU seconds over the longest wall time)."""
-    cpu = sum(float(s.get("cpu_s", 0.0)) for s in stats)
-    wall = max((float(s.get("wall_s", 0.0)) for s in stats), default=0.0)
-    sent = sum(int(s.get("sent", 0)) for s in stats)
-    return {"processes": len(stats), "clients": sum(int(s.get("clients", 0)) for s in stats),
+    cpu = sum(json_float(s.get("cpu_s", 0.0)) for s in stats)
+    wall = max((json_float(s.get("wall_s", 0.0)) for s in stats), default=0.0)
+    sent = sum(json_int(s.get("sent", 0)) for s in stats)
+    return {"processes": len(stats),
+            "clients": sum(json_int(s.get("clients", 0)) for s in stats),
             "sent": sent, "cpu_s": cpu, "cpu_share": cpu / wall if wall > 0 else math.nan,
             "cpu_ms_per_request": 1000.0 * cpu / sent if sent else math.nan,
-            "rss_kb_each": [int(s.get("max_rss_kb", 0)) for s in stats],
+            "rss_kb_each": [json_int(s.get("max_rss_kb", 0)) for s in stats],
             "precise_timer": all(bool(s.get("precise_timer")) for s in stats),
             "realtime": all(bool(s.get("realtime")) for s in stats)}
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from fogsdn.core.scenario import Role, Scenario, SizeSpec, load_scenario, parse_scenario
-from fogsdn.core.summary import json_safe, write_summary
+from fogsdn.core.summary import json_float, json_object, json_safe, write_summary
 from fogsdn.core.trace import Outcome, TraceRow, iter_trace
 from fogsdn.exact.model_params import OutsideModel
 from fogsdn.measure.metrics import replications_ci
@@ -164,21 +164,55 @@ class SizeStats:
                 "hosts": {k: v.means() for k, v in sorted(self.hosts.items())}}
 
 
-def replicated(summaries: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
+def overall(summary: Mapping[str, object], key: str) -> float:
+    """One of a `SizeStats.summary`'s overall means (count, W, wait, slowdown, wasted), as
+    read back: KeyError where it is missing, TypeError where it is not a number."""
+    return json_float(json_object(summary["overall"], "overall")[key])
+
+
+def replicated(summaries: Sequence[Mapping[str, object]]) -> dict[str, dict[str, float]]:
     """Mean and 95 % half-width across replications of overall W, wait and slowdown."""
-    cis = {key: replications_ci([float(s["overall"][key]) for s in summaries])
+    cis = {key: replications_ci([overall(s, key) for s in summaries])
            for key in ("W", "wait", "slowdown")}
     return {key: {"mean": ci.mean, "ci95": ci.half_width, "n": ci.n} for key, ci in cis.items()}
 
 
-def comparison(measured: dict[str, Any], pred: SizePrediction) -> dict[str, Any]:
+class Gap(TypedDict):
+    measured: float
+    predicted: float
+    rel_gap: float
+
+
+class SizeComparison(TypedDict):
+    """`comparison`: the measured overall means beside the prediction."""
+
+    model: str
+    exact: bool
+    W: Gap
+    wait: Gap
+    slowdown: Gap
+
+
+def comparison(measured: Mapping[str, object], pred: SizePrediction) -> SizeComparison:
     """Measured overall means beside the prediction (relative gaps)."""
-    out: dict[str, Any] = {"model": pred.to_dict()["model"], "exact": pred.exact}
-    for key, p in {"W": pred.W, "wait": pred.wait, "slowdown": pred.slowdown}.items():
-        m = measured["overall"][key]
-        gap = (m - p) / p if p and math.isfinite(p) and math.isfinite(m) else math.nan
-        out[key] = {"measured": m, "predicted": p, "rel_gap": gap}
-    return out
+
+    def gap(key: str, p: float) -> Gap:
+        m = overall(measured, key)
+        rel = (m - p) / p if p and math.isfinite(p) and math.isfinite(m) else math.nan
+        return {"measured": m, "predicted": p, "rel_gap": rel}
+
+    return {"model": str(pred.to_dict()["model"]), "exact": pred.exact,
+            "W": gap("W", pred.W), "wait": gap("wait", pred.wait),
+            "slowdown": gap("slowdown", pred.slowdown)}
+
+
+class SizeBlock(TypedDict):
+    """summary.json's `size_based` (`attach_size_prediction`)."""
+
+    measured: dict[str, object]  # `SizeStats.summary`
+    outside_model: NotRequired[str]
+    predicted: NotRequired[dict[str, object]]  # `SizePrediction.to_dict`
+    comparison: NotRequired[SizeComparison]
 
 
 # -- scenario building (tests, figures) ---------------------------------------------------
@@ -189,7 +223,7 @@ def bounded_pareto(alpha: float, low: float, high: float) -> SizeSpec:
 
 
 def size_scenario(policy: str, hosts: int, load: float, size: SizeSpec, *, seed: int = 1,
-                  name: str = "size", params: dict[str, Any] | None = None,
+                  name: str = "size", params: Mapping[str, object] | None = None,
                   warmup_ms: float = 0.0, duration_ms: float = 1e12) -> Scenario:
     """`hosts` identical hosts (mu = 1, unbounded queues) at total load `load`
     (lambda = load * hosts / E[size]), every task in class LP."""
@@ -201,7 +235,7 @@ def size_scenario(policy: str, hosts: int, load: float, size: SizeSpec, *, seed:
                      "size": size.model_dump(exclude_none=True)},
         "nodes": [{"name": f"h{i + 1}", "role": "fn", "mu": 1.0, "capacity": 100_000}
                   for i in range(hosts)],
-        "policy": {"name": policy, "params": params or {}},
+        "policy": {"name": policy, "params": dict(params or {})},
     }, source=name)
 
 
@@ -215,7 +249,7 @@ def attach_size_prediction(out: Path) -> str:
     if trace.exists():
         stats.add_trace(iter_trace(trace))
     measured = stats.summary()
-    block: dict[str, Any] = {"measured": measured}
+    block: SizeBlock = {"measured": measured}
     o = measured["overall"]
     lines = [f"[size-based] {sc.policy.name}: measured W {o['W']:.4g} ms, wait {o['wait']:.4g}"
              f" ms, slowdown {o['slowdown']:.4g} over {o['count']} answered requests"]

@@ -16,6 +16,7 @@ from typing import Literal
 import networkx as nx
 
 from fogsdn.core.scenario import NodeSpec, Scenario, ServerPower, Servers, SwitchPower
+from fogsdn.core.summary import PowerBlock
 
 Kind = Literal["server", "switch"]
 
@@ -125,7 +126,7 @@ def _totals(nodes: dict[str, float], switches: dict[str, float]) -> dict[str, ob
             "servers_W": math.fsum(nodes.values())}
 
 
-def power_block(samples: Iterable[PowerSample], answered: int) -> dict[str, object]:
+def power_block(samples: Iterable[PowerSample], answered: int) -> PowerBlock:
     """summary.json's `power` block: each element's time-weighted mean W, their total,
     the energy in joules and the energy per answered request."""
     energy: dict[tuple[Kind, str], float] = {}
@@ -141,7 +142,10 @@ def power_block(samples: Iterable[PowerSample], answered: int) -> dict[str, obje
     nodes = {name: w for (kind, name), w in sorted(mean.items()) if kind == "server"}
     switches = {name: w for (kind, name), w in sorted(mean.items()) if kind == "switch"}
     total_j = math.fsum(energy.values())
-    return _totals(nodes, switches) | {
+    servers_w = math.fsum(nodes.values())
+    return {  # `_totals`' keys first, as predicted_power's
+        "nodes": nodes, "switches": switches,
+        "total_W": servers_w + math.fsum(switches.values()), "servers_W": servers_w,
         "energy_J": total_j,
         "energy_per_request_J": total_j / answered if answered > 0 else math.nan,
         "duration_s": max(span.values(), default=0.0),

@@ -66,7 +66,7 @@ class RequestGoal:
         """G_r for a response time in model ms and an energy in mJ."""
         return response_ms * self.time_scale + self.ms_per_mj * energy_mj
 
-    def to_params(self) -> dict[str, Any]:
+    def to_params(self) -> dict[str, float | str]:
         """As a policy's params (scalars only: `mj_per_switch` as "s1=0.07;s2=0.07")."""
         per = ";".join(f"{k}={v:.12g}" for k, v in self.mj_per_switch.items())
         return {"time_scale": self.time_scale, "mj_per_switch": per,

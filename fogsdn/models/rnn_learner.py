@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 import numpy.typing as npt
+
+from fogsdn.core.summary import json_float, json_int
 
 Matrix = npt.NDArray[np.float64]
 
@@ -119,7 +122,21 @@ class RnnLearner:
         self.q = self._solve()
 
 
-def learner_to_json(learner: RnnLearner) -> dict[str, Any]:
+class LearnerJson(TypedDict):
+    """`learner_to_json`: an `RnnLearner`'s parameters, weights (n x n) and threshold."""
+
+    n: int
+    alpha: float
+    explore: float
+    seed: int
+    ext_plus: float
+    ext_minus: float
+    w_plus: list[list[float]]
+    w_minus: list[list[float]]
+    threshold: float | None
+
+
+def learner_to_json(learner: RnnLearner) -> LearnerJson:
     """The learner as plain JSON (weights, threshold, parameters): what a trained agent saves."""
     return {"n": learner.n, "alpha": learner.alpha, "explore": learner.explore,
             "seed": learner.seed, "ext_plus": learner.ext_plus, "ext_minus": learner.ext_minus,
@@ -127,15 +144,16 @@ def learner_to_json(learner: RnnLearner) -> dict[str, Any]:
             "threshold": learner.threshold}
 
 
-def learner_from_json(d: dict[str, Any], n: int) -> RnnLearner:
-    """A learner saved by `learner_to_json`, for `n` options; RnnError if it does not fit."""
-    learner = RnnLearner(int(d["n"]), alpha=float(d["alpha"]), explore=float(d["explore"]),
-                         seed=int(d["seed"]), ext_plus=float(d["ext_plus"]),
-                         ext_minus=float(d["ext_minus"]))
+def learner_from_json(d: Mapping[str, object], n: int) -> RnnLearner:
+    """A learner saved by `learner_to_json`, for `n` options; RnnError if it does not fit
+    (KeyError, TypeError, ValueError for a field that is missing or not a number)."""
+    learner = RnnLearner(json_int(d["n"]), alpha=json_float(d["alpha"]),
+                         explore=json_float(d["explore"]), seed=json_int(d["seed"]),
+                         ext_plus=json_float(d["ext_plus"]), ext_minus=json_float(d["ext_minus"]))
     if learner.n != n:
         raise RnnError(f"learner has {learner.n} neurons for {n} menu entries")
     learner.w_plus = np.asarray(d["w_plus"], dtype=np.float64).reshape(n, n)
     learner.w_minus = np.asarray(d["w_minus"], dtype=np.float64).reshape(n, n)
-    learner.threshold = None if d["threshold"] is None else float(d["threshold"])
+    learner.threshold = None if d["threshold"] is None else json_float(d["threshold"])
     learner.q = learner._solve()
     return learner

@@ -15,7 +15,7 @@ import math
 import statistics
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal, NotRequired, TypedDict
 
 from fogsdn.netem.link_params import LinkParams
 
@@ -26,6 +26,23 @@ class HopCostError(ValueError):
     """The probes cannot give a cost per hop (too few hop counts, or no replies)."""
 
 
+class HopCostDict(TypedDict):
+    """`HopCost.to_dict` (summary.json `links.hop_cost`), real ms; hop counts as strings."""
+
+    per_hop_real_ms: float
+    rtt_real_ms_p50_by_hops: dict[str, float]
+    replies_by_hops: dict[str, int]
+
+
+class DeductionDict(TypedDict):
+    """`Deduction.to_dict` (summary.json `links.hop_cost`): model ms, by link id."""
+
+    per_hop_model_ms: float
+    applied_model_ms: dict[str, float]
+    below_floor_model_ms: dict[str, float]
+    from_peer_tables_model_ms: NotRequired[dict[str, float]]
+
+
 @dataclass(frozen=True)
 class HopCost:
     """One-way real ms that one more hop adds, fitted over chains of several hop counts."""
@@ -34,7 +51,7 @@ class HopCost:
     rtt_ms_p50: dict[int, float]  # hops -> median round trip over that chain
     replies: dict[int, int]  # hops -> probes answered
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> HopCostDict:
         return {"per_hop_real_ms": round(self.per_hop_ms, 5),
                 "rtt_real_ms_p50_by_hops": {str(h): round(v, 5)
                                             for h, v in sorted(self.rtt_ms_p50.items())},
@@ -80,16 +97,18 @@ class Deduction:
                           jitter_ms=params.jitter_ms, loss=params.loss,
                           bw_mbps=params.bw_mbps, queue_pkts=params.queue_pkts)
 
-    def to_dict(self, time_scale: float) -> dict[str, Any]:
+    def to_dict(self, time_scale: float) -> DeductionDict:
         """For summary.json: model ms, as a scenario states its links."""
-        return {"per_hop_model_ms": round(self.per_hop_ms / time_scale, 6),
-                "applied_model_ms": {k: round(v / time_scale, 6)
-                                     for k, v in sorted(self.applied_ms.items())},
-                "below_floor_model_ms": {k: round(v / time_scale, 6)
-                                         for k, v in sorted(self.below_floor.items())},
-                **({"from_peer_tables_model_ms": {k: round(v / time_scale, 6)
-                                                  for k, v in sorted(self.from_tables.items())}}
-                   if self.from_tables else {})}
+        out: DeductionDict = {
+            "per_hop_model_ms": round(self.per_hop_ms / time_scale, 6),
+            "applied_model_ms": {k: round(v / time_scale, 6)
+                                 for k, v in sorted(self.applied_ms.items())},
+            "below_floor_model_ms": {k: round(v / time_scale, 6)
+                                     for k, v in sorted(self.below_floor.items())}}
+        if self.from_tables:
+            out["from_peer_tables_model_ms"] = {k: round(v / time_scale, 6)
+                                                for k, v in sorted(self.from_tables.items())}
+        return out
 
 
 def deduct(configured_ms: Mapping[str, float], per_hop_ms: float,

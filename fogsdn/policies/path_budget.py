@@ -25,7 +25,7 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 from fogsdn.models.network_power import PathMenu
 from fogsdn.policies.base import ClusterView, Epoch, PolicyError, Request
@@ -92,7 +92,7 @@ class PathBudget(PathShortest):
     _rng: random.Random = field(init=False)
 
     def __post_init__(self) -> None:
-        p: dict[str, Any] = dict(self.spec.params)
+        p: dict[str, object] = dict(self.spec.params)
         if "weights" in p:
             name = str(p["weights"])
             p = warm_start(name) | p
@@ -173,7 +173,7 @@ class PathBudget(PathShortest):
         return chosen
 
 
-def warm_start(name: str) -> dict[str, Any]:
+def warm_start(name: str) -> dict[str, object]:
     """The params a saved `path_budget` carries (what `saved_path_budget` wrote)."""
     data = read_weights(name, KIND)
     if data.get("rules") != list(RULES):
@@ -183,7 +183,21 @@ def warm_start(name: str) -> dict[str, Any]:
     return {k: data[k] for k in keep if k in data}
 
 
-def saved_path_budget(policy: PathBudget, meta: dict[str, Any]) -> dict[str, Any]:
+class SavedPathBudget(TypedDict):
+    """`saved_path_budget`: the weights file `warm_start` reads."""
+
+    kind: str  # KIND
+    rules: list[str]  # RULES, in order
+    budget: float
+    multiplier_step: float
+    multiplier: float
+    epoch_requests: int
+    power_w: dict[str, float]  # rule index -> W
+    added_ms: dict[str, float]  # rule index -> model ms
+    meta: dict[str, object]  # how it was trained (the trainer's own)
+
+
+def saved_path_budget(policy: PathBudget, meta: dict[str, object]) -> SavedPathBudget:
     """What a warm start loads: the learned power and added delay per rule, the multiplier."""
     return {"kind": KIND, "rules": list(RULES), "budget": policy.budget,
             "multiplier_step": policy.multiplier_step, "multiplier": policy.multiplier,

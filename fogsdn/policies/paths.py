@@ -8,11 +8,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar, Literal, TypedDict
 
+from fogsdn.core.summary import json_object
 from fogsdn.models.network_power import PathMenu
 from fogsdn.models.request_goal import GoalError, RequestGoal
-from fogsdn.models.rnn_learner import RnnLearner, learner_from_json, learner_to_json
+from fogsdn.models.rnn_learner import LearnerJson, RnnLearner, learner_from_json, learner_to_json
 from fogsdn.policies.base import ClusterView, Epoch, PolicyError, Request
 from fogsdn.policies.greedy import LeastLoaded, expected_sojourn_ms
 from fogsdn.policies.rl import read_weights
@@ -175,7 +176,8 @@ class PathRnn(_PathPolicy):
         return i
 
 
-def trained_learner(name: str, explore: float, seed: int) -> tuple[RnnLearner, dict[str, Any]]:
+def trained_learner(name: str, explore: float, seed: int
+                    ) -> tuple[RnnLearner, dict[str, float | int | str]]:
     """The learner `saved_path_rnn` wrote, its threshold cleared (another run's scale
     would reward at random), and the reward params it was trained under."""
     data = read_weights(name, "path_rnn")
@@ -183,11 +185,20 @@ def trained_learner(name: str, explore: float, seed: int) -> tuple[RnnLearner, d
         raise PolicyError(f"policy.params.weights: {name}: its rules {data.get('rules')} "
                           f"are not path_rnn's {list(RULES)}")
     try:
-        saved = dict(data["learner"], explore=explore, seed=seed, threshold=None)
+        saved = dict(json_object(data["learner"], "learner"), explore=explore, seed=seed,
+                     threshold=None)
         learner = learner_from_json(saved, len(RULES))
     except (KeyError, TypeError, ValueError) as err:
         raise PolicyError(f"policy.params.weights: {name}: bad learner ({err})") from None
-    return learner, {k: data[k] for k in ("rt_ref", "rt_weight", "epoch_requests") if k in data}
+    trained: dict[str, float | int | str] = {}
+    for k in ("rt_ref", "rt_weight", "epoch_requests"):
+        if k in data:
+            v = data[k]
+            if not isinstance(v, float | int | str):
+                raise PolicyError(f"policy.params.weights: {name}: {k}: a number or a name, "
+                                  f"got {v!r}")
+            trained[k] = v
+    return learner, trained
 
 
 def warm_start_file(scenario_name: str, kind: str = "path_rnn") -> str:
@@ -196,7 +207,19 @@ def warm_start_file(scenario_name: str, kind: str = "path_rnn") -> str:
     return f"fogsdn/agents/weights/{kind}_{scenario_name}.json"
 
 
-def saved_path_rnn(policy: PathRnn, meta: dict[str, Any]) -> dict[str, Any]:
+class SavedPathRnn(TypedDict):
+    """`saved_path_rnn`: the weights file `trained_learner` reads."""
+
+    kind: Literal["path_rnn"]
+    rules: list[str]  # RULES, in order
+    learner: LearnerJson
+    rt_ref: str
+    rt_weight: float
+    epoch_requests: int
+    meta: dict[str, object]  # how it was trained (the trainer's own)
+
+
+def saved_path_rnn(policy: PathRnn, meta: dict[str, object]) -> SavedPathRnn:
     """What `trained_learner` loads: the learner after training, with what it was trained on."""
     return {"kind": "path_rnn", "rules": list(RULES), "learner": learner_to_json(policy.learner),
             "rt_ref": policy.rt_ref, "rt_weight": policy.rt_weight,

@@ -11,12 +11,13 @@ import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar, TypedDict
 
 import numpy as np
 import numpy.typing as npt
 
 from fogsdn.core.scenario import TaskClass
+from fogsdn.core.summary import json_float, json_int, json_list, json_object
 from fogsdn.models.rnn_learner import RnnLearner, learner_from_json
 from fogsdn.policies.base import ClusterView, Policy, PolicyError, Request, RouteTable
 from fogsdn.policies.observe import EpochObserver, Obs, ObservationLayout, weighted_choice
@@ -29,8 +30,9 @@ def weights_path(name: str) -> Path:
     return p if p.is_absolute() else ROOT / p
 
 
-def read_weights(name: str, kind: str) -> dict[str, Any]:
-    """The saved agent `name` of `kind`; one line naming the file on any problem."""
+def read_weights(name: str, kind: str) -> dict[str, object]:
+    """The saved agent `name` of `kind` (a JSON object naming its kind); one line naming
+    the file on any problem reading it."""
     path = weights_path(name)
     try:
         data = json.loads(path.read_text())
@@ -39,6 +41,14 @@ def read_weights(name: str, kind: str) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("kind") != kind:
         raise PolicyError(f"policy.params.weights: {path} is not a saved {kind} agent")
     return data
+
+
+class AgentState(TypedDict):
+    """`describe()`: the agent's menu entry now, its decisions so far, each node's weight."""
+
+    choice: int | None
+    decisions: int
+    weights: dict[str, float]
 
 
 @dataclass
@@ -62,10 +72,11 @@ class _EpochAgent(Policy):
         name = str(self.spec.params.get("weights", self.default_file))
         data = read_weights(name, self.kind)
         try:
-            self.layout = ObservationLayout.from_json(data["layout"])
-            self.menu = tuple(tuple(float(w) for w in entry) for entry in data["menu"])
-            self.epoch_requests = int(self.spec.params.get("epoch_requests",
-                                                           data["epoch_requests"]))
+            self.layout = ObservationLayout.from_json(json_object(data["layout"], "layout"))
+            self.menu = tuple(tuple(json_float(w) for w in json_list(entry, "menu"))
+                              for entry in json_list(data["menu"], "menu"))
+            self.epoch_requests = json_int(self.spec.params.get("epoch_requests",
+                                                                data["epoch_requests"]))
         except (KeyError, TypeError, ValueError) as err:
             raise PolicyError(f"policy.params.weights: {name}: bad field ({err})") from None
         if self.epoch_requests < 1 or not self.menu or any(
@@ -76,14 +87,14 @@ class _EpochAgent(Policy):
         self.weights = tuple(1.0 for _ in self.layout.nodes)
         self.load(data)
 
-    def load(self, data: dict[str, Any]) -> None:
+    def load(self, data: dict[str, object]) -> None:
         """Read the agent's own parameters."""
 
     def think(self, obs: Obs, estimate: dict[str, float]) -> int:
         """The menu entry for the next epoch."""
         raise NotImplementedError
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> AgentState:
         """Its menu entry, each node's weight and its decisions so far (for the run view)."""
         return {"choice": self.choice, "decisions": self.decisions,
                 "weights": dict(zip(self.layout.nodes, self.weights, strict=True))}
@@ -121,10 +132,11 @@ class RlDqn(_EpochAgent):
     layers: list[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]] = field(
         init=False, default_factory=list)
 
-    def load(self, data: dict[str, Any]) -> None:
+    def load(self, data: dict[str, object]) -> None:
         try:
+            layers = [json_object(lay, "layers") for lay in json_list(data["layers"], "layers")]
             self.layers = [(np.asarray(lay["w"], dtype=np.float64),
-                            np.asarray(lay["b"], dtype=np.float64)) for lay in data["layers"]]
+                            np.asarray(lay["b"], dtype=np.float64)) for lay in layers]
         except (KeyError, TypeError, ValueError) as err:
             raise PolicyError(f"policy.params.weights: bad layers ({err})") from None
         if not self.layers or self.layers[0][0].shape[1] != self.layout.size \
@@ -153,10 +165,11 @@ class RlRnn(_EpochAgent):
     learner: RnnLearner = field(init=False)
     rt_weight: float = field(init=False, default=0.5)
 
-    def load(self, data: dict[str, Any]) -> None:
+    def load(self, data: dict[str, object]) -> None:
         try:
-            self.rt_weight = float(self.spec.params.get("rt_weight", data["rt_weight"]))
-            self.learner = learner_from_json(data["learner"], len(self.menu))
+            self.rt_weight = json_float(self.spec.params.get("rt_weight", data["rt_weight"]))
+            self.learner = learner_from_json(json_object(data["learner"], "learner"),
+                                             len(self.menu))
         except (KeyError, TypeError, ValueError) as err:
             raise PolicyError(f"policy.params.weights: bad learner ({err})") from None
 

@@ -5,9 +5,8 @@ blocks read alike. Kinds the model lacks are listed, marked `simulated: false`."
 from __future__ import annotations
 
 import math
-from typing import Any
 
-from fogsdn.core.faults import SIMULATED_KINDS, ServedRequest, fault_cost
+from fogsdn.core.faults import SIMULATED_KINDS, FaultRecord, ServedRequest, fault_cost
 from fogsdn.core.scenario import Scenario
 from fogsdn.sim.rows import CLASSES, OUTCOME_NAMES, Row, node_names
 
@@ -29,12 +28,13 @@ class FaultRows:
             self.served.append(ServedRequest(str(CLASSES[r[4]]), t_send, end, node,
                                              OUTCOME_NAMES[r[1]]))
 
-    def report(self, run_end_ms: float) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
+    def report(self, run_end_ms: float) -> list[FaultRecord]:
+        out: list[FaultRecord] = []
         for i, f in enumerate(self.sc.faults):
-            rec: dict[str, Any] = {"fault": i, "kind": f.kind.value, "node": f.node,
-                                   "t_ms": f.t_ms, "simulated": f.kind in SIMULATED_KINDS}
-            if rec["simulated"]:
+            simulated = f.kind in SIMULATED_KINDS
+            rec: FaultRecord = {"fault": i, "kind": f.kind.value, "node": f.node,
+                                "t_ms": f.t_ms, "simulated": simulated}
+            if simulated:
                 rec["cost"] = fault_cost(f, self.served, run_end_ms)
             else:
                 rec["note"] = "live only: the simulator's model has no such fault"

@@ -7,16 +7,25 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, cast
+from typing import Literal, NotRequired, TypedDict
 
 from fogsdn.controller.learner_reports import CURVE_FILE, curve_text
 from fogsdn.core.latency import request_network
 from fogsdn.core.scenario import Scenario, ScenarioError, scenario_graph
 from fogsdn.core.streams import draw_capacities, replication_seed
-from fogsdn.core.summary import RunSummary, policy_report, write_summary
+from fogsdn.core.summary import (
+    PolicyReport,
+    RunSummary,
+    class_figures,
+    json_float,
+    json_int,
+    json_object,
+    policy_report,
+    write_summary,
+)
 from fogsdn.exact.model_params import capacity_mean_prediction
 from fogsdn.measure.metrics import MeasuredAccumulator, replications_ci
 from fogsdn.models.network_power import PathOption
@@ -32,10 +41,46 @@ SEMANTICS_NOTE = (
     "simulated: no network, so response_ms = node_ms; a request timed out by the client "
     "is still served to the end (it does not free capacity early)"
 )
-# per-class numbers that replications average
-REPLICATED_METRICS: tuple[str, ...] = (
-    "W", "W_e2e", "blocking", "lost_prob", "timeout_prob", "outage", "outage_e2e",
-)
+
+
+class ReplicatedMean(TypedDict):
+    """One figure across replications' means (`replications_ci`)."""
+
+    mean: float
+    ci95: float
+    n: int
+
+
+class ClassReplications(TypedDict):
+    """One class's headline figures across replications' means, and its arrivals in all."""
+
+    W: ReplicatedMean
+    W_e2e: ReplicatedMean
+    blocking: ReplicatedMean
+    lost_prob: ReplicatedMean
+    timeout_prob: ReplicatedMean
+    outage: ReplicatedMean
+    outage_e2e: ReplicatedMean
+    count: int
+
+
+class ReplicationsSummary(TypedDict):
+    """summary.json of `replicate`: the runs, their intervals per class, and the exact
+    figures beside them where the model applies."""
+
+    engine: Literal["simulate"]
+    scenario: str
+    policy: PolicyReport
+    seed: int
+    replications: int
+    runs: list[str]
+    requests: int
+    wall_s: float
+    replications_ci: dict[str, ClassReplications]
+    notes: list[str]
+    outside_model: NotRequired[str]
+    predicted: NotRequired[dict[str, object] | None]  # fogsdn.exact's figures per class
+    comparison: NotRequired[dict[str, Mapping[str, object]]]  # per class
 
 
 # fogsdn.measure.compare.compare_run loads the whole trace (for its CDF plot); above this
@@ -45,7 +90,8 @@ COMPARE_MAX_ROWS = 1_000_000
 MAX_SIM_REQUESTS = 1e9
 
 
-def _compare(out_dir: Path, rows: int, traced: bool, verbose: bool) -> dict[str, Any] | None:
+def _compare(out_dir: Path, rows: int, traced: bool, verbose: bool
+             ) -> Mapping[str, object] | None:
     """The prediction beside the measurement (the plot only where the trace fits in memory)."""
     from fogsdn.measure.compare import attach_prediction
 
@@ -66,7 +112,7 @@ def run_simulation(
     compare: bool = True,
     verbose: bool = False,
     policy: Policy | None = None,
-) -> dict[str, Any]:
+) -> Mapping[str, object]:
     """Simulate `scenario` into `out_dir`; returns summary.json's content. Stopping and
     seeds as docs/simulator.md says; `trace=False` skips trace.csv (sweeps), `policy`
     (the scenario's own when None) lets a learner train on through several runs."""
@@ -136,13 +182,13 @@ def run_simulation(
     write_summary(out_dir / "summary.json", summary)
     if verbose:
         print(summary_text(summary))
-    written = cast(dict[str, Any], summary)
+    written: Mapping[str, object] = summary
     if compare:
         written = _compare(out_dir, sink.rows, trace, verbose) or written
     return written
 
 
-def summary_text(summary: Mapping[str, Any]) -> str:
+def summary_text(summary: RunSummary) -> str:
     """The per-class table (the emulated runs' layout), with the simulation's speed."""
     from fogsdn.measure.metrics import summary_table
 
@@ -158,7 +204,7 @@ def summary_text(summary: Mapping[str, Any]) -> str:
 _Job = tuple[Scenario, Path, int, int | None, float | None, bool]
 
 
-def _replication(args: _Job) -> dict[str, Any]:
+def _replication(args: _Job) -> Mapping[str, object]:
     sc, out, r, requests, duration_ms, trace = args
     # the prediction is the same for every replication (ask the model once), unless
     # capacities are drawn per replication
@@ -166,27 +212,35 @@ def _replication(args: _Job) -> dict[str, Any]:
                           replication=r, trace=trace, compare=r == 0 or sc.capacity_drawn)
 
 
-def replications_summary(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+def _across(figures: Sequence[Mapping[str, object]], metric: str) -> ReplicatedMean:
+    ci = replications_ci([json_float(f[metric]) for f in figures])
+    return {"mean": ci.mean, "ci95": ci.half_width, "n": ci.n}
+
+
+def replications_summary(summaries: Sequence[Mapping[str, object]]
+                         ) -> dict[str, ClassReplications]:
     """95 % intervals across replications for each class's headline numbers."""
-    out: dict[str, Any] = {}
+    out: dict[str, ClassReplications] = {}
     for cls in ("hp", "lp"):
-        per: dict[str, Any] = {}
-        for metric in REPLICATED_METRICS:
-            ci = replications_ci([float(s["measured"][cls][metric]) for s in summaries])
-            per[metric] = {"mean": ci.mean, "ci95": ci.half_width, "n": ci.n}
-        per["count"] = sum(int(s["measured"][cls]["count"]) for s in summaries)
-        out[cls] = per
+        figs = [class_figures(s, cls) for s in summaries]
+        out[cls] = {"W": _across(figs, "W"), "W_e2e": _across(figs, "W_e2e"),
+                    "blocking": _across(figs, "blocking"),
+                    "lost_prob": _across(figs, "lost_prob"),
+                    "timeout_prob": _across(figs, "timeout_prob"),
+                    "outage": _across(figs, "outage"), "outage_e2e": _across(figs, "outage_e2e"),
+                    "count": sum(json_int(f["count"]) for f in figs)}
     return out
 
 
-def _replications_comparison(rc: dict[str, Any], predicted: dict[str, Any]) -> dict[str, Any]:
+def _replications_comparison(rc: dict[str, ClassReplications], predicted: Mapping[str, object]
+                             ) -> dict[str, Mapping[str, object]]:
     """fogsdn.measure.comparison's per-class block, with the across-replications intervals."""
     from fogsdn.measure.comparison import comparison_block
 
-    return {cls: comparison_block({m + suffix: rc[cls][m][field]
-                                   for m in ("W", "blocking", "outage")
-                                   for suffix, field in (("", "mean"), ("_ci95", "ci95"))},
-                                  predicted[cls])
+    return {cls: comparison_block({k: v for m in ("W", "blocking", "outage")
+                                   for k, v in ((m, rc[cls][m]["mean"]),
+                                                (m + "_ci95", rc[cls][m]["ci95"]))},
+                                  json_object(predicted[cls], f"predicted.{cls}"))
             for cls in ("hp", "lp")}
 
 
@@ -200,7 +254,7 @@ def replicate(
     processes: int = 1,
     trace: bool = True,
     verbose: bool = False,
-) -> dict[str, Any]:
+) -> ReplicationsSummary:
     """`n` independent replications (seeds seed, seed+1, ...) into out_dir/repNNN, and
     out_dir/summary.json with `replications_ci` per class across their means."""
     if n < 1:
@@ -215,14 +269,14 @@ def replicate(
             runs = list(pool.map(_replication, jobs))
     else:
         runs = [_replication(j) for j in jobs]
-    summary: dict[str, Any] = {
+    summary: ReplicationsSummary = {
         "engine": "simulate",
         "scenario": scenario.name,
         "policy": policy_report(scenario.policy),
         "seed": scenario.seed,
         "replications": n,
         "runs": [str(j[1]) for j in jobs],
-        "requests": sum(int(s["requests"]) for s in runs),
+        "requests": sum(json_int(s["requests"]) for s in runs),
         "wall_s": time.perf_counter() - wall0,
         "replications_ci": replications_summary(runs),
         "notes": [SEMANTICS_NOTE,
@@ -234,20 +288,23 @@ def replicate(
             summary["outside_model"] = mean
         else:
             summary["predicted"] = mean
-    else:
-        for key in ("predicted", "outside_model"):
-            if key in runs[0]:
-                summary[key] = runs[0][key]
-    if summary.get("predicted"):
-        summary["comparison"] = _replications_comparison(summary["replications_ci"],
-                                                         summary["predicted"])
+    else:  # the first run's (compared: runs[0] has its prediction)
+        first = runs[0]
+        if "predicted" in first:
+            pred = first["predicted"]
+            summary["predicted"] = None if pred is None else json_object(pred, "predicted")
+        if "outside_model" in first:
+            summary["outside_model"] = str(first["outside_model"])
+    predicted = summary.get("predicted")
+    if predicted:
+        summary["comparison"] = _replications_comparison(summary["replications_ci"], predicted)
     write_summary(out_dir / "summary.json", summary)
     if verbose:
         print(replications_text(summary))
     return summary
 
 
-def replications_text(summary: dict[str, Any]) -> str:
+def replications_text(summary: ReplicationsSummary) -> str:
     rc = summary["replications_ci"]
     pred = summary.get("predicted")
     lines = [
@@ -258,7 +315,7 @@ def replications_text(summary: dict[str, Any]) -> str:
         f"{'class':5} {'W ms':>28} {'blocking':>28} {'lost':>18} {'outage':>28}",
     ]
     for cls in ("hp", "lp"):
-        c, p = rc[cls], (pred or {}).get(cls, {})
+        c, p = rc[cls], json_object((pred or {}).get(cls, {}), f"predicted.{cls}")
         # mean ± half-width, and the exact figure where the model gives one
         cell = {m: f"{c[m]['mean']:.4f} ± {c[m]['ci95']:.4f}"
                 + (f" [{p[m]:.4f}]" if m != "lost_prob" and p.get(m) is not None else "")

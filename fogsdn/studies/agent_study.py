@@ -19,6 +19,7 @@ import numpy as np
 
 from fogsdn.core.csv_rows import read_csv_rows
 from fogsdn.core.scenario import PolicySpec, Scenario
+from fogsdn.core.summary import json_float
 from fogsdn.core.trace import Outcome, read_trace
 from fogsdn.measure.agent_eval import RunFigures, policy_entry, run_figures, table
 from fogsdn.measure.metrics import replications_ci
@@ -184,7 +185,7 @@ def run_agent(run: AgentRun, base: Scenario, engine: Engine, out: Path, requests
         live = scenario.model_copy(update={"duration_ms": model_ms})
         summary = run_live_point(live, run_dir)
         decide = decide_ms_live(run_dir)
-        rt_error = float(summary.get("rt_measurement_error", math.nan))
+        rt_error = json_float(summary.get("rt_measurement_error", math.nan))
     return [{"policy": run.policy, "seed": run.seed, "run_dir": str(run_dir),
              "figures": read_figures(run_dir, scenario.warmup_ms, rt_error),
              "phases": read_phases(run_dir, scenario), "decide_ms": decide}]

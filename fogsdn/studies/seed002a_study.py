@@ -216,7 +216,7 @@ def _tagged(progress: Callable[[str], None] | None, tag: str) -> Callable[[str],
 
 
 def traffic_scan(base: Scenario, levels: Sequence[float], plan: Plan,
-                 progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+                 progress: Callable[[str], None] | None = None) -> list[dict[str, float]]:
     """Under the seed preset, per traffic level (the busiest switch's mean load as a share
     of capacity, reached by larger requests at the same rate): the best possible saving
     (every connection on its fewest-switch path, rank 2, against shortest, rank 0) and the

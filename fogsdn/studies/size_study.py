@@ -16,6 +16,7 @@ from typing import Any
 
 from fogsdn.core.csv_rows import read_csv_rows, write_csv_rows
 from fogsdn.core.scenario import Scenario
+from fogsdn.core.summary import class_figures, json_float, json_object
 from fogsdn.measure.figures import (
     RATIO_LOADS,
     SIZE_FIGURES,
@@ -48,13 +49,15 @@ class SizeRun:
         return f"{self.policy} x={self.x:.4g} rep {self.replication}"
 
 
-def simulate_run(run: SizeRun) -> list[dict[str, Any]]:
-    """One replication's means; NaN where the policy cannot run (TAGS with no stable
-    cutoffs at that load)."""
+def simulate_run(run: SizeRun) -> list[dict[str, object]]:
+    """One replication's means (its row: policy, x, replication, requests, and `summary`,
+    `SizeStats.summary`); NaN where the policy cannot run (TAGS with no stable cutoffs at
+    that load)."""
     from fogsdn.policies import PolicyError
     from fogsdn.sim.engine import simulate
 
     stats = SizeStats(run.scenario)
+    summary: dict[str, object]
     try:
         simulate(run.scenario, stats, requests=run.requests, replication=run.replication)
         summary = stats.summary()
@@ -69,19 +72,23 @@ LIVE_COLUMNS = ("policy", "load", "answered", "other", "W_live", "W_live_ci95", 
                 "wait_live", "wait_model", "slowdown_live", "slowdown_model", "model")
 
 
-def emulate_run(run: SizeRun, runs: Path) -> list[dict[str, Any]]:
-    """One point live (root, Open vSwitch): the workers' measured means beside the model."""
+def emulate_run(run: SizeRun, runs: Path) -> list[dict[str, object]]:
+    """One point live (root, Open vSwitch): the workers' measured means beside the model
+    (its row: `LIVE_COLUMNS`)."""
     out = runs / f"{run.policy}-{run.x:g}"
     summary = run_live_point(run.scenario, out)
-    sb = summary.get("size_based") or json.loads((out / "summary.json").read_text())[
-        "size_based"]
-    m, p = sb["measured"]["overall"], (sb.get("predicted") or {}).get("overall", {})
+    sb = json_object(summary.get("size_based") or json.loads(
+        (out / "summary.json").read_text())["size_based"], "size_based")
+    measured = json_object(sb["measured"], "size_based.measured")
+    m = json_object(measured["overall"], "size_based.measured.overall")
+    predicted = json_object(sb.get("predicted") or {}, "size_based.predicted")
+    p = json_object(predicted.get("overall", {}), "size_based.predicted.overall")
     return [{"policy": run.policy, "load": run.x, "answered": m["count"],
-             "other": sb["measured"]["other_outcomes"], "W_live": m["W"],
-             "W_live_ci95": summary["measured"]["lp"]["W_ci95"], "W_model": p.get("W"),
+             "other": measured["other_outcomes"], "W_live": m["W"],
+             "W_live_ci95": class_figures(summary, "lp")["W_ci95"], "W_model": p.get("W"),
              "wait_live": m["wait"], "wait_model": p.get("wait"),
              "slowdown_live": m["slowdown"], "slowdown_model": p.get("slowdown"),
-             "model": "none" if not p else "exact" if sb["predicted"]["exact"] else "approx"}]
+             "model": "none" if not p else "exact" if predicted["exact"] else "approx"}]
 
 
 class SizeStudy:
@@ -97,7 +104,7 @@ class SizeStudy:
                  engine: Engine = "simulate", duration_ms: float | None = None,
                  time_scale: float | None = None) -> None:
         assert base.sweep is not None
-        over: dict[str, Any] = {} if time_scale is None else {"time_scale": time_scale}
+        over: dict[str, float] = {} if time_scale is None else {"time_scale": time_scale}
         if duration_ms is not None:
             over |= {"duration_ms": duration_ms, "warmup_ms": min(base.warmup_ms,
                                                                    duration_ms / 10)}
@@ -105,7 +112,7 @@ class SizeStudy:
         self.out, self.requests, self.plot_only, self.engine = out, requests, plot_only, engine
         self.live = engine == "emulate"
         self.replications = 1 if self.live else replications or base.sweep.replications
-        self.job: Callable[..., list[dict[str, Any]]] = \
+        self.job: Callable[..., list[dict[str, object]]] = \
             emulate_run if self.live else simulate_run
         self.live_summary: Path | None = None  # each live point has its own
         self.job_args: tuple[Any, ...] = (out / f"{base.name}-runs",) if self.live else ()
@@ -123,30 +130,31 @@ class SizeStudy:
         return [SizeRun(pol, x, r, self.requests, sc) for pol, x, sc in self._grid()
                 for r in range(self.replications)]
 
-    def record(self, run: SizeRun, rows: list[dict[str, Any]]) -> str:
+    def record(self, run: SizeRun, rows: list[dict[str, object]]) -> str:
         if self.live:
             return f"W {rows[0]['W_live']:.4g} (model {rows[0]['W_model']})"
-        o = rows[0]["summary"]["overall"]
+        o = json_object(json_object(rows[0]["summary"], "summary")["overall"], "overall")
         return f"wait {o['wait']:.4g}, slowdown {o['slowdown']:.4g}"
 
-    def points(self, rows: list[dict[str, Any]]) -> list[FigurePoint]:
-        reps: dict[tuple[str, float], list[dict[str, Any]]] = {}
+    def points(self, rows: list[dict[str, object]]) -> list[FigurePoint]:
+        reps: dict[tuple[str, float], list[dict[str, object]]] = {}
         for r in rows:
-            reps.setdefault((r["policy"], r["x"]), []).append(r["summary"])
+            reps.setdefault((str(r["policy"]), json_float(r["x"])), []).append(
+                json_object(r["summary"], "summary"))
         return [FigurePoint(pol, x, predicted(sc), replicated(reps[pol, x]), self.requests)
                 for pol, x, sc in self._grid() if (pol, x) in reps]
 
-    def finish(self, rows: list[dict[str, Any]], failures: list[tuple[Any, str]]
+    def finish(self, rows: list[dict[str, object]], failures: list[tuple[Any, str]]
                ) -> list[Path]:
         assert self.base.sweep is not None
         self.out.mkdir(parents=True, exist_ok=True)
         csv_path, png = self.out / f"{self.base.name}.csv", self.out / f"{self.base.name}.png"
         if self.live:
-            if self.plot_only:
-                rows = read_csv_rows(csv_path)
-            else:
+            if not self.plot_only:
                 write_csv_rows(csv_path, LIVE_COLUMNS, rows)
-            draw_size_live(png, rows, self.base.workload.size, len(self.base.nodes))
+            # drawn from the table as written, as `plot_only` redraws it
+            draw_size_live(png, read_csv_rows(csv_path), self.base.workload.size,
+                           len(self.base.nodes))
             return [png] if self.plot_only else [csv_path, png]
         pts = read_size_csv(csv_path) if self.plot_only else self.points(rows)
         if not pts:

@@ -17,16 +17,18 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Generic, Literal, NotRequired, Protocol, TypedDict, TypeVar
 
 Engine = Literal["simulate", "emulate"]
 Executor = Literal["process", "ray", "serial"]
 Row = dict[str, Any]
+# one point's row: a study's own (a TypedDict, as `fogsdn.studies.sweep.SweepRow`) or a Row
+RowT = TypeVar("RowT")
 
 
 class StudyError(RuntimeError):
@@ -38,27 +40,29 @@ class LivePointFailed(RuntimeError):
     the point is reported failed (and the command exits non-zero), never kept as a row."""
 
 
-def live_point_verdict(summary: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+def live_point_verdict(summary: Mapping[str, object], run_dir: Path) -> Mapping[str, object]:
     """The framework's verdict on one live point's run (`summary.json`'s content): an
     interrupted run stops the study (KeyboardInterrupt: the finished points are kept), a
     crashed or failed one fails the point (LivePointFailed); else the summary."""
     if summary.get("interrupted"):
         raise KeyboardInterrupt  # the live run tore down; the study keeps its points
     if summary.get("crashed") or summary.get("failure"):
+        incidents = summary.get("incidents")
         what = "; ".join(f"{i.get('process')} {i.get('exit')}"
-                         for i in summary.get("incidents") or []) or summary.get("failure")
+                         for i in (incidents if isinstance(incidents, list) else [])
+                         if isinstance(i, dict)) or summary.get("failure")
         raise LivePointFailed(f"the live run crashed ({what}): not a measurement ({run_dir})")
     return summary
 
 
-class Study(Protocol):
+class Study(Protocol[RowT]):
     """A study: `plan` gives its points (each with a `label()`); `job(point, *job_args)`,
     module-level so that processes and Ray tasks can take it, runs one and gives its
     rows; `record` says what a finished point found; `finish` writes tables and figures."""
 
     name: str
     engine: Engine
-    job: Callable[..., list[Row]]
+    job: Callable[..., list[RowT]]
     job_args: tuple[Any, ...]
     # a study run live as one supervised run (the city) writes its summary.json here;
     # its verdict (3 crashed, 130 interrupted) is the command's exit status
@@ -66,14 +70,14 @@ class Study(Protocol):
 
     def plan(self) -> Sequence[Any]: ...
 
-    def record(self, point: Any, rows: list[Row]) -> str: ...
+    def record(self, point: Any, rows: list[RowT]) -> str: ...
 
-    def finish(self, rows: list[Row], failures: list[tuple[Any, str]]) -> list[Path]: ...
+    def finish(self, rows: list[RowT], failures: list[tuple[Any, str]]) -> list[Path]: ...
 
 
 @dataclass
-class StudyResult:
-    rows: list[Row] = field(default_factory=list)
+class StudyResult(Generic[RowT]):
+    rows: list[RowT] = field(default_factory=list)
     failures: list[tuple[Any, str]] = field(default_factory=list)
     outputs: list[Path] = field(default_factory=list)
 
@@ -127,7 +131,7 @@ def emulation_lock(path: Path = LOCK, say: Callable[[str], None] | None = None
         yield
 
 
-def run_live_point(scenario: Any, run_dir: Path) -> dict[str, Any]:
+def run_live_point(scenario: Any, run_dir: Path) -> Mapping[str, object]:
     """One live point, as every study runs it: under the host's emulation lock, then
     the framework's verdict on it (`live_point_verdict`); returns summary.json's content."""
     from fogsdn.live.queueing_run import run_emulation
@@ -139,15 +143,15 @@ def run_live_point(scenario: Any, run_dir: Path) -> dict[str, Any]:
 
 # -- executors -------------------------------------------------------------------------
 
-Outcome = tuple[Any, list[Row] | None, str | None]
+Outcome = tuple[Any, list[RowT] | None, str | None]  # point, its rows or its error
 
 
 def error_text(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}".replace("\n", " ")[:500]
 
 
-def _serial(points: Sequence[Any], job: Callable[..., list[Row]], args: tuple[Any, ...]
-            ) -> Iterator[Outcome]:
+def _serial(points: Sequence[Any], job: Callable[..., list[RowT]], args: tuple[Any, ...]
+            ) -> Iterator[Outcome[RowT]]:
     for p in points:
         try:
             yield p, job(p, *args), None
@@ -155,10 +159,10 @@ def _serial(points: Sequence[Any], job: Callable[..., list[Row]], args: tuple[An
             yield p, None, error_text(err)
 
 
-def _process(points: Sequence[Any], workers: int, job: Callable[..., list[Row]],
-             args: tuple[Any, ...]) -> Iterator[Outcome]:
+def _process(points: Sequence[Any], workers: int, job: Callable[..., list[RowT]],
+             args: tuple[Any, ...]) -> Iterator[Outcome[RowT]]:
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures: dict[Future[list[Row]], Any] = {pool.submit(job, p, *args): p for p in points}
+        futures: dict[Future[list[RowT]], Any] = {pool.submit(job, p, *args): p for p in points}
         for fut in as_completed(futures):
             p = futures[fut]
             try:
@@ -174,10 +178,17 @@ RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 EMULATION_RESOURCE = "fogsdn_emulation"
 
 
+class RayOptions(TypedDict):
+    """`ray.remote`'s options for a point's task."""
+
+    num_cpus: int
+    resources: NotRequired[dict[str, float]]
+
+
 def _ray(points: Sequence[Any], workers: int, address: str | None,
-         job: Callable[..., list[Row]], args: tuple[Any, ...],
-         options: dict[str, Any], local_resources: dict[str, float] | None = None,
-         need: str | None = None) -> Iterator[Outcome]:
+         job: Callable[..., list[RowT]], args: tuple[Any, ...],
+         options: RayOptions, local_resources: dict[str, float] | None = None,
+         need: str | None = None) -> Iterator[Outcome[RowT]]:
     """Ray tasks `job(point, *args)`: on a private local Ray (started and shut down here)
     or, with an address, on an existing cluster. Never `ray stop`: it kills by name
     machine-wide. `need`: a custom resource some node must offer, or a one-line error."""
@@ -229,9 +240,9 @@ def _ray(points: Sequence[Any], workers: int, address: str | None,
                 shutil.rmtree(tmp, ignore_errors=True)
 
 
-def execute(points: Sequence[Any], job: Callable[..., list[Row]], args: tuple[Any, ...], *,
+def execute(points: Sequence[Any], job: Callable[..., list[RowT]], args: tuple[Any, ...], *,
             live: bool = False, executor: Executor = "process", workers: int | None = None,
-            ray_address: str | None = None) -> tuple[Iterator[Outcome], str]:
+            ray_address: str | None = None) -> tuple[Iterator[Outcome[RowT]], str]:
     """The outcomes of `job(point, *args)` for every point as they finish, and how they
     run (for the progress line)."""
     workers = workers or min(len(points), os.cpu_count() or 1) or 1
@@ -253,9 +264,9 @@ def execute(points: Sequence[Any], job: Callable[..., list[Row]], args: tuple[An
 # -- the driver -------------------------------------------------------------------------
 
 
-def run_study(study: Study, out_dir: Path, *, executor: Executor = "process",
+def run_study(study: Study[RowT], out_dir: Path, *, executor: Executor = "process",
               workers: int | None = None, ray_address: str | None = None,
-              log: Callable[[str], None] | None = None) -> StudyResult:
+              log: Callable[[str], None] | None = None) -> StudyResult[RowT]:
     """Run every point of `study` (`out_dir` is where it said it writes), then its
     tables and figures."""
     say = log or (lambda s: print(s, file=sys.stderr, flush=True))
@@ -278,13 +289,13 @@ def sigterm_as_ctrl_c() -> Iterator[None]:
         signal.signal(signal.SIGTERM, old)
 
 
-def _run_study(study: Study, out_dir: Path, executor: Executor, workers: int | None,
-               ray_address: str | None, say: Callable[[str], None]) -> StudyResult:
+def _run_study(study: Study[RowT], out_dir: Path, executor: Executor, workers: int | None,
+               ray_address: str | None, say: Callable[[str], None]) -> StudyResult[RowT]:
     points = study.plan()
     outcomes, how = execute(points, study.job, study.job_args, live=study.engine == "emulate",
                             executor=executor, workers=workers, ray_address=ray_address)
     say(f"[{study.name}] {len(points)} points ({study.engine}, {how}) -> {out_dir}")
-    result = StudyResult()
+    result: StudyResult[RowT] = StudyResult()
     t0 = time.perf_counter()
     done = 0
     try:

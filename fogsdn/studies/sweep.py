@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from fogsdn.core.csv_rows import write_csv_rows
 from fogsdn.core.scenario import Scenario
+from fogsdn.core.summary import class_figures, json_float, json_int
 from fogsdn.measure.figures import CLASSES, Curves, draw_sweep
 from fogsdn.measure.metrics import replications_ci
 from fogsdn.studies.study import Engine, StudyError, run_live_point
@@ -26,6 +27,40 @@ FAIL_COLUMNS: tuple[str, ...] = ("index", "policy", "parameter", "value", "repli
 
 class SweepError(StudyError):
     """A sweep that cannot run at all (as opposed to one failed point)."""
+
+
+class SweepRow(TypedDict):
+    """One line of sweep.csv (`CSV_COLUMNS`): one class at one point, its `MEASURED`
+    figures as the run's summary holds them (None: null, a live run's NaN)."""
+
+    index: int
+    policy: str
+    parameter: str
+    value: float
+    replication: int
+    cls: str
+    count: int
+    ok: int
+    W: float | None
+    W_ci95: float | None
+    blocking: float | None
+    lost_prob: float | None
+    timeout_prob: float | None
+    outage: float | None
+    requests: int | str  # "" where the summary has none
+    wall_s: float | str
+    run_dir: str
+
+
+class SweepFailure(TypedDict):
+    """One line of sweep_failures.csv (`FAIL_COLUMNS`)."""
+
+    index: int
+    policy: str
+    parameter: str
+    value: float
+    replication: int
+    error: str
 
 
 @dataclass(frozen=True)
@@ -53,7 +88,7 @@ def plan(scenario: Scenario, out_dir: Path, engine: Engine = "simulate") -> list
     points: list[Point] = []
     for value in values:
         for policy in policies:
-            over: dict[str, Any] = {sw.parameter: value}
+            over: dict[str, float | str] = {sw.parameter: value}
             if policy != scenario.policy.name:
                 over["policy.name"] = policy
             sc = scenario.with_overrides(over)
@@ -64,19 +99,32 @@ def plan(scenario: Scenario, out_dir: Path, engine: Engine = "simulate") -> list
     return points
 
 
-def _rows(point: Point, summary: dict[str, Any]) -> list[dict[str, Any]]:
-    m = summary["measured"]
-    return [{"index": point.index, "policy": point.policy, "parameter": point.parameter,
-             "value": point.value, "replication": point.replication, "cls": cls,
-             **{k: m[cls][k] for k in MEASURED}, "requests": summary.get("requests", ""),
-             "wall_s": summary.get("wall_s", ""), "run_dir": str(point.run_dir)}
-            for cls in CLASSES]
+def _figure(x: object) -> float | None:
+    return None if x is None else json_float(x)
+
+
+def _rows(point: Point, summary: Mapping[str, object]) -> list[SweepRow]:
+    requests, wall_s = summary.get("requests"), summary.get("wall_s")
+    rows: list[SweepRow] = []
+    for cls in CLASSES:
+        m = class_figures(summary, cls)
+        rows.append({
+            "index": point.index, "policy": point.policy, "parameter": point.parameter,
+            "value": point.value, "replication": point.replication, "cls": cls,
+            "count": json_int(m["count"]), "ok": json_int(m["ok"]), "W": _figure(m["W"]),
+            "W_ci95": _figure(m["W_ci95"]), "blocking": _figure(m["blocking"]),
+            "lost_prob": _figure(m["lost_prob"]), "timeout_prob": _figure(m["timeout_prob"]),
+            "outage": _figure(m["outage"]),
+            "requests": "" if requests is None else json_int(requests),
+            "wall_s": "" if wall_s is None else json_float(wall_s),
+            "run_dir": str(point.run_dir)})
+    return rows
 
 
 def run_point(
     point: Point, requests: int | None = None, duration_ms: float | None = None,
     trace: bool = True,
-) -> list[dict[str, Any]]:
+) -> list[SweepRow]:
     """Simulate one point (in whatever process or Ray worker runs it): sweep.csv rows."""
     from fogsdn.sim.runner import run_simulation
 
@@ -87,11 +135,11 @@ def run_point(
 
 
 def emulate_point(point: Point, duration_ms: float | None = None,
-                  time_scale: float | None = None) -> list[dict[str, Any]]:
+                  time_scale: float | None = None) -> list[SweepRow]:
     """Run one point live (root, Open vSwitch; one network at a time per host), here or
     in a Ray worker on the node that took the emulation resource."""
     sc = point.scenario
-    over: dict[str, Any] = {}
+    over: dict[str, float] = {}
     if point.replication:
         over["seed"] = sc.seed + point.replication
     if duration_ms is not None:
@@ -118,14 +166,14 @@ class SweepStudy:
                  optimum: bool = False) -> None:
         self.scenario, self.out_dir, self.engine, self.figure = scenario, out_dir, engine, figure
         self.optimum = optimum  # the figure's optimal curve (exact_curves)
-        self.job: Callable[..., list[dict[str, Any]]] = \
+        self.job: Callable[..., list[SweepRow]] = \
             emulate_point if engine == "emulate" else run_point
         self.live_summary: Path | None = None  # each live point has its own
         self.job_args: tuple[Any, ...] = (duration_ms, time_scale) if engine == "emulate" \
             else (requests, duration_ms, trace)
         self.points: list[Point] = []
-        self.rows: list[dict[str, Any]] = []
-        self.failures: list[dict[str, Any]] = []
+        self.rows: list[SweepRow] = []
+        self.failures: list[SweepFailure] = []
         self.figure_path: Path | None = None
 
     def plan(self) -> list[Point]:
@@ -135,15 +183,16 @@ class SweepStudy:
         write_csv_rows(self.out_dir / "sweep.csv", CSV_COLUMNS, [])
         return self.points
 
-    def record(self, point: Point, rows: list[dict[str, Any]]) -> str:
+    def record(self, point: Point, rows: list[SweepRow]) -> str:
         self.rows += rows
         with open(self.out_dir / "sweep.csv", "a", newline="") as fh:
             csv.DictWriter(fh, fieldnames=CSV_COLUMNS).writerows(rows)
-        return ", ".join(f"W {r['cls']} {float(r['W']):.3f}" for r in rows)
+        return ", ".join(f"W {r['cls']} {json_float(r['W']):.3f}" for r in rows)
 
-    def finish(self, rows: list[dict[str, Any]], failures: list[tuple[Point, str]]
+    def finish(self, rows: list[SweepRow], failures: list[tuple[Point, str]]
                ) -> list[Path]:
-        self.failures = [{**{k: getattr(p, k) for k in FAIL_COLUMNS[:-1]}, "error": error}
+        self.failures = [{"index": p.index, "policy": p.policy, "parameter": p.parameter,
+                          "value": p.value, "replication": p.replication, "error": error}
                          for p, error in failures]
         if self.failures:
             write_csv_rows(self.out_dir / "sweep_failures.csv", FAIL_COLUMNS, self.failures)
@@ -157,22 +206,24 @@ class SweepStudy:
         return out
 
 
-def aggregate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def aggregate(rows: Sequence[Mapping[str, object]]) -> list[dict[str, str | float]]:
     """Per (policy, value, class): mean W with a 95 % interval across replications (the
-    batch-means interval of the single run when there is one), blocking and outage."""
-    groups: dict[tuple[str, float, str], list[dict[str, Any]]] = {}
+    batch-means interval of the single run when there is one), blocking and outage.
+    `rows`: `SweepRow`s, or sweep.csv's lines as read back."""
+    groups: dict[tuple[str, float, str], list[Mapping[str, object]]] = {}
     for r in rows:
-        groups.setdefault((r["policy"], float(r["value"]), r["cls"]), []).append(r)
-    out = []
+        groups.setdefault((str(r["policy"]), json_float(r["value"]), str(r["cls"])),
+                          []).append(r)
+    out: list[dict[str, str | float]] = []  # fogsdn.measure.figures.draw_sweep's points
     for (policy, value, cls), rs in sorted(groups.items()):
-        ws = [float(r["W"]) for r in rs]
+        ws = [json_float(r["W"]) for r in rs]
         if len(rs) > 1:
             ci = replications_ci(ws)
             w, half = ci.mean, ci.half_width
         else:
-            w, half = ws[0], float(rs[0]["W_ci95"])
+            w, half = ws[0], json_float(rs[0]["W_ci95"])
         out.append({"policy": policy, "value": value, "cls": cls, "n": len(rs), "W": w,
-                    "W_ci95": half, **{k: sum(float(r[k]) for r in rs) / len(rs)
+                    "W_ci95": half, **{k: sum(json_float(r[k]) for r in rs) / len(rs)
                                        for k in ("blocking", "outage", "lost_prob")}})
     return out
 

@@ -11,11 +11,12 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from fogsdn.controller.learner_reports import CURVE_FILE
 from fogsdn.core.csv_rows import read_csv_rows
 from fogsdn.core.scenario import Role, Scenario, load_scenario, scenario_graph
+from fogsdn.core.summary import json_float
 from fogsdn.core.timebase import Timebase
 from fogsdn.core.trace import Outcome, TraceRow, read_trace
 from fogsdn.models.power_model import server_count
@@ -24,6 +25,8 @@ from fogsdn.view.state import (
     EpochTallies,
     NodeLive,
     RequestError,
+    TopologyLink,
+    TopologyNode,
     curve_points,
     event_lines,
     link_loads,
@@ -42,7 +45,7 @@ def finished_at(r: TraceRow) -> float:
     return r.t_send if r.outcome is Outcome.BLOCKED or not math.isfinite(r.t_done) else r.t_done
 
 
-def up_at(availability: Sequence[Mapping[str, Any]], node: str, t_ms: float) -> bool:
+def up_at(availability: Sequence[Mapping[str, str]], node: str, t_ms: float) -> bool:
     """An OFN's drawn state at t (available before any row says otherwise)."""
     last = next((a for a in reversed(availability)
                  if a.get("node") == node and float(a["t"]) <= t_ms), None)
@@ -55,8 +58,9 @@ def in_system_at(rows: Sequence[TraceRow], node: str, t_ms: float) -> int:
                and math.isfinite(r.node_ms) and r.t_done - r.node_ms <= t_ms < r.t_done)
 
 
-def epoch_at(epochs: Sequence[Mapping[str, Any]], t_ms: float) -> Mapping[str, Any] | None:
-    return next((e for e in reversed(epochs) if float(e["from_ms"]) <= t_ms), None)
+def epoch_at(epochs: Sequence[Mapping[str, object]], t_ms: float
+             ) -> Mapping[str, object] | None:
+    return next((e for e in reversed(epochs) if _from_ms(e) <= t_ms), None)
 
 
 class ReplayError(ValueError):
@@ -78,9 +82,9 @@ def _csv_rows(path: Path) -> list[dict[str, str]]:
     return read_csv_rows(path) if path.exists() else []
 
 
-def _number(row: Mapping[str, Any], key: str, where: str) -> float:
+def _number(row: Mapping[str, object], key: str, where: str) -> float:
     try:
-        x = float(row[key])
+        x = json_float(row[key])
     except (KeyError, TypeError, ValueError):
         raise ReplayError(f"{where}: {key}: a number, got {row.get(key)!r}") from None
     if not math.isfinite(x):
@@ -88,9 +92,14 @@ def _number(row: Mapping[str, Any], key: str, where: str) -> float:
     return x
 
 
-def _availability_rows(path: Path) -> list[dict[str, Any]]:
+def _from_ms(epoch: Mapping[str, object]) -> float:
+    """A policy epoch's start (checked by `_summary` as the file is read)."""
+    return _number(epoch, "from_ms", "policy_epochs")
+
+
+def _availability_rows(path: Path) -> list[dict[str, str]]:
     """availability.csv's rows, each with a node, a finite t and a known state."""
-    rows: list[dict[str, Any]] = _csv_rows(path)
+    rows = _csv_rows(path)
     for i, r in enumerate(rows, start=2):  # line 1 is the header
         where = f"{path}: line {i}"
         _number(r, "t", where)
@@ -108,7 +117,7 @@ def _power_rows(path: Path) -> list[dict[str, str]]:
     return rows
 
 
-def _json_object(path: Path) -> dict[str, Any]:
+def _json_object(path: Path) -> dict[str, object]:
     if not path.exists():
         return {}
     d = json.loads(path.read_text())
@@ -117,26 +126,43 @@ def _json_object(path: Path) -> dict[str, Any]:
     return d
 
 
-def _summary(path: Path) -> dict[str, Any]:
-    """summary.json, its `policy_epochs` (what the slider shows per epoch) each an object
-    with a finite `from_ms`."""
+def _prediction(d: Mapping[str, object], where: str) -> None:
+    """ReplayError unless `predicted` is missing, null or an object."""
+    if d.get("predicted") is not None and not isinstance(d.get("predicted"), dict):
+        raise ReplayError(f"{where}: predicted: an object or null, got {d.get('predicted')!r}")
+
+
+def _summary(path: Path) -> dict[str, object]:
+    """summary.json, its `predicted` an object (or null) and its `policy_epochs` (what the
+    slider shows per epoch) each an object with a finite `from_ms` (and such a
+    `predicted`)."""
     d = _json_object(path)
+    _prediction(d, str(path))
     epochs = d.get("policy_epochs")
-    if epochs is None:
-        return d
-    if not isinstance(epochs, list):
-        raise ReplayError(f"{path}: policy_epochs: a list, got {type(epochs).__name__}")
-    for i, e in enumerate(epochs):
-        where = f"{path}: policy_epochs[{i}]"
-        if not isinstance(e, dict):
-            raise ReplayError(f"{where}: an object, got {type(e).__name__}")
-        if isinstance(e.get("from_ms"), bool):
-            raise ReplayError(f"{where}: from_ms: a number, got {e['from_ms']!r}")
-        _number(e, "from_ms", where)
+    if epochs is not None:
+        _policy_epochs(epochs, str(path))
     return d
 
 
-def _controller_events(run_dir: Path, timebase: Timebase) -> list[dict[str, Any]]:
+def _policy_epochs(epochs: object, where: str) -> list[dict[str, object]]:
+    """summary.json's `policy_epochs`: ReplayError unless a list of objects, each with a
+    finite `from_ms`."""
+    if not isinstance(epochs, list):
+        raise ReplayError(f"{where}: policy_epochs: a list, got {type(epochs).__name__}")
+    out: list[dict[str, object]] = []
+    for i, e in enumerate(epochs):
+        at = f"{where}: policy_epochs[{i}]"
+        if not isinstance(e, dict):
+            raise ReplayError(f"{at}: an object, got {type(e).__name__}")
+        if isinstance(e.get("from_ms"), bool):
+            raise ReplayError(f"{at}: from_ms: a number, got {e['from_ms']!r}")
+        _number(e, "from_ms", at)
+        _prediction(e, at)
+        out.append(e)
+    return out
+
+
+def _controller_events(run_dir: Path, timebase: Timebase) -> list[dict[str, object]]:
     """The controller's events (a live run's), on the run's clock made model ms; none
     without the run's epoch, and an event whose `t` is not a finite number is skipped as
     a torn line is."""
@@ -150,8 +176,8 @@ def _controller_events(run_dir: Path, timebase: Timebase) -> list[dict[str, Any]
         t = ev.get("t", epoch)
         if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t):
             continue
-        ev["t_ms"] = clock.model_ms_at(t)
-        if math.isfinite(ev["t_ms"]):
+        ev["t_ms"] = t_ms = clock.model_ms_at(t)
+        if math.isfinite(t_ms):
             events.append(ev)
     return events
 
@@ -162,14 +188,15 @@ class ReplaySource:
 
     sc: Scenario
     rows: list[TraceRow]  # in the order their figures became known
-    availability: list[dict[str, Any]]
+    availability: list[dict[str, str]]
     power: list[dict[str, str]]
-    summary_json: dict[str, Any]  # summary.json
-    controller_events: list[dict[str, Any]] = field(default_factory=list)  # with t_ms
+    summary_json: dict[str, object]  # summary.json
+    controller_events: list[dict[str, object]] = field(default_factory=list)  # with t_ms
     token: str = ""  # no writes to a finished run
-    learning_curve: list[dict[str, Any]] = field(default_factory=list)  # shown whole at any t
+    # shown whole at any t
+    learning_curve: list[dict[str, str | int | float]] = field(default_factory=list)
 
-    def _faults_until(self, t: float) -> list[dict[str, Any]]:
+    def _faults_until(self, t: float) -> list[dict[str, object]]:
         """The scheduled faults (summary.json `faults`) that began by model time t."""
         faults = self.summary_json.get("faults")
         if not isinstance(faults, list):
@@ -183,11 +210,11 @@ class ReplaySource:
         file (and the row) that cannot be shown."""
         sc = _read(run_dir / "scenario.yaml", load_scenario)
         rows = sorted(_read(run_dir / "trace.csv", read_trace), key=finished_at)
-        avail: list[dict[str, Any]] = _read(run_dir / "availability.csv", _availability_rows)
+        avail = _read(run_dir / "availability.csv", _availability_rows)
         power = _read(run_dir / "power.csv", _power_rows)
         summary = _read(run_dir / "summary.json", _summary)
         events = _controller_events(run_dir, sc.timebase)
-        curve: list[dict[str, Any]] = []
+        curve: list[dict[str, str | int | float]] = []
         if (run_dir / CURVE_FILE).exists():
             lines = (run_dir / CURVE_FILE).read_text().splitlines()
             curve = curve_points(lines[1:], lines[0].split(",")) if lines else []
@@ -196,9 +223,10 @@ class ReplaySource:
     def __post_init__(self) -> None:
         self._done = [finished_at(r) for r in self.rows]
         self._graph = scenario_graph(self.sc)
-        self._epochs = list(self.summary_json.get("policy_epochs") or [
+        given = self.summary_json.get("policy_epochs")
+        self._epochs = _policy_epochs(given, "summary.json") if given else [
             {"policy": self.sc.policy.name, "from_ms": 0.0, "to_ms": self.sc.duration_ms,
-             "predicted": self.summary_json.get("predicted")}])
+             "predicted": self.summary_json.get("predicted")}]
 
     def _power_at(self, node: str, t_ms: float) -> float | None:
         scale = self.sc.time_scale
@@ -210,14 +238,14 @@ class ReplaySource:
                 return float(p["power_w"])
         return None
 
-    def state(self, t_ms: float | None = None) -> dict[str, Any]:
+    def state(self, t_ms: float | None = None) -> dict[str, object]:
         end = self.sc.duration_ms
         t = end if t_ms is None else t_ms
         last = max(end, self._done[-1] if self._done else end)
         if not math.isfinite(t) or not 0 <= t <= last:
             raise RequestError(400, f"t: model ms in [0, {last:g}], got {t_ms}")
         tallies = EpochTallies(self.sc.warmup_ms)
-        starts = [float(e["from_ms"]) for e in self._epochs]
+        starts = [_from_ms(e) for e in self._epochs]
         grid = [end * (k + 1) / CHART_POINTS for k in range(CHART_POINTS)]
         g = 0
         upto = bisect.bisect_right(self._done, t)
@@ -252,10 +280,11 @@ class ReplaySource:
                                   self._power_at(n.name, t), per_ms))
         routes = ClassRoutes()
         for ev in self.controller_events:
-            if ev["t_ms"] <= t:
+            t_ev = ev["t_ms"]
+            if isinstance(t_ev, float) and t_ev <= t:
                 routes.apply(ev)
         epoch = epoch_at(self._epochs, t)
-        shown = [e for e in self._epochs if float(e["from_ms"]) <= t]
+        shown = [e for e in self._epochs if _from_ms(e) <= t]
         return state_document(
             mode="replay", t_model_ms=t, duration_ms=end, running=False, nodes=nodes,
             tallies=tallies.current(), histories=tallies.histories(),
@@ -270,12 +299,12 @@ class ReplaySource:
             answered=sum(1 for r in self.rows[:upto] if r.outcome is Outcome.OK),
             routes=routes.document(), agent=routes.agent, learning_curve=self.learning_curve)
 
-    def topology(self) -> dict[str, Any]:
+    def topology(self) -> dict[str, list[TopologyNode] | list[TopologyLink]]:
         return topology_document(self._graph)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, object]:
         keys = ("measured", "predicted", "comparison", "policy_epochs", "power")
         return {k: self.summary_json[k] for k in keys if k in self.summary_json}
 
-    def swap_policy(self, request: dict[str, Any]) -> dict[str, Any]:
+    def swap_policy(self, request: dict[str, object]) -> dict[str, object]:
         raise RequestError(405, "a finished run: its policy cannot be swapped")

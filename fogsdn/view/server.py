@@ -9,6 +9,7 @@ import json
 import os
 import sys
 import threading
+from collections.abc import Mapping
 from contextlib import suppress
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -28,13 +29,13 @@ class ViewSource(Protocol):
 
     token: str  # "" where writes are refused (a replay)
 
-    def state(self, t_ms: float | None = None) -> dict[str, Any]: ...
+    def state(self, t_ms: float | None = None) -> dict[str, object]: ...
 
-    def topology(self) -> dict[str, Any]: ...
+    def topology(self) -> Mapping[str, object]: ...
 
-    def summary(self) -> dict[str, Any]: ...
+    def summary(self) -> dict[str, object]: ...
 
-    def swap_policy(self, request: dict[str, Any]) -> dict[str, Any]: ...
+    def swap_policy(self, request: dict[str, object]) -> dict[str, object]: ...
 
 
 def lower_priority(nice: int) -> None:
@@ -70,7 +71,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":  # a HEAD answer has headers only
             self.wfile.write(body)
 
-    def _json(self, status: int, obj: Any, headers: tuple[tuple[str, str], ...] = ()) -> None:
+    def _json(self, status: int, obj: object, headers: tuple[tuple[str, str], ...] = ()) -> None:
         self._send(status, json.dumps(finite(obj)).encode() + b"\n", "application/json",
                    headers)
 

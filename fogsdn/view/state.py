@@ -12,7 +12,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Literal, NotRequired, TypedDict, overload
 
 import networkx as nx
 
@@ -49,7 +49,7 @@ def require_token(header: str | None, token: str) -> None:
                                 "(the run folder's api_token)")
 
 
-def json_object(body: bytes) -> dict[str, Any]:
+def json_object(body: bytes) -> dict[str, object]:
     """A request body that must be one JSON object."""
     try:
         obj = json.loads(body.decode() or "null")
@@ -196,6 +196,14 @@ def split_complete(buffer: str) -> tuple[list[str], str]:
 DECISION_WINDOW = 500  # a per-request policy's share per node over its last decisions
 
 
+class ClassRoute(TypedDict):
+    """One class's route in the state (`ClassRoutes.document`): each node's share."""
+
+    kind: Literal["groups", "decisions"]
+    share: dict[str, float]
+    of: NotRequired[int]  # decisions: how many the share is of
+
+
 @dataclass
 class ClassRoutes:
     """Each class's route as the switch holds it (select-group weights, from the
@@ -205,9 +213,9 @@ class ClassRoutes:
     weights: dict[str, dict[str, int]] = field(default_factory=dict)
     per_request: bool = False
     recent: dict[str, list[str]] = field(default_factory=dict)
-    agent: dict[str, Any] | None = None  # a learning policy's last `describe()`
+    agent: dict[str, object] | None = None  # a learning policy's last `describe()`
 
-    def apply(self, ev: Mapping[str, Any]) -> None:
+    def apply(self, ev: Mapping[str, object]) -> None:
         kind = ev.get("event")
         if kind == "policy_swap":
             self.per_request = bool(ev.get("per_request"))
@@ -224,12 +232,13 @@ class ClassRoutes:
             seen = self.recent.setdefault(str(ev.get("cls")), [])
             seen.append(str(ev.get("node")))
             del seen[:-DECISION_WINDOW]
-            if isinstance(ev.get("agent"), Mapping):
-                self.agent = dict(ev["agent"])
+            agent = ev.get("agent")
+            if isinstance(agent, Mapping):
+                self.agent = dict(agent)
 
-    def document(self) -> dict[str, Any]:
+    def document(self) -> dict[str, ClassRoute]:
         """Per class: `{"kind": "groups"|"decisions", "share": {node: share}}`."""
-        out: dict[str, Any] = {}
+        out: dict[str, ClassRoute] = {}
         for cls in CLASSES:
             if self.per_request:
                 seen = self.recent.get(cls, [])
@@ -252,7 +261,7 @@ def _group_weights(w: object) -> dict[str, int] | None:
     return {str(n): int(x) for n, x in w.items()} if ok else None
 
 
-def event_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
+def event_lines(lines: Iterable[str]) -> list[dict[str, object]]:
     """The JSON events of an event log's complete lines (a torn one skipped)."""
     out = []
     for ln in lines:
@@ -286,18 +295,39 @@ def utilisation(prev: tuple[float, float] | None, now: tuple[float, float], serv
     return min(1.0, max(0.0, (now[1] - prev[1]) / ((now[0] - prev[0]) * max(1, servers))))
 
 
-def topology_document(graph: nx.Graph) -> dict[str, Any]:
+class TopologyNode(TypedDict):
+    """A switch or a host in `topology_document`."""
+
+    name: str
+    kind: Literal["switch", "host"]
+    role: NotRequired[str]  # a host's
+    switch: NotRequired[str]
+    ip: NotRequired[str]
+
+
+class TopologyLink(TypedDict):
+    """A link in `topology_document`: its ends and configured delay (model ms)."""
+
+    id: str
+    a: str
+    b: str
+    delay_ms: float
+    bw_mbps: float | None
+
+
+def topology_document(graph: nx.Graph) -> dict[str, list[TopologyNode] | list[TopologyLink]]:
     """Switches, hosts (role, switch) and links (id, ends, configured delay, model ms)."""
-    nodes = []
+    nodes: list[TopologyNode] = []
     for name, d in graph.nodes(data=True):
         if d.get("kind") == "switch":
             nodes.append({"name": str(name), "kind": "switch"})
         else:
             nodes.append({"name": str(name), "kind": "host", "role": str(d.get("role", "")),
                           "switch": str(d.get("switch", "")), "ip": str(d.get("ip", ""))})
-    links = [{"id": str(d["id"]), "a": str(a), "b": str(b),
-              "delay_ms": float(d.get("delay_ms", 0.0)),
-              "bw_mbps": d.get("bw_mbps")} for a, b, d in graph.edges(data=True)]
+    links: list[TopologyLink] = [{"id": str(d["id"]), "a": str(a), "b": str(b),
+                                  "delay_ms": float(d.get("delay_ms", 0.0)),
+                                  "bw_mbps": d.get("bw_mbps")}
+                                 for a, b, d in graph.edges(data=True)]
     return {"nodes": nodes, "links": links}
 
 
@@ -312,15 +342,30 @@ def link_loads(graph: nx.Graph, per_host: Mapping[str, float]) -> dict[str, floa
     return out
 
 
-def predicted_figures(prediction: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The exact W and blocking per class of a prediction's `to_dict()` (None outside)."""
+def predicted_figures(prediction: object) -> dict[str, dict[str, float]] | None:
+    """The exact W and blocking per class of a prediction's `to_dict()` (None outside;
+    TypeError for something else that is not empty)."""
     if not prediction:
         return None
-    return {c: {"W": _num(prediction[c].get("W")), "blocking": _num(prediction[c].get("blocking"))}
-            for c in CLASSES if isinstance(prediction.get(c), Mapping)}
+    if not isinstance(prediction, Mapping):
+        raise TypeError(f"prediction: an object, got {type(prediction).__name__}")
+    out = {}
+    for c in CLASSES:
+        p = prediction.get(c)
+        if isinstance(p, Mapping):
+            out[c] = {"W": _num(p.get("W")), "blocking": _num(p.get("blocking"))}
+    return out
 
 
-def finite(x: Any) -> Any:
+@overload
+def finite(x: Mapping[str, object]) -> dict[str, object]: ...
+
+
+@overload
+def finite(x: object) -> object: ...
+
+
+def finite(x: object) -> object:
     """JSON without NaN or infinity (browsers' JSON.parse refuses them): None instead."""
     if isinstance(x, float):
         return x if math.isfinite(x) else None
@@ -333,14 +378,14 @@ def finite(x: Any) -> Any:
 
 def state_document(*, mode: str, t_model_ms: float, duration_ms: float, running: bool,
                    nodes: Iterable[NodeLive], tallies: Mapping[str, ClassTally],
-                   prediction: Mapping[str, Any] | None, links: Mapping[str, float],
-                   policy: str, timeline: Sequence[Mapping[str, Any]],
-                   epochs: Sequence[Mapping[str, Any]], sent: int = 0, answered: int = 0,
+                   prediction: object, links: Mapping[str, float],
+                   policy: str, timeline: Sequence[TimelineEvent],
+                   epochs: Sequence[Mapping[str, object]], sent: int = 0, answered: int = 0,
                    total_power_w: float | None = None,
                    histories: Mapping[str, Sequence[Sequence[float | None]]] | None = None,
-                   routes: Mapping[str, Any] | None = None,
-                   agent: Mapping[str, Any] | None = None,
-                   learning_curve: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+                   routes: Mapping[str, ClassRoute] | None = None,
+                   agent: Mapping[str, object] | None = None,
+                   learning_curve: Sequence[Mapping[str, object]] = ()) -> dict[str, object]:
     """GET /api/state and each server-sent event: the whole picture at one instant.
     `tallies` and `prediction` are the current policy epoch's; `histories` (default: the
     tallies' own) the chart's points; each epoch may carry its own `predicted`."""
@@ -367,14 +412,15 @@ def state_document(*, mode: str, t_model_ms: float, duration_ms: float, running:
     })
 
 
-def curve_points(lines: Iterable[str], header: Sequence[str]) -> list[dict[str, Any]]:
+def curve_points(lines: Iterable[str], header: Sequence[str]
+                 ) -> list[dict[str, str | int | float]]:
     """Rows of a run's learning_curve.csv (fogsdn.controller.learner_reports) as the page draws
     them, numbers as numbers; a row that does not parse is left out."""
     out = []
     for row in csv.reader(lines):
         if len(row) != len(header):
             continue
-        rec: dict[str, Any] = dict(zip(header, row, strict=True))
+        rec: dict[str, str | int | float] = dict(zip(header, row, strict=True))
         try:
             for k in ("policy_epoch", "decisions"):
                 rec[k] = int(rec[k])
@@ -386,24 +432,38 @@ def curve_points(lines: Iterable[str], header: Sequence[str]) -> list[dict[str, 
     return out
 
 
-def recent_timeline(timeline: Sequence[Mapping[str, Any]], keep: int = TIMELINE_CHURN
-                    ) -> list[dict[str, Any]]:
+class TimelineEvent(TypedDict):
+    """One event of the view's timeline (`run_timeline`), model ms."""
+
+    t_ms: float
+    kind: Literal["churn", "policy", "fault"]
+    node: NotRequired[str]  # churn, fault
+    up: NotRequired[bool]  # churn
+    policy: NotRequired[str]
+    fault: NotRequired[str]  # the fault's kind
+
+
+def recent_timeline(timeline: Sequence[TimelineEvent], keep: int = TIMELINE_CHURN
+                    ) -> list[TimelineEvent]:
     """Every policy change and the last `keep` churn events (seed 000's OFN changes every
     few model ms: a whole run's would make each event large), in time order."""
     churn = [i for i, e in enumerate(timeline) if e.get("kind") == "churn"]
     drop = set(churn[:-keep]) if keep else set(churn)
-    return [dict(e) for i, e in enumerate(timeline) if i not in drop]
+    return [e.copy() for i, e in enumerate(timeline) if i not in drop]
 
 
-def run_timeline(availability: Iterable[Mapping[str, Any]],
-                 epochs: Iterable[Mapping[str, Any]],
-                 faults: Iterable[Any] = ()) -> list[dict[str, Any]]:
+def run_timeline(availability: Iterable[Mapping[str, object]],
+                 epochs: Iterable[Mapping[str, object]],
+                 faults: Iterable[object] = ()) -> list[TimelineEvent]:
     """The run's OFN changes, policy epochs and scheduled faults (summary.json `faults`,
     fogsdn.core.faults) as timeline events, in time order (model ms)."""
-    churn = [{"t_ms": _num(a.get("t")), "kind": "churn", "node": str(a.get("node")),
-              "up": a.get("state") == "available"} for a in availability]
-    policy = [{"t_ms": _num(e.get("from_ms")), "kind": "policy", "policy": str(e.get("policy"))}
-              for e in epochs]
-    fault = [{"t_ms": _num(f.get("t_ms")), "kind": "fault", "fault": str(f.get("kind")),
-              "node": str(f.get("node") or "")} for f in faults if isinstance(f, Mapping)]
+    churn: list[TimelineEvent] = [
+        {"t_ms": _num(a.get("t")), "kind": "churn", "node": str(a.get("node")),
+         "up": a.get("state") == "available"} for a in availability]
+    policy: list[TimelineEvent] = [
+        {"t_ms": _num(e.get("from_ms")), "kind": "policy", "policy": str(e.get("policy"))}
+        for e in epochs]
+    fault: list[TimelineEvent] = [
+        {"t_ms": _num(f.get("t_ms")), "kind": "fault", "fault": str(f.get("kind")),
+         "node": str(f.get("node") or "")} for f in faults if isinstance(f, Mapping)]
     return sorted(churn + policy + fault, key=lambda e: e["t_ms"])

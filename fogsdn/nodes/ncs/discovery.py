@@ -13,7 +13,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol, TypedDict
 
 from fogsdn.nodes.ncs.selection import (
     SELECTORS,
@@ -66,6 +66,22 @@ def is_optimal(rtt: Mapping[str, float], chosen: str, ties: bool) -> bool:
     return rtt[chosen] <= min(rtt.values()) + TIE_MS
 
 
+class TallyDoc(TypedDict):
+    """`ClientTally` as JSON (`ClientTally.to_doc`; a live client's result file)."""
+
+    lost: int
+    reconnections: int
+    handovers: int
+    selections: int
+    optimal_hits: int
+    sq_sel_err: float
+    sq_conn_err: float
+    delivered: int
+    messages: int
+    latencies: list[float]
+    picks: list[tuple[int, str]]
+
+
 @dataclass
 class ClientTally:
     """One client's record: what `city_metrics` needs, written by either engine."""
@@ -97,6 +113,21 @@ class ClientTally:
         self.delivered += 1
         self.latencies.append(rtt_ms)
         self.sq_conn_err += (rtt_ms - best_ms) ** 2
+
+    def to_doc(self) -> TallyDoc:
+        return {"lost": self.lost, "reconnections": self.reconnections,
+                "handovers": self.handovers, "selections": self.selections,
+                "optimal_hits": self.optimal_hits, "sq_sel_err": self.sq_sel_err,
+                "sq_conn_err": self.sq_conn_err, "delivered": self.delivered,
+                "messages": self.messages, "latencies": list(self.latencies),
+                "picks": list(self.picks)}
+
+    @classmethod
+    def from_doc(cls, doc: TallyDoc) -> ClientTally:
+        """The tally `to_doc` wrote (its picks as JSON gives them back: lists)."""
+        return cls(doc["lost"], doc["reconnections"], doc["handovers"], doc["selections"],
+                   doc["optimal_hits"], doc["sq_sel_err"], doc["sq_conn_err"],
+                   doc["delivered"], doc["messages"], doc["latencies"], doc["picks"])
 
 
 class ClientEngine(Protocol):
@@ -149,7 +180,7 @@ def discovery_step(engine: ClientEngine, selector: Selector, node: str | None,
 
 
 def city_metrics(clients: Sequence[ClientTally], node_in: Sequence[int],
-                 node_out: Sequence[int]) -> dict[str, Any]:
+                 node_out: Sequence[int]) -> dict[str, float]:
     """The study's metric columns (`METRIC_COLUMNS`) from the clients' tallies and the fog
     nodes' incoming and outgoing message counts; NaN where there is nothing to average."""
     nan = math.nan
