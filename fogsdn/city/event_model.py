@@ -29,7 +29,6 @@ from fogsdn.city.layout import (
 from fogsdn.city.study_spec import CityStudy
 from fogsdn.nodes.ncs.discovery import (
     VIVALDI_SELECTORS,
-    ClientParams,
     ClientTally,
     city_metrics,
     discovery_step,
@@ -40,14 +39,6 @@ from fogsdn.nodes.ncs.selection import ProbeAnswer, SelectionContext, SelectionE
 from fogsdn.nodes.ncs.vivaldi import VivaldiConfig, VivaldiNode, plain_config
 
 CityRow = dict[str, str | float]  # one point: selector, ratio, sizes, seed, metric columns
-
-
-def client_params(study: CityStudy) -> ClientParams:
-    """The study file's client knobs, for either engine (the one place they are copied)."""
-    return ClientParams(period_s=study.period_s, start_s=study.start_s,
-                        max_attempts=study.max_attempts, timeout_ms=study.timeout_ms,
-                        dimensions=study.vivaldi_dimensions,
-                        bound_ms=study.load_aware_bound_ms, optimal_ties=study.optimal_ties)
 
 
 @dataclass
@@ -142,7 +133,7 @@ class CitySimulation:
         if not 0 < ratio <= 10:
             raise SelectionError(f"ratio: must be in (0, 10], got {ratio!r}")
         self.study, self.kind, self.ratio = study, selector, ratio
-        self.client = client_params(study)
+        self.client = study.client_params()
         self.seed = study.seed
         self.p = study.params()
         self.layout = layout or study.layout()

@@ -16,14 +16,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 
 from fogsdn.city.client_engine import ENGINE_STATS
-from fogsdn.city.event_model import client_params
 from fogsdn.city.fog_daemon import CityConfig, FogInfo, MemberBoard, member_board_path
 from fogsdn.city.geo_latency import LatencyParams, load_ms, processing_ms
 from fogsdn.city.layout import (
@@ -54,11 +54,19 @@ from fogsdn.city.study_spec import (
 from fogsdn.core.local_rpc import write_json_atomic
 from fogsdn.core.network_spec import FogHost, NetworkSpec
 from fogsdn.core.scenario import Role
-from fogsdn.core.summary import write_summary
+from fogsdn.core.summary import (
+    LinksReport,
+    RunOutcome,
+    json_float,
+    json_int,
+    json_list,
+    json_object,
+    write_summary,
+)
 from fogsdn.core.topology import LinkSpec
 from fogsdn.live.live_network import LiveNetwork, new_supervisor
 from fogsdn.live.live_view import ViewConfig
-from fogsdn.live.proc_memory import MemoryPeak
+from fogsdn.live.proc_memory import MemoryPeak, MemorySummary
 from fogsdn.live.results import crash_report
 from fogsdn.view.server import ViewServer
 
@@ -122,12 +130,62 @@ class Mobility:
         return [w.position for w in self.walkers]
 
 
+class ClientTruth(TypedDict):
+    """A client's truth file entry: its load-free RTT to each node (model ms) and where
+    it is (`fogsdn.city.mobile_client.Truth` reads `static`)."""
+
+    static: dict[str, float]
+    pos: Point
+
+
+class CityScale(TypedDict):
+    fog_nodes: int
+    slots: int
+    clients: int  # the most clients of any point (one host each)
+
+
+class CityPointReport(TypedDict):
+    """summary.json `points`: how one point went, beside its row (a live row's columns)."""
+
+    selector: str
+    ratio: float
+    clients: int
+    clients_reporting: int
+    fogs_reporting: int
+    rtt_excess_ms: float
+    turnaround_real_ms_mean: float
+    turnaround_real_ms_max: float
+    spawned_s: float
+    tick_busy_ms: float
+    client_engine: dict[str, float]
+
+
+class CitySummary(RunOutcome):
+    """summary.json of a live city study: how the run went (`RunOutcome`, as every live
+    run), the scale, start-up, memory and the links, and each point's own figures."""
+
+    engine: Literal["emulate"]
+    study: Literal["city"]
+    scenario: str
+    network: str  # star | graph
+    cpus: int | None
+    scale: CityScale
+    startup_s: float
+    peak_memory_mb: float
+    offset_ms: float  # median task RTT minus the configured one, model ms
+    startup: dict[str, float]
+    memory: MemorySummary
+    links: LinksReport
+    link_elements: int
+    points: list[CityPointReport]
+
+
 @dataclass
 class CityLiveResult:
-    """The points' rows (the simulator's columns) and summary.json's content."""
+    """The points' rows (the simulator's columns, and the live ones) and summary.json."""
 
-    rows: list[dict[str, Any]]
-    summary: dict[str, Any]
+    rows: list[dict[str, object]]
+    summary: CitySummary
 
 
 class CityLive:
@@ -215,22 +273,22 @@ class CityLive:
             self.tables[lid] = table
             self.link_updates += 1
 
-    def _truth(self, positions: list[Point]) -> dict[str, Any]:
+    def _truth(self, positions: list[Point]) -> dict[str, ClientTruth]:
         """Each client's load-free RTT per node (the client adds the load term, eq. 7)."""
         cf = client_fog_matrix(positions, self.layout, self.p)
         names = list(self.sites)
         static = 2.0 * cf + processing_ms(self.p)
-        out = {client_name(k): {"static": dict(zip(names, static[k].tolist(), strict=True)),
-                                "pos": pos}
-               for k, pos in enumerate(positions)}
-        return {"t": time.monotonic(), "clients": out}
+        return {client_name(k): ClientTruth(static=dict(zip(names, static[k].tolist(),
+                                                            strict=True)), pos=pos)
+                for k, pos in enumerate(positions)}
 
     @staticmethod
-    def _write_truth(folder: Path, truth: dict[str, Any]) -> None:
+    def _write_truth(folder: Path, truth: dict[str, ClientTruth]) -> None:
         """One small file per client: 200 clients parsing one shared file every step
         would cost a core here."""
-        for c, mine in truth["clients"].items():
-            write_json_atomic(folder / f"{c}.json", {"t": truth["t"], "clients": {c: mine}})
+        t = time.monotonic()
+        for c, mine in truth.items():
+            write_json_atomic(folder / f"{c}.json", {"t": t, "clients": {c: mine}})
 
     def _config(self, n: int, state_dir: Path, epoch_file: Path) -> CityConfig:
         """What every daemon and client of one point reads."""
@@ -241,10 +299,10 @@ class CityLive:
                   for name, s in self.sites.items()},
             clients={client_name(k): self.net.ip(client_name(k)) for k in range(n)},
             time_scale=st.time_scale, state_dir=state_dir, epoch=0.0, epoch_file=epoch_file,
-            duration_live_s=st.duration_live_s, seed=st.seed, client=client_params(st),
+            duration_live_s=st.duration_live_s, seed=st.seed, client=st.client_params(),
             optimal_reference=st.optimal_reference, node_probe_s=st.node_probe_s)
 
-    def run_point(self, selector: str, ratio: float) -> dict[str, Any]:
+    def run_point(self, selector: str, ratio: float) -> dict[str, object]:
         st = self.study
         n = st.clients_at(ratio)
         point = self.out / f"{selector}-{ratio:g}"
@@ -388,27 +446,25 @@ class CityLive:
             except subprocess.TimeoutExpired:
                 proc.kill()
 
-    def _summary(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    def _summary(self, rows: list[dict[str, object]]) -> CitySummary:
         """summary.json; `offset_ms` is the median task RTT minus the configured one
         (model ms), `peak_memory_mb` the RSS of all the run's processes."""
-        excess = [x for r in rows for x in r.get("excess", [])]
+        excess = [json_float(x) for r in rows for x in json_list(r.get("excess", []), "excess")]
         st = self.study
-        return {"scale": {"fog_nodes": len(self.sites), "slots": self.layout.total_slots,
-                          "clients": st.max_clients},
-                "startup_s": round(self.startup_s, 2),
-                "peak_memory_mb": round(self.memory.peak_mb, 1),
-                "offset_ms": round(statistics.median(excess), 3) if excess else math.nan,
-                "engine": "emulate", "study": "city", "scenario": st.name,
-                "network": st.network, "cpus": os.cpu_count(),
-                **self.net.supervisor.summary_fields(),
-                "startup": dict(self.net.timings), "memory": self.memory.summary(),
-                "links": dict(self.net.links), "link_elements": self.elements,
-                "points": [{k: r[k] for k in ("selector", "ratio", "clients",
-                                              "clients_reporting", "fogs_reporting",
-                                              "rtt_excess_ms", "turnaround_real_ms_mean",
-                                              "turnaround_real_ms_max", "spawned_s",
-                                              "tick_busy_ms", "client_engine")}
-                           for r in rows]}
+        outcome = self.net.supervisor.summary_fields()
+        return CitySummary(
+            run=outcome["run"], interrupted=outcome["interrupted"],
+            crashed=outcome["crashed"], incidents=outcome["incidents"],
+            failure=outcome["failure"],
+            engine="emulate", study="city", scenario=st.name, network=st.network,
+            cpus=os.cpu_count(),
+            scale=CityScale(fog_nodes=len(self.sites), slots=self.layout.total_slots,
+                            clients=st.max_clients),
+            startup_s=round(self.startup_s, 2), peak_memory_mb=round(self.memory.peak_mb, 1),
+            offset_ms=round(statistics.median(excess), 3) if excess else math.nan,
+            startup=dict(self.net.timings), memory=self.memory.summary(),
+            links=self.net.links, link_elements=self.elements,
+            points=[_point_report(r) for r in rows])
 
     def run(self) -> CityLiveResult:
         st = self.study
@@ -423,7 +479,7 @@ class CityLive:
                                        peer_tables=tables)
         sup = live.supervisor
         t0 = time.monotonic()
-        rows: list[dict[str, Any]] = []
+        rows: list[dict[str, object]] = []
         server: ViewServer | None = None
         try:
             if self.view_config is not None:
@@ -470,6 +526,20 @@ class CityLive:
         if summary["crashed"]:
             print(crash_report(summary), file=sys.stderr, flush=True)
         return CityLiveResult(rows, summary)
+
+
+def _point_report(row: Mapping[str, object]) -> CityPointReport:
+    """A point's own figures, from its row (`CityLive.run_point`)."""
+    engine = json_object(row["client_engine"], "client_engine")
+    return CityPointReport(
+        selector=str(row["selector"]), ratio=json_float(row["ratio"]),
+        clients=json_int(row["clients"]), clients_reporting=json_int(row["clients_reporting"]),
+        fogs_reporting=json_int(row["fogs_reporting"]),
+        rtt_excess_ms=json_float(row["rtt_excess_ms"]),
+        turnaround_real_ms_mean=json_float(row["turnaround_real_ms_mean"]),
+        turnaround_real_ms_max=json_float(row["turnaround_real_ms_max"]),
+        spawned_s=json_float(row["spawned_s"]), tick_busy_ms=json_float(row["tick_busy_ms"]),
+        client_engine={k: json_float(v) for k, v in engine.items()})
 
 
 def run_city_live(study: CityStudy, out: Path, stop: threading.Event | None = None,

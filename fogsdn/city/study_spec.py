@@ -29,6 +29,7 @@ from fogsdn.city.layout import CityLayout, FogSite, make_city
 from fogsdn.core.scenario_yaml import YamlFileError, read_yaml_file
 from fogsdn.core.timebase import Timebase
 from fogsdn.core.topology import EdgeSpec, FrozenModel, HostAttach, Position, TopologySpec
+from fogsdn.nodes.ncs.discovery import ClientParams
 
 SELECTOR_NAMES = ("optimal", "random", "vivaldi", "meridian", "load_aware")
 MIN_LINK_MS = 0.001  # a link with no delay has no element and cannot change later
@@ -237,6 +238,13 @@ class CityStudy(FrozenModel):
             return LatencyParams(**self.latency)  # type: ignore[arg-type]
         except TypeError as err:
             raise ValueError(f"latency: {err}") from None
+
+    def client_params(self) -> ClientParams:
+        """The study's client knobs, for either engine (the one place they are copied)."""
+        return ClientParams(period_s=self.period_s, start_s=self.start_s,
+                            max_attempts=self.max_attempts, timeout_ms=self.timeout_ms,
+                            dimensions=self.vivaldi_dimensions,
+                            bound_ms=self.load_aware_bound_ms, optimal_ties=self.optimal_ties)
 
     def clients_at(self, ratio: float) -> int:
         return max(1, round(self.total_slots * ratio))

@@ -94,7 +94,24 @@ class Containers(TypedDict):
 
     enabled: bool
     limits: dict[str, ContainerLimits]
-    accounting: Mapping[str, Mapping[str, object]]
+    accounting: dict[str, ContainerStats]
+
+
+class LinksReport(TypedDict):
+    """`links` (fogsdn.live.live_network): the link element chosen, how many links it
+    shapes, and the emulator's own cost per hop (fogsdn.live.hop_floor) where measured."""
+
+    mechanism: str
+    shaped: int
+    hop_cost: NotRequired[dict[str, object]]
+
+
+class ContainerStats(TypedDict):
+    """A node's cgroup accounting at teardown (`containers.accounting`)."""
+
+    cpu_s: float
+    oom_kills: int
+    memory_failcnt: int
 
 
 class CpuWork(TypedDict):
@@ -154,8 +171,7 @@ class RunSummary(TypedDict):
     realtime_switch: NotRequired[bool]  # whether ovs-vswitchd's threads ran SCHED_FIFO
     containers: NotRequired[Containers]  # limits and cgroup accounting (docs/containers.md)
     cpu_work: NotRequired[CpuWork]  # work: cpu calibration
-    # the link element and its cost per hop (fogsdn.live.live_network.LinksReport)
-    links: NotRequired[Mapping[str, object]]
+    links: NotRequired[LinksReport]  # the link element and its cost per hop
     # the controller's SYN-to-FIN response time against the clients' (fogsdn.measure.rt_measurement)
     rt_measurement: NotRequired[Mapping[str, object]]
     rt_measurement_error: NotRequired[float]  # the largest per-node relative gap

@@ -22,7 +22,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import Any
 
 from fogsdn.controller.config import ControllerConfig
 from fogsdn.controller.launch import start_controller
@@ -33,6 +33,7 @@ from fogsdn.core.fabric import Fabric
 from fogsdn.core.load_report import LOAD_SOCKET_NAME
 from fogsdn.core.network_spec import NetworkSpec, idle_service, network_of
 from fogsdn.core.scenario import Role, Scenario
+from fogsdn.core.summary import ContainerStats, LinksReport
 from fogsdn.core.topology import LinkSpec, fabric_of
 from fogsdn.live.cgroups import CgroupError, Layout, NodeCgroup, remove_cgroup, rt_share
 from fogsdn.live.cleanup import stop_pid
@@ -117,23 +118,6 @@ def _reconnect(bridge: str) -> None:
 def child_env() -> dict[str, str]:
     """The environment of every process a run starts: this checkout first on the path."""
     return dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
-
-
-class LinksReport(TypedDict):
-    """summary.json's `links`: the link element chosen, how many links it shapes, and the
-    emulator's own cost per hop (`fogsdn.live.hop_floor`) where measured."""
-
-    mechanism: str
-    shaped: int
-    hop_cost: NotRequired[dict[str, object]]
-
-
-class ContainerStats(TypedDict):
-    """A node's cgroup accounting at teardown (summary.json `containers.accounting`)."""
-
-    cpu_s: float
-    oom_kills: int
-    memory_failcnt: int
 
 
 class LiveNetwork:
