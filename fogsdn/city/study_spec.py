@@ -26,6 +26,7 @@ from fogsdn.city.geo_latency import (
     processing_ms,
 )
 from fogsdn.city.layout import CityLayout, FogSite, make_city
+from fogsdn.core.errors import validation_line
 from fogsdn.core.scenario_yaml import YamlFileError, read_yaml_file
 from fogsdn.core.timebase import Timebase
 from fogsdn.core.topology import EdgeSpec, FrozenModel, HostAttach, Position, TopologySpec
@@ -287,9 +288,7 @@ def load_city_study(path: str | Path, overrides: Mapping[str, Any] | None = None
     try:
         study = CityStudy.model_validate(data)
     except ValidationError as err:
-        e = err.errors()[0]
-        where = ".".join(str(x) for x in e["loc"]) or "study"
-        raise CityStudyError(f"{p}: {where}: {e['msg']}") from None
+        raise CityStudyError(validation_line(err, str(p))) from None
     except ValueError as err:
         raise CityStudyError(f"{p}: {err}") from None
     if study.mobility.kind == "trace" and study.mobility.trace is not None:

@@ -18,6 +18,7 @@ import networkx as nx
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
+from fogsdn.core.errors import validation_line
 from fogsdn.core.faults import FaultKind, FaultSpec
 from fogsdn.core.rate_profile import ProfileError, RateProfile
 from fogsdn.core.scenario_yaml import YamlFileError, read_yaml_file
@@ -407,14 +408,6 @@ def set_dotted(data: dict[str, Any], path: str, value: Any) -> None:
             cur = cur[key]
 
 
-def _one_line(err: ValidationError, source: str) -> str:
-    first = err.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"])
-    msg = first["msg"].removeprefix("Value error, ")
-    more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
-    return f"{source}: {loc + ': ' if loc else ''}{msg}{more}"
-
-
 def parse_scenario(data: Any, source: str = "scenario") -> Scenario:
     if not isinstance(data, Mapping):
         got = type(data).__name__
@@ -422,7 +415,7 @@ def parse_scenario(data: Any, source: str = "scenario") -> Scenario:
     try:
         return Scenario.model_validate(copy.deepcopy(dict(data)))
     except ValidationError as err:
-        raise ScenarioError(_one_line(err, source)) from None
+        raise ScenarioError(validation_line(err, source)) from None
 
 
 def is_policy_path(ref: str) -> bool:

@@ -22,6 +22,7 @@ from typing import Literal
 import networkx as nx
 from pydantic import Field, ValidationError, model_validator
 
+from fogsdn.core.errors import validation_line
 from fogsdn.core.scenario_yaml import YamlFileError, read_yaml_file
 from fogsdn.core.topology import FrozenModel
 
@@ -102,10 +103,7 @@ def load_cluster(path: str | Path) -> ClusterSpec:
     try:
         return ClusterSpec.model_validate(dict(data))
     except ValidationError as err:
-        first = err.errors()[0]
-        loc = ".".join(str(x) for x in first["loc"])
-        msg = first["msg"].removeprefix("Value error, ")
-        raise ClusterError(f"{p}: {loc + ': ' if loc else ''}{msg}") from None
+        raise ClusterError(validation_line(err, str(p))) from None
 
 
 # -- placement ---------------------------------------------------------------------------
