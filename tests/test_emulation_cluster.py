@@ -83,3 +83,44 @@ def _alive(pid: int) -> bool:
         return False
     state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     return state != "Z"
+
+
+@emulation
+def test_a_network_over_two_servers_passes_packets_over_a_vxlan_link() -> None:
+    """h1 and its switch on one server, h2 and its switch on the other, through the
+    cluster edition's remote nodes (ours: root, our key, no `mn -c`) and a VXLAN link;
+    each switch is a bridge of its own server's Open vSwitch, and `stop` leaves none."""
+    from mininet.net import Mininet
+
+    from fogsdn.netem.cluster_net import FogRemoteHost, FogRemoteOVSSwitch, VxlanLink, ssh_options
+
+    with FakeCluster(2) as c:
+        a, b = c.servers
+        opts = [*ssh_options(str(c.key)), "-o", "UserKnownHostsFile=/dev/null",
+                "-o", "StrictHostKeyChecking=no"]
+        net = Mininet(topo=None, host=FogRemoteHost, switch=FogRemoteOVSSwitch,
+                      link=VxlanLink.for_run(c.tag), controller=None, build=False,
+                      waitConnected=False)
+        where = {s.name: {"server": s.name, "serverIP": s.address, "ssh_opts": opts}
+                 for s in (a, b)}
+        h1 = net.addHost("h1", ip="10.0.9.1/24", **where[a.name])
+        h2 = net.addHost("h2", ip="10.0.9.2/24", **where[b.name])
+        s1 = net.addSwitch(f"{c.tag}b1", datapath="user", failMode="standalone", **where[a.name])
+        s2 = net.addSwitch(f"{c.tag}b2", datapath="user", failMode="standalone", **where[b.name])
+        net.addLink(h1, s1)
+        net.addLink(s1, s2)
+        net.addLink(h2, s2)
+        try:
+            net.build()
+            net.start()
+            assert h1.cmd("hostname").strip() == a.name
+            assert h2.cmd("hostname").strip() == b.name
+            out = h1.cmd("ping -c 3 -W 2 10.0.9.2")
+            assert " 0% packet loss" in out, out
+            assert c.ssh(a, "ovs-vsctl list-br").stdout.split() == [f"{c.tag}b1"]
+            assert c.ssh(b, "ovs-vsctl list-br").stdout.split() == [f"{c.tag}b2"]
+        finally:
+            net.stop()
+        for s in (a, b):
+            left = c.ssh(s, f"ovs-vsctl list-br; ip -o link | grep -c {c.tag} || true")
+            assert left.stdout.split() == ["0"], (s.name, left.stdout)

@@ -6,6 +6,7 @@ processes of their own.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import threading
@@ -15,6 +16,16 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import FrameType
 from typing import Any
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """`preexec_fn` for every child: SIGTERM it when the runner dies, however it dies
+    (SIGTERM so that a client flushes its trace; docs/reliability.md). The signal follows
+    the thread that forked the child: one the watch thread restarts dies with that thread."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 def proc_start_time(pid: int) -> int | None:

@@ -32,13 +32,14 @@ from fogsdn.controller.rt_measure import RT_SAMPLE_DEFAULT
 from fogsdn.core.fabric import Fabric
 from fogsdn.core.load_report import LOAD_SOCKET_NAME
 from fogsdn.core.network_spec import NetworkSpec, idle_service, network_of
+from fogsdn.core.processes import die_with_parent
 from fogsdn.core.scenario import Role, Scenario
 from fogsdn.core.summary import ContainerStats, LinksReport
 from fogsdn.core.topology import LinkSpec, fabric_of
 from fogsdn.live.cgroups import CgroupError, Layout, NodeCgroup, remove_cgroup, rt_share
 from fogsdn.live.cleanup import stop_pid
 from fogsdn.live.hop_floor import HopFloor, load_started_at
-from fogsdn.live.supervisor import Restart, Supervisor, die_with_parent, free_port
+from fogsdn.live.supervisor import Restart, Supervisor, free_port
 from fogsdn.live.switch_tuning import SwitchTuning
 from fogsdn.netem.linkem import choose_mechanism
 from fogsdn.netem.mininet_net import Network, build_network, shaped_links

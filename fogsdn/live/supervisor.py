@@ -5,7 +5,6 @@ SIGTERM keeps what was collected (exit 130). The rules: docs/reliability.md.
 
 from __future__ import annotations
 
-import ctypes
 import math
 import os
 import signal
@@ -24,19 +23,10 @@ from fogsdn.core.summary import Incident, RunOutcome
 from fogsdn.core.timebase import Timebase
 from fogsdn.live.cleanup import RunRecord, clean_all, proc_start_time, remove_leftovers
 
-PR_SET_PDEATHSIG = 1
 MAX_RESTARTS = 3
 WATCH_EVERY_S = 0.05
 EXIT_CRASHED = 3
 EXIT_INTERRUPTED = 130
-
-
-def die_with_parent() -> None:
-    """`preexec_fn` for every child: SIGTERM it when the runner dies, however it dies
-    (SIGTERM so that a client flushes its trace; docs/reliability.md). The signal follows
-    the thread that forked the child: one the watch thread restarts dies with that thread."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 def exit_description(returncode: int | None) -> str:

@@ -27,8 +27,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fogsdn.core.processes import die_with_parent
+
 LAN_PREFIX = "10.252.0"  # the servers' LAN: .1 is this machine's side, .10+ the servers
 START_TIMEOUT_S = 20.0
+# a jumbo LAN, as a cluster's should be: a tunnel's frame carries a 1500-byte one inside
+LAN_MTU = "9000"
 SSH_OPTIONS = ("-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
                "-o", "BatchMode=yes", "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=5")
 
@@ -116,12 +120,13 @@ class FakeCluster:
     def _start(self) -> None:
         _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(self.key))
         self.lan = subprocess.Popen(["unshare", "--net", "--", "sleep", "infinity"],
-                                    preexec_fn=_die_with_parent)
+                                    preexec_fn=die_with_parent)
         _wait_own_net(self.lan.pid)
         self._in_lan("ip", "link", "add", "lan", "type", "bridge")
         self._in_lan("ip", "link", "set", "lan", "up")
         here, there = f"{self.tag}v0", f"{self.tag}l0"
-        _run("ip", "link", "add", here, "type", "veth", "peer", "name", there)
+        _run("ip", "link", "add", here, "mtu", LAN_MTU, "type", "veth", "peer", "name", there,
+             "mtu", LAN_MTU)
         _run("ip", "link", "set", there, "netns", str(self.lan.pid))
         self._in_lan("ip", "link", "set", there, "master", "lan", "up")
         _run("ip", "addr", "add", f"{LAN_PREFIX}.1/24", "dev", here)
@@ -162,9 +167,10 @@ class FakeCluster:
                 ["unshare", "--mount", "--uts", "--net", "--pid", "--fork", "--mount-proc",
                  "--propagation", "private", "--kill-child=SIGKILL",
                  "bash", "-c", _SERVER_INIT], env=env, stdout=log, stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent)
+                preexec_fn=die_with_parent)
         pid = _wait_child(server.process)
-        self._in_lan("ip", "link", "add", f"s{i + 1}", "type", "veth", "peer", "name", "peer")
+        self._in_lan("ip", "link", "add", f"s{i + 1}", "mtu", LAN_MTU, "type", "veth",
+                     "peer", "name", "peer", "mtu", LAN_MTU)
         self._in_lan("ip", "link", "set", f"s{i + 1}", "master", "lan", "up")
         self._in_lan("ip", "link", "set", "peer", "netns", str(pid), "name", server.port)
         return server
@@ -207,12 +213,6 @@ def _run(*cmd: str) -> None:
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
     if r.returncode != 0:
         raise FakeClusterError(f"{' '.join(cmd)}: {(r.stderr or r.stdout).strip()}")
-
-
-def _die_with_parent() -> None:
-    import ctypes
-
-    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _wait_own_net(pid: int) -> None:

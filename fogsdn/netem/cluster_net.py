@@ -1,0 +1,150 @@
+"""One network over several servers, on Mininet's cluster edition
+(`mininet.examples.cluster`, shipped with Debian's mininet): its remote hosts, switches and
+links, subclassed where they do not fit us (docs/scale-out.md).
+
+- **Access.** The cluster edition reaches servers as `sudo -u user ssh ...` and runs
+  `sudo` there; we run as root on every server, reach them with the servers file's key
+  and options, and every ssh of ours dies with this process (so the remote side of its
+  session ends with it).
+- **Cleanup.** The cluster edition registers `mn -c` on every server, which stops every
+  Open vSwitch bridge and controller there, ours or not. Our remote nodes take their
+  server back out of that list: a run removes only what it made, by name and PID.
+- **Tunnels.** Its ssh tunnels name every tap `tap9` while they are made (two runs, or
+  two links at once, collide) and its GRE tunnels need `gretap`, which this kernel
+  lacks. A cross-server link here is a VXLAN pair (`VxlanLink`), one VNI per link, named
+  with the run's tag until it is renamed into place.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import subprocess
+from collections.abc import Sequence
+from typing import Any
+
+from mininet.examples.cluster import (
+    ClusterCleanup,
+    RemoteHost,
+    RemoteLink,
+    RemoteMixin,
+    RemoteOVSSwitch,
+)
+
+from fogsdn.core.processes import die_with_parent
+
+VXLAN_PORT = 4789  # IANA's; one UDP socket per server carries every link's VNI
+# the inner frame must fit the LAN's frame with VXLAN's 50 bytes around it: hosts keep
+# their 1500, so the LAN between servers needs an MTU of at least 1550
+VXLAN_OVERHEAD = 50
+LINK_MTU = 1500
+RCMD_TIMEOUT_S = 30.0
+_vni = itertools.count(1000)
+
+
+class ClusterNetError(RuntimeError):
+    """A remote step that failed: one line naming the server and the step."""
+
+
+def ssh_options(key: str | None, port: int = 22) -> list[str]:
+    """ssh's options for a server of ours: its key, no prompt, no host-key store (the
+    servers file names the servers; a real deployment pins them in known_hosts)."""
+    opts = ["-o", "BatchMode=yes", "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=10",
+            "-o", "StrictHostKeyChecking=accept-new", "-p", str(port)]
+    if key is not None:
+        opts = ["-i", key, *opts]
+    return opts
+
+
+class FogRemoteMixin(RemoteMixin):
+    """The cluster edition's RemoteMixin as we use it: root on both ends, our ssh
+    options, ssh processes that die with us, and no `mn -c` for our servers."""
+
+    def __init__(self, name: str, *args: Any, ssh_opts: Sequence[str] = (), **kwargs: Any
+                 ) -> None:
+        self.ssh_opts = list(ssh_opts)
+        kwargs.setdefault("user", "root")
+        super().__init__(name, *args, **kwargs)
+        ClusterCleanup.serveruser.pop(self.server, None)  # never `mn -c` on our servers
+        if self.isRemote:
+            self.sshcmd = self._ssh(tt=True)
+
+    def _ssh(self, tt: bool) -> list[str]:
+        return ["ssh", *self.ssh_opts, *(["-tt"] if tt else []), f"{self.user}@{self.serverIP}"]
+
+    def rcmd(self, *cmd: str, **opts: Any) -> str:
+        """A command on the node's server, in its root namespace: its output. (The
+        cluster edition's adds bytes to a str, as under Python 2.)"""
+        proc = self.rpopen(*cmd, **opts)
+        out, _ = proc.communicate(timeout=RCMD_TIMEOUT_S)
+        return out.decode(errors="replace") if isinstance(out, bytes) else str(out or "")
+
+    def _popen(self, cmd: str | list[str], sudo: bool = True, tt: bool = True,
+               **params: Any) -> subprocess.Popen[bytes]:
+        """A process on the node's server: over ssh (with `-tt` unless `tt` is false),
+        never through sudo, dying with this process."""
+        del sudo  # we are root on every server
+        argv = cmd.split() if isinstance(cmd, str) else list(cmd)
+        if self.isRemote:  # the shell starts inside Mininet's __init__: before `sshcmd`
+            argv = [*self._ssh(tt), *argv]
+        params["preexec_fn"] = _own_group_dying_with_us
+        proc: subprocess.Popen[bytes] = super(RemoteMixin, self)._popen(argv, **params)
+        return proc
+
+
+def _own_group_dying_with_us() -> None:
+    """The cluster edition's own group (a Ctrl-C here is ours to handle, not ssh's), and
+    death with this process."""
+    import os
+
+    os.setpgrp()
+    die_with_parent()
+
+
+class FogRemoteHost(FogRemoteMixin, RemoteHost):
+    """A host on a server (its own network namespace there)."""
+
+
+class FogRemoteOVSSwitch(FogRemoteMixin, RemoteOVSSwitch):
+    """An Open vSwitch bridge on a server (that server's own ovs-vswitchd)."""
+
+
+class VxlanLink(RemoteLink):
+    """A link whose ends may be on two servers: a veth pair on one server, as Mininet's
+    Link; across servers a VXLAN device on each, one VNI per link, over the servers'
+    LAN. Made under a name with the run's tag, moved into the node's namespace, then
+    renamed to the interface name Mininet gave it."""
+
+    tag = "fz"  # the run's tag (`VxlanLink.for_run`)
+
+    @classmethod
+    def for_run(cls, tag: str) -> type[VxlanLink]:
+        return type(f"VxlanLink_{tag}", (cls,), {"tag": tag})
+
+    def makeTunnel(self, node1: Any, node2: Any, intfname1: str, intfname2: str,  # noqa: N802
+                   addr1: str | None = None, addr2: str | None = None) -> None:
+        vni = next(_vni)
+        for node, peer, name, addr in ((node1, node2, intfname1, addr1),
+                                       (node2, node1, intfname2, addr2)):
+            temp = f"{self.tag}x{vni}"[:15]
+            made = node.rcmd(f"ip link add {temp} type vxlan id {vni} remote {peer.serverIP}"
+                             f" local {node.serverIP} dstport {VXLAN_PORT}"
+                             f" && ip link set {temp} mtu {LINK_MTU}")
+            if made.strip():
+                raise ClusterNetError(f"server {node.server}: vxlan {vni}: {_first(made)}")
+            if node.inNamespace:
+                self.moveIntf(temp, node)
+            renamed = node.cmd(f"ip link set {temp} name {name}"
+                               + (f" address {addr}" if addr else ""))
+            if renamed.strip():
+                raise ClusterNetError(f"server {node.server}: rename {temp}: {_first(renamed)}")
+        self.tunnel = None  # nothing to stop but the two devices (`stop`)
+
+    def stop(self) -> None:
+        self.intf1.delete()
+        self.intf2.delete()
+
+
+def _first(text: str) -> str:
+    lines = [x for x in re.split(r"[\r\n]+", text) if x.strip()]
+    return lines[0].strip() if lines else ""
