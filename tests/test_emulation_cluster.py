@@ -124,3 +124,52 @@ def test_a_network_over_two_servers_passes_packets_over_a_vxlan_link() -> None:
         for s in (a, b):
             left = c.ssh(s, f"ovs-vsctl list-br; ip -o link | grep -c {c.tag} || true")
             assert left.stdout.split() == ["0"], (s.name, left.stdout)
+
+
+_RUNNER = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from fogsdn.netem.cluster_guard import GuardSession
+ssh, tag = json.loads(sys.argv[2]), sys.argv[3]
+g = GuardSession(ssh, tag)
+import subprocess
+subprocess.run([*ssh, f"ovs-vsctl add-br {tag}b1 -- set bridge {tag}b1 datapath_type=netdev"
+                f" && ip link add {tag}v1 type dummy && ovs-vsctl add-br other0"], check=True)
+sleeper = subprocess.run([*ssh, "setsid sleep 600 >/dev/null 2>&1 < /dev/null & echo $!"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+g.watch(int(sleeper))
+print(sleeper, flush=True)
+import time
+time.sleep(600)
+"""
+
+
+@emulation
+def test_sigkill_of_the_runner_leaves_nothing_of_its_run_on_a_server() -> None:
+    """The run's guard on a server stops the run's processes there and removes its
+    tagged bridges and interfaces when the runner dies, and nothing else (a bridge of
+    someone else's stays)."""
+    with FakeCluster(1) as c:
+        (a,) = c.servers
+        ssh = c.ssh_command(a)
+        tag = "fzg" + c.tag[2:]
+        runner = subprocess.Popen([sys.executable, "-c", _RUNNER, str(ROOT), json.dumps(ssh),
+                                   tag], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        try:
+            assert runner.stdout is not None
+            sleeper = int(runner.stdout.readline())
+            before = c.ssh(a, "ovs-vsctl list-br").stdout.split()
+            assert before == sorted([f"{tag}b1", "other0"])
+        finally:
+            runner.send_signal(signal.SIGKILL)
+            runner.wait(10)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            left = c.ssh(a, f"ovs-vsctl list-br; ls /sys/class/net; kill -0 {sleeper} && "
+                            "echo alive").stdout.split()
+            if f"{tag}b1" not in left and f"{tag}v1" not in left and "alive" not in left:
+                break
+            time.sleep(0.2)
+        assert f"{tag}b1" not in left and f"{tag}v1" not in left, left
+        assert "alive" not in left
+        assert "other0" in left  # not the run's: left as it was

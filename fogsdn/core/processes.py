@@ -28,6 +28,13 @@ def die_with_parent() -> None:
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
+def own_group_dying_with_parent() -> None:
+    """`preexec_fn` for an ssh of ours: its own process group (a Ctrl-C is the runner's
+    to handle, not ssh's), and `die_with_parent`."""
+    os.setpgrp()
+    die_with_parent()
+
+
 def proc_start_time(pid: int) -> int | None:
     """The kernel's start time of `pid` (field 22 of /proc/PID/stat), None if gone."""
     try:

@@ -31,7 +31,7 @@ from mininet.examples.cluster import (
     RemoteOVSSwitch,
 )
 
-from fogsdn.core.processes import die_with_parent
+from fogsdn.core.processes import own_group_dying_with_parent
 
 VXLAN_PORT = 4789  # IANA's; one UDP socket per server carries every link's VNI
 # the inner frame must fit the LAN's frame with VXLAN's 50 bytes around it: hosts keep
@@ -87,18 +87,10 @@ class FogRemoteMixin(RemoteMixin):
         argv = cmd.split() if isinstance(cmd, str) else list(cmd)
         if self.isRemote:  # the shell starts inside Mininet's __init__: before `sshcmd`
             argv = [*self._ssh(tt), *argv]
-        params["preexec_fn"] = _own_group_dying_with_us
+        params["preexec_fn"] = own_group_dying_with_parent
         proc: subprocess.Popen[bytes] = super(RemoteMixin, self)._popen(argv, **params)
         return proc
 
-
-def _own_group_dying_with_us() -> None:
-    """The cluster edition's own group (a Ctrl-C here is ours to handle, not ssh's), and
-    death with this process."""
-    import os
-
-    os.setpgrp()
-    die_with_parent()
 
 
 class FogRemoteHost(FogRemoteMixin, RemoteHost):
