@@ -28,6 +28,13 @@ def die_with_parent() -> None:
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
+def killed_with_parent() -> None:
+    """`preexec_fn` for a child that holds namespaces and flushes nothing: SIGKILL at the
+    parent's death (`unshare --fork` ignores SIGTERM while it waits for its child)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
 def own_group_dying_with_parent() -> None:
     """`preexec_fn` for an ssh of ours: its own process group (a Ctrl-C is the runner's
     to handle, not ssh's), and `die_with_parent`."""

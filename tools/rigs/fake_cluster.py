@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fogsdn.core.processes import die_with_parent
+from fogsdn.core.processes import killed_with_parent
 
 LAN_PREFIX = "10.252.0"  # the servers' LAN: .1 is this machine's side, .10+ the servers
 START_TIMEOUT_S = 20.0
@@ -120,7 +120,7 @@ class FakeCluster:
     def _start(self) -> None:
         _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(self.key))
         self.lan = subprocess.Popen(["unshare", "--net", "--", "sleep", "infinity"],
-                                    preexec_fn=die_with_parent)
+                                    preexec_fn=killed_with_parent)
         _wait_own_net(self.lan.pid)
         self._in_lan("ip", "link", "add", "lan", "type", "bridge")
         self._in_lan("ip", "link", "set", "lan", "up")
@@ -167,7 +167,7 @@ class FakeCluster:
                 ["unshare", "--mount", "--uts", "--net", "--pid", "--fork", "--mount-proc",
                  "--propagation", "private", "--kill-child=SIGKILL",
                  "bash", "-c", _SERVER_INIT], env=env, stdout=log, stderr=subprocess.STDOUT,
-                preexec_fn=die_with_parent)
+                preexec_fn=killed_with_parent)
         pid = _wait_child(server.process)
         self._in_lan("ip", "link", "add", f"s{i + 1}", "mtu", LAN_MTU, "type", "veth",
                      "peer", "name", "peer", "mtu", LAN_MTU)
