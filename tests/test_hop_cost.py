@@ -156,3 +156,35 @@ def test_a_tabled_link_below_the_cost_is_not_named_below_the_floor() -> None:
     assert set(full.below_floor) == {"s1-s2"}
     assert floor.report["from_peer_tables_model_ms"] == {"fog0-s0": pytest.approx(0.129)}
     assert floor.notes and "s1-s2" in floor.notes[0] and "fog0-s0" not in floor.notes[0]
+
+
+def test_the_probes_cost_is_a_share_of_the_machine_and_a_packet_rate() -> None:
+    import os
+
+    from fogsdn.live.hop_floor import probe_cost
+
+    cost = probe_cost(cpu_s=0.5, bridge_packets=1080, wall_s=10.0)
+    assert cost["cpu_share"] == pytest.approx(0.5 / (10.0 * (os.cpu_count() or 1)), abs=1e-5)
+    assert cost["bridge_packets_per_s"] == 108.0
+    assert probe_cost(0.0, 0, 0.0)["cpu_share"] == 0.0
+
+
+def test_measuring_under_load_can_be_switched_off() -> None:
+    """`hop_cost_every_s: 0`: the start's measurement holds; no probing thread runs."""
+    import threading
+
+    import networkx as nx
+
+    from fogsdn.live.hop_floor import HopFloor
+
+    topo = {"kind": "line", "length": 2, "link": {"delay_ms": 0.1}}
+    assert parse_scenario(scenario_dict(topology=topo)).topology.hop_cost_every_s == 10.0
+    off = parse_scenario(scenario_dict(topology={**topo, "hop_cost_every_s": 0}))
+    assert off.topology.hop_cost_every_s == 0.0
+    for bad in (-1, 1e9, float("nan")):
+        with pytest.raises(ScenarioError, match="hop_cost_every_s"):
+            parse_scenario(scenario_dict(topology={**topo, "hop_cost_every_s": bad}))
+    floor = HopFloor(nx.Graph(), 10.0, "deduct", every_s=0.0)
+    floor._chain = object()  # type: ignore[assignment]  # a chain that must not be probed
+    floor.follow(None, lambda: True, threading.Event())  # type: ignore[arg-type]
+    assert floor._thread is None and floor.report["during_run_every_s"] == 0.0

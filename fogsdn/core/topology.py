@@ -101,6 +101,9 @@ class TopologySpec(FrozenModel):
     hop_cost: Literal["deduct", "keep"] = Field(
         "deduct", description="live: measure the emulator's own cost per hop at start and "
         "deduct it from each delayed link (deduct), or only report it (keep)")
+    hop_cost_every_s: float = Field(
+        10.0, ge=0, le=3600, description="live: real seconds between measurements of the "
+        "cost per hop under the run's own load (0: only the start's)")
     length: int = Field(3, ge=1, le=99, description="line: switches in the chain")
     depth: int = Field(2, ge=1, le=4, description="tree: levels below the root")
     fanout: int = Field(2, ge=1, le=8, description="tree: children per switch")

@@ -11,6 +11,7 @@ a fidelity note, not a crash.
 from __future__ import annotations
 
 import math
+import os
 import statistics
 import threading
 import time
@@ -46,15 +47,27 @@ def _recorder(rec: RunRecord) -> Callable[[ProbeResources], None]:
     return register
 
 
+def probe_cost(cpu_s: float, bridge_packets: int, wall_s: float) -> dict[str, float]:
+    """What measuring under the run's load cost the run: the probes' CPU as a share of
+    the machine's, and the packets per second they put through bridges (the chain's own:
+    the same Open vSwitch forwards the run's)."""
+    cores = os.cpu_count() or 1
+    return {"cpu_s": round(cpu_s, 3), "wall_s": round(wall_s, 1),
+            "cpu_share": round(cpu_s / (wall_s * cores), 5) if wall_s > 0 else 0.0,
+            "bridge_packets_per_s": round(bridge_packets / wall_s, 1) if wall_s > 0 else 0.0}
+
+
 class HopFloor:
     """What the run does about its cost per hop, and what it says of it: `deduction`
     (None: links as configured), `report` (summary.json) and `notes`."""
 
     def __init__(self, graph: nx.Graph, time_scale: float, mode: str,
-                 tabled: Collection[str] = ()) -> None:
+                 tabled: Collection[str] = (), every_s: float = DURING_RUN_PERIOD_S) -> None:
         """`tabled`: links whose elements carry per-peer delay tables, which take what
-        the element's own delay cannot (`Network.update_peers`): not below the floor."""
-        self.time_scale, self.mode = time_scale, mode
+        the element's own delay cannot (`Network.update_peers`): not below the floor.
+        `every_s`: real seconds between measurements under the run's load (0: none, the
+        start's measurement holds for the whole run)."""
+        self.time_scale, self.mode, self.every_s = time_scale, mode, every_s
         self.tabled = frozenset(tabled)
         self.configured = configured_delays_ms(graph, time_scale)
         self.deduction: Deduction | None = None
@@ -102,16 +115,23 @@ class HopFloor:
         return full
 
     def follow(self, network: Network, load_started: Callable[[], bool],
-               stop: threading.Event, period_s: float = DURING_RUN_PERIOD_S) -> None:
-        """Once the load runs, measure again every `period_s` and deduct the median of
+               stop: threading.Event) -> None:
+        """Once the load runs, measure again every `every_s` and deduct the median of
         those measurements (the run's own load makes each hop dearer than at start)."""
-        if self._chain is None:
+        if self._chain is None or self.every_s <= 0:
+            self.report["during_run_every_s"] = 0.0
             return
+        self.report["during_run_every_s"] = self.every_s
 
         def loop() -> None:
             while not (self._done.is_set() or stop.is_set()) and not load_started():
                 self._done.wait(0.2)
-            while not self._done.wait(period_s) and not stop.is_set():
+            t0 = time.monotonic()
+            first = self._chain
+            if first is None:
+                return
+            cpu0, packets0 = first.cpu_s, first.bridge_packets
+            while not self._done.wait(self.every_s) and not stop.is_set():
                 chain = self._chain
                 if chain is None:
                     return
@@ -123,6 +143,9 @@ class HopFloor:
                 per_hop = statistics.median(self._during)
                 full = self._apply(per_hop)
                 self.report["during_run_real_ms"] = [round(c, 5) for c in self._during]
+                self.report["probe_cost"] = probe_cost(
+                    chain.cpu_s - cpu0, chain.bridge_packets - packets0,
+                    time.monotonic() - t0)
                 if self.mode == "deduct" and network.shaper is not None:
                     network.set_per_hop_ms(full.per_hop_ms)
 

@@ -156,7 +156,8 @@ class LiveNetwork:
         self.controller_port = 0
         self.switch = SwitchTuning()
         self.hop_floor = HopFloor(self.graph, spec.time_scale, spec.topology.hop_cost,
-                                  tabled=self.peer_tables)
+                                  tabled=self.peer_tables,
+                                  every_s=spec.topology.hop_cost_every_s)
 
     # -- start ------------------------------------------------------------------------
     def start(self, available: dict[str, bool], t0: float | None = None) -> None:

@@ -10,6 +10,7 @@ it (fogsdn.live.cleanup). The fit is `fogsdn.netem.hop_cost.fit_hop_cost`.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import subprocess
@@ -48,11 +49,26 @@ def _in(pid: int, argv: list[str]) -> list[str]:
     return ["nsenter", "-t", str(pid), "-n", *argv]
 
 
-def _ping(pid: int, ip: str, count: int, interval_s: float) -> list[float]:
-    r = subprocess.run(_in(pid, ["ping", "-n", "-c", str(count), "-i", f"{interval_s:g}",
-                                 "-W", "1", ip]),
-                       capture_output=True, text=True, timeout=30 + count * interval_s)
-    return [float(m) for m in _TIME.findall(r.stdout)]
+@dataclass
+class PingRound:
+    """One ping process's round trips (ms) and its own CPU time (s), user and system,
+    as the kernel accounted it at its exit (`os.wait4`)."""
+
+    rtts_ms: list[float]
+    cpu_s: float
+
+
+def _ping(pid: int, ip: str, count: int, interval_s: float) -> PingRound:
+    deadline_s = max(1, math.ceil(count * interval_s) + 2)  # ping's own: it always ends
+    proc = subprocess.Popen(_in(pid, ["ping", "-n", "-c", str(count), "-i", f"{interval_s:g}",
+                                      "-W", "1", "-w", str(deadline_s), ip]),
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    proc.stdout.close()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return PingRound([float(m) for m in _TIME.findall(out)], usage.ru_utime + usage.ru_stime)
 
 
 class HopChain:
@@ -66,6 +82,8 @@ class HopChain:
         self.res = ProbeResources()
         self.bridges = [f"{prefix}hb{i}" for i in range(len(HOPS))]
         self.holders: list[subprocess.Popen[bytes]] = []
+        self.cpu_s = 0.0  # the probes' own CPU time so far (`_count`)
+        self.bridge_packets = 0  # packets the chain's bridges forwarded for the probes
         self.shaper: LinkShaper | None = None
 
     def open(self) -> HopChain:
@@ -125,7 +143,7 @@ class HopChain:
             res.pids.update({f"relay {k}": v for k, v in self.shaper.created().pids.items()})
             self.register(res)
         for hops in HOPS:  # addresses learnt before any timing
-            _ping(self.holders[0].pid, f"{SUBNET}{hops + 2}", 3, 0.005)
+            self._count(hops, _ping(self.holders[0].pid, f"{SUBNET}{hops + 2}", 3, 0.005))
 
     def measure(self, pings: int = 180, interval_s: float = 0.005) -> HopCost:
         """Ping each endpoint from A, `pings` each, in rounds (so that a busy spell
@@ -134,9 +152,16 @@ class HopChain:
         per_round = max(1, pings // ROUNDS)
         for _ in range(ROUNDS):
             for hops in HOPS:
-                rtts[hops] += _ping(self.holders[0].pid, f"{SUBNET}{hops + 2}", per_round,
-                                    interval_s)
+                done = _ping(self.holders[0].pid, f"{SUBNET}{hops + 2}", per_round, interval_s)
+                rtts[hops] += done.rtts_ms
+                self._count(hops, done)
         return fit_hop_cost(rtts)
+
+    def _count(self, hops: int, done: PingRound) -> None:
+        """What probing cost: the ping processes' CPU, and the packets the chain's
+        bridges forwarded (an echo and its reply, through hops + 1 bridges each)."""
+        self.cpu_s += done.cpu_s
+        self.bridge_packets += 2 * (hops + 1) * len(done.rtts_ms)
 
     def close(self) -> None:
         if self.shaper is not None:
