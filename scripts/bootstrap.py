@@ -6,7 +6,6 @@ the project root on sys.path. Each step checks first: running it again does noth
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import shutil
@@ -19,6 +18,8 @@ from typing import NoReturn
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from fogsdn.core.cli_args import OneLineParser, fail  # noqa: E402,F401 (standard library only)
 from fogsdn.core.processes import (  # noqa: E402 (standard library only)
     STOP_REQUESTED,
     exec_with_stop_signals_held,
@@ -253,16 +254,3 @@ def free_memory() -> float | None:
     return None
 
 
-def fail(message: object, code: int = 2) -> int:
-    """Print a script's one-line error on stderr; returns the exit status to return."""
-    print(message, file=sys.stderr)
-    return code
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """Usage errors as one line, `PROG: error: ...`, exit 2, like the scripts' own
-    errors (argparse prints the whole usage first); give `prog`, the script's name."""
-
-    def error(self, message: str) -> NoReturn:
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        raise SystemExit(2)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import bench_controller as bc
 import pytest
 
+import tools.bench.controller as bc
 import tools.rigs.fake_switch as fs
 from fogsdn.core.fabric import Fabric
 

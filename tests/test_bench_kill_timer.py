@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 
-import bench_kill_timer as bk
 import pytest
 
+import tools.bench.kill_timer as bk
 from fogsdn.core.trace import Outcome, TraceRow
 
 

@@ -135,7 +135,8 @@ g = GuardSession(ssh, tag)
 import subprocess
 subprocess.run([*ssh, f"ovs-vsctl add-br {tag}b1 -- set bridge {tag}b1 datapath_type=netdev"
                 f" && ip link add {tag}v1 type veth peer name {tag}w1"
-                f" && ovs-vsctl add-br other0 -- set bridge other0 datapath_type=netdev"], check=True)
+                f" && ovs-vsctl add-br other0 -- set bridge other0 datapath_type=netdev"],
+               check=True)
 sleeper = subprocess.run([*ssh, "setsid sleep 600 >/dev/null 2>&1 < /dev/null & echo $!"],
                          capture_output=True, text=True, check=True).stdout.strip()
 g.watch(int(sleeper))

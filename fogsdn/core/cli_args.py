@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from typing import NoReturn
 
-from fogsdn.core.timebase import Timebase
+from fogsdn.core.timebase import Timebase  # standard library only, as this module: the
+
+# scripts import it before their set-up
 
 
 class ArgumentError(ValueError):
@@ -53,3 +57,18 @@ def require_count(flag: str, value: int | None) -> None:
     """ArgumentError naming `flag` when a count was given and is below 1."""
     if value is not None and value < 1:
         raise ArgumentError(f"{flag} must be >= 1")
+
+
+def fail(message: object, code: int = 2) -> int:
+    """Print a script's one-line error on stderr; returns the exit status to return."""
+    print(message, file=sys.stderr)
+    return code
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line, `PROG: error: ...`, exit 2, like the scripts' own
+    errors (argparse prints the whole usage first); give `prog`, the script's name."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(2)

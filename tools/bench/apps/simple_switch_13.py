@@ -1,7 +1,7 @@
 """Baseline for the controller benchmark: a minimal MAC-learning switch (OpenFlow 1.3),
 written from the classic os-ken/Ryu one's behaviour (docs/benchmarks.md).
 
-    python -m fogsdn.controller.main --port 6653 --app scripts.bench_apps.simple_switch_13
+    python -m fogsdn.controller.main --port 6653 --app tools.bench.apps.simple_switch_13
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Topology sections of scripts/bench_links.py: re-route time and start-up time
-(docs/benchmarks.md). Each takes bench_links' context and returns its JSON keys; needs
-root, Open vSwitch and the emulation lock.
+"""Topology sections of scripts/bench_links.py (tools/bench/links.py): re-route time and
+start-up time (docs/benchmarks.md). Each takes bench_links' context and returns its JSON
+keys; needs root, Open vSwitch and the emulation lock.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import numpy as np
 
 from fogsdn.core.scenario import Scenario, parse_scenario
 from fogsdn.live.live_network import live_network
+from tools.bench.common import ROOT
 from tools.rigs.probe_network import measure_reroutes, ping_rtts_ms
 from tools.rigs.traffic_probe import Outage
 
-ROOT = Path(__file__).resolve().parent.parent
 REROUTE_FAILURES = 100
 STARTUP_SWITCHES, STARTUP_FOG, STARTUP_CLIENTS = 50, 51, 149  # 200 hosts in one /24
 

@@ -1,1 +1,0 @@
-"""os-ken apps used only as baselines by `scripts/bench_controller.py`."""

@@ -1,0 +1,1 @@
+"""os-ken apps used only as baselines by the controller benchmark (`tools/bench/controller.py`)."""
