@@ -118,10 +118,11 @@ class HopFloor:
                stop: threading.Event) -> None:
         """Once the load runs, measure again every `every_s` and deduct the median of
         those measurements (the run's own load makes each hop dearer than at start)."""
-        if self._chain is None or self.every_s <= 0:
-            self.report["during_run_every_s"] = 0.0
+        if self._chain is None:
             return
-        self.report["during_run_every_s"] = self.every_s
+        self.report["during_run_every_s"] = max(0.0, self.every_s)
+        if self.every_s <= 0:
+            return
 
         def loop() -> None:
             while not (self._done.is_set() or stop.is_set()) and not load_started():
