@@ -23,11 +23,11 @@ C1 = ("10.0.0.11", 40000)
 
 
 def _frame(src: str, sport: int, dst: str, dport: int, seq: int, flags: int,
-           vlan: bool = False, options: int = 20) -> bytes:
+           vlan: bool = False, options: int = 20, ack: int = 0) -> bytes:
     eth = b"\x02" * 12 + (b"\x81\x00\x00\x05" if vlan else b"") + b"\x08\x00"
     ip = bytes([0x45, 0xB8]) + struct.pack("!HHHBBH", 60, 0, 0, 64, 6, 0) + bytes(
         int(x) for x in src.split(".")) + bytes(int(x) for x in dst.split("."))
-    tcp = struct.pack("!HHIIBBHHH", sport, dport, seq, 0, (5 + options // 4) << 4, flags,
+    tcp = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, (5 + options // 4) << 4, flags,
                       65535, 0, 0) + b"\x01" * options
     return eth + ip + tcp
 
@@ -43,6 +43,9 @@ def test_parse_segment_reads_the_headers_of_a_truncated_copy() -> None:
     assert fin is not None and fin.fin and not fin.client_syn and fin.src_ip == "10.0.0.1"
     synack = parse_segment(_frame("10.0.0.1", 9000, "10.0.0.11", 40000, 5, TCP_SYN | TCP_ACK))
     assert synack is not None and not synack.client_syn
+    acked = parse_segment(_frame("10.0.0.1", 9000, "10.0.0.11", 40000, 5, TCP_FIN | TCP_ACK,
+                                 ack=987654321))
+    assert acked is not None and acked.ack == 987654321
     assert parse_segment(f[:14 + 20 + 13]) is None  # cut before the flags
     arp = b"\x02" * 12 + b"\x08\x06" + b"\x00" * 28
     assert parse_segment(arp) is None
@@ -254,3 +257,57 @@ def test_a_runs_recorder_abandons_after_twice_the_timeout_or_two_seconds() -> No
     assert (rec.vip, rec.mask, rec.last_expiry) == (VIP, 0x1E, 12.5)
     assert dict(rec.node_of_ip) == HOSTS
     assert RtRecorder.of_run(5.0, 100.0, VIP, HOSTS, 0, now=0.0).timer.max_open_s == 2.0
+
+
+# Conntrack renames a client port when the client reuses it towards the same worker while
+# the old connection's entry is still there (seen live: 54642 -> 54643); the server's
+# segments then carry the new port, and pair with the SYN by their acknowledgment number.
+RENAMED = ("10.0.0.11", 40001)
+
+
+def test_a_fin_to_a_port_conntrack_renamed_pairs_by_its_acknowledgment() -> None:
+    t = ConnectionTimer(MS_REAL)
+    t.syn(C1, seq=1000, t=10.000)
+    t.syn(("10.0.0.12", 40001), seq=1000, t=10.001)  # another client's: never this FIN's
+    m = t.fin(RENAMED, t=10.010, node="fn", ack=1000 + 1 + 73)  # 73 request bytes read
+    assert m is not None and (m.client_ip, m.client_port, m.node) == ("10.0.0.11", 40000, "fn")
+    assert m.rt_ms == pytest.approx(10e-3 / MS_REAL)
+    assert t.counts["paired_by_ack"] == 1 and list(t.open) == [("10.0.0.12", 40001)]
+
+
+def test_a_fin_whose_acknowledgment_answers_no_open_syn_stays_unmatched() -> None:
+    t = ConnectionTimer(MS_REAL)
+    t.syn(C1, seq=1000, t=10.000)
+    assert t.fin(RENAMED, t=10.010, node="fn", ack=1000 + 1 + (1 << 16) + 1) is None
+    assert t.fin(RENAMED, t=10.010, node="fn", ack=999) is None  # before the SYN's
+    assert t.fin(RENAMED, t=10.010, node="fn") is None  # no acknowledgment: the port only
+    assert t.counts["fin_unmatched"] == 3 and list(t.open) == [C1]
+
+
+def test_pairing_by_acknowledgment_follows_the_sequence_numbers_wrap() -> None:
+    t = ConnectionTimer(MS_REAL)
+    seq = (1 << 32) - 10
+    t.syn(C1, seq=seq, t=10.000)
+    m = t.fin(RENAMED, t=10.004, node="ofn1", ack=(seq + 1 + 73) % (1 << 32))
+    assert m is not None and m.client_port == 40000
+
+
+def test_a_renamed_handshake_still_samples_the_clients_leg() -> None:
+    t = ConnectionTimer(MS_REAL)
+    t.syn(C1, seq=41, t=10.000)
+    t.synack(RENAMED, t=10.001, ack=42)  # the SYN-ACK acknowledges exactly the SYN
+    t.ack(C1, t=10.0012)  # the client's ACK keeps its own port
+    m = t.fin(RENAMED, t=10.010, node="fn", ack=42 + 73)
+    assert m is not None and m.leg_ms == pytest.approx(0.2e-3 / MS_REAL)
+    assert t.counts["legs"] == 1
+
+
+def test_the_recorder_pairs_a_renamed_connections_copies_from_their_frames() -> None:
+    rec = RtRecorder(ConnectionTimer(MS_REAL), VIP, {"10.0.0.2": "fn", "10.0.0.11": "c1"})
+    syn = parse_segment(_frame("10.0.0.11", 40000, VIP, 9000, 5000, TCP_SYN))
+    fin = parse_segment(_frame("10.0.0.2", 9000, "10.0.0.11", 40001, 1, TCP_FIN | TCP_ACK,
+                               ack=5000 + 1 + 72))
+    assert syn is not None and fin is not None
+    assert rec.observe(syn, 1.000) is None
+    m = rec.observe(fin, 1.006)
+    assert m is not None and rec.row(m).startswith("c1,40000,fn,")

@@ -1,8 +1,12 @@
 """Response time as the network sees it: each connection's client SYN to the server's FIN.
 
 Pure, so the pairing is tested with fakes. A connection is named by its client end
-(address, port), which NAT never rewrites; the client's own leg to the switch is sampled
-from the handshake (docs/learning.md, "Response time measured by the controller").
+(address, port) as the client sent it. Conntrack keeps that port, except when a client
+reuses a port towards the same worker while the old connection's entry is still there:
+it then gives the new connection another source port, and the server's segments carry
+that one. Those are paired by their acknowledgment number, which counts from the
+client's initial sequence number. The client's own leg to the switch is sampled from the
+handshake (docs/learning.md, "Response time measured by the controller").
 """
 
 from __future__ import annotations
@@ -24,6 +28,11 @@ __all__ = ["RT_COLUMNS", "ConnKey", "ConnectionTimer", "Measurement", "PathStats
 TCP_FIN, TCP_SYN, TCP_ACK = 0x01, 0x02, 0x10
 ETH_IPV4, ETH_VLAN = 0x0800, 0x8100
 IP_TCP = 6
+SEQ_MOD = 1 << 32
+# the most bytes a client sends before the server's FIN: a FIN whose acknowledgment lies
+# within this of a SYN's sequence number answers it (a false match: about 1 in 65,000
+# per open connection of that client, and only for a FIN no port matched)
+REQUEST_BYTES_MAX = 1 << 16
 ConnKey = tuple[str, int]  # the client end of a connection: (address, port)
 # controller-rt.csv, one row per timed connection (docs/learning.md)
 RT_COLUMNS = "client,client_port,node,t_syn,t_fin,rt_ms,span_ms,leg_ms\n"
@@ -39,6 +48,7 @@ class Segment:
     dst_port: int
     seq: int
     flags: int
+    ack: int | None = None  # the acknowledgment number, where the copy had it
 
     @property
     def client_syn(self) -> bool:
@@ -77,8 +87,8 @@ def parse_segment(data: bytes) -> Segment | None:
     t = off + ihl
     if len(data) < t + 14:
         return None
-    sport, dport, seq = struct.unpack_from("!HHI", data, t)
-    return Segment(src, sport, dst, dport, seq, data[t + 13])
+    sport, dport, seq, ack = struct.unpack_from("!HHII", data, t)
+    return Segment(src, sport, dst, dport, seq, data[t + 13], ack)
 
 
 @dataclass(frozen=True)
@@ -119,8 +129,8 @@ class ConnectionTimer:
     legs: dict[str, deque[float]] = field(default_factory=dict)  # client -> recent legs (s)
     _early_fins: dict[ConnKey, tuple[float, str]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
-        ("syn", "syn_retransmitted", "fin", "paired", "fin_unmatched", "abandoned", "legs",
-         "no_leg"), 0))
+        ("syn", "syn_retransmitted", "fin", "paired", "paired_by_ack", "fin_unmatched",
+         "abandoned", "legs", "no_leg"), 0))
 
     def syn(self, key: ConnKey, seq: int, t: float, node: str | None = None) -> Measurement | None:
         """A client's SYN at `t` (`node`: where a per-request policy sent it); a
@@ -142,9 +152,23 @@ class ConnectionTimer:
         self.open[key] = _Open(seq, t, node)
         return None
 
-    def synack(self, key: ConnKey, t: float) -> None:
+    def _answered_by(self, key: ConnKey, ack: int | None, most: int) -> ConnKey | None:
+        """The open connection of `key`'s client whose SYN a server segment acknowledging
+        `ack` answers (`most`: how many bytes past the SYN it may acknowledge), when the
+        segment's port matched none: conntrack gave the connection another port."""
+        if ack is None:
+            return None
+        for k, o in self.open.items():
+            if k[0] == key[0] and (ack - o.seq - 1) % SEQ_MOD <= most:
+                return k
+        return None
+
+    def synack(self, key: ConnKey, t: float, ack: int | None = None) -> None:
         """The server's SYN-ACK passed the switch toward the client at `t` (the first one)."""
         held = self.open.get(key)
+        if held is None:
+            found = self._answered_by(key, ack, 0)
+            held = self.open[found] if found is not None else None
         if held is not None and held.t_synack is None and t >= held.t:
             held.t_synack = t
 
@@ -162,10 +186,17 @@ class ConnectionTimer:
         r = self.legs.get(client_ip)
         return sum(r) / len(r) if r else None
 
-    def fin(self, key: ConnKey, t: float, node: str | None = None) -> Measurement | None:
-        """A server's FIN stamped at `t`, from `node` (its source address's node)."""
+    def fin(self, key: ConnKey, t: float, node: str | None = None,
+            ack: int | None = None) -> Measurement | None:
+        """A server's FIN stamped at `t`, from `node` (its source address's node); `ack`,
+        its acknowledgment number, pairs it where conntrack changed the client's port."""
         self.counts["fin"] += 1
         held = self.open.get(key)
+        if held is None:
+            found = self._answered_by(key, ack, REQUEST_BYTES_MAX)
+            if found is not None and self.open[found].t <= t:
+                self.counts["paired_by_ack"] += 1
+                key, held = found, self.open[found]
         if held is None or held.t > t:
             self.counts["fin_unmatched"] += 1
             self._early_fins[key] = (t, node or "")
@@ -251,9 +282,10 @@ class RtRecorder:
         if seg.client_syn and seg.dst_ip == self.vip:
             m = self.timer.syn((seg.src_ip, seg.src_port), seg.seq, t, node)
         elif seg.fin:
-            m = self.timer.fin((seg.dst_ip, seg.dst_port), t, self.node_of_ip.get(seg.src_ip))
+            m = self.timer.fin((seg.dst_ip, seg.dst_port), t, self.node_of_ip.get(seg.src_ip),
+                               seg.ack)
         elif seg.synack:
-            self.timer.synack((seg.dst_ip, seg.dst_port), t)
+            self.timer.synack((seg.dst_ip, seg.dst_port), t, seg.ack)
         elif seg.pure_ack:
             self.timer.ack((seg.src_ip, seg.src_port), t)
         if m is not None:
