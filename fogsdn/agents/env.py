@@ -106,7 +106,7 @@ class RoutingEnvBase(gym.Env[Obs, npt.NDArray[np.float32]]):
     """What the simulated and the live env share: the goal's weight, the observer's
     layout, and the spaces (a weight per node; the layout's observation)."""
 
-    metadata = {"render_modes": []}  # noqa: RUF012 (Gymnasium declares it an instance attribute)
+    metadata: dict[str, list[str]] = {"render_modes": []}  # noqa: RUF012 (Gymnasium declares it an instance attribute)
 
     def __init__(self, scenario: Scenario, epoch_requests: int, epochs: int,
                  rt_weight: float | None) -> None:
