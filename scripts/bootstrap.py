@@ -242,6 +242,18 @@ def bootstrap(needs_network_stack: bool = True, extras: str = "test",
         _interrupted()
 
 
+def require(module: str, extra: str) -> None:
+    """A one-line error, not an ImportError's traceback, when `module` (of the `extra`)
+    is missing: a script run with the venv's own python skips set-up's install."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        print(f"{Path(sys.argv[0]).name}: error: {module} is not installed in {sys.prefix}: "
+              f"run the script with the system python3 (set-up installs the '{extra}' extra) "
+              f"or pip install -e '{ROOT}[{extra}]'", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def free_memory() -> float | None:
     """Bytes this machine can still give (MemAvailable), None where unknown: the
     optimiser's refusal compares its estimate with it."""

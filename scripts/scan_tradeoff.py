@@ -14,7 +14,8 @@ from pathlib import Path
 
 import bootstrap  # first run: set-up; outside .venv: re-run inside it
 
-bootstrap.bootstrap(needs_network_stack=False, extras="")
+bootstrap.bootstrap(needs_network_stack=False, extras="gym")  # fogsdn.agents.env
+bootstrap.require("gymnasium", "gym")
 
 import numpy as np  # noqa: E402
 

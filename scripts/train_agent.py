@@ -21,6 +21,7 @@ from pathlib import Path
 import bootstrap  # first run: set-up; outside .venv: re-run inside it
 
 bootstrap.bootstrap(needs_network_stack=False, extras="rl")
+bootstrap.require("torch", "rl")
 
 import numpy as np  # noqa: E402
 

@@ -139,3 +139,20 @@ def test_an_unreadable_scenario_file_is_one_line_from_every_command(
     assert r.returncode == 2, r.stderr[-2000:]
     assert len(r.stderr.strip().splitlines()) == 1 and cause in r.stderr, r.stderr[-2000:]
     assert str(bad) in r.stderr and not (tmp_path / "o").exists()
+
+
+def test_a_missing_extra_is_one_line_when_set_up_was_skipped() -> None:
+    """A script run with the venv's own python skips set-up's install: a module its
+    extra brings is then named in one line (train_agent.py without torch), not an
+    ImportError's traceback."""
+    code = (f"import sys; sys.path.insert(0, {str(ROOT / 'scripts')!r})\n"
+            "import bootstrap\n"
+            "bootstrap.require('json', 'rl')\n"  # there: nothing happens
+            "bootstrap.require('fogsdn_no_such_module', 'rl')\n"
+            "print('not reached')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2 and "not reached" not in r.stdout
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "fogsdn_no_such_module is not installed" in lines[0]
+    assert "'rl' extra" in lines[0] and "Traceback" not in r.stderr
