@@ -68,3 +68,30 @@ def test_compare_outside_model(tmp_path: Path) -> None:
     assert s["predicted"] is None
     assert "policy" in s["outside_model"]
     assert "outside the model" in text
+
+
+def test_a_broken_summary_is_one_line_naming_it_from_compare_and_the_replay(
+        tmp_path: Path) -> None:
+    """A summary.json cut short (a full disk, a killed writer) or not an object: compare.py
+    and the view's replay say which file, in one line; nothing is rewritten."""
+    import subprocess
+    import sys
+
+    import pytest
+
+    from fogsdn.view.replay import ReplayError, ReplaySource
+
+    run = _synthetic_run(tmp_path)
+    for text, cause in (('{"measured": ', "not readable as JSON"),
+                        ("[1, 2]", "a JSON object expected, got list")):
+        (run / "summary.json").write_text(text)
+        with pytest.raises(ValueError, match=f"summary.json: {cause}"):
+            compare_run(run, plot=False)
+        r = subprocess.run([sys.executable, str(ROOT / "scripts" / "compare.py"), str(run)],
+                           capture_output=True, text=True, timeout=120)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1, r.stderr
+        assert str(run / "summary.json") in lines[0] and cause in lines[0]
+        with pytest.raises(ReplayError, match="summary.json"):
+            ReplaySource.of(run)
+        assert (run / "summary.json").read_text() == text

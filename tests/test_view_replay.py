@@ -132,7 +132,7 @@ def test_the_replay_page_follows_the_slider_and_shows_the_curve(tmp_path: Path) 
     ("availability.csv", "t,node,state\n1e999,ofn1,available\n", "line 2: t: a finite number"),
     ("availability.csv", "t,node,state\n1.0,ofn1,gone\n", "line 2: node and state"),
     ("power.csv", "t_s,dt_s,element,power_w\n0,1,fn,lots\n", "power.csv: line 2: power_w"),
-    ("summary.json", "[1, 2]", "summary.json: a JSON object, got list"),
+    ("summary.json", "[1, 2]", "summary.json: a JSON object expected, got list"),
     ("summary.json", "{not json", "summary.json: "),
     ("summary.json", "[" * 5000 + "]" * 5000, "summary.json: "),
     ("trace.csv", "\x00\x01binary", "trace.csv: "),

@@ -219,6 +219,21 @@ def json_object(x: object, what: str) -> dict[str, object]:
     raise TypeError(f"{what}: a JSON object expected, got {type(x).__name__}")
 
 
+def read_summary(path: Path) -> dict[str, object]:
+    """A run folder's summary.json as an object, {} where none was written yet; a
+    ValueError naming the file where it is not JSON or not an object."""
+    if not path.exists():
+        return {}
+    try:
+        obj = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError) as err:
+        text = str(err).splitlines()[0] if str(err) else err.__class__.__name__
+        raise ValueError(f"{path}: not readable as JSON: {text}") from None
+    if not isinstance(obj, dict):
+        raise ValueError(f"{path}: a JSON object expected, got {type(obj).__name__}")
+    return obj
+
+
 def json_list(x: object, what: str) -> list[object]:
     """`x`, read from JSON, where it is a JSON array; else TypeError naming `what`."""
     if isinstance(x, list):

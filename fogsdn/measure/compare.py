@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from fogsdn.core.scenario import Scenario, load_scenario
-from fogsdn.core.summary import json_object, write_summary
+from fogsdn.core.summary import json_object, read_summary, write_summary
 from fogsdn.core.trace import Outcome, TraceRow, read_trace
 from fogsdn.exact.class_prediction import CLASSES, PERCENTILES
 from fogsdn.exact.model_params import AnyPrediction, OutsideModel, exact_prediction
@@ -147,8 +147,7 @@ def compare_run(run_dir: Path, plot: bool = True, no_plot_why: str = "") -> str:
     run_dir = Path(run_dir)
     sc = load_scenario(run_dir / "scenario.yaml")
     summary_path = run_dir / "summary.json"
-    summary = json_object(json.loads(summary_path.read_text()) if summary_path.exists() else {},
-                      "summary.json")
+    summary = read_summary(summary_path)
     # a live run's policy swaps (issue 21)
     epochs = _objects(summary.get("policy_epochs") or [], "policy_epochs")
     rows = (read_trace(run_dir / "trace.csv")

@@ -6,7 +6,6 @@ t is computed from it. Writes are refused.
 from __future__ import annotations
 
 import bisect
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,7 +15,7 @@ from typing import TypeVar
 from fogsdn.controller.learner_reports import CURVE_FILE
 from fogsdn.core.csv_rows import read_csv_rows
 from fogsdn.core.scenario import Role, Scenario, load_scenario, scenario_graph
-from fogsdn.core.summary import json_float
+from fogsdn.core.summary import json_float, read_summary
 from fogsdn.core.timebase import Timebase
 from fogsdn.core.trace import Outcome, TraceRow, read_trace
 from fogsdn.models.power_model import server_count
@@ -117,13 +116,6 @@ def _power_rows(path: Path) -> list[dict[str, str]]:
     return rows
 
 
-def _json_object(path: Path) -> dict[str, object]:
-    if not path.exists():
-        return {}
-    d = json.loads(path.read_text())
-    if not isinstance(d, dict):
-        raise ReplayError(f"{path}: a JSON object, got {type(d).__name__}")
-    return d
 
 
 def _prediction(d: Mapping[str, object], where: str) -> None:
@@ -136,7 +128,7 @@ def _summary(path: Path) -> dict[str, object]:
     """summary.json, its `predicted` an object (or null) and its `policy_epochs` (what the
     slider shows per epoch) each an object with a finite `from_ms` (and such a
     `predicted`)."""
-    d = _json_object(path)
+    d = read_summary(path)
     _prediction(d, str(path))
     epochs = d.get("policy_epochs")
     if epochs is not None:
