@@ -76,6 +76,10 @@ def main(argv: list[str] | None = None) -> int:
                              headers={"Authorization": f"Bearer {token}"}, timeout=30)
         else:
             r = requests.get(f"{base}/api/{a.cmd}", timeout=10)
+    except requests.ConnectionError:
+        print(f"fogsdn_ctl.py: error: nothing answers at {base} (is a run going, with its "
+              "REST API on that address? --url names another)", file=sys.stderr)
+        return 1
     except (requests.RequestException, OSError) as err:
         print(f"fogsdn_ctl.py: error: {err}", file=sys.stderr)
         return 1
