@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -92,7 +93,13 @@ def test_a_network_over_two_servers_passes_packets_over_a_vxlan_link() -> None:
     each switch is a bridge of its own server's Open vSwitch, and `stop` leaves none."""
     from mininet.net import Mininet
 
-    from fogsdn.netem.cluster_net import FogRemoteHost, FogRemoteOVSSwitch, VxlanLink, ssh_options
+    from fogsdn.netem.cluster_net import (
+        FogRemoteHost,
+        FogRemoteOVSSwitch,
+        VxlanLink,
+        measure_tunnel,
+        ssh_options,
+    )
 
     with FakeCluster(2) as c:
         a, b = c.servers
@@ -117,6 +124,14 @@ def test_a_network_over_two_servers_passes_packets_over_a_vxlan_link() -> None:
             assert h2.cmd("hostname").strip() == b.name
             out = h1.cmd("ping -c 3 -W 2 10.0.9.2")
             assert " 0% packet loss" in out, out
+            # what the link between the switches crosses: the servers' LAN, both ways
+            tunnel = measure_tunnel(s1, s2).to_dict()
+            assert tunnel["servers"] == [a.name, b.name] and tunnel["replies"] >= 18, tunnel
+            assert 0 < tunnel["rtt_real_ms_min"] <= tunnel["rtt_real_ms_p50"] < 50, tunnel
+            # a host's round trip over the tunnel crosses that LAN twice as well
+            over = [float(x) for x in re.findall(r"time=([0-9.]+) ms",
+                                                 h1.cmd("ping -c 5 -i 0.05 10.0.9.2"))]
+            assert over and min(over) >= tunnel["rtt_real_ms_min"], (over, tunnel)
             assert c.ssh(a, "ovs-vsctl list-br").stdout.split() == [f"{c.tag}b1"]
             assert c.ssh(b, "ovs-vsctl list-br").stdout.split() == [f"{c.tag}b2"]
         finally:

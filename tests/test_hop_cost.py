@@ -11,10 +11,12 @@ from conftest import scenario_dict
 from fogsdn.core.scenario import ScenarioError, parse_scenario
 from fogsdn.netem.hop_cost import (
     HopCostError,
+    TunnelCost,
     deduct,
     deduct_peers,
     fit_hop_cost,
     floor_warning,
+    ping_rtts_ms,
 )
 from fogsdn.netem.link_params import LinkParams
 
@@ -188,3 +190,35 @@ def test_measuring_under_load_can_be_switched_off() -> None:
     floor._chain = object()  # type: ignore[assignment]  # a chain that must not be probed
     floor.follow(None, lambda: True, threading.Event())  # type: ignore[arg-type]
     assert floor._thread is None and floor.report["during_run_every_s"] == 0.0
+
+
+PING_OUTPUT = """PING 10.250.0.2 (10.250.0.2) 56(84) bytes of data.
+64 bytes from 10.250.0.2: icmp_seq=1 ttl=64 time=0.081 ms
+64 bytes from 10.250.0.2: icmp_seq=2 ttl=64 time=0.043 ms
+64 bytes from 10.250.0.2: icmp_seq=4 ttl=64 time=1.20 ms
+
+--- 10.250.0.2 ping statistics ---
+4 packets transmitted, 3 received, 25% packet loss, time 31ms
+rtt min/avg/max/mdev = 0.043/0.441/1.200/0.536 ms
+"""
+
+
+def test_ping_round_trips_are_read_one_per_reply_not_from_the_statistics() -> None:
+    assert ping_rtts_ms(PING_OUTPUT) == [0.081, 0.043, 1.2]
+    assert ping_rtts_ms("connect: Network is unreachable\n") == []
+
+
+def test_a_tunnel_costs_half_its_median_round_trip_each_way() -> None:
+    t = TunnelCost(("a", "b"), 4, tuple(ping_rtts_ms(PING_OUTPUT)))
+    assert t.one_way_ms == pytest.approx(0.081 / 2)
+    assert t.to_dict() == {"servers": ["a", "b"], "sent": 4, "replies": 3,
+                           "rtt_real_ms_min": 0.043, "rtt_real_ms_p50": 0.081,
+                           "rtt_real_ms_max": 1.2, "one_way_real_ms": 0.0405}
+
+
+@pytest.mark.parametrize("rtts", [(), (math.nan,), (-0.1, 0.2), (math.inf,)])
+def test_a_tunnel_with_no_answer_or_an_impossible_one_is_one_line(
+        rtts: tuple[float, ...]) -> None:
+    with pytest.raises(HopCostError, match="servers a and b") as err:
+        TunnelCost(("a", "b"), 20, rtts)
+    assert "\n" not in str(err.value)

@@ -32,6 +32,7 @@ from mininet.examples.cluster import (
 )
 
 from fogsdn.core.processes import own_group_dying_with_parent
+from fogsdn.netem.hop_cost import TunnelCost, ping_rtts_ms
 
 VXLAN_PORT = 4789  # IANA's; one UDP socket per server carries every link's VNI
 # the inner frame must fit the LAN's frame with VXLAN's 50 bytes around it: hosts keep
@@ -135,6 +136,16 @@ class VxlanLink(RemoteLink):
     def stop(self) -> None:
         self.intf1.delete()
         self.intf2.delete()
+
+
+def measure_tunnel(a: FogRemoteMixin, b: FogRemoteMixin, count: int = 20,
+                   interval_s: float = 0.01) -> TunnelCost:
+    """The LAN between the servers of nodes `a` and `b`, as a cross-server link between
+    them crosses it: pings from `a`'s server's root namespace to `b`'s server address.
+    10 ms apart: iputils ping spins a core at shorter intervals (docs/links.md)."""
+    deadline_s = max(1, int(count * interval_s) + 2)
+    out = a.rcmd(f"ping -n -c {count} -i {interval_s:g} -W 1 -w {deadline_s} {b.serverIP}")
+    return TunnelCost((str(a.server), str(b.server)), count, tuple(ping_rtts_ms(out)))
 
 
 def _first(text: str) -> str:

@@ -12,6 +12,7 @@ Pure: no I/O (docs/links.md, "The cost of a hop").
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,12 @@ from typing import Literal, NotRequired, TypedDict
 from fogsdn.netem.link_params import LinkParams
 
 HopCostMode = Literal["deduct", "keep"]
+_PING_TIME = re.compile(r"time=([0-9.]+) ms")
+
+
+def ping_rtts_ms(text: str) -> list[float]:
+    """The round trips (ms) in iputils ping's output, one per reply line."""
+    return [float(m) for m in _PING_TIME.findall(text)]
 
 
 class HopCostError(ValueError):
@@ -152,3 +159,47 @@ def floor_warning(deduction: Deduction, time_scale: float, show: int = 4) -> str
             f"({deduction.per_hop_ms / time_scale:.4g} model ms at time scale "
             f"{time_scale:g}): {listed}; paths through them run slower than configured "
             "(raise time_scale)")
+
+
+class TunnelCostDict(TypedDict):
+    """`TunnelCost.to_dict`: one pair of servers' underlay, real ms."""
+
+    servers: list[str]
+    sent: int
+    replies: int
+    rtt_real_ms_min: float
+    rtt_real_ms_p50: float
+    rtt_real_ms_max: float
+    one_way_real_ms: float
+
+
+@dataclass(frozen=True)
+class TunnelCost:
+    """What a cross-server link adds before its configured delay: the round trips of
+    pings between the two servers over their LAN, which every tunnelled frame crosses
+    once each way (VXLAN's own encapsulation adds microseconds beside it)."""
+
+    servers: tuple[str, str]
+    sent: int
+    rtts_ms: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if not self.rtts_ms:
+            raise HopCostError(f"servers {self.servers[0]} and {self.servers[1]}: none of "
+                               f"{self.sent} pings over their LAN was answered")
+        if any(not math.isfinite(x) or x < 0 for x in self.rtts_ms):
+            raise HopCostError(f"servers {self.servers[0]} and {self.servers[1]}: a round "
+                               "trip that is not a finite number >= 0")
+
+    @property
+    def one_way_ms(self) -> float:
+        """Half the median round trip: what one crossing of the LAN adds."""
+        return statistics.median(self.rtts_ms) / 2.0
+
+    def to_dict(self) -> TunnelCostDict:
+        return {"servers": list(self.servers), "sent": self.sent,
+                "replies": len(self.rtts_ms),
+                "rtt_real_ms_min": round(min(self.rtts_ms), 5),
+                "rtt_real_ms_p50": round(statistics.median(self.rtts_ms), 5),
+                "rtt_real_ms_max": round(max(self.rtts_ms), 5),
+                "one_way_real_ms": round(self.one_way_ms, 5)}

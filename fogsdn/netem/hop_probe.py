@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import subprocess
 import time
 from collections.abc import Callable
@@ -20,14 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fogsdn.core.processes import proc_start_time
-from fogsdn.netem.hop_cost import HopCost, fit_hop_cost
+from fogsdn.netem.hop_cost import HopCost, fit_hop_cost, ping_rtts_ms
 from fogsdn.netem.link_params import LinkParams
 from fogsdn.netem.linkem import LinkShaper, make_shaper
 
 HOPS = (0, 1, 2)  # endpoint A on bridge 0; one endpoint on each bridge 0..2
 SUBNET = "10.254.77."  # inside the probe namespaces only
 ROUNDS = 6
-_TIME = re.compile(r"time=([0-9.]+) ms")
 
 
 @dataclass
@@ -68,7 +66,7 @@ def _ping(pid: int, ip: str, count: int, interval_s: float) -> PingRound:
     proc.stdout.close()
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return PingRound([float(m) for m in _TIME.findall(out)], usage.ru_utime + usage.ru_stime)
+    return PingRound(ping_rtts_ms(out), usage.ru_utime + usage.ru_stime)
 
 
 class HopChain:
