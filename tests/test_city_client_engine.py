@@ -39,9 +39,6 @@ def test_one_thread_answers_the_probes_of_every_client() -> None:
     prober = Prober(("127.0.0.1", 0))
     try:
         samples = [prober.ping(r.address, timeout_s=2.0) for r in responders for _ in range(2)]
-        assert all(s.rtt_ms is not None and 0 <= s.rtt_ms < 2000 for s in samples)
-        assert [r.counters.received for r in responders] == [2, 2, 2]
-        assert [r.counters.sent for r in responders] == [2, 2, 2]
     finally:
         stop.set()
         echo.join(timeout=2)
@@ -49,6 +46,11 @@ def test_one_thread_answers_the_probes_of_every_client() -> None:
         for r in responders:
             r.close()
     assert not echo.is_alive()
+    assert all(s.rtt_ms is not None and 0 <= s.rtt_ms < 2000 for s in samples)
+    # read once the thread has stopped: an echo reaches the prober before the thread
+    # that sent it counts it (a clean-clone CI run read [2, 2, 1] here)
+    assert [r.counters.received for r in responders] == [2, 2, 2]
+    assert [r.counters.sent for r in responders] == [2, 2, 2]
 
 
 def test_a_client_steps_once_a_period_until_the_point_ends(tmp_path: Path) -> None:
