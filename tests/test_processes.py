@@ -136,3 +136,34 @@ def test_a_stop_signal_during_exec_waits_for_the_next_interpreters_catch(
         for wait_s in (0.0, 0.2):  # the signal during the exec, or noted before it
             rc, out = _run_early(tmp_path, "exec", sig, wait_s)
             assert rc == 130 and out.strip().endswith("stopped"), (sig, wait_s, rc, out)
+
+
+_UNDER_NOHUP = """
+import os, signal, subprocess, sys, time
+sys.path.insert(0, sys.argv[1])
+signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as under nohup: children inherit it
+from fogsdn.core.processes import own_group_dying_with_parent
+for name, pre in (("setpgrp", os.setpgrp), ("ours", own_group_dying_with_parent)):
+    p = subprocess.Popen(["sleep", "30"], preexec_fn=pre)
+    with open(f"/proc/{p.pid}/status") as f:
+        ign = next(int(x.split()[1], 16) for x in f if x.startswith("SigIgn:"))
+    os.killpg(p.pid, signal.SIGHUP)  # how Mininet stops a node's shell (here, its ssh)
+    try:
+        p.wait(timeout=3)
+        ended = True
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        ended = False
+    print(name, bool(ign & 1), ended)
+"""
+
+
+def test_an_ssh_of_ours_ends_at_sighup_even_under_nohup() -> None:
+    """ssh keeps an inherited SIGHUP ignore, so under `nohup` a remote node's ssh shell
+    outlived Mininet's SIGHUP and `Mininet.stop` waited for it for ever; ours reset it."""
+    r = subprocess.run([sys.executable, "-c", _UNDER_NOHUP, str(ROOT)], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    # the control: a child that only takes its own group keeps the ignore and lives on
+    assert r.stdout.split("\n")[:2] == ["setpgrp True False", "ours False True"], r.stdout

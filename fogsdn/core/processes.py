@@ -35,11 +35,21 @@ def killed_with_parent() -> None:
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
+def hangup_default() -> None:
+    """`preexec_fn`: SIGHUP back to its default action. A runner started under `nohup`
+    ignores SIGHUP and its children inherit that, but Mininet stops every node's shell
+    with SIGHUP: ignored, a local shell outlived the run and a remote one's ssh held
+    `stop` for ever."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def own_group_dying_with_parent() -> None:
     """`preexec_fn` for an ssh of ours: its own process group (a Ctrl-C is the runner's
-    to handle, not ssh's), and `die_with_parent`."""
+    to handle, not ssh's), `die_with_parent`, and a SIGHUP that ends it
+    (`hangup_default`)."""
     os.setpgrp()
     die_with_parent()
+    hangup_default()
 
 
 def proc_start_time(pid: int) -> int | None:

@@ -20,16 +20,34 @@ from typing import Any
 import networkx as nx
 from mininet.link import TCULink
 from mininet.net import Mininet
-from mininet.node import Node, OVSSwitch, RemoteController
+from mininet.node import Host, Node, OVSSwitch, RemoteController
 
-from fogsdn.core.processes import stop_signals_deferred
+from fogsdn.core.processes import hangup_default, stop_signals_deferred
 from fogsdn.core.topology import HOST_PREFIX_LEN, LinkSpec, link_params
 from fogsdn.netem.hop_cost import Deduction, deduct, deduct_peers
 from fogsdn.netem.link_params import LinkParams
 from fogsdn.netem.linkem import LinkShaper, make_shaper
 
 
-class DirectOVSSwitch(OVSSwitch):
+class HangsUpMixin:
+    """A Mininet node whose shell (and every process it starts through Mininet) ends at
+    the SIGHUP with which Mininet stops it, even when the runner ignores SIGHUP
+    (`fogsdn.core.processes.hangup_default`)."""
+
+    def _popen(self, cmd: list[str], **params: Any) -> Any:
+        params.setdefault("preexec_fn", hangup_default)
+        return super()._popen(cmd, **params)  # type: ignore[misc]
+
+
+class FogHost(HangsUpMixin, Host):
+    """Mininet's Host, stopped by SIGHUP under nohup too."""
+
+
+class ElementNode(HangsUpMixin, Node):
+    """A link element's bare root-namespace node, stopped by SIGHUP under nohup too."""
+
+
+class DirectOVSSwitch(HangsUpMixin, OVSSwitch):
     """Mininet's OVSSwitch, its ovs-vsctl run as a process of ours, not typed into the
     switch's shell: that shell reads through a pty, whose line holds 4,095 characters,
     and Mininet creates a bridge and all its ports in one ovs-vsctl line (about 80
@@ -46,8 +64,13 @@ class DirectOVSSwitch(OVSSwitch):
         return done.stdout + done.stderr
 
 
-class PlainRemoteController(RemoteController):
-    """RemoteController whose listening check is a plain TCP connect."""
+class PlainRemoteController(HangsUpMixin, RemoteController):
+    """RemoteController whose listening check is a plain TCP connect, and whose `stop`
+    ends its shell (Mininet's does nothing: one shell was left per network built, for as
+    long as the process that built it lived)."""
+
+    def stop(self) -> None:
+        self.terminate()
 
     def checkListening(self) -> None:  # noqa: N802 (Mininet's name)
         try:
@@ -186,7 +209,8 @@ def build_network(g: nx.Graph, controller_port: int, prefix: str, time_scale: fl
     # Mininet forks a shell per node as it adds it: a Ctrl-C then would hang it, not
     # stop the run (fogsdn.core.processes.stop_signals_deferred)
     with stop_signals_deferred():
-        net = Mininet(topo=None, switch=DirectOVSSwitch, link=TCULink, controller=None,
+        net = Mininet(topo=None, host=FogHost, switch=DirectOVSSwitch, link=TCULink,
+                      controller=None,
                       autoSetMacs=False, autoStaticArp=False, build=False, waitConnected=False)
         net.addController("c0", controller=PlainRemoteController, ip="127.0.0.1",
                           port=controller_port)
@@ -210,7 +234,7 @@ def build_network(g: nx.Graph, controller_port: int, prefix: str, time_scale: fl
             if not link.shaped:
                 net.addLink(a, b, port1=pa, port2=pb)
                 continue
-            element = Node(f"{prefix}d{len(shaped) + 1}", inNamespace=False)
+            element = ElementNode(f"{prefix}d{len(shaped) + 1}", inNamespace=False)
             network.elements[d["id"]] = element
             net.addLink(a, element, port1=pa, port2=0)  # element-eth0 towards u
             net.addLink(element, b, port1=1, port2=pb)  # element-eth1 towards v
