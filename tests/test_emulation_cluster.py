@@ -128,6 +128,8 @@ def test_a_network_over_two_servers_passes_packets_over_a_vxlan_link() -> None:
             tunnel = measure_tunnel(s1, s2).to_dict()
             assert tunnel["servers"] == [a.name, b.name] and tunnel["replies"] >= 18, tunnel
             assert 0 < tunnel["rtt_real_ms_min"] <= tunnel["rtt_real_ms_p50"] < 50, tunnel
+            # one TCP stream's rate over that LAN (a veth bridge here: far above 10 Mb/s)
+            assert tunnel["throughput_mbps"] is not None and tunnel["throughput_mbps"] > 10
             # a host's round trip over the tunnel crosses that LAN twice as well
             over = [float(x) for x in re.findall(r"time=([0-9.]+) ms",
                                                  h1.cmd("ping -c 5 -i 0.05 10.0.9.2"))]

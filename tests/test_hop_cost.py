@@ -213,7 +213,10 @@ def test_a_tunnel_costs_half_its_median_round_trip_each_way() -> None:
     assert t.one_way_ms == pytest.approx(0.081 / 2)
     assert t.to_dict() == {"servers": ["a", "b"], "sent": 4, "replies": 3,
                            "rtt_real_ms_min": 0.043, "rtt_real_ms_p50": 0.081,
-                           "rtt_real_ms_max": 1.2, "one_way_real_ms": 0.0405}
+                           "rtt_real_ms_max": 1.2, "one_way_real_ms": 0.0405,
+                           "throughput_mbps": None}
+    with_rate = TunnelCost(("a", "b"), 4, (0.1,), throughput_mbps=941.26)
+    assert with_rate.to_dict()["throughput_mbps"] == 941.3
 
 
 @pytest.mark.parametrize("rtts", [(), (math.nan,), (-0.1, 0.2), (math.inf,)])
@@ -222,3 +225,9 @@ def test_a_tunnel_with_no_answer_or_an_impossible_one_is_one_line(
     with pytest.raises(HopCostError, match="servers a and b") as err:
         TunnelCost(("a", "b"), 20, rtts)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("mbps", [0.0, -1.0, math.nan, math.inf])
+def test_a_tunnels_impossible_throughput_is_one_line(mbps: float) -> None:
+    with pytest.raises(HopCostError, match="throughput"):
+        TunnelCost(("a", "b"), 20, (0.1,), throughput_mbps=mbps)

@@ -17,6 +17,7 @@ links, subclassed where they do not fit us (docs/scale-out.md).
 
 from __future__ import annotations
 
+import base64
 import itertools
 import re
 import subprocess
@@ -139,13 +140,74 @@ class VxlanLink(RemoteLink):
 
 
 def measure_tunnel(a: FogRemoteMixin, b: FogRemoteMixin, count: int = 20,
-                   interval_s: float = 0.01) -> TunnelCost:
+                   interval_s: float = 0.01, throughput_s: float | None = 0.5) -> TunnelCost:
     """The LAN between the servers of nodes `a` and `b`, as a cross-server link between
-    them crosses it: pings from `a`'s server's root namespace to `b`'s server address.
-    10 ms apart: iputils ping spins a core at shorter intervals (docs/links.md)."""
+    them crosses it: pings from `a`'s server's root namespace to `b`'s server address,
+    10 ms apart (iputils ping spins a core at shorter intervals, docs/links.md), then
+    `throughput_s` seconds of one TCP stream (None: not measured)."""
     deadline_s = max(1, int(count * interval_s) + 2)
     out = a.rcmd(f"ping -n -c {count} -i {interval_s:g} -W 1 -w {deadline_s} {b.serverIP}")
-    return TunnelCost((str(a.server), str(b.server)), count, tuple(ping_rtts_ms(out)))
+    rtts = tuple(ping_rtts_ms(out))
+    mbps = None
+    if throughput_s is not None and rtts:
+        mbps = measure_throughput(a, b, throughput_s) or None
+    return TunnelCost((str(a.server), str(b.server)), count, rtts, mbps)
+
+
+# the two ends of `measure_throughput`, run by the servers' own python3 (stdlib only)
+_SINK = """
+import socket, sys, time
+s = socket.create_server((sys.argv[1], 0))
+print(s.getsockname()[1], flush=True)
+s.settimeout(15)
+c, _ = s.accept()
+c.settimeout(15)
+n, t0 = 0, None
+while True:
+    b = c.recv(1 << 16)
+    if not b:
+        break
+    t0 = time.monotonic() if t0 is None else t0
+    n += len(b)
+print(n, time.monotonic() - t0 if t0 is not None else 0.0, flush=True)
+"""
+_SOURCE = """
+import socket, sys, time
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=15)
+buf, end = bytes(1 << 16), time.monotonic() + float(sys.argv[3])
+while time.monotonic() < end:
+    c.sendall(buf)
+c.close()
+"""
+
+
+def _python(code: str) -> str:
+    """`python3 -c` of `code` as one word that a remote shell passes on unchanged."""
+    packed = base64.b64encode(code.encode()).decode()
+    return f"python3 -c 'exec(__import__(\"base64\").b64decode(\"{packed}\"))'"
+
+
+def measure_throughput(a: FogRemoteMixin, b: FogRemoteMixin, seconds: float = 0.5) -> float:
+    """Mb/s of one TCP stream from `a`'s server to `b`'s over their LAN (root
+    namespaces; what a cross-server link's frames share), as `b` received it."""
+    sink = b.rpopen(f"{_python(_SINK)} {b.serverIP}", tt=False)
+    try:
+        assert sink.stdout is not None
+        port = sink.stdout.readline().decode().strip()
+        if not port.isdigit():
+            raise ClusterNetError(f"server {b.server}: no throughput sink: {port or 'no output'}")
+        sent = a.rcmd(f"{_python(_SOURCE)} {b.serverIP} {port} {seconds:g}", tt=False)
+        out, _ = sink.communicate(timeout=RCMD_TIMEOUT_S)
+    finally:
+        if sink.poll() is None:
+            sink.kill()
+            sink.wait()
+    fields = out.decode(errors="replace").split()
+    if len(fields) != 2:
+        raise ClusterNetError(f"servers {a.server} and {b.server}: throughput not measured: "
+                              f"{_first(sent) or _first(out.decode(errors='replace'))}")
+    received, took_s = int(fields[0]), float(fields[1])
+    return received * 8 / took_s / 1e6 if received and took_s > 0 else 0.0
 
 
 def _first(text: str) -> str:

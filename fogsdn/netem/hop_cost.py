@@ -171,6 +171,7 @@ class TunnelCostDict(TypedDict):
     rtt_real_ms_p50: float
     rtt_real_ms_max: float
     one_way_real_ms: float
+    throughput_mbps: float | None
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,7 @@ class TunnelCost:
     servers: tuple[str, str]
     sent: int
     rtts_ms: tuple[float, ...]
+    throughput_mbps: float | None = None  # one TCP stream over the LAN; None: not measured
 
     def __post_init__(self) -> None:
         if not self.rtts_ms:
@@ -190,6 +192,10 @@ class TunnelCost:
         if any(not math.isfinite(x) or x < 0 for x in self.rtts_ms):
             raise HopCostError(f"servers {self.servers[0]} and {self.servers[1]}: a round "
                                "trip that is not a finite number >= 0")
+        mbps = self.throughput_mbps
+        if mbps is not None and (not math.isfinite(mbps) or mbps <= 0):
+            raise HopCostError(f"servers {self.servers[0]} and {self.servers[1]}: throughput "
+                               f"{mbps} Mb/s is not a finite number > 0")
 
     @property
     def one_way_ms(self) -> float:
@@ -202,4 +208,6 @@ class TunnelCost:
                 "rtt_real_ms_min": round(min(self.rtts_ms), 5),
                 "rtt_real_ms_p50": round(statistics.median(self.rtts_ms), 5),
                 "rtt_real_ms_max": round(max(self.rtts_ms), 5),
-                "one_way_real_ms": round(self.one_way_ms, 5)}
+                "one_way_real_ms": round(self.one_way_ms, 5),
+                "throughput_mbps": None if self.throughput_mbps is None
+                else round(self.throughput_mbps, 1)}
