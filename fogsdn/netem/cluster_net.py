@@ -148,9 +148,7 @@ def measure_tunnel(a: FogRemoteMixin, b: FogRemoteMixin, count: int = 20,
     deadline_s = max(1, int(count * interval_s) + 2)
     out = a.rcmd(f"ping -n -c {count} -i {interval_s:g} -W 1 -w {deadline_s} {b.serverIP}")
     rtts = tuple(ping_rtts_ms(out))
-    mbps = None
-    if throughput_s is not None and rtts:
-        mbps = measure_throughput(a, b, throughput_s) or None
+    mbps = measure_throughput(a, b, throughput_s) if throughput_s is not None and rtts else None
     return TunnelCost((str(a.server), str(b.server)), count, rtts, mbps)
 
 
@@ -187,9 +185,11 @@ def _python(code: str) -> str:
     return f"python3 -c 'exec(__import__(\"base64\").b64decode(\"{packed}\"))'"
 
 
-def measure_throughput(a: FogRemoteMixin, b: FogRemoteMixin, seconds: float = 0.5) -> float:
+def measure_throughput(a: FogRemoteMixin, b: FogRemoteMixin, seconds: float = 0.5
+                       ) -> float | None:
     """Mb/s of one TCP stream from `a`'s server to `b`'s over their LAN (root
-    namespaces; what a cross-server link's frames share), as `b` received it."""
+    namespaces; what a cross-server link's frames share), as `b` received it; None
+    where nothing arrived."""
     sink = b.rpopen(f"{_python(_SINK)} {b.serverIP}", tt=False)
     try:
         assert sink.stdout is not None
@@ -202,12 +202,14 @@ def measure_throughput(a: FogRemoteMixin, b: FogRemoteMixin, seconds: float = 0.
         if sink.poll() is None:
             sink.kill()
             sink.wait()
-    fields = out.decode(errors="replace").split()
-    if len(fields) != 2:
+    text = out.decode(errors="replace")
+    try:
+        received_text, took_text = text.split()
+        received, took_s = int(received_text), float(took_text)
+    except ValueError:
         raise ClusterNetError(f"servers {a.server} and {b.server}: throughput not measured: "
-                              f"{_first(sent) or _first(out.decode(errors='replace'))}")
-    received, took_s = int(fields[0]), float(fields[1])
-    return received * 8 / took_s / 1e6 if received and took_s > 0 else 0.0
+                              f"{_first(sent) or _first(text) or 'no output'}") from None
+    return received * 8 / took_s / 1e6 if received > 0 and took_s > 0 else None
 
 
 def _first(text: str) -> str:

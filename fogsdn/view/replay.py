@@ -116,8 +116,6 @@ def _power_rows(path: Path) -> list[dict[str, str]]:
     return rows
 
 
-
-
 def _prediction(d: Mapping[str, object], where: str) -> None:
     """ReplayError unless `predicted` is missing, null or an object."""
     if d.get("predicted") is not None and not isinstance(d.get("predicted"), dict):
