@@ -34,6 +34,23 @@ def test_the_city_network_has_its_sites_and_clients() -> None:
     g = net.graph()
     assert {f"c{k}" for k in range(1, 8)} <= set(g.nodes)
     assert net.time_scale == st.time_scale
+    assert net.static_neighbours  # no probe pays an ARP exchange over an emulated link
+
+
+def test_clients_know_the_fog_hosts_and_fog_hosts_know_everyone() -> None:
+    net = NetworkSpec("n", 3, 4.0, (FogHost("fn", Role.FN), FogHost("o1", Role.OFN)), 3,
+                      TopologySpec())
+    g = net.graph()
+    table = net.neighbours(g)
+
+    def of(*names: str) -> set[tuple[str, str]]:
+        return {(g.nodes[n]["ip"], g.nodes[n]["mac"]) for n in names}
+
+    assert set(table) == {"fn", "o1", "c1", "c2", "c3"}
+    assert set(table["c2"]) == of("fn", "o1")
+    assert set(table["fn"]) == of("o1", "c1", "c2", "c3")
+    assert all(len(set(v)) == len(v) for v in table.values())
+    assert not network_of(load_scenario(ROOT / "scenarios" / "default.yaml")).static_neighbours
 
 
 def test_the_idle_service_routes_the_same_hosts() -> None:

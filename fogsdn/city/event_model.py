@@ -330,7 +330,10 @@ class CitySimulation:
             def probe_node(n: str) -> ProbeAnswer:
                 self.messages.probe(c.name, n)
                 k, here = self.load[n], self.load_term(n)
-                return ProbeAnswer(static[n] + self.measured_load(n), self.slots[n] - k,
+                rtt = static[n] + self.measured_load(n)
+                if c.vivaldi is not None:  # the echo carries the node's coordinate (live)
+                    c.vivaldi.update(n, self.node_vivaldi[n].coord, rtt)
+                return ProbeAnswer(rtt, self.slots[n] - k,
                                    join_cost_ms=k * (self.load_term(n, 1) - here),
                                    leave_gain_ms=(k - 1) * (here - self.load_term(n, -1))
                                    if k > 0 else 0.0)

@@ -83,6 +83,7 @@ class ResultDoc(TallyDoc):
     """`ClientResult.to_dict`: the tally and what only a live client measures."""
 
     excess: list[float]
+    probe_excess: list[float]
     counts: CountsDoc
     meridian_hops: list[int]
 
@@ -105,12 +106,14 @@ class ClientResult(ClientTally):
     """The shared tally, plus what only a live client measures."""
 
     excess: list[float] = field(default_factory=list)  # task RTT minus the configured one
+    probe_excess: list[float] = field(default_factory=list)  # the same for a probe's RTT
     counts: Counts = field(default_factory=Counts)
     meridian_hops: list[int] = field(default_factory=list)  # per answered query
 
     def to_dict(self) -> ResultDoc:
         self.messages = self.counts.total
-        return {**self.to_doc(), "excess": list(self.excess), "counts": self.counts.to_dict(),
+        return {**self.to_doc(), "excess": list(self.excess),
+                "probe_excess": list(self.probe_excess), "counts": self.counts.to_dict(),
                 "meridian_hops": list(self.meridian_hops)}
 
 
@@ -148,6 +151,9 @@ class CityClient:
     def ping(self, fog: str) -> tuple[float | None, dict[str, object] | None]:
         rtt, state = self.net.ping(fog)
         self._count("probe", 1, 0 if rtt is None else 1)
+        if rtt is not None and fog in self._truth.get("static", {}):
+            # over what the links to `fog` carry now (its access link: its members' load)
+            self.result.probe_excess.append(rtt - self._latency(self.members())[fog])
         if rtt is not None and state is not None:
             self._learn(fog, state, rtt)
         return rtt, state

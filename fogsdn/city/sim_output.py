@@ -19,7 +19,8 @@ if TYPE_CHECKING:  # the files' writers
     from fogsdn.city.fog_daemon import FogStateDoc
     from fogsdn.city.mobile_client import ClientResultDoc
 
-LIVE_COLUMNS = ("probe_messages", "rtt_excess_ms", "coord_median_rel_error", "link_updates",
+LIVE_COLUMNS = ("probe_messages", "rtt_excess_ms", "probe_excess_ms", "probe_excess_p90_ms",
+                "coord_median_rel_error", "link_updates",
                 "clients_reporting", "fogs_reporting")
 
 
@@ -37,6 +38,7 @@ def live_metrics(results: Mapping[str, ClientResultDoc], fog_states: Mapping[str
     tallies = [ClientTally.from_doc(r | {"messages": int(r["counts"]["in"])
                                          + int(r["counts"]["out"])}) for r in clients]
     excess = [x for r in clients for x in r.get("excess", [])]
+    probe_excess = sorted(x for r in clients for x in r.get("probe_excess", []))
     coord = [e for r in clients for e in r.get("coordinate_errors", {}).values()]
     probes = sum(int(r["counts"][way].get(kind, 0)) for r in [*clients, *fog_states.values()]
                  for way in ("sent", "received") for kind in ("probe", "m_probe"))
@@ -44,6 +46,9 @@ def live_metrics(results: Mapping[str, ClientResultDoc], fog_states: Mapping[str
                         [int(s["counts"]["out"]) for s in fog_states.values()]) | {
         "probe_messages": probes,
         "rtt_excess_ms": statistics.median(excess) if excess else math.nan,
+        "probe_excess_ms": statistics.median(probe_excess) if probe_excess else math.nan,
+        "probe_excess_p90_ms": probe_excess[int(0.9 * (len(probe_excess) - 1))]
+        if probe_excess else math.nan,
         "coord_median_rel_error": statistics.median(coord) if coord else math.nan,
     } | _meridian_columns(clients, fog_states)
 

@@ -40,6 +40,10 @@ class NetworkSpec:
     clients: int
     topology: TopologySpec
     containers: bool = False
+    # every host holds its peers' MAC addresses from the start (`neighbours`), so no ARP
+    # exchange crosses an emulated link: seed 003's latencies are IP round trips, and a
+    # routed network would resolve only its first hop
+    static_neighbours: bool = False
 
     def __post_init__(self) -> None:
         if not self.fog_hosts:
@@ -62,6 +66,16 @@ class NetworkSpec:
     def graph(self) -> nx.Graph:
         """The network graph (`fogsdn.core.topology`; TopologyError names the field)."""
         return build_graph(self.topology, self.hosts(), self.name)
+
+    def neighbours(self, graph: nx.Graph) -> dict[str, list[tuple[str, str]]]:
+        """Per host, the (IP, MAC) of the hosts it exchanges packets with: every fog host,
+        and for a fog host every host (clients talk to fog nodes, fog nodes to both)."""
+        fogs = {h.name for h in self.fog_hosts}
+        hosts = [(h.name, str(graph.nodes[h.name]["ip"]), str(graph.nodes[h.name]["mac"]))
+                 for h in self.hosts()]
+        return {name: [(ip, mac) for other, ip, mac in hosts
+                       if other != name and (name in fogs or other in fogs)]
+                for name, _, _ in hosts}
 
     def fog_host(self, name: str) -> FogHost:
         for h in self.fog_hosts:
