@@ -4,6 +4,7 @@ forwarded between agents gives what the pure overlay gives, with the same messag
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import random
 from collections import Counter, deque
@@ -19,7 +20,14 @@ from fogsdn.city.meridian_node import (
     Send,
     query_message,
 )
-from fogsdn.nodes.ncs.meridian import MeridianConfig, MeridianOverlay, Messages, matrix_measure
+from fogsdn.core.timebase import Timebase
+from fogsdn.nodes.ncs.meridian import (
+    UPKEEP,
+    MeridianConfig,
+    MeridianOverlay,
+    Messages,
+    matrix_measure,
+)
 
 CLIENT_PROBE = ("10.9.0.1", 7000)
 CLIENT_REPLY = ("10.9.0.1", 5000)
@@ -169,10 +177,62 @@ def test_gossip_spreads_membership_and_ring_management_is_counted() -> None:
     total = {k: sum(c[k] for c in net.sent.values()) for k in ("m_gossip", "m_ring",
                                                                  "m_report")}
     got = {k: sum(c[k] for c in net.received.values()) for k in total}
-    assert total == got and total["m_gossip"] == 40 * n
+    assert total == got and total["m_gossip"] == 39 * n  # no start rounds: from t = 1 on
     assert total["m_ring"] > 0 and total["m_ring"] == total["m_report"]
     assert all(math.isfinite(v) for ag in net.agents.values()
                for rep in ag.reports.values() for v in rep.values())
+
+
+def test_an_agent_starts_converged_then_keeps_the_simulators_schedule() -> None:
+    """Ten quick rounds of gossip, the rings managed once from the members' reports, then
+    gossip and management on the model clock (time scale 10: every 50 and 300 real s)."""
+    rng = np.random.default_rng(7)
+    n = 16
+    timing = AgentTiming.on_model_clock(Timebase(10.0), ping_timeout_s=1.0)
+    assert (timing.gossip_s, timing.manage_s) == (UPKEEP.gossip_s * 10, UPKEEP.manage_s * 10)
+    assert timing.start_rounds == UPKEEP.start_gossip_rounds == 10
+    timing = dataclasses.replace(timing, start_gap_s=0.25)  # exact in binary, as the ticks
+    net = FakeNet(_city_matrix(rng, n), n, 7, seeds_per_node=1, timing=timing)
+    sent_at: dict[float, Counter[str]] = {}
+    for step in range(0, 960):  # 120 real s, a tick every 0.125 s
+        net.now = step / 8
+        before = Counter({k: sum(c[k] for c in net.sent.values()) for k in ("m_gossip",
+                                                                            "m_ring")})
+        for name, ag in net.agents.items():
+            for p in ag.peers:
+                ag.measured(p, net.lat(name, p))
+        net.run([(name, a) for name, ag in net.agents.items() for a in ag.tick(net.now)])
+        after = Counter({k: sum(c[k] for c in net.sent.values()) for k in before})
+        if after != before:
+            sent_at[net.now] = after - before
+    gossip_at = sorted(t for t, c in sent_at.items() if c["m_gossip"])
+    assert len(gossip_at) == 12 and gossip_at[:10] == [0.25 * k for k in range(10)]
+    assert gossip_at[10:] == pytest.approx([50.0, 100.0])
+    assert all(sent_at[t]["m_gossip"] == n for t in gossip_at)
+    ring_at = [t for t, c in sent_at.items() if c["m_ring"]]
+    assert ring_at == [2.5]  # the start's management only, before 300 s
+    for ag in net.agents.values():  # chosen a timeout after the reports were asked for
+        assert len(ag.node.knows()) > 1  # gossip went past the one seed
+        assert all(len(r.primary) <= ag.node.k for r in ag.node.rings)
+    managed = [ag for ag in net.agents.values() if ag.reports]
+    assert managed and all(len(r.primary) == ag.node.k for ag in managed
+                           for r in ag.node.rings if len(r.members()) > ag.node.k)
+
+
+def test_an_agent_starts_once_every_peer_is_measured_or_its_wait_is_over() -> None:
+    """The simulated overlay starts with every node up: a live agent's start waits for
+    an RTT to every peer (their daemons answer), at most `start_wait_s`."""
+    rng = np.random.default_rng(3)
+    timing = AgentTiming(gossip_s=50.0, manage_s=300.0, start_rounds=10, start_wait_s=5.0)
+    net = FakeNet(_city_matrix(rng, 4), 4, 3, timing=timing)
+    a, b = net.agents["f0"], net.agents["f1"]
+    assert a.tick(0.0) == [] and a.started is None and a.unmeasured() == ["f1", "f2", "f3"]
+    for p in a.peers:
+        a.measured(p, net.lat("f0", p))
+    assert a.tick(0.5) and a.started == 0.5  # gossip, to a measured seed
+    assert b.tick(0.0) == [] and b.tick(4.9) == [] and b.started is None
+    b.tick(5.0)
+    assert b.started == 5.0  # nothing measured: it starts when its wait is over
 
 
 def test_a_malformed_meridian_datagram_is_counted_and_ignored() -> None:

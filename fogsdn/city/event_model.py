@@ -34,7 +34,7 @@ from fogsdn.nodes.ncs.discovery import (
     discovery_step,
     make_selector,
 )
-from fogsdn.nodes.ncs.meridian import MeridianConfig, MeridianOverlay, Messages
+from fogsdn.nodes.ncs.meridian import UPKEEP, MeridianConfig, MeridianOverlay, Messages
 from fogsdn.nodes.ncs.selection import ProbeAnswer, SelectionContext, SelectionError
 from fogsdn.nodes.ncs.vivaldi import VivaldiConfig, VivaldiNode, plain_config
 
@@ -243,11 +243,13 @@ class CitySimulation:
             every = self.study.node_probe_s
             periodic.append((every / 2, every, self._node_probes))
         if (overlay := self.meridian) is not None:
-            overlay.converge(random.Random(f"{self.seed}-meridian"), gossip_rounds=10)
+            overlay.converge(random.Random(f"{self.seed}-meridian"),
+                             gossip_rounds=UPKEEP.start_gossip_rounds)
             every = self.study.node_probe_s  # each node re-measures its members, as live
             periodic += [(every / 2, every, overlay.remeasure),
-                         (5.0, 5.0, lambda: overlay.gossip_round(self.rng)),
-                         (30.0, 30.0, overlay.manage_rings)]
+                         (UPKEEP.gossip_s, UPKEEP.gossip_s,
+                          lambda: overlay.gossip_round(self.rng)),
+                         (UPKEEP.manage_s, UPKEEP.manage_s, overlay.manage_rings)]
         crng = random.Random(f"starts-{self.seed}")
         # (t, seq, client index or -1 - periodic index): seq orders simultaneous events
         events = [(crng.uniform(*self.client.start_s), i, i) for i in range(len(self.clients))]

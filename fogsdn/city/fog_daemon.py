@@ -53,6 +53,7 @@ PROBE_PORT = 7000
 OPS_PORT = 7001
 MERIDIAN_PORT = 7002
 MAX_OP = 4096
+START_PROBE_S = 0.25  # real s between the start's probes to peers not measured yet
 
 
 @dataclass(frozen=True)
@@ -219,8 +220,8 @@ class FogNode:
         self.meridian = MeridianAgent(
             info.name, {n: (f.ip, MERIDIAN_PORT) for n, f in cfg.fogs.items()},
             MeridianConfig(), random.Random(f"{cfg.seed}-meridian-{info.name}"),
-            AgentTiming(ping_timeout_s=cfg.timebase.real_s(cfg.client.timeout_ms),
-                        timebase=cfg.timebase),
+            AgentTiming.on_model_clock(cfg.timebase,
+                                       cfg.timebase.real_s(cfg.client.timeout_ms)),
             self.counts.sent, self.counts.received)
 
     @property
@@ -416,13 +417,19 @@ class FogDaemon:
         self.pending[self.seq] = (key, t)
         self.node.counts.sent[kind] += 1
 
-    def _ping_peers(self) -> None:
+    def _ping_peers(self, moves_coordinate: bool = True, only: Sequence[str] | None = None
+                    ) -> None:
+        """A round of probes to every peer, or to `only` (`moves_coordinate`: one of them,
+        drawn, moves the Vivaldi coordinate; the start's probes move none)."""
         now = time.monotonic_ns()
         horizon_ns = 2e9 * self.probe_period_s  # two rounds' time
         self.pending = {s: v for s, v in self.pending.items() if now - v[1] < horizon_ns}
-        self.node.next_round()
+        if moves_coordinate:
+            self.node.next_round()
+        else:
+            self.node.coordinate_peer = None
         for name, f in self.node.cfg.fogs.items():
-            if name != self.node.info.name:
+            if name != self.node.info.name and (only is None or name in only):
                 self._ping((f.ip, PROBE_PORT), name, "probe")
 
     def write_state(self) -> None:
@@ -436,6 +443,11 @@ class FogDaemon:
         write_json_atomic(n.cfg.state_dir / f"{n.info.name}.json", doc)
 
     def serve(self) -> None:
+        # until the overlay starts (every peer measured: their daemons are up), the peers
+        # not measured yet are probed every START_PROBE_S, moving no coordinate, so that
+        # its start (gossip, then its rings) files measured peers as the simulator's
+        # does; the rounds proper at a drawn phase
+        next_start_probe = time.monotonic()
         next_ping = time.monotonic() + random.Random(self.node.info.name).uniform(
             0, self.probe_period_s)
         next_state = 0.0
@@ -446,7 +458,11 @@ class FogDaemon:
             for s in ready:
                 handlers[s]()
             now = time.monotonic()
-            self._meridian_do(self.node.meridian.tick(now))
+            agent = self.node.meridian
+            if agent.started is None and now >= next_start_probe:
+                self._ping_peers(moves_coordinate=False, only=agent.unmeasured())
+                next_start_probe = now + START_PROBE_S
+            self._meridian_do(agent.tick(now))
             if now >= next_ping:
                 self._ping_peers()
                 next_ping = now + self.probe_period_s

@@ -18,9 +18,11 @@ from typing import TypedDict
 from fogsdn.core.summary import json_float, json_int, json_object
 from fogsdn.core.timebase import Timebase
 from fogsdn.nodes.ncs.meridian import (
+    UPKEEP,
     MeridianConfig,
     MeridianNode,
     Messages,
+    Upkeep,
     band_members,
     fallback_groups,
     next_step,
@@ -79,13 +81,34 @@ class _Query:
 
 @dataclass
 class AgentTiming:
-    """When things happen (real seconds) and how long a node waits for answers."""
+    """When things happen (real seconds) and how long a node waits for answers. An agent
+    starts as the simulated overlay does (`fogsdn.nodes.ncs.meridian.Upkeep`): `start_rounds`
+    rounds of gossip `start_gap_s` apart, then its rings managed (the members' reports
+    asked for, the primaries chosen a `ping_timeout_s` later); then it gossips every
+    `gossip_s` and manages every `manage_s` from its start. It starts once every peer
+    is measured (the simulated overlay starts with all its nodes up), or `start_wait_s`
+    after its first tick."""
 
     gossip_s: float = 2.0
     manage_s: float = 6.0
     ping_timeout_s: float = 1.0
     slack_s: float = 0.05  # on top of the latencies, for the daemons' own time
     timebase: Timebase = Timebase(1.0)  # the answers' latencies are model ms
+    start_rounds: int = 0
+    start_gap_s: float = 0.2
+    # the start waits until every peer is measured (its daemon up), at most this long
+    start_wait_s: float = 10.0
+
+    @classmethod
+    def on_model_clock(cls, timebase: Timebase, ping_timeout_s: float,
+                       upkeep: Upkeep = UPKEEP) -> AgentTiming:
+        """The simulator's schedule in this run's real seconds (until 2026-12-06 a live
+        agent gossiped every 2 and managed every 6 real s whatever the time scale: at
+        scale 10 some 37 times the simulator's upkeep messages)."""
+        return cls(gossip_s=timebase.real_s(upkeep.gossip_s * 1000.0),
+                   manage_s=timebase.real_s(upkeep.manage_s * 1000.0),
+                   ping_timeout_s=ping_timeout_s, timebase=timebase,
+                   start_rounds=upkeep.start_gossip_rounds)
 
 
 class MeridianAgent:
@@ -108,8 +131,12 @@ class MeridianAgent:
         self.reports: dict[str, dict[str, float]] = {}  # member -> its RTTs to others
         self.queries: dict[str, _Query] = {}
         self.asks: dict[str, tuple[str, float | None]] = {}  # qid -> (asker, d or None)
-        self.next_gossip: float | None = None  # set by the first tick
+        self.first_tick: float | None = None
+        self.started: float | None = None  # when the start's rounds began
+        self.next_gossip = math.inf
+        self.start_rounds_left = timing.start_rounds
         self.next_manage = math.inf
+        self.choose_at = math.inf  # when the asked reports are in
         self.hops: list[int] = []  # per query this node finished: hops it made
 
     # -- membership -------------------------------------------------------------
@@ -132,14 +159,40 @@ class MeridianAgent:
 
     def tick(self, now: float) -> list[Action]:
         out: list[Action] = []
-        if self.next_gossip is None:  # the first tick: gossip now, manage one period on
-            self.next_gossip, self.next_manage = now, now + self.timing.manage_s
+        t = self.timing
+        if self.first_tick is None:
+            self.first_tick = now
+        if self.started is None and (self.unmeasured() and now < self.first_tick
+                                     + t.start_wait_s):
+            return out + self._expire_queries(now)
+        if self.started is None:  # the start's rounds, then its rings
+            self.started = now
+            self.next_gossip = now if t.start_rounds else now + t.gossip_s
+            self.next_manage = now + t.start_rounds * t.start_gap_s
         if now >= self.next_gossip:
-            self.next_gossip = now + self.timing.gossip_s
             out += self._gossip()
+            if self.start_rounds_left > 1:
+                self.start_rounds_left -= 1
+                done = t.start_rounds - self.start_rounds_left
+                self.next_gossip = self.started + done * t.start_gap_s
+            else:
+                self.start_rounds_left = 0
+                self.next_gossip = self._next_period(t.gossip_s, now)
         if now >= self.next_manage:
-            self.next_manage = now + self.timing.manage_s
-            out += self._manage()
+            self.next_manage = self._next_period(t.manage_s, now)
+            self.choose_at = now + t.ping_timeout_s
+            out += self._ask_reports()
+        if now >= self.choose_at:
+            self.choose_at = math.inf
+            self._choose_primaries()
+        return out + self._expire_queries(now)
+
+    def unmeasured(self) -> list[str]:
+        """The peers this node has no RTT to yet."""
+        return [p for p in sorted(self.peers) if p not in self.latest]
+
+    def _expire_queries(self, now: float) -> list[Action]:
+        out: list[Action] = []
         for qid, q in list(self.queries.items()):
             if now >= q.deadline:
                 out += self._decide(qid, q, now)
@@ -155,10 +208,19 @@ class MeridianAgent:
         return [self._send(self.peers[peer], {"op": "m_gossip", "from": self.name,
                                               "members": members})]
 
-    def _manage(self) -> list[Action]:
-        """Choose the primaries from the reports of the last round, then ask for new ones."""
+    def _next_period(self, period_s: float, now: float) -> float:
+        """The first of `started + k * period_s` after `now`."""
+        assert self.started is not None
+        return self.started + (math.floor((now - self.started) / period_s) + 1) * period_s
+
+    def _choose_primaries(self) -> None:
+        """Ring management from the members' reports (their RTTs to each other)."""
         self.node.manage_rings(lambda a, b: self.reports.get(a, {}).get(b, math.nan),
-                               Messages())  # the datagrams are counted below
+                               Messages())  # the datagrams are counted in `_ask_reports`
+
+    def _ask_reports(self) -> list[Action]:
+        """Each member of a ring with more members than primaries reports its RTTs to the
+        others (one request and one report each, as the simulator counts them)."""
         out: list[Action] = []
         for ring in self.node.rings:
             members = sorted(ring.members())

@@ -61,6 +61,21 @@ class MeridianConfig:
         return self.k if self.k is not None else primary_size(n_nodes)
 
 
+@dataclass(frozen=True)
+class Upkeep:
+    """When an overlay keeps itself up, in model seconds, the same in both engines: it
+    starts converged (`start_gossip_rounds` rounds of gossip, then its rings managed
+    once), then gossips every `gossip_s` and manages its rings every `manage_s`. Our
+    choice: the seed gives no schedule."""
+
+    gossip_s: float = 5.0
+    manage_s: float = 30.0
+    start_gossip_rounds: int = 10
+
+
+UPKEEP = Upkeep()
+
+
 def primary_size(n_nodes: int) -> int:
     """k = floor(log_1.6 N), at least 1."""
     return max(1, math.floor(math.log(max(n_nodes, 1)) / math.log(1.6) + 1e-9))
