@@ -417,17 +417,15 @@ class FogDaemon:
         self.pending[self.seq] = (key, t)
         self.node.counts.sent[kind] += 1
 
-    def _ping_peers(self, moves_coordinate: bool = True, only: Sequence[str] | None = None
-                    ) -> None:
-        """A round of probes to every peer, or to `only` (`moves_coordinate`: one of them,
-        drawn, moves the Vivaldi coordinate; the start's probes move none)."""
+    def _ping_peers(self, only: Sequence[str] | None = None) -> None:
+        """A round of probes to every peer, one of which, drawn, moves the Vivaldi
+        coordinate; or probes to `only` that start no round (the start's: an echo moves
+        the coordinate only as the round's drawn peer, whose own echo never came)."""
         now = time.monotonic_ns()
         horizon_ns = 2e9 * self.probe_period_s  # two rounds' time
         self.pending = {s: v for s, v in self.pending.items() if now - v[1] < horizon_ns}
-        if moves_coordinate:
+        if only is None:
             self.node.next_round()
-        else:
-            self.node.coordinate_peer = None
         for name, f in self.node.cfg.fogs.items():
             if name != self.node.info.name and (only is None or name in only):
                 self._ping((f.ip, PROBE_PORT), name, "probe")
@@ -444,9 +442,9 @@ class FogDaemon:
 
     def serve(self) -> None:
         # until the overlay starts (every peer measured: their daemons are up), the peers
-        # not measured yet are probed every START_PROBE_S, moving no coordinate, so that
-        # its start (gossip, then its rings) files measured peers as the simulator's
-        # does; the rounds proper at a drawn phase
+        # not measured yet are probed every START_PROBE_S, so that its start (gossip,
+        # then its rings) files measured peers as the simulator's does; the rounds
+        # proper at a drawn phase
         next_start_probe = time.monotonic()
         next_ping = time.monotonic() + random.Random(self.node.info.name).uniform(
             0, self.probe_period_s)
@@ -460,7 +458,7 @@ class FogDaemon:
             now = time.monotonic()
             agent = self.node.meridian
             if agent.started is None and now >= next_start_probe:
-                self._ping_peers(moves_coordinate=False, only=agent.unmeasured())
+                self._ping_peers(only=agent.unmeasured())
                 next_start_probe = now + START_PROBE_S
             self._meridian_do(agent.tick(now))
             if now >= next_ping:

@@ -151,9 +151,11 @@ class CityClient:
     def ping(self, fog: str) -> tuple[float | None, dict[str, object] | None]:
         rtt, state = self.net.ping(fog)
         self._count("probe", 1, 0 if rtt is None else 1)
-        if rtt is not None and fog in self._truth.get("static", {}):
+        static = self._truth.get("static", {})
+        if rtt is not None and fog in static:
             # over what the links to `fog` carry now (its access link: its members' load)
-            self.result.probe_excess.append(rtt - self._latency(self.members())[fog])
+            load = self.cfg.fogs[fog].load(self.members().get(fog, 0))
+            self.result.probe_excess.append(rtt - (static[fog] + load))
         if rtt is not None and state is not None:
             self._learn(fog, state, rtt)
         return rtt, state
