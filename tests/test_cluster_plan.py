@@ -88,10 +88,10 @@ def test_servers_file(tmp_path: Path) -> None:
     f = tmp_path / "servers.yaml"
     f.write_text("servers:\n  - {name: s1, address: 10.9.0.1}\n"
                  "  - {name: s2, address: node-2.lan, user: fog, key: /k, port: 2222}\n"
-                 "placement: {fn: s1}\ntunnel: ssh\n")
+                 "placement: {fn: s1}\ntunnel: vxlan\n")
     spec = load_cluster(f)
-    assert spec.names == ["s1", "s2"] and spec.controller_server == "s1"
-    assert spec.servers[1].port == 2222 and spec.tunnel == "ssh"
+    assert spec.names == ["s1", "s2"]
+    assert spec.servers[1].port == 2222 and spec.tunnel == "vxlan"
 
 
 @pytest.mark.parametrize(("text", "why"), [
@@ -100,7 +100,8 @@ def test_servers_file(tmp_path: Path) -> None:
     ("servers:\n  - {name: s1, address: h}\n  - {name: s1, address: g}\n", "names repeat"),
     ("servers:\n  - {name: s1, address: h}\n  - {name: s2, address: h}\n", "one address"),
     ("servers:\n  - {name: s1, address: h}\nplacement: {fn: s3}\n", "placement.fn: no server"),
-    ("servers:\n  - {name: s1, address: h}\ncontroller: s2\n", "controller: no server"),
+    ("servers:\n  - {name: s1, address: h}\ncontroller: s1\n", "controller"),
+    ("servers:\n  - {name: s1, address: h}\ntunnel: ssh\n", "tunnel"),
     ("servers:\n  - {name: s1, address: h}\ntunnel: gre\n", "tunnel"),
     ("- 1\n", "expected a mapping"),
     ("servers: [\n", "servers.yaml"),

@@ -50,6 +50,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                          f"two, by client port; default {RT_SAMPLE_DEFAULT}: timing every "
                          "one costs the FN a few %% of its service rate; a policy that "
                          "learns from the measurement, path_rnn, gets every one)")
+    ap.add_argument("--cluster", metavar="SERVERS_YAML",
+                    help="emulate: run the network on these servers over ssh, the runner and "
+                         "controller here (docs/scale-out.md)")
     add_view_arguments(ap)
     return ap.parse_args(argv)
 
@@ -86,6 +89,11 @@ def main(argv: list[str] | None = None,
         return 0
     from fogsdn.cli.study_command import declared_study
 
+    if args.cluster is not None and (args.engine != "emulate"
+                                     or declared_study(args.scenario) == "city"):
+        print("error: --cluster: a live queueing scenario only (the city study does not run "
+              "over several servers yet)", file=sys.stderr)
+        return 2
     if declared_study(args.scenario) == "city":  # a study of many runs: the study driver's
         from fogsdn.cli.study_command import main as run_study_file
 
@@ -110,6 +118,15 @@ def main(argv: list[str] | None = None,
     except (ScenarioError, PolicyError, ArgumentError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    cluster = None
+    if args.cluster is not None:
+        from fogsdn.netem.cluster_plan import ClusterError, load_cluster
+
+        try:
+            cluster = load_cluster(args.cluster)
+        except ClusterError as err:
+            print(f"error: --cluster: {err}", file=sys.stderr)
+            return 2
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(args.out) if args.out else root / "results" / f"{stamp}-{sc.name}"
 
@@ -167,7 +184,7 @@ def main(argv: list[str] | None = None,
     try:
         options = LiveOptions(measure_rt=0 if args.no_measure_rt else args.rt_sample)
         summary = run_emulation(sc, out, stop, show_progress=not args.quiet, options=options,
-                                view=view_config(args))
+                                view=view_config(args), cluster=cluster)
     except ScenarioError as err:  # live limits, checked before anything starts
         print(f"error: {args.scenario}: {err}", file=sys.stderr)
         return 2

@@ -18,12 +18,14 @@ def start_controller(config: ControllerConfig, config_path: Path, port: int, log
                      *, apps: Sequence[str] = (), env: dict[str, str] | None = None,
                      preexec_fn: Callable[[], object] | None = None,
                      python: str = sys.executable,
-                     realtime: bool = False) -> subprocess.Popen[bytes]:
-    """Write `config` to `config_path` and start the controller on 127.0.0.1:`port`,
+                     realtime: bool = False, host: str = "127.0.0.1"
+                     ) -> subprocess.Popen[bytes]:
+    """Write `config` to `config_path` and start the controller on `host`:`port`
+    (loopback unless switches on other servers must reach it),
     its output appended to `log_path`, in a session of its own (stopped by PID);
     `realtime`: it runs SCHED_FIFO."""
     config.write(config_path)
-    cmd = [python, "-m", "fogsdn.controller.main", "--port", str(port)]
+    cmd = [python, "-m", "fogsdn.controller.main", "--port", str(port), "--host", host]
     for app in apps:
         cmd += ["--app", app]
     if realtime:

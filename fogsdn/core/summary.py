@@ -184,6 +184,9 @@ class RunSummary(TypedDict):
     gap_split: NotRequired[dict[str, dict[str, float]]]
     # both engines: each scheduled fault, its steps and its cost (fogsdn.core.faults)
     faults: NotRequired[list[FaultRecord]]
+    # a run over several servers: each node's server, each crossing link's measured LAN
+    # (fogsdn.live.cluster_site.ClusterSite.report)
+    cluster: NotRequired[Mapping[str, object]]
     # simulate
     seed: NotRequired[int]
     replication: NotRequired[int]

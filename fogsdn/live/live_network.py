@@ -38,9 +38,12 @@ from fogsdn.core.summary import ContainerStats, LinksReport
 from fogsdn.core.topology import LinkSpec, fabric_of
 from fogsdn.live.cgroups import CgroupError, Layout, NodeCgroup, remove_cgroup, rt_share
 from fogsdn.live.cleanup import stop_pid
+from fogsdn.live.cluster_site import ClusterRunError, ClusterSite, expected_traffic
 from fogsdn.live.hop_floor import HopFloor, load_started_at
+from fogsdn.live.power_meter import PortCounters, dump_ports, parse_dump_ports
 from fogsdn.live.supervisor import Restart, Supervisor, free_port
 from fogsdn.live.switch_tuning import SwitchTuning
+from fogsdn.netem.cluster_plan import ClusterSpec
 from fogsdn.netem.linkem import choose_mechanism
 from fogsdn.netem.mininet_net import Network, build_network, shaped_links
 
@@ -70,39 +73,45 @@ def wait_for(cond: Callable[[], bool], timeout: float, what: str, stop: threadin
     raise EmulationError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
-def _listening(port: int) -> bool:
+OvsRun = Callable[[list[str]], "subprocess.CompletedProcess[str]"]
+
+
+def local_ovs(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """An ovs-ofctl or ovs-vsctl command on this machine."""
+    return subprocess.run(argv, capture_output=True, text=True, timeout=10)
+
+
+def _listening(port: int, host: str = "127.0.0.1") -> bool:
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+        with socket.create_connection((host, port), timeout=0.2):
             return True
     except OSError:
         return False
 
 
-def _flows(bridge: str, *match: str) -> list[str]:
-    r = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", bridge, *match],
-                       capture_output=True, text=True)
+def _flows(bridge: str, *match: str, run: OvsRun = local_ovs) -> list[str]:
+    r = run(["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", bridge, *match])
     return [ln for ln in r.stdout.splitlines() if "priority=" in ln]
 
 
-def _fall_back_to_groups(bridge: str) -> None:
+def _fall_back_to_groups(bridge: str, run: OvsRun = local_ovs) -> None:
     """Remove a per-request policy's rule that sends new connections to the controller
     (fogsdn.controller.pipeline.DECIDE_COOKIE): the policy's select groups take them."""
-    subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "del-flows", bridge,
-                    f"cookie={DECIDE_COOKIE:#x}/-1"], capture_output=True, timeout=5)
+    run(["ovs-ofctl", "-O", "OpenFlow13", "del-flows", bridge, f"cookie={DECIDE_COOKIE:#x}/-1"])
 
 
-def _table_miss_installed(bridge: str) -> bool:
-    return any("priority=0" in ln and "CONTROLLER" in ln for ln in _flows(bridge, "table=0"))
+def _table_miss_installed(bridge: str, run: OvsRun = local_ovs) -> bool:
+    return any("priority=0" in ln and "CONTROLLER" in ln
+               for ln in _flows(bridge, "table=0", run=run))
 
 
-def _reconnect(bridge: str) -> None:
+def _reconnect(bridge: str, run: OvsRun = local_ovs) -> None:
     """A new Controller record with the same target and settings: OVS keeps a connection
     whose handshake stalled, so only a new one starts it again."""
-    r = subprocess.run(["ovs-vsctl", "get", "Bridge", bridge, "controller"],
-                       capture_output=True, text=True)
+    r = run(["ovs-vsctl", "get", "Bridge", bridge, "controller"])
     uuids = [u.strip() for u in r.stdout.strip().strip("[]").split(",") if u.strip()]
-    r = subprocess.run(["ovs-vsctl", "--format=json", "--columns=target,max_backoff",
-                        "list", "Controller", *uuids], capture_output=True, text=True)
+    r = run(["ovs-vsctl", "--format=json", "--columns=target,max_backoff",
+             "list", "Controller", *uuids])
     rows = json.loads(r.stdout or "{}").get("data", []) if r.returncode == 0 else []
     cmd = ["ovs-vsctl"]
     refs = []
@@ -112,8 +121,7 @@ def _reconnect(bridge: str) -> None:
                 *extra]
         refs.append(f"@c{i}")
     if refs:
-        subprocess.run([*cmd, "--", "set", "Bridge", bridge, f"controller=[{','.join(refs)}]"],
-                       capture_output=True, text=True)
+        run([*cmd, "--", "set", "Bridge", bridge, f"controller=[{','.join(refs)}]"])
 
 
 def child_env() -> dict[str, str]:
@@ -127,13 +135,15 @@ class LiveNetwork:
     def __init__(self, spec: NetworkSpec, out_dir: Path, supervisor: Supervisor,
                  show_progress: bool = False, peer_tables: dict[str, int] | None = None,
                  measure_rt: int = RT_SAMPLE_DEFAULT, realtime: bool = True,
-                 service: Scenario | None = None) -> None:
+                 service: Scenario | None = None, cluster: ClusterSpec | None = None) -> None:
         """`peer_tables`: host link id -> size of its element's per-peer delay table
         (`update_peers`; these need the userspace relay, chosen then). `measure_rt`: the
         controller times one connection in N (0: none; fogsdn.controller.rt_measure).
         `realtime`: the controller runs SCHED_FIFO (docs/emulation.md, fidelity).
         `service`: the queueing scenario whose requests the controller dispatches at the
-        service address (None: the network carries none, `idle_service`)."""
+        service address (None: the network carries none, `idle_service`).
+        `cluster`: the servers the network runs on (docs/scale-out.md); None: this
+        machine."""
         self.realtime = realtime
         self.spec = spec
         self.service = service if service is not None else idle_service(spec)
@@ -155,6 +165,11 @@ class LiveNetwork:
         self.container_stats: dict[str, ContainerStats] = {}
         self.controller_port = 0
         self.switch = SwitchTuning()
+        self.cluster: ClusterSite | None = None
+        if cluster is not None:
+            self.cluster = ClusterSite(cluster, self.tag, self.sock_dir, out_dir, self.graph,
+                                       expected_traffic(self.graph, self.service))
+        self.remote: set[subprocess.Popen[Any]] = set()  # processes on a server, over ssh
         self.hop_floor = HopFloor(self.graph, spec.time_scale, spec.topology.hop_cost,
                                   tabled=self.peer_tables,
                                   every_s=spec.topology.hop_cost_every_s)
@@ -170,13 +185,53 @@ class LiveNetwork:
         self.supervisor.claim()
         self.sock_dir.mkdir(parents=True, exist_ok=True)
         self.available = dict(available)
+        if self.cluster is not None:
+            self._check_cluster()
+            try:
+                self.cluster.start()
+            except ClusterRunError as err:
+                raise EmulationError(str(err)) from None
+            self.timings["cluster_s"] = time.monotonic() - t0
         self._start_controller(fabric_of(self.graph))
         self.timings["controller_s"] = time.monotonic() - t0
         self._start_network()
         self.timings["network_s"] = time.monotonic() - t0
-        self.switch.apply(self.realtime)  # given back at teardown (fogsdn.live.switch_tuning)
-        self.notes += self.switch.notes
+        if self.cluster is None:
+            self.switch.apply(self.realtime)  # given back at teardown (switch_tuning)
+            self.notes += self.switch.notes
+        else:
+            self.notes.append("the servers' Open vSwitch ran as it was (not tuned: "
+                              "fogsdn.live.switch_tuning acts on this machine's alone)")
         self.supervisor.start_watching()
+
+    def _check_cluster(self) -> None:
+        """What a run over several servers does not take yet: one line, before anything
+        starts (docs/scale-out.md, what is missing)."""
+        shaped = shaped_links(self.graph)
+        limited = [h.name for h in self.spec.fog_hosts if h.cpu or h.memory_mb]
+        why = ("shaped links (link elements are not started on servers yet): "
+               + ", ".join(shaped) if shaped else
+               "cpu or memory_mb limits (cgroups are not made on servers yet): "
+               + ", ".join(limited) if limited and self.spec.containers else
+               "per-peer link tables" if self.peer_tables else None)
+        if why is not None:
+            raise EmulationError(f"cluster: a run over several servers takes no {why}")
+
+    @property
+    def controller_host(self) -> str:
+        """Where the controller listens: loopback, or this machine's LAN address when
+        switches on servers reach it."""
+        return self.cluster.head if self.cluster is not None else "127.0.0.1"
+
+    def ovs_runner(self, node: str) -> OvsRun:
+        """How to run ovs-ofctl/ovs-vsctl for graph switch `node`: here, or on its server."""
+        site = self.cluster
+        if site is None:
+            return local_ovs
+        return lambda argv: site.ovs(node, argv)
+
+    def _bridge_runs(self) -> list[tuple[str, OvsRun]]:
+        return [(b, self.ovs_runner(n)) for n, b in self.bridges.items()]
 
     def _start_controller(self, fabric: Fabric) -> None:
         self.controller_port = free_port()
@@ -199,12 +254,13 @@ class LiveNetwork:
             return start_controller(
                 replace(conf, available=dict(self.available)), self.out / "controller.json",
                 self.controller_port, self.out / "controller.log", env=child_env(),
-                python=sys.executable, preexec_fn=die_with_parent, realtime=self.realtime)
+                python=sys.executable, preexec_fn=die_with_parent, realtime=self.realtime,
+                host=self.controller_host)
 
         def relaunch() -> subprocess.Popen[bytes]:
             """A dead controller's switches fall back to its groups first, then it restarts."""
-            for bridge in self.bridges.values():
-                _fall_back_to_groups(bridge)
+            for bridge, run in self._bridge_runs():
+                _fall_back_to_groups(bridge, run)
             return launch()
 
         first = launch()
@@ -217,7 +273,7 @@ class LiveNetwork:
         def up() -> bool:
             if first.poll() is not None:
                 raise EmulationError("controller exited at start; see controller.log")
-            return _listening(self.controller_port)
+            return _listening(self.controller_port, self.controller_host)
 
         wait_for(up, STARTUP_TIMEOUT_S, "the controller to listen", self.supervisor.stop)
 
@@ -227,7 +283,7 @@ class LiveNetwork:
             ready = (self.sock_dir / "controller.ready").read_text().strip() == "ready"
         except OSError:
             return False
-        return ready and all(_table_miss_installed(b) for b in self.bridges.values())
+        return ready and all(_table_miss_installed(b, run) for b, run in self._bridge_runs())
 
     def _choose_links(self) -> str | None:
         """The link element for this run (once), printed and kept for summary.json."""
@@ -247,7 +303,7 @@ class LiveNetwork:
     def _start_network(self) -> None:
         rec = self.supervisor.record
         rec.bridges = [f"{self.tag}{n}" for n, d in self.graph.nodes(data=True)
-                       if d["kind"] == "switch"]
+                       if d["kind"] == "switch" and self.cluster is None]
         rec.save()
         mechanism = self._choose_links()
         floor = self.hop_floor  # the emulator's cost per hop (fogsdn.live.hop_floor)
@@ -258,14 +314,19 @@ class LiveNetwork:
                 print(f"[run] {floor.line()}", flush=True)
         self.network = build_network(self.graph, self.controller_port, self.tag,
                                      self.spec.time_scale, mechanism, self.sock_dir, self.spec.seed,
-                                     self.peer_tables, floor.deduction)
+                                     self.peer_tables, floor.deduction,
+                                     controller_ip=self.controller_host,
+                                     servers=self._servers())
         floor.follow(self.network, load_started_at(lambda: self.supervisor.epoch),
                      self.supervisor.stop)
         self.bridges = self.network.bridges
         if self.spec.static_neighbours:
             self._set_neighbours()
+        if self.cluster is not None:  # their shells end with their ssh; the guards stay
+            self._measure_tunnels()
         for name, pid in self.network.host_pids().items():
-            self.supervisor.track(f"host {name}", pid)
+            if self.cluster is None:  # a server's PIDs are not this machine's
+                self.supervisor.track(f"host {name}", pid)
         for name, pid in self.network.element_pids().items():
             self.supervisor.track(f"element {name}", pid)
         if self.network.shaper is not None:
@@ -275,14 +336,15 @@ class LiveNetwork:
             for link_id, p in self.network.shaper.processes().items():
                 self.supervisor.watch(f"link relay {link_id}", p, "the link carries nothing "
                                       "from now on; the run goes on and exits non-zero")
-        rec.interfaces = self.network.root_interfaces()
+        rec.interfaces = self.network.root_interfaces() if self.cluster is None else []
         rec.save()
         ready = self.sock_dir / "controller.ready"
         progress = [time.monotonic(), len(self.bridges)]  # last change, switches missing
         reconnected: set[str] = set()
 
         def rules_in() -> bool:
-            missing = [n for n, b in self.bridges.items() if not _table_miss_installed(b)]
+            missing = [n for n, b in self.bridges.items()
+                       if not _table_miss_installed(b, self.ovs_runner(n))]
             if not missing:
                 return ready.exists()
             now = time.monotonic()
@@ -290,9 +352,10 @@ class LiveNetwork:
                 progress[:] = [now, len(missing)]
             if now - progress[0] > HANDSHAKE_GRACE_S and len(missing) < len(self.bridges):
                 for n in missing:
-                    if n not in reconnected and not _flows(self.bridges[n]):
+                    run = self.ovs_runner(n)
+                    if n not in reconnected and not _flows(self.bridges[n], run=run):
                         reconnected.add(n)
-                        _reconnect(self.bridges[n])
+                        _reconnect(self.bridges[n], run)
                         note = (f"switch {n}: no OpenFlow rule while the others had theirs, "
                                 f"none new for {HANDSHAKE_GRACE_S:.0f} s (a stalled "
                                 "handshake); it connected again before the load began")
@@ -305,7 +368,8 @@ class LiveNetwork:
             wait_for(rules_in, STARTUP_TIMEOUT_S, "the controller's table-miss rules",
                      self.supervisor.stop)
         except EmulationError as err:
-            missing = sorted(n for n, b in self.bridges.items() if not _table_miss_installed(b))
+            missing = sorted(n for n, b in self.bridges.items()
+                             if not _table_miss_installed(b, self.ovs_runner(n)))
             ctl = self.controller
             if ctl is not None and ctl.poll() is None:
                 with suppress(OSError):  # its threads' stacks into controller.log
@@ -316,6 +380,29 @@ class LiveNetwork:
                                  ) from None
         if ready.read_text().strip() != "ready":
             raise EmulationError(f"controller: {ready.read_text().strip()}")
+
+    def _servers(self) -> dict[str, dict[str, Any]] | None:
+        """Graph node (its bridge name for a switch) -> its server's Mininet parameters."""
+        site = self.cluster
+        if site is None:
+            return None
+        return {n: site.mininet_params(n) for n in self.graph.nodes}
+
+    def _measure_tunnels(self) -> None:
+        assert self.cluster is not None and self.network is not None
+        net = self.network.net
+        nodes = {n: net.get(self.bridges.get(n, n)) for n in self.graph.nodes}
+        try:
+            self.cluster.measure_tunnels(nodes, self.spec.time_scale)
+        except (RuntimeError, ValueError, subprocess.SubprocessError) as err:
+            raise EmulationError(f"cluster: tunnel not measured: {err}") from None
+        self.notes += self.cluster.notes
+        if self.show_progress:
+            for t in self.cluster.tunnels:
+                print(f"[run] link {t['link']} crosses servers "
+                      f"{t['servers'][0]}-{t['servers'][1]}: LAN round trip p50 "
+                      f"{t['rtt_real_ms_p50']:.3f} real ms, "
+                      f"{t['throughput_mbps']} Mb/s", flush=True)
 
     def _set_neighbours(self) -> None:
         """Each host's peers as permanent neighbour entries (`NetworkSpec.neighbours`),
@@ -401,9 +488,16 @@ class LiveNetwork:
             cmd = self._containerize(node, cmd)
         out: Any = open(log, "ab") if log is not None else subprocess.PIPE  # noqa: SIM115
         try:
-            proc = self.host(host).popen(
-                cmd, cwd=str(ROOT), env=child_env(), stdout=out, stderr=subprocess.STDOUT,
-                text=log is None, preexec_fn=die_with_parent)
+            if self.cluster is not None:  # over ssh, under fogsdn.netem.remote_child
+                env = {"PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
+                proc = self.host(host).start_process(cmd, env, stdout=out,
+                                                     stderr=subprocess.STDOUT,
+                                                     text=log is None)
+                self.remote.add(proc)
+            else:
+                proc = self.host(host).popen(
+                    cmd, cwd=str(ROOT), env=child_env(), stdout=out, stderr=subprocess.STDOUT,
+                    text=log is None, preexec_fn=die_with_parent)
         finally:
             if log is not None:
                 out.close()
@@ -419,10 +513,43 @@ class LiveNetwork:
                 raise EmulationError(f"node {node}: {err}") from None
         return proc
 
+    def reach_socket(self, host: str, path: Path) -> None:
+        """A Unix socket that a process in `host` listens on, reachable at `path` here:
+        nothing to do on one machine; forwarded from the host's server in a cluster."""
+        if self.cluster is not None:
+            try:
+                self.cluster.forward_socket(host, path)
+            except (ClusterRunError, subprocess.SubprocessError) as err:
+                raise EmulationError(str(err)) from None
+
+    def stop_process(self, proc: subprocess.Popen[Any]) -> None:
+        """Ask a process of the run to end (SIGTERM; on a server, by closing its stdin,
+        which `fogsdn.netem.remote_child` turns into SIGTERM there, so that `wait`
+        returns once it has really ended)."""
+        if proc in self.remote and proc.stdin is not None:
+            with suppress(OSError):
+                proc.stdin.close()
+        elif proc.poll() is None:
+            proc.terminate()
+
+    def read_ports(self, bridge: str) -> dict[str, PortCounters]:
+        """A bridge's port counters, read where it runs."""
+        node = next(n for n, b in self.bridges.items() if b == bridge)
+        if self.cluster is None:
+            return dump_ports(bridge)
+        r = self.cluster.ovs(node, ["ovs-ofctl", "-O", "OpenFlow13", "--no-names",
+                                    "dump-ports", bridge], timeout=5)
+        if r.returncode != 0:
+            raise OSError(f"ovs-ofctl dump-ports {bridge}: {r.stderr.strip()}")
+        return parse_dump_ports(r.stdout)
+
     @cached_property
     def _cgroup_layout(self) -> Layout | None:
         """The machine's cgroups; None (and a note) where there are none and no node asks
         for limits; an EmulationError where limits were asked for."""
+        if self.cluster is not None:  # a server's cgroups are not this machine's
+            self.notes.append("containers on servers without cgroups (no CPU accounting)")
+            return None
         try:
             return Layout.detect()
         except (CgroupError, OSError) as err:
@@ -468,7 +595,8 @@ class LiveNetwork:
         self.supervisor.quiet()
         steps = [*first, ("hop probe", self.hop_floor.close),
                  ("cgroups", self._remove_cgroups), ("flows", self._dump_tables),
-                 ("network", self._stop_network), ("controller", self._stop_controller),
+                 ("network", self._stop_network), ("servers", self._close_cluster),
+                 ("controller", self._stop_controller),
                  ("switch settings", self.switch.restore)]
         for what, step in steps:
             try:
@@ -500,12 +628,17 @@ class LiveNetwork:
             return
         for what, name in (("dump-flows", "flows.txt"), ("dump-groups", "groups.txt")):
             parts = []
-            for bridge in self.bridges.values():
-                r = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", what, bridge],
-                                   capture_output=True, text=True)
+            for bridge, run in self._bridge_runs():
+                r = run(["ovs-ofctl", "-O", "OpenFlow13", what, bridge])
                 head = f"## {bridge}\n" if len(self.bridges) > 1 else ""
                 parts.append(head + r.stdout + r.stderr)
             (self.out / name).write_text("".join(parts))
+
+    def _close_cluster(self) -> None:
+        if self.cluster is not None:
+            for line in self.cluster.close():
+                if self.show_progress:
+                    print(f"[teardown] server {line}", file=sys.stderr)
 
     def _stop_network(self) -> None:
         if self.network is not None:

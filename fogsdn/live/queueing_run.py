@@ -45,9 +45,10 @@ from fogsdn.live.power_meter import LivePowerMeter
 from fogsdn.live.results import finish_results
 from fogsdn.live.supervisor import exit_description
 from fogsdn.models.power_model import server_count
+from fogsdn.netem.cluster_plan import ClusterSpec
 from fogsdn.nodes.cpu_work import calibrate
 from fogsdn.nodes.worker import control_request
-from fogsdn.policies import policy_class, stage_plan
+from fogsdn.policies import is_per_request, make_policy, policy_class, stage_plan
 
 # one TCP connection per request through Python clients, OVS userspace and Python workers
 # on two cores: well above the default load (160/s), well below what saturates the machine
@@ -82,7 +83,7 @@ class LiveOptions:
 class QueueingRun:
     def __init__(self, scenario: Scenario, out_dir: Path, stop: threading.Event,
                  show_progress: bool = True, options: LiveOptions = LiveOptions(),
-                 view: ViewConfig | None = None) -> None:
+                 view: ViewConfig | None = None, cluster: ClusterSpec | None = None) -> None:
         self.sc = scenario
         self.view_config = view  # the browser view and REST API (fogsdn.live.live_view)
         self.policy_epochs: list[dict[str, Any]] = []
@@ -94,7 +95,7 @@ class QueueingRun:
         self.supervisor = new_supervisor(out_dir, stop)
         self.live = LiveNetwork(network_of(scenario), out_dir, self.supervisor, show_progress,
                                 measure_rt=options.measure_rt, realtime=options.realtime,
-                                service=scenario)
+                                service=scenario, cluster=cluster)
         self.workers: dict[str, subprocess.Popen[Any]] = {}
         self.stages = StagePlan("none")  # size-based dispatch (seed 002b), set with the workers
         self.clients: list[str] = []  # client names
@@ -135,8 +136,8 @@ class QueueingRun:
                     raise EmulationError(f"worker {name} exited at start; see worker-{name}.log")
                 try:
                     control_request(sock_dir / f"{name}.sock", "stats", timeout=0.5)
-                except OSError:
-                    return False
+                except (OSError, ValueError):  # not listening yet (ValueError: forwarded
+                    return False  # from a server, where the far end closed unanswered)
             return True
 
         wait_for(all_up, STARTUP_TIMEOUT_S, "the workers", self.stop)
@@ -148,6 +149,7 @@ class QueueingRun:
         ctl = sock_dir / f"{node.name}.sock"
         if str(ctl) not in self.supervisor.record.paths:
             self.supervisor.record.paths.append(str(ctl))
+            self.live.reach_socket(node.name, ctl)
         work = self._worker_work
         argv = ["fogsdn.nodes.worker", "--name", node.name, "--port", "9000",
                 "--mu", repr(node.mu), "--capacity", str(node.capacity),
@@ -176,10 +178,15 @@ class QueueingRun:
         epoch_file = self.out / "epoch"
         stages = ["--stages", self.stages.to_json()] if self.stages.kind != "none" else []
         self.clients = [f"c{k}" for k in range(1, self.sc.workload.clients + 1)]
+        site = self.live.cluster
+        by_server: dict[str, list[str]] = {}  # one engine per server (it enters hosts there)
+        for n in self.clients:
+            by_server.setdefault(site.placement[n] if site is not None else "", []).append(n)
         groups = ([[n] for n in self.clients] if self.client_processes
-                  else [self.clients])
+                  else list(by_server.values()))
         for group in groups:
-            tag = group[0] if self.client_processes else "engine"
+            tag = (group[0] if self.client_processes else "engine" if len(groups) == 1
+                   else f"engine-{site.placement[group[0]] if site is not None else group[0]}")
             hosts = ",".join(f"{n}={self.live.host(n).pid}" for n in group)
             self.load_procs[tag] = self.live.start_in_host(
                 group[0], f"clients {tag}",
@@ -225,7 +232,7 @@ class QueueingRun:
 
         self.power = LivePowerMeter(
             {n.name: (n, server_count(n)) for n in self.sc.nodes}, self.live.bridges,
-            self.sc.switch_power, busy, self.epoch)
+            self.sc.switch_power, busy, self.epoch, read_ports=self.live.read_ports)
         self.power.start()
 
     def _stop_power(self) -> None:
@@ -343,8 +350,8 @@ class QueueingRun:
     # -- teardown -------------------------------------------------------------
     def _stop_clients(self) -> None:
         for p in self.load_procs.values():
-            if p.poll() is None:
-                p.terminate()  # the engine records its outstanding requests and flushes
+            if p.poll() is None:  # the engine records its outstanding requests and flushes
+                self.live.stop_process(p)
         for tag, p in self.load_procs.items():
             try:
                 p.wait(timeout=8)
@@ -360,7 +367,10 @@ class QueueingRun:
             except (OSError, ValueError) as err:
                 how = exit_description(self.workers[name].poll())
                 stats[name] = {"error": f"no stats: {err.__class__.__name__} (worker {how})"}
-        for name in self.workers:
+        for name, p in self.workers.items():
+            if p in self.live.remote:  # on a server: its wrapper there stops it
+                self.live.stop_process(p)
+                continue
             pid, start = self.supervisor.record.pids[f"worker {name}"]
             stop_pid(pid, start)
         for p in self.workers.values():
@@ -461,14 +471,28 @@ def timing_for(scenario: Scenario, options: LiveOptions) -> LiveOptions:
 def run_emulation(scenario: Scenario, out_dir: Path, stop: threading.Event | None = None,
                   show_progress: bool = True,
                   options: LiveOptions = LiveOptions(),
-                  view: ViewConfig | None = None) -> dict[str, Any]:
+                  view: ViewConfig | None = None,
+                  cluster: ClusterSpec | None = None) -> dict[str, Any]:
     """Run one scenario live with the switches in `options`; returns summary.json's
-    content. `view`: serve the browser view and REST API meanwhile (docs/view.md)."""
+    content. `view`: serve the browser view and REST API meanwhile (docs/view.md).
+    `cluster`: run the network on these servers (docs/scale-out.md)."""
     check_live_limits(scenario)
     scenario = draw_capacities(scenario, 0)  # a drawn capacity: the first replication's
     options = timing_for(scenario, options)
     if options.measure_rt:
         # a power of two, or a one-line error before anything starts
         sample_mask(options.measure_rt)
+    if cluster is not None:
+        check_cluster_scenario(scenario)
     return QueueingRun(scenario, out_dir, stop or threading.Event(), show_progress,
-                       options, view).run()
+                       options, view, cluster).run()
+
+
+def check_cluster_scenario(sc: Scenario) -> None:
+    """Refuse, before anything starts, what a run over several servers does not carry
+    yet: a per-request policy decides on the workers' load reports, whose channel is a
+    Unix SOCK_SEQPACKET socket on this machine (docs/scale-out.md, what is missing)."""
+    if is_per_request(make_policy(sc.policy, sc.workload)):
+        raise ScenarioError(f"policy: {sc.policy.name} decides per request on the workers' "
+                            "load reports, which do not cross servers yet; a cluster run "
+                            "takes a proactive policy (e.g. prioritized, nodiff, basic)")

@@ -329,6 +329,8 @@ def finish_results(out: Path, sc: Scenario, run: Any, worker_stats: Mapping[str,
                               "their replies may leave late on a busy machine")
     if run.policy_epochs:  # the policies a view's swaps ran, per span (measure.policy_epochs)
         summary["policy_epochs"] = run.policy_epochs
+    if live.cluster is not None:
+        summary["cluster"] = live.cluster.report()
     if live.notes or live.hop_floor.notes:
         summary["notes"] = [*live.notes, *live.hop_floor.notes]
     meter = run.power

@@ -6,15 +6,17 @@ open; it tells the guard each process it starts there (`pid N`). When the guard'
 closes (the runner said `done`, or died and its ssh with it), the guard stops those
 processes (by PID and start time, never by name) and removes every Open vSwitch bridge
 and interface on the server whose name starts with the run's tag, which nothing but this
-run can carry. Never `mn -c`: the server's other bridges and controllers are not ours.
+run can carry, and the run's own folders there (`--remove-dir`, a folder named with
+the tag). Never `mn -c`: the server's other bridges and controllers are not ours.
 
-    python -m fogsdn.netem.cluster_guard --tag TAG
+    python -m fogsdn.netem.cluster_guard --tag TAG [--remove-dir DIR]...
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -51,7 +53,8 @@ def remove_tagged(tag: str) -> list[str]:
     return gone
 
 
-def guard(tag: str, lines: Sequence[str] | None = None) -> list[str]:
+def guard(tag: str, lines: Sequence[str] | None = None, remove_dirs: Sequence[str] = ()
+          ) -> list[str]:
     """Read `pid N` lines until `done` or the end of stdin, then clean up; what went."""
     pids: list[tuple[int, int]] = []
     print(READY, flush=True)
@@ -65,20 +68,31 @@ def guard(tag: str, lines: Sequence[str] | None = None) -> list[str]:
                 pids.append((int(arg), start))
     gone = [f"pid {pid}" for pid, start in pids if ours_alive(pid, start)
             and stop_pid(pid, start, grace_s=2.0)]
+    for d in remove_dirs:
+        if Path(d).exists():
+            shutil.rmtree(d, ignore_errors=True)
+            gone.append(d)
     return gone + remove_tagged(tag)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m fogsdn.netem.cluster_guard")
     ap.add_argument("--tag", required=True)
+    ap.add_argument("--remove-dir", action="append", default=[],
+                    help="a folder of the run's (its name is the tag) to remove at the end")
     args = ap.parse_args(argv)
     if not TAG.match(args.tag):
         print(f"cluster_guard: --tag {args.tag!r}: 2-8 lowercase letters and digits",
               file=sys.stderr)
         return 2
+    for d in args.remove_dir:
+        if Path(d).name != args.tag or not Path(d).is_absolute():
+            print(f"cluster_guard: --remove-dir {d!r}: an absolute folder named {args.tag}",
+                  file=sys.stderr)
+            return 2
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the session's end is stdin's end
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    gone = guard(args.tag)
+    gone = guard(args.tag, remove_dirs=args.remove_dir)
     print(f"{CLEAN} {' '.join(gone)}".rstrip(), flush=True)
     return 0
 
@@ -86,10 +100,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 class GuardSession:
     """The runner's end of one server's guard: its ssh, which dies with the runner."""
 
-    def __init__(self, ssh: Sequence[str], tag: str, python: str = sys.executable) -> None:
-        """`ssh`: the command that reaches the server (`ssh [options] user@address`)."""
+    def __init__(self, ssh: Sequence[str], tag: str, python: str = sys.executable,
+                 remove_dirs: Sequence[str] = ()) -> None:
+        """`ssh`: the command that reaches the server (`ssh [options] user@address`);
+        `remove_dirs`: the run's folders there (each named `tag`)."""
+        dirs = [w for d in remove_dirs for w in ("--remove-dir", d)]
         self.proc = subprocess.Popen(
-            [*ssh, python, "-m", "fogsdn.netem.cluster_guard", "--tag", tag],
+            [*ssh, python, "-m", "fogsdn.netem.cluster_guard", "--tag", tag, *dirs],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             preexec_fn=own_group_dying_with_parent)
         assert self.proc.stdout is not None

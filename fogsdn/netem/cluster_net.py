@@ -20,7 +20,9 @@ from __future__ import annotations
 import base64
 import itertools
 import re
+import shlex
 import subprocess
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,6 +33,7 @@ from mininet.examples.cluster import (
     RemoteMixin,
     RemoteOVSSwitch,
 )
+from mininet.link import TCIntf
 
 from fogsdn.core.processes import own_group_dying_with_parent
 from fogsdn.netem.hop_cost import TunnelCost, ping_rtts_ms
@@ -48,11 +51,15 @@ class ClusterNetError(RuntimeError):
     """A remote step that failed: one line naming the server and the step."""
 
 
-def ssh_options(key: str | None, port: int = 22) -> list[str]:
-    """ssh's options for a server of ours: its key, no prompt, no host-key store (the
-    servers file names the servers; a real deployment pins them in known_hosts)."""
+def ssh_options(key: str | None, port: int = 22, known_hosts: str | None = None) -> list[str]:
+    """ssh's options for a server of ours: its key, no prompt; the servers' host keys
+    from `known_hosts` where the servers file names one (pinned), else ssh's own store,
+    a new server's key accepted on first sight."""
     opts = ["-o", "BatchMode=yes", "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=10",
-            "-o", "StrictHostKeyChecking=accept-new", "-p", str(port)]
+            "-o", "StrictHostKeyChecking=" + ("yes" if known_hosts else "accept-new"),
+            "-p", str(port)]
+    if known_hosts is not None:
+        opts += ["-o", f"UserKnownHostsFile={known_hosts}"]
     if key is not None:
         opts = ["-i", key, *opts]
     return opts
@@ -88,7 +95,9 @@ class FogRemoteMixin(RemoteMixin):
         del sudo  # we are root on every server
         argv = cmd.split() if isinstance(cmd, str) else list(cmd)
         if self.isRemote:  # the shell starts inside Mininet's __init__: before `sshcmd`
-            argv = [*self._ssh(tt), *argv]
+            # ssh joins its words with spaces for the remote shell: a list is one command
+            # whose words arrive as they are (JSON, spaces), a string a shell line
+            argv = [*self._ssh(tt), cmd if isinstance(cmd, str) else shlex.join(argv)]
         params["preexec_fn"] = own_group_dying_with_parent
         proc: subprocess.Popen[bytes] = super(RemoteMixin, self)._popen(argv, **params)
         return proc
@@ -97,6 +106,21 @@ class FogRemoteMixin(RemoteMixin):
 
 class FogRemoteHost(FogRemoteMixin, RemoteHost):
     """A host on a server (its own network namespace there)."""
+
+    def start_process(self, argv: Sequence[str], env: dict[str, str], **params: Any
+                      ) -> subprocess.Popen[Any]:
+        """`argv` in this host's namespace on its server, under
+        `fogsdn.netem.remote_child`: closing the returned process's stdin stops it
+        there (SIGTERM, then SIGKILL), as does the end of its ssh (this process died).
+        `env`: variables it gets (ssh carries none)."""
+        words = ["env", *(f"{k}={v}" for k, v in env.items()), sys.executable, "-m",
+                 "fogsdn.netem.remote_child", "--", *argv]
+        params["stdin"] = subprocess.PIPE
+        # no `mnexec -d`: sshd's command leads its own session already, so mnexec's
+        # setsid() fails, and it would fork, its parent exiting at once (ssh with it)
+        params["mncmd"] = ["mnexec", "-a", str(self.pid)]
+        proc: subprocess.Popen[Any] = self.popen(words, **params)
+        return proc
 
 
 class FogRemoteOVSSwitch(FogRemoteMixin, RemoteOVSSwitch):
@@ -110,6 +134,15 @@ class VxlanLink(RemoteLink):
     renamed to the interface name Mininet gave it."""
 
     tag = "fz"  # the run's tag (`VxlanLink.for_run`)
+
+    def __init__(self, node1: Any, node2: Any, **kwargs: Any) -> None:
+        """Checksum offload off on both ends, as Mininet's TCULink does: a userspace
+        switch's conntrack otherwise sees TCP segments whose checksum the sender left to
+        a NIC that never computes it (`conntrack_l4csum_err`), and drops them."""
+        kwargs.setdefault("cls1", TCIntf)
+        kwargs.setdefault("cls2", TCIntf)
+        kwargs.update(txo=False, rxo=False)
+        super().__init__(node1, node2, **kwargs)
 
     @classmethod
     def for_run(cls, tag: str) -> type[VxlanLink]:

@@ -59,13 +59,14 @@ class ServerSpec(FrozenModel):
 
 
 class ClusterSpec(FrozenModel):
-    """The servers of one emulation; the controller runs on `controller` (default: the
-    first server), cross-server links are `tunnel`s."""
+    """The servers of one emulation; cross-server links are `tunnel`s. The runner and the
+    controller run on the machine that starts the run (the head), which reaches every
+    server over ssh and is reached by every switch over the servers' LAN."""
 
     servers: tuple[ServerSpec, ...] = Field(min_length=1)
     placement: dict[str, str] = Field(default_factory=dict)  # graph node -> server name
-    tunnel: Literal["vxlan", "ssh"] = "vxlan"
-    controller: str | None = None
+    tunnel: Literal["vxlan"] = "vxlan"
+    known_hosts: str | None = None  # the servers' host keys (ssh's known_hosts format)
 
     @model_validator(mode="after")
     def _consistent(self) -> ClusterSpec:
@@ -78,13 +79,7 @@ class ClusterSpec(FrozenModel):
         for node, server in self.placement.items():
             if server not in names:
                 raise ValueError(f"placement.{node}: no server named {server!r}")
-        if self.controller is not None and self.controller not in names:
-            raise ValueError(f"controller: no server named {self.controller!r}")
         return self
-
-    @property
-    def controller_server(self) -> str:
-        return self.controller if self.controller is not None else self.servers[0].name
 
     @property
     def names(self) -> list[str]:

@@ -199,30 +199,44 @@ class Network:
 def build_network(g: nx.Graph, controller_port: int, prefix: str, time_scale: float = 1.0,
                   mechanism: str | None = None, state_dir: Path | None = None,
                   seed: int = 0, peer_tables: Mapping[str, int] | None = None,
-                  deduction: Deduction | None = None) -> Network:
+                  deduction: Deduction | None = None, controller_ip: str = "127.0.0.1",
+                  servers: Mapping[str, Mapping[str, Any]] | None = None) -> Network:
     """Build and start; bridges, elements and veths get `prefix` so they are ours alone.
 
     `mechanism` ("netem" or "userspace") is needed only when some link is shaped.
     `deduction`: the delays the elements add, less the emulator's cost per hop.
     `peer_tables`: host link id -> addresses its element's per-peer table holds (the
-    userspace relay only; the host is the element's side a)."""
+    userspace relay only; the host is the element's side a).
+    `servers`: graph node -> where it runs (Mininet's cluster edition parameters,
+    fogsdn.live.cluster_site): every node on a server, links across servers as VXLAN
+    (fogsdn.netem.cluster_net); unshaped links only. None: all on this machine."""
     # Mininet forks a shell per node as it adds it: a Ctrl-C then would hang it, not
     # stop the run (fogsdn.core.processes.stop_signals_deferred)
     with stop_signals_deferred():
-        net = Mininet(topo=None, host=FogHost, switch=DirectOVSSwitch, link=TCULink,
+        kinds: tuple[type, type, type] = (FogHost, DirectOVSSwitch, TCULink)
+        if servers is not None:
+            from fogsdn.netem.cluster_net import FogRemoteHost, FogRemoteOVSSwitch, VxlanLink
+
+            if shaped_links(g):
+                raise ValueError("a network over several servers takes unshaped links only "
+                                 f"(shaped here: {', '.join(shaped_links(g))})")
+            kinds = (FogRemoteHost, FogRemoteOVSSwitch, VxlanLink.for_run(prefix))
+        where: Mapping[str, Mapping[str, Any]] = servers or {}
+        net = Mininet(topo=None, host=kinds[0], switch=kinds[1], link=kinds[2],
                       controller=None,
                       autoSetMacs=False, autoStaticArp=False, build=False, waitConnected=False)
-        net.addController("c0", controller=PlainRemoteController, ip="127.0.0.1",
+        net.addController("c0", controller=PlainRemoteController, ip=controller_ip,
                           port=controller_port)
         bridges: dict[str, str] = {}
         for n, d in g.nodes(data=True):
             if d["kind"] == "switch":
                 bridges[n] = f"{prefix}{n}"
                 net.addSwitch(bridges[n], dpid=f"{d['dpid']:016x}", datapath="user",
-                              protocols="OpenFlow13", failMode="secure")
+                              protocols="OpenFlow13", failMode="secure", **where.get(n, {}))
         for n, d in g.nodes(data=True):
             if d["kind"] == "host":
-                net.addHost(n, ip=f"{d['ip']}/{HOST_PREFIX_LEN}", mac=d["mac"])
+                net.addHost(n, ip=f"{d['ip']}/{HOST_PREFIX_LEN}", mac=d["mac"],
+                            **where.get(n, {}))
         shaped: list[tuple[str, LinkSpec]] = []
         network = Network(net, bridges, g, time_scale)
         for u, v, d in g.edges(data=True):

@@ -197,6 +197,24 @@ class FakeCluster:
             time.sleep(0.05)
         shutil.rmtree(self.home, ignore_errors=True)
 
+    def servers_file(self, placement: dict[str, int] | None = None) -> Path:
+        """A servers file for `run_testbed.py --cluster` naming these servers, their key
+        and their host keys (pinned); `placement`: graph node -> server index."""
+        known = self.home / "known_hosts"
+        known.write_text("".join(
+            f"{s.address} {(s.state_dir / 'host_key.pub').read_text().split()[0]} "
+            f"{(s.state_dir / 'host_key.pub').read_text().split()[1]}\n"
+            for s in self.servers))
+        lines = ["servers:"] + [f"  - {{name: {s.name}, address: {s.address}, key: {self.key}}}"
+                                for s in self.servers]
+        if placement:
+            lines.append("placement: {" + ", ".join(
+                f"{n}: {self.servers[i].name}" for n, i in placement.items()) + "}")
+        lines.append(f"known_hosts: {known}")
+        path = self.home / "servers.yaml"
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
     def __enter__(self) -> FakeCluster:
         return self.start()
 

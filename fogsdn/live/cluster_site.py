@@ -1,0 +1,290 @@
+"""One live run over several servers (docs/scale-out.md): where each host and switch of
+the network runs, the ssh sessions that reach each server, and what a cluster run
+measures and writes about them.
+
+The runner and the controller stay on this machine (the head); every host and switch
+of the network is placed on a server (`fogsdn.netem.cluster_plan.place`). Per server the
+run holds:
+
+- a guard (`fogsdn.netem.cluster_guard`) that removes the run's bridges, interfaces and
+  socket folder there however the run ends;
+- one master ssh connection that carries the run's control channels: the Unix socket of
+  each worker there is forwarded to the same path here (`-L`), so the runner's control
+  calls are unchanged, and every short command (ovs-ofctl, a ping) reuses it.
+
+A run refuses to start, with one line, where it could not measure truly: a server that
+does not see this machine's results folder (traces and the epoch are files there), or
+one whose monotonic clock is off this machine's (send and completion instants come from
+processes on different servers and are compared directly).
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from fogsdn.core.processes import own_group_dying_with_parent
+from fogsdn.core.scenario import Scenario
+from fogsdn.netem.cluster_guard import GuardSession
+from fogsdn.netem.cluster_net import measure_tunnel, ssh_options
+from fogsdn.netem.cluster_plan import ClusterSpec, ServerSpec, crossing_links, path_traffic, place
+
+CLOCK_TOLERANCE_S = 0.001  # a send and a completion compared across servers
+SSH_TIMEOUT_S = 30.0
+
+
+class ClusterRunError(RuntimeError):
+    """A cluster run that cannot start: one line naming the server and the cause."""
+
+
+@dataclass
+class ServerSession:
+    """The run's hold on one server: its guard and its master ssh connection."""
+
+    spec: ServerSpec
+    ssh: list[str]  # ssh [options] user@address: a fresh connection
+    control_path: Path
+    guard: GuardSession | None = None
+    master: subprocess.Popen[bytes] | None = None
+    clock_offset_s: float | None = None
+
+    @property
+    def via_master(self) -> list[str]:
+        """ssh through the master connection (no new log-in)."""
+        return ["ssh", "-S", str(self.control_path), *self.ssh[1:]]
+
+    def run(self, command: str, timeout: float = SSH_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*self.via_master, command], capture_output=True, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+@dataclass
+class ClusterSite:
+    """The servers of one run and where each graph node goes on them."""
+
+    spec: ClusterSpec
+    tag: str
+    sock_dir: Path
+    out_dir: Path
+    graph: nx.Graph
+    traffic: Mapping[frozenset[str], float] = field(default_factory=dict)
+    sessions: dict[str, ServerSession] = field(default_factory=dict)
+    placement: dict[str, str] = field(default_factory=dict)  # graph node -> server name
+    head: str = ""  # this machine's address on the servers' LAN
+    tunnels: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.placement = place(self.graph, self.spec.names, self.traffic, self.spec.placement)
+        spec = self.spec
+        for s in spec.servers:
+            ssh = ["ssh", *ssh_options(s.key, s.port, spec.known_hosts),
+                   f"{s.user}@{s.address}"]
+            self.sessions[s.name] = ServerSession(s, ssh, self.sock_dir / f"ssh-{s.name}")
+
+    # -- start ------------------------------------------------------------------------
+    def start(self) -> None:
+        """Reach every server, check it can take part, start its guard and master."""
+        self.sock_dir.mkdir(parents=True, exist_ok=True)
+        probe = self.out_dir.resolve() / f".cluster-{self.tag}"
+        probe.write_text(self.tag)
+        try:
+            for name, s in self.sessions.items():
+                s.guard = self._guard(s)
+                s.master = subprocess.Popen(
+                    [*s.ssh[:1], "-M", "-S", str(s.control_path), "-N",
+                     "-o", "ExitOnForwardFailure=yes", "-o", "ServerAliveInterval=5",
+                     *s.ssh[1:]],
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE, preexec_fn=own_group_dying_with_parent)
+                self._wait_master(s)
+                seen = s.run(f"cat {shlex.quote(str(probe))}").stdout.strip()
+                if seen != self.tag:
+                    raise ClusterRunError(
+                        f"server {name}: does not see this machine's results folder "
+                        f"{self.out_dir.resolve()} (a cluster run needs it shared, as on NFS)")
+                s.clock_offset_s = self._clock_offset(s)
+                if abs(s.clock_offset_s) > CLOCK_TOLERANCE_S:
+                    raise ClusterRunError(
+                        f"server {name}: its monotonic clock is {s.clock_offset_s:+.3f} s off "
+                        "this machine's; a cluster run compares instants from both, so it "
+                        "needs servers that share one clock (docs/scale-out.md, one clock)")
+                made = s.run(f"mkdir -p {shlex.quote(str(self.sock_dir))}")
+                if made.returncode != 0:
+                    raise ClusterRunError(f"server {name}: {self.sock_dir}: "
+                                          f"{made.stderr.strip() or 'not made'}")
+            self.head = self._head_address()
+        finally:
+            probe.unlink(missing_ok=True)
+
+    def _guard(self, s: ServerSession) -> GuardSession:
+        try:
+            return GuardSession(s.ssh, self.tag, sys.executable,
+                                remove_dirs=(str(self.sock_dir),))
+        except (RuntimeError, OSError) as err:
+            raise ClusterRunError(f"server {s.spec.name} ({s.spec.address}): {err}") from None
+
+    @staticmethod
+    def _wait_master(s: ServerSession) -> None:
+        deadline = time.monotonic() + SSH_TIMEOUT_S
+        assert s.master is not None
+        while time.monotonic() < deadline:
+            if s.master.poll() is not None:
+                err = (s.master.stderr.read() if s.master.stderr else b"").decode().strip()
+                raise ClusterRunError(f"server {s.spec.name} ({s.spec.address}): ssh: "
+                                      f"{err.splitlines()[-1] if err else 'exited'}")
+            check = subprocess.run([*s.via_master[:3], "-O", "check", *s.ssh[1:]],
+                                   capture_output=True, stdin=subprocess.DEVNULL)
+            if check.returncode == 0:
+                return
+            time.sleep(0.05)
+        raise ClusterRunError(f"server {s.spec.name} ({s.spec.address}): no ssh connection "
+                              f"in {SSH_TIMEOUT_S:g} s")
+
+    @staticmethod
+    def _clock_offset(s: ServerSession, exchanges: int = 10) -> float:
+        """The server's monotonic clock less this machine's: one process there answers
+        each line with its clock; the fastest exchange's middle is taken as the instant
+        it read it (the error is at most half that exchange)."""
+        answer = ("import sys, time\nfor _ in sys.stdin: "
+                  "print(repr(time.monotonic()), flush=True)")
+        proc = subprocess.Popen([*s.via_master, f"python3 -u -c {shlex.quote(answer)}"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        assert proc.stdin is not None and proc.stdout is not None
+        best: tuple[float, float] | None = None
+        try:
+            for _ in range(exchanges):
+                t0 = time.monotonic()
+                proc.stdin.write("\n")
+                proc.stdin.flush()
+                line = proc.stdout.readline()
+                t1 = time.monotonic()
+                try:
+                    there = float(line)
+                except ValueError:
+                    raise ClusterRunError(f"server {s.spec.name}: no clock reading: "
+                                          f"{line.strip() or 'no output'}") from None
+                if best is None or t1 - t0 < best[0]:
+                    best = (t1 - t0, there - (t0 + t1) / 2)
+        finally:
+            proc.stdin.close()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        assert best is not None
+        return best[1]
+
+    def _head_address(self) -> str:
+        """This machine's address towards the first server: where switches reach the
+        controller."""
+        first = self.spec.servers[0].address
+        r = subprocess.run(["ip", "-o", "route", "get", first], capture_output=True,
+                           text=True)
+        words = r.stdout.split()
+        if r.returncode != 0 or "src" not in words:
+            raise ClusterRunError(f"no route from this machine to server "
+                                  f"{self.spec.servers[0].name} ({first})")
+        return words[words.index("src") + 1]
+
+    # -- during the run -----------------------------------------------------------------
+    def server_of(self, node: str) -> ServerSession:
+        return self.sessions[self.placement[node]]
+
+    def mininet_params(self, node: str) -> dict[str, Any]:
+        """What Mininet's cluster edition needs to put `node` on its server."""
+        s = self.server_of(node).spec
+        return {"server": s.name, "serverIP": s.address, "user": s.user,
+                "ssh_opts": ssh_options(s.key, s.port, self.spec.known_hosts)}
+
+    def forward_socket(self, node: str, path: Path) -> None:
+        """The Unix socket `path` on `node`'s server, at the same path here."""
+        s = self.server_of(node)
+        r = subprocess.run([*s.via_master[:3], "-O", "forward", "-o",
+                            "StreamLocalBindUnlink=yes", "-L", f"{path}:{path}", *s.ssh[1:]],
+                           capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                           timeout=SSH_TIMEOUT_S)
+        if r.returncode != 0:
+            raise ClusterRunError(f"server {s.spec.name}: forwarding {path}: "
+                                  f"{r.stderr.strip() or 'refused'}")
+
+    def ovs(self, node: str, argv: Sequence[str], timeout: float = 10.0
+            ) -> subprocess.CompletedProcess[str]:
+        """An ovs-ofctl or ovs-vsctl command for switch `node`, on its server."""
+        return self.server_of(node).run(shlex.join(argv), timeout=timeout)
+
+    def measure_tunnels(self, nodes: Mapping[str, Any], time_scale: float) -> None:
+        """Each link that crosses servers: the LAN it crosses, measured once per pair of
+        servers; what an unshaped link cannot take off its delay is said in `notes`."""
+        measured: dict[frozenset[str], dict[str, Any]] = {}
+        for u, v in crossing_links(self.graph, self.placement):
+            pair = frozenset((self.placement[u], self.placement[v]))
+            if pair not in measured:
+                measured[pair] = dict(measure_tunnel(nodes[u], nodes[v]).to_dict())
+            cost = measured[pair]
+            d = self.graph.edges[u, v]
+            one_way_ms = float(cost.get("one_way_real_ms") or 0.0)
+            row = {"link": str(d["id"]), "ends": [u, v],
+                   "servers": [self.placement[u], self.placement[v]], **cost,
+                   "configured_delay_model_ms": float(d.get("delay_ms", 0.0)),
+                   "tunnel_model_ms": round(one_way_ms / time_scale, 6)}
+            self.tunnels.append(row)
+            if float(d.get("delay_ms", 0.0)) * time_scale < one_way_ms:
+                self.notes.append(
+                    f"link {d['id']} (between {u} and {v}) crosses servers {row['servers'][0]} and "
+                    f"{row['servers'][1]}: its tunnel adds {one_way_ms:.3f} real ms "
+                    f"({row['tunnel_model_ms']:.4f} model ms) each way, above its configured "
+                    f"delay, so no element can take it off")
+
+    def report(self) -> dict[str, Any]:
+        """summary.json's `cluster` block."""
+        return {
+            "head": self.head,
+            "servers": {n: {"address": s.spec.address,
+                            "clock_offset_ms": (None if s.clock_offset_s is None
+                                                else round(s.clock_offset_s * 1e3, 4))}
+                        for n, s in self.sessions.items()},
+            "placement": dict(sorted(self.placement.items())),
+            "crossing_links": self.tunnels,
+        }
+
+    # -- end ------------------------------------------------------------------------------
+    def close(self) -> list[str]:
+        """Each server's master ssh ended and its guard's clean-up done; what the guards
+        said they removed."""
+        said: list[str] = []
+        for name, s in self.sessions.items():
+            if s.master is not None and s.master.poll() is None:
+                subprocess.run([*s.via_master[:3], "-O", "exit", *s.ssh[1:]],
+                               capture_output=True, stdin=subprocess.DEVNULL, timeout=10)
+                try:
+                    s.master.wait(5)
+                except subprocess.TimeoutExpired:
+                    s.master.kill()
+                    s.master.wait()
+            if s.guard is not None:
+                said.append(f"{name}: {s.guard.close()}")
+                s.guard = None
+        return said
+
+
+def expected_traffic(graph: nx.Graph, scenario: Scenario) -> dict[frozenset[str], float]:
+    """The traffic per link a placement should keep off the LAN: every client's share of
+    the offered load (per model ms) to every fog host, shared evenly among them (which
+    node serves a request is the policy's, known only at run time)."""
+    clients = [n for n, r in graph.nodes(data="role") if r == "client"]
+    fogs = [n for n, r in graph.nodes(data="role") if r in ("fn", "ofn")]
+    if not clients or not fogs:
+        return {}
+    rate = scenario.workload.peak_rate / len(clients) / len(fogs)
+    return path_traffic(graph, [(c, f, rate) for c in clients for f in fogs])
