@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, start_runner
 
 from tools.rigs.fake_cluster import FakeCluster, leftover_links
 
@@ -192,3 +192,106 @@ def test_sigkill_of_the_runner_leaves_nothing_of_its_run_on_a_server() -> None:
         assert f"{tag}b1" not in left and f"{tag}v1" not in left, left
         assert "alive" not in left
         assert "other0" in left  # not the run's: left as it was
+
+
+# -- one run over two servers (scripts/run_testbed.py --cluster) -------------------------
+_SPLIT = {"fn": 0, "ofn1": 1, "c1": 1, "c2": 1}  # the FN on one server, the rest on the other
+
+
+def _on_server(c: FakeCluster, i: int) -> list[str]:
+    """What a run could leave on server `i` (a fresh one: whatever is there is a run's):
+    bridges, socket folders, processes of the project."""
+    out = c.ssh(c.servers[i], "ovs-vsctl list-br; ls /run/fogsdn 2>/dev/null; "
+                              "ps -e -o args= | grep -e '-m [f]ogsdn[.]' || true").stdout
+    return [ln for ln in out.splitlines() if ln.strip()]
+
+
+def _left_on_servers(c: FakeCluster, wait_s: float = 0.0) -> dict[str, list[str]]:
+    """`_on_server` on every server, once it is empty or after `wait_s`."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        left = {s.name: _on_server(c, i) for i, s in enumerate(c.servers)}
+        if not any(left.values()) or time.monotonic() > deadline:
+            return {k: v for k, v in left.items() if v}
+        time.sleep(0.3)
+
+
+@emulation
+def test_the_default_scenario_runs_over_two_servers(tmp_path: Path) -> None:
+    """The FN on one server, the OFN, the clients and the switch on the other: the run
+    passes its comparison as on one machine, names each node's server and the crossing
+    link's measured LAN, and leaves nothing on either server."""
+    with FakeCluster(2) as c:
+        f = c.servers_file(_SPLIT)
+        out = tmp_path / "out"
+        r = subprocess.run([sys.executable, str(ROOT / "scripts" / "run_testbed.py"),
+                            "--cluster", str(f), "--duration", "20", "--out", str(out),
+                            "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=240)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        summary = json.loads((out / "summary.json").read_text())
+        s1, s2 = (s.name for s in c.servers)
+        cluster = summary["cluster"]
+        assert cluster["placement"] == {"fn": s1, "ofn1": s2, "c1": s2, "c2": s2, "s1": s2}
+        assert cluster["head"] == "10.252.0.1"
+        assert all(abs(s["clock_offset_ms"]) < 1.0 for s in cluster["servers"].values())
+        (link,) = cluster["crossing_links"]
+        assert link["link"] == "fn-s1" and sorted(link["servers"]) == sorted([s1, s2])
+        assert link["replies"] >= 18 and 0 < link["rtt_real_ms_p50"] < 5
+        assert link["tunnel_model_ms"] == pytest.approx(link["one_way_real_ms"] / 5, abs=1e-5)
+        assert any("crosses servers" in n for n in summary["notes"])  # unshaped: not deducted
+        assert summary["crashed"] is False and not summary["incidents"]
+        # each node served what a one-machine run serves, at its nominal rate, and the
+        # emulation's own part of the gap is small (the sample's is the draws')
+        for node in ("fn", "ofn1"):
+            st = summary["measured"]["nodes"][node]
+            assert st["served"] > 200 and 0.98 < st["ratio"] < 1.03, (node, st)
+        for cls in ("hp", "lp"):
+            assert abs(summary["gap_split"][cls]["live_vs_sim"]) < 0.10, summary["gap_split"]
+            assert summary["measured"][cls]["count"] > 1000
+        assert summary["routing"]["share"] < 0.05, summary["routing"]
+        assert _left_on_servers(c) == {}
+
+
+@emulation
+def test_a_crash_on_a_server_ends_the_run_with_exit_3(tmp_path: Path) -> None:
+    """The FN's worker killed on its server: the run says so, exits 3, keeps what it
+    collected, and leaves nothing there."""
+    with FakeCluster(2) as c:
+        f = c.servers_file(_SPLIT)
+        p, out = start_runner(tmp_path, "remote-crash", 1.0, "--cluster", str(f),
+                              duration_ms=1500)
+        try:
+            ps = c.ssh(c.servers[0], "ps -e -o pid=,args=").stdout.splitlines()
+            worker = [ln.split()[0] for ln in ps if "-m fogsdn.nodes.worker" in ln
+                      and "remote_child" not in ln and "fogsdn.nodes.container" not in ln]
+            assert len(worker) == 1, ps
+            assert c.ssh(c.servers[0], f"kill -9 {worker[0]}").returncode == 0
+            p.wait(120)
+        finally:
+            if p.poll() is None:
+                p.kill()
+        assert p.returncode == 3, (p.stdout.read() if p.stdout else b"")[-2000:]
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["crashed"] is True
+        assert any(i["process"] == "worker fn" for i in summary["incidents"]), summary["incidents"]
+        assert summary["requests"] > 0  # what was collected is kept
+        assert _left_on_servers(c) == {}
+
+
+@emulation
+def test_sigkill_of_a_cluster_runner_leaves_nothing_on_either_server(tmp_path: Path) -> None:
+    """The runner SIGKILLed mid-run: its ssh sessions die with it, and each server's
+    guard and process wrappers remove the run's bridges, folders and processes there."""
+    with FakeCluster(2) as c:
+        f = c.servers_file(_SPLIT)
+        p, _ = start_runner(tmp_path, "remote-kill", 1.0, "--cluster", str(f),
+                            duration_ms=1500)
+        during = _left_on_servers(c)
+        assert any(ln.startswith("fz") for ln in during.get(c.servers[1].name, [])), during
+        assert any("fogsdn.nodes.worker" in ln for ln in during.get(c.servers[0].name, []))
+        p.kill()
+        p.wait(10)
+        assert _left_on_servers(c, wait_s=30.0) == {}
+    # this machine's part (controller, record, socket folder) is the next run's or --clean's
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "run_testbed.py"), "--clean"],
+                   capture_output=True, timeout=120, cwd=ROOT)
