@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -36,3 +37,19 @@ def test_the_guard_stops_what_it_was_told_of(capsys: pytest.CaptureFixture[str])
         for p in (told, other):
             p.kill()
             p.wait()
+
+
+def test_the_guard_removes_the_runs_folder_and_nothing_named_otherwise(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run_dir = tmp_path / "zq9unus"
+    (run_dir / "sub").mkdir(parents=True)
+    (run_dir / "sub" / "a.sock").write_text("")
+    gone = guard("zq9unus", ["done\n"], remove_dirs=[str(run_dir)])
+    assert gone == [str(run_dir)] and not run_dir.exists()
+    # a folder not named with the run's tag is refused before the guard starts
+    other = tmp_path / "someone-else"
+    other.mkdir()
+    assert main(["--tag", "zq9unus", "--remove-dir", str(other)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--remove-dir" in err and other.exists()
+    assert main(["--tag", "zq9unus", "--remove-dir", "zq9unus"]) == 2  # not absolute

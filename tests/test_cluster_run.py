@@ -1,0 +1,112 @@
+"""A run over several servers, before any server is reached: what it refuses in one line
+(fogsdn.live.live_network, fogsdn.live.queueing_run, the command line), where it puts the
+network's nodes, and how it reaches the servers (fogsdn.live.cluster_site)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, scenario_dict
+
+from fogsdn.core.network_spec import network_of
+from fogsdn.core.scenario import ScenarioError, parse_scenario
+from fogsdn.live.cluster_site import ClusterSite, expected_traffic
+from fogsdn.live.live_network import EmulationError, LiveNetwork, new_supervisor
+from fogsdn.live.queueing_run import check_cluster_scenario
+from fogsdn.netem.cluster_net import ssh_options
+from fogsdn.netem.cluster_plan import ClusterSpec, crossing_links
+
+SPEC = ClusterSpec.model_validate({
+    "servers": [{"name": "a", "address": "10.9.0.1"}, {"name": "b", "address": "10.9.0.2"}],
+    "placement": {"fn": "a"}})
+
+
+def _live(tmp_path: Path, **over: Any) -> LiveNetwork:
+    sc = parse_scenario(scenario_dict(**over))
+    return LiveNetwork(network_of(sc), tmp_path, new_supervisor(tmp_path, threading.Event()),
+                       service=sc, cluster=SPEC)
+
+
+def test_clients_and_the_busy_links_stay_with_the_switch(tmp_path: Path) -> None:
+    live = _live(tmp_path)
+    site = live.cluster
+    assert site is not None
+    # the FN pinned to a, the rest placed so that one access link crosses, the switch on
+    # the side of the three hosts it serves
+    assert set(site.placement) == {"fn", "ofn1", "c1", "c2", "s1"} and site.placement["fn"] == "a"
+    assert len(crossing_links(live.graph, site.placement)) == 1
+    params = site.mininet_params("fn")
+    assert params["server"] == "a" and params["serverIP"] == "10.9.0.1"
+    assert params["user"] == "root" and "-p" in params["ssh_opts"]
+
+
+def test_expected_traffic_spreads_each_clients_load_over_the_fog_hosts() -> None:
+    sc = parse_scenario(scenario_dict())
+    g = network_of(sc).graph()
+    load = expected_traffic(g, sc)
+    total = sc.workload.peak_rate
+    assert load[frozenset(("c1", "s1"))] == pytest.approx(total / 2)
+    assert load[frozenset(("fn", "s1"))] == pytest.approx(total / 2)
+    assert load[frozenset(("ofn1", "s1"))] == pytest.approx(total / 2)
+
+
+@pytest.mark.parametrize(("over", "why"), [
+    ({"topology": {"link": {"delay_ms": 1.0}}}, "shaped links"),
+    ({"nodes": [{"name": "fn", "role": "fn", "mu": 1.0, "capacity": 20, "cpu": 0.5},
+                {"name": "ofn1", "role": "ofn", "mu": 0.3, "capacity": 10}]},
+     "cpu or memory_mb limits"),
+])
+def test_what_a_cluster_run_does_not_take_is_one_line(tmp_path: Path, over: dict[str, Any],
+                                                      why: str) -> None:
+    with pytest.raises(EmulationError, match=why) as err:
+        _live(tmp_path, **over)._check_cluster()
+    assert "\n" not in str(err.value)
+
+
+def test_a_per_request_policy_is_refused_before_anything_starts() -> None:
+    check_cluster_scenario(parse_scenario(scenario_dict()))  # prioritized: proactive
+    with pytest.raises(ScenarioError, match="load reports"):
+        check_cluster_scenario(parse_scenario(scenario_dict(policy={"name": "least_loaded"})))
+
+
+def test_ssh_options_pin_host_keys_when_a_file_names_them() -> None:
+    pinned = ssh_options("/k", 2222, "/etc/fogsdn/known_hosts")
+    assert pinned[:2] == ["-i", "/k"] and "StrictHostKeyChecking=yes" in pinned
+    assert "UserKnownHostsFile=/etc/fogsdn/known_hosts" in pinned
+    assert "StrictHostKeyChecking=accept-new" in ssh_options(None)
+
+
+def test_session_commands_go_through_the_master_connection(tmp_path: Path) -> None:
+    site = ClusterSite(SPEC, "fz0001", tmp_path / "run", tmp_path, _live(tmp_path).graph)
+    s = site.sessions["b"]
+    assert s.ssh[-1] == "root@10.9.0.2"
+    assert s.via_master[:3] == ["ssh", "-S", str(tmp_path / "run" / "ssh-b")]
+    assert s.via_master[3:] == s.ssh[1:]
+
+
+@pytest.mark.parametrize(("args", "why"), [
+    (["--engine", "simulate"], "a live queueing scenario only"),
+    (["--scenario", str(ROOT / "scenarios" / "city.yaml")], "a live queueing scenario only"),
+])
+def test_cluster_on_the_command_line_says_what_it_cannot_run(tmp_path: Path, args: list[str],
+                                                             why: str) -> None:
+    f = tmp_path / "servers.yaml"
+    f.write_text("servers:\n  - {name: a, address: 10.9.0.1}\n")
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "run_testbed.py"), "--cluster",
+                        str(f), *args], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 2 and why in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_a_broken_servers_file_is_one_line_naming_it(tmp_path: Path) -> None:
+    f = tmp_path / "servers.yaml"
+    f.write_text("servers:\n  - {name: a, address: 'not an address'}\n")
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "run_testbed.py"), "--cluster",
+                        str(f), "--duration", "1"], capture_output=True, text=True,
+                       timeout=120, cwd=ROOT)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith("error: --cluster:") and str(f) in r.stderr

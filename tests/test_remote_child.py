@@ -1,0 +1,70 @@
+"""The wrapper of a run's process on another server (fogsdn.netem.remote_child): the end
+of its stdin (the runner closed it, or died with its ssh) stops the child, a clean stop
+first; the child's exit status comes back as a shell states it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from fogsdn.netem.remote_child import exit_status
+
+_TERM_WRITES = """
+import signal, sys, time
+def bye(*_):
+    open(sys.argv[1], "w").write("flushed")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, bye)
+open(sys.argv[1] + ".up", "w").write("up")
+time.sleep(60)
+"""
+
+
+def _wrapped(*command: str, grace: float = 8.0) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "fogsdn.netem.remote_child", "--grace",
+                             str(grace), "--", *command], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _wait_for(path: Path) -> None:
+    deadline = time.monotonic() + 20
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.02)
+
+
+def test_closing_stdin_stops_the_child_cleanly(tmp_path: Path) -> None:
+    mark = tmp_path / "flushed"
+    p = _wrapped(sys.executable, "-c", _TERM_WRITES, str(mark))
+    _wait_for(Path(f"{mark}.up"))
+    assert p.stdin is not None
+    p.stdin.close()
+    assert p.wait(20) == 0  # the child's own status: it handled SIGTERM and flushed
+    assert mark.read_text() == "flushed"
+
+
+def test_a_child_that_ignores_sigterm_is_killed_after_the_grace(tmp_path: Path) -> None:
+    up = tmp_path / "up"
+    stubborn = ("import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                "open(sys.argv[1], 'w').write('up'); time.sleep(60)")
+    p = _wrapped(sys.executable, "-c", stubborn, str(up), grace=0.3)
+    _wait_for(up)
+    assert p.stdin is not None
+    p.stdin.close()
+    assert p.wait(20) == 128 + 9
+
+
+def test_the_childs_status_comes_back() -> None:
+    p = _wrapped(sys.executable, "-c", "import sys; sys.exit(7)")
+    assert p.wait(20) == 7
+    p = _wrapped("/nonexistent/binary")
+    assert p.wait(20) == 127
+    assert p.stderr is not None and b"/nonexistent/binary" in p.stderr.read()
+    p = _wrapped()
+    assert p.wait(20) == 2
+
+
+def test_exit_status_of_a_signal_is_128_plus_it() -> None:
+    assert exit_status(-15) == 143 and exit_status(0) == 0 and exit_status(3) == 3
