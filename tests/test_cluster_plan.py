@@ -100,6 +100,7 @@ def test_servers_file(tmp_path: Path) -> None:
     ("servers:\n  - {name: s1, address: h}\n  - {name: s1, address: g}\n", "names repeat"),
     ("servers:\n  - {name: s1, address: h}\n  - {name: s2, address: h}\n", "one address"),
     ("servers:\n  - {name: s1, address: h}\nplacement: {fn: s3}\n", "placement.fn: no server"),
+    ("servers:\n  - {name: head, address: h}\n", "names the machine that runs the run"),
     ("servers:\n  - {name: s1, address: h}\ncontroller: s1\n", "controller"),
     ("servers:\n  - {name: s1, address: h}\ntunnel: ssh\n", "tunnel"),
     ("servers:\n  - {name: s1, address: h}\ntunnel: gre\n", "tunnel"),

@@ -32,6 +32,32 @@ def _live(tmp_path: Path, **over: Any) -> LiveNetwork:
                        service=sc, cluster=SPEC)
 
 
+def test_nodes_pinned_to_head_run_here_and_the_rest_on_the_servers(tmp_path: Path) -> None:
+    spec = SPEC.model_copy(update={"placement": {"fn": "head", "s1": "head"}})
+    sc = parse_scenario(scenario_dict(topology={"link": {"delay_ms": 1.0}}))
+    live = LiveNetwork(network_of(sc), tmp_path, new_supervisor(tmp_path, threading.Event()),
+                       service=sc, cluster=spec)
+    site = live.cluster
+    assert site is not None
+    assert site.placement["fn"] == site.placement["s1"] == "head"
+    assert {site.placement[n] for n in ("ofn1", "c1", "c2")} <= {"a", "b"}
+    site.head = "10.9.0.100"  # found at start from the route to the first server
+    assert site.mininet_params("fn") == {"server": "localhost", "serverIP": "10.9.0.100",
+                                         "ssh_opts": []}
+    # a shaped link needs both ends here (its element runs here): fn-s1 has, ofn1-s1 not
+    with pytest.raises(EmulationError, match="ofn1-s1") as err:
+        live._check_cluster()
+    assert "fn-s1" not in str(err.value).split(":", 2)[-1]
+
+
+def test_a_placement_naming_no_node_is_one_line(tmp_path: Path) -> None:
+    spec = SPEC.model_copy(update={"placement": {"fx": "head"}})
+    sc = parse_scenario(scenario_dict())
+    with pytest.raises(EmulationError, match="placement.fx: no such host"):
+        LiveNetwork(network_of(sc), tmp_path, new_supervisor(tmp_path, threading.Event()),
+                    service=sc, cluster=spec)
+
+
 def test_clients_and_the_busy_links_stay_with_the_switch(tmp_path: Path) -> None:
     live = _live(tmp_path)
     site = live.cluster
@@ -56,10 +82,10 @@ def test_expected_traffic_spreads_each_clients_load_over_the_fog_hosts() -> None
 
 
 @pytest.mark.parametrize(("over", "why"), [
-    ({"topology": {"link": {"delay_ms": 1.0}}}, "shaped links"),
+    ({"topology": {"link": {"delay_ms": 1.0}}}, "shaped link with an end on a server"),
     ({"nodes": [{"name": "fn", "role": "fn", "mu": 1.0, "capacity": 20, "cpu": 0.5},
                 {"name": "ofn1", "role": "ofn", "mu": 0.3, "capacity": 10}]},
-     "cpu or memory_mb limits"),
+     "cpu or memory_mb limits on a server"),
 ])
 def test_what_a_cluster_run_does_not_take_is_one_line(tmp_path: Path, over: dict[str, Any],
                                                       why: str) -> None:

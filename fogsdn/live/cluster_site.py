@@ -35,7 +35,15 @@ from fogsdn.core.processes import own_group_dying_with_parent
 from fogsdn.core.scenario import Scenario
 from fogsdn.netem.cluster_guard import GuardSession
 from fogsdn.netem.cluster_net import measure_tunnel, ssh_options
-from fogsdn.netem.cluster_plan import ClusterSpec, ServerSpec, crossing_links, path_traffic, place
+from fogsdn.netem.cluster_plan import (
+    HEAD,
+    ClusterError,
+    ClusterSpec,
+    ServerSpec,
+    crossing_links,
+    path_traffic,
+    place,
+)
 
 CLOCK_TOLERANCE_S = 0.001  # a send and a completion compared across servers
 SSH_TIMEOUT_S = 30.0
@@ -83,7 +91,14 @@ class ClusterSite:
     notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.placement = place(self.graph, self.spec.names, self.traffic, self.spec.placement)
+        on_head = {n for n, where in self.spec.placement.items() if where == HEAD}
+        unknown = sorted(on_head - set(self.graph.nodes))
+        if unknown:
+            raise ClusterError(f"placement.{unknown[0]}: no such host or switch in the network")
+        rest = self.graph.subgraph(n for n in self.graph.nodes if n not in on_head)
+        pinned = {n: where for n, where in self.spec.placement.items() if where != HEAD}
+        self.placement = {**place(rest, self.spec.names, self.traffic, pinned),
+                          **dict.fromkeys(on_head, HEAD)}
         spec = self.spec
         for s in spec.servers:
             ssh = ["ssh", *ssh_options(s.key, s.port, spec.known_hosts),
@@ -198,11 +213,18 @@ class ClusterSite:
         return words[words.index("src") + 1]
 
     # -- during the run -----------------------------------------------------------------
+    def on_head(self, node: str) -> bool:
+        return self.placement[node] == HEAD
+
     def server_of(self, node: str) -> ServerSession:
+        """The session of `node`'s server (KeyError for a node on the head)."""
         return self.sessions[self.placement[node]]
 
     def mininet_params(self, node: str) -> dict[str, Any]:
-        """What Mininet's cluster edition needs to put `node` on its server."""
+        """What Mininet's cluster edition needs to put `node` on its server (on the head:
+        a local node whose tunnels start from the head's LAN address)."""
+        if self.on_head(node):
+            return {"server": "localhost", "serverIP": self.head, "ssh_opts": []}
         s = self.server_of(node).spec
         return {"server": s.name, "serverIP": s.address, "user": s.user,
                 "ssh_opts": ssh_options(s.key, s.port, self.spec.known_hosts)}
@@ -234,8 +256,8 @@ class ClusterSite:
             cost = measured[pair]
             d = self.graph.edges[u, v]
             one_way_ms = float(cost.get("one_way_real_ms") or 0.0)
-            row = {"link": str(d["id"]), "ends": [u, v],
-                   "servers": [self.placement[u], self.placement[v]], **cost,
+            row = {"link": str(d["id"]), "ends": [u, v], **cost,
+                   "servers": [self.placement[u], self.placement[v]],
                    "configured_delay_model_ms": float(d.get("delay_ms", 0.0)),
                    "tunnel_model_ms": round(one_way_ms / time_scale, 6)}
             self.tunnels.append(row)

@@ -43,7 +43,8 @@ from fogsdn.live.hop_floor import HopFloor, load_started_at
 from fogsdn.live.power_meter import PortCounters, dump_ports, parse_dump_ports
 from fogsdn.live.supervisor import Restart, Supervisor, free_port
 from fogsdn.live.switch_tuning import SwitchTuning
-from fogsdn.netem.cluster_plan import ClusterSpec
+from fogsdn.netem.cluster_net import ClusterNetError
+from fogsdn.netem.cluster_plan import ClusterError, ClusterSpec
 from fogsdn.netem.linkem import choose_mechanism
 from fogsdn.netem.mininet_net import Network, build_network, shaped_links
 
@@ -167,8 +168,11 @@ class LiveNetwork:
         self.switch = SwitchTuning()
         self.cluster: ClusterSite | None = None
         if cluster is not None:
-            self.cluster = ClusterSite(cluster, self.tag, self.sock_dir, out_dir, self.graph,
-                                       expected_traffic(self.graph, self.service))
+            try:
+                self.cluster = ClusterSite(cluster, self.tag, self.sock_dir, out_dir,
+                                           self.graph, expected_traffic(self.graph, self.service))
+            except ClusterError as err:
+                raise EmulationError(f"cluster: {err}") from None
         self.remote: set[subprocess.Popen[Any]] = set()  # processes on a server, over ssh
         self.hop_floor = HopFloor(self.graph, spec.time_scale, spec.topology.hop_cost,
                                   tabled=self.peer_tables,
@@ -196,10 +200,10 @@ class LiveNetwork:
         self.timings["controller_s"] = time.monotonic() - t0
         self._start_network()
         self.timings["network_s"] = time.monotonic() - t0
-        if self.cluster is None:
+        if self.cluster is None or any(map(self._here, self.bridges)):
             self.switch.apply(self.realtime)  # given back at teardown (switch_tuning)
             self.notes += self.switch.notes
-        else:
+        if self.cluster is not None:
             self.notes.append("the servers' Open vSwitch ran as it was (not tuned: "
                               "fogsdn.live.switch_tuning acts on this machine's alone)")
         self.supervisor.start_watching()
@@ -207,15 +211,21 @@ class LiveNetwork:
     def _check_cluster(self) -> None:
         """What a run over several servers does not take yet: one line, before anything
         starts (docs/scale-out.md, what is missing)."""
-        shaped = shaped_links(self.graph)
-        limited = [h.name for h in self.spec.fog_hosts if h.cpu or h.memory_mb]
-        why = ("shaped links (link elements are not started on servers yet): "
-               + ", ".join(shaped) if shaped else
-               "cpu or memory_mb limits (cgroups are not made on servers yet): "
-               + ", ".join(limited) if limited and self.spec.containers else
-               "per-peer link tables" if self.peer_tables else None)
+        g = self.graph
+        away = [str(d["id"]) for u, v, d in g.edges(data=True)
+                if str(d["id"]) in shaped_links(g) and not (self._here(u) and self._here(v))]
+        limited = [h.name for h in self.spec.fog_hosts
+                   if (h.cpu or h.memory_mb) and not self._here(h.name)]
+        why = ("shaped link with an end on a server (link elements run on this machine "
+               "only, yet; pin both ends to head): " + ", ".join(away) if away else
+               "cpu or memory_mb limits on a server (cgroups are not made on servers yet): "
+               + ", ".join(limited) if limited and self.spec.containers else None)
         if why is not None:
             raise EmulationError(f"cluster: a run over several servers takes no {why}")
+
+    def _here(self, node: str) -> bool:
+        """Whether graph node `node` runs on this machine (every node, without servers)."""
+        return self.cluster is None or self.cluster.on_head(node)
 
     @property
     def controller_host(self) -> str:
@@ -226,7 +236,7 @@ class LiveNetwork:
     def ovs_runner(self, node: str) -> OvsRun:
         """How to run ovs-ofctl/ovs-vsctl for graph switch `node`: here, or on its server."""
         site = self.cluster
-        if site is None:
+        if site is None or site.on_head(node):
             return local_ovs
         return lambda argv: site.ovs(node, argv)
 
@@ -303,7 +313,7 @@ class LiveNetwork:
     def _start_network(self) -> None:
         rec = self.supervisor.record
         rec.bridges = [f"{self.tag}{n}" for n, d in self.graph.nodes(data=True)
-                       if d["kind"] == "switch" and self.cluster is None]
+                       if d["kind"] == "switch" and self._here(n)]
         rec.save()
         mechanism = self._choose_links()
         floor = self.hop_floor  # the emulator's cost per hop (fogsdn.live.hop_floor)
@@ -312,11 +322,14 @@ class LiveNetwork:
             self.links["hop_cost"] = floor.report
             if self.show_progress:
                 print(f"[run] {floor.line()}", flush=True)
-        self.network = build_network(self.graph, self.controller_port, self.tag,
-                                     self.spec.time_scale, mechanism, self.sock_dir, self.spec.seed,
-                                     self.peer_tables, floor.deduction,
-                                     controller_ip=self.controller_host,
-                                     servers=self._servers())
+        try:
+            self.network = build_network(self.graph, self.controller_port, self.tag,
+                                         self.spec.time_scale, mechanism, self.sock_dir,
+                                         self.spec.seed, self.peer_tables, floor.deduction,
+                                         controller_ip=self.controller_host,
+                                         servers=self._servers())
+        except ClusterNetError as err:
+            raise EmulationError(f"cluster: {err}") from None
         floor.follow(self.network, load_started_at(lambda: self.supervisor.epoch),
                      self.supervisor.stop)
         self.bridges = self.network.bridges
@@ -325,7 +338,7 @@ class LiveNetwork:
         if self.cluster is not None:  # their shells end with their ssh; the guards stay
             self._measure_tunnels()
         for name, pid in self.network.host_pids().items():
-            if self.cluster is None:  # a server's PIDs are not this machine's
+            if self._here(name):  # a server's PIDs are not this machine's
                 self.supervisor.track(f"host {name}", pid)
         for name, pid in self.network.element_pids().items():
             self.supervisor.track(f"element {name}", pid)
@@ -336,7 +349,8 @@ class LiveNetwork:
             for link_id, p in self.network.shaper.processes().items():
                 self.supervisor.watch(f"link relay {link_id}", p, "the link carries nothing "
                                       "from now on; the run goes on and exits non-zero")
-        rec.interfaces = self.network.root_interfaces() if self.cluster is None else []
+        here = {self.bridges.get(n, n) for n in self.graph.nodes if self._here(n)}
+        rec.interfaces = self.network.root_interfaces(here)
         rec.save()
         ready = self.sock_dir / "controller.ready"
         progress = [time.monotonic(), len(self.bridges)]  # last change, switches missing
@@ -411,7 +425,8 @@ class LiveNetwork:
         for name, peers in self.spec.neighbours(self.graph).items():
             host = self.host(name)
             dev = host.defaultIntf().name
-            batch = self.sock_dir / f"neigh-{name}.batch"
+            # a host on a server reads it from the shared results folder
+            batch = (self.sock_dir if self._here(name) else self.out) / f"neigh-{name}.batch"
             batch.write_text("".join(f"neigh replace {ip} lladdr {mac} dev {dev} nud permanent\n"
                                      for ip, mac in peers))
             out = host.cmd(f"ip -batch {batch}").strip()
@@ -488,7 +503,7 @@ class LiveNetwork:
             cmd = self._containerize(node, cmd)
         out: Any = open(log, "ab") if log is not None else subprocess.PIPE  # noqa: SIM115
         try:
-            if self.cluster is not None:  # over ssh, under fogsdn.netem.remote_child
+            if not self._here(host):  # over ssh, under fogsdn.netem.remote_child
                 env = {"PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
                 proc = self.host(host).start_process(cmd, env, stdout=out,
                                                      stderr=subprocess.STDOUT,
@@ -516,7 +531,8 @@ class LiveNetwork:
     def reach_socket(self, host: str, path: Path) -> None:
         """A Unix socket that a process in `host` listens on, reachable at `path` here:
         nothing to do on one machine; forwarded from the host's server in a cluster."""
-        if self.cluster is not None:
+        if not self._here(host):
+            assert self.cluster is not None
             try:
                 self.cluster.forward_socket(host, path)
             except (ClusterRunError, subprocess.SubprocessError) as err:
@@ -535,7 +551,7 @@ class LiveNetwork:
     def read_ports(self, bridge: str) -> dict[str, PortCounters]:
         """A bridge's port counters, read where it runs."""
         node = next(n for n, b in self.bridges.items() if b == bridge)
-        if self.cluster is None:
+        if self.cluster is None or self._here(node):
             return dump_ports(bridge)
         r = self.cluster.ovs(node, ["ovs-ofctl", "-O", "OpenFlow13", "--no-names",
                                     "dump-ports", bridge], timeout=5)
@@ -547,8 +563,10 @@ class LiveNetwork:
     def _cgroup_layout(self) -> Layout | None:
         """The machine's cgroups; None (and a note) where there are none and no node asks
         for limits; an EmulationError where limits were asked for."""
-        if self.cluster is not None:  # a server's cgroups are not this machine's
-            self.notes.append("containers on servers without cgroups (no CPU accounting)")
+        if self.cluster is not None:  # a server's cgroups are not this machine's (and
+            # fog hosts on this machine run without them too: one rule for a run)
+            self.notes.append("containers in a cluster run without cgroups (no CPU "
+                              "accounting)")
             return None
         try:
             return Layout.detect()

@@ -31,11 +31,12 @@ from mininet.examples.cluster import (
     RemoteHost,
     RemoteLink,
     RemoteMixin,
+    RemoteNode,
     RemoteOVSSwitch,
 )
 from mininet.link import TCIntf
 
-from fogsdn.core.processes import own_group_dying_with_parent
+from fogsdn.core.processes import hangup_default, own_group_dying_with_parent
 from fogsdn.netem.hop_cost import TunnelCost, ping_rtts_ms
 
 VXLAN_PORT = 4789  # IANA's; one UDP socket per server carries every link's VNI
@@ -98,7 +99,12 @@ class FogRemoteMixin(RemoteMixin):
             # ssh joins its words with spaces for the remote shell: a list is one command
             # whose words arrive as they are (JSON, spaces), a string a shell line
             argv = [*self._ssh(tt), cmd if isinstance(cmd, str) else shlex.join(argv)]
-        params["preexec_fn"] = own_group_dying_with_parent
+        elif isinstance(cmd, str):  # a node on this machine: a string is a shell line too
+            argv = ["sh", "-c", cmd]
+        if self.isRemote:
+            params["preexec_fn"] = own_group_dying_with_parent
+        else:  # a process group of its own would make `mnexec -d`'s setsid() fail
+            params.setdefault("preexec_fn", hangup_default)
         proc: subprocess.Popen[bytes] = super(RemoteMixin, self)._popen(argv, **params)
         return proc
 
@@ -121,6 +127,10 @@ class FogRemoteHost(FogRemoteMixin, RemoteHost):
         params["mncmd"] = ["mnexec", "-a", str(self.pid)]
         proc: subprocess.Popen[Any] = self.popen(words, **params)
         return proc
+
+
+class FogRemoteNode(FogRemoteMixin, RemoteNode):
+    """A bare node (a link element's, in its server's root namespace)."""
 
 
 class FogRemoteOVSSwitch(FogRemoteMixin, RemoteOVSSwitch):

@@ -34,6 +34,9 @@ _HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9]
                        r"(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
 
 
+HEAD = "head"  # a placement on the machine that runs the runner and the controller
+
+
 class ClusterError(ValueError):
     """A servers file or placement that cannot be used: one line naming the field."""
 
@@ -61,7 +64,8 @@ class ServerSpec(FrozenModel):
 class ClusterSpec(FrozenModel):
     """The servers of one emulation; cross-server links are `tunnel`s. The runner and the
     controller run on the machine that starts the run (the head), which reaches every
-    server over ssh and is reached by every switch over the servers' LAN."""
+    server over ssh and is reached by every switch over the servers' LAN; nodes pinned
+    to `head` run there too (only those: the rest is placed on the servers)."""
 
     servers: tuple[ServerSpec, ...] = Field(min_length=1)
     placement: dict[str, str] = Field(default_factory=dict)  # graph node -> server name
@@ -73,12 +77,16 @@ class ClusterSpec(FrozenModel):
         names = [s.name for s in self.servers]
         if len(set(names)) != len(names):
             raise ValueError(f"servers: names repeat: {names}")
+        if HEAD in names:
+            raise ValueError(f"servers: {HEAD!r} names the machine that runs the run, "
+                             "not a server")
         where = [(s.address, s.port) for s in self.servers]
         if len(set(where)) != len(where):
             raise ValueError("servers: two servers at one address and port")
         for node, server in self.placement.items():
-            if server not in names:
-                raise ValueError(f"placement.{node}: no server named {server!r}")
+            if server not in names and server != HEAD:
+                raise ValueError(f"placement.{node}: no server named {server!r} (nor "
+                                 f"{HEAD!r}, this machine)")
         return self
 
     @property

@@ -180,9 +180,11 @@ class Network:
     def element_pids(self) -> dict[str, int]:
         return {n.name: n.pid for n in self.elements.values()}
 
-    def root_interfaces(self) -> list[str]:
-        """Switch ports and link-element interfaces: everything in the root namespace."""
-        out = [i.name for sw in self.net.switches for i in sw.intfList() if i.name != "lo"]
+    def root_interfaces(self, here: set[str] | None = None) -> list[str]:
+        """Switch ports and link-element interfaces: everything in the root namespace
+        (of this machine: switches named in `here` only, where given)."""
+        out = [i.name for sw in self.net.switches for i in sw.intfList()
+               if i.name != "lo" and (here is None or sw.name in here)]
         out += [i.name for n in self.elements.values() for i in n.intfList() if i.name != "lo"]
         return out
 
@@ -214,13 +216,26 @@ def build_network(g: nx.Graph, controller_port: int, prefix: str, time_scale: fl
     # stop the run (fogsdn.core.processes.stop_signals_deferred)
     with stop_signals_deferred():
         kinds: tuple[type, type, type] = (FogHost, DirectOVSSwitch, TCULink)
+        element_kind: type = ElementNode
+        element_at: dict[str, Any] = {}
         if servers is not None:
-            from fogsdn.netem.cluster_net import FogRemoteHost, FogRemoteOVSSwitch, VxlanLink
+            from fogsdn.netem.cluster_net import (
+                FogRemoteHost,
+                FogRemoteNode,
+                FogRemoteOVSSwitch,
+                VxlanLink,
+            )
 
-            if shaped_links(g):
-                raise ValueError("a network over several servers takes unshaped links only "
-                                 f"(shaped here: {', '.join(shaped_links(g))})")
+            here = [str(d["id"]) for u, v, d in g.edges(data=True)
+                    if link_params(g, u, v).shaped
+                    and "localhost" not in (servers[u].get("server"), servers[v].get("server"))]
+            if here:
+                raise ValueError("a shaped link's element runs on this machine: an end of "
+                                 f"{', '.join(here)} must be here")
             kinds = (FogRemoteHost, FogRemoteOVSSwitch, VxlanLink.for_run(prefix))
+            element_kind = FogRemoteNode
+            element_at = next((dict(w) for w in servers.values()
+                               if w.get("server") == "localhost"), {})
         where: Mapping[str, Mapping[str, Any]] = servers or {}
         net = Mininet(topo=None, host=kinds[0], switch=kinds[1], link=kinds[2],
                       controller=None,
@@ -248,7 +263,8 @@ def build_network(g: nx.Graph, controller_port: int, prefix: str, time_scale: fl
             if not link.shaped:
                 net.addLink(a, b, port1=pa, port2=pb)
                 continue
-            element = ElementNode(f"{prefix}d{len(shaped) + 1}", inNamespace=False)
+            element = element_kind(f"{prefix}d{len(shaped) + 1}", inNamespace=False,
+                                   **element_at)
             network.elements[d["id"]] = element
             net.addLink(a, element, port1=pa, port2=0)  # element-eth0 towards u
             net.addLink(element, b, port1=1, port2=pb)  # element-eth1 towards v
