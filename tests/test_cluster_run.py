@@ -115,17 +115,20 @@ def test_session_commands_go_through_the_master_connection(tmp_path: Path) -> No
     assert s.via_master[3:] == s.ssh[1:]
 
 
-@pytest.mark.parametrize(("args", "why"), [
-    (["--engine", "simulate"], "a live queueing scenario only"),
-    (["--scenario", str(ROOT / "scenarios" / "city.yaml")], "a live queueing scenario only"),
-])
-def test_cluster_on_the_command_line_says_what_it_cannot_run(tmp_path: Path, args: list[str],
-                                                             why: str) -> None:
+def test_cluster_on_the_command_line_says_what_it_cannot_run(tmp_path: Path) -> None:
     f = tmp_path / "servers.yaml"
     f.write_text("servers:\n  - {name: a, address: 10.9.0.1}\n")
-    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "run_testbed.py"), "--cluster",
-                        str(f), *args], capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert r.returncode == 2 and why in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    for script, args, why in (
+            ("run_testbed.py", ["--engine", "simulate"], "a live run only"),
+            ("sweep.py", ["--scenario", str(ROOT / "scenarios" / "seed002b_alpha.yaml"),
+                          "--engine", "emulate"], "one run (scripts/run_testbed.py) or the city"),
+            ("sweep.py", ["--scenario", str(ROOT / "scenarios" / "city.yaml")],
+             "the live study only")):
+        r = subprocess.run([sys.executable, str(ROOT / "scripts" / script), "--cluster",
+                            str(f), *args], capture_output=True, text=True, timeout=120,
+                           cwd=ROOT)
+        assert r.returncode == 2 and why in r.stderr and r.stderr.count("\n") == 1, \
+            (script, r.stderr)
 
 
 def test_a_broken_servers_file_is_one_line_naming_it(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 import numpy as np
 
@@ -64,10 +64,11 @@ from fogsdn.core.summary import (
     write_summary,
 )
 from fogsdn.core.topology import LinkSpec
-from fogsdn.live.live_network import LiveNetwork, new_supervisor
+from fogsdn.live.live_network import EmulationError, LiveNetwork, new_supervisor
 from fogsdn.live.live_view import ViewConfig
 from fogsdn.live.proc_memory import MemoryPeak, MemorySummary
 from fogsdn.live.results import crash_report
+from fogsdn.netem.cluster_plan import ClusterSpec
 from fogsdn.view.server import ViewServer
 
 Point = tuple[float, float]
@@ -182,6 +183,9 @@ class CitySummary(RunOutcome):
     links: LinksReport
     link_elements: int
     points: list[CityPointReport]
+    # a run over several servers (fogsdn.live.cluster_site.ClusterSite.report)
+    cluster: NotRequired[Mapping[str, object]]
+    notes: NotRequired[list[str]]
 
 
 @dataclass
@@ -194,8 +198,13 @@ class CityLiveResult:
 
 class CityLive:
     def __init__(self, study: CityStudy, out: Path, stop: threading.Event,
-                 show: bool = True, view: ViewConfig | None = None) -> None:
+                 show: bool = True, view: ViewConfig | None = None,
+                 cluster: ClusterSpec | None = None) -> None:
         self.study = study
+        self.cluster = cluster  # the servers the network runs on (docs/scale-out.md)
+        self.mirrors: dict[str, subprocess.Popen[Any]] = {}  # server -> its site_mirror
+        self.mirrored_counts: dict[str, int] = {}  # the board as the mirrors have it
+        self.clients_away: set[str] = set()  # clients on a server, not this machine
         self.view_config = view
         self.view: CityView | None = None
         self.out = out
@@ -286,13 +295,53 @@ class CityLive:
                                                             strict=True)), pos=pos)
                 for k, pos in enumerate(positions)}
 
-    @staticmethod
-    def _write_truth(folder: Path, truth: dict[str, ClientTruth]) -> None:
+    def _write_truth(self, folder: Path, truth: dict[str, ClientTruth]) -> None:
         """One small file per client: 200 clients parsing one shared file every step
-        would cost a core here."""
+        would cost a core here. A client on a server gets its file there."""
         t = time.monotonic()
+        away: dict[str, dict[str, object]] = {}
         for c, mine in truth.items():
-            write_json_atomic(folder / f"{c}.json", {"t": t, "clients": {c: mine}})
+            doc = {"t": t, "clients": {c: mine}}
+            if self.net.runs_here(c):
+                write_json_atomic(folder / f"{c}.json", doc)
+            else:
+                away.setdefault(self.net.server_name(c), {})[str(folder / f"{c}.json")] = doc
+        for server, files in away.items():
+            self._mirror(server, {"files": files})
+
+    def _mirror(self, server: str, msg: Mapping[str, object]) -> None:
+        """One change to a server's copy of the city's shared state (fogsdn.city.site_mirror)."""
+        proc = self.mirrors[server]
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write(json.dumps(msg, separators=(",", ":")) + "\n")
+            proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # it died: the supervisor has the incident
+
+    def _start_mirrors(self, state_dir: Path, truth_dir: Path) -> None:
+        """A site_mirror on every server with a client, the point's folders made there."""
+        for c in sorted(self.clients_away):
+            server = self.net.server_name(c)
+            if server not in self.mirrors:
+                self.mirrors[server] = self.net.start_on_server(
+                    server, f"mirror {server}",
+                    ["fogsdn.city.site_mirror", "--root", str(self.net.sock_dir)],
+                    self.out / f"mirror-{server}.log",
+                    action="the city's clients there see no new truth, loads or epoch; "
+                    "the run goes on and exits non-zero")
+        for server in self.mirrors:
+            self._mirror(server, {"mkdir": str(truth_dir)})
+            self._mirror(server, {"mkdir": str(state_dir)})
+
+    def _mirror_board(self, state_dir: Path, counts: Mapping[str, int]) -> None:
+        """The member board's counts to every server's copy, when they changed."""
+        if not self.mirrors or counts == self.mirrored_counts:
+            return
+        self.mirrored_counts = dict(counts)
+        row = [int(counts[n]) for n in sorted(counts)]  # MemberBoard's order
+        for server in self.mirrors:
+            self._mirror(server, {"board": str(member_board_path(state_dir)), "counts": row})
 
     def _config(self, n: int, state_dir: Path, epoch_file: Path) -> CityConfig:
         """What every daemon and client of one point reads."""
@@ -322,6 +371,10 @@ class CityLive:
         self._load_links(board.read())
         truth_dir = state_dir / "truth"
         truth_dir.mkdir(exist_ok=True)
+        self.mirrored_counts.clear()
+        if self.clients_away:
+            self._start_mirrors(state_dir, truth_dir)
+            self._mirror_board(state_dir, board.read())
         self._write_truth(truth_dir, self._truth(positions))
         t_start = time.monotonic()
         # the epoch once every process is started (each imports for some 0.4 CPU s: with
@@ -352,6 +405,8 @@ class CityLive:
         epoch = time.monotonic() + EPOCH_AFTER_START_S
         sup = self.net.supervisor
         sup.epoch, sup.timebase = epoch, st.timebase
+        for server in self.mirrors:
+            self._mirror(server, {"files": {str(epoch_file): epoch}})
         write_json_atomic(epoch_file, epoch)
         updates0 = self.link_updates
         last = time.monotonic()
@@ -363,7 +418,9 @@ class CityLive:
             # the access links follow the nodes' counts within a poll; positions, the
             # truth and the view move once a tick
             time.sleep(LOAD_POLL_S)
-            self._load_links(board.read())
+            counts = board.read()
+            self._mirror_board(state_dir, counts)
+            self._load_links(counts)
             now = time.monotonic()
             if now < next_tick:
                 continue
@@ -380,6 +437,7 @@ class CityLive:
             busy.append(time.monotonic() - now)
         self._show(selector, ratio, state_dir, positions, epoch, done=True)
         self._stop_point(fogs, clients)
+        self._stop_mirrors()
         board.close()
         results = {}
         for c in cfg.clients:
@@ -420,6 +478,19 @@ class CityLive:
                                     tuple(client_name(k) for k in range(len(positions))),
                                     tuple(positions), epoch, done)
 
+    def _stop_mirrors(self) -> None:
+        """Each server's site_mirror ends at the end of its stdin (the point's end)."""
+        sup = self.net.supervisor
+        for server, proc in self.mirrors.items():
+            sup.release(f"mirror {server}")
+            self.net.stop_process(proc)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self.mirrors.clear()
+
     def _stop_point(self, fogs: dict[str, subprocess.Popen[Any]],
                     clients: subprocess.Popen[Any]) -> None:
         """The clients end at the point's end (interrupted: now, writing what they
@@ -427,12 +498,12 @@ class CityLive:
         incident."""
         sup = self.net.supervisor
         if self.stop.is_set():
-            clients.terminate()
+            self.net.stop_process(clients)
         try:
             clients.wait(timeout=CLIENTS_END_S)
         except subprocess.TimeoutExpired:
             sup.release("clients")
-            clients.terminate()
+            self.net.stop_process(clients)
             self._say("the client engine did not finish; stopped")
             try:
                 clients.wait(timeout=CLIENTS_END_S)
@@ -443,7 +514,7 @@ class CityLive:
         for label in (*(f"daemon {f}" for f in fogs), "clients"):
             sup.release(label)
         for proc in fogs.values():
-            proc.terminate()
+            self.net.stop_process(proc)
         for proc in fogs.values():
             try:
                 proc.wait(timeout=5)
@@ -456,7 +527,7 @@ class CityLive:
         excess = [json_float(x) for r in rows for x in json_list(r.get("excess", []), "excess")]
         st = self.study
         outcome = self.net.supervisor.summary_fields()
-        return CitySummary(
+        summary = CitySummary(
             run=outcome["run"], interrupted=outcome["interrupted"],
             crashed=outcome["crashed"], incidents=outcome["incidents"],
             failure=outcome["failure"],
@@ -469,6 +540,10 @@ class CityLive:
             startup=dict(self.net.timings), memory=self.memory.summary(),
             links=self.net.links, link_elements=self.elements,
             points=[_point_report(r) for r in rows])
+        if self.net.cluster is not None:
+            summary["cluster"] = self.net.cluster.report()
+            summary["notes"] = list(self.net.notes)
+        return summary
 
     def run(self) -> CityLiveResult:
         st = self.study
@@ -480,7 +555,14 @@ class CityLive:
         tables = {f"{s.name}-s0": len(self.sites) - 1 + k for s in self.layout.fog_nodes} \
             if st.network == "star" else None
         self.live = live = LiveNetwork(network, net_dir, new_supervisor(net_dir, self.stop),
-                                       peer_tables=tables)
+                                       peer_tables=tables, cluster=self.cluster)
+        clients = [n for n, d in live.graph.nodes(data=True) if d.get("role") == "client"]
+        self.clients_away = {c for c in clients if not live.runs_here(c)}
+        machines = {live.server_name(c) for c in clients}
+        if len(machines) > 1:
+            raise EmulationError("cluster: the city's clients run as one engine, on one "
+                                 f"machine; they are placed on {', '.join(sorted(machines))} "
+                                 "(pin them all to one server, or to head)")
         sup = live.supervisor
         t0 = time.monotonic()
         rows: list[dict[str, object]] = []
@@ -547,9 +629,11 @@ def _point_report(row: Mapping[str, object]) -> CityPointReport:
 
 
 def run_city_live(study: CityStudy, out: Path, stop: threading.Event | None = None,
-                  show: bool = True, view: ViewConfig | None = None) -> CityLiveResult:
+                  show: bool = True, view: ViewConfig | None = None,
+                  cluster: ClusterSpec | None = None) -> CityLiveResult:
     """The live study: its rows, and summary.json's content (also written to `out`);
-    `view`: serve the run's page (`fogsdn.city.map_view`)."""
+    `view`: serve the run's page (`fogsdn.city.map_view`); `cluster`: the servers its
+    network runs on (docs/scale-out.md)."""
     study.check_live_span()
     study.check_live_choices()
-    return CityLive(study, out, stop or threading.Event(), show, view).run()
+    return CityLive(study, out, stop or threading.Event(), show, view, cluster).run()

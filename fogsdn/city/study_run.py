@@ -19,6 +19,7 @@ from fogsdn.studies.study import Engine, Row
 
 if TYPE_CHECKING:
     from fogsdn.live.live_view import ViewConfig
+    from fogsdn.netem.cluster_plan import ClusterSpec
 
 
 @dataclass(frozen=True)
@@ -33,11 +34,13 @@ class CityPoint:
 
 
 def run_city_point(point: CityPoint, out: Path, stop: threading.Event | None,
-                   view: ViewConfig | None = None) -> list[Row]:
+                   view: ViewConfig | None = None, cluster: ClusterSpec | None = None
+                   ) -> list[Row]:
     if not point.selector:
         from fogsdn.city.live_run import run_city_live
 
-        return run_city_live(point.study, out, stop, show=True, view=view).rows
+        return run_city_live(point.study, out, stop, show=True, view=view,
+                             cluster=cluster).rows
     return [run_study(point.study, point.selector, point.ratio, point.trace)
             | {"engine": "simulate"}]
 
@@ -49,11 +52,12 @@ class CityStudyRun:
 
     def __init__(self, study: CityStudy, out: Path, engine: Engine = "simulate",
                  live_scale: bool = False, stop: threading.Event | None = None,
-                 view: ViewConfig | None = None) -> None:
+                 view: ViewConfig | None = None, cluster: ClusterSpec | None = None) -> None:
         self.study, self.out, self.engine, self.live_scale = study, out, engine, live_scale
         self.job = run_city_point
         # the stop event stays in this process: only the live point, run here, takes it
-        self.job_args: tuple[Any, ...] = (out, stop, view) if engine == "emulate" else (out, None)
+        self.job_args: tuple[Any, ...] = ((out, stop, view, cluster) if engine == "emulate"
+                                          else (out, None))
         self.live_summary = out / "summary.json" if engine == "emulate" else None
         self.tag = "emulate" if engine == "emulate" else \
             "simulate-live-scale" if live_scale else "simulate"

@@ -68,8 +68,15 @@ def _city_study(a: argparse.Namespace, over: dict[str, object], out: Path) -> St
     if a.engine == "emulate":
         study.check_live_span()
         study.check_live_choices()
+    cluster = None
+    if a.cluster is not None:
+        from fogsdn.netem.cluster_plan import load_cluster
+
+        if a.engine != "emulate":
+            raise StudyError("--cluster: the live study only (--engine emulate)")
+        cluster = load_cluster(a.cluster)
     return CityStudyRun(study, out, a.engine, a.live_scale, stop,
-                        view_config(a) if a.engine == "emulate" else None)
+                        view_config(a) if a.engine == "emulate" else None, cluster)
 
 
 def _run(study: Study[RowT], out: Path, a: argparse.Namespace) -> tuple[bool, Path | None]:
@@ -87,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     from fogsdn.city.study_spec import CityStudyError
     from fogsdn.core.cli_args import ArgumentError, add_span_arguments, add_view_arguments, span_ms
     from fogsdn.core.scenario import ScenarioError
+    from fogsdn.netem.cluster_plan import ClusterError
     from fogsdn.policies import PolicyError
     from fogsdn.policies.resolve import resolve_scenario
 
@@ -112,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--optimum", action="store_true",
                     help="sweep: add the optimal curve (min all.W, hp.W <= the proposed "
                          "scheme's; docs/reproduction.md)")
+    ap.add_argument("--cluster", metavar="SERVERS_YAML",
+                    help="city, emulate: the network over these servers (docs/scale-out.md)")
     add_view_arguments(ap)  # city, emulate: the live map (docs/view.md)
     a = ap.parse_args(argv)
     if a.engine == "emulate" and os.geteuid() != 0:
@@ -121,6 +131,11 @@ def main(argv: list[str] | None = None) -> int:
     kind = declared_study(a.scenario)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(a.out) if a.out else Path("results") / f"{stamp}-{Path(a.scenario).stem}-{kind}"
+    if a.cluster is not None and kind != "city":
+        print("error: --cluster: one run (scripts/run_testbed.py) or the city study; a "
+              "sweep's live points each run on one machine (--executor ray spreads them)",
+              file=sys.stderr)
+        return 2
     try:
         if kind == "city":
             failed, live_summary = _run(_city_study(a, dict(a.set), out), out, a)
@@ -141,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
                     SweepStudy(sc, out, a.engine, a.requests, duration_ms, not a.no_trace,
                                time_scale=a.time_scale, optimum=a.optimum), out, a)
     except (StudyError, ScenarioError, PolicyError, ArgumentError, CityStudyError,
-            LayoutError) as err:
+            LayoutError, ClusterError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     if live_summary is not None and live_summary.exists():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -32,7 +33,7 @@ from fogsdn.controller.rt_measure import RT_SAMPLE_DEFAULT
 from fogsdn.core.fabric import Fabric
 from fogsdn.core.load_report import LOAD_SOCKET_NAME
 from fogsdn.core.network_spec import NetworkSpec, idle_service, network_of
-from fogsdn.core.processes import die_with_parent
+from fogsdn.core.processes import die_with_parent, own_group_dying_with_parent
 from fogsdn.core.scenario import Role, Scenario
 from fogsdn.core.summary import ContainerStats, LinksReport
 from fogsdn.core.topology import LinkSpec, fabric_of
@@ -226,6 +227,29 @@ class LiveNetwork:
     def _here(self, node: str) -> bool:
         """Whether graph node `node` runs on this machine (every node, without servers)."""
         return self.cluster is None or self.cluster.on_head(node)
+
+    def runs_here(self, node: str) -> bool:
+        return self._here(node)
+
+    def server_name(self, node: str) -> str:
+        """Where graph node `node` runs: a server's name, or `head` (this machine)."""
+        return "head" if self.cluster is None else self.cluster.placement[node]
+
+    def start_on_server(self, server: str, label: str, argv: list[str], log: Path, *,
+                        action: str) -> subprocess.Popen[Any]:
+        """`python -m argv...` in a server's root namespace, over its master connection,
+        its stdin held (closing it ends it: `stop_process`); watched under `label`, its
+        death an incident saying `action`."""
+        assert self.cluster is not None
+        session = self.cluster.sessions[server]
+        words = ["env", f"PYTHONPATH={ROOT}", "PYTHONUNBUFFERED=1", sys.executable, "-m", *argv]
+        with open(log, "ab") as out:
+            proc = subprocess.Popen([*session.via_master, shlex.join(words)],
+                                    stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT,
+                                    text=True, preexec_fn=own_group_dying_with_parent)
+        self.remote.add(proc)
+        self.supervisor.watch(label, proc, action)
+        return proc
 
     @property
     def controller_host(self) -> str:
