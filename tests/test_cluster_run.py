@@ -33,21 +33,22 @@ def _live(tmp_path: Path, **over: Any) -> LiveNetwork:
 
 
 def test_nodes_pinned_to_head_run_here_and_the_rest_on_the_servers(tmp_path: Path) -> None:
-    spec = SPEC.model_copy(update={"placement": {"fn": "head", "s1": "head"}})
+    spec = SPEC.model_copy(update={"placement": {"fn": "head", "s1": "a"}})
     sc = parse_scenario(scenario_dict(topology={"link": {"delay_ms": 1.0}}))
     live = LiveNetwork(network_of(sc), tmp_path, new_supervisor(tmp_path, threading.Event()),
                        service=sc, cluster=spec)
     site = live.cluster
     assert site is not None
-    assert site.placement["fn"] == site.placement["s1"] == "head"
+    assert site.placement["fn"] == "head" and live.runs_here("fn")
     assert {site.placement[n] for n in ("ofn1", "c1", "c2")} <= {"a", "b"}
+    assert live.server_name("s1") == "a" and not live.runs_here("s1")
     site.head = "10.9.0.100"  # found at start from the route to the first server
     assert site.mininet_params("fn") == {"server": "localhost", "serverIP": "10.9.0.100",
                                          "ssh_opts": []}
-    # a shaped link needs both ends here (its element runs here): fn-s1 has, ofn1-s1 not
+    # a shaped link's element runs here: fn-s1 has an end here, ofn1-s1 none
     with pytest.raises(EmulationError, match="ofn1-s1") as err:
         live._check_cluster()
-    assert "fn-s1" not in str(err.value).split(":", 2)[-1]
+    assert "fn-s1" not in str(err.value).replace("ofn1-s1", "")
 
 
 def test_a_placement_naming_no_node_is_one_line(tmp_path: Path) -> None:
@@ -82,7 +83,7 @@ def test_expected_traffic_spreads_each_clients_load_over_the_fog_hosts() -> None
 
 
 @pytest.mark.parametrize(("over", "why"), [
-    ({"topology": {"link": {"delay_ms": 1.0}}}, "shaped link with an end on a server"),
+    ({"topology": {"link": {"delay_ms": 1.0}}}, "shaped link with no end on this machine"),
     ({"nodes": [{"name": "fn", "role": "fn", "mu": 1.0, "capacity": 20, "cpu": 0.5},
                 {"name": "ofn1", "role": "ofn", "mu": 0.3, "capacity": 10}]},
      "cpu or memory_mb limits on a server"),
@@ -139,3 +140,30 @@ def test_a_broken_servers_file_is_one_line_naming_it(tmp_path: Path) -> None:
                        timeout=120, cwd=ROOT)
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert r.stderr.startswith("error: --cluster:") and str(f) in r.stderr
+
+
+class _Shaper:
+    def __init__(self) -> None:
+        self.delays: dict[str, float] = {}
+
+    def update(self, link_id: str, params: Any) -> None:
+        self.delays[link_id] = params.delay_ms
+
+
+def test_a_tunnel_comes_off_its_links_element_delay_and_never_below_zero() -> None:
+    import networkx as nx
+
+    from fogsdn.netem.link_params import LinkParams
+    from fogsdn.netem.mininet_net import Network
+
+    shaper = _Shaper()
+    net = Network(None, {}, nx.Graph(), 10.0, shaper=shaper,  # type: ignore[arg-type]
+                  per_hop_ms=0.05,
+                  configured={"sa-sb": LinkParams(delay_ms=20.0),
+                              "sb-sc": LinkParams(delay_ms=0.01)})
+    taken = net.set_tunnels({"sa-sb": 0.2, "sb-sc": 0.03, "unshaped": 0.1})
+    assert taken == {"sa-sb": 0.2, "sb-sc": 0.01}
+    assert shaper.delays["sa-sb"] == pytest.approx(20.0 - 0.2 - 0.05)
+    assert shaper.delays["sb-sc"] == 0.0
+    net.set_per_hop_ms(0.1)  # a new cost per hop keeps the tunnel's deduction
+    assert shaper.delays["sa-sb"] == pytest.approx(20.0 - 0.2 - 0.1)

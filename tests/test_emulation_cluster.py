@@ -343,3 +343,39 @@ def test_the_star_city_runs_with_its_clients_on_a_server(tmp_path: Path) -> None
         assert float(rows[1]["coord_median_rel_error"]) < 0.8
         assert float(rows[1]["probe_excess_p90_ms"]) < 1.0
         assert _left_on_servers(c) == {}
+
+
+@emulation
+def test_a_shaped_link_across_machines_has_its_tunnel_taken_off_its_delay(
+        tmp_path: Path) -> None:
+    """A 2 model ms link between a switch on this machine and one on a server: its
+    element (here) adds the configured delay less the tunnel's measured one-way time,
+    and a request's network time is the configured one (two round trips over the link:
+    the connection's and the request's)."""
+    scenario = tmp_path / "delay2.yaml"
+    scenario.write_text(
+        "name: delay2\nseed: 1\nduration_ms: 1500\nwarmup_ms: 0\ntime_scale: 10\n"
+        "deadline_ms: 30\ntimeout_ms: 500\n"
+        "workload: {lambda_hp: 0.3, lambda_lp: 0.5, clients: 2}\n"
+        "nodes:\n  - {name: fn, role: fn, mu: 1.0, capacity: 20}\n"
+        "  - {name: ofn1, role: ofn, mu: 0.3, capacity: 10}\n"
+        "churn: {eta: 0.3333333333333333, xi: 0.3333333333333333}\n"
+        "topology:\n  kind: graph\n  switches: [sa, sb]\n"
+        "  links: [{a: sa, b: sb, delay_ms: 2.0}]\n"
+        "  hosts: {fn: sa, ofn1: sb, c1: sb, c2: sb}\n")
+    with FakeCluster(1) as c:
+        f = c.servers_file({"sb": 0, "ofn1": 0, "c1": 0, "c2": 0})
+        f.write_text(f.read_text().replace("placement: {", "placement: {fn: head, sa: head, "))
+        out = tmp_path / "out"
+        r = subprocess.run([sys.executable, str(ROOT / "scripts" / "run_testbed.py"),
+                            "--scenario", str(scenario), "--cluster", str(f), "--out", str(out),
+                            "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=240)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        summary = json.loads((out / "summary.json").read_text())
+        (link,) = summary["cluster"]["crossing_links"]
+        assert link["link"] == "sa-sb" and link["servers"] == ["head", c.servers[0].name]
+        assert link["deducted_real_ms"] == pytest.approx(link["one_way_real_ms"])
+        assert not any("crosses servers" in n for n in summary.get("notes", []))
+        hp = summary["measured"]["hp"]
+        assert 7.9 < hp["W_e2e"] - hp["W"] < 8.5, hp  # 2 x 2 round trips of 2 x 2 ms
+        assert _left_on_servers(c) == {}

@@ -263,10 +263,11 @@ class ClusterSite:
             self.tunnels.append(row)
             if float(d.get("delay_ms", 0.0)) * time_scale < one_way_ms:
                 self.notes.append(
-                    f"link {d['id']} (between {u} and {v}) crosses servers {row['servers'][0]} and "
-                    f"{row['servers'][1]}: its tunnel adds {one_way_ms:.3f} real ms "
-                    f"({row['tunnel_model_ms']:.4f} model ms) each way, above its configured "
-                    f"delay, so no element can take it off")
+                    f"link {d['id']} (between {u} and {v}) crosses servers {row['servers'][0]} "
+                    f"and {row['servers'][1]}: its tunnel adds {one_way_ms:.3f} real ms "
+                    f"({row['tunnel_model_ms']:.4f} model ms) each way, more than its "
+                    "configured delay, which its element (if any) takes off: the path runs "
+                    "slower than configured by the rest")
 
     def report(self) -> dict[str, Any]:
         """summary.json's `cluster` block."""

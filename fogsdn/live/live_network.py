@@ -214,11 +214,15 @@ class LiveNetwork:
         starts (docs/scale-out.md, what is missing)."""
         g = self.graph
         away = [str(d["id"]) for u, v, d in g.edges(data=True)
-                if str(d["id"]) in shaped_links(g) and not (self._here(u) and self._here(v))]
+                if str(d["id"]) in shaped_links(g) and not self._here(u) and not self._here(v)]
+        away += [link for link in self.peer_tables
+                 if not all(map(self._here, next((u, v) for u, v, d in g.edges(data=True)
+                                                 if str(d["id"]) == link)))]
         limited = [h.name for h in self.spec.fog_hosts
                    if (h.cpu or h.memory_mb) and not self._here(h.name)]
-        why = ("shaped link with an end on a server (link elements run on this machine "
-               "only, yet; pin both ends to head): " + ", ".join(away) if away else
+        why = ("shaped link with no end on this machine (link elements run here only, yet; "
+               "pin an end to head, both for a per-peer table): " + ", ".join(away)
+               if away else
                "cpu or memory_mb limits on a server (cgroups are not made on servers yet): "
                + ", ".join(limited) if limited and self.spec.containers else None)
         if why is not None:
@@ -434,6 +438,10 @@ class LiveNetwork:
             self.cluster.measure_tunnels(nodes, self.spec.time_scale)
         except (RuntimeError, ValueError, subprocess.SubprocessError) as err:
             raise EmulationError(f"cluster: tunnel not measured: {err}") from None
+        taken = self.network.set_tunnels({t["link"]: float(t["one_way_real_ms"])
+                                          for t in self.cluster.tunnels})
+        for t in self.cluster.tunnels:  # what each element took off its delay
+            t["deducted_real_ms"] = round(taken.get(t["link"], 0.0), 5)
         self.notes += self.cluster.notes
         if self.show_progress:
             for t in self.cluster.tunnels:

@@ -13,7 +13,7 @@ import socket
 import struct
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +114,8 @@ class Network:
     configured: dict[str, LinkParams] = field(default_factory=dict)  # link id -> real, as asked
     # link id -> its per-peer table (peer IPv4 -> real one-way ms), as asked
     peer_tables: dict[str, dict[str, float]] = field(default_factory=dict)
+    # link id -> real one-way ms its tunnel between servers adds (a run over servers)
+    tunnel_ms: dict[str, float] = field(default_factory=dict)
 
     def set_link(self, link_id: str, up: bool) -> None:
         """Take one link down or up (carrier loss: the switch reports PortStatus)."""
@@ -140,8 +142,24 @@ class Network:
     def _shape(self, link_id: str) -> None:
         assert self.shaper is not None
         params = self.configured[link_id]
-        self.shaper.update(link_id, deduct({link_id: params.delay_ms}, self.per_hop_ms)
-                           .params(link_id, params))
+        # what the element must add: the configured delay less the tunnel's, then less
+        # the cost per hop (each at least 0)
+        own = max(0.0, params.delay_ms - self.tunnel_ms.get(link_id, 0.0))
+        self.shaper.update(link_id, deduct({link_id: own}, self.per_hop_ms).params(
+            link_id, replace(params, delay_ms=own)))
+
+    def set_tunnels(self, one_way_ms: Mapping[str, float]) -> dict[str, float]:
+        """The measured one-way time of each shaped link's tunnel (real ms), taken off its
+        element's delay from now on; what each could take off (the rest stays on the
+        path: the link runs slower than configured by it)."""
+        taken: dict[str, float] = {}
+        for link_id, ms in one_way_ms.items():
+            if self.shaper is None or link_id not in self.configured:
+                continue
+            self.tunnel_ms[link_id] = ms
+            taken[link_id] = min(ms, self.configured[link_id].delay_ms)
+            self._shape(link_id)
+        return taken
 
     def set_per_hop_ms(self, per_hop_ms: float) -> None:
         """A new cost per hop to deduct: every shaped link's delay again, as asked less it."""
