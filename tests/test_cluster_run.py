@@ -14,10 +14,9 @@ import pytest
 from conftest import ROOT, scenario_dict
 
 from fogsdn.core.network_spec import network_of
-from fogsdn.core.scenario import ScenarioError, parse_scenario
+from fogsdn.core.scenario import parse_scenario
 from fogsdn.live.cluster_site import ClusterSite, expected_traffic
 from fogsdn.live.live_network import EmulationError, LiveNetwork, new_supervisor
-from fogsdn.live.queueing_run import check_cluster_scenario
 from fogsdn.netem.cluster_net import ssh_options
 from fogsdn.netem.cluster_plan import ClusterSpec, crossing_links
 
@@ -95,12 +94,6 @@ def test_what_a_cluster_run_does_not_take_is_one_line(tmp_path: Path, over: dict
     assert "\n" not in str(err.value)
 
 
-def test_a_per_request_policy_is_refused_before_anything_starts() -> None:
-    check_cluster_scenario(parse_scenario(scenario_dict()))  # prioritized: proactive
-    with pytest.raises(ScenarioError, match="load reports"):
-        check_cluster_scenario(parse_scenario(scenario_dict(policy={"name": "least_loaded"})))
-
-
 def test_ssh_options_pin_host_keys_when_a_file_names_them() -> None:
     pinned = ssh_options("/k", 2222, "/etc/fogsdn/known_hosts")
     assert pinned[:2] == ["-i", "/k"] and "StrictHostKeyChecking=yes" in pinned
@@ -167,3 +160,42 @@ def test_a_tunnel_comes_off_its_links_element_delay_and_never_below_zero() -> No
     assert shaper.delays["sb-sc"] == 0.0
     net.set_per_hop_ms(0.1)  # a new cost per hop keeps the tunnel's deduction
     assert shaper.delays["sa-sb"] == pytest.approx(20.0 - 0.2 - 0.1)
+
+
+def test_load_reports_come_whole_off_a_stream() -> None:
+    from fogsdn.core.load_report import MAX_REPORT_BYTES, LineFramer, LoadReport
+
+    a = LoadReport("fn", 1, 2, 10.5).encode()
+    b = LoadReport("fn", 2, 3, 11.0).encode()
+    framer = LineFramer()
+    assert framer.feed(a[:7]) == ([], 0)  # a report cut by the stream waits for its end
+    assert framer.feed(a[7:] + b"\n" + b) == ([a], 0)
+    assert framer.feed(b"\n") == ([b], 0)
+    # an overlong line is dropped, also across reads, and the next report is whole
+    assert framer.feed(b"x" * (MAX_REPORT_BYTES + 5)) == ([], 1)
+    assert framer.feed(b"yy\n" + a + b"\n") == ([a], 0)
+    assert framer.feed(b"z" * (MAX_REPORT_BYTES + 5) + b"\n" + b + b"\n") == ([b], 1)
+
+
+def test_a_worker_reports_its_load_as_lines_on_a_stream(tmp_path: Path) -> None:
+    from fogsdn.core.load_report import LineFramer, LoadReport
+    from fogsdn.core.local_rpc import listen_stream
+    from fogsdn.nodes.worker import LoadReporter
+
+    path = tmp_path / "load-stream.sock"
+    server = listen_stream(path)
+    try:
+        report = LoadReporter(str(path), stream=True)
+        sent = [LoadReport("fn", k, k, 1.0 + k).encode() for k in range(3)]
+        for data in sent:
+            report(data)
+        conn, _ = server.accept()
+        conn.settimeout(5)
+        got: list[bytes] = []
+        framer = LineFramer()
+        while len(got) < 3:
+            got += framer.feed(conn.recv(4096))[0]
+        assert got == sent
+        conn.close()
+    finally:
+        server.close()

@@ -379,3 +379,28 @@ def test_a_shaped_link_across_machines_has_its_tunnel_taken_off_its_delay(
         hp = summary["measured"]["hp"]
         assert 7.9 < hp["W_e2e"] - hp["W"] < 8.5, hp  # 2 x 2 round trips of 2 x 2 ms
         assert _left_on_servers(c) == {}
+
+
+@emulation
+def test_a_per_request_policy_decides_on_load_reports_from_other_servers(
+        tmp_path: Path) -> None:
+    """least_loaded with the FN on one server, the OFN and the clients on another: each
+    worker's load reports reach the controller on this machine over its server's master
+    connection (a stream socket, one report a line), and the decisions see the counts
+    their requests met as on one machine (tests/test_emulation.py: above 85 %)."""
+    with FakeCluster(2) as c:
+        f = c.servers_file(_SPLIT)
+        out = tmp_path / "out"
+        r = subprocess.run([sys.executable, str(ROOT / "scripts" / "run_testbed.py"),
+                            "--cluster", str(f), "--duration", "15", "--policy",
+                            "least_loaded", "--out", str(out), "--quiet"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=240)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        summary = json.loads((out / "summary.json").read_text())
+        st = summary["decisions"]["staleness"]
+        assert st["decisions"] > 0.95 * summary["requests"]
+        assert st["reports"] >= 2 * summary["requests"]  # an arrival and a departure each
+        assert st["exact_share"] > 0.85 and abs(st["mean"]) < 0.15, st
+        events = (out / "controller-events.jsonl").read_text()
+        assert "bad_load_report" not in events
+        assert _left_on_servers(c) == {}

@@ -60,8 +60,14 @@ from fogsdn.controller.registration import availability_request
 from fogsdn.controller.rt_measure import RT_COLUMNS, RtRecorder, Segment, parse_segment
 from fogsdn.controller.running_policy import Buckets, DecidedSyns, RunningPolicy
 from fogsdn.core.latency import node_net_ms
-from fogsdn.core.load_report import MAX_REPORT_BYTES, LoadReport, LoadReportError
-from fogsdn.core.local_rpc import answer_one, listen_packets, serve_unix, write_json_atomic
+from fogsdn.core.load_report import MAX_REPORT_BYTES, LineFramer, LoadReport, LoadReportError
+from fogsdn.core.local_rpc import (
+    answer_one,
+    listen_packets,
+    listen_stream,
+    serve_unix,
+    write_json_atomic,
+)
 from fogsdn.core.routing import next_hops
 from fogsdn.core.scenario import PolicySpec, TaskClass, load_scenario
 from fogsdn.policies import ClusterView, Request, make_policy
@@ -137,7 +143,10 @@ class FogController(app_manager.OSKenApp):
             self.loads.staleness.update(read_staleness(self._load_file.read_text()))
         self._load_listener = (None if conf.load_reports is None
                                else listen_packets(conf.load_reports))
+        self._stream_listener = (None if conf.load_stream is None
+                                 else listen_stream(conf.load_stream))
         self._load_conns: list[socket.socket] = []  # one per worker
+        self._framers: dict[socket.socket, LineFramer] = {}  # the stream connections
         self._events = open(self.events_path, "a")  # noqa: SIM115 (policy_error may come next)
         graph = self.fabric.topology()
         self.topo = replace(Topology.of(graph), pinned=self.running.policy.paths(graph))
@@ -377,40 +386,53 @@ class FogController(app_manager.OSKenApp):
         """Apply every report waiting from the workers (the caller holds `_loads_lock`)."""
         n = 0
         for conn in list(self._load_conns):
+            framer = self._framers.get(conn)
             while True:
                 try:
-                    data = conn.recv(MAX_REPORT_BYTES + 1, socket.MSG_DONTWAIT)
+                    data = conn.recv(MAX_REPORT_BYTES + 1 if framer is None else 1 << 16,
+                                     socket.MSG_DONTWAIT)
                 except BlockingIOError:
                     break
                 except OSError:
                     data = b""
                 if not data:  # the worker is gone
                     self._load_conns.remove(conn)
+                    self._framers.pop(conn, None)
                     conn.close()
                     break
-                try:
-                    self.loads.report(LoadReport.decode(data))
-                except LoadReportError as err:
-                    self._event(event="bad_load_report", error=str(err))
-                n += 1
+                reports, dropped = framer.feed(data) if framer is not None else ([data], 0)
+                if dropped:
+                    self._event(event="bad_load_report",
+                                error=f"{dropped} line(s) longer than {MAX_REPORT_BYTES} bytes")
+                for report in reports:
+                    try:
+                        self.loads.report(LoadReport.decode(report))
+                    except LoadReportError as err:
+                        self._event(event="bad_load_report", error=str(err))
+                    n += 1
         return n
 
     def _read_load_reports(self) -> None:
         """Take the workers' connections and keep their reports applied between
         decisions; write the staleness histogram a moment after the reports stop (a
         run's end) or every quarter second."""
-        listener, written, dirty = self._load_listener, time.monotonic(), False
-        if listener is None:
+        written, dirty = time.monotonic(), False
+        listeners = [ls for ls in (self._load_listener, self._stream_listener) if ls is not None]
+        if not listeners:
             return
         while True:
             # a proactive policy decides nothing: its reports wait in the sockets (a full
             # one drops new reports at the worker), read on a swap to a per-request one
-            watched = [listener, *self._load_conns] if self.running.per_request else [listener]
+            watched = [*listeners, *self._load_conns] if self.running.per_request else listeners
             ready, _, _ = select.select(watched, [], [], 0.1)
             with self._loads_lock:
-                if listener in ready:
-                    with suppress(OSError):
-                        self._load_conns.append(listener.accept()[0])
+                for listener in listeners:
+                    if listener in ready:
+                        with suppress(OSError):
+                            conn = listener.accept()[0]
+                            self._load_conns.append(conn)
+                            if listener is self._stream_listener:
+                                self._framers[conn] = LineFramer()
                 if self.running.per_request:
                     dirty = self._drain_load_reports() > 0 or dirty
                 if dirty and (not ready or time.monotonic() - written > 0.25):

@@ -8,7 +8,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from fogsdn.controller.rt_measure import RT_SAMPLE_DEFAULT
 from fogsdn.core.fabric import Fabric
@@ -27,6 +27,7 @@ class ConfigFile(TypedDict):
     available: dict[str, bool]
     measure_rt: int
     load_reports: str | None
+    load_stream: NotRequired[str | None]
 
 
 @dataclass(frozen=True)
@@ -42,13 +43,17 @@ class ControllerConfig:
     # Unix datagram socket the workers report their counts to (fogsdn.core.load_report);
     # None: a per-request policy sees only the connections the controller decided
     load_reports: Path | None = None
+    # the same reports as lines on a Unix stream socket (workers on other servers, whose
+    # reports ssh forwards: it carries stream sockets only); None: not listened on
+    load_stream: Path | None = None
 
     def to_dict(self) -> ConfigFile:
         return {"fabric": self.fabric.to_dict(), "scenario": str(self.scenario),
                 "events": str(self.events), "ready": str(self.ready),
                 "registration": str(self.registration), "available": dict(self.available),
                 "measure_rt": self.measure_rt,
-                "load_reports": None if self.load_reports is None else str(self.load_reports)}
+                "load_reports": None if self.load_reports is None else str(self.load_reports),
+                "load_stream": None if self.load_stream is None else str(self.load_stream)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ControllerConfig:
@@ -58,7 +63,9 @@ class ControllerConfig:
                    available={str(k): bool(v) for k, v in d.get("available", {}).items()},
                    measure_rt=int(d.get("measure_rt", RT_SAMPLE_DEFAULT)),
                    load_reports=(None if d.get("load_reports") is None
-                                 else Path(d["load_reports"])))
+                                 else Path(d["load_reports"])),
+                   load_stream=(None if d.get("load_stream") is None
+                                else Path(d["load_stream"])))
 
     def write(self, path: Path) -> Path:
         path.write_text(json.dumps(self.to_dict(), indent=1))

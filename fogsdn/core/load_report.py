@@ -19,12 +19,44 @@ import math
 from dataclasses import dataclass
 
 LOAD_SOCKET_NAME = "controller-load.sock"  # beside the controller's registration socket
+# the same reports as lines on a stream: what ssh forwards from workers on other servers
+LOAD_STREAM_NAME = "controller-load-stream.sock"
 MAX_REPORT_BYTES = 1024
 MAX_ENDS = 8  # scheduled ends sent: the departures a connection's set-up could overlap
 
 
 class LoadReportError(ValueError):
     """A datagram that is not a load report."""
+
+
+class LineFramer:
+    """Load reports off a byte stream, one per line (a stream has no message bounds): the
+    whole lines received so far; a line longer than a report can be is an error, and
+    what follows it up to the next newline is skipped, so the next report is whole."""
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self._skipping = False
+
+    def feed(self, data: bytes) -> tuple[list[bytes], int]:
+        """The whole lines in `data` and before it, and how many overlong ones were
+        dropped."""
+        lines = (self._buf + data).split(b"\n")
+        self._buf = lines.pop()
+        dropped = 0
+        out: list[bytes] = []
+        for line in lines:
+            if self._skipping:
+                self._skipping = False
+                continue
+            if len(line) > MAX_REPORT_BYTES:
+                dropped += 1
+            elif line:
+                out.append(line)
+        if len(self._buf) > MAX_REPORT_BYTES:
+            self._buf, self._skipping = b"", True
+            dropped += 1
+        return out, dropped
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,15 @@ def listen_packets(path: Path, backlog: int = 64) -> socket.socket:
     return sock
 
 
+def listen_stream(path: Path, backlog: int = 64) -> socket.socket:
+    """A fresh Unix SOCK_STREAM socket listening at `path` (its messages need framing)."""
+    path.unlink(missing_ok=True)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(str(path))
+    sock.listen(backlog)
+    return sock
+
+
 def answer_one(conn: socket.socket, answer: Callable[[Any], Mapping[str, object]], timeout: float,
                errors: tuple[type[Exception], ...]) -> None:
     """Read one JSON request from `conn` and send `answer`'s reply, or `{"error": its

@@ -31,6 +31,7 @@ from typing import Any
 
 import networkx as nx
 
+from fogsdn.core.load_report import LOAD_STREAM_NAME
 from fogsdn.core.processes import own_group_dying_with_parent
 from fogsdn.core.scenario import Scenario
 from fogsdn.netem.cluster_guard import GuardSession
@@ -136,6 +137,9 @@ class ClusterSite:
                 if made.returncode != 0:
                     raise ClusterRunError(f"server {name}: {self.sock_dir}: "
                                           f"{made.stderr.strip() or 'not made'}")
+                # the workers' load reports there: to the controller's stream socket here
+                stream = self.sock_dir / LOAD_STREAM_NAME
+                self._forward(s, "-R", f"{stream}:{stream}")
             self.head = self._head_address()
         finally:
             probe.unlink(missing_ok=True)
@@ -231,13 +235,18 @@ class ClusterSite:
 
     def forward_socket(self, node: str, path: Path) -> None:
         """The Unix socket `path` on `node`'s server, at the same path here."""
-        s = self.server_of(node)
+        self._forward(self.server_of(node), "-L", f"{path}:{path}")
+
+    @staticmethod
+    def _forward(s: ServerSession, way: str, spec: str) -> None:
+        """A Unix socket forwarded over the master connection (`-L`: there to here,
+        `-R`: here to there)."""
         r = subprocess.run([*s.via_master[:3], "-O", "forward", "-o",
-                            "StreamLocalBindUnlink=yes", "-L", f"{path}:{path}", *s.ssh[1:]],
+                            "StreamLocalBindUnlink=yes", way, spec, *s.ssh[1:]],
                            capture_output=True, text=True, stdin=subprocess.DEVNULL,
                            timeout=SSH_TIMEOUT_S)
         if r.returncode != 0:
-            raise ClusterRunError(f"server {s.spec.name}: forwarding {path}: "
+            raise ClusterRunError(f"server {s.spec.name}: forwarding {spec}: "
                                   f"{r.stderr.strip() or 'refused'}")
 
     def ovs(self, node: str, argv: Sequence[str], timeout: float = 10.0

@@ -31,7 +31,7 @@ from fogsdn.controller.pipeline import DECIDE_COOKIE
 from fogsdn.controller.registration import register
 from fogsdn.controller.rt_measure import RT_SAMPLE_DEFAULT
 from fogsdn.core.fabric import Fabric
-from fogsdn.core.load_report import LOAD_SOCKET_NAME
+from fogsdn.core.load_report import LOAD_SOCKET_NAME, LOAD_STREAM_NAME
 from fogsdn.core.network_spec import NetworkSpec, idle_service, network_of
 from fogsdn.core.processes import die_with_parent, own_group_dying_with_parent
 from fogsdn.core.scenario import Role, Scenario
@@ -282,9 +282,12 @@ class LiveNetwork:
             registration=self.sock_dir / "controller.sock",
             measure_rt=self.measure_rt,
             load_reports=self.sock_dir / LOAD_SOCKET_NAME,
+            # workers on servers report through ssh, which forwards stream sockets only
+            load_stream=self.sock_dir / LOAD_STREAM_NAME if self.cluster is not None else None,
         )
         self.supervisor.record.paths += [str(conf.ready), str(conf.registration),
-                                         str(conf.load_reports)]
+                                         str(conf.load_reports),
+                                         *([str(conf.load_stream)] if conf.load_stream else [])]
 
         def launch() -> subprocess.Popen[bytes]:
             """The controller; also its restart after a crash, from the last cluster state."""
@@ -569,6 +572,14 @@ class LiveNetwork:
                 self.cluster.forward_socket(host, path)
             except (ClusterRunError, subprocess.SubprocessError) as err:
                 raise EmulationError(str(err)) from None
+
+    def load_report_args(self, host: str) -> list[str]:
+        """A worker's arguments to report its load to the controller: its Unix socket
+        here; from a server, the stream socket there that ssh forwards to the
+        controller's (`ClusterSite.start`)."""
+        if self._here(host):
+            return ["--load-report", str(self.sock_dir / LOAD_SOCKET_NAME)]
+        return ["--load-report", str(self.sock_dir / LOAD_STREAM_NAME), "--load-report-stream"]
 
     def stop_process(self, proc: subprocess.Popen[Any]) -> None:
         """Ask a process of the run to end (SIGTERM; on a server, by closing its stdin,

@@ -22,7 +22,6 @@ from typing import Any
 from fogsdn.controller.pipeline import sample_mask
 from fogsdn.controller.rt_measure import RT_SAMPLE_DEFAULT
 from fogsdn.core.churn import ReactionLead, Transition, scheduled_availability
-from fogsdn.core.load_report import LOAD_SOCKET_NAME
 from fogsdn.core.local_rpc import write_json_atomic
 from fogsdn.core.network_spec import network_of
 from fogsdn.core.realtime import go_realtime
@@ -48,7 +47,7 @@ from fogsdn.models.power_model import server_count
 from fogsdn.netem.cluster_plan import ClusterSpec
 from fogsdn.nodes.cpu_work import calibrate
 from fogsdn.nodes.worker import control_request
-from fogsdn.policies import is_per_request, make_policy, policy_class, stage_plan
+from fogsdn.policies import policy_class, stage_plan
 
 # one TCP connection per request through Python clients, OVS userspace and Python workers
 # on two cores: well above the default load (160/s), well below what saturates the machine
@@ -156,7 +155,7 @@ class QueueingRun:
                 "--servers", node.servers.value, "--discipline", node.discipline.value,
                 "--time-scale", repr(self.sc.time_scale),
                 "--control", str(ctl),
-                "--load-report", str(sock_dir / LOAD_SOCKET_NAME),
+                *self.live.load_report_args(node.name),
                 "--events", str(self.out.resolve() / f"worker-{node.name}.jsonl"),
                 "--max-size", repr(max_task_size(self.sc.workload.size)), *work,
                 *(["--kill-after", repr(kill)] if kill is not None else []),
@@ -482,17 +481,5 @@ def run_emulation(scenario: Scenario, out_dir: Path, stop: threading.Event | Non
     if options.measure_rt:
         # a power of two, or a one-line error before anything starts
         sample_mask(options.measure_rt)
-    if cluster is not None:
-        check_cluster_scenario(scenario)
     return QueueingRun(scenario, out_dir, stop or threading.Event(), show_progress,
                        options, view, cluster).run()
-
-
-def check_cluster_scenario(sc: Scenario) -> None:
-    """Refuse, before anything starts, what a run over several servers does not carry
-    yet: a per-request policy decides on the workers' load reports, whose channel is a
-    Unix SOCK_SEQPACKET socket on this machine (docs/scale-out.md, what is missing)."""
-    if is_per_request(make_policy(sc.policy, sc.workload)):
-        raise ScenarioError(f"policy: {sc.policy.name} decides per request on the workers' "
-                            "load reports, which do not cross servers yet; a cluster run "
-                            "takes a proactive policy (e.g. prioritized, nodiff, basic)")

@@ -74,8 +74,12 @@ class LoadReporter:
 
     RECONNECT_S = 0.1
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, stream: bool = False) -> None:
+        """`stream`: `path` is a stream socket (the controller's on another server, which
+        ssh forwards): each report goes as one line, and a line only partly sent ends the
+        connection (the next one starts whole)."""
         self.path = path
+        self.stream = stream
         self._sock: socket.socket | None = None
         self._next_try = 0.0
         self._lock = threading.Lock()  # reports come from the handler and completion threads
@@ -87,7 +91,8 @@ class LoadReporter:
                 if now < self._next_try:
                     return
                 self._next_try = now + self.RECONNECT_S
-                sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+                sock = socket.socket(socket.AF_UNIX,
+                                     socket.SOCK_STREAM if self.stream else socket.SOCK_SEQPACKET)
                 try:
                     sock.connect(self.path)
                 except OSError:
@@ -95,13 +100,17 @@ class LoadReporter:
                     return
                 sock.setblocking(False)
                 self._sock = sock
+            line = data + b"\n" if self.stream else data
             try:
-                self._sock.send(data)
+                sent = self._sock.send(line)
             except BlockingIOError:
                 return  # full: this one is lost, the next is whole
             except OSError:
-                self._sock.close()
-                self._sock = None
+                sent = -1
+            if sent == len(line):
+                return
+            self._sock.close()  # a failed send, or a line cut short on a stream
+            self._sock = None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--load-report", metavar="SOCKET",
                     help="Unix SOCK_SEQPACKET socket of the controller, told of each change of "
                          "what this node holds (fogsdn.core.load_report)")
+    ap.add_argument("--load-report-stream", action="store_true",
+                    help="--load-report is a stream socket: one report per line (the "
+                         "controller on another server, forwarded by ssh)")
     ap.add_argument("--events", help="JSON-lines file for drops, errors and final counts")
     ap.add_argument("--max-size", type=float, default=float("inf"),
                     help="refuse requests whose size is above this (work units)")
@@ -158,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
                max_size=a.max_size, read_timeout_s=a.read_timeout,
                bytes_per_ms=a.bytes_per_ms, kill_after=a.kill_after,
                discipline=Discipline(a.discipline),
-               report=None if a.load_report is None else LoadReporter(a.load_report))
+               report=None if a.load_report is None else LoadReporter(a.load_report,
+                                                                      a.load_report_stream))
     srv = socket.create_server((a.host, a.port), backlog=512, reuse_port=False)
     rx_stamp.enable(srv)  # a request arrives when the kernel has it (fogsdn/core/rx_stamp.py)
     srv.settimeout(0.2)
