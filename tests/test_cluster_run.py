@@ -85,7 +85,7 @@ def test_expected_traffic_spreads_each_clients_load_over_the_fog_hosts() -> None
     ({"topology": {"link": {"delay_ms": 1.0}}}, "shaped link with no end on this machine"),
     ({"nodes": [{"name": "fn", "role": "fn", "mu": 1.0, "capacity": 20, "cpu": 0.5},
                 {"name": "ofn1", "role": "ofn", "mu": 0.3, "capacity": 10}]},
-     "cpu or memory_mb limits on a server"),
+     "cpu or memory_mb limits"),
 ])
 def test_what_a_cluster_run_does_not_take_is_one_line(tmp_path: Path, over: dict[str, Any],
                                                       why: str) -> None:

@@ -71,8 +71,14 @@ class ServerSession:
         return ["ssh", "-S", str(self.control_path), *self.ssh[1:]]
 
     def run(self, command: str, timeout: float = SSH_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*self.via_master, command], capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL)
+        """A shell line on the server (one that does not end in `timeout` s: status 124)."""
+        argv = [*self.via_master, command]
+        try:
+            return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                                  stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            return subprocess.CompletedProcess(argv, 124, "", f"server {self.spec.name}: "
+                                               f"no answer in {timeout:g} s")
 
 
 @dataclass

@@ -79,8 +79,12 @@ OvsRun = Callable[[list[str]], "subprocess.CompletedProcess[str]"]
 
 
 def local_ovs(argv: list[str]) -> subprocess.CompletedProcess[str]:
-    """An ovs-ofctl or ovs-vsctl command on this machine."""
-    return subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    """An ovs-ofctl or ovs-vsctl command on this machine (one that hangs is a failed one,
+    status 124, as `timeout` says)."""
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(argv, 124, "", f"{argv[0]}: no answer in 10 s")
 
 
 def _listening(port: int, host: str = "127.0.0.1") -> bool:
@@ -218,12 +222,11 @@ class LiveNetwork:
         away += [link for link in self.peer_tables
                  if not all(map(self._here, next((u, v) for u, v, d in g.edges(data=True)
                                                  if str(d["id"]) == link)))]
-        limited = [h.name for h in self.spec.fog_hosts
-                   if (h.cpu or h.memory_mb) and not self._here(h.name)]
+        limited = [h.name for h in self.spec.fog_hosts if h.cpu or h.memory_mb]
         why = ("shaped link with no end on this machine (link elements run here only, yet; "
                "pin an end to head, both for a per-peer table): " + ", ".join(away)
                if away else
-               "cpu or memory_mb limits on a server (cgroups are not made on servers yet): "
+               "cpu or memory_mb limits (a cluster run makes no cgroups, yet): "
                + ", ".join(limited) if limited and self.spec.containers else None)
         if why is not None:
             raise EmulationError(f"cluster: a run over several servers takes no {why}")
