@@ -200,6 +200,14 @@ class LiveNetwork:
                 self.cluster.start()
             except ClusterRunError as err:
                 raise EmulationError(str(err)) from None
+            for name, session in self.cluster.sessions.items():
+                assert session.master is not None and session.guard is not None
+                self.supervisor.watch(f"ssh {name}", session.master,
+                                      "the run's commands and control channels to that "
+                                      "server are gone; the run goes on and exits non-zero")
+                self.supervisor.watch(f"guard {name}", session.guard.proc,
+                                      "nothing cleans up that server if the run dies; the "
+                                      "run goes on and exits non-zero")
             self.timings["cluster_s"] = time.monotonic() - t0
         self._start_controller(fabric_of(self.graph))
         self.timings["controller_s"] = time.monotonic() - t0
