@@ -219,10 +219,12 @@ def _left_on_servers(c: FakeCluster, wait_s: float = 0.0) -> dict[str, list[str]
 
 @emulation
 def test_the_default_scenario_runs_over_two_servers(tmp_path: Path) -> None:
-    """The FN on one server, the OFN, the clients and the switch on the other: the run
-    passes its comparison as on one machine, names each node's server and the crossing
-    link's measured LAN, and leaves nothing on either server."""
-    with FakeCluster(2) as c:
+    """The FN on one server, the OFN, the clients and the switch on the other, each
+    server's monotonic clock 1,000 and 2,500 s ahead of this machine's (as separate
+    machines' are): the run corrects both, passes its comparison as on one machine,
+    names each node's server, the clocks and the crossing link's measured LAN, and
+    leaves nothing on either server."""
+    with FakeCluster(2, clock_offsets_s=(1000, 2500)) as c:
         f = c.servers_file(_SPLIT)
         out = tmp_path / "out"
         r = subprocess.run([sys.executable, str(ROOT / "scripts" / "run_testbed.py"),
@@ -234,7 +236,15 @@ def test_the_default_scenario_runs_over_two_servers(tmp_path: Path) -> None:
         cluster = summary["cluster"]
         assert cluster["placement"] == {"fn": s1, "ofn1": s2, "c1": s2, "c2": s2, "s1": s2}
         assert cluster["head"] == "10.252.0.1"
-        assert all(abs(s["clock_offset_ms"]) < 1.0 for s in cluster["servers"].values())
+        clocks = cluster["servers"]
+        for name, ahead_s in ((s1, 1000), (s2, 2500)):
+            clock = clocks[name]
+            assert abs(clock["clock_offset_ms"] - ahead_s * 1e3) < 1.0, clock
+            assert clock["clock_correction_ms"] == pytest.approx(-clock["clock_offset_ms"])
+            # a corrected process reads this machine's clock, at the start and the end
+            assert abs(clock["clock_residual_ms"]) < 0.5, clock
+            assert abs(clock["clock_residual_end_ms"]) < 0.5, clock
+            assert 0 < clock["clock_error_ms"] < 1.0, clock
         (link,) = cluster["crossing_links"]
         assert link["link"] == "fn-s1" and sorted(link["servers"]) == sorted([s1, s2])
         assert link["replies"] >= 18 and 0 < link["rtt_real_ms_p50"] < 5
@@ -311,7 +321,7 @@ def test_the_star_city_runs_with_its_clients_on_a_server(tmp_path: Path) -> None
         "ratios: [0.5]\nselectors: [optimal, vivaldi]\nduration_live_s: 12\ntime_scale: 10\n"
         "start_s: [0.05, 0.2]\nperiod_s: [0.05, 0.1]\nnode_probe_s: 0.03\n"
         "mobility: {kind: waypoint, speed_mps: [10, 15], pause_s: [0, 0]}\n")
-    with FakeCluster(1) as c:
+    with FakeCluster(1, clock_offsets_s=(1800,)) as c:
         f = c.servers_file({"s1": 0, **{f"c{i}": 0 for i in range(1, 9)}})
         head = ", ".join(f"{n}: head" for n in ("s0", "fog0", "fog1", "fog2", "fog3"))
         f.write_text(f.read_text().replace("placement: {", f"placement: {{{head}, "))

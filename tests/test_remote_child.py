@@ -68,3 +68,35 @@ def test_the_childs_status_comes_back() -> None:
 
 def test_exit_status_of_a_signal_is_128_plus_it() -> None:
     assert exit_status(-15) == 143 and exit_status(0) == 0 and exit_status(3) == 3
+
+
+def test_offset_lines_keep_their_nanoseconds_positive() -> None:
+    from fogsdn.netem.remote_child import offset_line
+
+    assert offset_line(1000.5) == "monotonic 1000 500000000\n"
+    assert offset_line(-1.25) == "monotonic -2 750000000\n"
+    assert offset_line(-0.000000001) == "monotonic -1 999999999\n"
+
+
+def test_the_child_reads_the_clock_it_was_given() -> None:
+    """A server's clock corrected to the runner's: the child's CLOCK_MONOTONIC reads the
+    wrapper's plus the offset (a time namespace of its own), the wrapper's is unchanged."""
+    clock = "import sys, time\nfor _ in sys.stdin: print(repr(time.monotonic()), flush=True)"
+    p = subprocess.Popen([sys.executable, "-m", "fogsdn.netem.remote_child", "--pass-stdin",
+                          "--clock-offset", "-12.5", "--", sys.executable, "-u", "-c", clock],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert p.stdin is not None and p.stdout is not None
+    t0 = time.monotonic()
+    p.stdin.write("\n")
+    p.stdin.flush()
+    there = float(p.stdout.readline())
+    t1 = time.monotonic()
+    p.stdin.close()
+    assert p.wait(20) == 0
+    assert t0 - 12.5 <= there <= t1 - 12.5
+
+
+def test_an_offset_that_is_not_a_number_is_refused() -> None:
+    r = subprocess.run([sys.executable, "-m", "fogsdn.netem.remote_child", "--clock-offset",
+                        "nan", "--", "true"], capture_output=True, text=True, timeout=20)
+    assert r.returncode == 2 and "--clock-offset" in r.stderr and r.stderr.count("\n") == 1

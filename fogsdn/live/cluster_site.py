@@ -47,6 +47,8 @@ from fogsdn.netem.cluster_plan import (
 )
 
 CLOCK_TOLERANCE_S = 0.001  # a send and a completion compared across servers
+ROOT = Path(__file__).resolve().parents[2]  # this checkout, at the same path on servers
+SHARED_CLOCK_S = 1e-4  # a server this close reads this machine's clock: nothing to correct
 SSH_TIMEOUT_S = 30.0
 
 
@@ -63,7 +65,11 @@ class ServerSession:
     control_path: Path
     guard: GuardSession | None = None
     master: subprocess.Popen[bytes] | None = None
-    clock_offset_s: float | None = None
+    clock_offset_s: float | None = None  # its monotonic clock less this machine's
+    clock_correction_s: float = 0.0  # what its processes of the run add (remote_child)
+    clock_error_s: float | None = None  # half the fastest clock exchange: the bound
+    residual_s: float | None = None  # a corrected process's clock less ours, at start
+    residual_end_s: float | None = None  # the same at the end (the drift over the run)
 
     @property
     def via_master(self) -> list[str]:
@@ -133,12 +139,7 @@ class ClusterSite:
                     raise ClusterRunError(
                         f"server {name}: does not see this machine's results folder "
                         f"{self.out_dir.resolve()} (a cluster run needs it shared, as on NFS)")
-                s.clock_offset_s = self._clock_offset(s)
-                if abs(s.clock_offset_s) > CLOCK_TOLERANCE_S:
-                    raise ClusterRunError(
-                        f"server {name}: its monotonic clock is {s.clock_offset_s:+.3f} s off "
-                        "this machine's; a cluster run compares instants from both, so it "
-                        "needs servers that share one clock (docs/scale-out.md, one clock)")
+                self._correct_clock(s)
                 made = s.run(f"mkdir -p {shlex.quote(str(self.sock_dir))}")
                 if made.returncode != 0:
                     raise ClusterRunError(f"server {name}: {self.sock_dir}: "
@@ -174,14 +175,51 @@ class ClusterSite:
         raise ClusterRunError(f"server {s.spec.name} ({s.spec.address}): no ssh connection "
                               f"in {SSH_TIMEOUT_S:g} s")
 
+    def _correct_clock(self, s: ServerSession) -> None:
+        """Measure the server's monotonic clock against this machine's; where it differs,
+        the run's processes there get a time namespace that cancels the difference
+        (`fogsdn.netem.remote_child --clock-offset`), checked by measuring a process so
+        corrected. One line where it cannot be: every instant of the run is compared
+        across machines."""
+        name = s.spec.name
+        s.clock_offset_s, s.clock_error_s = self._clock_offset(s)
+        if abs(s.clock_offset_s) <= SHARED_CLOCK_S:
+            s.residual_s = s.clock_offset_s  # one clock already (one kernel)
+            return
+        s.clock_correction_s = -s.clock_offset_s
+        s.residual_s, _ = self._clock_offset(s, s.clock_correction_s)
+        if abs(s.residual_s) > CLOCK_TOLERANCE_S:
+            raise ClusterRunError(
+                f"server {name}: its monotonic clock is {s.clock_offset_s:+.6f} s off this "
+                f"machine's, and a corrected process still reads {s.residual_s * 1e3:+.3f} ms "
+                f"off (more than {CLOCK_TOLERANCE_S * 1e3:g} ms): the run compares instants "
+                "from both")
+
+    def measure_drift(self) -> None:
+        """Each corrected server's residual again, at the run's end: what its clock
+        drifted from this machine's meanwhile (stated beside the results)."""
+        for s in self.sessions.values():
+            if s.master is not None and s.master.poll() is None and s.residual_s is not None:
+                try:
+                    s.residual_end_s, _ = self._clock_offset(s, s.clock_correction_s)
+                except (ClusterRunError, OSError, subprocess.SubprocessError):
+                    s.residual_end_s = None
+
     @staticmethod
-    def _clock_offset(s: ServerSession, exchanges: int = 10) -> float:
-        """The server's monotonic clock less this machine's: one process there answers
-        each line with its clock; the fastest exchange's middle is taken as the instant
-        it read it (the error is at most half that exchange)."""
+    def _clock_offset(s: ServerSession, correction_s: float = 0.0, exchanges: int = 10
+                      ) -> tuple[float, float]:
+        """The monotonic clock of a process on the server (corrected by `correction_s`)
+        less this machine's, and its error bound: one process there answers each line
+        with its clock; the fastest exchange's middle is taken as the instant it read it
+        (the error is at most half that exchange)."""
         answer = ("import sys, time\nfor _ in sys.stdin: "
                   "print(repr(time.monotonic()), flush=True)")
-        proc = subprocess.Popen([*s.via_master, f"python3 -u -c {shlex.quote(answer)}"],
+        words = ["python3", "-u", "-c", answer]
+        if correction_s:
+            words = [sys.executable, "-m", "fogsdn.netem.remote_child", "--pass-stdin",
+                     "--clock-offset", repr(correction_s), "--", *words]
+        proc = subprocess.Popen([*s.via_master, shlex.join(["env", f"PYTHONPATH={ROOT}",
+                                                            *words])],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
         assert proc.stdin is not None and proc.stdout is not None
@@ -208,7 +246,7 @@ class ClusterSite:
                 proc.kill()
                 proc.wait()
         assert best is not None
-        return best[1]
+        return best[1], best[0] / 2
 
     def _head_address(self) -> str:
         """This machine's address towards the first server: where switches reach the
@@ -288,15 +326,17 @@ class ClusterSite:
         """summary.json's `cluster` block."""
         return {
             "head": self.head,
-            "servers": {n: {"address": s.spec.address,
-                            "clock_offset_ms": (None if s.clock_offset_s is None
-                                                else round(s.clock_offset_s * 1e3, 4))}
+            "servers": {n: {"address": s.spec.address, **_clock_report(s)}
                         for n, s in self.sessions.items()},
             "placement": dict(sorted(self.placement.items())),
             "crossing_links": self.tunnels,
         }
 
     # -- end ------------------------------------------------------------------------------
+    def clock_correction(self, node: str) -> float:
+        """What a process of the run on `node`'s machine adds to its monotonic clock."""
+        return 0.0 if self.on_head(node) else self.server_of(node).clock_correction_s
+
     def close(self) -> list[str]:
         """Each server's master ssh ended and its guard's clean-up done; what the guards
         said they removed."""
@@ -314,6 +354,21 @@ class ClusterSite:
                 said.append(f"{name}: {s.guard.close()}")
                 s.guard = None
         return said
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1e3, 4)
+
+
+def _clock_report(s: ServerSession) -> dict[str, Any]:
+    """A server's clock against this machine's, ms: its offset, the correction its
+    processes ran with, the bound of the measurement, and a corrected process's residual
+    at the start and the end (the drift)."""
+    return {"clock_offset_ms": _ms(s.clock_offset_s),
+            "clock_correction_ms": _ms(s.clock_correction_s),
+            "clock_error_ms": _ms(s.clock_error_s),
+            "clock_residual_ms": _ms(s.residual_s),
+            "clock_residual_end_ms": _ms(s.residual_end_s)}
 
 
 def expected_traffic(graph: nx.Graph, scenario: Scenario) -> dict[frozenset[str], float]:

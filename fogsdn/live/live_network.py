@@ -551,9 +551,10 @@ class LiveNetwork:
         try:
             if not self._here(host):  # over ssh, under fogsdn.netem.remote_child
                 env = {"PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
-                proc = self.host(host).start_process(cmd, env, stdout=out,
-                                                     stderr=subprocess.STDOUT,
-                                                     text=log is None)
+                assert self.cluster is not None
+                proc = self.host(host).start_process(
+                    cmd, env, self.cluster.clock_correction(host), stdout=out,
+                    stderr=subprocess.STDOUT, text=log is None)
                 self.remote.add(proc)
             else:
                 proc = self.host(host).popen(
@@ -708,6 +709,7 @@ class LiveNetwork:
 
     def _close_cluster(self) -> None:
         if self.cluster is not None:
+            self.cluster.measure_drift()
             for line in self.cluster.close():
                 if self.show_progress:
                     print(f"[teardown] server {line}", file=sys.stderr)

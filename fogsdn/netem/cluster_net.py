@@ -113,14 +113,16 @@ class FogRemoteMixin(RemoteMixin):
 class FogRemoteHost(FogRemoteMixin, RemoteHost):
     """A host on a server (its own network namespace there)."""
 
-    def start_process(self, argv: Sequence[str], env: dict[str, str], **params: Any
-                      ) -> subprocess.Popen[Any]:
+    def start_process(self, argv: Sequence[str], env: dict[str, str],
+                      clock_offset_s: float = 0.0, **params: Any) -> subprocess.Popen[Any]:
         """`argv` in this host's namespace on its server, under
         `fogsdn.netem.remote_child`: closing the returned process's stdin stops it
         there (SIGTERM, then SIGKILL), as does the end of its ssh (this process died).
-        `env`: variables it gets (ssh carries none)."""
+        `env`: variables it gets (ssh carries none); `clock_offset_s`: what its monotonic
+        clock reads ahead of the server's (the runner's clock, measured)."""
+        clock = ["--clock-offset", repr(clock_offset_s)] if clock_offset_s else []
         words = ["env", *(f"{k}={v}" for k, v in env.items()), sys.executable, "-m",
-                 "fogsdn.netem.remote_child", "--", *argv]
+                 "fogsdn.netem.remote_child", *clock, "--", *argv]
         params["stdin"] = subprocess.PIPE
         # no `mnexec -d`: sshd's command leads its own session already, so mnexec's
         # setsid() fails, and it would fork, its parent exiting at once (ssh with it)

@@ -9,7 +9,14 @@ runner died and its ssh with it) the child gets SIGTERM (a client flushes its tr
 then SIGKILL after a grace. The child dies with the wrapper as well. The wrapper exits
 with the child's status, or 128 + the signal that ended it, which ssh passes back.
 
-    python -m fogsdn.netem.remote_child [--grace S] -- COMMAND...
+`--clock-offset S` runs the child in a time namespace of its own whose monotonic clock
+reads this server's plus S seconds: the runner measures each server's clock against its
+own and passes the difference, so that every process of the run, on any server, reads
+one monotonic clock (instants are compared across processes: a send here, a completion
+there, an epoch from the runner). `--pass-stdin` gives the child the wrapper's stdin
+instead (the runner's clock check talks to it; the child then ends at its end itself).
+
+    python -m fogsdn.netem.remote_child [--grace S] [--clock-offset S] [--pass-stdin] -- COMMAND...
 
 Standard library only: it runs before anything else of the project is needed there.
 """
@@ -18,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import math
 import os
 import signal
 import subprocess
@@ -26,7 +34,31 @@ import threading
 from collections.abc import Sequence
 
 PR_SET_PDEATHSIG = 1
+CLONE_NEWTIME = 0x80
 GRACE_S = 8.0  # a traffic engine records its outstanding requests and flushes meanwhile
+
+
+class ClockError(OSError):
+    """The time namespace could not be made (no kernel support, or not root)."""
+
+
+def offset_line(offset_s: float) -> str:
+    """`/proc/self/timens_offsets`'s monotonic line for an offset in seconds (the
+    nanoseconds part is never negative)."""
+    ns = round(offset_s * 1e9)
+    sec, nsec = divmod(ns, 1_000_000_000)
+    return f"monotonic {sec} {nsec}\n"
+
+
+def shift_children_clock(offset_s: float) -> None:
+    """The children made from now on read CLOCK_MONOTONIC plus `offset_s` (a time
+    namespace of theirs; this process keeps its own clock)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWTIME) != 0:
+        err = ctypes.get_errno()
+        raise ClockError(err, f"no time namespace: {os.strerror(err)}")
+    with open("/proc/self/timens_offsets", "w") as f:
+        f.write(offset_line(offset_s))
 
 
 def _dies_with_wrapper() -> None:
@@ -39,10 +71,15 @@ def exit_status(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def run(command: Sequence[str], grace_s: float = GRACE_S) -> int:
+def run(command: Sequence[str], grace_s: float = GRACE_S, clock_offset_s: float = 0.0,
+        pass_stdin: bool = False) -> int:
     """Run `command` until it exits or stdin ends; its exit status."""
-    child = subprocess.Popen(list(command), stdin=subprocess.DEVNULL,
+    if clock_offset_s:
+        shift_children_clock(clock_offset_s)
+    child = subprocess.Popen(list(command), stdin=None if pass_stdin else subprocess.DEVNULL,
                              preexec_fn=_dies_with_wrapper)
+    if pass_stdin:
+        return exit_status(child.wait())
 
     def stop_at_end_of_stdin() -> None:
         with open(sys.stdin.fileno(), "rb", buffering=0, closefd=False) as stdin:
@@ -66,14 +103,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m fogsdn.netem.remote_child")
     ap.add_argument("--grace", type=float, default=GRACE_S,
                     help="seconds between SIGTERM and SIGKILL once stdin ends")
+    ap.add_argument("--clock-offset", type=float, default=0.0,
+                    help="seconds the child's monotonic clock reads ahead of this server's")
+    ap.add_argument("--pass-stdin", action="store_true",
+                    help="the child reads our stdin (and ends at its end itself)")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args(argv)
     command = a.command[1:] if a.command[:1] == ["--"] else a.command
     if not command:
         print("remote_child: no command after --", file=sys.stderr)
         return 2
+    if not math.isfinite(a.clock_offset):
+        print(f"remote_child: --clock-offset {a.clock_offset}: not a finite number",
+              file=sys.stderr)
+        return 2
     try:
-        return run(command, a.grace)
+        return run(command, a.grace, a.clock_offset, a.pass_stdin)
+    except ClockError as err:
+        print(f"remote_child: --clock-offset: {err.strerror}", file=sys.stderr)
+        return 125
     except OSError as err:
         print(f"remote_child: {command[0]}: {err.strerror or err}", file=sys.stderr)
         return 127

@@ -6,8 +6,10 @@ Each server is a set of namespaces of its own (mount, PID, UTS, network) with it
 own sshd, joined by a LAN (a Linux bridge in a network namespace of its own, with a veth
 to this machine), as Mininet's 2018 `fakecluster.py` did. The file system is shared, so
 the project and its virtual environment are at the same path on every server, as a
-cluster's shared home would put them. Root only; such servers share the machine's
-cores: they prove correctness, not speed.
+cluster's shared home would put them. A server may also get a time namespace whose
+monotonic clock reads ahead of this machine's (`clock_offsets_s`), as a separate
+machine's would: the run must then measure and correct it. Root only; such servers
+share the machine's cores: they prove correctness, not speed.
 
 Nothing a cluster makes outlives the process that made it, even SIGKILLed: each server's
 first process and the LAN's are killed with their parent; a server's init takes its PID
@@ -90,6 +92,9 @@ class FakeCluster:
     """`n` self-contained servers on a LAN, with one ssh key that logs in as root on all."""
 
     n: int = 2
+    # each server's monotonic clock ahead of this machine's, whole seconds (a time
+    # namespace of its own): servers that, like separate machines, do not share a clock
+    clock_offsets_s: tuple[int, ...] = ()
     tag: str = field(default_factory=lambda: "fc" + secrets.token_hex(2))
     servers: list[FakeServer] = field(default_factory=list)
     home: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="fogsdn-cluster-")))
@@ -163,8 +168,11 @@ class FakeCluster:
         env = dict(os.environ, FZ_NAME=name, FZ_ADDRESS=server.address, FZ_PORT=server.port,
                    FZ_DIR=str(d))
         with open(d / "init.log", "wb") as log:
+            offset = self.clock_offsets_s[i] if i < len(self.clock_offsets_s) else 0
+            clock = ["--time", "--monotonic", str(offset)] if offset else []
             server.process = subprocess.Popen(
-                ["unshare", "--mount", "--uts", "--net", "--pid", "--fork", "--mount-proc",
+                ["unshare", *clock, "--mount", "--uts", "--net", "--pid", "--fork",
+                 "--mount-proc",
                  "--propagation", "private", "--kill-child=SIGKILL",
                  "bash", "-c", _SERVER_INIT], env=env, stdout=log, stderr=subprocess.STDOUT,
                 preexec_fn=killed_with_parent)
