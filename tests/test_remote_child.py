@@ -100,3 +100,23 @@ def test_an_offset_that_is_not_a_number_is_refused() -> None:
     r = subprocess.run([sys.executable, "-m", "fogsdn.netem.remote_child", "--clock-offset",
                         "nan", "--", "true"], capture_output=True, text=True, timeout=20)
     assert r.returncode == 2 and "--clock-offset" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_a_correction_inside_a_shifted_clock_counts_from_that_clock() -> None:
+    """On a server whose own clock is shifted (a time namespace: the test servers), the
+    child's offset is the server's plus the correction, not the correction alone."""
+    from fogsdn.netem.remote_child import current_offset_s
+
+    assert current_offset_s("monotonic        1000         0\nboottime 0 0\n") == 1000.0
+    assert current_offset_s("monotonic -2 750000000\n") == -1.25
+    assert current_offset_s("") == 0.0
+    clock = "import time; print(repr(time.monotonic()))"
+    inner = (f"sleep 3 | {sys.executable} -m fogsdn.netem.remote_child --clock-offset -1000 "
+             f"-- {sys.executable} -c '{clock}'")
+    t0 = time.monotonic()
+    r = subprocess.run(["unshare", "--time", "--monotonic", "1000", "--fork", "sh", "-c",
+                        inner], capture_output=True, text=True, timeout=30,
+                       cwd=Path(__file__).resolve().parents[1])
+    t1 = time.monotonic()
+    assert r.returncode == 0, r.stderr
+    assert t0 <= float(r.stdout) <= t1  # this machine's clock again

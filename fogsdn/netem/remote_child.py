@@ -32,6 +32,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 
 PR_SET_PDEATHSIG = 1
 CLONE_NEWTIME = 0x80
@@ -50,15 +51,30 @@ def offset_line(offset_s: float) -> str:
     return f"monotonic {sec} {nsec}\n"
 
 
+def current_offset_s(text: str) -> float:
+    """The monotonic offset in a `/proc/self/timens_offsets` text: this process's own
+    time namespace's, against the machine's (0 outside one)."""
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) == 3 and words[0] == "monotonic":
+            return int(words[1]) + int(words[2]) / 1e9
+    return 0.0
+
+
 def shift_children_clock(offset_s: float) -> None:
     """The children made from now on read CLOCK_MONOTONIC plus `offset_s` (a time
-    namespace of theirs; this process keeps its own clock)."""
+    namespace of theirs; this process keeps its own clock). A namespace's offset counts
+    from the machine's clock, not its parent's: ours is added."""
+    try:
+        here = current_offset_s(Path("/proc/self/timens_offsets").read_text())
+    except OSError:
+        here = 0.0  # no time namespaces: the unshare below says so
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.unshare(CLONE_NEWTIME) != 0:
         err = ctypes.get_errno()
         raise ClockError(err, f"no time namespace: {os.strerror(err)}")
     with open("/proc/self/timens_offsets", "w") as f:
-        f.write(offset_line(offset_s))
+        f.write(offset_line(here + offset_s))
 
 
 def _dies_with_wrapper() -> None:
