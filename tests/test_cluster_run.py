@@ -199,3 +199,18 @@ def test_a_worker_reports_its_load_as_lines_on_a_stream(tmp_path: Path) -> None:
         conn.close()
     finally:
         server.close()
+
+
+def test_a_points_client_engines_add_up_to_one() -> None:
+    from fogsdn.city.live_run import merge_engine_stats
+    from fogsdn.city.sim_output import turnaround_columns
+
+    a = {"cpu_s": 1.5, "clients": 4, "threads": 6, "wall_s": 12.0, "max_rss_kb": 60000,
+         "turnarounds": {"taken_off": {"count": 2, "total_ms": 0.4, "max_ms": 0.3}}}
+    b = {"cpu_s": 0.5, "clients": 4, "threads": 6, "wall_s": 12.5, "max_rss_kb": 70000,
+         "turnarounds": {"taken_off": {"count": 2, "total_ms": 0.6, "max_ms": 0.5}}}
+    assert merge_engine_stats([a, b]) == {"cpu_s": 2.0, "clients": 8, "threads": 12,
+                                          "wall_s": 12.5, "max_rss_kb": 70000}
+    assert merge_engine_stats([a]) == a
+    cols = turnaround_columns([a, b], {})
+    assert cols == {"turnaround_real_ms_mean": 0.25, "turnaround_real_ms_max": 0.5}

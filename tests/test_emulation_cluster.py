@@ -309,20 +309,22 @@ def test_sigkill_of_a_cluster_runner_leaves_nothing_on_either_server(tmp_path: P
 
 
 @emulation
-def test_the_star_city_runs_with_its_clients_on_a_server(tmp_path: Path) -> None:
-    """Seed 003's star city over two machines: the fog side (its switch, the fog hosts,
-    their link elements with the per-peer tables, the member board) on this one beside
-    the runner, the client switch and the clients on a server, which gets the board,
-    the truth and the epoch through its mirror. It passes the one-machine star test's
-    bounds, and leaves nothing on the server."""
+def test_the_star_city_runs_with_its_clients_on_two_servers(tmp_path: Path) -> None:
+    """Seed 003's star city over three machines: the fog side (its switch, the fog
+    hosts, their link elements with the per-peer tables, the member board) on this one
+    beside the runner and the controller, the client switch and half the clients on one
+    server, the other half on another (each server's clock ahead of this machine's, and
+    one traffic engine on each), every server fed the board, the truth and the epoch by
+    its mirror. It passes the one-machine star test's bounds, and leaves nothing on
+    either server."""
     study = tmp_path / "citystar.yaml"
     study.write_text(
         "study: city\nname: citystar\nnetwork: star\nfog_nodes: 4\ntotal_slots: 16\n"
         "ratios: [0.5]\nselectors: [optimal, vivaldi]\nduration_live_s: 12\ntime_scale: 10\n"
         "start_s: [0.05, 0.2]\nperiod_s: [0.05, 0.1]\nnode_probe_s: 0.03\n"
         "mobility: {kind: waypoint, speed_mps: [10, 15], pause_s: [0, 0]}\n")
-    with FakeCluster(1, clock_offsets_s=(1800,)) as c:
-        f = c.servers_file({"s1": 0, **{f"c{i}": 0 for i in range(1, 9)}})
+    with FakeCluster(2, clock_offsets_s=(1800, 900)) as c:
+        f = c.servers_file({"s1": 0, **{f"c{i}": 0 if i <= 4 else 1 for i in range(1, 9)}})
         head = ", ".join(f"{n}: head" for n in ("s0", "fog0", "fog1", "fog2", "fog3"))
         f.write_text(f.read_text().replace("placement: {", f"placement: {{{head}, "))
         out = tmp_path / "out"
@@ -332,17 +334,23 @@ def test_the_star_city_runs_with_its_clients_on_a_server(tmp_path: Path) -> None
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
         summary = json.loads((out / "summary.json").read_text())
         assert summary["crashed"] is False and summary["incidents"] == []
-        server = c.servers[0].name
+        one, two = (s.name for s in c.servers)
         placement = summary["cluster"]["placement"]
         assert placement["fog0"] == placement["s0"] == "head"
-        assert placement["c1"] == placement["s1"] == server
-        (link,) = summary["cluster"]["crossing_links"]
-        assert link["link"] == "s0-s1" and link["servers"] == ["head", server]
+        assert placement["c1"] == placement["s1"] == one and placement["c8"] == two
+        crossing = {t["link"]: t["servers"] for t in summary["cluster"]["crossing_links"]}
+        assert crossing == {"s0-s1": ["head", one],
+                            **{f"c{k}-s1": [two, one] for k in range(5, 9)}}
+        assert all(abs(s["clock_residual_ms"]) < 0.5
+                   for s in summary["cluster"]["servers"].values())
         assert summary["link_elements"] == 4 and -0.1 < summary["offset_ms"] < 1.0
         rows = list(csv.DictReader((out / "seed003-emulate.csv").open()))
         assert [row["selector"] for row in rows] == ["optimal", "vivaldi"]
         for row in rows:
             assert row["clients_reporting"] == "8" and row["fogs_reporting"] == "4"
+            point = out / f"{row['selector']}-0.5"
+            engines = [json.loads((point / f"engine-{s}.json").read_text()) for s in (one, two)]
+            assert [e["clients"] for e in engines] == [4, 4]  # one engine per server
             assert int(row["delivered"]) > 8 * 8
             assert -0.1 < float(row["rtt_excess_ms"]) < 1.0
             # the load terms came through the mirrored board: every task's RTT against its

@@ -83,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--truth-dir", type=Path, required=True,
                     help="the runner's truth files, <client>.json")
     ap.add_argument("--out-dir", type=Path, required=True, help="where <client>.json go")
+    ap.add_argument("--stats", type=Path, default=None,
+                    help=f"this engine's statistics (default OUT_DIR/{ENGINE_STATS}; one per "
+                         "engine where the clients run on several machines)")
     ap.add_argument("--realtime", action="store_true", help="run SCHED_FIFO (root)")
     args = ap.parse_args(argv)
     stop = threading.Event()
@@ -151,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         for net in nets.values():
             taken_off.merge(net.prober.counters.turnarounds)
             taken_off.merge(net.task_turnarounds)
-        write_json_atomic(args.out_dir / ENGINE_STATS, {
+        write_json_atomic(args.stats or args.out_dir / ENGINE_STATS, {
             "turnarounds": {"echoed": echoed.to_dict(), "taken_off": taken_off.to_dict()},
             "clients": len(clients), "threads": len(threads) + 2, "realtime": realtime,
             "cpu_s": round((cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime),

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict
@@ -64,7 +64,7 @@ from fogsdn.core.summary import (
     write_summary,
 )
 from fogsdn.core.topology import LinkSpec
-from fogsdn.live.live_network import EmulationError, LiveNetwork, new_supervisor
+from fogsdn.live.live_network import LiveNetwork, new_supervisor
 from fogsdn.live.live_view import ViewConfig
 from fogsdn.live.proc_memory import MemoryPeak, MemorySummary
 from fogsdn.live.results import crash_report
@@ -391,16 +391,24 @@ class CityLive:
             action=f"point {point.name}: its clients' tasks are lost; the run goes on and "
             "exits non-zero") for name in self.sites}
         self.memory.sample()
-        # every client as a thread of one engine, in the first client's host (each
-        # client's sockets are made in its own host)
-        hosts = ",".join(f"{c}={self.net.host(c).pid}" for c in cfg.clients)
-        clients = self.net.start_in_host(
-            next(iter(cfg.clients)), "clients",
-            ["fogsdn.city.client_engine", "--config", str(cfg_path), "--selector", selector,
-             "--clients", hosts, "--truth-dir", str(truth_dir), "--out-dir", str(point), *rt],
-            self.out / f"{point.name}-clients.log",
-            action=f"point {point.name}: its clients report nothing; the run goes on and "
-            "exits non-zero", exit_zero_ends=True)
+        # every client as a thread of one engine per machine, in its first client's host
+        # (each client's sockets are made in its own host)
+        groups: dict[str, list[str]] = {}
+        for c in cfg.clients:
+            groups.setdefault(self.net.server_name(c), []).append(c)
+        clients: dict[str, subprocess.Popen[Any]] = {}
+        for where, names in groups.items():
+            label = "clients" if len(groups) == 1 else f"clients {where}"
+            stats = [] if len(groups) == 1 else ["--stats", str(point / f"engine-{where}.json")]
+            hosts = ",".join(f"{c}={self.net.host(c).pid}" for c in names)
+            clients[label] = self.net.start_in_host(
+                names[0], label,
+                ["fogsdn.city.client_engine", "--config", str(cfg_path), "--selector",
+                 selector, "--clients", hosts, "--truth-dir", str(truth_dir), "--out-dir",
+                 str(point), *stats, *rt],
+                self.out / f"{point.name}-{label.replace(' ', '-')}.log",
+                action=f"point {point.name}: its clients report nothing; the run goes on "
+                "and exits non-zero", exit_zero_ends=True)
         spawned_s = time.monotonic() - t_start
         epoch = time.monotonic() + EPOCH_AFTER_START_S
         sup = self.net.supervisor
@@ -445,10 +453,14 @@ class CityLive:
                 results[c] = json.loads((point / f"{c}.json").read_text())
             except (OSError, json.JSONDecodeError):
                 self._say(f"client {c} left no result (see {point.name}-clients.log)")
-        try:
-            engine = json.loads((point / ENGINE_STATS).read_text())
-        except (OSError, json.JSONDecodeError):
-            engine = {}
+        engines = []
+        for where in groups:
+            path = point / (ENGINE_STATS if len(groups) == 1 else f"engine-{where}.json")
+            try:
+                engines.append(json.loads(path.read_text()))
+            except (OSError, json.JSONDecodeError):
+                pass
+        engine = merge_engine_stats(engines)
         fog_states = {}
         for name in self.sites:
             try:
@@ -461,7 +473,7 @@ class CityLive:
                 "duration_live_s": st.duration_live_s,
                 "duration_model_s": st.model_span_s(), "engine": "emulate",
                 **live_metrics(results, fog_states),
-                **turnaround_columns(engine, fog_states),
+                **turnaround_columns(engines, fog_states),
                 "link_updates": self.link_updates - updates0,
                 "clients_reporting": len(results), "fogs_reporting": len(fog_states),
                 "client_engine": {k: engine[k] for k in ("cpu_s", "wall_s", "max_rss_kb",
@@ -492,26 +504,27 @@ class CityLive:
         self.mirrors.clear()
 
     def _stop_point(self, fogs: dict[str, subprocess.Popen[Any]],
-                    clients: subprocess.Popen[Any]) -> None:
+                    engines: dict[str, subprocess.Popen[Any]]) -> None:
         """The clients end at the point's end (interrupted: now, writing what they
         have), then the daemons; a client engine that dies while ending is still an
         incident."""
         sup = self.net.supervisor
-        if self.stop.is_set():
-            self.net.stop_process(clients)
-        try:
-            clients.wait(timeout=CLIENTS_END_S)
-        except subprocess.TimeoutExpired:
-            sup.release("clients")
-            self.net.stop_process(clients)
-            self._say("the client engine did not finish; stopped")
+        for label, clients in engines.items():
+            if self.stop.is_set():
+                self.net.stop_process(clients)
             try:
                 clients.wait(timeout=CLIENTS_END_S)
             except subprocess.TimeoutExpired:
-                clients.kill()
-                clients.wait()
+                sup.release(label)
+                self.net.stop_process(clients)
+                self._say(f"the client engine ({label}) did not finish; stopped")
+                try:
+                    clients.wait(timeout=CLIENTS_END_S)
+                except subprocess.TimeoutExpired:
+                    clients.kill()
+                    clients.wait()
         sup.check()  # a client engine that failed while ending, before it is released
-        for label in (*(f"daemon {f}" for f in fogs), "clients"):
+        for label in (*(f"daemon {f}" for f in fogs), *engines):
             sup.release(label)
         for proc in fogs.values():
             self.net.stop_process(proc)
@@ -558,11 +571,6 @@ class CityLive:
                                        peer_tables=tables, cluster=self.cluster)
         clients = [n for n, d in live.graph.nodes(data=True) if d.get("role") == "client"]
         self.clients_away = {c for c in clients if not live.runs_here(c)}
-        machines = {live.server_name(c) for c in clients}
-        if len(machines) > 1:
-            raise EmulationError("cluster: the city's clients run as one engine, on one "
-                                 f"machine; they are placed on {', '.join(sorted(machines))} "
-                                 "(pin them all to one server, or to head)")
         sup = live.supervisor
         t0 = time.monotonic()
         rows: list[dict[str, object]] = []
@@ -612,6 +620,20 @@ class CityLive:
         if summary["crashed"]:
             print(crash_report(summary), file=sys.stderr, flush=True)
         return CityLiveResult(rows, summary)
+
+
+def merge_engine_stats(engines: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One point's client engines' statistics as one (one engine per machine): CPU
+    seconds, clients and threads summed, the longest wall time, the largest RSS."""
+    if len(engines) == 1:
+        return dict(engines[0])
+    out: dict[str, Any] = {}
+    for key, fold in (("cpu_s", sum), ("clients", sum), ("threads", sum), ("wall_s", max),
+                      ("max_rss_kb", max)):
+        values = [e[key] for e in engines if isinstance(e.get(key), int | float)]
+        if values:
+            out[key] = fold(values)
+    return out
 
 
 def _point_report(row: Mapping[str, object]) -> CityPointReport:

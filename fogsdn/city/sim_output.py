@@ -85,14 +85,14 @@ def write_csv(rows: Sequence[Mapping[str, object]], path: Path) -> None:
                                  for k, v in r.items()} for r in rows), extrasaction="ignore")
 
 
-def turnaround_columns(engine: Mapping[str, object], fog_states: Mapping[str, FogStateDoc]
-                       ) -> dict[str, float]:
+def turnaround_columns(engines: Sequence[Mapping[str, object]],
+                       fog_states: Mapping[str, FogStateDoc]) -> dict[str, float]:
     """What the probes' responders held their pings (real ms), as taken off the measured
     round trips by the clients and the fog nodes (the client engine's stats file and the
     daemons' state files): the emulator's own waits for a core that no RTT of this point
     carries."""
     all_ = Turnarounds()
-    for part in (engine, *fog_states.values()):
+    for part in (*engines, *fog_states.values()):
         turnarounds = json_object(part.get("turnarounds", {}), "turnarounds")
         all_.merge(Turnarounds.from_dict(json_object(turnarounds.get("taken_off", {}),
                                                      "taken_off")))
