@@ -214,3 +214,14 @@ def test_a_points_client_engines_add_up_to_one() -> None:
     assert merge_engine_stats([a]) == a
     cols = turnaround_columns([a, b], {})
     assert cols == {"turnaround_real_ms_mean": 0.25, "turnaround_real_ms_max": 0.5}
+
+
+def test_a_fault_schedule_is_refused_in_a_cluster_run(tmp_path: Path) -> None:
+    from fogsdn.live.queueing_run import QueueingRun
+
+    sc = parse_scenario(scenario_dict(faults=[{"kind": "kill_worker", "node": "fn",
+                                               "t_ms": 50}]))
+    run = QueueingRun(sc, tmp_path, threading.Event(), show_progress=False, cluster=SPEC)
+    with pytest.raises(EmulationError, match="no fault schedule") as err:
+        run.faults.check()
+    assert "\n" not in str(err.value)

@@ -51,6 +51,10 @@ class LiveFaults:
     def check(self) -> None:
         """Refuse, before anything starts, a schedule this network cannot apply."""
         live = self.run.live
+        if self.faults and live.cluster is not None:
+            raise EmulationError("faults: a run over several servers takes no fault "
+                                 "schedule yet (a crash there is its wrapper's SIGTERM, "
+                                 "not a SIGKILL)")
         for i, f in enumerate(self.faults):
             if f.kind is FaultKind.LOSS_BURST and f.node is not None:
                 sw = live.graph.nodes[f.node]["switch"]
