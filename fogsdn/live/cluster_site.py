@@ -65,6 +65,7 @@ class ServerSession:
     control_path: Path
     guard: GuardSession | None = None
     master: subprocess.Popen[bytes] | None = None
+    log: Path | None = None  # the master connection's messages
     clock_offset_s: float | None = None  # its monotonic clock less this machine's
     clock_correction_s: float = 0.0  # what its processes of the run add (remote_child)
     clock_error_s: float | None = None  # half the fastest clock exchange: the bound
@@ -127,12 +128,16 @@ class ClusterSite:
         try:
             for name, s in self.sessions.items():
                 s.guard = self._guard(s)
-                s.master = subprocess.Popen(
-                    [*s.ssh[:1], "-M", "-S", str(s.control_path), "-N",
-                     "-o", "ExitOnForwardFailure=yes", "-o", "ServerAliveInterval=5",
-                     *s.ssh[1:]],
-                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                    stderr=subprocess.PIPE, preexec_fn=own_group_dying_with_parent)
+                # its messages (a forwarded socket not listening yet, say) to a log, not
+                # a pipe nobody reads, which would fill and stop it
+                s.log = self.out_dir.resolve() / f"ssh-{name}.log"
+                with open(s.log, "ab") as log:
+                    s.master = subprocess.Popen(
+                        [*s.ssh[:1], "-M", "-S", str(s.control_path), "-N",
+                         "-o", "ExitOnForwardFailure=yes", "-o", "ServerAliveInterval=5",
+                         *s.ssh[1:]],
+                        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                        preexec_fn=own_group_dying_with_parent)
                 self._wait_master(s)
                 seen = s.run(f"cat {shlex.quote(str(probe))}").stdout.strip()
                 if seen != self.tag:
@@ -164,7 +169,7 @@ class ClusterSite:
         assert s.master is not None
         while time.monotonic() < deadline:
             if s.master.poll() is not None:
-                err = (s.master.stderr.read() if s.master.stderr else b"").decode().strip()
+                err = s.log.read_text(errors="replace").strip() if s.log else ""
                 raise ClusterRunError(f"server {s.spec.name} ({s.spec.address}): ssh: "
                                       f"{err.splitlines()[-1] if err else 'exited'}")
             check = subprocess.run([*s.via_master[:3], "-O", "check", *s.ssh[1:]],
