@@ -53,6 +53,12 @@ def duration_span_ms(seconds: float, time_scale: float) -> float:
     return Timebase(time_scale).model_ms(float(seconds))
 
 
+def command_after_dashes(remainder: list[str]) -> list[str]:
+    """A wrapper's command from its `nargs=REMAINDER` argument, without the `--` that
+    separates it from the wrapper's own options."""
+    return remainder[1:] if remainder[:1] == ["--"] else remainder
+
+
 def require_count(flag: str, value: int | None) -> None:
     """ArgumentError naming `flag` when a count was given and is below 1."""
     if value is not None and value < 1:

@@ -3,19 +3,22 @@ the network runs, the ssh sessions that reach each server, and what a cluster ru
 measures and writes about them.
 
 The runner and the controller stay on this machine (the head); every host and switch
-of the network is placed on a server (`fogsdn.netem.cluster_plan.place`). Per server the
-run holds:
+of the network runs on a server (`fogsdn.netem.cluster_plan.place`), or here where the
+servers file pins it to `head`. Per server the run holds:
 
 - a guard (`fogsdn.netem.cluster_guard`) that removes the run's bridges, interfaces and
   socket folder there however the run ends;
 - one master ssh connection that carries the run's control channels: the Unix socket of
   each worker there is forwarded to the same path here (`-L`), so the runner's control
-  calls are unchanged, and every short command (ovs-ofctl, a ping) reuses it.
+  calls are unchanged, the workers' load reports come back to the controller's stream
+  socket (`-R`), and every short command (ovs-ofctl, a ping) reuses it;
+- its clock against this machine's: the run's processes there run in a time namespace
+  that cancels the difference (`fogsdn.netem.remote_child --clock-offset`), since send
+  and completion instants from different machines are compared directly.
 
 A run refuses to start, with one line, where it could not measure truly: a server that
 does not see this machine's results folder (traces and the epoch are files there), or
-one whose monotonic clock is off this machine's (send and completion instants come from
-processes on different servers and are compared directly).
+whose clock a corrected process still reads more than 1 ms off.
 """
 
 from __future__ import annotations
@@ -48,8 +51,15 @@ from fogsdn.netem.cluster_plan import (
 
 CLOCK_TOLERANCE_S = 0.001  # a send and a completion compared across servers
 ROOT = Path(__file__).resolve().parents[2]  # this checkout, at the same path on servers
+# what a process of the run on a server gets (ssh carries no environment)
+REMOTE_ENV = {"PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
 SHARED_CLOCK_S = 1e-4  # a server this close reads this machine's clock: nothing to correct
 SSH_TIMEOUT_S = 30.0
+
+
+def remote_command(argv: Sequence[str]) -> list[str]:
+    """`argv` with the run's environment (`REMOTE_ENV`), as words for a server's shell."""
+    return ["env", *(f"{k}={v}" for k, v in REMOTE_ENV.items()), *argv]
 
 
 class ClusterRunError(RuntimeError):
@@ -223,8 +233,7 @@ class ClusterSite:
         if correction_s:
             words = [sys.executable, "-m", "fogsdn.netem.remote_child", "--pass-stdin",
                      "--clock-offset", repr(correction_s), "--", *words]
-        proc = subprocess.Popen([*s.via_master, shlex.join(["env", f"PYTHONPATH={ROOT}",
-                                                            *words])],
+        proc = subprocess.Popen([*s.via_master, shlex.join(remote_command(words))],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
         assert proc.stdin is not None and proc.stdout is not None

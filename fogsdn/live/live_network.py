@@ -39,7 +39,13 @@ from fogsdn.core.summary import ContainerStats, LinksReport
 from fogsdn.core.topology import LinkSpec, fabric_of
 from fogsdn.live.cgroups import CgroupError, Layout, NodeCgroup, remove_cgroup, rt_share
 from fogsdn.live.cleanup import stop_pid
-from fogsdn.live.cluster_site import ClusterRunError, ClusterSite, expected_traffic
+from fogsdn.live.cluster_site import (
+    REMOTE_ENV,
+    ClusterRunError,
+    ClusterSite,
+    expected_traffic,
+    remote_command,
+)
 from fogsdn.live.hop_floor import HopFloor, load_started_at
 from fogsdn.live.power_meter import PortCounters, dump_ports, parse_dump_ports
 from fogsdn.live.supervisor import Restart, Supervisor, free_port
@@ -213,7 +219,7 @@ class LiveNetwork:
         self.timings["controller_s"] = time.monotonic() - t0
         self._start_network()
         self.timings["network_s"] = time.monotonic() - t0
-        if self.cluster is None or any(map(self._here, self.bridges)):
+        if self.cluster is None or any(map(self.runs_here, self.bridges)):
             self.switch.apply(self.realtime)  # given back at teardown (switch_tuning)
             self.notes += self.switch.notes
         if self.cluster is not None:
@@ -225,11 +231,10 @@ class LiveNetwork:
         """What a run over several servers does not take yet: one line, before anything
         starts (docs/scale-out.md, what is missing)."""
         g = self.graph
-        away = [str(d["id"]) for u, v, d in g.edges(data=True)
-                if str(d["id"]) in shaped_links(g) and not self._here(u) and not self._here(v)]
-        away += [link for link in self.peer_tables
-                 if not all(map(self._here, next((u, v) for u, v, d in g.edges(data=True)
-                                                 if str(d["id"]) == link)))]
+        ends = {str(d["id"]): (u, v) for u, v, d in g.edges(data=True)}
+        here = {link: [self.runs_here(n) for n in uv] for link, uv in ends.items()}
+        away = [link for link in shaped_links(g) if not any(here[link])]
+        away += [link for link in self.peer_tables if not all(here[link])]
         limited = [h.name for h in self.spec.fog_hosts if h.cpu or h.memory_mb]
         why = ("shaped link with no end on this machine (link elements run here only, yet; "
                "pin an end to head, both for a per-peer table): " + ", ".join(away)
@@ -239,12 +244,9 @@ class LiveNetwork:
         if why is not None:
             raise EmulationError(f"cluster: a run over several servers takes no {why}")
 
-    def _here(self, node: str) -> bool:
+    def runs_here(self, node: str) -> bool:
         """Whether graph node `node` runs on this machine (every node, without servers)."""
         return self.cluster is None or self.cluster.on_head(node)
-
-    def runs_here(self, node: str) -> bool:
-        return self._here(node)
 
     def server_name(self, node: str) -> str:
         """Where graph node `node` runs: a server's name, or `head` (this machine)."""
@@ -253,11 +255,12 @@ class LiveNetwork:
     def start_on_server(self, server: str, label: str, argv: list[str], log: Path, *,
                         action: str) -> subprocess.Popen[Any]:
         """`python -m argv...` in a server's root namespace, over its master connection,
-        its stdin held (closing it ends it: `stop_process`); watched under `label`, its
-        death an incident saying `action`."""
+        its stdin held: a process that ends at the end of its stdin (`stop_process`, or
+        the runner's death); watched under `label`, its death an incident saying
+        `action`."""
         assert self.cluster is not None
         session = self.cluster.sessions[server]
-        words = ["env", f"PYTHONPATH={ROOT}", "PYTHONUNBUFFERED=1", sys.executable, "-m", *argv]
+        words = remote_command([sys.executable, "-m", *argv])
         with open(log, "ab") as out:
             proc = subprocess.Popen([*session.via_master, shlex.join(words)],
                                     stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT,
@@ -355,7 +358,7 @@ class LiveNetwork:
     def _start_network(self) -> None:
         rec = self.supervisor.record
         rec.bridges = [f"{self.tag}{n}" for n, d in self.graph.nodes(data=True)
-                       if d["kind"] == "switch" and self._here(n)]
+                       if d["kind"] == "switch" and self.runs_here(n)]
         rec.save()
         mechanism = self._choose_links()
         floor = self.hop_floor  # the emulator's cost per hop (fogsdn.live.hop_floor)
@@ -380,7 +383,7 @@ class LiveNetwork:
         if self.cluster is not None:  # their shells end with their ssh; the guards stay
             self._measure_tunnels()
         for name, pid in self.network.host_pids().items():
-            if self._here(name):  # a server's PIDs are not this machine's
+            if self.runs_here(name):  # a server's PIDs are not this machine's
                 self.supervisor.track(f"host {name}", pid)
         for name, pid in self.network.element_pids().items():
             self.supervisor.track(f"element {name}", pid)
@@ -391,7 +394,7 @@ class LiveNetwork:
             for link_id, p in self.network.shaper.processes().items():
                 self.supervisor.watch(f"link relay {link_id}", p, "the link carries nothing "
                                       "from now on; the run goes on and exits non-zero")
-        here = {self.bridges.get(n, n) for n in self.graph.nodes if self._here(n)}
+        here = {self.bridges.get(n, n) for n in self.graph.nodes if self.runs_here(n)}
         rec.interfaces = self.network.root_interfaces(here)
         rec.save()
         ready = self.sock_dir / "controller.ready"
@@ -472,7 +475,7 @@ class LiveNetwork:
             host = self.host(name)
             dev = host.defaultIntf().name
             # a host on a server reads it from the shared results folder
-            batch = (self.sock_dir if self._here(name) else self.out) / f"neigh-{name}.batch"
+            batch = (self.sock_dir if self.runs_here(name) else self.out) / f"neigh-{name}.batch"
             batch.write_text("".join(f"neigh replace {ip} lladdr {mac} dev {dev} nud permanent\n"
                                      for ip, mac in peers))
             out = host.cmd(f"ip -batch {batch}").strip()
@@ -549,11 +552,10 @@ class LiveNetwork:
             cmd = self._containerize(node, cmd)
         out: Any = open(log, "ab") if log is not None else subprocess.PIPE  # noqa: SIM115
         try:
-            if not self._here(host):  # over ssh, under fogsdn.netem.remote_child
-                env = {"PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
+            if not self.runs_here(host):  # over ssh, under fogsdn.netem.remote_child
                 assert self.cluster is not None
                 proc = self.host(host).start_process(
-                    cmd, env, self.cluster.clock_correction(host), stdout=out,
+                    cmd, REMOTE_ENV, self.cluster.clock_correction(host), stdout=out,
                     stderr=subprocess.STDOUT, text=log is None)
                 self.remote.add(proc)
             else:
@@ -578,7 +580,7 @@ class LiveNetwork:
     def reach_socket(self, host: str, path: Path) -> None:
         """A Unix socket that a process in `host` listens on, reachable at `path` here:
         nothing to do on one machine; forwarded from the host's server in a cluster."""
-        if not self._here(host):
+        if not self.runs_here(host):
             assert self.cluster is not None
             try:
                 self.cluster.forward_socket(host, path)
@@ -589,7 +591,7 @@ class LiveNetwork:
         """A worker's arguments to report its load to the controller: its Unix socket
         here; from a server, the stream socket there that ssh forwards to the
         controller's (`ClusterSite.start`)."""
-        if self._here(host):
+        if self.runs_here(host):
             return ["--load-report", str(self.sock_dir / LOAD_SOCKET_NAME)]
         return ["--load-report", str(self.sock_dir / LOAD_STREAM_NAME), "--load-report-stream"]
 
@@ -606,7 +608,7 @@ class LiveNetwork:
     def read_ports(self, bridge: str) -> dict[str, PortCounters]:
         """A bridge's port counters, read where it runs."""
         node = next(n for n, b in self.bridges.items() if b == bridge)
-        if self.cluster is None or self._here(node):
+        if self.cluster is None or self.runs_here(node):
             return dump_ports(bridge)
         r = self.cluster.ovs(node, ["ovs-ofctl", "-O", "OpenFlow13", "--no-names",
                                     "dump-ports", bridge], timeout=5)

@@ -177,15 +177,14 @@ class QueueingRun:
         epoch_file = self.out / "epoch"
         stages = ["--stages", self.stages.to_json()] if self.stages.kind != "none" else []
         self.clients = [f"c{k}" for k in range(1, self.sc.workload.clients + 1)]
-        site = self.live.cluster
-        by_server: dict[str, list[str]] = {}  # one engine per server (it enters hosts there)
+        by_machine: dict[str, list[str]] = {}  # one engine per machine (it enters hosts there)
         for n in self.clients:
-            by_server.setdefault(site.placement[n] if site is not None else "", []).append(n)
+            by_machine.setdefault(self.live.server_name(n), []).append(n)
         groups = ([[n] for n in self.clients] if self.client_processes
-                  else list(by_server.values()))
+                  else list(by_machine.values()))
         for group in groups:
             tag = (group[0] if self.client_processes else "engine" if len(groups) == 1
-                   else f"engine-{site.placement[group[0]] if site is not None else group[0]}")
+                   else f"engine-{self.live.server_name(group[0])}")
             hosts = ",".join(f"{n}={self.live.host(n).pid}" for n in group)
             self.load_procs[tag] = self.live.start_in_host(
                 group[0], f"clients {tag}",

@@ -18,7 +18,8 @@ instead (the runner's clock check talks to it; the child then ends at its end it
 
     python -m fogsdn.netem.remote_child [--grace S] [--clock-offset S] [--pass-stdin] -- COMMAND...
 
-Standard library only: it runs before anything else of the project is needed there.
+Standard library and the project's standard-library-only helpers: it runs before
+anything heavier of the project is needed there.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-PR_SET_PDEATHSIG = 1
+from fogsdn.core.cli_args import command_after_dashes
+from fogsdn.core.processes import die_with_parent, hangup_default
+
 CLONE_NEWTIME = 0x80
 GRACE_S = 8.0  # a traffic engine records its outstanding requests and flushes meanwhile
 
@@ -78,8 +81,8 @@ def shift_children_clock(offset_s: float) -> None:
 
 
 def _dies_with_wrapper() -> None:
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    die_with_parent()
+    hangup_default()
 
 
 def exit_status(returncode: int) -> int:
@@ -125,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="the child reads our stdin (and ends at its end itself)")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args(argv)
-    command = a.command[1:] if a.command[:1] == ["--"] else a.command
+    command = command_after_dashes(a.command)
     if not command:
         print("remote_child: no command after --", file=sys.stderr)
         return 2

@@ -18,6 +18,8 @@ import time
 from contextlib import suppress
 from pathlib import Path
 
+from fogsdn.core.cli_args import command_after_dashes
+
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWPID = 0x20000000
@@ -122,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                          "Python and the working directory always are)")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args(argv)
-    cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
+    cmd = command_after_dashes(a.command)
     if not cmd:
         print("container: no command given (after --)", file=sys.stderr)
         return 2
