@@ -3,8 +3,10 @@ fog node's and the client's logic over a fake network, mobility, and the metrics
 
 from __future__ import annotations
 
+import json
 import math
 import random
+import threading
 from collections import deque
 from dataclasses import replace
 from pathlib import Path
@@ -13,11 +15,19 @@ from typing import Any
 import pytest
 from conftest import ROOT
 
-from fogsdn.city.fog_daemon import MERIDIAN_PORT, CityConfig, FogInfo, FogNode, MemberBoard
+from fogsdn.city.fog_daemon import (
+    MERIDIAN_PORT,
+    CityConfig,
+    FogDaemon,
+    FogInfo,
+    FogNode,
+    MemberBoard,
+    member_board_path,
+)
 from fogsdn.city.geo_latency import LatencyParams, latency_ms, load_ms, processing_ms
 from fogsdn.city.live_run import Mobility, city_network, start_positions
 from fogsdn.city.meridian_node import Ping, query_message
-from fogsdn.city.mobile_client import CityClient
+from fogsdn.city.mobile_client import CityClient, UdpTransport
 from fogsdn.city.sim_output import live_metrics
 from fogsdn.city.study_spec import (
     CityStudy,
@@ -135,6 +145,34 @@ def test_fog_node_gives_slots_until_full_and_answers_only_its_clients() -> None:
     assert set(node.op({"op": "view"})["nodes"]) == {"f"}  # type: ignore[index]
 
 
+def test_a_view_of_the_seeds_scale_reaches_the_client_whole_over_udp(tmp_path: Path) -> None:
+    """A node's view lists every node (4.1 KB at the seed's 29): it crosses a real UDP
+    socket from the daemon's ops port to the client's whole. A 4 KB buffer cut it, so
+    paper-scale clients lost 97 % of their views and ranked by their own probes alone."""
+    names = [f"fog{i}" for i in range(60)]
+    fogs = {n: FogInfo(n, f"127.0.7.{i + 1}", 11, tuple(load_ms(c, 11, P) for c in range(13)))
+            for i, n in enumerate(names)}
+    cfg = CityConfig(fogs=fogs, clients={"c1": "127.0.7.200"}, time_scale=5.0,
+                     state_dir=tmp_path, epoch=0.0, duration_live_s=10.0, seed=1)
+    MemberBoard.create(member_board_path(tmp_path), len(names))
+    node = FogNode(fogs["fog0"], cfg)
+    for n in names[1:]:
+        peer = FogNode(fogs[n], cfg)
+        peer.vivaldi.update("x", peer.vivaldi.coord, 3.3333333)  # long decimals, as live
+        node.peer_echo(n, 12.345678, json.dumps(peer.state()).encode())
+    daemon = FogDaemon(node)
+    net = UdpTransport(cfg, "c1", tmp_path / "truth.json")
+    server = threading.Thread(target=daemon._ops_in)
+    server.start()
+    try:
+        reply = net.op("fog0", {"op": "view", "client": "c1"}, want_reply=True)
+    finally:
+        server.join(timeout=5)
+    assert len(json.dumps(reply)) > 4096
+    assert reply is not None and set(reply["nodes"]) == set(names)
+    assert net.undecodable == 0
+
+
 def test_fog_node_prices_a_join_and_a_leave_as_the_simulator_does() -> None:
     cfg = _config({"f": 4})
     node = FogNode(cfg.fogs["f"], cfg)
@@ -150,7 +188,6 @@ def test_fog_node_prices_a_join_and_a_leave_as_the_simulator_does() -> None:
 def test_fog_node_folds_a_peer_echo_into_its_view_and_coordinate() -> None:
     cfg = _config({"f": 2, "g": 2})
     f, g = FogNode(cfg.fogs["f"], cfg), FogNode(cfg.fogs["g"], cfg)
-    import json
 
     for _ in range(30):
         f.next_round()  # one peer: g, every round
@@ -164,7 +201,6 @@ def test_fog_node_folds_a_peer_echo_into_its_view_and_coordinate() -> None:
 def test_a_round_moves_the_coordinate_by_one_peer_and_every_echo_feeds_the_view() -> None:
     """Each round every peer's echo reaches the view and the rings, but one peer, drawn
     at random, moves the coordinate (the simulated node probes one peer a round)."""
-    import json
 
     cfg = _config({"f": 2, "g": 2, "h": 2, "k": 2})
     f = FogNode(cfg.fogs["f"], cfg)
@@ -203,6 +239,7 @@ class FakeCity:
     """Three fog nodes at fixed RTTs (model ms) with real FogNode logic behind them."""
 
     reply_at = None  # the client times a task by its own clock
+    undecodable = 0
 
     def held_s(self, reply: dict[str, Any]) -> float:
         return 0.0  # the fake nodes answer at once

@@ -52,7 +52,9 @@ from fogsdn.nodes.probe import (
 PROBE_PORT = 7000
 OPS_PORT = 7001
 MERIDIAN_PORT = 7002
-MAX_OP = 4096
+# the largest UDP payload over IPv4: a node's view lists every node (some 140 bytes
+# each, 4.1 KB at the seed's 29), so a smaller buffer cut it and the client dropped it
+MAX_OP = 65_507
 START_PROBE_S = 0.25  # real s between the start's probes to peers not measured yet
 
 

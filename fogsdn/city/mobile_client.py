@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import NotRequired, Protocol, TypedDict
 
 from fogsdn.city.fog_daemon import (
+    MAX_OP,
     MERIDIAN_PORT,
     OPS_PORT,
     PROBE_PORT,
@@ -59,6 +60,7 @@ class Transport(Protocol):
     are JSON objects as received: their fields are checked where they are read."""
 
     reply_at: float | None  # when the kernel received the last ops reply (time.monotonic)
+    undecodable: int  # datagrams received that were no JSON object (counted, not lost)
 
     def ping(self, fog: str) -> tuple[float | None, dict[str, object] | None]:
         """One probe: RTT in model ms and the node's echoed state (None, None if lost)."""
@@ -331,6 +333,7 @@ class UdpTransport:
         self.sock.bind((ip, 0))
         rx_stamp.enable(self.sock)
         self.reply_at: float | None = None
+        self.undecodable = 0
         self.timeout_s = cfg.timebase.real_s(cfg.client.timeout_ms)
         self.seq = 0  # the last ops request's id
         self.truth_path = truth_path
@@ -376,11 +379,12 @@ class UdpTransport:
         while (left := deadline - time.monotonic()) > 0:
             self.sock.settimeout(left)
             try:
-                data, at = rx_stamp.recv_stamped(self.sock, 4096)
+                data, at = rx_stamp.recv_stamped(self.sock, MAX_OP)
                 reply = json.loads(data)
             except TimeoutError:
                 return None
             except (json.JSONDecodeError, UnicodeDecodeError):
+                self.undecodable += 1
                 continue  # not an answer of ours
             if isinstance(reply, dict) and ours(reply):
                 self.reply_at = at  # the kernel's stamp: not when this thread got the GIL
@@ -436,4 +440,6 @@ def client_result(client: CityClient, responder: ProbeCounters) -> ClientResultD
     counts = client.result.counts
     counts.received["m_probe"] += responder.received
     counts.sent["m_probe"] += responder.sent
+    if client.net.undecodable:
+        counts.received["malformed"] += client.net.undecodable
     return {**client.result.to_dict(), "coordinate_errors": client.coordinate_errors()}
