@@ -430,6 +430,22 @@ def test_live_metrics_give_the_simulators_columns() -> None:
     assert m["meridian_probes_per_query"] == pytest.approx(5 / 3)
     assert m["meridian_hops_per_query"] == pytest.approx(2 / 3)
     assert m["meridian_upkeep_messages"] == 4 + 2 + 1
+    assert m["replies_missing"] == 0 and m["replies_undecodable"] == 0
+
+
+def test_live_metrics_count_the_replies_that_never_came_or_could_not_be_read() -> None:
+    """A view answered by a datagram the client could not read is a request unanswered
+    (views cut at 4 KB went unnoticed this way at the seed's scale)."""
+    sent = {"view": 10, "join": 5, "task": 4, "leave": 3, "probe": 4}
+    received = {"view": 2, "join": 5, "task": 3, "probe": 4, "malformed": 8}
+    client = {"lost": 1, "reconnections": 0, "handovers": 0, "selections": 10,
+              "optimal_hits": 1, "sq_sel_err": 0.0, "sq_conn_err": 0.0, "delivered": 3,
+              "latencies": [3.0, 3.0, 3.0], "picks": [],
+              "counts": {"in": 22, "out": 26, "sent": sent, "received": received}}
+    m = live_metrics({"c1": client}, {"x": {"counts": {"in": 0, "out": 0, "sent": {},
+                                                       "received": {}}}})
+    assert m["replies_missing"] == 8 + 1  # the leaves are never answered
+    assert m["replies_undecodable"] == 8
 
 
 def test_simulate_engine_runs_the_study_at_its_full_scale(tmp_path: Path) -> None:

@@ -597,9 +597,10 @@ class CityLive:
                     rows.append(row)
                     self._say(f"{selector:>10} ratio {ratio:g}: {row['clients']} clients, "
                               f"latency {row['mean_latency_ms']:.2f} ms, lost "
-                              f"{row['client_lost']:.2f}, optimal {row['optimal_rate']:.0%}, "
+                              f"{row['client_lost']:.2f}, optimal {row['optimal_rate']:.1%}, "
                               f"probes {row['probe_messages']}, coord err "
-                              f"{row['coord_median_rel_error']:.0%}")
+                              f"{row['coord_median_rel_error']:.0%}"
+                              + _undecodable_note(row))
         except KeyboardInterrupt:  # stopped while the network was being built
             self.stop.set()
         except Exception as err:  # whatever failed, what was collected is kept
@@ -620,6 +621,14 @@ class CityLive:
         if summary["crashed"]:
             print(crash_report(summary), file=sys.stderr, flush=True)
         return CityLiveResult(rows, summary)
+
+
+def _undecodable_note(row: Mapping[str, object]) -> str:
+    """The point line's warning when clients received replies they could not read (a
+    reply cut by a too small buffer was one: every such reply is a request lost)."""
+    bad = row.get("replies_undecodable", 0)
+    return f"; {bad} replies undecodable (their requests count as unanswered)" \
+        if isinstance(bad, int) and bad > 0 else ""
 
 
 def merge_engine_stats(engines: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

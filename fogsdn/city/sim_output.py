@@ -20,8 +20,10 @@ if TYPE_CHECKING:  # the files' writers
     from fogsdn.city.mobile_client import ClientResultDoc
 
 LIVE_COLUMNS = ("probe_messages", "rtt_excess_ms", "probe_excess_ms", "probe_excess_p90_ms",
-                "coord_median_rel_error", "link_updates",
-                "clients_reporting", "fogs_reporting")
+                "coord_median_rel_error", "replies_missing", "replies_undecodable",
+                "link_updates", "clients_reporting", "fogs_reporting")
+# the requests a client waits on a reply for (a `leave` has none)
+ANSWERED_OPS = ("view", "join", "task")
 
 
 # Meridian's messages per query and its upkeep, counted the same way by both engines
@@ -50,6 +52,13 @@ def live_metrics(results: Mapping[str, ClientResultDoc], fog_states: Mapping[str
         "probe_excess_p90_ms": probe_excess[int(0.9 * (len(probe_excess) - 1))]
         if probe_excess else math.nan,
         "coord_median_rel_error": statistics.median(coord) if coord else math.nan,
+        # a request whose reply never came in time (a full node's loss is an answer)
+        "replies_missing": sum(int(r["counts"]["sent"].get(k, 0))
+                               - int(r["counts"]["received"].get(k, 0))
+                               for r in clients for k in ANSWERED_OPS),
+        # a datagram a client could not read: never the network's doing
+        "replies_undecodable": sum(int(r["counts"]["received"].get("malformed", 0))
+                                   for r in clients),
     } | _meridian_columns(clients, fog_states)
 
 
