@@ -217,7 +217,7 @@ def test_vivaldi_nodes_learn_a_task_late_and_rank_by_last_rounds_view() -> None:
     assert sim.node_vivaldi[node].coord != before  # the first task's RTT, now
     moved = sim.names[1]
     sim.node_vivaldi[moved].update("x", sim.node_vivaldi[node].coord, 40.0)
-    view = sim.node_view[moved]
+    view = sim.views[node][moved]
     assert view != sim.node_vivaldi[moved].coord
     own = c.vivaldi.coord if c.vivaldi is not None else None
     assert own is not None
@@ -225,8 +225,8 @@ def test_vivaldi_nodes_learn_a_task_late_and_rank_by_last_rounds_view() -> None:
     assert est is not None
     assert est[moved] == pytest.approx(own.distance_to(view))
     assert est[node] == pytest.approx(own.distance_to(sim.node_vivaldi[node].coord))
-    sim._node_probes()  # a round: the view catches up
-    assert sim.node_view[moved] == sim.node_vivaldi[moved].coord
+    sim._probe_round([node])  # its round: its view catches up
+    assert sim.views[node][moved] == sim.node_vivaldi[moved].coord
 
 
 def test_draws_change_the_runs_choices_alone(tmp_path: Path) -> None:

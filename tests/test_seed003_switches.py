@@ -99,6 +99,50 @@ def test_probe_load_is_the_papers_unseen_and_our_seen_and_the_live_run_refuses_u
         STUDY.model_copy(update={"probe_load": "unseen"}).check_live_choices()
 
 
+def test_vivaldi_rounds_are_a_simulators_synchronous_and_our_staggered(
+        ) -> None:
+    """The paper is silent on when nodes probe: the seed preset keeps a round-based
+    simulator's (every node at once), ours the live daemons' (each at its own phase);
+    only the selectors that rank by the nodes' views can change, and live refuses the
+    first."""
+    assert (SEED.vivaldi_rounds, OURS.vivaldi_rounds) == ("synchronous", "staggered")
+    assert SWITCH_AFFECTS["vivaldi_rounds"] == frozenset({"vivaldi", "load_aware"})
+    sync = replace(OURS, vivaldi_rounds="synchronous")
+    assert row_key(OURS, "meridian") == row_key(sync, "meridian")
+    assert row_key(OURS, "vivaldi") != row_key(sync, "vivaldi")
+    assert apply_choices(STUDY, SEED, duration_s=5.0).vivaldi_rounds == "synchronous"
+    assert STUDY.vivaldi_rounds == "staggered"  # a study file's default: what live does
+    with pytest.raises(CityStudyError, match="^vivaldi_rounds: 'synchronous' is simulated"):
+        STUDY.model_copy(update={"vivaldi_rounds": "synchronous"}).check_live_choices()
+    with pytest.raises(PresetError, match="^vivaldi_rounds: must be one of"):
+        replace(OURS, vivaldi_rounds="sometimes")
+
+
+def test_staggered_nodes_round_at_their_own_phase_and_rank_by_their_own_view() -> None:
+    """Staggered: a node's round refreshes its view alone, at a phase drawn once per city
+    (the same for every selector), so two nodes asked at one instant rank by different
+    snapshots; synchronous: every node's view is the one snapshot of the last round."""
+    def sim(rounds: str, selector: str = "vivaldi") -> CitySimulation:
+        return CitySimulation(apply_choices(STUDY, replace(OURS, vivaldi_rounds=rounds),
+                                            duration_s=3.0), selector, 0.5)
+
+    staggered = sim("staggered")
+    phases = staggered.round_phase_s
+    assert all(0.0 <= p < STUDY.node_probe_s for p in phases.values())
+    assert len(set(phases.values())) == len(phases)
+    assert sim("staggered", "load_aware").round_phase_s == phases
+    a, b = staggered.names[0], staggered.names[1]
+    staggered._probe_round([a])
+    assert staggered.views[a][a] == staggered.node_vivaldi[a].coord
+    assert staggered.views[b][a] != staggered.views[a][a]  # b has not rounded since
+    staggered._probe_round([b])
+    assert staggered.views[b][a] == staggered.views[a][a]
+    synchronous = sim("synchronous")
+    synchronous._probe_round(synchronous.names)
+    assert all(v is synchronous.views[a] for v in synchronous.views.values())
+    assert synchronous.run() != sim("staggered").run()  # the rows differ by it
+
+
 @pytest.mark.parametrize("probe_load", ["seen", "unseen"])
 def test_what_a_measurement_sees_of_a_loaded_node_follows_probe_load(probe_load: str) -> None:
     """Meridian's probes, the nodes' Vivaldi probes and a client's probe of a node carry

@@ -13,8 +13,9 @@ import heapq
 import math
 import random
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from fogsdn.city.geo_latency import load_ms, nearest, pair_load_ms, processing_ms
 from fogsdn.city.layout import (
@@ -36,7 +37,7 @@ from fogsdn.nodes.ncs.discovery import (
 )
 from fogsdn.nodes.ncs.meridian import UPKEEP, MeridianConfig, MeridianOverlay, Messages
 from fogsdn.nodes.ncs.selection import ProbeAnswer, SelectionContext, SelectionError
-from fogsdn.nodes.ncs.vivaldi import VivaldiConfig, VivaldiNode, plain_config
+from fogsdn.nodes.ncs.vivaldi import Coordinate, VivaldiConfig, VivaldiNode, plain_config
 
 CityRow = dict[str, str | float]  # one point: selector, ratio, sizes, seed, metric columns
 
@@ -161,12 +162,20 @@ class CitySimulation:
             else VivaldiConfig(dimensions=self.client.dimensions)
         self.node_vivaldi = {n: VivaldiNode(vcfg, random.Random(f"{self.seed}-v-{n}"))
                              for n in self.names}
-        # the nodes' coordinates as the last probe round carried them (each node's view)
-        self.node_view = {n: v.coord for n, v in self.node_vivaldi.items()}
+        # each node's view: every node's coordinate as its own last probe round carried
+        # them (the one it ranks by for a client who asks it); one shared snapshot while
+        # the rounds are synchronous
+        start = {n: v.coord for n, v in self.node_vivaldi.items()}
+        self.views: dict[str, dict[str, Coordinate]] = dict.fromkeys(self.names, start)
+        self.staggered_rounds = study.vivaldi_rounds == "staggered"
+        redraw = f"-draw{draw}" if draw else ""
+        # staggered: each node's rounds at a phase of its own, the same for every selector
+        phase_rng = random.Random(f"{self.seed}-rounds{redraw}")
+        self.round_phase_s = {n: phase_rng.uniform(0.0, study.node_probe_s)
+                              for n in self.names}
         # the run's own choices (random picks, entry nodes, probe targets); `draw` > 0
         # redraws them alone: the same city, clients, walks and periods
-        self.rng = random.Random(f"{self.seed}-{selector}-{ratio}"
-                                 + (f"-draw{draw}" if draw else ""))
+        self.rng = random.Random(f"{self.seed}-{selector}-{ratio}{redraw}")
         self.wp = WaypointParams(self.layout.side_m, study.mobility.speed_mps,
                                  study.mobility.pause_s)
         self.clients = self._make_clients(vcfg)
@@ -241,7 +250,11 @@ class CitySimulation:
         periodic: list[tuple[float, float, Callable[[], None]]] = [(0.0, 1.0, self._snapshot)]
         if self.uses_vivaldi:
             every = self.study.node_probe_s
-            periodic.append((every / 2, every, self._node_probes))
+            if self.staggered_rounds:  # as live daemons: each at its own phase
+                periodic += [(self.round_phase_s[n], every, partial(self._probe_round, (n,)))
+                             for n in self.names]
+            else:
+                periodic.append((every / 2, every, lambda: self._probe_round(self.names)))
         if (overlay := self.meridian) is not None:
             overlay.converge(random.Random(f"{self.seed}-meridian"),
                              gossip_rounds=UPKEEP.start_gossip_rounds)
@@ -275,12 +288,17 @@ class CitySimulation:
     def _snapshot(self) -> None:
         self.free_snapshot = {n: self.slots[n] - self.load[n] for n in self.names}
 
-    def _node_probes(self) -> None:
-        for a in self.names:
+    def _probe_round(self, nodes: Sequence[str]) -> None:
+        """A probe round of `nodes` (every node at once, or one at its own phase): each
+        folds one peer drawn at random into its coordinate, then keeps every node's
+        coordinate as it is now for its view."""
+        for a in nodes:
             b = self.rng.choice([n for n in self.names if n != a])
             self.messages.probe(a, b)
             self.node_vivaldi[a].update(b, self.node_vivaldi[b].coord, self._node_rtt(a, b))
-        self.node_view = {n: v.coord for n, v in self.node_vivaldi.items()}
+        snapshot = {n: v.coord for n, v in self.node_vivaldi.items()}
+        for a in nodes:
+            self.views[a] = snapshot
 
     def _move(self, c: _Client, t: float) -> None:
         if self.trace is not None:
@@ -305,10 +323,10 @@ class CitySimulation:
         kind = self.kind
         true = self.true_rtt(static) if kind == "optimal" else None
         est = None
-        if c.vivaldi is not None:
-            own = c.vivaldi.coord
+        if c.vivaldi is not None and asked is not None:
+            own, view = c.vivaldi.coord, self.views[asked]
             est = {n: own.distance_to(self.node_vivaldi[n].coord if n == asked
-                                      else self.node_view[n]) for n in self.names}
+                                      else view[n]) for n in self.names}
         free: dict[str, int] | None = None
         if kind == "load_aware":
             free = self.free_snapshot

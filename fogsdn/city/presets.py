@@ -28,8 +28,9 @@ class StudyChoices:
     a pick tying the best RTT counts as optimal or not; `tower_share`: the share of fog
     nodes standing at their tower; `probe_load`: whether the coordinate systems'
     measurements (probes, Meridian's rings, Vivaldi's samples) see a node's load term
-    or only the network distance. Checked on construction (`PresetError` names the
-    field)."""
+    or only the network distance; `vivaldi_rounds`: the fog nodes' Vivaldi probe rounds
+    all at once with one shared view, or each node at its own phase with its own view.
+    Checked on construction (`PresetError` names the field)."""
 
     backhaul: bool
     propagation_ms_per_km: float
@@ -42,6 +43,7 @@ class StudyChoices:
     optimal_ties: Literal["counted", "uncounted"]
     tower_share: float
     probe_load: Literal["seen", "unseen"]
+    vivaldi_rounds: Literal["staggered", "synchronous"]
 
     def __post_init__(self) -> None:
         hints = get_type_hints(StudyChoices)
@@ -78,6 +80,7 @@ SWITCH_AFFECTS: dict[str, frozenset[str] | None] = {
     "tower_share": None,
     # only what measures: the two coordinate systems and ours (which probes)
     "probe_load": frozenset({"vivaldi", "meridian", "load_aware"}),
+    "vivaldi_rounds": frozenset({"vivaldi", "load_aware"}),  # who ranks by the views
 }
 
 PRESETS: dict[str, StudyChoices] = {
@@ -85,12 +88,14 @@ PRESETS: dict[str, StudyChoices] = {
                          optimal_reference="static", vivaldi="plain",
                          meridian_termination="seed", duration_s=600.0,
                          task_deadline_ms=50.0, baseline_discovery="counted",
-                         optimal_ties="uncounted", tower_share=1.0, probe_load="unseen"),
+                         optimal_ties="uncounted", tower_share=1.0, probe_load="unseen",
+                         vivaldi_rounds="synchronous"),
     "ours": StudyChoices(backhaul=True, propagation_ms_per_km=1.0,
                          optimal_reference="current", vivaldi="serf",
                          meridian_termination="wong", duration_s=60.0,
                          task_deadline_ms=100.0, baseline_discovery="free",
-                         optimal_ties="counted", tower_share=0.5, probe_load="seen"),
+                         optimal_ties="counted", tower_share=0.5, probe_load="seen",
+                         vivaldi_rounds="staggered"),
 }
 
 SWITCHES: tuple[str, ...] = tuple(f.name for f in fields(StudyChoices))
@@ -119,7 +124,7 @@ def apply_choices(study: CityStudy, choices: StudyChoices, *, seed: int | None =
         "duration_model_s": length, "timeout_ms": choices.task_deadline_ms,
         "baseline_discovery": choices.baseline_discovery,
         "optimal_ties": choices.optimal_ties, "tower_share": choices.tower_share,
-        "probe_load": choices.probe_load,
+        "probe_load": choices.probe_load, "vivaldi_rounds": choices.vivaldi_rounds,
         "seed": study.seed if seed is None else seed})
 
 

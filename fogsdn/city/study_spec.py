@@ -159,6 +159,10 @@ class CityStudy(FrozenModel):
     # locate nodes, and only tasks meet the load); simulator only (live, a probe crosses
     # the access link that carries the load term, so the live run refuses `unseen`)
     probe_load: Literal["seen", "unseen"] = "seen"
+    # the fog nodes' Vivaldi probe rounds: each node at a phase of its own, ranking by
+    # its own view (staggered, as live daemons do), or every node at once, all views one
+    # snapshot (synchronous: a round-based simulator's; simulated only)
+    vivaldi_rounds: Literal["staggered", "synchronous"] = "staggered"
     full_scale: FullScale = FullScale()
 
     @model_validator(mode="before")
@@ -225,6 +229,10 @@ class CityStudy(FrozenModel):
             raise CityStudyError(
                 f"probe_load: {self.probe_load!r} is simulated only; live, a probe crosses "
                 "the node's access link, which carries its load (set it to 'seen')")
+        if self.vivaldi_rounds != "staggered":
+            raise CityStudyError(
+                f"vivaldi_rounds: {self.vivaldi_rounds!r} is simulated only; live, each fog "
+                "daemon probes at its own phase (set it to 'staggered')")
         if self.baseline_discovery != "free":
             raise CityStudyError(
                 f"baseline_discovery: {self.baseline_discovery!r} is simulated only; the live "
