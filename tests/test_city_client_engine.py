@@ -11,9 +11,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
 from test_city_live import FakeCity, _config
 
-from fogsdn.city.client_engine import run_client, serve_echoes
+from fogsdn.city.client_engine import city_clients, run_client, serve_echoes
 from fogsdn.city.fog_daemon import CityConfig
 from fogsdn.city.mobile_client import CityClient, client_result, drive
 from fogsdn.nodes.ncs.discovery import ClientParams
@@ -65,6 +66,43 @@ def test_a_client_steps_once_a_period_until_the_point_ends(tmp_path: Path) -> No
     assert client.node == "x"  # the nearer node, by the truth the fake gives
     out = client_result(client, EchoResponder(("127.0.0.1", 0)).counters)
     assert out["delivered"] == client.result.delivered and "coordinate_errors" in out
+
+
+def test_a_live_client_steps_when_its_simulated_twin_does(tmp_path: Path) -> None:
+    """The engine gives client k of the runner's order the simulator's client k's draws
+    of its start and periods, so both engines step at the same model instants (here at
+    5 real ms per model ms: 0.1-0.2 real s apart); the choices stay each engine's own."""
+    from test_city_live import _study
+
+    from fogsdn.city.event_model import CitySimulation
+
+    st = _study(fog_nodes=2, total_slots=5, ratios=[0.5], seed=4)
+    sim = CitySimulation(st, "random", 0.5)
+    simulated: dict[int, list[float]] = {}
+
+    def record(c: Any, t: float) -> None:
+        simulated.setdefault(sim.clients.index(c), []).append(t)
+
+    sim._client_step = record  # type: ignore[method-assign]
+    sim.run()
+    cfg = replace(_config({"x": 2, "y": 3}), state_dir=tmp_path, time_scale=0.2, seed=4,
+                  epoch=time.monotonic(), duration_live_s=0.2 * 3.0,
+                  client=ClientParams(period_s=st.period_s, start_s=st.start_s),
+                  clients={"c1": "10.0.0.101", "c2": "10.0.0.102"})
+    lives: list[list[float]] = []
+    for client in city_clients(cfg, "random", {n: FakeCity({"x": 1.0, "y": 4.0},
+                                                             {"x": 2, "y": 3})
+                                               for n in cfg.clients}, lambda: {}):
+        steps: list[float] = []
+        client.step = steps.append  # type: ignore[method-assign]
+        lives.append(steps)
+        drive(client, cfg, threading.Event(), tmp_path / f"client-{client.name}.json")
+        cfg = replace(cfg, epoch=time.monotonic())
+    for k, live in enumerate(lives):
+        twin = [t for t in simulated[k] if t < 3.0]
+        assert len(live) == len(twin) >= 2, (k, live, twin)
+        assert live == pytest.approx(twin, abs=0.1), (k, live, twin)
+    assert lives[0] != pytest.approx(lives[1], abs=0.01)  # each its own draws
 
 
 def test_stop_ends_a_sleeping_client_at_once(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from pathlib import Path
 from types import FrameType
@@ -34,6 +35,7 @@ from types import FrameType
 from fogsdn.city.fog_daemon import PROBE_PORT, CityConfig, MemberBoard, member_board_path
 from fogsdn.city.mobile_client import (
     CityClient,
+    Transport,
     UdpTransport,
     client_result,
     client_status_path,
@@ -42,11 +44,23 @@ from fogsdn.city.mobile_client import (
 from fogsdn.core.local_rpc import write_json_atomic
 from fogsdn.core.realtime import go_realtime
 from fogsdn.nodes.host_sockets import HostSocketError, HostSockets, parse_hosts
+from fogsdn.nodes.ncs.discovery import step_times_rng
 from fogsdn.nodes.ncs.selection import SELECTORS
 from fogsdn.nodes.probe import EchoResponder, ProbeError, Turnarounds
 
 ENGINE_STATS = "client-engine.json"
 POLL_S = 0.1  # how often the echo thread looks at the stop flag
+
+
+def city_clients(cfg: CityConfig, selector: str, nets: Mapping[str, Transport],
+                 members: Callable[[], dict[str, int]]) -> list[CityClient]:
+    """The engine's clients, one per transport: each with its own choices and with the
+    step times of its simulated twin (client k of the runner's order is the simulator's
+    client k), so a live point steps when the simulated one does."""
+    order = {name: k for k, name in enumerate(cfg.clients)}
+    return [CityClient(name, cfg, selector, net, random.Random(f"{cfg.seed}-{selector}-{name}"),
+                       members, step_times_rng(cfg.seed, order[name]))
+            for name, net in nets.items()]
 
 
 def serve_echoes(responders: list[EchoResponder], stop: threading.Event) -> None:
@@ -128,9 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         realtime = go_realtime() if args.realtime else False  # the threads inherit it
         board = MemberBoard(member_board_path(cfg.state_dir), list(cfg.fogs))
         closing.callback(board.close)
-        clients = [CityClient(name, cfg, args.selector, nets[name],
-                              random.Random(f"{cfg.seed}-{args.selector}-{name}"), board.read)
-                   for name in hosts]
+        clients = city_clients(cfg, args.selector, nets, board.read)
         cpu0 = resource.getrusage(resource.RUSAGE_SELF)
         echo = threading.Thread(target=serve_echoes, args=(responders, stop),
                                 name="echoes", daemon=True)

@@ -34,6 +34,7 @@ from fogsdn.nodes.ncs.discovery import (
     city_metrics,
     discovery_step,
     make_selector,
+    step_times_rng,
 )
 from fogsdn.nodes.ncs.meridian import UPKEEP, MeridianConfig, MeridianOverlay, Messages
 from fogsdn.nodes.ncs.selection import ProbeAnswer, SelectionContext, SelectionError
@@ -55,6 +56,7 @@ class _Client:
     tally: ClientTally = field(default_factory=ClientTally)
     vivaldi: VivaldiNode | None = None
     last_rtt: dict[str, float] = field(default_factory=dict)  # per node: last task's RTT
+    steps: random.Random = field(default_factory=random.Random)  # `step_times_rng`
 
 
 class _SimulatedNet:
@@ -203,7 +205,8 @@ class CitySimulation:
             t, d = nearest(p0, self.layout.towers)
             viv = VivaldiNode(vcfg, random.Random(f"{self.seed}-vc-{i}")) \
                 if self.uses_vivaldi else None
-            out.append(_Client(name, p0, walker, walk_rng, 0.0, t, d, vivaldi=viv))
+            out.append(_Client(name, p0, walker, walk_rng, 0.0, t, d, vivaldi=viv,
+                               steps=step_times_rng(self.seed, i)))
         return out
 
     # ---- latencies ---------------------------------------------------------------
@@ -263,20 +266,19 @@ class CitySimulation:
                          (UPKEEP.gossip_s, UPKEEP.gossip_s,
                           lambda: overlay.gossip_round(self.rng)),
                          (UPKEEP.manage_s, UPKEEP.manage_s, overlay.manage_rings)]
-        crng = random.Random(f"starts-{self.seed}")
         # (t, seq, client index or -1 - periodic index): seq orders simultaneous events
-        events = [(crng.uniform(*self.client.start_s), i, i) for i in range(len(self.clients))]
+        events = [(c.steps.uniform(*self.client.start_s), i, i)
+                  for i, c in enumerate(self.clients)]
         events += [(t, len(self.clients) + j, -1 - j) for j, (t, _, _) in enumerate(periodic)]
         seq = len(events)
         heapq.heapify(events)
-        period_rng = random.Random(f"periods-{self.seed}")
         while events:
             t, _, idx = heapq.heappop(events)
             if t > self.study.simulated_span_model_s:
                 break
             if idx >= 0:
                 self._client_step(self.clients[idx], t)
-                nxt = t + period_rng.uniform(*self.client.period_s)
+                nxt = t + self.clients[idx].steps.uniform(*self.client.period_s)
             else:
                 _, period, action = periodic[-1 - idx]
                 action()

@@ -124,13 +124,16 @@ class CityClient:
     step's `ClientEngine`)."""
 
     def __init__(self, name: str, cfg: CityConfig, selector: str, net: Transport,
-                 rng: random.Random, members: Callable[[], dict[str, int]]) -> None:
+                 rng: random.Random, members: Callable[[], dict[str, int]],
+                 steps: random.Random | None = None) -> None:
         self.name = name
         self.cfg = cfg
         self.kind = selector
         self.selector: Selector = make_selector(selector, cfg.client)
         self.net = net
         self.rng = rng
+        # its first step's and its periods' draws (`step_times_rng`; default: `rng`'s)
+        self.steps = rng if steps is None else steps
         self.members = members  # every node's client count now (`MemberBoard.read`)
         self.fogs = sorted(cfg.fogs)
         self.slots = {n: f.slots for n, f in cfg.fogs.items()}
@@ -421,7 +424,7 @@ def drive(client: CityClient, cfg: CityConfig, stop: threading.Event,
     share of its period they take in the simulator."""
     scale = cfg.time_scale
     end = cfg.epoch + cfg.duration_live_s
-    t = cfg.epoch + client.rng.uniform(*cfg.client.start_s) * scale
+    t = cfg.epoch + client.steps.uniform(*cfg.client.start_s) * scale
     while not stop.is_set():
         now = time.monotonic()
         if now >= end:
@@ -431,7 +434,7 @@ def drive(client: CityClient, cfg: CityConfig, stop: threading.Event,
             continue
         client.step((now - cfg.epoch) / scale)
         write_json_atomic(status_path, client.status())
-        t = max(t + client.rng.uniform(*cfg.client.period_s) * scale, time.monotonic())
+        t = max(t + client.steps.uniform(*cfg.client.period_s) * scale, time.monotonic())
 
 
 def client_result(client: CityClient, responder: ProbeCounters) -> ClientResultDoc:

@@ -53,6 +53,13 @@ def make_selector(kind: str, params: ClientParams) -> Selector:
 TIE_MS = 1e-9  # RTTs this close are equal
 
 
+def step_times_rng(seed: int, index: int) -> random.Random:
+    """Client `index`'s own draws of its first step and its periods, the same in both
+    engines (as its walk is): a live client steps when its simulated twin does, so the
+    spread of the simulator's draws is all a live run of the same seed may add."""
+    return random.Random(f"steps-{seed}-{index}")
+
+
 def reference_node(rtt: Mapping[str, float]) -> str:
     """The optimal node: the lowest RTT, the first name among equals (as `Optimal` picks)."""
     return min(rtt, key=lambda n: (rtt[n], n))
