@@ -52,11 +52,11 @@ class _Client:
     last_move_s: float
     tower: int
     tower_m: float
+    steps: random.Random  # its start and periods (`step_times_rng`): the live twin's too
     node: str | None = None
     tally: ClientTally = field(default_factory=ClientTally)
     vivaldi: VivaldiNode | None = None
     last_rtt: dict[str, float] = field(default_factory=dict)  # per node: last task's RTT
-    steps: random.Random = field(default_factory=random.Random)  # `step_times_rng`
 
 
 class _SimulatedNet:
@@ -176,7 +176,8 @@ class CitySimulation:
         self.round_phase_s = {n: phase_rng.uniform(0.0, study.node_probe_s)
                               for n in self.names}
         # the run's own choices (random picks, entry nodes, probe targets); `draw` > 0
-        # redraws them alone: the same city, clients, walks and periods
+        # redraws them and the round phases alone: the same city, clients, walks and
+        # step times, which a live run of the seed shares
         self.rng = random.Random(f"{self.seed}-{selector}-{ratio}{redraw}")
         self.wp = WaypointParams(self.layout.side_m, study.mobility.speed_mps,
                                  study.mobility.pause_s)
@@ -411,8 +412,9 @@ SPREAD_METRICS = ("client_lost", "optimal_rate", "selection_rmse_ms", "client_ha
 def draw_spread(study: CityStudy, selector: str, ratio: float, draws: int
                 ) -> dict[str, tuple[float, float]]:
     """Mean and standard deviation of `SPREAD_METRICS` over `draws` runs that differ only
-    in the run's own random choices (draws 1..N): how far one live run of the same city,
-    clients and walks may fall from the simulator by chance."""
+    in the run's own random choices and the nodes' round phases (draws 1..N): how far one
+    live run of the same city, clients, walks and step times may fall from the simulator
+    by chance."""
     if draws < 2:
         raise SelectionError(f"draws: need at least 2 for a spread, got {draws}")
     rows = [run_study(study, selector, ratio, draw=k) for k in range(1, draws + 1)]
