@@ -168,6 +168,11 @@ def test_a_view_of_the_seeds_scale_reaches_the_client_whole_over_udp(tmp_path: P
         reply = net.op("fog0", {"op": "view", "client": "c1"}, want_reply=True)
     finally:
         server.join(timeout=5)
+        for sock in (daemon.probe_sock, daemon.ops_sock, daemon.peer_sock,
+                     daemon.meridian_sock, net.sock):
+            sock.close()
+        net.prober.close()
+        daemon.board.close()
     assert len(json.dumps(reply)) > 4096
     assert reply is not None and set(reply["nodes"]) == set(names)
     assert net.undecodable == 0
