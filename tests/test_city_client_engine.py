@@ -70,8 +70,9 @@ def test_a_client_steps_once_a_period_until_the_point_ends(tmp_path: Path) -> No
 
 def test_a_live_client_steps_when_its_simulated_twin_does(tmp_path: Path) -> None:
     """The engine gives client k of the runner's order the simulator's client k's draws
-    of its start and periods, so both engines step at the same model instants (here at
-    5 real ms per model ms: 0.1-0.2 real s apart); the choices stay each engine's own."""
+    of its start and periods, so both engines step at the same model instants (here one
+    real second per model second, both clients at once: 3 s); the choices stay each
+    engine's own."""
     from test_city_live import _study
 
     from fogsdn.city.event_model import CitySimulation
@@ -85,21 +86,26 @@ def test_a_live_client_steps_when_its_simulated_twin_does(tmp_path: Path) -> Non
 
     sim._client_step = record  # type: ignore[method-assign]
     sim.run()
-    cfg = replace(_config({"x": 2, "y": 3}), state_dir=tmp_path, time_scale=0.2, seed=4,
-                  epoch=time.monotonic(), duration_live_s=0.2 * 3.0,
+    span_s = 3.0
+    cfg = replace(_config({"x": 2, "y": 3}), state_dir=tmp_path, time_scale=1.0, seed=4,
+                  epoch=time.monotonic(), duration_live_s=span_s,
                   client=ClientParams(period_s=st.period_s, start_s=st.start_s),
                   clients={"c1": "10.0.0.101", "c2": "10.0.0.102"})
+    nets = {n: FakeCity({"x": 1.0, "y": 4.0}, {"x": 2, "y": 3}) for n in cfg.clients}
     lives: list[list[float]] = []
-    for client in city_clients(cfg, "random", {n: FakeCity({"x": 1.0, "y": 4.0},
-                                                             {"x": 2, "y": 3})
-                                               for n in cfg.clients}, lambda: {}):
+    threads = []
+    for client in city_clients(cfg, "random", nets, lambda: {}):
         steps: list[float] = []
         client.step = steps.append  # type: ignore[method-assign]
         lives.append(steps)
-        drive(client, cfg, threading.Event(), tmp_path / f"client-{client.name}.json")
-        cfg = replace(cfg, epoch=time.monotonic())
+        threads.append(threading.Thread(target=drive, args=(
+            client, cfg, threading.Event(), tmp_path / f"client-{client.name}.json")))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=2 * span_s)
     for k, live in enumerate(lives):
-        twin = [t for t in simulated[k] if t < 3.0]
+        twin = [t for t in simulated[k] if t < span_s]
         assert len(live) == len(twin) >= 2, (k, live, twin)
         assert live == pytest.approx(twin, abs=0.1), (k, live, twin)
     assert lives[0] != pytest.approx(lives[1], abs=0.01)  # each its own draws

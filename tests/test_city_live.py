@@ -173,8 +173,8 @@ def test_a_view_of_the_seeds_scale_reaches_the_client_whole_over_udp(tmp_path: P
             sock.close()
         net.prober.close()
         daemon.board.close()
-    assert len(json.dumps(reply)) > 4096
     assert reply is not None and set(reply["nodes"]) == set(names)
+    assert len(json.dumps(reply)) > 4096
     assert net.undecodable == 0
 
 
