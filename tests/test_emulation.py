@@ -190,7 +190,11 @@ def test_per_request_policy_decides_each_connection_once(tmp_path: Path) -> None
     events = [json.loads(x) for x in (out / "controller-events.jsonl").read_text().splitlines()]
     decisions = [e for e in events if e["event"] == "decision"]
     assert len(decisions) == len(rows) > 50
-    assert len({(e["client"], e["port"]) for e in decisions}) == len(decisions)
+    # each connection decided once: the decisions' (client, port) are the trace's, as
+    # many times each (the kernel may give a port again once its connection has closed:
+    # a CI run saw 7 ports of 191 reused, each a connection of its own)
+    connections = Counter((r.client, int(p)) for r in rows for p in r.ports.split(">") if p)
+    assert Counter((e["client"], e["port"]) for e in decisions) == connections
     for e in decisions:
         if e["cls"] == "hp":
             assert e["node"] == "fn"
