@@ -407,6 +407,7 @@ def test_live_metrics_give_the_simulators_columns() -> None:
         "c1": {"lost": 1, "reconnections": 1, "handovers": 0, "selections": 2,
                "optimal_hits": 1, "sq_sel_err": 4.0, "sq_conn_err": 2.0, "delivered": 2,
                "latencies": [3.0, 5.0], "excess": [0.1, 0.3], "picks": [[1, "x"], [1, "y"]],
+               "step_ms": [40.0, 10.0, 30.0],
                "counts": counts(10, 12) | {"sent": {"probe": 12, "m_query": 3}},
                "coordinate_errors": {"x": 0.1}},
         "c2": {"lost": 0, "reconnections": 0, "handovers": 2, "selections": 2,
@@ -436,6 +437,7 @@ def test_live_metrics_give_the_simulators_columns() -> None:
     assert m["meridian_hops_per_query"] == pytest.approx(2 / 3)
     assert m["meridian_upkeep_messages"] == 4 + 2 + 1
     assert m["replies_missing"] == 0 and m["replies_undecodable"] == 0
+    assert m["step_ms"] == 30.0 and m["step_ms_p90"] == 30.0  # c2 kept none
 
 
 def test_live_metrics_count_the_replies_that_never_came_or_could_not_be_read() -> None:

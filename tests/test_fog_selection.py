@@ -11,7 +11,13 @@ import city_spread
 import pytest
 import yaml
 
-from fogsdn.city.event_model import CitySimulation, _SimulatedNet, draw_spread, run_study
+from fogsdn.city.event_model import (
+    CitySimulation,
+    _SimulatedNet,
+    draw_spread,
+    run_study,
+    spread_verdict,
+)
 from fogsdn.city.layout import parse_trace
 from fogsdn.city.study_spec import CityStudy
 from fogsdn.nodes.ncs.discovery import ClientParams, make_selector
@@ -256,3 +262,74 @@ def test_draws_change_the_runs_choices_alone(tmp_path: Path) -> None:
     got = json.loads(out.read_text())
     assert set(got["selectors"]) == {"optimal", "random"} and got["draws"] == 2
     assert city_spread.main(["--scenario", str(tmp_path / "none.yaml")]) == 2
+
+
+def test_a_live_figure_holds_within_ten_percent_or_two_sd_whichever_is_wider() -> None:
+    tight = spread_verdict("random", "optimal_rate", 0.039, 0.035, 0.001)  # 10 % is wider
+    assert (tight.low, tight.high) == pytest.approx((0.0315, 0.0385)) and not tight.holds
+    wide = spread_verdict("load_aware", "optimal_rate", 0.02, 0.035, 0.008)  # 2 sd wider
+    assert (wide.low, wide.high) == pytest.approx((0.019, 0.051)) and wide.holds
+    assert not spread_verdict("vivaldi", "optimal_rate", float("nan"), 0.5, 0.1).holds
+
+
+def _live_run(folder: Path, rows: dict[str, dict[str, object]], **summary: object) -> Path:
+    """A live city run's folder as the runner leaves it: summary.json and the rows."""
+    folder.mkdir(exist_ok=True)
+    doc = {"engine": "emulate", "study": "city", "crashed": False, "failure": None,
+           "interrupted": False, "scale": {"fog_nodes": 6, "slots": 30, "clients": 18}}
+    (folder / "summary.json").write_text(json.dumps(doc | summary))
+    cols = ["selector", "ratio", "clients", "mean_latency_ms", "optimal_rate",
+            "clients_reporting", "fogs_reporting"]
+    lines = [",".join(cols)]
+    for sel, fig in rows.items():
+        row = {"ratio": 0.6, "clients": 18, "clients_reporting": 18, "fogs_reporting": 6} | fig
+        lines.append(",".join([sel, *(str(row[c]) for c in cols[1:])]))
+    (folder / "seed003-emulate.csv").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def test_the_spread_script_judges_a_live_run_and_refuses_one_that_is_no_measurement(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--live: each selector's latency and rate against the spread, exit 1 on a miss;
+    a crashed run, another scale, a point whose clients did not all report or a broken
+    number is refused in one line naming the file."""
+    study = tmp_path / "small.yaml"
+    study.write_text(yaml.safe_dump({
+        "study": "city", "name": "small", "seed": 3, "duration_live_s": 20.0, "fog_nodes": 6,
+        "total_slots": 30, "area_km2": 0.5, "start_s": [3.0, 10.0], "ratios": [0.6],
+        "selectors": ["optimal", "random"],
+        "full_scale": {"fog_nodes": 6, "total_slots": 30, "duration_model_s": 20.0,
+                       "ratios": [0.6]}}))
+    spread = tmp_path / "spread.json"
+    args = ["--scenario", str(study), "--draws", "3"]
+    assert city_spread.main([*args, "--json", str(spread)]) == 0
+    sims = json.loads(spread.read_text())["selectors"]
+    means = {sel: {m: sims[sel][m]["mean"] for m in ("mean_latency_ms", "optimal_rate")}
+             for sel in sims}
+    run = _live_run(tmp_path / "run", means)
+    judged = tmp_path / "judged.json"
+    assert city_spread.main([*args, "--live", str(run), "--json", str(judged)]) == 0
+    verdicts = json.loads(judged.read_text())["live"]["verdicts"]
+    assert len(verdicts) == 4 and all(v["holds"] for v in verdicts)
+    assert "MISSES" not in capsys.readouterr().out
+    tripled = 3 * means["random"]["optimal_rate"]
+    off = means | {"random": means["random"] | {"optimal_rate": tripled}}
+    assert city_spread.main([*args, "--live", str(_live_run(tmp_path / "off", off))]) == 1
+    out = capsys.readouterr().out
+    assert out.count("MISSES") == 1 and "random optimal_rate" in " ".join(out.split())
+    refused = {
+        "crashed": _live_run(tmp_path / "crashed", means, crashed=True),
+        "15 of 18 clients": _live_run(tmp_path / "partial", means | {
+            "optimal": means["optimal"] | {"clients_reporting": 15}}),
+        "had 8 fog nodes": _live_run(tmp_path / "other", means,
+                                     scale={"fog_nodes": 8, "slots": 30, "clients": 18}),
+        "ValueError": _live_run(tmp_path / "broken", means | {
+            "random": means["random"] | {"optimal_rate": "abc"}}),
+        "no summary.json": tmp_path / "nowhere",
+        "no live row of random": _live_run(tmp_path / "one", {"optimal": means["optimal"]}),
+    }
+    for why, folder in refused.items():
+        assert city_spread.main([*args, "--live", str(folder)]) == 2, why
+        err = capsys.readouterr().err.strip()
+        assert why in err and str(folder) in err and len(err.splitlines()) == 1, err
+

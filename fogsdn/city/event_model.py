@@ -420,3 +420,37 @@ def draw_spread(study: CityStudy, selector: str, ratio: float, draws: int
     rows = [run_study(study, selector, ratio, draw=k) for k in range(1, draws + 1)]
     return {m: (statistics.mean(float(r[m]) for r in rows),
                 statistics.stdev(float(r[m]) for r in rows)) for m in SPREAD_METRICS}
+
+
+# a live point agrees with the simulator where its figure lies within 10 % of the
+# simulated mean or two simulated standard deviations of it, whichever is wider
+SPREAD_BAND_RELATIVE = 0.10
+SPREAD_BAND_SDS = 2.0
+VERDICT_METRICS = ("mean_latency_ms", "optimal_rate")
+
+
+@dataclass(frozen=True)
+class SpreadVerdict:
+    """One live figure against the simulator's spread of it (`spread_verdict`)."""
+
+    selector: str
+    metric: str
+    live: float
+    mean: float
+    sd: float
+    low: float
+    high: float
+
+    @property
+    def holds(self) -> bool:
+        """Within the band (a non-finite live figure never is)."""
+        return self.low <= self.live <= self.high
+
+
+def spread_verdict(selector: str, metric: str, live: float, mean: float, sd: float
+                   ) -> SpreadVerdict:
+    """`live` against `mean` ± the wider of `SPREAD_BAND_RELATIVE` of it and
+    `SPREAD_BAND_SDS` standard deviations."""
+    half = max(SPREAD_BAND_RELATIVE * abs(mean), SPREAD_BAND_SDS * sd)
+    return SpreadVerdict(selector, metric, live, mean, sd, mean - half, mean + half)
+

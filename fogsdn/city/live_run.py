@@ -599,7 +599,8 @@ class CityLive:
                               f"latency {row['mean_latency_ms']:.2f} ms, lost "
                               f"{row['client_lost']:.2f}, optimal {row['optimal_rate']:.1%}, "
                               f"probes {row['probe_messages']}, coord err "
-                              f"{row['coord_median_rel_error']:.0%}"
+                              f"{row['coord_median_rel_error']:.0%}, step "
+                              f"{row['step_ms']:.0f} model ms (p90 {row['step_ms_p90']:.0f})"
                               + _undecodable_note(row))
         except KeyboardInterrupt:  # stopped while the network was being built
             self.stop.set()

@@ -88,6 +88,7 @@ class ResultDoc(TallyDoc):
     probe_excess: list[float]
     counts: CountsDoc
     meridian_hops: list[int]
+    step_ms: list[float]
 
 
 class ClientResultDoc(ResultDoc):
@@ -111,12 +112,15 @@ class ClientResult(ClientTally):
     probe_excess: list[float] = field(default_factory=list)  # the same for a probe's RTT
     counts: Counts = field(default_factory=Counts)
     meridian_hops: list[int] = field(default_factory=list)  # per answered query
+    # per step, model ms from its first message to its task's end: the simulator's steps
+    # take none, so clients that step meanwhile decide on what this one has not yet done
+    step_ms: list[float] = field(default_factory=list)
 
     def to_dict(self) -> ResultDoc:
         self.messages = self.counts.total
         return {**self.to_doc(), "excess": list(self.excess),
                 "probe_excess": list(self.probe_excess), "counts": self.counts.to_dict(),
-                "meridian_hops": list(self.meridian_hops)}
+                "meridian_hops": list(self.meridian_hops), "step_ms": list(self.step_ms)}
 
 
 class CityClient:
@@ -278,8 +282,10 @@ class CityClient:
     def step(self, t_s: float) -> None:
         """One discovery step and one task (t_s: model seconds since the run's epoch)."""
         self._truth = self.net.truth()
+        began = time.monotonic()
         self.node = discovery_step(self, self.selector, self.node, self.fogs, self.cfg.client,
                                    self.result, self.rng, t_s, self.vivaldi is not None)
+        self.result.step_ms.append(self.cfg.timebase.model_ms(time.monotonic() - began))
 
     def task(self, node: str) -> None:
         r = self.result

@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fogsdn.core.csv_rows import write_csv_rows
-from fogsdn.core.summary import json_object
+from fogsdn.core.csv_rows import read_csv_rows, write_csv_rows
+from fogsdn.core.summary import json_float, json_int, json_object, read_summary
 from fogsdn.nodes.ncs.discovery import METRIC_COLUMNS, ClientTally, city_metrics
 from fogsdn.nodes.probe import Turnarounds
 
@@ -21,7 +21,8 @@ if TYPE_CHECKING:  # the files' writers
 
 LIVE_COLUMNS = ("probe_messages", "rtt_excess_ms", "probe_excess_ms", "probe_excess_p90_ms",
                 "coord_median_rel_error", "replies_missing", "replies_undecodable",
-                "link_updates", "clients_reporting", "fogs_reporting")
+                "step_ms", "step_ms_p90", "link_updates", "clients_reporting",
+                "fogs_reporting")
 # the requests a client waits on a reply for (a `leave` has none)
 ANSWERED_OPS = ("view", "join", "task")
 
@@ -42,6 +43,7 @@ def live_metrics(results: Mapping[str, ClientResultDoc], fog_states: Mapping[str
     excess = [x for r in clients for x in r.get("excess", [])]
     probe_excess = sorted(x for r in clients for x in r.get("probe_excess", []))
     coord = [e for r in clients for e in r.get("coordinate_errors", {}).values()]
+    steps = sorted(x for r in clients for x in r.get("step_ms", []))
     probes = sum(int(r["counts"][way].get(kind, 0)) for r in [*clients, *fog_states.values()]
                  for way in ("sent", "received") for kind in ("probe", "m_probe"))
     return city_metrics(tallies, [int(s["counts"]["in"]) for s in fog_states.values()],
@@ -59,6 +61,9 @@ def live_metrics(results: Mapping[str, ClientResultDoc], fog_states: Mapping[str
         # a datagram a client could not read: never the network's doing
         "replies_undecodable": sum(int(r["counts"]["received"].get("malformed", 0))
                                    for r in clients),
+        # how long a step's messages took, which a simulated step does at one instant
+        "step_ms": statistics.median(steps) if steps else math.nan,
+        "step_ms_p90": steps[int(0.9 * (len(steps) - 1))] if steps else math.nan,
     } | _meridian_columns(clients, fog_states)
 
 
@@ -109,4 +114,59 @@ def turnaround_columns(engines: Sequence[Mapping[str, object]],
         return {"turnaround_real_ms_mean": math.nan, "turnaround_real_ms_max": math.nan}
     return {"turnaround_real_ms_mean": round(all_.total_ms / all_.count, 4),
             "turnaround_real_ms_max": all_.max_ms}
+
+
+LIVE_CSV = "seed003-emulate.csv"  # a live city run's rows, in its folder
+
+
+def read_live_points(run_dir: Path, ratio: float, clients: int, fog_nodes: int,
+                     slots: int) -> dict[str, dict[str, float]]:
+    """A live city run's rows at `ratio`, by selector, with their figures as floats;
+    ValueError naming the file and the cause where the run is not a measurement to
+    compare (it crashed or was interrupted, a point ran at another scale, or not every
+    client and daemon reported)."""
+    summary = read_summary(run_dir / "summary.json")
+    if not summary:
+        raise ValueError(f"{run_dir}: no summary.json (not a live run's folder)")
+    if summary.get("engine") != "emulate" or summary.get("study") != "city":
+        raise ValueError(f"{run_dir / 'summary.json'}: not a live city run")
+    if summary.get("crashed") or summary.get("failure") or summary.get("interrupted"):
+        raise ValueError(f"{run_dir / 'summary.json'}: the run crashed, failed or was "
+                         "interrupted: not a measurement")
+    try:
+        scale = json_object(summary.get("scale"), "scale")
+        ran = (json_int(scale.get("fog_nodes")), json_int(scale.get("slots")))
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{run_dir / 'summary.json'}: scale: {err}") from None
+    if ran != (fog_nodes, slots):
+        raise ValueError(f"{run_dir / 'summary.json'}: the run had {ran[0]} fog nodes and "
+                         f"{ran[1]} slots, the study's comparison scale {fog_nodes} and "
+                         f"{slots}")
+    path = run_dir / LIVE_CSV
+    try:
+        rows = read_csv_rows(path)
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path}: not readable: {err.__class__.__name__}") from None
+    out: dict[str, dict[str, float]] = {}
+    for i, row in enumerate(rows, start=2):
+        try:
+            if not math.isclose(json_float(row["ratio"]), ratio, rel_tol=1e-6):
+                continue
+            figures = {k: json_float(v) for k, v in row.items() if k != "selector" and v}
+            selector = row["selector"]
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"{path}: line {i}: {err.__class__.__name__}: {err}") from None
+        got = (json_int(figures.get("clients", 0)), json_int(figures.get("clients_reporting", 0)),
+               json_int(figures.get("fogs_reporting", 0)))
+        if got[0] != clients:
+            raise ValueError(f"{path}: line {i}: {selector} ran {got[0]} clients, the "
+                             f"study's comparison scale has {clients}")
+        if got[1] != clients or got[2] != fog_nodes:
+            raise ValueError(f"{path}: line {i}: {selector}: {got[1]} of {clients} clients "
+                             f"and {got[2]} of {fog_nodes} daemons reported: not a "
+                             "measurement")
+        out[selector] = figures
+    if not out:
+        raise ValueError(f"{path}: no row at ratio {ratio:g}")
+    return out
 
