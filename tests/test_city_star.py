@@ -180,12 +180,14 @@ def test_a_study_simulated_at_its_live_scale_starts_its_clients_as_live() -> Non
     """A city file whose `full_scale` is its live scale is there to compare the engines:
     the simulator must start the clients when the live run does (city_paper.yaml's
     reference once started them at U(3, 10) model s against the live U(0.5, 2), and every
-    live figure was compared with the wrong run)."""
+    live figure was compared with the wrong run), and take a step's round trips."""
     checked = 0
     for path in sorted((ROOT / "scenarios").glob("city*.yaml")):
         st = load_city_study(path)
         full = st.at_full_scale()
         if (full.fog_nodes, full.total_slots) == (st.fog_nodes, st.total_slots):
             assert full.start_s == st.start_s, path.name
+            # and its simulated steps take their round trips, as the live ones do
+            assert full.step_time == "messages", path.name
             checked += 1
     assert checked >= 2  # city_paper.yaml and city_live_max.yaml

@@ -9,7 +9,9 @@ are in docs/coordinates.md, Seed 003's study, simulated.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
+import itertools
 import math
 import random
 import statistics
@@ -60,10 +62,21 @@ class _Client:
 
 
 class _SimulatedNet:
-    """One client's step on the simulated city (`fogsdn.nodes.ncs.discovery.ClientEngine`)."""
+    """One client's step on the simulated city (`fogsdn.nodes.ncs.discovery.ClientEngine`).
 
-    def __init__(self, sim: CitySimulation, c: _Client, static: dict[str, float]) -> None:
-        self.sim, self.c, self.static = sim, c, static
+    With `step_time: messages` the step takes the round trips of its messages, as a live
+    one does: it decides on the loads at its start, and its join and leave land at the
+    nodes when its messages before them are done (`elapsed_ms`), so the clients that
+    step meanwhile decide without it."""
+
+    def __init__(self, sim: CitySimulation, c: _Client, static: dict[str, float],
+                 t: float = 0.0) -> None:
+        self.sim, self.c, self.static, self.t = sim, c, static, t
+        self.elapsed_ms = 0.0  # the step's round trips so far (model ms)
+        self.moves: list[tuple[str, int]] = []  # this step's join and leave, on their way
+
+    def _round_trip(self, node: str) -> float:
+        return self.static[node] + self.sim.load_term(node)
 
     def context(self, excluded: frozenset[str]) -> SelectionContext:
         sim, c = self.sim, self.c
@@ -76,23 +89,62 @@ class _SimulatedNet:
             asked = c.node or sim.rng.choice(sim.names)
             sim.messages.send("discovery", c.name, asked)
             sim.messages.send("discovery", asked, c.name)
-        return sim.context(c, self.static, excluded, asked)
+            self.elapsed_ms += self._round_trip(asked)
+        clock = (lambda: self.t + self.elapsed_ms / 1000.0) if sim.timed_steps else None
+        ctx = sim.context(c, self.static, excluded, asked, clock)
+        if ctx.probe is None or not sim.timed_steps:
+            return ctx
+        probe = ctx.probe
+
+        def timed_probe(n: str) -> ProbeAnswer:
+            answer = probe(n)
+            self.elapsed_ms += answer.rtt_ms
+            return answer
+        return dataclasses.replace(ctx, probe=timed_probe)
 
     def true_rtt(self) -> dict[str, float]:
         return self.sim.true_rtt(self.static)
 
     def join(self, node: str) -> bool:
         sim = self.sim
-        if sim.load[node] < sim.slots[node]:
-            sim.load[node] += 1
-            return True
-        sim.messages.send("task", self.c.name, node)  # refused: this task is lost
-        return False
+        # a join decided earlier and still on its way holds its slot (a node answers joins
+        # as they arrive, nearly the order they were decided in)
+        ok = sim.load[node] + sim.joining[node] < sim.slots[node]
+        if not sim.timed_steps:
+            sim.load[node] += ok
+        else:  # it lands halfway through the join's round trip
+            if ok:
+                sim.land(self.t + (self.elapsed_ms + self._round_trip(node) / 2) / 1000.0,
+                         node, +1)
+                self.moves.append((node, +1))
+            self.elapsed_ms += self._round_trip(node)
+        if not ok:
+            sim.messages.send("task", self.c.name, node)  # refused: this task is lost
+            if sim.timed_steps:  # the next try starts when the refusal came: what has
+                sim._land_until(self.t + self.elapsed_ms / 1000.0)  # landed by then is in
+        return ok
 
     def leave(self, node: str) -> None:
-        self.sim.load[node] -= 1
+        sim = self.sim
+        if not sim.timed_steps:
+            sim.load[node] -= 1
+            return
+        sim.land(self.t + self.elapsed_ms / 1000.0, node, -1)  # sent on the join's reply
+        self.moves.append((node, -1))
 
     def task(self, node: str) -> None:
+        """The task is sent once the join is answered: it meets the loads with this
+        step's own moves in."""
+        sim = self.sim
+        for n, d in self.moves:
+            sim.load[n] += d
+        try:
+            self._task(node)
+        finally:
+            for n, d in self.moves:
+                sim.load[n] -= d
+
+    def _task(self, node: str) -> None:
         sim, c = self.sim, self.c
         sim.messages.send("task", c.name, node)
         rtt = self.static[node] + sim.load_term(node)
@@ -146,6 +198,10 @@ class CitySimulation:
         self.slots = {n.name: n.slots for n in self.layout.fog_nodes}
         self.load = dict.fromkeys(self.names, 0)
         self.free_snapshot = dict(self.slots)
+        self.timed_steps = study.step_time == "messages"
+        self.joining = dict.fromkeys(self.names, 0)  # joins on their way to each node
+        self._landings: list[tuple[float, int, str, int]] = []  # (t, seq, node, +1 | -1)
+        self._landing_seq = itertools.count()
         towers = self.layout.towers
         self.tt = [[math.dist(a, b) for b in towers] for a in towers]
         near = {n: nearest(self.pos[n], towers) for n in self.names}
@@ -277,6 +333,7 @@ class CitySimulation:
             t, _, idx = heapq.heappop(events)
             if t > self.study.simulated_span_model_s:
                 break
+            self._land_until(t)
             if idx >= 0:
                 self._client_step(self.clients[idx], t)
                 nxt = t + self.clients[idx].steps.uniform(*self.client.period_s)
@@ -287,6 +344,23 @@ class CitySimulation:
             heapq.heappush(events, (nxt, seq, idx))
             seq += 1
         return self._metrics()
+
+    def land(self, t: float, node: str, delta: int) -> None:
+        """A join (+1) or leave (-1) that reaches `node` at model time `t`."""
+        heapq.heappush(self._landings, (t, next(self._landing_seq), node, delta))
+        self.joining[node] += delta > 0
+
+    def load_at(self, node: str, t: float) -> int:
+        """`node`'s clients at model time `t`: now, with the joins and leaves that land
+        there by then."""
+        return self.load[node] + sum(d for when, _, n, d in self._landings
+                                     if n == node and when <= t)
+
+    def _land_until(self, t: float) -> None:
+        while self._landings and self._landings[0][0] <= t:
+            _, _, node, delta = heapq.heappop(self._landings)
+            self.load[node] += delta
+            self.joining[node] -= delta > 0
 
     def _snapshot(self) -> None:
         self.free_snapshot = {n: self.slots[n] - self.load[n] for n in self.names}
@@ -320,9 +394,12 @@ class CitySimulation:
         return {n: static[n] + self.load_term(n) for n in self.names}
 
     def context(self, c: _Client, static: dict[str, float], excluded: frozenset[str],
-                asked: str | None = None) -> SelectionContext:
+                asked: str | None = None, clock: Callable[[], float] | None = None
+                ) -> SelectionContext:
         """What `c`'s selector may know now; `asked`: the node that ranks by coordinates,
-        whose own is current while the others' are as its last probe round saw them."""
+        whose own is current while the others' are as its last probe round saw them;
+        `clock`: when a probe sent now reaches its node (a step that takes its messages'
+        time), whose answer counts the joins and leaves landed there by then."""
         kind = self.kind
         true = self.true_rtt(static) if kind == "optimal" else None
         est = None
@@ -352,13 +429,15 @@ class CitySimulation:
         if kind == "load_aware":
             def probe_node(n: str) -> ProbeAnswer:
                 self.messages.probe(c.name, n)
-                k, here = self.load[n], self.load_term(n)
-                rtt = static[n] + self.measured_load(n)
+                k = self.load[n] if clock is None else self.load_at(n, clock())
+                now = k - self.load[n]  # the landings by then, against the loads now
+                here = self.load_term(n, now)
+                rtt = static[n] + (here if self.probes_see_load else 0.0)
                 if c.vivaldi is not None:  # the echo carries the node's coordinate (live)
                     c.vivaldi.update(n, self.node_vivaldi[n].coord, rtt)
                 return ProbeAnswer(rtt, self.slots[n] - k,
-                                   join_cost_ms=k * (self.load_term(n, 1) - here),
-                                   leave_gain_ms=(k - 1) * (here - self.load_term(n, -1))
+                                   join_cost_ms=k * (self.load_term(n, now + 1) - here),
+                                   leave_gain_ms=(k - 1) * (here - self.load_term(n, now - 1))
                                    if k > 0 else 0.0)
             probe = probe_node
         return SelectionContext(self.names, self.slots, c.node, excluded, true, est, free,
@@ -366,7 +445,7 @@ class CitySimulation:
 
     def _client_step(self, c: _Client, t: float) -> None:
         self._move(c, t)
-        net = _SimulatedNet(self, c, self._static_from_client(c))
+        net = _SimulatedNet(self, c, self._static_from_client(c), t)
         c.node = discovery_step(net, self.selector, c.node, self.names, self.client,
                                 c.tally, self.rng, t, c.vivaldi is not None)
 

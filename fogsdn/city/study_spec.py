@@ -163,6 +163,11 @@ class CityStudy(FrozenModel):
     # its own view (staggered, as live daemons do), or every node at once, all views one
     # snapshot (synchronous: a round-based simulator's; simulated only)
     vivaldi_rounds: Literal["staggered", "synchronous"] = "staggered"
+    # how long a simulated client's step takes: none (instant: every message at the
+    # step's instant, the joins and leaves at once), or its messages' round trips
+    # (messages: its join and leave land when the messages before them are done, as a
+    # live step's do); a live step always takes its round trips
+    step_time: Literal["instant", "messages"] = "instant"
     full_scale: FullScale = FullScale()
 
     @model_validator(mode="before")
