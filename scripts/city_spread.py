@@ -23,33 +23,21 @@ import bootstrap  # first run: set-up; outside .venv: re-run inside it
 bootstrap.bootstrap(needs_network_stack=False, extras="")
 
 from fogsdn.city.event_model import (  # noqa: E402
+    SPREAD_DRAWS,
     SPREAD_METRICS,
-    VERDICT_METRICS,
-    SpreadVerdict,
     draw_spread,
-    spread_verdict,
+    judge_live,
 )
 from fogsdn.city.sim_output import read_live_points  # noqa: E402
 from fogsdn.city.study_spec import CityStudyError, load_city_study  # noqa: E402
 from fogsdn.core.summary import json_safe  # noqa: E402
 from fogsdn.nodes.ncs.selection import SelectionError  # noqa: E402
 
-# draws per selector: the sd of 8 draws was measured off by half (load_aware's optimal
-# rate at 29 / 318 / 200: 0.45 from draws 1-8, 0.81 from 1-40); 24 keep it within ~15 %
-DRAWS = 24
-
-
-def judge(live: dict[str, dict[str, float]],
-          spread: dict[str, dict[str, tuple[float, float]]]) -> list[SpreadVerdict]:
-    """Each selector's `VERDICT_METRICS` of the live run against its simulated spread."""
-    return [spread_verdict(sel, m, live[sel].get(m, float("nan")), *spread[sel][m])
-            for sel in spread for m in VERDICT_METRICS]
-
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scenario", type=Path, required=True)
-    ap.add_argument("--draws", type=int, default=DRAWS)
+    ap.add_argument("--draws", type=int, default=SPREAD_DRAWS)
     ap.add_argument("--selectors", default=None, help="comma-separated (default: the study's)")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--live", type=Path, default=None,
@@ -70,13 +58,11 @@ def main(argv: list[str] | None = None) -> int:
           f"{ratio:g}, {study.simulated_span_model_s:g} model s, {a.draws} draws (mean ± sd)")
     for sel, m in out.items():
         print(f"  {sel:>10}: " + ", ".join(f"{k} {mu:.3g} ± {sd:.2g}" for k, (mu, sd) in m.items()))
-    verdicts = [] if live is None else judge(live, out)
+    verdicts = [] if live is None else judge_live(live, out)
     if verdicts:
         print(f"live {a.live}: within 10 % of the simulated mean or two sd, whichever wider")
         for v in verdicts:
-            print(f"  {v.selector:>10} {v.metric:<16} live {v.live:<9.4g} simulated "
-                  f"{v.mean:.4g} ± {v.sd:.2g} [{v.low:.4g}, {v.high:.4g}]  "
-                  f"{'holds' if v.holds else 'MISSES'}")
+            print(f"  {v.line()}")
     if a.json is not None:
         a.json.write_text(json.dumps(json_safe({"ratio": ratio, "draws": a.draws,
                                       "metrics": list(SPREAD_METRICS),

@@ -19,6 +19,7 @@ from fogsdn.city.event_model import (
     spread_verdict,
 )
 from fogsdn.city.layout import parse_trace
+from fogsdn.city.study_run import CityStudyRun, compares_engines, judgement_gap
 from fogsdn.city.study_spec import CityStudy
 from fogsdn.nodes.ncs.discovery import ClientParams, make_selector
 from fogsdn.nodes.ncs.selection import (
@@ -400,3 +401,45 @@ def test_timed_steps_are_deterministic_and_race_as_live_steps_do() -> None:
     assert row == run_study(TIMED, "optimal", 0.9)
     assert run_study(SMALL, "optimal", 0.9)["client_lost"] == 0
     assert row["client_lost"] > 0 and row["optimal_rate"] == 1.0
+
+
+def test_a_live_run_of_a_comparison_file_is_judged_against_the_simulator(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file whose full scale is its live scale: the live study's end prints each
+    selector's verdict and writes it beside the rows; a crashed run, a failed point or
+    another span gets a line saying why there is none; other files get nothing."""
+    doc = {"study": "city", "name": "cmp", "seed": 3, "fog_nodes": 6, "total_slots": 30,
+           "area_km2": 0.5, "start_s": [0.5, 2.0], "ratios": [0.6], "duration_live_s": 30.0,
+           "time_scale": 10, "selectors": ["optimal", "random"], "step_time": "messages",
+           "full_scale": {"fog_nodes": 6, "total_slots": 30, "duration_model_s": 3.0,
+                          "ratios": [0.6], "start_s": [0.5, 2.0]}}
+    study = CityStudy.model_validate(doc)
+    assert compares_engines(study) and judgement_gap(study) is None
+    assert "spans 6 model s" in str(judgement_gap(study.model_copy(
+        update={"duration_live_s": 60.0})))
+    assert not compares_engines(SMALL)
+    full = study.at_full_scale()
+    rows = [run_study(full, sel, 0.6) | {"clients_reporting": 18, "fogs_reporting": 6}
+            for sel in ("optimal", "random")]
+
+    def finish(folder: str, failures: list[tuple[object, str]], **summary: object
+               ) -> list[Path]:
+        out = _live_run(tmp_path / folder, {}, **summary)
+        return CityStudyRun(study, out, "emulate").finish(list(rows), failures)
+
+    outputs = finish("run", [])
+    verdict = tmp_path / "run" / "against-simulated.json"
+    assert verdict in outputs
+    got = json.loads(verdict.read_text())
+    assert got["draws"] == 24 and len(got["verdicts"]) == 4
+    assert {(v["selector"], v["metric"]) for v in got["verdicts"]} == {
+        (s, m) for s in ("optimal", "random") for m in ("mean_latency_ms", "optimal_rate")}
+    optimal_rate = next(v for v in got["verdicts"]
+                        if (v["selector"], v["metric"]) == ("optimal", "optimal_rate"))
+    assert optimal_rate["live"] == 1.0 and optimal_rate["holds"]
+    printed = capsys.readouterr().out
+    assert "against the simulator (24 draws" in printed and printed.count("live ") >= 4
+    assert not any(p.name == "against-simulated.json" for p in finish("crash", [], crashed=True))
+    assert "no verdict against the simulator" in capsys.readouterr().out
+    finish("failed", [("live city", "boom")])
+    assert "verdict" not in capsys.readouterr().out
