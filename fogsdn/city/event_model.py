@@ -430,15 +430,16 @@ class CitySimulation:
             def probe_node(n: str) -> ProbeAnswer:
                 self.messages.probe(c.name, n)
                 k = self.load[n] if clock is None else self.load_at(n, clock())
-                now = k - self.load[n]  # the landings by then, against the loads now
-                here = self.load_term(n, now)
+                landed = k - self.load[n]  # what lands there before the probe does
+                here = self.load_term(n, landed)
                 rtt = static[n] + (here if self.probes_see_load else 0.0)
                 if c.vivaldi is not None:  # the echo carries the node's coordinate (live)
                     c.vivaldi.update(n, self.node_vivaldi[n].coord, rtt)
-                return ProbeAnswer(rtt, self.slots[n] - k,
-                                   join_cost_ms=k * (self.load_term(n, now + 1) - here),
-                                   leave_gain_ms=(k - 1) * (here - self.load_term(n, now - 1))
-                                   if k > 0 else 0.0)
+                return ProbeAnswer(
+                    rtt, self.slots[n] - k,
+                    join_cost_ms=k * (self.load_term(n, landed + 1) - here),
+                    leave_gain_ms=(k - 1) * (here - self.load_term(n, landed - 1))
+                    if k > 0 else 0.0)
             probe = probe_node
         return SelectionContext(self.names, self.slots, c.node, excluded, true, est, free,
                                 meridian, probe)

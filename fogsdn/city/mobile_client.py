@@ -112,8 +112,8 @@ class ClientResult(ClientTally):
     probe_excess: list[float] = field(default_factory=list)  # the same for a probe's RTT
     counts: Counts = field(default_factory=Counts)
     meridian_hops: list[int] = field(default_factory=list)  # per answered query
-    # per step, model ms from its first message to its task's end: the simulator's steps
-    # take none, so clients that step meanwhile decide on what this one has not yet done
+    # per step, model ms from its first message to its task's end: the clients that step
+    # meanwhile decide without it (what `step_time: messages` simulates)
     step_ms: list[float] = field(default_factory=list)
 
     def to_dict(self) -> ResultDoc:

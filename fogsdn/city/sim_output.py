@@ -61,7 +61,8 @@ def live_metrics(results: Mapping[str, ClientResultDoc], fog_states: Mapping[str
         # a datagram a client could not read: never the network's doing
         "replies_undecodable": sum(int(r["counts"]["received"].get("malformed", 0))
                                    for r in clients),
-        # how long a step's messages took, which a simulated step does at one instant
+        # how long a step's messages took (a simulated one: none, or with step_time:
+        # messages, its round trips)
         "step_ms": statistics.median(steps) if steps else math.nan,
         "step_ms_p90": steps[int(0.9 * (len(steps) - 1))] if steps else math.nan,
     } | _meridian_columns(clients, fog_states)
