@@ -107,6 +107,8 @@ def test_the_star_city_gives_every_pair_its_delay_with_one_element_per_node(
     for row in live.rows:
         assert row["clients_reporting"] == 8 and row["fogs_reporting"] == 4
         assert row["delivered"] > 8 * 8
+        # a step takes at least its task's round trip (some 3 model ms here)
+        assert 1.0 < row["step_ms"] <= row["step_ms_p90"] < 200
         assert -0.1 < row["rtt_excess_ms"] < 1.0
         assert row["link_updates"] > 3 * 4  # the tables followed the moves
         point = tmp_path / f"{row['selector']}-0.5"
@@ -138,10 +140,15 @@ class _Runner:
     """`run_testbed.py` on a small city study, its output lines read as they come."""
 
     def __init__(self, tmp_path: Path, duration_s: float) -> None:
+        # a file that simulates its own live scale: a finished run is judged against
+        # the simulator, a crashed or interrupted one never is
         study = {"study": "city", "name": "citydrill", "fog_nodes": 3, "total_slots": 6,
                  "ratios": [0.5], "selectors": ["random"], "duration_live_s": duration_s,
                  "time_scale": 10, "realtime": False, **BRISK,
-                 "mobility": {"kind": "static"}}
+                 "mobility": {"kind": "static"},
+                 "full_scale": {"fog_nodes": 3, "total_slots": 6, "ratios": [0.5],
+                                "duration_model_s": duration_s / 10,
+                                "start_s": BRISK["start_s"]}}
         f = tmp_path / "city.yaml"
         f.write_text(yaml.safe_dump(study))
         self.out = tmp_path / "out"
@@ -198,6 +205,7 @@ def test_a_killed_fog_daemon_is_reported_at_once_and_the_run_exits_3(tmp_path: P
     assert inc["exit"] == "killed by SIGKILL"
     assert {"t_model_ms", "t_real_s", "action"} <= set(inc)
     assert "CRASHED RUN" in run.text()
+    assert "against the simulator (" not in run.text()  # its numbers are no measurement
     wait_for_run_to_die(rec)
     assert_clean(before)
 
@@ -214,6 +222,8 @@ def test_ctrl_c_stops_the_city_run_with_130_and_its_summary(tmp_path: Path) -> N
     assert rc == 130, run.text()[-3000:]
     assert time.monotonic() - t_int < 60  # the point ended early, not at its 60 s
     assert "Traceback" not in run.text()
+    assert "against the simulator (" not in run.text()
+    assert "no verdict against the simulator" in run.text(), run.text()[-3000:]
     summary = run.summary()
     assert summary["interrupted"] is True and summary["crashed"] is False
     assert summary["incidents"] == []
