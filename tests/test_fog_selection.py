@@ -236,6 +236,18 @@ def test_vivaldi_nodes_learn_a_task_late_and_rank_by_last_rounds_view() -> None:
     assert sim.views[node][moved] == sim.node_vivaldi[moved].coord
 
 
+def _small_study_file(tmp_path: Path) -> Path:
+    """A small city study file whose full scale is SMALL's, optimal and random."""
+    study = tmp_path / "small.yaml"
+    study.write_text(yaml.safe_dump({
+        "study": "city", "name": "small", "seed": 3, "duration_live_s": 20.0, "fog_nodes": 6,
+        "total_slots": 30, "area_km2": 0.5, "start_s": [3.0, 10.0], "ratios": [0.6],
+        "selectors": ["optimal", "random"],
+        "full_scale": {"fog_nodes": 6, "total_slots": 30, "duration_model_s": 20.0,
+                       "ratios": [0.6]}}))
+    return study
+
+
 def test_draws_change_the_runs_choices_alone(tmp_path: Path) -> None:
     """A draw re-rolls the run's own choices: the same clients, walks and periods (the
     baseline, which makes none, is identical), other random picks; the spread script
@@ -251,13 +263,7 @@ def test_draws_change_the_runs_choices_alone(tmp_path: Path) -> None:
     assert draw_spread(SMALL, "optimal", 0.6, 2)["client_lost"] == (0.0, 0.0)
     with pytest.raises(SelectionError, match="draws"):
         draw_spread(SMALL, "random", 0.6, 1)
-    study = tmp_path / "small.yaml"
-    study.write_text(yaml.safe_dump({
-        "study": "city", "name": "small", "seed": 3, "duration_live_s": 20.0, "fog_nodes": 6,
-        "total_slots": 30, "area_km2": 0.5, "start_s": [3.0, 10.0], "ratios": [0.6],
-        "selectors": ["optimal", "random"],
-        "full_scale": {"fog_nodes": 6, "total_slots": 30, "duration_model_s": 20.0,
-                       "ratios": [0.6]}}))
+    study = _small_study_file(tmp_path)
     out = tmp_path / "spread.json"
     assert city_spread.main(["--scenario", str(study), "--draws", "2", "--json", str(out)]) == 0
     got = json.loads(out.read_text())
@@ -294,13 +300,7 @@ def test_the_spread_script_judges_a_live_run_and_refuses_one_that_is_no_measurem
     """--live: each selector's latency and rate against the spread, exit 1 on a miss;
     a crashed run, another scale, a point whose clients did not all report or a broken
     number is refused in one line naming the file."""
-    study = tmp_path / "small.yaml"
-    study.write_text(yaml.safe_dump({
-        "study": "city", "name": "small", "seed": 3, "duration_live_s": 20.0, "fog_nodes": 6,
-        "total_slots": 30, "area_km2": 0.5, "start_s": [3.0, 10.0], "ratios": [0.6],
-        "selectors": ["optimal", "random"],
-        "full_scale": {"fog_nodes": 6, "total_slots": 30, "duration_model_s": 20.0,
-                       "ratios": [0.6]}}))
+    study = _small_study_file(tmp_path)
     spread = tmp_path / "spread.json"
     args = ["--scenario", str(study), "--draws", "3"]
     assert city_spread.main([*args, "--json", str(spread)]) == 0
