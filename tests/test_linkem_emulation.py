@@ -120,9 +120,9 @@ def test_a_change_takes_effect_within_a_millisecond(
     # the old delay before (the tools themselves add up to a few ms on a loaded machine)
     assert max(before) < 40.0 and float(np.percentile(before, 50)) < 10.0, sorted(before)[-5:]
     # the new one after: 40 ms, less the stamps' own offset (a probe's send stamp is taken
-    # around its sendto; 39.99 in one clean-clone CI run, as the floor test saw 9.98 of
-    # 10); the old delay would give some 2 ms
-    assert min(after) >= 39.9, sorted(after)[:5]
+    # around its sendto; 39.99 and 39.86 in clean-clone CI runs, as the floor test saw
+    # 9.98 of 10); the old delay would give some 2 ms
+    assert min(after) >= 39.5, sorted(after)[:5]
 
 
 def test_jitter_spreads_within_its_bounds(rig_and_shaper: tuple[Rig, LinkShaper]) -> None:
